@@ -1,0 +1,79 @@
+// swift-tools-version: 6.1
+//
+// swift-ble: a Bluetooth Low Energy host stack, a virtual controller on a simulated radio, and a
+// CoreBluetooth-shaped public API. Layers and their allowed directions are drawn in ARCHITECTURE.md;
+// `Scripts/check-layers.sh` enforces them from `swift package describe --type json`.
+import PackageDescription
+
+let strict: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("MemberImportVisibility"),
+]
+
+let nioCore: Target.Dependency = .product(name: "NIOCore", package: "swift-nio")
+let collections: Target.Dependency = .product(name: "DequeModule", package: "swift-collections")
+let heap: Target.Dependency = .product(name: "HeapModule", package: "swift-collections")
+
+let package = Package(
+    name: "swift-ble",
+    platforms: [.macOS(.v15)],
+    products: [
+        .library(name: "BLE", targets: ["BLE"]),
+        .executable(name: "ble", targets: ["ble"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-nio", from: "2.80.0"),
+        .package(url: "https://github.com/apple/swift-collections", from: "1.1.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+    ],
+    targets: [
+        // Pure layers: no I/O, no clocks, no un-injected randomness.
+        .target(name: "BLECore", dependencies: [nioCore], swiftSettings: strict),
+        .target(name: "BLEHCI", dependencies: ["BLECore", nioCore], swiftSettings: strict),
+        .target(name: "BLEL2CAP", dependencies: ["BLECore", nioCore, collections], swiftSettings: strict),
+        .target(name: "BLEATT", dependencies: ["BLECore", nioCore, collections], swiftSettings: strict),
+        .target(name: "BLEGATT", dependencies: ["BLECore", "BLEATT", nioCore, collections], swiftSettings: strict),
+
+        // The seam between a host and a controller.
+        .target(name: "BLETransport", dependencies: ["BLECore", "BLEHCI", nioCore], swiftSettings: strict),
+
+        // The host: composes the pure machines, owns credits, buffers, timers.
+        .target(
+            name: "BLEHost",
+            dependencies: ["BLECore", "BLEHCI", "BLEL2CAP", "BLEATT", "BLEGATT", "BLETransport", nioCore, collections],
+            swiftSettings: strict),
+        .target(name: "BLESystem", dependencies: ["BLECore", "BLEHost", "BLETransport"], swiftSettings: strict),
+
+        // The controller side: speaks HCI bytes only.
+        .target(
+            name: "BLEVirtualController",
+            dependencies: ["BLECore", "BLEHCI", "BLETransport", nioCore, collections, heap],
+            swiftSettings: strict),
+
+        // Public API.
+        .target(
+            name: "BLE",
+            dependencies: ["BLECore", "BLESystem", "BLEHost", "BLEGATT", "BLEATT", "BLETransport", "BLEVirtualController"],
+            swiftSettings: strict),
+
+        .executableTarget(
+            name: "ble",
+            dependencies: ["BLE", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            swiftSettings: strict),
+
+        .testTarget(name: "BLECoreTests", dependencies: ["BLECore", nioCore], swiftSettings: strict),
+        .testTarget(name: "BLEHCITests", dependencies: ["BLEHCI", "BLECore", nioCore], swiftSettings: strict),
+        .testTarget(name: "BLEL2CAPTests", dependencies: ["BLEL2CAP", "BLECore", nioCore], swiftSettings: strict),
+        .testTarget(name: "BLEATTTests", dependencies: ["BLEATT", "BLECore", nioCore], swiftSettings: strict),
+        .testTarget(name: "BLEGATTTests", dependencies: ["BLEGATT", "BLEATT", "BLECore", nioCore], swiftSettings: strict),
+        .testTarget(
+            name: "BLEVirtualControllerTests",
+            dependencies: ["BLEVirtualController", "BLEHCI", "BLETransport", "BLECore", nioCore],
+            swiftSettings: strict),
+        .testTarget(
+            name: "BLEHostTests",
+            dependencies: ["BLEHost", "BLEVirtualController", "BLETransport", "BLEHCI", "BLECore", nioCore],
+            swiftSettings: strict),
+        .testTarget(name: "BLETests", dependencies: ["BLE"], swiftSettings: strict),
+    ]
+)

@@ -1,0 +1,1 @@
+// BLEATT: see ARCHITECTURE.md for this layer's role.

@@ -1,0 +1,1 @@
+// BLEGATT: see ARCHITECTURE.md for this layer's role.

@@ -1,0 +1,1 @@
+// BLEHCI: see ARCHITECTURE.md for this layer's role.

@@ -1,0 +1,1 @@
+// BLEL2CAP: see ARCHITECTURE.md for this layer's role.

@@ -1,0 +1,1 @@
+// BLESystem: see ARCHITECTURE.md for this layer's role.

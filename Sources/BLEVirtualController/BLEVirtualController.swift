@@ -1,0 +1,1 @@
+// BLEVirtualController: see ARCHITECTURE.md for this layer's role.
