@@ -1,1 +1,0 @@
-// BLETransport: see ARCHITECTURE.md for this layer's role.

@@ -1,0 +1,25 @@
+import Dispatch
+
+/// A cancellable piece of scheduled work.
+public protocol ScheduledWork: Sendable {
+    /// Cancels the work if it has not run yet; cancelling twice, or after it ran, does nothing.
+    func cancel()
+}
+
+/// Time, timers and callback dispatch for one host and the managers above it.
+///
+/// The host never reads a clock or starts a timer itself: everything time-related goes through this, so the
+/// same host runs on wall-clock time over a real controller and on virtual time over the simulated radio.
+/// In a simulation the radio implements this, and `dispatch` is counted: virtual time does not move while a
+/// dispatched callback, or host work it triggered, is still outstanding. That is what makes a simulated run
+/// deterministic.
+public protocol HostScheduler: Sendable {
+    /// Time since this scheduler's origin (process start for wall-clock schedulers, radio start in a
+    /// simulation).
+    var now: Duration { get }
+    /// Runs `work` once, `delay` from now, unless cancelled first.
+    @discardableResult
+    func schedule(after delay: Duration, _ work: @escaping @Sendable () -> Void) -> any ScheduledWork
+    /// Runs `work` asynchronously on `queue` (a manager's delegate queue).
+    func dispatch(on queue: DispatchQueue, _ work: @escaping @Sendable () -> Void)
+}
