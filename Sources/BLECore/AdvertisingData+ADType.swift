@@ -34,9 +34,9 @@ public struct ADType: RawRepresentable, Sendable, Hashable, Comparable, CustomSt
     public static let simplePairingHashC192 = ADType(0x0E)
     /// Simple Pairing Randomizer R-192 (CSS Part A, 1.6).
     public static let simplePairingRandomizerR192 = ADType(0x0F)
-    /// Device ID, or Security Manager TK Value (CSS Part A, 1.8).
+    /// Device ID, or Security Manager TK Value.
     public static let securityManagerTKValue = ADType(0x10)
-    /// Security Manager Out of Band Flags (CSS Part A, 1.7).
+    /// Security Manager Out of Band Flags.
     public static let securityManagerOOBFlags = ADType(0x11)
     /// Peripheral Connection Interval Range (CSS Part A, 1.9).
     public static let peripheralConnectionIntervalRange = ADType(0x12)
@@ -88,19 +88,19 @@ public struct ADType: RawRepresentable, Sendable, Hashable, Comparable, CustomSt
     public static let meshMessage = ADType(0x2A)
     /// Mesh Beacon (Mesh Profile).
     public static let meshBeacon = ADType(0x2B)
-    /// BIGInfo (CSS Part A, 1.21).
+    /// BIGInfo.
     public static let bigInfo = ADType(0x2C)
-    /// Broadcast_Code (CSS Part A, 1.22).
+    /// Broadcast_Code.
     public static let broadcastCode = ADType(0x2D)
-    /// Resolvable Set Identifier (CSS Part A, 1.23).
+    /// Resolvable Set Identifier.
     public static let resolvableSetIdentifier = ADType(0x2E)
     /// Advertising Interval - long (CSS Part A, 1.15).
     public static let advertisingIntervalLong = ADType(0x2F)
-    /// Broadcast_Name (CSS Part A, 1.24).
+    /// Broadcast_Name.
     public static let broadcastName = ADType(0x30)
-    /// Encrypted Advertising Data (CSS Part A, 1.25).
+    /// Encrypted Advertising Data.
     public static let encryptedAdvertisingData = ADType(0x31)
-    /// Periodic Advertising Response Timing Information (CSS Part A, 1.26).
+    /// Periodic Advertising Response Timing Information.
     public static let periodicAdvertisingResponseTimingInformation = ADType(0x32)
     /// Electronic Shelf Label.
     public static let electronicShelfLabel = ADType(0x34)

@@ -42,7 +42,7 @@ public struct GATTError: Error, Sendable, Hashable, CustomStringConvertible {
     }
 
     /// The GATT view of a failed ATT request.
-    public init(_ failure: ATTRequestFailure) {
+    public init(failure: ATTRequestFailure) {
         switch failure {
         case .errorResponse(let response):
             self.init(.errorResponse, attErrorCode: response.errorCode, handle: response.handle,

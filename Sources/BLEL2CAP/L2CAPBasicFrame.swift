@@ -40,7 +40,7 @@ public struct L2CAPBasicFrame: Hashable, Sendable, CustomStringConvertible {
     /// octets follow the declared payload.
     public init(decoding bytes: ByteBuffer) throws(L2CAPError) {
         var buffer = bytes
-        guard let frame = try Self.read(from: &buffer) else {
+        guard let frame = Self.read(from: &buffer) else {
             throw .truncated("B-frame of \(bytes.readableBytes) octets is shorter than its header or declared length")
         }
         guard buffer.readableBytes == 0 else {
@@ -51,9 +51,9 @@ public struct L2CAPBasicFrame: Hashable, Sendable, CustomStringConvertible {
 
     /// Decodes a B-frame from the start of `buffer`, for framing a byte stream.
     ///
-    /// Returns `nil`, consuming nothing, when the buffer does not hold the whole frame yet. Never throws today;
-    /// `throws` is kept for decoders with bounds (see `L2CAPRecombiner` for a maximum length).
-    public static func read(from buffer: inout ByteBuffer) throws(L2CAPError) -> L2CAPBasicFrame? {
+    /// Returns `nil`, consuming nothing, when the buffer does not hold the whole frame yet. Every header is
+    /// valid, so there is nothing to throw; `L2CAPRecombiner` applies a maximum length.
+    public static func read(from buffer: inout ByteBuffer) -> L2CAPBasicFrame? {
         let start = buffer.readerIndex
         guard let length = buffer.readLE(UInt16.self), let cid = buffer.readLE(UInt16.self),
             let payload = buffer.readSlice(length: Int(length))

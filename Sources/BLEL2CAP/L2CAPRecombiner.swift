@@ -124,7 +124,7 @@ public struct L2CAPRecombiner: Sendable {
         state = .idle
         var buffer = partial
         // The length check above guarantees a whole frame.
-        guard let frame = try? L2CAPBasicFrame.read(from: &buffer) else { return .needMoreFragments }
+        guard let frame = L2CAPBasicFrame.read(from: &buffer) else { return .needMoreFragments }
         return Output(frame: frame)
     }
 }

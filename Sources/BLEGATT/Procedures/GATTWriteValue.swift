@@ -60,7 +60,7 @@ public struct GATTWriteValue: GATTProcedure {
             }
             return prepare(from: offset + sent.count, mtu: mtu)
         case (.preparing, .failure(.errorResponse(let response))):
-            return cancel(GATTError(.errorResponse(response)))
+            return cancel(GATTError(failure: .errorResponse(response)))
         case (.cancelling(let error), .success(.executeWriteResponse)), (.cancelling(let error), .failure(.errorResponse)):
             return .finished(.failure(error))
         case (_, .failure(let failure)):

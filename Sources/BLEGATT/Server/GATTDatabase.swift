@@ -170,12 +170,14 @@ public struct GATTDatabase: Sendable {
             throw GATTError(.invalidDefinition, "no run of \(count) free handles")
         }
 
-        var next = start
+        // Counted in Int: the last handle may be 0xFFFF.
+        var next = Int(start.rawValue)
         var new: [GATTAttribute] = []
         func take() -> AttributeHandle {
-            defer { next = next.advanced(by: 1) }
-            return next
+            defer { next += 1 }
+            return AttributeHandle(UInt16(next))
         }
+        func last() -> AttributeHandle { AttributeHandle(UInt16(next - 1)) }
         new.append(GATTAttribute(handle: take(), type: definition.isPrimary ? .primaryService : .secondaryService,
                                  value: definition.uuid.attWireBytes, permissions: [.readable],
                                  role: definition.isPrimary ? .primaryService : .secondaryService))
@@ -223,7 +225,7 @@ public struct GATTDatabase: Sendable {
                                                                     properties: characteristic.properties)))
                 descriptors.append(GATTDescriptor(uuid: .clientCharacteristicConfiguration, handle: handle))
             }
-            let end = next.advanced(by: -1)
+            let end = last()
             characteristics.append(.init(
                 characteristic: GATTCharacteristic(uuid: characteristic.uuid, properties: characteristic.properties,
                                                    declarationHandle: declarationHandle, valueHandle: valueHandle,
@@ -231,7 +233,7 @@ public struct GATTDatabase: Sendable {
                 descriptors: descriptors, clientConfigurationHandle: cccd))
         }
         let service = GATTService(uuid: definition.uuid, isPrimary: definition.isPrimary,
-                                  handleRange: start...next.advanced(by: -1))
+                                  handleRange: start...last())
         let insertAt = firstIndex(atOrAfter: start)
         attributes.insert(contentsOf: new, at: insertAt)
         services.append(service)

@@ -546,8 +546,14 @@ public struct GATTServer: Sendable {
                 continue
             }
             if assembled[part.attribute] == nil {
+                // The value becomes the old value up to the first part's offset, then the parts: a long
+                // write from offset 0 replaces the whole value, as a Write Request does.
                 handles.append(part.attribute)
-                assembled[part.attribute] = readable(attribute, connection).storedValue
+                let old = readable(attribute, connection).storedValue
+                guard part.offset <= old.count else {
+                    return [error(opcode, part.attribute, .invalidOffset, connection)]
+                }
+                assembled[part.attribute] = Array(old.prefix(part.offset))
             }
             var value = assembled[part.attribute]!
             guard part.offset <= value.count else { return [error(opcode, part.attribute, .invalidOffset, connection)] }

@@ -127,13 +127,17 @@ public struct HCICommandRegistry: Sendable {
     /// Every command this module defines.
     public static let standard: HCICommandRegistry = {
         var registry = HCICommandRegistry()
-        for type in allStandardCommandTypes { registry.register(type) }
+        for type in allStandardCommandTypes { registry.register(existential: type) }
         return registry
     }()
 
-    private mutating func register(_ type: any HCICommand.Type) {
-        func open<C: HCICommand>(_ type: C.Type) { register(type) }
-        open(type)
+    /// Adds (or replaces) the decoder for a command type known only as an existential metatype.
+    public mutating func register(existential type: any HCICommand.Type) {
+        decoders[type.opcode] = Self.decoder(for: type)
+    }
+
+    private static func decoder<C: HCICommand>(for type: C.Type) -> Decoder {
+        { buffer in try C(parameters: &buffer) }
     }
 
     /// The command types defined in this module, in opcode order.
