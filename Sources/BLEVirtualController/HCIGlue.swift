@@ -28,6 +28,5 @@ func makeEventPacket(code: UInt8, parameters: [UInt8]) -> HCIPacket {
 }
 
 func makeACLPacket(handle: UInt16, boundary: UInt8, data: [UInt8]) -> HCIPacket {
-    .acl(HCIACLDataPacket(handle: ConnectionHandle(handle), packetBoundary: .init(rawValue: boundary),
-                          broadcast: .init(rawValue: 0), data: data))
+    .acl(HCIACLDataPacket(handle: ConnectionHandle(handle), packetBoundary: .init(rawValue: boundary), data: data))
 }
