@@ -177,7 +177,15 @@ final class World {
             emitEvent(controller, code: 0x1A, [0x01])
             return
         }
-        guard !data.isEmpty else { return }
+        if data.isEmpty {
+            // Nothing to carry: the buffer is free at once.
+            var w = ByteWriter(capacity: 5)
+            w.u8(1)
+            w.u16(handle)
+            w.u16(1)
+            emitEvent(controller, code: 0x13, w.bytes)
+            return
+        }
         controller.aclInFlight += 1
         link.sides[side].data.append(PendingACL(data: data, startsMessage: boundary != 0b01))
         wake(link)

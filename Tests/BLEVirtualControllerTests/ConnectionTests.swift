@@ -117,3 +117,45 @@ import Testing
         #expect(kbps >= 8.0 * 27 * 8 / 7.5 * 0.95)
     }
 }
+
+@Suite struct MultipleConnectionTests {
+    @Test func aCentralConnectsToSeveralPeripherals() async throws {
+        let radio = SimulatedRadio(seed: 21)
+        let central = TestHost(radio.addController(name: "central"))
+        let peripherals = (0..<3).map { TestHost(radio.addController(name: "p\($0)", position: .init(x: Double($0) + 1, y: 0))) }
+        try await central.setUp()
+        for p in peripherals {
+            try await p.setUp()
+            try await p.setAdvertising(type: 0, interval: 0x0030)
+            try await p.enableAdvertising()
+        }
+        for p in peripherals {
+            #expect(try await central.command(0x200D, central.createConnection(to: p.controller.address, intervalMin: 8, intervalMax: 8)) == [0])
+            try await radio.run(for: .milliseconds(300))
+        }
+        let completes = central.leEvents(0x01)
+        #expect(completes.count == 3 && completes.allSatisfy { $0.parameters[0] == 0 && $0.parameters[3] == 0 })
+        let handles = completes.map { u16($0.parameters, 1) }
+        #expect(Set(handles).count == 3)
+        for (i, p) in peripherals.enumerated() {
+            central.sendACL(handle: handles[i], [UInt8(i), 0xEE])
+            _ = p
+        }
+        try await radio.run(for: .milliseconds(100))
+        for (i, p) in peripherals.enumerated() {
+            #expect(p.acl.map(\.data) == [[UInt8(i), 0xEE]])
+        }
+        #expect(central.events(code: 0x13).count == 3)
+    }
+}
+
+@Suite struct PacingTests {
+    @Test func realtimePacingTracksWallTime() async throws {
+        let radio = SimulatedRadio(seed: 1)
+        radio.schedule(after: .milliseconds(30)) {}
+        let start = ContinuousClock.now
+        try await radio.run(for: .milliseconds(60), pacing: .realtime)
+        #expect(ContinuousClock.now - start >= .milliseconds(60))
+        #expect(radio.now == .milliseconds(60))
+    }
+}
