@@ -42,11 +42,12 @@ public struct BluetoothAddress: Sendable, Hashable, CustomStringConvertible {
 
     /// Parses "AA:BB:CC:DD:EE:FF" (or with dashes). Returns `nil` for anything else.
     public init?(string: String, type: AddressType = .publicDevice) {
-        let parts = string.split(whereSeparator: { $0 == ":" || $0 == "-" })
+        let parts = string.split(omittingEmptySubsequences: false, whereSeparator: { $0 == ":" || $0 == "-" })
         guard parts.count == 6 else { return nil }
         var out: [UInt8] = []
         for p in parts {
-            guard p.count == 2, let b = UInt8(p, radix: 16) else { return nil }
+            // `UInt8(_:radix:)` alone would accept a sign ("+A").
+            guard p.count == 2, p.allSatisfy(\.isHexDigit), let b = UInt8(p, radix: 16) else { return nil }
             out.append(b)
         }
         self.init(bytes: out, type: type)

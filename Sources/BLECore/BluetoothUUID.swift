@@ -4,9 +4,10 @@ import Foundation
 ///
 /// The short forms are aliases inside the Bluetooth Base UUID `0000xxxx-0000-1000-8000-00805F9B34FB`, so a
 /// 16-bit UUID and its 128-bit expansion are equal and hash alike. The value remembers the form it was written
-/// in, so encoders can keep the shortest form on the wire and `uuidString` prints it the way CoreBluetooth
-/// does: `"180D"` for a 16-bit UUID, `"0000180D"`-style 8 digits for a 32-bit one, and the upper-case
-/// hyphenated long form otherwise.
+/// in only through its value: the shortest width that carries it (`width`) is what encoders put on the wire,
+/// and `uuidString` prints it the way CoreBluetooth does: `"180D"` for a 16-bit alias (even one written in the
+/// long form), 8 digits such as `"12345678"` for a 32-bit alias, and the upper-case hyphenated long form
+/// otherwise.
 ///
 /// - SeeAlso: Core Spec 5.4, Vol 3, Part B, 2.5.1 (UUID), Assigned Numbers 2.5.1 (Base UUID).
 public struct BluetoothUUID: Sendable, Hashable, Comparable, CustomStringConvertible {
@@ -55,6 +56,8 @@ public struct BluetoothUUID: Sendable, Hashable, Comparable, CustomStringConvert
     public init?(string: String) {
         var text = string.trimmingCharacters(in: .whitespaces)
         if text.hasPrefix("0x") || text.hasPrefix("0X") { text.removeFirst(2) }
+        // `UInt16(_:radix:)` accepts a leading sign ("+18D"); a UUID is hex digits only.
+        guard text.count == 36 || text.allSatisfy(\.isHexDigit) else { return nil }
         switch text.count {
         case 4:
             guard let v = UInt16(text, radix: 16) else { return nil }

@@ -64,7 +64,8 @@ extension Array where Element == UInt8 {
     /// Parses hex digits, ignoring spaces, colons and dashes; `nil` for anything else or an odd count.
     public init?(hex: String) {
         let digits = hex.filter { !" :-\n\t".contains($0) }
-        guard digits.count % 2 == 0 else { return nil }
+        // `UInt8(_:radix:)` alone would accept a sign ("+f").
+        guard digits.count % 2 == 0, digits.allSatisfy(\.isHexDigit) else { return nil }
         var out: [UInt8] = []
         out.reserveCapacity(digits.count / 2)
         var index = digits.startIndex

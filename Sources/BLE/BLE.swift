@@ -1,1 +1,0 @@
-// BLE: see ARCHITECTURE.md for this layer's role.

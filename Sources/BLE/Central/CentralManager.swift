@@ -1,0 +1,387 @@
+import BLECore
+import BLEHCI
+import BLEHost
+import BLESystem
+import Dispatch
+import Foundation
+import Synchronization
+
+/// Scans for, connects to and tracks remote peripherals (`CBCentralManager`).
+///
+/// Every delegate method is called on the manager's queue (the main queue when `queue` is nil), never under
+/// a lock. Objects (`Peripheral`, `Service`, ...) are updated on that queue just before the callback that
+/// reports the change, so a callback always sees the value it is about.
+public final class CentralManager: Sendable, SystemSession {
+    let system: BluetoothSystem
+    let queue: DispatchQueue
+    /// The options this manager was created with.
+    public let options: Options?
+
+    struct State {
+        var managerState: ManagerState = .unknown
+        var delegate = WeakBox<any CentralManagerDelegate>()
+        var scan: ScanSession?
+        var peripherals: [UUID: Peripheral] = [:]
+        var byHandle: [ConnectionHandle: Peripheral] = [:]
+        /// Peripherals asked to connect, in order; the host initiates one at a time.
+        var connectQueue: [Peripheral] = []
+        var initiating: Peripheral?
+    }
+
+    struct ScanSession {
+        var services: [BluetoothUUID]?
+        var options: ScanOptions?
+        /// What was last reported per peripheral (coalescing), and ADV data waiting for its scan response.
+        var reported: [UUID: AdvertisementData] = [:]
+        var pendingAdvertisement: [BluetoothAddress: AdvertisingReport] = [:]
+        var scanResponses: [BluetoothAddress: [UInt8]] = [:]
+    }
+
+    let locked = Mutex(State())
+
+    /// Creates a central manager on `system` (the process default when nil: `BLE_TRANSPORT`, or the virtual
+    /// radio). `centralManagerDidUpdateState` follows once the controller is ready.
+    public init(delegate: (any CentralManagerDelegate)?, queue: DispatchQueue?, options: Options? = nil,
+                system: BluetoothSystem? = nil) {
+        self.system = system ?? BluetoothSystem.processDefault
+        self.queue = queue ?? .main
+        self.options = options
+        locked.withLock { $0.delegate.value = delegate }
+        self.system.core.register(self)
+    }
+
+    /// A manager without a delegate on the main queue.
+    public convenience init() {
+        self.init(delegate: nil, queue: nil, options: nil, system: nil)
+    }
+
+    deinit { system.core.unregister(self) }
+
+    public var delegate: (any CentralManagerDelegate)? {
+        get { locked.withLock { $0.delegate.value } }
+        set { locked.withLock { $0.delegate.value = newValue } }
+    }
+
+    /// Whether a scan is running.
+    public var isScanning: Bool { locked.withLock { $0.scan != nil } }
+
+    // MARK: Scanning
+
+    /// Scans for advertising peripherals, reporting those that advertise any of `serviceUUIDs` (all when nil).
+    ///
+    /// Without `allowDuplicates`, one peripheral is reported once per scan and again only when its
+    /// advertisement data changes; with it, every advertisement is reported. Active scanning is used, so a
+    /// scannable peripheral's scan response is merged into the same report. Calling this while scanning
+    /// replaces the filter and options, as CoreBluetooth does.
+    public func scanForPeripherals(withServices serviceUUIDs: [BluetoothUUID]?, options: ScanOptions? = nil) {
+        guard currentState == .poweredOn else { return }
+        let wasScanning = locked.withLock { s -> Bool in
+            let was = s.scan != nil
+            s.scan = ScanSession(services: serviceUUIDs, options: options)
+            return was
+        }
+        if wasScanning { return }
+        let parameters = ScanParameters(active: true, interval: 0x0060, window: 0x0030, filterDuplicates: false)
+        system.core.host.startScan(parameters) { _ in }
+    }
+
+    /// Stops scanning.
+    public func stopScan() {
+        let was = locked.withLock { s -> Bool in
+            defer { s.scan = nil }
+            return s.scan != nil
+        }
+        if was { system.core.host.stopScan { _ in } }
+    }
+
+    // MARK: Connections
+
+    /// Connects to `peripheral`. The request does not time out: it stays pending until the peripheral is
+    /// found or `cancelPeripheralConnection` is called, as in CoreBluetooth. Requests to several peripherals
+    /// are initiated one at a time, in order.
+    public func connect(_ peripheral: Peripheral, options: ConnectOptions? = nil) {
+        guard currentState == .poweredOn else { return }
+        let start = locked.withLock { s -> Bool in
+            guard peripheral.currentState == .disconnected else { return false }
+            peripheral.setState(.connecting)
+            s.peripherals[peripheral.identifier] = peripheral
+            s.connectQueue.append(peripheral)
+            return s.initiating == nil
+        }
+        if start { initiateNext() }
+    }
+
+    /// Cancels a pending connection or disconnects. Every operation pending on the peripheral completes with
+    /// an error; `didDisconnectPeripheral` follows with a nil error.
+    public func cancelPeripheralConnection(_ peripheral: Peripheral) {
+        enum Action { case none, cancelInitiation, dropQueued, disconnect(ConnectionHandle) }
+        let action = locked.withLock { s -> Action in
+            switch peripheral.currentState {
+            case .connecting:
+                if s.initiating === peripheral {
+                    peripheral.setCancelled(true)
+                    return .cancelInitiation
+                }
+                s.connectQueue.removeAll { $0 === peripheral }
+                peripheral.setState(.disconnected)
+                return .dropQueued
+            case .connected:
+                guard let handle = peripheral.handle else { return .none }
+                peripheral.setState(.disconnecting)
+                peripheral.setCancelled(true)
+                return .disconnect(handle)
+            case .disconnecting, .disconnected:
+                return .none
+            }
+        }
+        switch action {
+        case .none: break
+        case .cancelInitiation: system.core.host.cancelConnect()
+        case .dropQueued:
+            deliver { manager, delegate in
+                delegate?.centralManager(manager, didDisconnectPeripheral: peripheral, error: nil)
+            }
+        case .disconnect(let handle):
+            system.core.host.disconnect(handle, reason: .remoteUserTerminatedConnection)
+        }
+    }
+
+    /// Known peripherals with these identifiers: ones this manager has seen, or whose identifiers the system
+    /// handed out before (so a stored identifier can be reconnected without scanning).
+    public func retrievePeripherals(withIdentifiers identifiers: [UUID]) -> [Peripheral] {
+        identifiers.compactMap { id in
+            if let known = locked.withLock({ $0.peripherals[id] }) { return known }
+            guard let address = system.core.identifiers.address(for: id) else { return nil }
+            return peripheral(for: address, identifier: id)
+        }
+    }
+
+    /// Peripherals connected through this system that have any of `serviceUUIDs` among their discovered
+    /// services (all connected ones when `serviceUUIDs` is empty).
+    public func retrieveConnectedPeripherals(withServices serviceUUIDs: [BluetoothUUID]) -> [Peripheral] {
+        let connected = locked.withLock { Array($0.byHandle.values) }.sorted { $0.identifier.uuidString < $1.identifier.uuidString }
+        guard !serviceUUIDs.isEmpty else { return connected }
+        return connected.filter { p in (p.services ?? []).contains { serviceUUIDs.contains($0.uuid) } }
+    }
+
+    // MARK: Internals
+
+    var currentState: ManagerState { locked.withLock { $0.managerState } }
+
+    func peripheral(for address: BluetoothAddress, identifier: UUID? = nil) -> Peripheral {
+        let id = identifier ?? system.core.identifiers.identifier(for: address)
+        return locked.withLock { s in
+            if let p = s.peripherals[id] { return p }
+            let p = Peripheral(identifier: id, address: address, manager: self)
+            s.peripherals[id] = p
+            return p
+        }
+    }
+
+    private func initiateNext() {
+        let next = locked.withLock { s -> Peripheral? in
+            guard s.initiating == nil, !s.connectQueue.isEmpty else { return nil }
+            let p = s.connectQueue.removeFirst()
+            s.initiating = p
+            return p
+        }
+        guard let next else { return }
+        next.setCancelled(false)
+        system.core.host.connect(to: next.address, parameters: ConnectionParameters()) { [weak self] result in
+            if case .failure(let error) = result { self?.initiationEnded(next, error: error) }
+        }
+    }
+
+    private func initiationEnded(_ peripheral: Peripheral, error: HostError) {
+        let cancelled = locked.withLock { s -> Bool in
+            if s.initiating === peripheral { s.initiating = nil }
+            return peripheral.isCancelled
+        }
+        peripheral.setState(.disconnected)
+        deliver { manager, delegate in
+            if cancelled {
+                delegate?.centralManager(manager, didDisconnectPeripheral: peripheral, error: nil)
+            } else {
+                delegate?.centralManager(manager, didFailToConnect: peripheral,
+                                         error: BluetoothError(.connectionFailed, "could not connect: \(error.message)"))
+            }
+        }
+        initiateNext()
+    }
+
+    /// Runs `body` on the manager's queue with the current delegate, counted by the system's scheduler.
+    func deliver(_ body: @escaping @Sendable (CentralManager, (any CentralManagerDelegate)?) -> Void) {
+        system.core.scheduler.dispatch(on: queue) { [self] in
+            body(self, delegate)
+        }
+    }
+
+    // MARK: SystemSession
+
+    public func systemPowerStateChanged(_ power: SystemPowerState) {
+        let new: ManagerState
+        switch power {
+        case .unknown: new = .unknown
+        case .poweredOn: new = .poweredOn
+        case .unsupported: new = .unsupported
+        case .poweredOff: new = .poweredOff
+        }
+        let changed = locked.withLock { s -> Bool in
+            guard s.managerState != new else { return false }
+            s.managerState = new
+            if new != .poweredOn { s.scan = nil }
+            return true
+        }
+        guard changed else { return }
+        if new == .poweredOff { failAllLinks(BluetoothError(.transportClosed, "the controller went away")) }
+        deliver { manager, delegate in delegate?.centralManagerDidUpdateState(manager) }
+    }
+
+    public func systemReceived(_ event: HostEvent) {
+        switch event {
+        case .advertisingReport(let report): handleReport(report)
+        case .connected(let link) where link.role == .central: handleConnected(link)
+        case .connectionFailed(let peer, let error): handleConnectionFailed(peer: peer, error: error)
+        case .disconnected(let handle, let reason): handleDisconnected(handle, reason: reason)
+        case .valueUpdated(let handle, let attribute, let value, _):
+            peripheralOn(handle)?.handleValueUpdate(attribute: attribute, value: value)
+        case .readyToWriteWithoutResponse(let handle): peripheralOn(handle)?.handleReadyToWrite()
+        case .mtuChanged, .connected, .serverRead, .serverWrite, .subscriptionChanged, .readyToNotify,
+             .advertisingEnded, .transportClosed:
+            break
+        }
+    }
+
+    func peripheralOn(_ handle: ConnectionHandle) -> Peripheral? {
+        locked.withLock { $0.byHandle[handle] }
+    }
+
+    private func handleReport(_ report: AdvertisingReport) {
+        guard locked.withLock({ $0.scan != nil }) else { return }
+        // Merge an advertisement with its scan response: hold a scannable advertisement until the response
+        // arrives (or the next advertisement shows it was lost).
+        enum Step { case hold, report(adv: [UInt8], scanResponse: [UInt8]?, connectable: Bool) }
+        let step = locked.withLock { s -> Step in
+            guard var scan = s.scan else { return .hold }
+            defer { s.scan = scan }
+            switch report.kind {
+            case .scanResponse:
+                if let held = scan.pendingAdvertisement.removeValue(forKey: report.address) {
+                    scan.scanResponses[report.address] = report.data
+                    return .report(adv: held.data, scanResponse: report.data, connectable: held.kind.isConnectable)
+                }
+                scan.scanResponses[report.address] = report.data
+                return .hold
+            case .connectableUndirected, .scannableUndirected:
+                if let held = scan.pendingAdvertisement.removeValue(forKey: report.address) {
+                    scan.pendingAdvertisement[report.address] = report
+                    return .report(adv: held.data, scanResponse: scan.scanResponses[report.address],
+                                   connectable: held.kind.isConnectable)
+                }
+                scan.pendingAdvertisement[report.address] = report
+                return .hold
+            case .connectableDirected, .nonConnectableUndirected:
+                return .report(adv: report.data, scanResponse: nil, connectable: report.kind.isConnectable)
+            }
+        }
+        guard case .report(let adv, let scanResponse, let connectable) = step else { return }
+        let advertisement = AdvertisementData(decodingAdvertisement: adv, scanResponse: scanResponse, connectable: connectable)
+        let peripheral = peripheral(for: report.address)
+        let rssi = report.rssi ?? 127
+        let deliverIt = locked.withLock { s -> Bool in
+            guard var scan = s.scan else { return false }
+            defer { s.scan = scan }
+            if let filter = scan.services, !filter.isEmpty {
+                let advertised = (advertisement.serviceUUIDs ?? []) + (advertisement.overflowServiceUUIDs ?? [])
+                let solicited = advertisement.solicitedServiceUUIDs ?? []
+                let wantedSolicited = scan.options?.solicitedServiceUUIDs ?? []
+                let matches = advertised.contains(where: filter.contains) || solicited.contains(where: wantedSolicited.contains)
+                if !matches { return false }
+            }
+            if scan.options?.allowDuplicates != true {
+                if scan.reported[peripheral.identifier] == advertisement { return false }
+            }
+            scan.reported[peripheral.identifier] = advertisement
+            return true
+        }
+        guard deliverIt else { return }
+        deliver { manager, delegate in
+            if let name = advertisement.localName { peripheral.updateName(name) }
+            delegate?.centralManager(manager, didDiscover: peripheral, advertisementData: advertisement, rssi: rssi)
+        }
+    }
+
+    private func handleConnected(_ link: LinkInfo) {
+        let peripheral = locked.withLock { s -> Peripheral? in
+            guard let p = s.initiating, p.address == link.peer else { return nil }
+            s.initiating = nil
+            s.byHandle[link.handle] = p
+            return p
+        }
+        guard let peripheral else {
+            // Not ours (another manager on this system initiated it): nothing to do here.
+            return
+        }
+        let cancelled = peripheral.isCancelled
+        peripheral.linkUp(handle: link.handle)
+        if cancelled {
+            // Cancelled while the controller was already completing the connection: take the link down.
+            peripheral.setState(.disconnecting)
+            system.core.host.disconnect(link.handle, reason: .remoteUserTerminatedConnection)
+        } else {
+            deliver { manager, delegate in delegate?.centralManager(manager, didConnect: peripheral) }
+        }
+        initiateNext()
+    }
+
+    private func handleConnectionFailed(peer: BluetoothAddress, error: HostError) {
+        let initiating = locked.withLock { s -> Peripheral? in
+            guard let p = s.initiating, p.address == peer else { return nil }
+            return p
+        }
+        if let initiating { initiationEnded(initiating, error: error) }
+    }
+
+    private func handleDisconnected(_ handle: ConnectionHandle, reason: HCIStatus) {
+        guard let peripheral = locked.withLock({ $0.byHandle.removeValue(forKey: handle) }) else { return }
+        let local = peripheral.isCancelled
+        let error: BluetoothError? = local ? nil : Self.disconnectError(reason)
+        peripheral.linkDown(error: error ?? BluetoothError(.operationCancelled, "the connection was cancelled"))
+        deliver { manager, delegate in
+            delegate?.centralManager(manager, didDisconnectPeripheral: peripheral, error: error)
+        }
+    }
+
+    private func failAllLinks(_ error: BluetoothError) {
+        let links = locked.withLock { s -> [Peripheral] in
+            defer { s.byHandle.removeAll(); s.initiating = nil; s.connectQueue.removeAll() }
+            return Array(s.byHandle.values) + (s.initiating.map { [$0] } ?? []) + s.connectQueue
+        }
+        for p in links {
+            p.linkDown(error: error)
+            deliver { manager, delegate in delegate?.centralManager(manager, didDisconnectPeripheral: p, error: error) }
+        }
+    }
+
+    static func disconnectError(_ reason: HCIStatus) -> BluetoothError {
+        if reason == .connectionTimeout {
+            return BluetoothError(.connectionTimeout, "the connection timed out (supervision timeout)")
+        }
+        return BluetoothError(.peripheralDisconnected, "the peripheral disconnected: \(reason)")
+    }
+}
+
+extension CentralManager {
+    /// The manager's state (`CBCentralManager.state`).
+    public var state: ManagerState { currentState }
+}
+
+/// A weak reference to a delegate, kept inside a manager's Mutex.
+struct WeakBox<T> {
+    private weak var object: AnyObject?
+    var value: T? {
+        get { object as? T }
+        set { object = newValue as AnyObject? }
+    }
+    init() {}
+}

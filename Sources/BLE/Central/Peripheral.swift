@@ -1,0 +1,456 @@
+import BLECore
+import BLEHost
+import Dispatch
+import Foundation
+import Synchronization
+
+/// A remote peripheral seen or connected by a `CentralManager` (`CBPeripheral`).
+///
+/// Operations report through the delegate on the manager's queue. An operation asked for while the
+/// peripheral is not connected reports at once with a `.notConnected` error (CoreBluetooth only logs API
+/// misuse; an error the caller can see is more useful). When the link goes down, every pending operation
+/// reports with an error before `didDisconnectPeripheral`.
+public final class Peripheral: Sendable, Hashable, CustomStringConvertible {
+    /// Stable for this peripheral's address on this system (`CBPeer.identifier`).
+    public let identifier: UUID
+    let address: BluetoothAddress
+    weak let manager: CentralManager?
+
+    struct State {
+        var name: String?
+        var state: PeripheralState = .disconnected
+        var handle: ConnectionHandle?
+        var services: [Service]?
+        var delegate = WeakBox<any PeripheralDelegate>()
+        /// Set when the application cancelled, so the disconnect that follows reports no error.
+        var cancelled = false
+        /// Value handle -> characteristic, for routing notifications and reads.
+        var characteristicsByValue: [AttributeHandle: Characteristic] = [:]
+        /// Whether a write without response was refused since the last "ready" callback.
+        var writeWithoutResponseRefused = false
+    }
+    let locked = Mutex(State())
+
+    init(identifier: UUID, address: BluetoothAddress, manager: CentralManager) {
+        self.identifier = identifier
+        self.address = address
+        self.manager = manager
+    }
+
+    public var delegate: (any PeripheralDelegate)? {
+        get { locked.withLock { $0.delegate.value } }
+        set { locked.withLock { $0.delegate.value = newValue } }
+    }
+
+    /// The advertised (or GAP) name, when known.
+    public var name: String? { locked.withLock { $0.name } }
+    /// The connection state.
+    public var state: PeripheralState { currentState }
+    /// Services discovered so far; nil until the first `discoverServices` completes.
+    public var services: [Service]? { locked.withLock { $0.services } }
+
+    /// Whether a write without response can be queued now. When it is false, wait for
+    /// `peripheralIsReady(toSendWriteWithoutResponse:)`.
+    public var canSendWriteWithoutResponse: Bool {
+        guard let handle = locked.withLock({ $0.handle }), let host else { return false }
+        return host.canWriteWithoutResponse(on: handle)
+    }
+
+    /// The longest value one write can carry: 512 with response (the long-write procedure splits it),
+    /// ATT_MTU - 3 without.
+    public func maximumWriteValueLength(for type: CharacteristicWriteType) -> Int {
+        switch type {
+        case .withResponse: return 512
+        case .withoutResponse:
+            guard let handle = locked.withLock({ $0.handle }), let host else { return 20 }
+            return host.mtu(on: handle) - 3
+        }
+    }
+
+    public var description: String {
+        "<Peripheral \(identifier) name=\(name ?? "nil") state=\(state)>"
+    }
+
+    public static func == (a: Peripheral, b: Peripheral) -> Bool { a === b }
+    public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
+
+    // MARK: Discovery
+
+    /// Discovers the peripheral's primary services, all of them when `serviceUUIDs` is nil.
+    public func discoverServices(_ serviceUUIDs: [BluetoothUUID]?) {
+        guard let (host, handle) = link(orReport: { p, d, e in d?.peripheral(p, didDiscoverServices: e) }) else { return }
+        let uuids: [BluetoothUUID?] = serviceUUIDs.map { $0.isEmpty ? [nil] : $0.map(Optional.some) } ?? [nil]
+        discoverServicesSequentially(host: host, handle: handle, remaining: uuids, found: [])
+    }
+
+    private func discoverServicesSequentially(host: Host, handle: ConnectionHandle, remaining: [BluetoothUUID?],
+                                              found: [RemoteService]) {
+        guard let first = remaining.first else {
+            deliver { p, d in
+                p.mergeServices(found)
+                d?.peripheral(p, didDiscoverServices: nil)
+            }
+            return
+        }
+        host.discoverServices(on: handle, uuid: first) { [self] result in
+            switch result {
+            case .success(let services):
+                discoverServicesSequentially(host: host, handle: handle, remaining: Array(remaining.dropFirst()),
+                                             found: found + services)
+            case .failure(let error):
+                deliver { p, d in
+                    p.mergeServices(found)
+                    d?.peripheral(p, didDiscoverServices: BluetoothError(error))
+                }
+            }
+        }
+    }
+
+    /// Discovers services included by `service`, filtered by `includedServiceUUIDs` when given.
+    public func discoverIncludedServices(_ includedServiceUUIDs: [BluetoothUUID]?, for service: Service) {
+        guard let (host, handle) = link(orReport: { p, d, e in d?.peripheral(p, didDiscoverIncludedServicesFor: service, error: e) }),
+              let remote = service.state.withLock({ $0.remote }) else { return }
+        host.discoverIncludedServices(on: handle, in: remote) { [self] result in
+            deliver { p, d in
+                switch result {
+                case .success(let found):
+                    let wanted = found.filter { includedServiceUUIDs?.isEmpty != false || includedServiceUUIDs!.contains($0.uuid) }
+                    let objects = wanted.map { p.serviceObject(for: $0) }
+                    service.state.withLock { $0.includedServices = objects }
+                    d?.peripheral(p, didDiscoverIncludedServicesFor: service, error: nil)
+                case .failure(let error):
+                    d?.peripheral(p, didDiscoverIncludedServicesFor: service, error: BluetoothError(error))
+                }
+            }
+        }
+    }
+
+    /// Discovers the characteristics of `service`, filtered by `characteristicUUIDs` when given.
+    public func discoverCharacteristics(_ characteristicUUIDs: [BluetoothUUID]?, for service: Service) {
+        guard let (host, handle) = link(orReport: { p, d, e in d?.peripheral(p, didDiscoverCharacteristicsFor: service, error: e) }),
+              let remote = service.state.withLock({ $0.remote }) else { return }
+        let uuid = characteristicUUIDs?.count == 1 ? characteristicUUIDs![0] : nil
+        host.discoverCharacteristics(on: handle, in: remote, uuid: uuid) { [self] result in
+            deliver { p, d in
+                switch result {
+                case .success(let found):
+                    let wanted = found.filter { characteristicUUIDs?.isEmpty != false || characteristicUUIDs!.contains($0.uuid) }
+                    p.mergeCharacteristics(wanted, into: service)
+                    d?.peripheral(p, didDiscoverCharacteristicsFor: service, error: nil)
+                case .failure(let error):
+                    d?.peripheral(p, didDiscoverCharacteristicsFor: service, error: BluetoothError(error))
+                }
+            }
+        }
+    }
+
+    /// Discovers the descriptors of `characteristic`.
+    public func discoverDescriptors(for characteristic: Characteristic) {
+        guard let (host, handle) = link(orReport: { p, d, e in d?.peripheral(p, didDiscoverDescriptorsFor: characteristic, error: e) }),
+              let remote = characteristic.state.withLock({ $0.remote }) else { return }
+        host.discoverDescriptors(on: handle, of: remote) { [self] result in
+            deliver { p, d in
+                switch result {
+                case .success(let found):
+                    p.mergeDescriptors(found, into: characteristic)
+                    d?.peripheral(p, didDiscoverDescriptorsFor: characteristic, error: nil)
+                case .failure(let error):
+                    d?.peripheral(p, didDiscoverDescriptorsFor: characteristic, error: BluetoothError(error))
+                }
+            }
+        }
+    }
+
+    // MARK: Reading and writing
+
+    /// Reads the characteristic's value (with Read Blob for values longer than one response);
+    /// `didUpdateValueFor` reports it.
+    public func readValue(for characteristic: Characteristic) {
+        guard let (host, handle) = link(orReport: { p, d, e in d?.peripheral(p, didUpdateValueFor: characteristic, error: e) }),
+              let remote = characteristic.state.withLock({ $0.remote }) else { return }
+        host.read(on: handle, attribute: remote.value) { [self] result in
+            deliver { p, d in
+                switch result {
+                case .success(let bytes):
+                    characteristic.state.withLock { $0.value = Data(bytes) }
+                    d?.peripheral(p, didUpdateValueFor: characteristic, error: nil)
+                case .failure(let error):
+                    d?.peripheral(p, didUpdateValueFor: characteristic, error: BluetoothError(error))
+                }
+            }
+        }
+    }
+
+    /// Reads a descriptor's value; `didUpdateValueFor descriptor` reports it.
+    public func readValue(for descriptor: Descriptor) {
+        guard let (host, handle) = link(orReport: { p, d, e in d?.peripheral(p, didUpdateValueFor: descriptor, error: e) }),
+              let remote = descriptor.state.withLock({ $0.remote }) else { return }
+        host.read(on: handle, attribute: remote.handle) { [self] result in
+            deliver { p, d in
+                switch result {
+                case .success(let bytes):
+                    descriptor.state.withLock { $0.value = Data(bytes) }
+                    d?.peripheral(p, didUpdateValueFor: descriptor, error: nil)
+                case .failure(let error):
+                    d?.peripheral(p, didUpdateValueFor: descriptor, error: BluetoothError(error))
+                }
+            }
+        }
+    }
+
+    /// Writes a characteristic value. With `.withResponse`, values longer than ATT_MTU - 3 use the long-write
+    /// procedure (up to 512 bytes) and `didWriteValueFor` reports the outcome. With `.withoutResponse` nothing
+    /// is reported; a value longer than `maximumWriteValueLength(for: .withoutResponse)`, or a write while
+    /// `canSendWriteWithoutResponse` is false, is dropped, as CoreBluetooth drops it.
+    public func writeValue(_ data: Data, for characteristic: Characteristic, type: CharacteristicWriteType) {
+        switch type {
+        case .withResponse:
+            guard let (host, handle) = link(orReport: { p, d, e in d?.peripheral(p, didWriteValueFor: characteristic, error: e) }),
+                  let remote = characteristic.state.withLock({ $0.remote }) else { return }
+            guard data.count <= 512 else {
+                deliver { p, d in
+                    d?.peripheral(p, didWriteValueFor: characteristic,
+                                  error: BluetoothError(.att(.invalidAttributeValueLength),
+                                                        "a value is at most 512 bytes; this one has \(data.count)"))
+                }
+                return
+            }
+            host.write(on: handle, attribute: remote.value, value: Array(data)) { [self] result in
+                deliver { p, d in
+                    switch result {
+                    case .success: d?.peripheral(p, didWriteValueFor: characteristic, error: nil)
+                    case .failure(let error): d?.peripheral(p, didWriteValueFor: characteristic, error: BluetoothError(error))
+                    }
+                }
+            }
+        case .withoutResponse:
+            guard let handle = locked.withLock({ $0.handle }), let host,
+                  let remote = characteristic.state.withLock({ $0.remote }) else { return }
+            guard data.count <= host.mtu(on: handle) - 3 else { return }
+            if !host.writeWithoutResponse(on: handle, attribute: remote.value, value: Array(data)) {
+                locked.withLock { $0.writeWithoutResponseRefused = true }
+            }
+        }
+    }
+
+    /// Writes a descriptor value (with response). The Client Characteristic Configuration descriptor is
+    /// written through `setNotifyValue(_:for:)`, as CoreBluetooth requires.
+    public func writeValue(_ data: Data, for descriptor: Descriptor) {
+        guard let (host, handle) = link(orReport: { p, d, e in d?.peripheral(p, didWriteValueFor: descriptor, error: e) }),
+              let remote = descriptor.state.withLock({ $0.remote }) else { return }
+        guard descriptor.uuid != .clientCharacteristicConfiguration else {
+            deliver { p, d in
+                d?.peripheral(p, didWriteValueFor: descriptor, error: BluetoothError(
+                    .operationNotSupported, "the Client Characteristic Configuration is written with setNotifyValue(_:for:)"))
+            }
+            return
+        }
+        host.write(on: handle, attribute: remote.handle, value: Array(data)) { [self] result in
+            deliver { p, d in
+                switch result {
+                case .success:
+                    descriptor.state.withLock { $0.value = data }
+                    d?.peripheral(p, didWriteValueFor: descriptor, error: nil)
+                case .failure(let error): d?.peripheral(p, didWriteValueFor: descriptor, error: BluetoothError(error))
+                }
+            }
+        }
+    }
+
+    /// Enables or disables notifications (or indications, when the characteristic only indicates) by writing
+    /// its Client Characteristic Configuration descriptor, discovering it first if needed;
+    /// `didUpdateNotificationStateFor` reports the outcome.
+    public func setNotifyValue(_ enabled: Bool, for characteristic: Characteristic) {
+        let report: @Sendable (Peripheral, (any PeripheralDelegate)?, BluetoothError?) -> Void = { p, d, e in
+            d?.peripheral(p, didUpdateNotificationStateFor: characteristic, error: e)
+        }
+        guard let (host, handle) = link(orReport: report),
+              let remote = characteristic.state.withLock({ $0.remote }) else { return }
+        let properties = characteristic.properties
+        guard properties.contains(.notify) || properties.contains(.indicate) else {
+            deliver { p, d in
+                report(p, d, BluetoothError(.operationNotSupported, "\(characteristic.uuid.uuidString) neither notifies nor indicates"))
+            }
+            return
+        }
+        let value: UInt16 = !enabled ? 0 : (properties.contains(.notify) ? 0x0001 : 0x0002)
+        let write: @Sendable (AttributeHandle) -> Void = { [self] cccd in
+            host.write(on: handle, attribute: cccd, value: [UInt8(value & 0xFF), UInt8(value >> 8)]) { [self] result in
+                deliver { p, d in
+                    switch result {
+                    case .success:
+                        characteristic.state.withLock { $0.isNotifying = enabled }
+                        report(p, d, nil)
+                    case .failure(let error): report(p, d, BluetoothError(error))
+                    }
+                }
+            }
+        }
+        if let cccd = characteristic.descriptors?.first(where: { $0.uuid == .clientCharacteristicConfiguration }),
+           let cccdHandle = cccd.state.withLock({ $0.remote?.handle }) {
+            write(cccdHandle)
+            return
+        }
+        host.discoverDescriptors(on: handle, of: remote) { [self] result in
+            switch result {
+            case .success(let found):
+                if let cccd = found.first(where: { $0.uuid == .clientCharacteristicConfiguration }) {
+                    write(cccd.handle)
+                } else {
+                    deliver { p, d in
+                        report(p, d, BluetoothError(.att(.attributeNotFound),
+                                                    "\(characteristic.uuid.uuidString) has no Client Characteristic Configuration descriptor"))
+                    }
+                }
+            case .failure(let error):
+                deliver { p, d in report(p, d, BluetoothError(error)) }
+            }
+        }
+    }
+
+    /// Reads the link's RSSI; `didReadRSSI` reports it.
+    public func readRSSI() {
+        guard let (host, handle) = link(orReport: { p, d, e in d?.peripheral(p, didReadRSSI: 127, error: e) }) else { return }
+        host.readRSSI(on: handle) { [self] result in
+            deliver { p, d in
+                switch result {
+                case .success(let rssi): d?.peripheral(p, didReadRSSI: rssi, error: nil)
+                case .failure(let error): d?.peripheral(p, didReadRSSI: 127, error: BluetoothError(error))
+                }
+            }
+        }
+    }
+
+    // MARK: Internals
+
+    var host: Host? { manager?.system.core.host }
+    var handle: ConnectionHandle? { locked.withLock { $0.handle } }
+    var currentState: PeripheralState { locked.withLock { $0.state } }
+    var isCancelled: Bool { locked.withLock { $0.cancelled } }
+    func setState(_ s: PeripheralState) { locked.withLock { $0.state = s } }
+    func setCancelled(_ c: Bool) { locked.withLock { $0.cancelled = c } }
+
+    func linkUp(handle: ConnectionHandle) {
+        locked.withLock {
+            $0.handle = handle
+            $0.state = .connected
+            $0.writeWithoutResponseRefused = false
+        }
+    }
+
+    /// The link is gone: pending operations were already failed by the host; notifications stop.
+    func linkDown(error: BluetoothError) {
+        let characteristics = locked.withLock { s -> [Characteristic] in
+            s.handle = nil
+            s.state = .disconnected
+            return Array(s.characteristicsByValue.values)
+        }
+        for c in characteristics { c.state.withLock { $0.isNotifying = false } }
+    }
+
+    func updateName(_ name: String) {
+        let changed = locked.withLock { s -> Bool in
+            defer { s.name = name }
+            return s.name != nil && s.name != name
+        }
+        if changed { delegate?.peripheralDidUpdateName(self) }
+    }
+
+    /// The live link, or a `.notConnected` report through the delegate.
+    private func link(orReport report: @escaping @Sendable (Peripheral, (any PeripheralDelegate)?, BluetoothError) -> Void)
+        -> (Host, ConnectionHandle)?
+    {
+        if let handle = locked.withLock({ $0.state == .connected ? $0.handle : nil }), let host {
+            return (host, handle)
+        }
+        deliver { p, d in report(p, d, BluetoothError(.notConnected, "the peripheral is not connected")) }
+        return nil
+    }
+
+    /// Runs `body` on the manager's queue with this peripheral's delegate.
+    func deliver(_ body: @escaping @Sendable (Peripheral, (any PeripheralDelegate)?) -> Void) {
+        guard let manager else { return }
+        manager.system.core.scheduler.dispatch(on: manager.queue) { [self] in
+            body(self, delegate)
+        }
+    }
+
+    func handleValueUpdate(attribute: AttributeHandle, value: [UInt8]) {
+        guard let characteristic = locked.withLock({ $0.characteristicsByValue[attribute] }) else { return }
+        deliver { p, d in
+            characteristic.state.withLock { $0.value = Data(value) }
+            d?.peripheral(p, didUpdateValueFor: characteristic, error: nil)
+        }
+    }
+
+    func handleReadyToWrite() {
+        let wasRefused = locked.withLock { s -> Bool in
+            defer { s.writeWithoutResponseRefused = false }
+            return s.writeWithoutResponseRefused
+        }
+        guard wasRefused else { return }
+        deliver { p, d in d?.peripheralIsReady(toSendWriteWithoutResponse: p) }
+    }
+
+    /// Called on the manager's queue: keeps existing objects for services found again.
+    func mergeServices(_ found: [RemoteService]) {
+        let objects = found.map { serviceObject(for: $0) }
+        locked.withLock { s in
+            var list = s.services ?? []
+            for o in objects where !list.contains(where: { $0 === o }) { list.append(o) }
+            list.sort { ($0.state.withLock { $0.remote?.start.rawValue ?? 0 }) < ($1.state.withLock { $0.remote?.start.rawValue ?? 0 }) }
+            s.services = list
+        }
+    }
+
+    func serviceObject(for remote: RemoteService) -> Service {
+        let existing = locked.withLock { s in
+            s.services?.first { $0.state.withLock { $0.remote?.start } == remote.start && $0.uuid == remote.uuid }
+        }
+        if let existing { return existing }
+        let service = Service(uuid: remote.uuid, isPrimary: remote.isPrimary, peripheral: self)
+        service.state.withLock { $0.remote = remote }
+        return service
+    }
+
+    func mergeCharacteristics(_ found: [RemoteCharacteristic], into service: Service) {
+        var list = service.characteristics ?? []
+        for remote in found {
+            if list.contains(where: { $0.state.withLock { $0.remote?.value } == remote.value }) { continue }
+            let c = Characteristic(uuid: remote.uuid, properties: CharacteristicProperties(rawValue: UInt(remote.properties)),
+                                   value: nil, service: service)
+            c.state.withLock { $0.remote = remote }
+            list.append(c)
+            locked.withLock { $0.characteristicsByValue[remote.value] = c }
+        }
+        list.sort { ($0.state.withLock { $0.remote?.value.rawValue ?? 0 }) < ($1.state.withLock { $0.remote?.value.rawValue ?? 0 }) }
+        service.state.withLock { $0.characteristics = list }
+    }
+
+    func mergeDescriptors(_ found: [RemoteDescriptor], into characteristic: Characteristic) {
+        var list = characteristic.descriptors ?? []
+        for remote in found where !list.contains(where: { $0.state.withLock { $0.remote?.handle } == remote.handle }) {
+            let d = Descriptor(uuid: remote.uuid, value: nil, characteristic: characteristic)
+            d.state.withLock { $0.remote = remote }
+            list.append(d)
+        }
+        characteristic.state.withLock { $0.descriptors = list }
+    }
+}
+
+extension BluetoothError {
+    /// Maps a host failure to the public error, keeping ATT codes as `CBATTError` does.
+    init(_ error: HostError) {
+        switch error.code {
+        case .att(let code): self.init(.att(code), error.message)
+        case .timeout: self.init(.timeout, error.message)
+        case .disconnected: self.init(.peripheralDisconnected, error.message)
+        case .transportClosed: self.init(.transportClosed, error.message)
+        case .invalidState: self.init(.notConnected, error.message)
+        case .invalidParameters: self.init(.invalidParameters, error.message)
+        case .protocolError: self.init(.unknown, error.message)
+        case .unsupported: self.init(.operationNotSupported, error.message)
+        case .hci: self.init(.unknown, error.message)
+        }
+    }
+}

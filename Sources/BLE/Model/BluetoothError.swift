@@ -1,0 +1,55 @@
+import BLEATT
+import BLECore
+
+/// The ATT error codes a peripheral manager answers with, and that remote operations fail with; `.success`
+/// answers a request positively (`CBATTError.Code`).
+public typealias ATTErrorCode = BLEATT.ATTErrorCode
+
+/// An error from the public API, shaped like CoreBluetooth's `CBError` and `CBATTError`: a code to switch on
+/// (equality is by code) and a message saying what happened.
+public struct BluetoothError: Error, Sendable, Hashable, CustomStringConvertible {
+    public enum Code: Sendable, Hashable {
+        case unknown
+        case invalidParameters
+        case invalidHandle
+        case notConnected
+        case outOfSpace
+        case operationCancelled
+        case connectionTimeout
+        case peripheralDisconnected
+        case uuidNotAllowed
+        case alreadyAdvertising
+        case connectionFailed
+        case connectionLimitReached
+        case unknownDevice
+        case operationNotSupported
+        case encryptionTimedOut
+        /// The operation did not complete within the time the caller allowed (async layer) or the peer did not
+        /// answer within the ATT transaction timeout (30 s).
+        case timeout
+        /// The controller or its transport went away.
+        case transportClosed
+        /// The peer answered with an ATT error (`CBATTError`).
+        case att(ATTErrorCode)
+    }
+
+    public let code: Code
+    /// What happened, in words; not part of equality.
+    public let message: String
+
+    public init(_ code: Code, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    /// The ATT error code, when the peer refused with one.
+    public var attErrorCode: ATTErrorCode? {
+        if case .att(let c) = code { return c }
+        return nil
+    }
+
+    public var description: String { message }
+
+    public static func == (a: BluetoothError, b: BluetoothError) -> Bool { a.code == b.code }
+    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
+}

@@ -1,0 +1,59 @@
+import BLECore
+import Foundation
+import Synchronization
+
+/// A remote central connected to this device's `PeripheralManager` (`CBCentral`).
+public final class Central: Sendable, Hashable, CustomStringConvertible {
+    /// Stable for this central's address, as `CBPeer.identifier`.
+    public let identifier: UUID
+    let handle: Mutex<UInt16>
+    let mtu: Mutex<Int>
+
+    init(identifier: UUID, handle: UInt16, mtu: Int) {
+        self.identifier = identifier
+        self.handle = Mutex(handle)
+        self.mtu = Mutex(mtu)
+    }
+
+    /// The longest value one notification or indication carries to this central: ATT_MTU - 3.
+    public var maximumUpdateValueLength: Int { mtu.withLock { $0 } - 3 }
+
+    public var description: String { "<Central \(identifier)>" }
+    public static func == (a: Central, b: Central) -> Bool { a.identifier == b.identifier }
+    public func hash(into hasher: inout Hasher) { hasher.combine(identifier) }
+}
+
+/// A read or write a remote central sent to a characteristic this device publishes (`CBATTRequest`).
+///
+/// For a read, set `value` (the bytes from `offset` on) and answer with `respond(to:withResult:)`. A long
+/// write arrives as one array of requests, one per prepared part with its offset; answer once, through the
+/// first request.
+public final class ATTRequest: Sendable, CustomStringConvertible {
+    public let central: Central
+    public let characteristic: Characteristic
+    public let offset: Int
+    let storage: Mutex<Data?>
+    let id: UInt64?
+
+    init(central: Central, characteristic: Characteristic, offset: Int, value: Data?, id: UInt64?) {
+        self.central = central
+        self.characteristic = characteristic
+        self.offset = offset
+        self.storage = Mutex(value)
+        self.id = id
+    }
+
+    /// For a write, the bytes written; for a read, what the application answers with.
+    public var value: Data? {
+        get { storage.withLock { $0 } }
+        set { storage.withLock { $0 = newValue } }
+    }
+
+    public var description: String {
+        "<ATTRequest \(characteristic.uuid.uuidString) offset=\(offset) value=\(value.map { $0.hexString } ?? "nil")>"
+    }
+}
+
+extension Data {
+    var hexString: String { map { String(format: "%02x", $0) }.joined() }
+}

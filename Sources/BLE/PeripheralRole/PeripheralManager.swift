@@ -1,0 +1,332 @@
+import BLEATT
+import BLECore
+import BLEGATT
+import BLEHCI
+import BLEHost
+import BLESystem
+import Dispatch
+import Foundation
+import Synchronization
+
+/// Publishes services and advertises them to remote centrals (`CBPeripheralManager`).
+///
+/// Delegate methods are called on the manager's queue (the main queue when `queue` is nil).
+public final class PeripheralManager: Sendable, SystemSession {
+    let system: BluetoothSystem
+    let queue: DispatchQueue
+    /// The options this manager was created with.
+    public let options: Options?
+
+    struct Published {
+        let service: MutableService
+        let serviceHandle: AttributeHandle
+        /// Value handle -> characteristic.
+        var characteristics: [AttributeHandle: MutableCharacteristic]
+    }
+
+    struct State {
+        var managerState: ManagerState = .unknown
+        var delegate = WeakBox<any PeripheralManagerDelegate>()
+        var published: [Published] = []
+        var advertising: AdvertisementData?
+        var isAdvertising = false
+        var centrals: [ConnectionHandle: Central] = [:]
+        var pendingRequests: [UInt64: ServerRequestID] = [:]
+        var updateRefused = false
+    }
+    let locked = Mutex(State())
+
+    /// Creates a peripheral manager on `system` (the process default when nil).
+    public init(delegate: (any PeripheralManagerDelegate)?, queue: DispatchQueue?, options: Options? = nil,
+                system: BluetoothSystem? = nil) {
+        self.system = system ?? BluetoothSystem.processDefault
+        self.queue = queue ?? .main
+        self.options = options
+        locked.withLock { $0.delegate.value = delegate }
+        self.system.core.register(self)
+    }
+
+    public convenience init() { self.init(delegate: nil, queue: nil, options: nil, system: nil) }
+
+    deinit { system.core.unregister(self) }
+
+    public var delegate: (any PeripheralManagerDelegate)? {
+        get { locked.withLock { $0.delegate.value } }
+        set { locked.withLock { $0.delegate.value = newValue } }
+    }
+
+    /// The controller's state as this manager last reported it.
+    public var state: ManagerState { locked.withLock { $0.managerState } }
+
+    /// Whether advertising is on.
+    public var isAdvertising: Bool { locked.withLock { $0.isAdvertising } }
+
+    // MARK: Services
+
+    /// Publishes `service` and its characteristics and descriptors; `didAdd` reports the outcome. A
+    /// characteristic with a non-nil value must be read-only (the stack answers its reads itself); one with a
+    /// nil value reaches `didReceiveRead`/`didReceiveWrite`. A Client Characteristic Configuration descriptor
+    /// is added by the stack to every notifying or indicating characteristic.
+    public func add(_ service: MutableService) {
+        let result = Self.definition(of: service).flatMap { definition -> Result<PublishedService, BluetoothError> in
+            system.core.host.addService(definition).mapError { BluetoothError($0) }
+        }
+        switch result {
+        case .success(let published):
+            var map: [AttributeHandle: MutableCharacteristic] = [:]
+            let characteristics = (service.characteristics ?? []).compactMap { $0 as? MutableCharacteristic }
+            for (c, handle) in zip(characteristics, published.characteristicValueHandles) {
+                c.state.withLock { $0.service = service }
+                map[handle] = c
+            }
+            locked.withLock { $0.published.append(Published(service: service, serviceHandle: published.serviceHandle, characteristics: map)) }
+            deliver { m, d in d?.peripheralManager(m, didAdd: service, error: nil) }
+        case .failure(let error):
+            deliver { m, d in d?.peripheralManager(m, didAdd: service, error: error) }
+        }
+    }
+
+    /// Unpublishes a service added with `add(_:)`.
+    public func remove(_ service: MutableService) {
+        let entry = locked.withLock { s -> Published? in
+            guard let i = s.published.firstIndex(where: { $0.service === service }) else { return nil }
+            return s.published.remove(at: i)
+        }
+        if let entry { system.core.host.removeService(at: entry.serviceHandle) }
+    }
+
+    /// Unpublishes every service this manager added.
+    public func removeAllServices() {
+        let all = locked.withLock { s -> [Published] in
+            defer { s.published.removeAll() }
+            return s.published
+        }
+        for entry in all { system.core.host.removeService(at: entry.serviceHandle) }
+    }
+
+    // MARK: Advertising
+
+    /// Starts advertising `advertisementData` (local name and service UUIDs, plus any other field given);
+    /// what does not fit the 31-byte advertising PDU goes into the scan response.
+    /// `peripheralManagerDidStartAdvertising` reports the outcome.
+    public func startAdvertising(_ advertisementData: AdvertisementData?) {
+        let data = advertisementData ?? AdvertisementData()
+        guard state == .poweredOn else {
+            deliver { m, d in
+                d?.peripheralManagerDidStartAdvertising(m, error: BluetoothError(.invalidParameters, "the manager is not powered on"))
+            }
+            return
+        }
+        let alreadyAdvertising = locked.withLock { s -> Bool in
+            if s.isAdvertising { return true }
+            s.advertising = data
+            return false
+        }
+        if alreadyAdvertising {
+            deliver { m, d in d?.peripheralManagerDidStartAdvertising(m, error: BluetoothError(.alreadyAdvertising, "already advertising")) }
+            return
+        }
+        let (adv, scanResponse) = data.encodedForAdvertising()
+        system.core.host.startAdvertising(AdvertisingParameters(), data: adv, scanResponse: scanResponse) { [self] result in
+            switch result {
+            case .success:
+                locked.withLock { $0.isAdvertising = true }
+                deliver { m, d in d?.peripheralManagerDidStartAdvertising(m, error: nil) }
+            case .failure(let error):
+                locked.withLock { $0.advertising = nil }
+                deliver { m, d in d?.peripheralManagerDidStartAdvertising(m, error: BluetoothError(error)) }
+            }
+        }
+    }
+
+    /// Stops advertising.
+    public func stopAdvertising() {
+        let was = locked.withLock { s -> Bool in
+            defer { s.isAdvertising = false; s.advertising = nil }
+            return s.isAdvertising || s.advertising != nil
+        }
+        if was { system.core.host.stopAdvertising { _ in } }
+    }
+
+    // MARK: Requests and updates
+
+    /// Answers a read or write request. For a read, set `request.value` first (the bytes from
+    /// `request.offset` on); for a long write, answer through the first request of the array.
+    public func respond(to request: ATTRequest, withResult result: ATTErrorCode) {
+        guard let id = request.id,
+              let serverID = locked.withLock({ $0.pendingRequests.removeValue(forKey: id) }) else { return }
+        let value = result == .success ? request.value.map { Array($0) } : nil
+        system.core.host.respond(to: serverID, result: result, value: value)
+    }
+
+    /// Sends `value` to subscribed centrals (all of them, or those in `centrals`) as a notification or
+    /// indication, as each subscribed. Returns false when the transmit queue is full: nothing was sent, and
+    /// `peripheralManagerIsReady(toUpdateSubscribers:)` follows when there is room. A value longer than a
+    /// central's `maximumUpdateValueLength` is truncated for that central, as ATT requires.
+    public func updateValue(_ value: Data, for characteristic: MutableCharacteristic, onSubscribedCentrals centrals: [Central]?) -> Bool {
+        let handle = locked.withLock { s -> AttributeHandle? in
+            for p in s.published {
+                if let (h, _) = p.characteristics.first(where: { $0.value === characteristic }) { return h }
+            }
+            return nil
+        }
+        guard let handle else { return false }
+        let targets = centrals.map { list in list.map { ConnectionHandle($0.handle.withLock { $0 }) } }
+        let sent = system.core.host.notify(attribute: handle, value: Array(value), to: targets)
+        if !sent { locked.withLock { $0.updateRefused = true } }
+        return sent
+    }
+
+    // MARK: Internals
+
+    func deliver(_ body: @escaping @Sendable (PeripheralManager, (any PeripheralManagerDelegate)?) -> Void) {
+        system.core.scheduler.dispatch(on: queue) { [self] in body(self, delegate) }
+    }
+
+    private func characteristic(at handle: AttributeHandle) -> MutableCharacteristic? {
+        locked.withLock { s in
+            for p in s.published { if let c = p.characteristics[handle] { return c } }
+            return nil
+        }
+    }
+
+    private static let requestCounter = Mutex<UInt64>(0)
+
+    private func register(_ serverID: ServerRequestID) -> UInt64 {
+        let id = Self.requestCounter.withLock { c -> UInt64 in c += 1; return c }
+        locked.withLock { $0.pendingRequests[id] = serverID }
+        return id
+    }
+
+    public func systemPowerStateChanged(_ power: SystemPowerState) {
+        let new: ManagerState
+        switch power {
+        case .unknown: new = .unknown
+        case .poweredOn: new = .poweredOn
+        case .unsupported: new = .unsupported
+        case .poweredOff: new = .poweredOff
+        }
+        let changed = locked.withLock { s -> Bool in
+            guard s.managerState != new else { return false }
+            s.managerState = new
+            if new != .poweredOn { s.isAdvertising = false; s.advertising = nil; s.centrals.removeAll() }
+            return true
+        }
+        if changed { deliver { m, d in d?.peripheralManagerDidUpdateState(m) } }
+    }
+
+    public func systemReceived(_ event: HostEvent) {
+        switch event {
+        case .connected(let link) where link.role == .peripheral:
+            let central = Central(identifier: system.core.identifiers.identifier(for: link.peer),
+                                  handle: link.handle.rawValue, mtu: 23)
+            locked.withLock { $0.centrals[link.handle] = central }
+        case .disconnected(let handle, _):
+            guard let central = locked.withLock({ $0.centrals.removeValue(forKey: handle) }) else { return }
+            // A central that goes away is no longer subscribed to anything.
+            let all = locked.withLock { $0.published.flatMap { Array($0.characteristics.values) } }
+            for c in all {
+                let was = c.mutableState.withLock { m -> Bool in
+                    let before = m.subscribedCentrals.count
+                    m.subscribedCentrals.removeAll { $0 === central }
+                    return m.subscribedCentrals.count != before
+                }
+                if was { deliver { m, d in d?.peripheralManager(m, central: central, didUnsubscribeFrom: c) } }
+            }
+        case .mtuChanged(let handle, let mtu):
+            locked.withLock { $0.centrals[handle] }?.mtu.withLock { $0 = mtu }
+        case .serverRead(let serverID, let handle, let attribute, let offset):
+            guard let central = locked.withLock({ $0.centrals[handle] }), let c = characteristic(at: attribute) else {
+                system.core.host.respond(to: serverID, result: .unlikelyError, value: nil)
+                return
+            }
+            let request = ATTRequest(central: central, characteristic: c, offset: offset, value: nil, id: register(serverID))
+            deliver { m, d in d?.peripheralManager(m, didReceiveRead: request) }
+        case .serverWrite(let serverID, let handle, let writes):
+            guard let central = locked.withLock({ $0.centrals[handle] }) else {
+                if let serverID { system.core.host.respond(to: serverID, result: .unlikelyError, value: nil) }
+                return
+            }
+            let id = serverID.map { register($0) }
+            var requests: [ATTRequest] = []
+            for (i, w) in writes.enumerated() {
+                guard let c = characteristic(at: w.attribute) else { continue }
+                requests.append(ATTRequest(central: central, characteristic: c, offset: w.offset, value: Data(w.value),
+                                           id: i == 0 ? id : nil))
+            }
+            guard !requests.isEmpty else {
+                if let serverID { system.core.host.respond(to: serverID, result: .invalidHandle, value: nil) }
+                return
+            }
+            deliver { m, d in d?.peripheralManager(m, didReceiveWrite: requests) }
+        case .subscriptionChanged(let handle, let attribute, let notify, let indicate):
+            guard let central = locked.withLock({ $0.centrals[handle] }), let c = characteristic(at: attribute) else { return }
+            let subscribed = notify || indicate
+            let changed = c.mutableState.withLock { m -> Bool in
+                let was = m.subscribedCentrals.contains { $0 === central }
+                if subscribed && !was { m.subscribedCentrals.append(central) }
+                if !subscribed && was { m.subscribedCentrals.removeAll { $0 === central } }
+                return was != subscribed
+            }
+            guard changed else { return }
+            deliver { m, d in
+                if subscribed {
+                    d?.peripheralManager(m, central: central, didSubscribeTo: c)
+                } else {
+                    d?.peripheralManager(m, central: central, didUnsubscribeFrom: c)
+                }
+            }
+        case .readyToNotify:
+            let refused = locked.withLock { s -> Bool in
+                defer { s.updateRefused = false }
+                return s.updateRefused
+            }
+            if refused { deliver { m, d in d?.peripheralManagerIsReady(toUpdateSubscribers: m) } }
+        case .advertisingEnded:
+            // Legacy connectable advertising stops when a central connects; keep advertising as the
+            // application asked, the way iOS does.
+            guard let data = locked.withLock({ $0.isAdvertising ? $0.advertising : nil }) else { return }
+            let (adv, scanResponse) = data.encodedForAdvertising()
+            system.core.host.startAdvertising(AdvertisingParameters(), data: adv, scanResponse: scanResponse) { [self] result in
+                if case .failure = result { locked.withLock { $0.isAdvertising = false } }
+            }
+        case .advertisingReport, .connected, .connectionFailed, .valueUpdated, .readyToWriteWithoutResponse,
+             .transportClosed:
+            break
+        }
+    }
+
+    /// The GATT definition of a published service, or why it cannot be published.
+    static func definition(of service: MutableService) -> Result<GATTServiceDefinition, BluetoothError> {
+        var characteristics: [GATTCharacteristicDefinition] = []
+        for c in service.characteristics ?? [] {
+            guard let m = c as? MutableCharacteristic else {
+                return .failure(BluetoothError(.invalidParameters, "only MutableCharacteristic objects can be published"))
+            }
+            let props = m.properties
+            if m.value != nil && !props.subtracting([.read, .broadcast, .extendedProperties]).isEmpty {
+                return .failure(BluetoothError(.invalidParameters,
+                    "characteristic \(m.uuid.uuidString) has a cached value, so it must be read-only"))
+            }
+            if let v = m.value, v.count > 512 {
+                return .failure(BluetoothError(.invalidParameters, "characteristic \(m.uuid.uuidString) value exceeds 512 bytes"))
+            }
+            var descriptors: [GATTDescriptorDefinition] = []
+            for d in m.descriptors ?? [] {
+                if d.uuid == .clientCharacteristicConfiguration {
+                    return .failure(BluetoothError(.uuidNotAllowed,
+                        "the Client Characteristic Configuration descriptor is managed by the stack"))
+                }
+                descriptors.append(GATTDescriptorDefinition(uuid: d.uuid, value: d.value.map { Array($0) } ?? []))
+            }
+            characteristics.append(GATTCharacteristicDefinition(
+                uuid: m.uuid,
+                properties: GATTCharacteristicProperties(rawValue: UInt8(props.rawValue & 0xFF)),
+                permissions: GATTAttributePermissions(rawValue: UInt8(m.permissions.rawValue & 0xFF)),
+                value: m.value.map { Array($0) },
+                descriptors: descriptors))
+        }
+        return .success(GATTServiceDefinition(uuid: service.uuid, isPrimary: service.isPrimary,
+                                              includedServices: [], characteristics: characteristics))
+    }
+}

@@ -1,0 +1,127 @@
+/// An ATT PDU's opcode: the method in bits 0...5, the Command Flag in bit 6 and the Authentication Signature
+/// Flag in bit 7.
+///
+/// An open set: an opcode this stack does not know still round-trips (as ``ATTPDU/unknown(opcode:bytes:)``).
+///
+/// - SeeAlso: Core Spec 5.4, Vol 3, Part F, 3.3.1 (Attribute Opcode) and 3.4.8 (Attribute Opcode summary).
+public struct ATTOpcode: RawRepresentable, Sendable, Hashable, Comparable, CustomStringConvertible {
+    public var rawValue: UInt8
+    public init(rawValue: UInt8) { self.rawValue = rawValue }
+    public init(_ rawValue: UInt8) { self.rawValue = rawValue }
+
+    public static let errorResponse = ATTOpcode(0x01)
+    public static let exchangeMTURequest = ATTOpcode(0x02)
+    public static let exchangeMTUResponse = ATTOpcode(0x03)
+    public static let findInformationRequest = ATTOpcode(0x04)
+    public static let findInformationResponse = ATTOpcode(0x05)
+    public static let findByTypeValueRequest = ATTOpcode(0x06)
+    public static let findByTypeValueResponse = ATTOpcode(0x07)
+    public static let readByTypeRequest = ATTOpcode(0x08)
+    public static let readByTypeResponse = ATTOpcode(0x09)
+    public static let readRequest = ATTOpcode(0x0A)
+    public static let readResponse = ATTOpcode(0x0B)
+    public static let readBlobRequest = ATTOpcode(0x0C)
+    public static let readBlobResponse = ATTOpcode(0x0D)
+    public static let readMultipleRequest = ATTOpcode(0x0E)
+    public static let readMultipleResponse = ATTOpcode(0x0F)
+    public static let readByGroupTypeRequest = ATTOpcode(0x10)
+    public static let readByGroupTypeResponse = ATTOpcode(0x11)
+    public static let writeRequest = ATTOpcode(0x12)
+    public static let writeResponse = ATTOpcode(0x13)
+    public static let prepareWriteRequest = ATTOpcode(0x16)
+    public static let prepareWriteResponse = ATTOpcode(0x17)
+    public static let executeWriteRequest = ATTOpcode(0x18)
+    public static let executeWriteResponse = ATTOpcode(0x19)
+    public static let readMultipleVariableRequest = ATTOpcode(0x20)
+    public static let readMultipleVariableResponse = ATTOpcode(0x21)
+    public static let multipleHandleValueNotification = ATTOpcode(0x23)
+    public static let handleValueNotification = ATTOpcode(0x1B)
+    public static let handleValueIndication = ATTOpcode(0x1D)
+    public static let handleValueConfirmation = ATTOpcode(0x1E)
+    public static let writeCommand = ATTOpcode(0x52)
+    public static let signedWriteCommand = ATTOpcode(0xD2)
+
+    /// Bits 0...5: the method, without the two flags.
+    public var method: UInt8 { rawValue & 0x3F }
+    /// Bit 6, the Command Flag: a command is never answered, and a server ignores a command it does not know.
+    public var isCommand: Bool { rawValue & 0x40 != 0 }
+    /// Bit 7, the Authentication Signature Flag: a 12-octet signature follows the parameters.
+    public var hasAuthenticationSignature: Bool { rawValue & 0x80 != 0 }
+
+    /// What this PDU is in the protocol's exchange pattern.
+    public var kind: Kind {
+        switch self {
+        case .errorResponse, .exchangeMTUResponse, .findInformationResponse, .findByTypeValueResponse,
+             .readByTypeResponse, .readResponse, .readBlobResponse, .readMultipleResponse,
+             .readByGroupTypeResponse, .writeResponse, .prepareWriteResponse, .executeWriteResponse,
+             .readMultipleVariableResponse:
+            return .response
+        case .handleValueNotification, .multipleHandleValueNotification: return .notification
+        case .handleValueIndication: return .indication
+        case .handleValueConfirmation: return .confirmation
+        default: return isCommand ? .command : .request
+        }
+    }
+
+    /// The six PDU methods of Core Spec 5.4, Vol 3, Part F, 3.3. An unknown opcode without the Command Flag
+    /// counts as a request (so a server answers it with Request Not Supported).
+    public enum Kind: Sendable, Hashable {
+        case request, response, command, notification, indication, confirmation
+    }
+
+    /// For a request, the opcode of the response that completes it.
+    public var responseOpcode: ATTOpcode? {
+        switch self {
+        case .exchangeMTURequest, .findInformationRequest, .findByTypeValueRequest, .readByTypeRequest,
+             .readRequest, .readBlobRequest, .readMultipleRequest, .readByGroupTypeRequest, .writeRequest,
+             .prepareWriteRequest, .executeWriteRequest:
+            return ATTOpcode(rawValue + 1)
+        case .readMultipleVariableRequest: return .readMultipleVariableResponse
+        default: return nil
+        }
+    }
+
+    public var name: String? {
+        switch self {
+        case .errorResponse: return "ATT_ERROR_RSP"
+        case .exchangeMTURequest: return "ATT_EXCHANGE_MTU_REQ"
+        case .exchangeMTUResponse: return "ATT_EXCHANGE_MTU_RSP"
+        case .findInformationRequest: return "ATT_FIND_INFORMATION_REQ"
+        case .findInformationResponse: return "ATT_FIND_INFORMATION_RSP"
+        case .findByTypeValueRequest: return "ATT_FIND_BY_TYPE_VALUE_REQ"
+        case .findByTypeValueResponse: return "ATT_FIND_BY_TYPE_VALUE_RSP"
+        case .readByTypeRequest: return "ATT_READ_BY_TYPE_REQ"
+        case .readByTypeResponse: return "ATT_READ_BY_TYPE_RSP"
+        case .readRequest: return "ATT_READ_REQ"
+        case .readResponse: return "ATT_READ_RSP"
+        case .readBlobRequest: return "ATT_READ_BLOB_REQ"
+        case .readBlobResponse: return "ATT_READ_BLOB_RSP"
+        case .readMultipleRequest: return "ATT_READ_MULTIPLE_REQ"
+        case .readMultipleResponse: return "ATT_READ_MULTIPLE_RSP"
+        case .readByGroupTypeRequest: return "ATT_READ_BY_GROUP_TYPE_REQ"
+        case .readByGroupTypeResponse: return "ATT_READ_BY_GROUP_TYPE_RSP"
+        case .writeRequest: return "ATT_WRITE_REQ"
+        case .writeResponse: return "ATT_WRITE_RSP"
+        case .prepareWriteRequest: return "ATT_PREPARE_WRITE_REQ"
+        case .prepareWriteResponse: return "ATT_PREPARE_WRITE_RSP"
+        case .executeWriteRequest: return "ATT_EXECUTE_WRITE_REQ"
+        case .executeWriteResponse: return "ATT_EXECUTE_WRITE_RSP"
+        case .readMultipleVariableRequest: return "ATT_READ_MULTIPLE_VARIABLE_REQ"
+        case .readMultipleVariableResponse: return "ATT_READ_MULTIPLE_VARIABLE_RSP"
+        case .multipleHandleValueNotification: return "ATT_MULTIPLE_HANDLE_VALUE_NTF"
+        case .handleValueNotification: return "ATT_HANDLE_VALUE_NTF"
+        case .handleValueIndication: return "ATT_HANDLE_VALUE_IND"
+        case .handleValueConfirmation: return "ATT_HANDLE_VALUE_CFM"
+        case .writeCommand: return "ATT_WRITE_CMD"
+        case .signedWriteCommand: return "ATT_SIGNED_WRITE_CMD"
+        default: return nil
+        }
+    }
+
+    public var description: String {
+        let hex = String(rawValue, radix: 16, uppercase: true)
+        return name ?? "0x" + (hex.count == 1 ? "0" + hex : hex)
+    }
+
+    public static func < (a: Self, b: Self) -> Bool { a.rawValue < b.rawValue }
+}

@@ -1,1 +1,0 @@
-// BLEATT: see ARCHITECTURE.md for this layer's role.

@@ -1,1 +1,0 @@
-// BLEGATT: see ARCHITECTURE.md for this layer's role.

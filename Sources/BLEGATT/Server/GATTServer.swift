@@ -1,0 +1,582 @@
+import BLEATT
+import BLECore
+
+/// Names one request the server handed to the app (a dynamic value to read or write), to be answered with
+/// ``GATTServer/respond(to:result:value:)``.
+public struct GATTServerRequestID: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
+    public var rawValue: UInt64
+    public init(rawValue: UInt64) { self.rawValue = rawValue }
+    public var description: String { "#\(rawValue)" }
+}
+
+/// One write the app is asked to perform on a dynamic attribute: CoreBluetooth's `CBATTRequest` for a write.
+public struct GATTWriteRequest: Sendable, Hashable {
+    public var attribute: AttributeHandle
+    /// Where `value` goes in the attribute's value (non-zero only for the parts of a long write).
+    public var offset: Int
+    public var value: [UInt8]
+    public init(attribute: AttributeHandle, offset: Int, value: [UInt8]) {
+        self.attribute = attribute
+        self.offset = offset
+        self.value = value
+    }
+}
+
+/// The GATT server: answers the ATT requests of every connected client from a ``GATTDatabase``.
+///
+/// ### Overview
+/// A pure state machine over all connections. The host hands it each request and command its bearers
+/// deliver (``received(_:from:)``), and performs the returned ``Action``s: send a response on that
+/// connection's bearer, ask the app for a dynamic value (answered later with ``respond(to:result:value:)``),
+/// tell the app a client subscribed or wrote. It keeps per client the Client Characteristic Configuration
+/// values, the prepare-write queue, the ATT_MTU and whether the link is encrypted.
+///
+/// ### Function
+/// Reads check the attribute's permissions (Read Not Permitted, Insufficient Encryption), writes likewise
+/// (Write Not Permitted, Insufficient Encryption, Invalid Attribute Value Length past 512 octets); a missing
+/// handle is Invalid Handle; a search that finds nothing is Attribute Not Found naming the request's starting
+/// handle. Write Commands that fail are dropped silently. A CCCD write that enables what the characteristic
+/// cannot do is refused with 0xFD (CCCD Improperly Configured).
+///
+/// - SeeAlso: Core Spec 5.4, Vol 3, Part F, 3.4 (Attribute Protocol PDUs) and 4 (Security considerations);
+///   Vol 3, Part G, 4 (GATT feature requirements).
+public struct GATTServer: Sendable {
+    /// What the host must do, in order.
+    public enum Action: Sendable, Hashable {
+        /// Send this response (or Error Response) on the connection's bearer (`ATTBearer.sendResponse`).
+        case respond(ConnectionHandle, ATTPDU)
+        /// The app must supply a dynamic value, from `offset`. Answer with ``GATTServer/respond(to:result:value:)``.
+        case readRequest(id: GATTServerRequestID, connection: ConnectionHandle, attribute: AttributeHandle, offset: Int)
+        /// The app must write dynamic values. Answer with ``GATTServer/respond(to:result:value:)``, once for
+        /// the whole list; `id` is `nil` for a Write Command, which is never answered.
+        case writeRequests(id: GATTServerRequestID?, connection: ConnectionHandle, [GATTWriteRequest])
+        /// A client changed its Client Characteristic Configuration for the characteristic whose value has
+        /// this handle (empty configuration: unsubscribed).
+        case subscriptionChanged(ConnectionHandle, characteristicValue: AttributeHandle, GATTClientConfiguration)
+        /// A client wrote a stored (non-dynamic) value; the database already holds it.
+        case valueWritten(ConnectionHandle, attribute: AttributeHandle, value: [UInt8])
+    }
+
+    private struct Client: Sendable {
+        var mtu: UInt16 = ATTBearer.defaultMTU
+        var isEncrypted = false
+        var configurations: [AttributeHandle: GATTClientConfiguration] = [:]
+        var prepareQueue: [GATTWriteRequest] = []
+    }
+
+    /// A request waiting for the app.
+    private enum Pending: Sendable {
+        case read(opcode: ATTOpcode, handle: AttributeHandle)
+        case readByType(handle: AttributeHandle)
+        case readMultiple(variable: Bool, handles: [AttributeHandle], values: [[UInt8]])
+        case write(handle: AttributeHandle)
+        case executeWrite(storedWrites: [(AttributeHandle, [UInt8])])
+    }
+
+    public var database: GATTDatabase
+    /// How many Prepare Write Requests one client may queue before Prepare Queue Full.
+    public let maximumPrepareQueueLength: Int
+    private var clients: [ConnectionHandle: Client] = [:]
+    private var pending: [GATTServerRequestID: (ConnectionHandle, Pending)] = [:]
+    private var nextRequestID: UInt64 = 1
+
+    public init(database: GATTDatabase = GATTDatabase(), maximumPrepareQueueLength: Int = 64) {
+        self.database = database
+        self.maximumPrepareQueueLength = maximumPrepareQueueLength
+    }
+
+    // MARK: - Connections
+
+    /// A client connected (a request from an unknown connection also starts its state, at ATT_MTU 23).
+    public mutating func connected(_ connection: ConnectionHandle) {
+        clients[connection] = Client()
+    }
+
+    /// A client's link is gone: its configurations, queue and pending app requests are dropped.
+    public mutating func disconnected(_ connection: ConnectionHandle) {
+        clients[connection] = nil
+        pending = pending.filter { $0.value.0 != connection }
+    }
+
+    /// The connection's bearer reported a new ATT_MTU.
+    public mutating func mtuChanged(_ connection: ConnectionHandle, to mtu: UInt16) {
+        clients[connection, default: Client()].mtu = mtu
+    }
+
+    /// The link's encryption changed.
+    public mutating func encryptionChanged(_ connection: ConnectionHandle, isEncrypted: Bool) {
+        clients[connection, default: Client()].isEncrypted = isEncrypted
+    }
+
+    /// The ATT_MTU in force on a connection.
+    public func mtu(of connection: ConnectionHandle) -> UInt16 {
+        clients[connection]?.mtu ?? ATTBearer.defaultMTU
+    }
+
+    /// A client's configuration for the characteristic whose value has this handle.
+    public func configuration(of connection: ConnectionHandle, characteristicValue: AttributeHandle) -> GATTClientConfiguration {
+        clients[connection]?.configurations[characteristicValue] ?? []
+    }
+
+    /// Every client with a non-empty configuration for this characteristic value, in connection order.
+    public func subscribers(of characteristicValue: AttributeHandle) -> [(ConnectionHandle, GATTClientConfiguration)] {
+        clients.compactMap { connection, client in
+            guard let configuration = client.configurations[characteristicValue], !configuration.isEmpty else { return nil }
+            return (connection, configuration)
+        }.sorted { $0.0 < $1.0 }
+    }
+
+    // MARK: - Server-initiated updates
+
+    /// The notification to send this client, when it enabled notifications for the characteristic; the
+    /// value is cut to ATT_MTU-3. Send it with `ATTBearer.sendUnacknowledged`.
+    ///
+    /// - SeeAlso: Core Spec 5.4, Vol 3, Part G, 4.10 (Characteristic Value Notification).
+    public func notification(characteristicValue: AttributeHandle, value: [UInt8],
+                             to connection: ConnectionHandle) -> ATTPDU.HandleValueNotification? {
+        guard configuration(of: connection, characteristicValue: characteristicValue).contains(.notification) else {
+            return nil
+        }
+        return .init(handle: characteristicValue, value: Array(value.prefix(Int(mtu(of: connection)) - 3)))
+    }
+
+    /// The indication to send this client, when it enabled indications for the characteristic; the value is
+    /// cut to ATT_MTU-3. Send it with `ATTBearer.sendIndication` (one outstanding per bearer).
+    ///
+    /// - SeeAlso: Core Spec 5.4, Vol 3, Part G, 4.11 (Characteristic Value Indications).
+    public func indication(characteristicValue: AttributeHandle, value: [UInt8],
+                           to connection: ConnectionHandle) -> ATTPDU.HandleValueIndication? {
+        guard configuration(of: connection, characteristicValue: characteristicValue).contains(.indication) else {
+            return nil
+        }
+        return .init(handle: characteristicValue, value: Array(value.prefix(Int(mtu(of: connection)) - 3)))
+    }
+
+    /// The Service Changed indication for a handle range, for a client that enabled it.
+    public func serviceChangedIndication(range: ClosedRange<AttributeHandle>,
+                                         to connection: ConnectionHandle) -> ATTPDU.HandleValueIndication? {
+        let start = range.lowerBound.rawValue, end = range.upperBound.rawValue
+        return indication(characteristicValue: database.serviceChangedHandle,
+                          value: [UInt8(start & 0xFF), UInt8(start >> 8), UInt8(end & 0xFF), UInt8(end >> 8)],
+                          to: connection)
+    }
+
+    // MARK: - Requests
+
+    /// A request or command from a client, as the bearer handed it up.
+    public mutating func received(_ pdu: ATTPDU, from connection: ConnectionHandle) -> [Action] {
+        if clients[connection] == nil { clients[connection] = Client() }
+        switch pdu {
+        case .readRequest(let request): return read(request.handle, offset: nil, connection)
+        case .readBlobRequest(let request): return read(request.handle, offset: Int(request.offset), connection)
+        case .readByTypeRequest(let request): return readByType(request, connection)
+        case .readByGroupTypeRequest(let request): return readByGroupType(request, connection)
+        case .findInformationRequest(let request): return findInformation(request, connection)
+        case .findByTypeValueRequest(let request): return findByTypeValue(request, connection)
+        case .readMultipleRequest(let request):
+            return readMultiple(request.setOfHandles, variable: false, connection)
+        case .readMultipleVariableRequest(let request):
+            return readMultiple(request.setOfHandles, variable: true, connection)
+        case .writeRequest(let request): return write(request.handle, request.value, connection, command: false)
+        case .writeCommand(let command): return write(command.handle, command.value, connection, command: true)
+        case .prepareWriteRequest(let request): return prepareWrite(request, connection)
+        case .executeWriteRequest(let request): return executeWrite(request, connection)
+        case .signedWriteCommand:
+            return []  // signatures are not verified by this stack, so signed writes are ignored
+        default:
+            if pdu.opcode.kind == .request {
+                return [error(pdu.opcode, AttributeHandle(0), .requestNotSupported, connection)]
+            }
+            return []
+        }
+    }
+
+    /// The app's answer to a ``Action/readRequest(id:connection:attribute:offset:)`` (`value`: the value from
+    /// the requested offset) or a ``Action/writeRequests(id:connection:_:)`` (`value` unused). A `result`
+    /// other than `.success` becomes an Error Response. An unknown or already answered id does nothing.
+    public mutating func respond(to id: GATTServerRequestID, result: ATTErrorCode, value: [UInt8]? = nil) -> [Action] {
+        guard let (connection, request) = pending.removeValue(forKey: id), clients[connection] != nil else { return [] }
+        let mtu = Int(self.mtu(of: connection))
+        switch request {
+        case .read(let opcode, let handle):
+            guard result == .success else { return [error(opcode, handle, result, connection)] }
+            let part = Array((value ?? []).prefix(mtu - 1))
+            let response: ATTPDU = opcode == .readRequest
+                ? .readResponse(.init(value: part)) : .readBlobResponse(.init(partAttributeValue: part))
+            return [.respond(connection, response)]
+
+        case .readByType(let handle):
+            guard result == .success else { return [error(.readByTypeRequest, handle, result, connection)] }
+            let part = Array((value ?? []).prefix(min(mtu - 4, 253)))
+            return [.respond(connection, .readByTypeResponse(.init(attributeData: [.init(handle: handle, value: part)])))]
+
+        case .readMultiple(let variable, let handles, var values):
+            let opcode: ATTOpcode = variable ? .readMultipleVariableRequest : .readMultipleRequest
+            guard result == .success else { return [error(opcode, handles[values.count], result, connection)] }
+            values.append(value ?? [])
+            return continueReadMultiple(variable: variable, handles: handles, values: values, connection)
+
+        case .write(let handle):
+            guard result == .success else { return [error(.writeRequest, handle, result, connection)] }
+            return [.respond(connection, .writeResponse(.init()))]
+
+        case .executeWrite(let storedWrites):
+            guard result == .success else {
+                return [error(.executeWriteRequest, AttributeHandle(0), result, connection)]
+            }
+            var actions: [Action] = []
+            for (handle, value) in storedWrites { actions += storeWrite(handle, value, connection) }
+            return actions + [.respond(connection, .executeWriteResponse(.init()))]
+        }
+    }
+
+    // MARK: - Private: reads
+
+    private enum Readable {
+        case stored([UInt8])
+        case dynamic
+
+        var storedValue: [UInt8] {
+            if case .stored(let value) = self { return value }
+            return []
+        }
+    }
+
+    private func checkRead(_ attribute: GATTAttribute, _ connection: ConnectionHandle) -> ATTErrorCode? {
+        guard attribute.permissions.allowsRead else { return .readNotPermitted }
+        if attribute.permissions.contains(.readEncryptionRequired) && !(clients[connection]?.isEncrypted ?? false) {
+            return .insufficientEncryption
+        }
+        return nil
+    }
+
+    private func checkWrite(_ attribute: GATTAttribute, _ connection: ConnectionHandle) -> ATTErrorCode? {
+        guard !attribute.isDeclaration, attribute.permissions.allowsWrite else { return .writeNotPermitted }
+        if attribute.permissions.contains(.writeEncryptionRequired) && !(clients[connection]?.isEncrypted ?? false) {
+            return .insufficientEncryption
+        }
+        return nil
+    }
+
+    private func readable(_ attribute: GATTAttribute, _ connection: ConnectionHandle) -> Readable {
+        if case .clientConfiguration(let valueHandle, _) = attribute.role {
+            return .stored(configuration(of: connection, characteristicValue: valueHandle).bytes)
+        }
+        guard let value = attribute.value else { return .dynamic }
+        return .stored(value)
+    }
+
+    private mutating func ask(_ request: Pending, _ connection: ConnectionHandle) -> GATTServerRequestID {
+        let id = GATTServerRequestID(rawValue: nextRequestID)
+        nextRequestID += 1
+        pending[id] = (connection, request)
+        return id
+    }
+
+    private func error(_ opcode: ATTOpcode, _ handle: AttributeHandle, _ code: ATTErrorCode,
+                       _ connection: ConnectionHandle) -> Action {
+        .respond(connection, .errorResponse(.init(requestOpcode: opcode, handle: handle, errorCode: code)))
+    }
+
+    /// Read (offset `nil`) or Read Blob.
+    private mutating func read(_ handle: AttributeHandle, offset: Int?, _ connection: ConnectionHandle) -> [Action] {
+        let opcode: ATTOpcode = offset == nil ? .readRequest : .readBlobRequest
+        guard let attribute = database.attribute(at: handle) else {
+            return [error(opcode, handle, .invalidHandle, connection)]
+        }
+        if let code = checkRead(attribute, connection) { return [error(opcode, handle, code, connection)] }
+        let mtu = Int(self.mtu(of: connection))
+        switch readable(attribute, connection) {
+        case .dynamic:
+            let id = ask(.read(opcode: opcode, handle: handle), connection)
+            return [.readRequest(id: id, connection: connection, attribute: handle, offset: offset ?? 0)]
+        case .stored(let value):
+            guard let offset else { return [.respond(connection, .readResponse(.init(value: Array(value.prefix(mtu - 1)))))] }
+            guard offset <= value.count else { return [error(opcode, handle, .invalidOffset, connection)] }
+            let part = Array(value[offset...].prefix(mtu - 1))
+            return [.respond(connection, .readBlobResponse(.init(partAttributeValue: part)))]
+        }
+    }
+
+    /// Checks a request's handle range: Invalid Handle (naming the starting handle) when it is empty or starts
+    /// at 0x0000.
+    private func checkRange(_ start: AttributeHandle, _ end: AttributeHandle) -> Bool {
+        start.rawValue != 0 && start <= end
+    }
+
+    private mutating func readByType(_ request: ATTPDU.ReadByTypeRequest, _ connection: ConnectionHandle) -> [Action] {
+        let opcode = ATTOpcode.readByTypeRequest
+        guard checkRange(request.startingHandle, request.endingHandle) else {
+            return [error(opcode, request.startingHandle, .invalidHandle, connection)]
+        }
+        let matches = database.attributes(in: request.startingHandle...request.endingHandle)
+            .filter { $0.type == request.attributeType }
+        guard let first = matches.first else {
+            return [error(opcode, request.startingHandle, .attributeNotFound, connection)]
+        }
+        if let code = checkRead(first, connection) { return [error(opcode, first.handle, code, connection)] }
+        let mtu = Int(self.mtu(of: connection))
+        let maximumValue = min(mtu - 4, 253)
+        var entries: [ATTPDU.ReadByTypeResponse.AttributeData] = []
+        var valueLength: Int?
+        for attribute in matches {
+            guard checkRead(attribute, connection) == nil else { break }
+            guard case .stored(let full) = readable(attribute, connection) else {
+                if entries.isEmpty {
+                    let id = ask(.readByType(handle: attribute.handle), connection)
+                    return [.readRequest(id: id, connection: connection, attribute: attribute.handle, offset: 0)]
+                }
+                break
+            }
+            let value = Array(full.prefix(maximumValue))
+            if let valueLength, valueLength != value.count { break }
+            if 2 + (entries.count + 1) * (2 + value.count) > mtu { break }
+            valueLength = value.count
+            entries.append(.init(handle: attribute.handle, value: value))
+        }
+        return [.respond(connection, .readByTypeResponse(.init(attributeData: entries)))]
+    }
+
+    private mutating func readByGroupType(_ request: ATTPDU.ReadByGroupTypeRequest,
+                                          _ connection: ConnectionHandle) -> [Action] {
+        let opcode = ATTOpcode.readByGroupTypeRequest
+        guard checkRange(request.startingHandle, request.endingHandle) else {
+            return [error(opcode, request.startingHandle, .invalidHandle, connection)]
+        }
+        guard request.attributeGroupType == .primaryService || request.attributeGroupType == .secondaryService else {
+            return [error(opcode, request.startingHandle, .unsupportedGroupType, connection)]
+        }
+        let isPrimary = request.attributeGroupType == .primaryService
+        let groups = database.services.filter {
+            $0.isPrimary == isPrimary
+                && (request.startingHandle...request.endingHandle).contains($0.handleRange.lowerBound)
+        }
+        guard !groups.isEmpty else {
+            return [error(opcode, request.startingHandle, .attributeNotFound, connection)]
+        }
+        let mtu = Int(self.mtu(of: connection))
+        var entries: [ATTPDU.ReadByGroupTypeResponse.AttributeData] = []
+        for group in groups {
+            let value = Array(group.uuid.attWireBytes.prefix(min(mtu - 6, 251)))
+            if let first = entries.first, first.value.count != value.count { break }
+            if 2 + (entries.count + 1) * (4 + value.count) > mtu { break }
+            entries.append(.init(handle: group.handleRange.lowerBound, endGroupHandle: group.handleRange.upperBound,
+                                 value: value))
+        }
+        return [.respond(connection, .readByGroupTypeResponse(.init(attributeData: entries)))]
+    }
+
+    private func findInformation(_ request: ATTPDU.FindInformationRequest, _ connection: ConnectionHandle) -> [Action] {
+        let opcode = ATTOpcode.findInformationRequest
+        guard checkRange(request.startingHandle, request.endingHandle) else {
+            return [error(opcode, request.startingHandle, .invalidHandle, connection)]
+        }
+        let found = database.attributes(in: request.startingHandle...request.endingHandle)
+        guard let first = found.first else {
+            return [error(opcode, request.startingHandle, .attributeNotFound, connection)]
+        }
+        let isShort = first.type.uint16 != nil
+        let entryLength = isShort ? 4 : 18
+        let mtu = Int(self.mtu(of: connection))
+        var information: [ATTPDU.FindInformationResponse.Information] = []
+        for attribute in found {
+            guard (attribute.type.uint16 != nil) == isShort, 2 + (information.count + 1) * entryLength <= mtu else { break }
+            information.append(.init(handle: attribute.handle, type: attribute.type))
+        }
+        return [.respond(connection, .findInformationResponse(.init(format: isShort ? .uuid16 : .uuid128,
+                                                                    information: information)))]
+    }
+
+    private func findByTypeValue(_ request: ATTPDU.FindByTypeValueRequest, _ connection: ConnectionHandle) -> [Action] {
+        let opcode = ATTOpcode.findByTypeValueRequest
+        guard checkRange(request.startingHandle, request.endingHandle) else {
+            return [error(opcode, request.startingHandle, .invalidHandle, connection)]
+        }
+        let type = BluetoothUUID(request.attributeType)
+        let isServiceType = type == .primaryService || type == .secondaryService
+        let wantedUUID = BluetoothUUID(littleEndian: request.attributeValue)
+        let mtu = Int(self.mtu(of: connection))
+        var entries: [ATTPDU.FindByTypeValueResponse.HandlesInformation] = []
+        for attribute in database.attributes(in: request.startingHandle...request.endingHandle) where attribute.type == type {
+            guard checkRead(attribute, connection) == nil, case .stored(let value) = readable(attribute, connection) else {
+                continue
+            }
+            let matches = isServiceType && wantedUUID != nil
+                ? BluetoothUUID(littleEndian: value) == wantedUUID : value == request.attributeValue
+            guard matches else { continue }
+            guard 1 + (entries.count + 1) * 4 <= mtu else { break }
+            let end = isServiceType ? (database.service(containing: attribute.handle)?.handleRange.upperBound ?? attribute.handle)
+                : attribute.handle
+            entries.append(.init(foundAttributeHandle: attribute.handle, groupEndHandle: end))
+        }
+        guard !entries.isEmpty else {
+            return [error(opcode, request.startingHandle, .attributeNotFound, connection)]
+        }
+        return [.respond(connection, .findByTypeValueResponse(.init(handlesInformation: entries)))]
+    }
+
+    private mutating func readMultiple(_ handles: [AttributeHandle], variable: Bool,
+                                       _ connection: ConnectionHandle) -> [Action] {
+        let opcode: ATTOpcode = variable ? .readMultipleVariableRequest : .readMultipleRequest
+        for handle in handles {
+            guard let attribute = database.attribute(at: handle) else {
+                return [error(opcode, handle, .invalidHandle, connection)]
+            }
+            if let code = checkRead(attribute, connection) { return [error(opcode, handle, code, connection)] }
+        }
+        return continueReadMultiple(variable: variable, handles: handles, values: [], connection)
+    }
+
+    private mutating func continueReadMultiple(variable: Bool, handles: [AttributeHandle], values: [[UInt8]],
+                                               _ connection: ConnectionHandle) -> [Action] {
+        var values = values
+        while values.count < handles.count {
+            let handle = handles[values.count]
+            guard let attribute = database.attribute(at: handle) else {
+                return [error(variable ? .readMultipleVariableRequest : .readMultipleRequest, handle, .invalidHandle,
+                              connection)]
+            }
+            switch readable(attribute, connection) {
+            case .stored(let value): values.append(value)
+            case .dynamic:
+                let id = ask(.readMultiple(variable: variable, handles: handles, values: values), connection)
+                return [.readRequest(id: id, connection: connection, attribute: handle, offset: 0)]
+            }
+        }
+        let room = Int(mtu(of: connection)) - 1
+        if !variable {
+            return [.respond(connection, .readMultipleResponse(.init(setOfValues: Array(values.joined().prefix(room)))))]
+        }
+        var tuples: [ATTPDU.ReadMultipleVariableResponse.LengthValue] = []
+        var used = 0
+        for value in values {
+            guard room - used >= 2 else { break }
+            let part = Array(value.prefix(room - used - 2))
+            tuples.append(.init(valueLength: UInt16(value.count), value: part))
+            used += 2 + part.count
+        }
+        return [.respond(connection, .readMultipleVariableResponse(.init(lengthValueTupleList: tuples)))]
+    }
+
+    // MARK: - Private: writes
+
+    /// Stores a value (stored attribute or CCCD) and reports it; the caller has checked permissions.
+    private mutating func storeWrite(_ handle: AttributeHandle, _ value: [UInt8], _ connection: ConnectionHandle) -> [Action] {
+        guard let attribute = database.attribute(at: handle) else { return [] }
+        if case .clientConfiguration(let valueHandle, _) = attribute.role {
+            let configuration = GATTClientConfiguration(bytes: value) ?? []
+            let old = clients[connection]?.configurations[valueHandle] ?? []
+            clients[connection, default: Client()].configurations[valueHandle] = configuration.isEmpty ? nil : configuration
+            return old == configuration ? [] : [.subscriptionChanged(connection, characteristicValue: valueHandle, configuration)]
+        }
+        database.setValue(value, at: handle)
+        return [.valueWritten(connection, attribute: handle, value: value)]
+    }
+
+    /// Checks a whole new value for an attribute: length, and for a CCCD its bits.
+    private func checkValue(_ attribute: GATTAttribute, _ value: [UInt8]) -> ATTErrorCode? {
+        guard value.count <= GATTDatabase.maximumValueLength else { return .invalidAttributeValueLength }
+        if case .clientConfiguration(_, let properties) = attribute.role {
+            guard let configuration = GATTClientConfiguration(bytes: value) else { return .invalidAttributeValueLength }
+            if configuration.contains(.notification) && !properties.contains(.notify) { return .cccdImproperlyConfigured }
+            if configuration.contains(.indication) && !properties.contains(.indicate) { return .cccdImproperlyConfigured }
+            if !configuration.isSubset(of: [.notification, .indication]) { return .cccdImproperlyConfigured }
+        }
+        return nil
+    }
+
+    private func isDynamic(_ attribute: GATTAttribute) -> Bool {
+        if case .clientConfiguration = attribute.role { return false }
+        return attribute.value == nil
+    }
+
+    private mutating func write(_ handle: AttributeHandle, _ value: [UInt8], _ connection: ConnectionHandle,
+                                command: Bool) -> [Action] {
+        let opcode = ATTOpcode.writeRequest
+        guard let attribute = database.attribute(at: handle) else {
+            return command ? [] : [error(opcode, handle, .invalidHandle, connection)]
+        }
+        if let code = checkWrite(attribute, connection) ?? checkValue(attribute, value) {
+            return command ? [] : [error(opcode, handle, code, connection)]
+        }
+        if isDynamic(attribute) {
+            let writes = [GATTWriteRequest(attribute: handle, offset: 0, value: value)]
+            if command { return [.writeRequests(id: nil, connection: connection, writes)] }
+            let id = ask(.write(handle: handle), connection)
+            return [.writeRequests(id: id, connection: connection, writes)]
+        }
+        let actions = storeWrite(handle, value, connection)
+        return command ? actions : actions + [.respond(connection, .writeResponse(.init()))]
+    }
+
+    private mutating func prepareWrite(_ request: ATTPDU.PrepareWriteRequest, _ connection: ConnectionHandle) -> [Action] {
+        let opcode = ATTOpcode.prepareWriteRequest
+        guard let attribute = database.attribute(at: request.handle) else {
+            return [error(opcode, request.handle, .invalidHandle, connection)]
+        }
+        if let code = checkWrite(attribute, connection) { return [error(opcode, request.handle, code, connection)] }
+        guard clients[connection, default: Client()].prepareQueue.count < maximumPrepareQueueLength else {
+            return [error(opcode, request.handle, .prepareQueueFull, connection)]
+        }
+        clients[connection, default: Client()].prepareQueue.append(
+            GATTWriteRequest(attribute: request.handle, offset: Int(request.offset), value: request.partAttributeValue))
+        return [.respond(connection, .prepareWriteResponse(.init(handle: request.handle, offset: request.offset,
+                                                                  partAttributeValue: request.partAttributeValue)))]
+    }
+
+    private mutating func executeWrite(_ request: ATTPDU.ExecuteWriteRequest, _ connection: ConnectionHandle) -> [Action] {
+        let opcode = ATTOpcode.executeWriteRequest
+        let queue = clients[connection, default: Client()].prepareQueue
+        clients[connection, default: Client()].prepareQueue = []
+        switch request.flags {
+        case .cancel: return [.respond(connection, .executeWriteResponse(.init()))]
+        case .write: break
+        default: return [error(opcode, AttributeHandle(0), .invalidPDU, connection)]
+        }
+        // Assemble each stored attribute's new value, in the order its parts were queued.
+        var handles: [AttributeHandle] = []
+        var assembled: [AttributeHandle: [UInt8]] = [:]
+        var dynamicWrites: [GATTWriteRequest] = []
+        for part in queue {
+            guard let attribute = database.attribute(at: part.attribute) else {
+                return [error(opcode, part.attribute, .invalidHandle, connection)]
+            }
+            if isDynamic(attribute) {
+                dynamicWrites.append(part)
+                continue
+            }
+            if assembled[part.attribute] == nil {
+                // The value becomes the old value up to the first part's offset, then the parts: a long
+                // write from offset 0 replaces the whole value, as a Write Request does.
+                handles.append(part.attribute)
+                let old = readable(attribute, connection).storedValue
+                guard part.offset <= old.count else {
+                    return [error(opcode, part.attribute, .invalidOffset, connection)]
+                }
+                assembled[part.attribute] = Array(old.prefix(part.offset))
+            }
+            var value = assembled[part.attribute]!
+            guard part.offset <= value.count else { return [error(opcode, part.attribute, .invalidOffset, connection)] }
+            let end = part.offset + part.value.count
+            if end > value.count { value += [UInt8](repeating: 0, count: end - value.count) }
+            value.replaceSubrange(part.offset..<end, with: part.value)
+            guard value.count <= GATTDatabase.maximumValueLength else {
+                return [error(opcode, part.attribute, .invalidAttributeValueLength, connection)]
+            }
+            assembled[part.attribute] = value
+        }
+        for handle in handles {
+            if let code = checkValue(database.attribute(at: handle)!, assembled[handle]!) {
+                return [error(opcode, handle, code, connection)]
+            }
+        }
+        let storedWrites = handles.map { ($0, assembled[$0]!) }
+        if !dynamicWrites.isEmpty {
+            let id = ask(.executeWrite(storedWrites: storedWrites), connection)
+            return [.writeRequests(id: id, connection: connection, dynamicWrites)]
+        }
+        var actions: [Action] = []
+        for (handle, value) in storedWrites { actions += storeWrite(handle, value, connection) }
+        return actions + [.respond(connection, .executeWriteResponse(.init()))]
+    }
+}

@@ -1,1 +1,0 @@
-// BLEHCI: see ARCHITECTURE.md for this layer's role.

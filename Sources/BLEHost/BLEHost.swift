@@ -1,1 +1,0 @@
-// BLEHost: see ARCHITECTURE.md for this layer's role.

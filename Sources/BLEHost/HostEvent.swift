@@ -1,0 +1,53 @@
+import BLEATT
+import BLECore
+import BLEHCI
+
+/// Names one GATT server request waiting for the application's answer.
+public struct ServerRequestID: RawRepresentable, Sendable, Hashable {
+    public var rawValue: UInt64
+    public init(rawValue: UInt64) { self.rawValue = rawValue }
+}
+
+/// One attribute write a client asked for (a Write Request or Command, or one Prepare Write of a long write).
+public struct ServerWrite: Sendable, Hashable {
+    public var attribute: AttributeHandle
+    public var offset: Int
+    public var value: [UInt8]
+    public init(attribute: AttributeHandle, offset: Int, value: [UInt8]) {
+        self.attribute = attribute
+        self.offset = offset
+        self.value = value
+    }
+}
+
+/// Everything the host tells the layer above, in the order it happened.
+public enum HostEvent: Sendable {
+    /// An advertising report while scanning.
+    case advertisingReport(AdvertisingReport)
+    /// A link came up (either role).
+    case connected(LinkInfo)
+    /// A connection this host initiated failed or was cancelled.
+    case connectionFailed(peer: BluetoothAddress, error: HostError)
+    /// A link went down. Every operation pending on it has already been completed with an error.
+    case disconnected(ConnectionHandle, reason: HCIStatus)
+    /// The ATT_MTU of a link changed after an exchange.
+    case mtuChanged(ConnectionHandle, mtu: Int)
+    /// A notification or indication from the peer's server (the indication is already confirmed).
+    case valueUpdated(ConnectionHandle, attribute: AttributeHandle, value: [UInt8], isIndication: Bool)
+    /// Write Commands may be queued again on this link.
+    case readyToWriteWithoutResponse(ConnectionHandle)
+    /// A client reads a dynamic attribute: answer with `respond(to:result:value:)`.
+    case serverRead(ServerRequestID, ConnectionHandle, attribute: AttributeHandle, offset: Int)
+    /// A client writes a dynamic attribute. With an id, answer with `respond(to:result:value:)`; a Write
+    /// Command has none. A long write arrives as all its prepared parts at once, on Execute Write.
+    case serverWrite(ServerRequestID?, ConnectionHandle, [ServerWrite])
+    /// A client changed its Client Characteristic Configuration for the characteristic whose value handle is
+    /// `attribute`.
+    case subscriptionChanged(ConnectionHandle, attribute: AttributeHandle, notify: Bool, indicate: Bool)
+    /// Notifications may be queued again after `notify` refused.
+    case readyToNotify
+    /// Advertising ended because a central connected (legacy connectable advertising stops then).
+    case advertisingEnded
+    /// The transport closed; the host is unusable.
+    case transportClosed(String?)
+}

@@ -1,0 +1,167 @@
+import BLEATT
+import BLECore
+import BLEHCI
+
+/// Tunables of a host. The defaults suit the virtual controller and common dongles.
+public struct HostConfiguration: Sendable {
+    /// How long a command may wait for Command Complete/Status before its credit is reclaimed and it fails.
+    public var commandTimeout: Duration = .seconds(2)
+    /// The ATT transaction timeout (Core Spec 5.4, Vol 3, Part F, 3.3.3): 30 s.
+    public var attTransactionTimeout: Duration = .seconds(30)
+    /// The ATT_MTU this host offers in an MTU exchange, 23...517.
+    public var preferredMTU: Int = 517
+    /// The LL payload this host asks for with LE Set Data Length after connecting, 27...251.
+    public var preferredDataLength: Int = 251
+    /// Write Commands queued per link before `canSendWriteWithoutResponse` turns false.
+    public var writeWithoutResponseQueueDepth: Int = 8
+    /// Notifications queued per link before `notify` refuses (`updateValue` returns false).
+    public var notificationQueueDepth: Int = 8
+    /// The GAP Device Name this host's GATT server shows.
+    public var deviceName: String = "swift-ble"
+    /// The GAP Appearance value (Assigned Numbers 2.6), 0 = unknown.
+    public var appearance: UInt16 = 0
+    /// Seed for the host's own random choices (the random static address when the controller has no public
+    /// address). Real hosts pass entropy; simulations pass something derived from the radio's seed.
+    public var randomSeed: UInt64 = 0x5EED
+
+    public init() {}
+}
+
+/// What went wrong in the host, and how far the failure reaches.
+public struct HostError: Error, Sendable, Hashable, CustomStringConvertible {
+    public enum Code: Sendable, Hashable {
+        /// The controller answered a command with this status.
+        case hci(HCIStatus)
+        /// The peer answered an ATT request with this error (the failure reaches that request only).
+        case att(ATTErrorCode)
+        /// No answer in time (a command, or the ATT transaction timeout: the bearer is then unusable).
+        case timeout
+        /// The link went down while the operation was pending.
+        case disconnected
+        /// The transport to the controller closed.
+        case transportClosed
+        /// The operation does not fit the current state (not connected, already scanning, ...).
+        case invalidState
+        /// Bad arguments (a value too long, an unknown handle, ...).
+        case invalidParameters
+        /// The peer broke the protocol (an unexpected or malformed PDU).
+        case protocolError
+        /// The controller does not support what was asked.
+        case unsupported
+    }
+
+    public let code: Code
+    public let message: String
+
+    public init(_ code: Code, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    public var description: String { message }
+    public static func == (a: HostError, b: HostError) -> Bool { a.code == b.code }
+    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
+}
+
+/// What the controller told the host about itself during initialisation.
+public struct ControllerInfo: Sendable, Hashable {
+    public var address: BluetoothAddress
+    public var hciVersion: UInt8 = 0
+    public var manufacturer: UInt16 = 0
+    /// LE ACL data packet length and count the host fragments and paces to.
+    public var leBufferLength: Int = 27
+    public var leBufferCount: Int = 1
+    public var leFeatures: UInt64 = 0
+    public var supportedCommands: [UInt8] = []
+}
+
+/// One advertising report, as the host hands it up.
+public struct AdvertisingReport: Sendable, Hashable {
+    public enum Kind: UInt8, Sendable, Hashable {
+        case connectableUndirected = 0  // ADV_IND
+        case connectableDirected = 1  // ADV_DIRECT_IND
+        case scannableUndirected = 2  // ADV_SCAN_IND
+        case nonConnectableUndirected = 3  // ADV_NONCONN_IND
+        case scanResponse = 4  // SCAN_RSP
+        public var isConnectable: Bool { self == .connectableUndirected || self == .connectableDirected }
+    }
+    public var kind: Kind
+    public var address: BluetoothAddress
+    public var rssi: Int?
+    public var data: [UInt8]
+
+    public init(kind: Kind, address: BluetoothAddress, rssi: Int?, data: [UInt8]) {
+        self.kind = kind
+        self.address = address
+        self.rssi = rssi
+        self.data = data
+    }
+}
+
+/// The role this host plays on a link.
+public enum LinkRole: Sendable, Hashable {
+    case central
+    case peripheral
+}
+
+/// A link as it was established.
+public struct LinkInfo: Sendable, Hashable {
+    public var handle: ConnectionHandle
+    public var role: LinkRole
+    public var peer: BluetoothAddress
+    /// Connection interval in units of 1.25 ms.
+    public var interval: UInt16
+    public var latency: UInt16
+    /// Supervision timeout in units of 10 ms.
+    public var supervisionTimeout: UInt16
+}
+
+/// Scan settings (Core Spec 5.4, Vol 4, Part E, 7.8.10).
+public struct ScanParameters: Sendable, Hashable {
+    public var active: Bool = true
+    /// Units of 0.625 ms.
+    public var interval: UInt16 = 0x0060  // 60 ms
+    /// Units of 0.625 ms.
+    public var window: UInt16 = 0x0030  // 30 ms
+    public var filterDuplicates: Bool = false
+    public init(active: Bool = true, interval: UInt16 = 0x0060, window: UInt16 = 0x0030, filterDuplicates: Bool = false) {
+        self.active = active
+        self.interval = interval
+        self.window = window
+        self.filterDuplicates = filterDuplicates
+    }
+}
+
+/// Advertising settings (Core Spec 5.4, Vol 4, Part E, 7.8.5).
+public struct AdvertisingParameters: Sendable, Hashable {
+    public enum Kind: UInt8, Sendable, Hashable {
+        case connectable = 0  // ADV_IND
+        case scannable = 2  // ADV_SCAN_IND
+        case nonConnectable = 3  // ADV_NONCONN_IND
+    }
+    public var kind: Kind = .connectable
+    /// Units of 0.625 ms (0x00A0 = 100 ms).
+    public var intervalMin: UInt16 = 0x00A0
+    public var intervalMax: UInt16 = 0x00A0
+    public init(kind: Kind = .connectable, intervalMin: UInt16 = 0x00A0, intervalMax: UInt16 = 0x00A0) {
+        self.kind = kind
+        self.intervalMin = intervalMin
+        self.intervalMax = intervalMax
+    }
+}
+
+/// Parameters for a new connection (Core Spec 5.4, Vol 4, Part E, 7.8.12).
+public struct ConnectionParameters: Sendable, Hashable {
+    /// Units of 1.25 ms; 0x0018 = 30 ms, what phones commonly pick.
+    public var intervalMin: UInt16 = 0x0018
+    public var intervalMax: UInt16 = 0x0028
+    public var latency: UInt16 = 0
+    /// Units of 10 ms; 0x01F4 = 5 s.
+    public var supervisionTimeout: UInt16 = 0x01F4
+    public init(intervalMin: UInt16 = 0x0018, intervalMax: UInt16 = 0x0028, latency: UInt16 = 0, supervisionTimeout: UInt16 = 0x01F4) {
+        self.intervalMin = intervalMin
+        self.intervalMax = intervalMax
+        self.latency = latency
+        self.supervisionTimeout = supervisionTimeout
+    }
+}

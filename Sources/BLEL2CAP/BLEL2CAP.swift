@@ -1,1 +1,0 @@
-// BLEL2CAP: see ARCHITECTURE.md for this layer's role.

@@ -1,1 +1,0 @@
-// BLESystem: see ARCHITECTURE.md for this layer's role.

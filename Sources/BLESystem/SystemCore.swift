@@ -1,0 +1,102 @@
+import BLECore
+import BLEHost
+import BLETransport
+import Synchronization
+
+/// Whether the system's controller is usable, as the managers above see it.
+public enum SystemPowerState: Sendable, Hashable {
+    /// The host is still initialising the controller.
+    case unknown
+    /// Initialised and ready.
+    case poweredOn
+    /// The controller refused initialisation (no LE support, say); `reason` says what happened.
+    case unsupported(reason: String)
+    /// The transport closed or the controller failed; `reason` says what happened.
+    case poweredOff(reason: String)
+}
+
+/// A manager (central or peripheral role) attached to a system.
+///
+/// Sessions are told about host events synchronously, on the host's context, in the order the host produced
+/// them; they must not block and must not call delegates from there (they dispatch to their own queue).
+public protocol SystemSession: AnyObject, Sendable {
+    func systemPowerStateChanged(_ state: SystemPowerState)
+    func systemReceived(_ event: HostEvent)
+}
+
+/// The "bluetoothd" of one controller: it owns the host, the identifier store and the managers attached to
+/// it, and routes host events to them.
+public final class SystemCore: Sendable {
+    public let name: String
+    public let host: Host
+    public let scheduler: any HostScheduler
+    public let identifiers: IdentifierStore
+
+    private struct State {
+        var power: SystemPowerState = .unknown
+        var sessions: [WeakSession] = []
+    }
+    private let state = Mutex(State())
+
+    private struct WeakSession {
+        weak var session: (any SystemSession)?
+    }
+
+    /// Creates the host on `transport` and starts initialising the controller at once.
+    public init(name: String, transport: any HCITransport, scheduler: any HostScheduler,
+                configuration: HostConfiguration = HostConfiguration()) {
+        self.name = name
+        self.scheduler = scheduler
+        self.identifiers = IdentifierStore(salt: name)
+        self.host = Host(transport: transport, scheduler: scheduler, configuration: configuration)
+        host.setEventHandler { [weak self] event in self?.route(event) }
+        host.start { [weak self] result in
+            switch result {
+            case .success: self?.setPower(.poweredOn)
+            case .failure(let error):
+                if error.code == .transportClosed {
+                    self?.setPower(.poweredOff(reason: error.message))
+                } else {
+                    self?.setPower(.unsupported(reason: error.message))
+                }
+            }
+        }
+    }
+
+    public var powerState: SystemPowerState { state.withLock { $0.power } }
+
+    /// Attaches a manager; it is told the current power state at once unless that is still `.unknown`.
+    public func register(_ session: any SystemSession) {
+        let power = state.withLock { s -> SystemPowerState in
+            s.sessions.removeAll { $0.session == nil }
+            s.sessions.append(WeakSession(session: session))
+            return s.power
+        }
+        if power != .unknown { session.systemPowerStateChanged(power) }
+    }
+
+    public func unregister(_ session: any SystemSession) {
+        state.withLock { $0.sessions.removeAll { $0.session == nil || $0.session === session } }
+    }
+
+    private var liveSessions: [any SystemSession] {
+        state.withLock { $0.sessions.compactMap(\.session) }
+    }
+
+    private func setPower(_ power: SystemPowerState) {
+        let changed = state.withLock { s -> Bool in
+            if s.power == power { return false }
+            s.power = power
+            return true
+        }
+        guard changed else { return }
+        for session in liveSessions { session.systemPowerStateChanged(power) }
+    }
+
+    private func route(_ event: HostEvent) {
+        if case .transportClosed(let reason) = event {
+            setPower(.poweredOff(reason: reason ?? "the controller's transport closed"))
+        }
+        for session in liveSessions { session.systemReceived(event) }
+    }
+}
