@@ -1,1 +1,0 @@
-// BLEVirtualController: see ARCHITECTURE.md for this layer's role.

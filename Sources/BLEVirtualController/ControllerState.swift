@@ -1,0 +1,192 @@
+import BLECore
+import BLETransport
+import DequeModule
+
+/// Legacy advertising PDU types, as LE Set Advertising Parameters numbers them (`Advertising_Type`).
+/// - SeeAlso: Core Spec 5.4, Vol 4, Part E, 7.8.5; Vol 6, Part B, 2.3.1.
+enum LegacyAdvertisingType: UInt8 {
+    case advInd = 0x00
+    case advDirectIndHighDuty = 0x01
+    case advScanInd = 0x02
+    case advNonconnInd = 0x03
+    case advDirectIndLowDuty = 0x04
+
+    var isConnectable: Bool { self == .advInd || isDirected }
+    var isScannable: Bool { self == .advInd || self == .advScanInd }
+    var isDirected: Bool { self == .advDirectIndHighDuty || self == .advDirectIndLowDuty }
+
+    /// `Event_Type` of the LE Advertising Report for this PDU (Vol 4, Part E, 7.7.65.2).
+    var reportEventType: UInt8 {
+        switch self {
+        case .advInd: return 0x00
+        case .advDirectIndHighDuty, .advDirectIndLowDuty: return 0x01
+        case .advScanInd: return 0x02
+        case .advNonconnInd: return 0x03
+        }
+    }
+}
+
+/// An address as the link layer compares it: 6 bytes in printed order plus "is random".
+struct LinkAddress: Hashable {
+    var bytes: [UInt8]
+    var isRandom: Bool
+
+    /// HCI `Address_Type` (0 public, 1 random).
+    var hciType: UInt8 { isRandom ? 1 : 0 }
+    var littleEndian: [UInt8] { bytes.reversed() }
+
+    static let none = LinkAddress(bytes: [0, 0, 0, 0, 0, 0], isRandom: false)
+}
+
+struct AdvertisingParameters {
+    var intervalMin: UInt16 = 0x0800  // units of 0.625 ms (1.28 s default)
+    var intervalMax: UInt16 = 0x0800
+    var type: LegacyAdvertisingType = .advInd
+    var ownAddressType: UInt8 = 0
+    var peerAddress = LinkAddress.none
+    var channelMap: UInt8 = 0x07
+    var filterPolicy: UInt8 = 0
+}
+
+struct ScanParameters {
+    var active = false
+    var interval: UInt16 = 0x0010  // units of 0.625 ms
+    var window: UInt16 = 0x0010
+    var ownAddressType: UInt8 = 0
+    var filterPolicy: UInt8 = 0
+}
+
+struct InitiatingParameters {
+    var scanInterval: UInt16
+    var scanWindow: UInt16
+    var useAcceptList: Bool
+    var peer: LinkAddress
+    var ownAddressType: UInt8
+    var intervalMin: UInt16  // units of 1.25 ms
+    var intervalMax: UInt16
+    var latency: UInt16
+    var supervisionTimeout: UInt16  // units of 10 ms
+    var start: Int64
+}
+
+/// What the duplicate filter remembers during one scan-enable session.
+struct SeenKey: Hashable {
+    var address: LinkAddress
+    var eventType: UInt8
+}
+
+/// Everything one virtual controller knows: its HCI configuration and its link-layer state machines
+/// (advertising, scanning, initiating), plus the connection handles of its links.
+///
+/// Lives inside the radio's world, under its lock; never touched from outside it.
+final class ControllerState {
+    let index: Int
+    let name: String
+    let pipe: HCIPipe
+    /// The identity this controller was built with: a public address (reported by Read BD_ADDR) or a random
+    /// static one (preloaded as the random address, as if programmed at the factory).
+    let identity: BluetoothAddress
+    var position: RadioPosition
+    var txPower: Int8
+    let aclBufferLength: Int
+    let aclBufferCount: Int
+    var powered = true
+
+    // HCI configuration
+    var eventMask: UInt64 = 0x0000_1FFF_FFFF_FFFF
+    var leEventMask: UInt64 = 0x0000_0000_0000_001F
+    var eventMaskPage2: UInt64 = 0
+    var leHostSupported = false
+    var randomAddress: [UInt8]?
+    var acceptList = Set<LinkAddress>()
+    var suggestedTxOctets = 27
+    var suggestedTxTime = 328
+    var defaultPhys: (all: UInt8, tx: UInt8, rx: UInt8) = (0, 0, 0)
+    /// HCI ACL packets accepted from the host whose LL PDUs are not all acknowledged yet.
+    var aclInFlight = 0
+
+    // Advertising state
+    var advertisingParameters = AdvertisingParameters()
+    var advertisingData: [UInt8] = []
+    var scanResponseData: [UInt8] = []
+    var advertising = false
+    var advertisingGeneration: UInt64 = 0
+    var advertisingStart: Int64 = 0
+
+    // Scanning state
+    var scanParameters = ScanParameters()
+    var scanning = false
+    var filterDuplicates = false
+    var scanStart: Int64 = 0
+    var seen = Set<SeenKey>()
+
+    // Initiating state
+    var initiating: InitiatingParameters?
+
+    // Links
+    var linkByHandle: [UInt16: Int] = [:]
+    var nextHandle: UInt16 = 0x0001
+
+    init(index: Int, name: String, pipe: HCIPipe, identity: BluetoothAddress, position: RadioPosition,
+         txPower: Int8, aclBufferLength: Int, aclBufferCount: Int) {
+        self.index = index
+        self.name = name
+        self.pipe = pipe
+        self.identity = identity
+        self.position = position
+        self.txPower = txPower
+        self.aclBufferLength = aclBufferLength
+        self.aclBufferCount = aclBufferCount
+        resetConfiguration()
+    }
+
+    /// Read BD_ADDR: the public address, or all zeros for a controller that has only a static random one.
+    var publicAddressBytes: [UInt8] {
+        identity.type.isRandom ? [0, 0, 0, 0, 0, 0] : identity.bytes
+    }
+
+    /// The address used for `Own_Address_Type` 0 (public) or 1/2/3 (random; no resolving list, so the
+    /// RPA types fall back to their identity as the spec allows when no IRK is known).
+    func ownAddress(type: UInt8) -> LinkAddress? {
+        switch type {
+        case 0x00, 0x02: return LinkAddress(bytes: publicAddressBytes, isRandom: false)
+        case 0x01, 0x03:
+            guard let random = randomAddress else { return nil }
+            return LinkAddress(bytes: random, isRandom: true)
+        default: return nil
+        }
+    }
+
+    /// Restores the state the controller has after power-on or HCI_Reset (links are handled by the world).
+    func resetConfiguration() {
+        eventMask = 0x0000_1FFF_FFFF_FFFF
+        leEventMask = 0x1F
+        eventMaskPage2 = 0
+        leHostSupported = false
+        randomAddress = identity.type.isRandom ? identity.bytes : nil
+        acceptList = []
+        suggestedTxOctets = 27
+        suggestedTxTime = 328
+        defaultPhys = (0, 0, 0)
+        aclInFlight = 0
+        advertisingParameters = AdvertisingParameters()
+        advertisingData = []
+        scanResponseData = []
+        advertising = false
+        advertisingGeneration &+= 1
+        scanParameters = ScanParameters()
+        scanning = false
+        filterDuplicates = false
+        seen = []
+        initiating = nil
+    }
+
+    func allocateHandle() -> UInt16 {
+        while linkByHandle[nextHandle] != nil || nextHandle > 0x0EFF {
+            nextHandle = nextHandle >= 0x0EFF ? 0x0001 : nextHandle + 1
+        }
+        let handle = nextHandle
+        nextHandle = nextHandle >= 0x0EFF ? 0x0001 : nextHandle + 1
+        return handle
+    }
+}

@@ -1,0 +1,182 @@
+import DequeModule
+
+/// LL control PDUs the virtual link layer exchanges, with the fields it needs. They travel between the two
+/// controllers of a link as values; `payloadLength` is what they occupy on the air (opcode + CtrData).
+///
+/// - SeeAlso: Core Spec 5.4, Vol 6, Part B, 2.4.2 (LL Control PDU), 5.1 (LL control procedures).
+enum LLControlPDU {
+    case connectionUpdateInd(interval: UInt16, latency: UInt16, timeout: UInt16, instant: Int?)
+    case connectionParamReq(intervalMin: UInt16, intervalMax: UInt16, latency: UInt16, timeout: UInt16)
+    case rejectExtInd(rejectOpcode: UInt8, error: UInt8)
+    case lengthReq(maxRxOctets: Int, maxTxOctets: Int)
+    case lengthRsp(maxRxOctets: Int, maxTxOctets: Int)
+    case phyReq(tx: UInt8, rx: UInt8)
+    case phyRsp(tx: UInt8, rx: UInt8)
+    case phyUpdateInd(centralToPeripheral: UInt8, peripheralToCentral: UInt8, instant: Int?)
+    case featureReq(features: UInt64)
+    case featureRsp(features: UInt64)
+    case versionInd(version: UInt8, company: UInt16, subversion: UInt16)
+    case terminateInd(reason: UInt8)
+
+    /// Opcode + CtrData length in bytes (Vol 6, Part B, 2.4.2).
+    var payloadLength: Int {
+        switch self {
+        case .connectionUpdateInd: return 12
+        case .connectionParamReq: return 24
+        case .rejectExtInd: return 3
+        case .lengthReq, .lengthRsp: return 9
+        case .phyReq, .phyRsp: return 3
+        case .phyUpdateInd: return 5
+        case .featureReq, .featureRsp: return 9
+        case .versionInd: return 6
+        case .terminateInd: return 2
+        }
+    }
+
+    /// LL control opcodes used in LL_REJECT_EXT_IND.
+    static let connectionParamReqOpcode: UInt8 = 0x0F
+}
+
+/// One HCI ACL packet from a host waiting to be carried in LL data PDUs.
+struct PendingACL {
+    var data: [UInt8]
+    /// Bytes already acknowledged by the peer.
+    var offset = 0
+    /// Whether the first LL PDU starts an L2CAP message (HCI PB 0b00 / 0b10) or continues one (0b01).
+    var startsMessage: Bool
+}
+
+/// One side of a link: what this controller still has to send, and what it knows about the link.
+struct LinkSide {
+    var controller: Int
+    var handle: UInt16
+    /// False once this side's controller has left the link (terminated, timed out, reset, vanished).
+    var alive = true
+    var control = Deque<LLControlPDU>()
+    var data = Deque<PendingACL>()
+    /// The head of `control`/`data` has reached the peer but its acknowledgement was lost; the peer will
+    /// discard the retransmission (SN/NESN), so it is not delivered twice.
+    var headDelivered = false
+    /// The PDU being sent until the peer acknowledges it (chosen once, then retransmitted as is).
+    var current: Outgoing?
+    /// Time this side last received a packet from the peer (for the supervision timeout).
+    var lastReceived: Int64
+    /// HCI ACL packets completed since the last Number Of Completed Packets event.
+    var completed = 0
+
+    // Data length (Vol 6, Part B, 4.5.10): this side's own maxima and the effective values.
+    var localMaxTxOctets: Int
+    var localMaxRxOctets = 251
+    var effectiveTxOctets = 27
+    var effectiveRxOctets = 27
+    // Preferred PHYs from the host (bit 0 1M, bit 1 2M); 0 means "no preference".
+    var preferredTx: UInt8 = 0
+    var preferredRx: UInt8 = 0
+    /// Local host procedures waiting for an answer from the peer.
+    var awaitingFeatures = false
+    var awaitingVersion = false
+    var awaitingPhy = false
+    var awaitingParamReq = false
+    var sentVersion = false
+    /// The reason a local Disconnect gave; set while LL_TERMINATE_IND is outstanding.
+    var terminating: UInt8?
+    var terminateStart: Int64 = 0
+
+    var hasPendingTraffic: Bool { current != nil || !control.isEmpty || !data.isEmpty }
+
+    /// Chooses the next PDU if none is in flight: control PDUs first, then a piece of the oldest ACL packet.
+    mutating func pickNext() {
+        guard current == nil else { return }
+        if let pdu = control.popFirst() {
+            current = .control(pdu)
+        } else if let head = data.first {
+            let length = min(head.data.count - head.offset, effectiveTxOctets)
+            current = .data(length: length, start: head.offset == 0 && head.startsMessage)
+        }
+    }
+
+    /// Payload length of what this side sends next (0: an empty PDU).
+    var currentPayloadLength: Int {
+        switch current {
+        case .control(let pdu): return pdu.payloadLength
+        case .data(let length, _): return length
+        case nil: return 0
+        }
+    }
+}
+
+/// A PDU in flight on one side of a link.
+enum Outgoing {
+    case control(LLControlPDU)
+    /// `length` bytes from the head ACL packet's offset; `start` selects LLID 0b10 (start) over 0b01.
+    case data(length: Int, start: Bool)
+}
+
+/// A connection between a central (`sides[0]`) and a peripheral (`sides[1]`).
+///
+/// Anchors are computed, not stored: event `counterBase + k` happens at `anchorBase + k · interval`. A link
+/// with nothing to send, in range, with no pending instant, schedules no events at all (`scheduled == false`);
+/// whoever gives it work (`World.wake`) computes the next anchor. The empty-PDU exchanges of the skipped
+/// events are taken as having happened, so `lastReceived` is brought forward to the last skipped anchor.
+final class Link {
+    let id: Int
+    var sides: [LinkSide]
+    var interval: Int64  // nanoseconds
+    var intervalUnits: UInt16  // units of 1.25 ms
+    var latency: UInt16
+    var timeoutUnits: UInt16  // units of 10 ms
+    var anchorBase: Int64
+    var counterBase: Int
+    /// Event counter of the last connection event processed (-1 before the first).
+    var lastCounter = -1
+    var scheduled = false
+    var generation: UInt64 = 0
+    var established = false
+    var phyCentralToPeripheral = LEPhy.le1M
+    var phyPeripheralToCentral = LEPhy.le1M
+    var pendingUpdate: (interval: UInt16, latency: UInt16, timeout: UInt16, instant: Int, initiator: Int)?
+    var pendingPhy: (c2p: LEPhy, p2c: LEPhy, instant: Int, initiator: Int)?
+    /// Remote version/feature caches (the version exchange happens once per connection).
+    /// The central's host has an LE Remote Connection Parameter Request to answer.
+    var pendingParamRequestFromPeer = false
+    /// The advertiser's address, for the central's LE Connection Complete.
+    var centralPeer = LinkAddress.none
+    var closed = false
+
+    var supervisionTimeout: Int64 { Int64(timeoutUnits) * 10 * VirtualTime.millisecond }
+
+    init(id: Int, central: LinkSide, peripheral: LinkSide, intervalUnits: UInt16, latency: UInt16,
+         timeoutUnits: UInt16, firstAnchor: Int64) {
+        self.id = id
+        self.sides = [central, peripheral]
+        self.intervalUnits = intervalUnits
+        self.interval = Int64(intervalUnits) * 1_250 * VirtualTime.microsecond
+        self.latency = latency
+        self.timeoutUnits = timeoutUnits
+        self.anchorBase = firstAnchor
+        self.counterBase = 0
+    }
+
+    func anchor(ofCounter counter: Int) -> Int64 {
+        anchorBase + Int64(counter - counterBase) * interval
+    }
+
+    /// The first event counter after the last processed one whose anchor is at or after `time`.
+    func nextCounter(notBefore time: Int64) -> Int {
+        var counter = lastCounter + 1
+        if time > anchorBase {
+            let elapsed = time - anchorBase
+            let k = counterBase + Int((elapsed + interval - 1) / interval)
+            counter = max(counter, k)
+        }
+        return max(counter, counterBase)
+    }
+
+    func side(of controller: Int) -> Int? {
+        if sides[0].controller == controller && sides[0].alive { return 0 }
+        if sides[1].controller == controller && sides[1].alive { return 1 }
+        return nil
+    }
+
+    func phy(from side: Int) -> LEPhy { side == 0 ? phyCentralToPeripheral : phyPeripheralToCentral }
+}

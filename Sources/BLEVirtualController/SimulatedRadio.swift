@@ -1,0 +1,284 @@
+import BLECore
+import BLEHCI
+import BLETransport
+import Dispatch
+import Synchronization
+
+/// Which way an HCI packet crossed a controller's pipe.
+public enum HCITraceDirection: Sendable, Hashable, CustomStringConvertible {
+    /// From the host to the controller (commands, ACL data).
+    case hostToController
+    /// From the controller to the host (events, ACL data).
+    case controllerToHost
+
+    public var description: String { self == .hostToController ? "H>C" : "C>H" }
+}
+
+/// How `SimulatedRadio.run` relates virtual time to wall time.
+public enum SimulationPacing: Sendable, Hashable {
+    /// Jump from event to event (tests, benchmarks).
+    case asFastAsPossible
+    /// Sleep so that virtual time advances no faster than wall time (interactive tools).
+    case realtime
+}
+
+/// Errors of the simulation driver.
+public struct SimulationError: Error, Hashable, CustomStringConvertible {
+    public let message: String
+    public var description: String { message }
+    /// `run` was called while another `run` of the same radio was in progress.
+    public static let alreadyRunning = SimulationError(message: "the radio is already running")
+}
+
+/// A simulated 2.4 GHz world linking any number of `VirtualController`s, on a virtual clock.
+///
+/// ## Function
+/// The radio owns one agenda of events ordered by (virtual time, sequence number): advertising events,
+/// connection events, packets hosts sent, and host timers (it is the `HostScheduler` of every host on it).
+/// `run(for:)` / `run(until:)` take the events in order; after each one, the packets it produced are
+/// delivered to the hosts (synchronously, through their `HCIPipe`s), and if any callback dispatched with
+/// `dispatch(on:_:)` is still outstanding, the run loop waits for all of them before taking the next event.
+/// Whatever a host does in response — send a packet, start a timer — is queued at the current virtual time
+/// with the next sequence number. Nothing else decides the order, so the same seed and the same inputs give
+/// the same run, packet for packet (see `setTraceHandler`).
+///
+/// ## Physics
+/// Positions and transmit power give RSSI and range through `RadioPropagation`; `packetLossRate` adds
+/// independent random loss; every random choice draws from one seeded generator, in event order.
+///
+/// ## Concurrency
+/// All state is in one `Mutex`; the lock is never held while calling out (host deliveries, host work,
+/// trace handler), so hosts may call back into the radio from inside their callbacks.
+public final class SimulatedRadio: HostScheduler, Sendable {
+    let world: Mutex<World>
+    private let dispatchState = Mutex(DispatchState())
+    private let traceHandler = Mutex<(@Sendable (Duration, String, HCITraceDirection, HCIPacket) -> Void)?>(nil)
+    private let seed: UInt64
+
+    struct DispatchState {
+        var outstanding = 0
+        var waiter: CheckedContinuation<Void, Never>?
+        var running = false
+    }
+
+    /// A radio whose every random choice derives from `seed`.
+    public init(seed: UInt64) {
+        self.seed = seed
+        self.world = Mutex(World(seed: seed))
+    }
+
+    // MARK: World
+
+    /// Virtual time since the radio was created.
+    public var now: Duration { VirtualTime.duration(world.withLock { $0.now }) }
+
+    /// Probability (0...1) that any single packet is lost, independently of distance. Default 0.
+    public var packetLossRate: Double {
+        get { world.withLock { $0.packetLossRate } }
+        set {
+            world.withLock { w in
+                w.packetLossRate = min(max(newValue, 0), 1)
+                for id in w.links.keys.sorted() { if let link = w.links[id] { w.wake(link) } }
+            }
+        }
+    }
+
+    /// Adds a powered-on controller to the radio.
+    ///
+    /// - Parameters:
+    ///   - name: names the controller in traces; also seeds its address when `address` is nil.
+    ///   - address: its identity. A public address is what Read BD_ADDR reports. With nil, a random static
+    ///     address is derived from the radio's seed and `name`; Read BD_ADDR then reports 00:00:00:00:00:00
+    ///     and the static address is preloaded as the random address (own address type random works at once,
+    ///     and HCI Reset restores it, as for a controller with a factory-programmed static address).
+    ///   - aclBufferLength: `LE_ACL_Data_Packet_Length` (default 251).
+    ///   - aclBufferCount: `Total_Num_LE_ACL_Data_Packets` (default 8).
+    public func addController(name: String, address: BluetoothAddress? = nil,
+                              position: RadioPosition = .init(x: 0, y: 0), txPower: Int8 = 0,
+                              aclBufferLength: Int = 251, aclBufferCount: Int = 8) -> VirtualController {
+        let identity = address ?? Self.staticAddress(seed: seed, name: name)
+        let pipe = HCIPipe()
+        let index = world.withLock { w in
+            let index = w.controllers.count
+            w.controllers.append(ControllerState(
+                index: index, name: name, pipe: pipe, identity: identity, position: position, txPower: txPower,
+                aclBufferLength: max(27, aclBufferLength), aclBufferCount: max(1, aclBufferCount)))
+            return index
+        }
+        pipe.attachController { [weak self] packet in
+            self?.hostSent(controller: index, packet)
+        }
+        return VirtualController(radio: self, index: index, name: name, address: identity, pipe: pipe)
+    }
+
+    /// A random static address (two most significant bits 0b11) from the seed and a name.
+    static func staticAddress(seed: UInt64, name: String) -> BluetoothAddress {
+        var random = SimulationRandom(seed: seed ^ stableHash(name))
+        let value = random.next()
+        var bytes = (0..<6).map { UInt8((value >> (8 * UInt64($0))) & 0xFF) }
+        bytes[0] |= 0xC0
+        if bytes[1...].allSatisfy({ $0 == 0xFF }) { bytes[5] = 0xFE }
+        return BluetoothAddress(bytes: bytes, type: .randomDevice)
+    }
+
+    /// Moves a controller; its links are re-evaluated at their next event (and time out if now out of range).
+    public func move(_ controller: VirtualController, to position: RadioPosition) {
+        world.withLock { w in
+            w.controllers[controller.index].position = position
+            for id in w.links.keys.sorted() {
+                if let link = w.links[id], link.side(of: controller.index) != nil { w.wake(link) }
+            }
+        }
+    }
+
+    func position(of index: Int) -> RadioPosition { world.withLock { $0.controllers[index].position } }
+
+    /// Powers a controller off: it stops radiating, its peers time out, its host's transport closes.
+    func vanish(_ index: Int, reason: String) {
+        let pipe: HCIPipe? = world.withLock { w in
+            let c = w.controllers[index]
+            guard c.powered else { return nil }
+            c.powered = false
+            c.advertising = false
+            c.advertisingGeneration &+= 1
+            c.scanning = false
+            c.initiating = nil
+            w.leaveAllLinks(c)
+            return c.pipe
+        }
+        pipe?.closeFromController(reason: reason)
+    }
+
+    func isPowered(_ index: Int) -> Bool { world.withLock { $0.controllers[index].powered } }
+
+    // MARK: Trace
+
+    /// Installs (or removes, with nil) a handler called for every HCI packet crossing any controller's pipe,
+    /// in run order, with the virtual time and the controller's name. Host-to-controller packets are recorded
+    /// when the controller takes them from its queue.
+    public func setTraceHandler(_ handler: (@Sendable (Duration, String, HCITraceDirection, HCIPacket) -> Void)?) {
+        traceHandler.withLock { $0 = handler }
+    }
+
+    // MARK: HostScheduler
+
+    @discardableResult
+    public func schedule(after delay: Duration, _ work: @escaping @Sendable () -> Void) -> any ScheduledWork {
+        let delayNanos = VirtualTime.nanos(delay)
+        let sequence = world.withLock { w in w.clock.schedule(at: w.now + delayNanos, .hostWork(work)) }
+        return RadioScheduledWork(radio: self, sequence: sequence)
+    }
+
+    func cancel(sequence: UInt64) {
+        world.withLock { $0.clock.cancel(sequence) }
+    }
+
+    /// Runs `work` on `queue`, counted: the run loop does not take another event until it has finished.
+    public func dispatch(on queue: DispatchQueue, _ work: @escaping @Sendable () -> Void) {
+        dispatchState.withLock { $0.outstanding += 1 }
+        queue.async {
+            work()
+            self.dispatchFinished()
+        }
+    }
+
+    private func dispatchFinished() {
+        let waiter: CheckedContinuation<Void, Never>? = dispatchState.withLock { s in
+            s.outstanding -= 1
+            guard s.outstanding == 0 else { return nil }
+            defer { s.waiter = nil }
+            return s.waiter
+        }
+        waiter?.resume()
+    }
+
+    private func awaitDispatches() async {
+        if dispatchState.withLock({ $0.outstanding == 0 }) { return }
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let resumeNow = dispatchState.withLock { s in
+                if s.outstanding == 0 { return true }
+                s.waiter = continuation
+                return false
+            }
+            if resumeNow { continuation.resume() }
+        }
+    }
+
+    /// A packet from a host: queued at the current virtual time, after everything already due then.
+    func hostSent(controller index: Int, _ packet: HCIPacket) {
+        world.withLock { w in
+            _ = w.clock.schedule(at: w.now, .hostPacket(controller: index, packet))
+        }
+    }
+
+    // MARK: Running
+
+    /// Processes every event due in the next `duration` of virtual time; returns with `now` advanced by it.
+    public func run(for duration: Duration, pacing: SimulationPacing = .asFastAsPossible) async throws {
+        try await run(until: now + duration, pacing: pacing)
+    }
+
+    /// Processes every event due up to `deadline` (virtual time since the radio started), in (time,
+    /// sequence) order, waiting after each for the callbacks it dispatched; returns with `now == deadline`
+    /// (or later, if `deadline` had already passed). Throws `CancellationError` if the task is cancelled.
+    public func run(until deadline: Duration, pacing: SimulationPacing = .asFastAsPossible) async throws {
+        let claimed = dispatchState.withLock { s in
+            if s.running { return false }
+            s.running = true
+            return true
+        }
+        guard claimed else { throw SimulationError.alreadyRunning }
+        defer { dispatchState.withLock { $0.running = false } }
+
+        let end = VirtualTime.nanos(deadline)
+        let wallStart = ContinuousClock.now
+        let virtualStart = world.withLock { $0.now }
+        await awaitDispatches()
+        while true {
+            try Task.checkCancellation()
+            if pacing == .realtime {
+                let next = world.withLock { w in min(w.clock.nextTime() ?? end, end) }
+                let target = wallStart + VirtualTime.duration(max(0, next - virtualStart))
+                if target > ContinuousClock.now { try await Task.sleep(until: target, clock: .continuous) }
+            }
+            let effects: [RadioEffect]? = world.withLock { w in
+                guard let entry = w.clock.popDue(notAfter: end) else {
+                    w.clock.advance(to: end)
+                    return nil
+                }
+                w.process(entry.payload)
+                let out = w.effects
+                w.effects = []
+                return out
+            }
+            guard let effects else { break }
+            if !effects.isEmpty { perform(effects) }
+            await awaitDispatches()
+        }
+    }
+
+    private func perform(_ effects: [RadioEffect]) {
+        let trace = traceHandler.withLock { $0 }
+        let time = trace == nil ? .zero : now
+        for effect in effects {
+            switch effect {
+            case .fromHost(let name, let packet):
+                trace?(time, name, .hostToController, packet)
+            case .toHost(let pipe, let name, let packet):
+                trace?(time, name, .controllerToHost, packet)
+                pipe.deliverToHost(packet)
+            case .run(let work):
+                work()
+            case .close(let pipe, let reason):
+                pipe.closeFromController(reason: reason)
+            }
+        }
+    }
+}
+
+/// Cancels a host timer on the radio.
+struct RadioScheduledWork: ScheduledWork {
+    let radio: SimulatedRadio
+    let sequence: UInt64
+    func cancel() { radio.cancel(sequence: sequence) }
+}

@@ -1,0 +1,141 @@
+import HeapModule
+
+/// Virtual time for the simulated radio: nanoseconds since the radio started, as a plain integer.
+///
+/// Every spec time the link layer deals in (0.625 ms advertising units, 1.25 ms connection units, air times in
+/// microseconds) is a whole number of nanoseconds, so integer arithmetic is exact and runs are reproducible.
+/// The public API speaks `Duration`; the conversions are `VirtualTime.duration(_:)` and `VirtualTime.nanos(_:)`.
+enum VirtualTime {
+    static let microsecond: Int64 = 1_000
+    static let millisecond: Int64 = 1_000_000
+    static let second: Int64 = 1_000_000_000
+
+    static func duration(_ nanos: Int64) -> Duration { .nanoseconds(nanos) }
+
+    /// Whole nanoseconds of a `Duration` (sub-nanosecond parts are dropped; negative values clamp to zero).
+    static func nanos(_ duration: Duration) -> Int64 {
+        let (seconds, attoseconds) = duration.components
+        let total = seconds.multipliedReportingOverflow(by: second)
+        if total.overflow { return seconds < 0 ? 0 : Int64.max / 2 }
+        return max(0, total.partialValue + attoseconds / 1_000_000_000)
+    }
+}
+
+/// The clock and agenda of a simulation: the current virtual time and a min-heap of pending events ordered by
+/// (time, sequence number).
+///
+/// The sequence number is handed out in insertion order, so two events due at the same instant run in the order
+/// they were scheduled: ties never depend on heap internals, which keeps runs deterministic. Cancellation is
+/// lazy: a cancelled entry stays in the heap and is skipped when it surfaces (`cancel(_:)` records its
+/// sequence number). Link-layer timers avoid even that by carrying a generation that the owner compares.
+struct VirtualClock<Payload> {
+    struct Entry: Comparable {
+        var time: Int64
+        var sequence: UInt64
+        var payload: Payload
+
+        static func < (a: Entry, b: Entry) -> Bool {
+            a.time != b.time ? a.time < b.time : a.sequence < b.sequence
+        }
+        static func == (a: Entry, b: Entry) -> Bool { a.time == b.time && a.sequence == b.sequence }
+    }
+
+    /// The current virtual time in nanoseconds; it never moves backwards.
+    private(set) var now: Int64 = 0
+    private var heap = Heap<Entry>()
+    private var nextSequence: UInt64 = 0
+    private var cancelled = Set<UInt64>()
+
+    var pendingCount: Int { heap.count - cancelled.count }
+
+    /// Schedules `payload` at absolute time `time` (clamped to now) and returns its sequence number.
+    @discardableResult
+    mutating func schedule(at time: Int64, _ payload: Payload) -> UInt64 {
+        let sequence = nextSequence
+        nextSequence &+= 1
+        heap.insert(Entry(time: max(time, now), sequence: sequence, payload: payload))
+        return sequence
+    }
+
+    /// Marks the event with this sequence number as cancelled; it will be skipped.
+    mutating func cancel(_ sequence: UInt64) {
+        if sequence < nextSequence { cancelled.insert(sequence) }
+    }
+
+    /// Time of the earliest live event, discarding cancelled entries on the way.
+    mutating func nextTime() -> Int64? {
+        while let first = heap.min {
+            if cancelled.isEmpty || !cancelled.contains(first.sequence) { return first.time }
+            cancelled.remove(first.sequence)
+            _ = heap.removeMin()
+        }
+        return nil
+    }
+
+    /// Removes the earliest live event if it is due at or before `deadline`, and moves the clock to its time.
+    mutating func popDue(notAfter deadline: Int64) -> Entry? {
+        guard let time = nextTime(), time <= deadline else { return nil }
+        let entry = heap.removeMin()
+        now = max(now, entry.time)
+        return entry
+    }
+
+    /// Moves the clock forward to `time` (never backwards).
+    mutating func advance(to time: Int64) {
+        now = max(now, time)
+    }
+}
+
+/// The simulation's only source of randomness: SplitMix64 seeding a xoshiro256** generator.
+///
+/// Both algorithms are public-domain designs (Steele, Lea and Flood; Blackman and Vigna); this is our own
+/// transcription. Every random choice of a run (advertising delays, RSSI jitter, packet loss, derived
+/// addresses, LE Rand) draws from one instance in event order, so a seed fixes the whole run.
+struct SimulationRandom: RandomNumberGenerator {
+    private var s0: UInt64, s1: UInt64, s2: UInt64, s3: UInt64
+
+    init(seed: UInt64) {
+        var x = seed
+        func splitMix() -> UInt64 {
+            x &+= 0x9E37_79B9_7F4A_7C15
+            var z = x
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            return z ^ (z >> 31)
+        }
+        s0 = splitMix(); s1 = splitMix(); s2 = splitMix(); s3 = splitMix()
+    }
+
+    mutating func next() -> UInt64 {
+        let result = ((s1 &* 5) << 7 | (s1 &* 5) >> 57) &* 9
+        let t = s1 << 17
+        s2 ^= s0
+        s3 ^= s1
+        s1 ^= s2
+        s0 ^= s3
+        s2 ^= t
+        s3 = (s3 << 45) | (s3 >> 19)
+        return result
+    }
+
+    /// A uniform value in `0...upperBound`.
+    mutating func uniform(through upperBound: UInt64) -> UInt64 {
+        upperBound == .max ? next() : next(upperBound: upperBound + 1)
+    }
+
+    /// A uniform `Double` in `[0, 1)`.
+    mutating func unit() -> Double {
+        Double(next() >> 11) * (1.0 / 9_007_199_254_740_992.0)
+    }
+}
+
+/// A stable 64-bit FNV-1a hash of a string (Swift's `Hasher` is seeded per process, so it cannot be used
+/// for anything a seed must reproduce).
+func stableHash(_ text: String) -> UInt64 {
+    var hash: UInt64 = 0xCBF2_9CE4_8422_2325
+    for byte in text.utf8 {
+        hash ^= UInt64(byte)
+        hash = hash &* 0x0000_0100_0000_01B3
+    }
+    return hash
+}

@@ -1,0 +1,184 @@
+/// Advertising, scanning and initiating: the link layer's advertising-channel states.
+///
+/// A scanner or initiator costs no events of its own: each advertising event looks, for every PDU it sends on
+/// channel 37, 38 or 39, at which controllers are listening on that channel at that instant (inside their scan
+/// window, on the channel their scan interval has rotated to) and in range, and plays the exchange out: a
+/// report, SCAN_REQ/SCAN_RSP, or CONNECT_IND.
+///
+/// - SeeAlso: Core Spec 5.4, Vol 6, Part B, 4.4 (non-connected states), 2.3 (advertising physical channel PDUs).
+extension World {
+    /// 0.625 ms, the unit of advertising and scan intervals.
+    static let advertisingUnit: Int64 = 625 * VirtualTime.microsecond
+    /// The time between the starts of high duty cycle directed advertising events (≤ 3.75 ms).
+    static let highDutyInterval: Int64 = 3_750 * VirtualTime.microsecond
+    /// How long high duty cycle directed advertising lasts (1.28 s).
+    static let highDutyDuration: Int64 = 1_280 * VirtualTime.millisecond
+
+    func startAdvertising(_ c: ControllerState) {
+        c.advertising = true
+        c.advertisingGeneration &+= 1
+        c.advertisingStart = now
+        let generation = c.advertisingGeneration
+        if c.advertisingParameters.type == .advDirectIndHighDuty {
+            clock.schedule(at: now, .advertising(controller: c.index, generation: generation))
+            clock.schedule(at: now + Self.highDutyDuration, .advertisingTimeout(controller: c.index, generation: generation))
+        } else {
+            clock.schedule(at: now + advertisingDelay(), .advertising(controller: c.index, generation: generation))
+        }
+    }
+
+    func stopAdvertising(_ c: ControllerState) {
+        c.advertising = false
+        c.advertisingGeneration &+= 1
+    }
+
+    /// advDelay, 0...10 ms, drawn afresh for every advertising event (Vol 6, Part B, 4.4.2.2.1).
+    func advertisingDelay() -> Int64 {
+        Int64(random.uniform(through: 10_000)) * VirtualTime.microsecond
+    }
+
+    func advertisingTimedOut(_ c: ControllerState, generation: UInt64) {
+        guard c.advertising, c.advertisingGeneration == generation else { return }
+        stopAdvertising(c)
+        emitConnectionComplete(c, status: Status.advertisingTimeout, handle: 0, role: 1, peer: .none,
+                               interval: 0, latency: 0, timeout: 0)
+    }
+
+    /// Which advertising channel `s` listens on at `time`, if any, and whether it is initiating.
+    func listening(_ s: ControllerState, at time: Int64) -> (channel: Int, initiating: Bool)? {
+        let interval: UInt16, window: UInt16, start: Int64, initiating: Bool
+        if let i = s.initiating {
+            (interval, window, start, initiating) = (i.scanInterval, i.scanWindow, i.start, true)
+        } else if s.scanning {
+            (interval, window, start, initiating) = (s.scanParameters.interval, s.scanParameters.window, s.scanStart, false)
+        } else {
+            return nil
+        }
+        let intervalNs = Int64(interval) * Self.advertisingUnit
+        let elapsed = time - start
+        guard elapsed >= 0 else { return nil }
+        let k = elapsed / intervalNs
+        guard elapsed - k * intervalNs < Int64(window) * Self.advertisingUnit else { return nil }
+        return (37 + Int(k % 3), initiating)
+    }
+
+    /// One advertising event: the PDU on each enabled channel, in channel order, each heard by whoever listens.
+    func advertisingEvent(_ c: ControllerState, generation: UInt64) {
+        guard c.advertising, c.advertisingGeneration == generation, c.powered,
+            let advA = c.ownAddress(type: c.advertisingParameters.ownAddressType)
+        else { return }
+        let p = c.advertisingParameters
+        let payload = p.type.isDirected ? 12 : 6 + c.advertisingData.count
+        let pduTime = LEPhy.le1M.airTime(payload: payload)
+        var t = now
+        channels: for channel in 37...39 where p.channelMap & (1 << UInt8(channel - 37)) != 0 {
+            for s in controllers where s.index != c.index && s.powered {
+                guard let (listened, initiating) = listening(s, at: t), listened == channel else { continue }
+                guard delivered(from: c, to: s) else { continue }
+                if initiating {
+                    if tryConnect(initiator: s, advertiser: c, advA: advA, at: t + pduTime) { break channels }
+                } else {
+                    scanned(by: s, advertiser: c, advA: advA, at: t + pduTime)
+                }
+            }
+            // The PDU, T_IFS, room for a SCAN_REQ/SCAN_RSP, then the next channel.
+            t += pduTime + 2 * interFrameSpace + 400 * VirtualTime.microsecond
+        }
+        guard c.advertising, c.advertisingGeneration == generation else { return }
+        let next: Int64
+        if p.type == .advDirectIndHighDuty {
+            next = now + Self.highDutyInterval
+        } else {
+            next = now + Int64(p.intervalMin) * Self.advertisingUnit + advertisingDelay()
+        }
+        clock.schedule(at: next, .advertising(controller: c.index, generation: generation))
+    }
+
+    /// Whether directed advertising from `c` targets `s` (TargetA is `s`'s own address for the state it is in).
+    func isTarget(_ c: ControllerState, _ s: ControllerState, ownAddressType: UInt8) -> Bool {
+        guard let own = s.ownAddress(type: ownAddressType) else { return false }
+        return c.advertisingParameters.peerAddress == own
+    }
+
+    /// A scanner heard an advertising PDU: report it, and for an active scanner and a scannable PDU, send
+    /// SCAN_REQ and report the SCAN_RSP if it comes back.
+    func scanned(by s: ControllerState, advertiser c: ControllerState, advA: LinkAddress, at time: Int64) {
+        let type = c.advertisingParameters.type
+        if type.isDirected && !isTarget(c, s, ownAddressType: s.scanParameters.ownAddressType) { return }
+        if s.scanParameters.filterPolicy & 1 == 1 && !s.acceptList.contains(advA) { return }
+        report(s, eventType: type.reportEventType, address: advA,
+               data: type.isDirected ? [] : c.advertisingData, from: c)
+        guard s.scanParameters.active, type.isScannable else { return }
+        // SCAN_REQ (scanner -> advertiser), then SCAN_RSP (advertiser -> scanner).
+        if c.advertisingParameters.filterPolicy & 1 == 1,
+            let scanA = s.ownAddress(type: s.scanParameters.ownAddressType), !c.acceptList.contains(scanA)
+        {
+            return
+        }
+        guard delivered(from: s, to: c), delivered(from: c, to: s) else { return }
+        report(s, eventType: 0x04, address: advA, data: c.scanResponseData, from: c)
+    }
+
+    /// LE Advertising Report with one report, after the duplicate filter.
+    /// - SeeAlso: Core Spec 5.4, Vol 4, Part E, 7.7.65.2.
+    func report(_ s: ControllerState, eventType: UInt8, address: LinkAddress, data: [UInt8], from c: ControllerState) {
+        if s.filterDuplicates {
+            let key = SeenKey(address: address, eventType: eventType)
+            if s.seen.contains(key) { return }
+            s.seen.insert(key)
+        }
+        guard leEventEnabled(s, subevent: 0x02) else { return }
+        var w = ByteWriter(capacity: 12 + data.count)
+        w.u8(1)  // Num_Reports
+        w.u8(eventType)
+        w.u8(address.hciType)
+        w.append(address.littleEndian)
+        w.u8(UInt8(data.count))
+        w.append(data)
+        w.i8(reportedRSSI(from: c, to: s))
+        emitLEEvent(s, subevent: 0x02, w.bytes)
+    }
+
+    /// An initiator heard an advertising PDU: if it is connectable and from the peer it wants, it sends
+    /// CONNECT_IND; if the advertiser hears it, both enter the connection state.
+    func tryConnect(initiator s: ControllerState, advertiser c: ControllerState, advA: LinkAddress, at time: Int64) -> Bool {
+        guard let ip = s.initiating, let initA = s.ownAddress(type: ip.ownAddressType) else { return false }
+        let type = c.advertisingParameters.type
+        guard type.isConnectable else { return false }
+        if ip.useAcceptList {
+            guard s.acceptList.contains(advA) else { return false }
+        } else {
+            guard ip.peer == advA else { return false }
+        }
+        if type.isDirected && c.advertisingParameters.peerAddress != initA { return false }
+        if c.advertisingParameters.filterPolicy & 2 != 0 && !c.acceptList.contains(initA) { return false }
+        guard delivered(from: s, to: c) else { return false }
+        // CONNECT_IND (34-byte payload) sent T_IFS after the advertising PDU; the first anchor follows
+        // transmitWindowDelay (1.25 ms) with a zero transmitWindowOffset (Vol 6, Part B, 4.5.3).
+        let connectIndEnd = time + interFrameSpace + LEPhy.le1M.airTime(payload: 34)
+        let firstAnchor = connectIndEnd + 1_250 * VirtualTime.microsecond
+        s.initiating = nil
+        stopAdvertising(c)
+        let central = LinkSide(controller: s.index, handle: s.allocateHandle(), lastReceived: connectIndEnd,
+                               localMaxTxOctets: s.suggestedTxOctets)
+        let peripheral = LinkSide(controller: c.index, handle: c.allocateHandle(), lastReceived: connectIndEnd,
+                                  localMaxTxOctets: c.suggestedTxOctets)
+        let link = Link(id: nextLinkID, central: central, peripheral: peripheral, intervalUnits: ip.intervalMin,
+                        latency: ip.latency, timeoutUnits: ip.supervisionTimeout, firstAnchor: firstAnchor)
+        link.sides[0].preferredTx = s.defaultPhys.all & 1 != 0 ? 0 : s.defaultPhys.tx
+        link.sides[0].preferredRx = s.defaultPhys.all & 2 != 0 ? 0 : s.defaultPhys.rx
+        link.sides[1].preferredTx = c.defaultPhys.all & 1 != 0 ? 0 : c.defaultPhys.tx
+        link.sides[1].preferredRx = c.defaultPhys.all & 2 != 0 ? 0 : c.defaultPhys.rx
+        nextLinkID += 1
+        links[link.id] = link
+        s.linkByHandle[central.handle] = link.id
+        c.linkByHandle[peripheral.handle] = link.id
+        // The peripheral is connected as soon as it receives CONNECT_IND; the central reports after the
+        // first connection event (see `connectionEvent`).
+        emitConnectionComplete(c, status: Status.success, handle: peripheral.handle, role: 1, peer: initA,
+                               interval: link.intervalUnits, latency: link.latency, timeout: link.timeoutUnits)
+        link.centralPeer = advA
+        schedule(link, counter: 0)
+        return true
+    }
+}

@@ -1,0 +1,404 @@
+import DequeModule
+/// The connection state: connection events, acknowledged data, LL control procedures, supervision.
+///
+/// Each connection event plays out exchanges of one PDU from the central and one answer from the peripheral
+/// until neither side has more to send or the next exchange would not fit in the event. An exchange costs
+/// `T(central PDU) + T_IFS + T(peripheral PDU) + T_IFS`, and an event may use the whole interval: the last
+/// exchange's trailing T_IFS is the margin before the next anchor. That gives exactly
+/// `N = floor(interval / T_pair)` full-size exchanges per event, the bound of the throughput formula.
+/// Peripheral latency is accepted and reported but not used: the peripheral listens at every event.
+///
+/// - SeeAlso: Core Spec 5.4, Vol 6, Part B, 4.5 (connection state), 5.1 (LL control procedures).
+extension World {
+    func schedule(_ link: Link, counter: Int) {
+        link.generation &+= 1
+        link.scheduled = true
+        clock.schedule(at: link.anchor(ofCounter: counter),
+                       .connection(link: link.id, counter: counter, generation: link.generation))
+    }
+
+    /// Gives an idle link its next connection event. The events skipped while idle were empty exchanges
+    /// that succeeded (the link was in range and lossless, or it would not have been idle), so both sides
+    /// count the last skipped anchor as their last reception.
+    func wake(_ link: Link) {
+        guard !link.scheduled, !link.closed else { return }
+        let counter = link.nextCounter(notBefore: now)
+        let skipped = counter - 1
+        if link.lastCounter >= 0, skipped > link.lastCounter {
+            let t = link.anchor(ofCounter: skipped)
+            for s in 0..<2 where link.sides[s].alive {
+                link.sides[s].lastReceived = max(link.sides[s].lastReceived, t)
+            }
+        }
+        schedule(link, counter: counter)
+    }
+
+    func canCommunicate(_ link: Link) -> Bool {
+        guard link.sides[0].alive, link.sides[1].alive else { return false }
+        let a = controllers[link.sides[0].controller], b = controllers[link.sides[1].controller]
+        guard a.powered, b.powered else { return false }
+        let d = distance(a, b)
+        return RadioPropagation.inRange(txPower: a.txPower, distance: d)
+            && RadioPropagation.inRange(txPower: b.txPower, distance: d)
+    }
+
+    /// Whether the link must run its next event rather than idle until someone wakes it.
+    func needsEvents(_ link: Link) -> Bool {
+        !link.established || link.sides[0].hasPendingTraffic || link.sides[1].hasPendingTraffic
+            || link.pendingUpdate != nil || link.pendingPhy != nil || packetLossRate > 0 || !canCommunicate(link)
+    }
+
+    func connectionEvent(_ link: Link, counter: Int) {
+        link.scheduled = false
+        link.lastCounter = counter
+        let t = now
+        applyInstants(link, counter: counter, at: t)
+
+        var exchanged = false
+        if canCommunicate(link) {
+            var used: Int64 = 0
+            while !link.closed {
+                link.sides[0].pickNext()
+                link.sides[1].pickNext()
+                stampInstant(link, side: 0, counter: counter)
+                let pair = link.phyCentralToPeripheral.airTime(payload: link.sides[0].currentPayloadLength)
+                    + link.phyPeripheralToCentral.airTime(payload: link.sides[1].currentPayloadLength)
+                    + 2 * interFrameSpace
+                if used > 0 && used + pair > link.interval { break }
+                let start = t + used
+                used += pair
+                // Central -> peripheral. A lost packet ends the event: the peripheral does not answer.
+                if lost() { break }
+                link.sides[1].lastReceived = start
+                deliverCurrent(link, from: 0, counter: counter)
+                if link.closed { break }
+                // Peripheral -> central. A lost answer leaves the central's PDU unacknowledged; the peripheral
+                // already has it and will discard the retransmission.
+                if lost() { break }
+                link.sides[0].lastReceived = start
+                exchanged = true
+                acknowledge(link, side: 0)
+                deliverCurrent(link, from: 1, counter: counter)
+                if link.closed { break }
+                acknowledge(link, side: 1)
+                if !link.sides[0].hasPendingTraffic && !link.sides[1].hasPendingTraffic { break }
+            }
+        }
+
+        if exchanged && !link.established && !link.closed {
+            link.established = true
+            let central = controllers[link.sides[0].controller]
+            emitConnectionComplete(central, status: Status.success, handle: link.sides[0].handle, role: 0,
+                                   peer: link.centralPeer, interval: link.intervalUnits, latency: link.latency,
+                                   timeout: link.timeoutUnits)
+            // A controller whose host suggested longer PDUs starts the data length update by itself.
+            for s in 0..<2 where link.sides[s].localMaxTxOctets > 27 {
+                link.sides[s].control.append(.lengthReq(maxRxOctets: link.sides[s].localMaxRxOctets,
+                                                        maxTxOctets: link.sides[s].localMaxTxOctets))
+            }
+        }
+
+        superviseTimeouts(link, at: t)
+        emitCompletedPackets(link)
+
+        if link.closed { return }
+        if needsEvents(link) { schedule(link, counter: counter + 1) }
+    }
+
+    /// Supervision: a side that has heard nothing from its peer for the supervision timeout (six intervals
+    /// before the connection is established) leaves the link.
+    /// - SeeAlso: Core Spec 5.4, Vol 6, Part B, 4.5.2 (supervision timeout).
+    func superviseTimeouts(_ link: Link, at t: Int64) {
+        for s in 0..<2 where link.sides[s].alive {
+            let limit = link.established ? link.supervisionTimeout : 6 * link.interval
+            guard t - link.sides[s].lastReceived > limit else { continue }
+            let controller = controllers[link.sides[s].controller]
+            if !link.established && s == 0 {
+                emitConnectionComplete(controller, status: Status.connectionFailedToBeEstablished, handle: 0, role: 0,
+                                       peer: link.centralPeer, interval: 0, latency: 0, timeout: 0)
+            } else {
+                let reason: UInt8
+                if !link.established {
+                    reason = Status.connectionFailedToBeEstablished
+                } else if link.sides[s].terminating != nil {
+                    reason = Status.localHostTerminated
+                } else {
+                    reason = Status.connectionTimeout
+                }
+                emitDisconnectionComplete(controller, handle: link.sides[s].handle, reason: reason)
+            }
+            leave(link, side: s)
+        }
+    }
+
+    /// Number Of Completed Packets, one event per side per connection event that completed something.
+    /// - SeeAlso: Core Spec 5.4, Vol 4, Part E, 7.7.19.
+    func emitCompletedPackets(_ link: Link) {
+        for s in 0..<2 where link.sides[s].alive && link.sides[s].completed > 0 {
+            var w = ByteWriter(capacity: 5)
+            w.u8(1)
+            w.u16(link.sides[s].handle)
+            w.u16(link.sides[s].completed)
+            link.sides[s].completed = 0
+            emitEvent(controllers[link.sides[s].controller], code: 0x13, w.bytes)
+        }
+    }
+
+    /// Fills in the instant of an LL_CONNECTION_UPDATE_IND / LL_PHY_UPDATE_IND when it is first sent: six
+    /// events ahead, the minimum the spec gives the peripheral to receive it.
+    func stampInstant(_ link: Link, side: Int, counter: Int) {
+        guard case .control(let pdu)? = link.sides[side].current else { return }
+        switch pdu {
+        case .connectionUpdateInd(let i, let l, let to, nil):
+            link.sides[side].current = .control(.connectionUpdateInd(interval: i, latency: l, timeout: to, instant: counter + 6))
+        case .phyUpdateInd(let c2p, let p2c, nil) where c2p != 0 || p2c != 0:
+            link.sides[side].current = .control(.phyUpdateInd(centralToPeripheral: c2p, peripheralToCentral: p2c, instant: counter + 6))
+        default:
+            break
+        }
+    }
+
+    /// Hands what `from` is sending to the other side, once (a retransmission after a lost acknowledgement is
+    /// recognised and dropped by the receiver).
+    func deliverCurrent(_ link: Link, from s: Int, counter: Int) {
+        guard let out = link.sides[s].current, !link.sides[s].headDelivered else { return }
+        link.sides[s].headDelivered = true
+        let r = 1 - s
+        switch out {
+        case .data(let length, let start):
+            guard let head = link.sides[s].data.first else { return }
+            let bytes = Array(head.data[head.offset..<head.offset + length])
+            emitACL(controllers[link.sides[r].controller], handle: link.sides[r].handle,
+                    boundary: start ? 0b10 : 0b01, data: bytes)
+        case .control(let pdu):
+            received(pdu, link: link, by: r, counter: counter)
+        }
+    }
+
+    /// The peer acknowledged what `s` sent: advance its queue and count completed HCI packets.
+    func acknowledge(_ link: Link, side s: Int) {
+        guard link.sides[s].alive, let out = link.sides[s].current else { return }
+        link.sides[s].current = nil
+        link.sides[s].headDelivered = false
+        guard case .data(let length, _) = out, !link.sides[s].data.isEmpty else { return }
+        link.sides[s].data[0].offset += length
+        if link.sides[s].data[0].offset >= link.sides[s].data[0].data.count {
+            link.sides[s].data.removeFirst()
+            link.sides[s].completed += 1
+            controllers[link.sides[s].controller].aclInFlight -= 1
+        }
+    }
+
+    /// A side leaves the link (terminated, timed out, reset or vanished); its queued data is dropped
+    /// (the host treats its buffers as freed on Disconnection Complete, Vol 4, Part E, 4.3).
+    func leave(_ link: Link, side s: Int) {
+        guard link.sides[s].alive else { return }
+        link.sides[s].alive = false
+        let controller = controllers[link.sides[s].controller]
+        controller.linkByHandle[link.sides[s].handle] = nil
+        controller.aclInFlight -= link.sides[s].data.count
+        link.sides[s].data.removeAll()
+        link.sides[s].control.removeAll()
+        link.sides[s].current = nil
+        link.sides[s].completed = 0
+        if !link.sides[1 - s].alive {
+            link.closed = true
+            links[link.id] = nil
+        }
+    }
+
+    /// Drops every link of `c` without telling its host (reset, power off); the peers will time out.
+    func leaveAllLinks(_ c: ControllerState) {
+        for id in links.keys.sorted() {
+            guard let link = links[id], let side = link.side(of: c.index) else { continue }
+            leave(link, side: side)
+            wake(link)
+        }
+    }
+
+    // MARK: Instants
+
+    func applyInstants(_ link: Link, counter: Int, at t: Int64) {
+        if let update = link.pendingUpdate, counter >= update.instant {
+            link.pendingUpdate = nil
+            link.anchorBase = t
+            link.counterBase = counter
+            link.intervalUnits = update.interval
+            link.interval = Int64(update.interval) * 1_250 * VirtualTime.microsecond
+            link.latency = update.latency
+            link.timeoutUnits = update.timeout
+            link.sides[1].awaitingParamReq = false
+            for s in 0..<2 where link.sides[s].alive {
+                emitConnectionUpdateComplete(link, side: s, status: Status.success)
+            }
+        }
+        if let phy = link.pendingPhy, counter >= phy.instant {
+            link.pendingPhy = nil
+            let changed = phy.c2p != link.phyCentralToPeripheral || phy.p2c != link.phyPeripheralToCentral
+            link.phyCentralToPeripheral = phy.c2p
+            link.phyPeripheralToCentral = phy.p2c
+            for s in 0..<2 where link.sides[s].alive && (changed || link.sides[s].awaitingPhy) {
+                emitPhyUpdateComplete(link, side: s)
+            }
+        }
+    }
+
+    /// LE Connection Update Complete (Vol 4, Part E, 7.7.65.3).
+    func emitConnectionUpdateComplete(_ link: Link, side s: Int, status: UInt8) {
+        var w = ByteWriter(capacity: 9)
+        w.u8(status)
+        w.u16(link.sides[s].handle)
+        w.u16(link.intervalUnits)
+        w.u16(link.latency)
+        w.u16(link.timeoutUnits)
+        emitLEEvent(controllers[link.sides[s].controller], subevent: 0x03, w.bytes)
+    }
+
+    /// LE PHY Update Complete (Vol 4, Part E, 7.7.65.12), from side `s`'s point of view.
+    func emitPhyUpdateComplete(_ link: Link, side s: Int) {
+        link.sides[s].awaitingPhy = false
+        var w = ByteWriter(capacity: 5)
+        w.u8(0)
+        w.u16(link.sides[s].handle)
+        w.u8(link.phy(from: s).rawValue)
+        w.u8(link.phy(from: 1 - s).rawValue)
+        emitLEEvent(controllers[link.sides[s].controller], subevent: 0x0C, w.bytes)
+    }
+
+    // MARK: LL control PDUs
+
+    /// Side `r` received an LL control PDU from its peer.
+    func received(_ pdu: LLControlPDU, link: Link, by r: Int, counter: Int) {
+        let receiver = controllers[link.sides[r].controller]
+        let handle = link.sides[r].handle
+        switch pdu {
+        case .connectionUpdateInd(let interval, let latency, let timeout, let instant):
+            link.pendingUpdate = (interval, latency, timeout, instant ?? counter + 6, 1 - r)
+
+        case .connectionParamReq(let minI, let maxI, let latency, let timeout):
+            // Connection Parameters Request procedure (Vol 6, Part B, 5.1.7): the central's host decides.
+            if leEventEnabled(receiver, subevent: 0x06) {
+                link.pendingParamRequestFromPeer = true
+                var w = ByteWriter(capacity: 10)
+                w.u16(handle)
+                w.u16(minI)
+                w.u16(maxI)
+                w.u16(latency)
+                w.u16(timeout)
+                emitLEEvent(receiver, subevent: 0x06, w.bytes)
+            } else {
+                // A host that masked the request event cannot answer it: reject (Vol 4, Part E, 7.7.65.6).
+                link.sides[r].control.append(.rejectExtInd(rejectOpcode: LLControlPDU.connectionParamReqOpcode,
+                                                           error: Status.unsupportedRemoteFeature))
+            }
+
+        case .rejectExtInd(let opcode, let error):
+            if opcode == LLControlPDU.connectionParamReqOpcode && link.sides[r].awaitingParamReq {
+                link.sides[r].awaitingParamReq = false
+                emitConnectionUpdateComplete(link, side: r, status: error)
+            }
+
+        case .lengthReq:
+            link.sides[r].control.append(.lengthRsp(maxRxOctets: link.sides[r].localMaxRxOctets,
+                                                    maxTxOctets: link.sides[r].localMaxTxOctets))
+            updateEffectiveLengths(link)
+
+        case .lengthRsp:
+            updateEffectiveLengths(link)
+
+        case .phyReq:
+            if r == 1 {
+                link.sides[1].control.append(.phyRsp(tx: link.sides[1].preferredTx, rx: link.sides[1].preferredRx))
+            } else {
+                decidePhy(link)
+            }
+
+        case .phyRsp:
+            if r == 0 { decidePhy(link) }
+
+        case .phyUpdateInd(let c2p, let p2c, let instant):
+            if c2p == 0 && p2c == 0 {
+                // Nothing changes: the procedure ends now for whoever asked.
+                for s in 0..<2 where link.sides[s].awaitingPhy { emitPhyUpdateComplete(link, side: s) }
+            } else {
+                link.pendingPhy = (LEPhy(rawValue: c2p) ?? link.phyCentralToPeripheral,
+                                   LEPhy(rawValue: p2c) ?? link.phyPeripheralToCentral,
+                                   instant ?? counter + 6, 0)
+            }
+
+        case .featureReq:
+            link.sides[r].control.append(.featureRsp(features: leLocalFeatures))
+
+        case .featureRsp(let features):
+            if link.sides[r].awaitingFeatures {
+                link.sides[r].awaitingFeatures = false
+                var w = ByteWriter(capacity: 11)
+                w.u8(0)
+                w.u16(handle)
+                w.u64(features)
+                emitLEEvent(receiver, subevent: 0x04, w.bytes)
+            }
+
+        case .versionInd:
+            if !link.sides[r].sentVersion {
+                link.sides[r].sentVersion = true
+                link.sides[r].control.append(.versionInd(version: ControllerVersion.version,
+                                                         company: ControllerVersion.company,
+                                                         subversion: ControllerVersion.subversion))
+            }
+            if link.sides[r].awaitingVersion {
+                link.sides[r].awaitingVersion = false
+                emitRemoteVersion(receiver, handle: handle)
+            }
+
+        case .terminateInd(let reason):
+            // The receiver leaves with the peer's reason; the sender, acknowledged, with "terminated by local
+            // host" (Vol 6, Part B, 5.1.3).
+            let s = 1 - r
+            let sender = controllers[link.sides[s].controller]
+            emitDisconnectionComplete(receiver, handle: handle, reason: reason)
+            emitDisconnectionComplete(sender, handle: link.sides[s].handle, reason: Status.localHostTerminated)
+            leave(link, side: r)
+            leave(link, side: s)
+        }
+    }
+
+    /// Effective data lengths after an LL_LENGTH_REQ/RSP exchange: each direction carries the smaller of
+    /// the sender's maximum transmit and the receiver's maximum receive octets; a host whose values changed
+    /// gets LE Data Length Change.
+    /// - SeeAlso: Core Spec 5.4, Vol 6, Part B, 4.5.10; Vol 4, Part E, 7.7.65.7.
+    func updateEffectiveLengths(_ link: Link) {
+        for a in 0..<2 {
+            let b = 1 - a
+            let tx = min(link.sides[a].localMaxTxOctets, link.sides[b].localMaxRxOctets)
+            let rx = min(link.sides[a].localMaxRxOctets, link.sides[b].localMaxTxOctets)
+            guard tx != link.sides[a].effectiveTxOctets || rx != link.sides[a].effectiveRxOctets else { continue }
+            link.sides[a].effectiveTxOctets = tx
+            link.sides[a].effectiveRxOctets = rx
+            guard link.sides[a].alive else { continue }
+            var w = ByteWriter(capacity: 10)
+            w.u16(link.sides[a].handle)
+            w.u16(tx)
+            w.u16(LEPhy.le1M.maxTime(octets: tx))
+            w.u16(rx)
+            w.u16(LEPhy.le1M.maxTime(octets: rx))
+            emitLEEvent(controllers[link.sides[a].controller], subevent: 0x07, w.bytes)
+        }
+    }
+
+    /// The central chooses the PHYs from both sides' preferences (2M where both allow it) and sends
+    /// LL_PHY_UPDATE_IND (Vol 6, Part B, 5.1.10).
+    func decidePhy(_ link: Link) {
+        func choose(_ tx: UInt8, _ rx: UInt8, current: LEPhy) -> LEPhy {
+            let allowed = (tx == 0 ? 0b11 : tx) & (rx == 0 ? 0b11 : rx)
+            if allowed & 0b10 != 0 { return .le2M }
+            if allowed & 0b01 != 0 { return .le1M }
+            return current
+        }
+        let c2p = choose(link.sides[0].preferredTx, link.sides[1].preferredRx, current: link.phyCentralToPeripheral)
+        let p2c = choose(link.sides[1].preferredTx, link.sides[0].preferredRx, current: link.phyPeripheralToCentral)
+        link.sides[0].control.append(.phyUpdateInd(
+            centralToPeripheral: c2p == link.phyCentralToPeripheral ? 0 : c2p.rawValue,
+            peripheralToCentral: p2c == link.phyPeripheralToCentral ? 0 : p2c.rawValue, instant: nil))
+    }
+}

@@ -1,0 +1,193 @@
+import BLECore
+import BLEHCI
+import BLETransport
+
+/// What the radio's agenda holds.
+enum RadioEvent {
+    /// Host work scheduled through `HostScheduler.schedule(after:)`.
+    case hostWork(@Sendable () -> Void)
+    /// A packet a host sent to its controller, queued at the virtual time it was sent.
+    case hostPacket(controller: Int, HCIPacket)
+    /// The start of an advertising event.
+    case advertising(controller: Int, generation: UInt64)
+    /// The 1.28 s limit of high duty cycle directed advertising.
+    case advertisingTimeout(controller: Int, generation: UInt64)
+    /// A connection event (anchor point) of a link.
+    case connection(link: Int, counter: Int, generation: UInt64)
+}
+
+/// What processing an event asks the radio to do once its lock is released, in order.
+enum RadioEffect: Sendable {
+    /// Record a host packet as it reaches the controller (trace only).
+    case fromHost(name: String, HCIPacket)
+    /// Deliver a packet to a host.
+    case toHost(pipe: HCIPipe, name: String, HCIPacket)
+    /// Run host work.
+    case run(@Sendable () -> Void)
+    /// Close a host's transport (its controller vanished).
+    case close(pipe: HCIPipe, reason: String)
+}
+
+/// The whole simulated world: clock, random generator, controllers and links. It lives inside the radio's
+/// `Mutex` and is only ever touched with that lock held; it never calls out (host deliveries are collected as
+/// `effects` and performed by the radio after unlocking).
+final class World {
+    var clock = VirtualClock<RadioEvent>()
+    var random: SimulationRandom
+    var controllers: [ControllerState] = []
+    var links: [Int: Link] = [:]
+    var nextLinkID = 0
+    var packetLossRate: Double = 0
+    var effects: [RadioEffect] = []
+
+    init(seed: UInt64) {
+        random = SimulationRandom(seed: seed)
+    }
+
+    var now: Int64 { clock.now }
+
+    // MARK: Processing
+
+    func process(_ event: RadioEvent) {
+        switch event {
+        case .hostWork(let work):
+            effects.append(.run(work))
+        case .hostPacket(let index, let packet):
+            let controller = controllers[index]
+            effects.append(.fromHost(name: controller.name, packet))
+            guard controller.powered else { return }
+            receiveFromHost(controller, packet)
+        case .advertising(let index, let generation):
+            advertisingEvent(controllers[index], generation: generation)
+        case .advertisingTimeout(let index, let generation):
+            advertisingTimedOut(controllers[index], generation: generation)
+        case .connection(let id, let counter, let generation):
+            guard let link = links[id], link.generation == generation, link.scheduled else { return }
+            connectionEvent(link, counter: counter)
+        }
+    }
+
+    // MARK: Radio helpers
+
+    func distance(_ a: ControllerState, _ b: ControllerState) -> Double {
+        a.position.distance(to: b.position)
+    }
+
+    /// Whether a packet from `sender` reaches `receiver` (range and random loss).
+    func delivered(from sender: ControllerState, to receiver: ControllerState) -> Bool {
+        guard sender.powered, receiver.powered,
+            RadioPropagation.inRange(txPower: sender.txPower, distance: distance(sender, receiver))
+        else { return false }
+        return !lost()
+    }
+
+    /// Draws a packet loss (no draw at all when the loss rate is zero, so lossless runs stay cheap).
+    func lost() -> Bool {
+        guard packetLossRate > 0 else { return false }
+        return random.unit() < packetLossRate
+    }
+
+    /// The RSSI `receiver` reports for a packet from `sender`: mean power plus seeded ±2 dB jitter.
+    func reportedRSSI(from sender: ControllerState, to receiver: ControllerState) -> Int8 {
+        let mean = RadioPropagation.meanReceivedPower(txPower: sender.txPower, distance: distance(sender, receiver))
+        let jitter = (random.unit() * 2 - 1) * RadioPropagation.reportedJitter
+        return Int8(clamping: Int((mean + jitter).rounded()))
+    }
+
+    // MARK: Emitting to hosts
+
+    /// Sends an HCI event to `controller`'s host unless the host masked it.
+    /// - SeeAlso: Core Spec 5.4, Vol 4, Part E, 7.3.1 (Set Event Mask), 7.8.1 (LE Set Event Mask).
+    func emitEvent(_ controller: ControllerState, code: UInt8, _ parameters: [UInt8]) {
+        let bit: UInt64?
+        switch code {
+        case 0x05: bit = 4  // Disconnection Complete
+        case 0x0C: bit = 11  // Read Remote Version Information Complete
+        case 0x1A: bit = 25  // Data Buffer Overflow
+        case 0x3E: bit = 61  // LE Meta
+        default: bit = nil  // Command Complete/Status, Number Of Completed Packets: never masked
+        }
+        if let bit, controller.eventMask & (1 << bit) == 0 { return }
+        effects.append(.toHost(pipe: controller.pipe, name: controller.name, makeEventPacket(code: code, parameters: parameters)))
+    }
+
+    /// Whether an LE meta subevent would reach the host.
+    func leEventEnabled(_ controller: ControllerState, subevent: UInt8) -> Bool {
+        controller.eventMask & (1 << 61) != 0 && subevent >= 1 && controller.leEventMask & (1 << UInt64(subevent - 1)) != 0
+    }
+
+    func emitLEEvent(_ controller: ControllerState, subevent: UInt8, _ parameters: [UInt8]) {
+        guard leEventEnabled(controller, subevent: subevent) else { return }
+        emitEvent(controller, code: 0x3E, [subevent] + parameters)
+    }
+
+    func emitACL(_ controller: ControllerState, handle: UInt16, boundary: UInt8, data: [UInt8]) {
+        effects.append(.toHost(pipe: controller.pipe, name: controller.name,
+                               makeACLPacket(handle: handle, boundary: boundary, data: data)))
+    }
+
+    /// Command Complete with `Num_HCI_Command_Packets` = 1.
+    /// - SeeAlso: Core Spec 5.4, Vol 4, Part E, 7.7.14.
+    func commandComplete(_ controller: ControllerState, _ opcode: UInt16, _ returnParameters: [UInt8]) {
+        emitEvent(controller, code: 0x0E, [1, UInt8(opcode & 0xFF), UInt8(opcode >> 8)] + returnParameters)
+    }
+
+    /// Command Status with `Num_HCI_Command_Packets` = 1.
+    /// - SeeAlso: Core Spec 5.4, Vol 4, Part E, 7.7.15.
+    func commandStatus(_ controller: ControllerState, _ opcode: UInt16, _ status: UInt8) {
+        emitEvent(controller, code: 0x0F, [status, 1, UInt8(opcode & 0xFF), UInt8(opcode >> 8)])
+    }
+
+    /// Disconnection Complete (Vol 4, Part E, 7.7.5).
+    func emitDisconnectionComplete(_ controller: ControllerState, handle: UInt16, reason: UInt8) {
+        var w = ByteWriter(capacity: 4)
+        w.u8(0)
+        w.u16(handle)
+        w.u8(reason)
+        emitEvent(controller, code: 0x05, w.bytes)
+    }
+
+    // MARK: Host packets
+
+    func receiveFromHost(_ controller: ControllerState, _ packet: HCIPacket) {
+        switch decodeHostPacket(packet) {
+        case .command(let opcode, let parameters):
+            handleCommand(controller, opcode: opcode, parameters: parameters)
+        case .acl(let handle, let boundary, let data):
+            receiveACL(controller, handle: handle, boundary: boundary, data: data)
+        case .ignored:
+            break
+        }
+    }
+
+    /// An HCI ACL packet from the host.
+    ///
+    /// Buffer policy (the spec leaves overruns to the controller): a packet longer than
+    /// `LE_ACL_Data_Packet_Length`, or one sent while all `Total_Num_LE_ACL_Data_Packets` buffers are
+    /// taken, is dropped and reported with Data Buffer Overflow (link type ACL), as a controller with
+    /// fixed buffers would. Packets for an unknown handle are dropped silently. A start packet may carry an
+    /// L2CAP message split across several HCI packets; each becomes one or more LL data PDUs of at most the
+    /// connection's effective `maxTxOctets`.
+    /// - SeeAlso: Core Spec 5.4, Vol 4, Part E, 4.1.1 (data flow control), 5.4.2 (ACL packets), 7.7.26.
+    func receiveACL(_ controller: ControllerState, handle: UInt16, boundary: UInt8, data: [UInt8]) {
+        guard let id = controller.linkByHandle[handle], let link = links[id],
+            let side = link.side(of: controller.index)
+        else { return }
+        if data.count > controller.aclBufferLength || controller.aclInFlight >= controller.aclBufferCount {
+            emitEvent(controller, code: 0x1A, [0x01])
+            return
+        }
+        if data.isEmpty {
+            // Nothing to carry: the buffer is free at once.
+            var w = ByteWriter(capacity: 5)
+            w.u8(1)
+            w.u16(handle)
+            w.u16(1)
+            emitEvent(controller, code: 0x13, w.bytes)
+            return
+        }
+        controller.aclInFlight += 1
+        link.sides[side].data.append(PendingACL(data: data, startsMessage: boundary != 0b01))
+        wake(link)
+    }
+}

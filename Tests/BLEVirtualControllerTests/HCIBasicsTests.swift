@@ -1,0 +1,100 @@
+import BLECore
+import BLEHCI
+import BLETransport
+import BLEVirtualController
+import Foundation
+import Synchronization
+import Testing
+
+@Suite struct HCIBasicsTests {
+    @Test func unknownOpcodeGetsCommandCompleteWithUnknownHCICommand() async throws {
+        let radio = SimulatedRadio(seed: 1)
+        let host = TestHost(radio.addController(name: "a"))
+        host.send(0xFC01, [1, 2, 3])
+        try await radio.run(for: .milliseconds(1))
+        let events = host.events
+        #expect(events.count == 1)
+        // Command Complete: Num_HCI_Command_Packets 1, opcode 0xFC01, status 0x01.
+        #expect(events.first?.code == 0x0E)
+        #expect(events.first?.parameters == [0x01, 0x01, 0xFC, 0x01])
+    }
+
+    @Test func initialisationCommands() async throws {
+        let radio = SimulatedRadio(seed: 1)
+        let host = TestHost(radio.addController(name: "a", address: BluetoothAddress(string: "11:22:33:44:55:66"),
+                                                aclBufferLength: 200, aclBufferCount: 4))
+        #expect(try await host.command(0x0C03) == [0])
+        #expect(try await host.command(0x1009) == [0, 0x66, 0x55, 0x44, 0x33, 0x22, 0x11])
+        #expect(try await host.command(0x2002) == [0, 200, 0, 4])
+        #expect(try await host.command(0x2060) == [0, 200, 0, 4, 0, 0, 0])
+        let version = try await host.command(0x1001)
+        #expect(version.first == 0 && version.count == 9 && version[1] == 0x0D)
+        let commands = try await host.command(0x1002)
+        #expect(commands.count == 65)
+        #expect(commands[1 + 35] & (1 << 6) != 0)  // LE Set PHY
+        #expect(commands[1 + 0] & (1 << 5) != 0)  // Disconnect
+        #expect(commands[1 + 28] == 0)  // no encryption commands
+        let features = try await host.command(0x2003)
+        #expect(features == [0, 0x2E, 0x01, 0, 0, 0, 0, 0, 0])
+        #expect(try await host.command(0x202F) == [0, 251, 0, 0x48, 0x08, 251, 0, 0x48, 0x08])
+        #expect(try await host.command(0x2023) == [0, 27, 0, 0x48, 0x01])
+        #expect(try await host.command(0x0C6D, [1, 0]) == [0])
+        #expect(try await host.command(0x2018).count == 9)
+    }
+
+    @Test func parameterErrorsAndDisallowedCommands() async throws {
+        let radio = SimulatedRadio(seed: 1)
+        let host = TestHost(radio.addController(name: "a"))
+        try await host.setUp()
+        // Advertising data longer than 31 bytes.
+        #expect(try await host.command(0x2008, [32] + [UInt8](repeating: 0, count: 31)) == [0x12])
+        // Truncated Set Event Mask.
+        #expect(try await host.command(0x0C01, [1, 2]) == [0x12])
+        // Create Connection Cancel with nothing to cancel.
+        #expect(try await host.command(0x200E) == [0x0C])
+        // Changing advertising parameters while advertising.
+        try await host.setAdvertising()
+        try await host.enableAdvertising()
+        #expect(try await host.command(0x2006, le16(0x20) + le16(0x20) + [0, 1, 0, 0, 0, 0, 0, 0, 0, 7, 0]) == [0x0C])
+        // Disconnect of an unknown handle: Command Status with Unknown Connection Identifier.
+        #expect(try await host.command(0x0406, [0x40, 0x00, 0x13]) == [0x02])
+    }
+
+    @Test func maskedEventsAreNotSent() async throws {
+        let radio = SimulatedRadio(seed: 3)
+        let advertiser = TestHost(radio.addController(name: "adv"))
+        let scanner = TestHost(radio.addController(name: "scan", position: .init(x: 1, y: 0)))
+        try await advertiser.setUp()
+        try await advertiser.setAdvertising(data: [2, 1, 6])
+        try await advertiser.enableAdvertising()
+        // The default event mask leaves LE Meta (bit 61) off.
+        #expect(try await scanner.command(0x0C03) == [0])
+        try await scanner.startScan(active: false)
+        try await radio.run(for: .seconds(1))
+        #expect(scanner.reports.isEmpty)
+    }
+
+    @Test func hostSchedulerRunsTimersInVirtualTimeAndWaitsForDispatches() async throws {
+        let radio = SimulatedRadio(seed: 1)
+        let log = LockedLog()
+        let queue = DispatchQueue(label: "test.delegate")
+        radio.schedule(after: .milliseconds(30)) { log.append("t30@\(radio.now)") }
+        let cancelled = radio.schedule(after: .milliseconds(20)) { log.append("cancelled") }
+        radio.schedule(after: .milliseconds(10)) {
+            radio.dispatch(on: queue) {
+                Thread.sleep(forTimeInterval: 0.02)  // slow delegate: time must not move meanwhile
+                log.append("dispatched@\(radio.now)")
+            }
+        }
+        cancelled.cancel()
+        try await radio.run(for: .milliseconds(50))
+        #expect(log.entries == ["dispatched@\(Duration.milliseconds(10))", "t30@\(Duration.milliseconds(30))"])
+        #expect(radio.now == .milliseconds(50))
+    }
+}
+
+final class LockedLog: Sendable {
+    private let state = Mutex<[String]>([])
+    func append(_ s: String) { state.withLock { $0.append(s) } }
+    var entries: [String] { state.withLock { $0 } }
+}

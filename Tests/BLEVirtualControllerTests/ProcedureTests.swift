@@ -1,0 +1,118 @@
+import BLECore
+import BLEHCI
+import BLEVirtualController
+import Foundation
+import Testing
+
+@Suite struct ProcedureTests {
+    @Test func centralConnectionUpdateAppliesAtTheInstant() async throws {
+        let pair = try await ConnectedPair.make(intervalUnits: 24)
+        let sent = pair.radio.now
+        #expect(try await pair.central.command(0x2013, le16(pair.centralHandle) + le16(40) + le16(48) + le16(0)
+            + le16(200) + le16(0) + le16(0)) == [0])
+        try await pair.radio.run(for: .milliseconds(500))
+        for (host, handle) in [(pair.central, pair.centralHandle), (pair.peripheral, pair.peripheralHandle)] {
+            let update = host.leEvents(0x03)
+            #expect(update.map(\.parameters) == [[0] + le16(handle) + le16(40) + le16(0) + le16(200)])
+            // The instant is at least six 30 ms events after the command.
+            if let t = update.first?.time { #expect(t - sent >= .milliseconds(6 * 30)) }
+        }
+        #expect(pair.central.leEvents(0x03).first?.time == pair.peripheral.leEvents(0x03).first?.time)
+    }
+
+    @Test func peripheralUpdateGoesThroughTheCentralsHost() async throws {
+        let pair = try await ConnectedPair.make(intervalUnits: 24)
+        #expect(try await pair.peripheral.command(0x2013, le16(pair.peripheralHandle) + le16(12) + le16(16) + le16(2)
+            + le16(300) + le16(0) + le16(0)) == [0])
+        try await pair.radio.run(for: .milliseconds(100))
+        let request = pair.central.leEvents(0x06)
+        #expect(request.map(\.parameters) == [le16(pair.centralHandle) + le16(12) + le16(16) + le16(2) + le16(300)])
+        #expect(try await pair.central.command(0x2020, le16(pair.centralHandle) + le16(12) + le16(16) + le16(2)
+            + le16(300) + le16(0) + le16(0)) == [0] + le16(pair.centralHandle))
+        try await pair.radio.run(for: .milliseconds(500))
+        #expect(pair.peripheral.leEvents(0x03).map(\.parameters) == [[0] + le16(pair.peripheralHandle) + le16(12) + le16(2) + le16(300)])
+        #expect(pair.central.leEvents(0x03).count == 1)
+
+        // A negative reply reaches the peripheral's host as a failed update.
+        #expect(try await pair.peripheral.command(0x2013, le16(pair.peripheralHandle) + le16(80) + le16(80) + le16(0)
+            + le16(400) + le16(0) + le16(0)) == [0])
+        try await pair.radio.run(for: .milliseconds(100))
+        #expect(try await pair.central.command(0x2021, le16(pair.centralHandle) + [0x3B]) == [0] + le16(pair.centralHandle))
+        try await pair.radio.run(for: .milliseconds(100))
+        #expect(pair.peripheral.leEvents(0x03).last?.parameters.first == 0x3B)
+    }
+
+    @Test func dataLengthChange() async throws {
+        let pair = try await ConnectedPair.make()
+        #expect(try await pair.central.command(0x2022, le16(pair.centralHandle) + le16(251) + le16(2120))
+            == [0] + le16(pair.centralHandle))
+        try await pair.radio.run(for: .milliseconds(200))
+        // Central: sends up to 251, receives 27 (the peripheral still transmits 27). Peripheral: the mirror.
+        #expect(pair.central.leEvents(0x07).map(\.parameters) == [le16(pair.centralHandle) + le16(251) + le16(2120) + le16(27) + le16(328)])
+        #expect(pair.peripheral.leEvents(0x07).map(\.parameters) == [le16(pair.peripheralHandle) + le16(27) + le16(328) + le16(251) + le16(2120)])
+        pair.central.sendACL(handle: pair.centralHandle, [UInt8](repeating: 7, count: 200))
+        pair.peripheral.sendACL(handle: pair.peripheralHandle, [UInt8](repeating: 8, count: 40))
+        try await pair.radio.run(for: .milliseconds(100))
+        #expect(pair.peripheral.acl.map(\.data.count) == [200])
+        #expect(pair.central.acl.map(\.data.count) == [27, 13])
+    }
+
+    @Test func remoteFeaturesAndVersion() async throws {
+        let pair = try await ConnectedPair.make()
+        #expect(try await pair.central.command(0x2016, le16(pair.centralHandle)) == [0])
+        #expect(try await pair.peripheral.command(0x041D, le16(pair.peripheralHandle)) == [0])
+        try await pair.radio.run(for: .milliseconds(200))
+        #expect(pair.central.leEvents(0x04).map(\.parameters) == [[0] + le16(pair.centralHandle) + [0x2E, 0x01, 0, 0, 0, 0, 0, 0]])
+        #expect(pair.peripheral.events(code: 0x0C).map(\.parameters) == [[0] + le16(pair.peripheralHandle) + [0x0D, 0xFF, 0xFF, 0x01, 0x00]])
+        // The exchange happens once; asking again is answered locally.
+        #expect(try await pair.central.command(0x041D, le16(pair.centralHandle)) == [0])
+        #expect(pair.central.events(code: 0x0C).count == 1)
+    }
+
+    @Test func disconnectReasonsOnBothSides() async throws {
+        let pair = try await ConnectedPair.make()
+        #expect(try await pair.central.command(0x0406, le16(pair.centralHandle) + [0x13]) == [0])
+        try await pair.radio.run(for: .milliseconds(100))
+        #expect(pair.central.events(code: 0x05).map(\.parameters) == [[0] + le16(pair.centralHandle) + [0x16]])
+        #expect(pair.peripheral.events(code: 0x05).map(\.parameters) == [[0] + le16(pair.peripheralHandle) + [0x13]])
+        #expect(try await pair.central.command(0x1405, le16(pair.centralHandle)).first == 0x02)
+    }
+
+    @Test func supervisionTimeoutAfterMovingOutOfRange() async throws {
+        let pair = try await ConnectedPair.make(timeout: 100)  // 1 s
+        try await pair.radio.run(for: .seconds(5))  // idle, in range: nothing happens
+        #expect(pair.central.events(code: 0x05).isEmpty)
+        let rssi = try await pair.central.command(0x1405, le16(pair.centralHandle))
+        #expect(rssi.first == 0 && Int8(bitPattern: rssi[3]) > -55)
+        let moved = pair.radio.now
+        pair.radio.move(pair.peripheral.controller, to: .init(x: 500, y: 0))
+        try await pair.radio.run(for: .seconds(2))
+        for (host, handle) in [(pair.central, pair.centralHandle), (pair.peripheral, pair.peripheralHandle)] {
+            let disconnect = host.events(code: 0x05)
+            #expect(disconnect.map(\.parameters) == [[0] + le16(handle) + [0x08]])
+            if let t = disconnect.first?.time {
+                #expect(t - moved >= .seconds(1) && t - moved <= .milliseconds(1100))
+            }
+        }
+    }
+
+    @Test func supervisionTimeoutAfterVanishing() async throws {
+        let pair = try await ConnectedPair.make(timeout: 50)
+        pair.peripheral.controller.vanish(reason: "battery removed")
+        #expect(pair.peripheral.closedReason == .some("battery removed"))
+        #expect(!pair.peripheral.controller.isPowered)
+        try await pair.radio.run(for: .seconds(1))
+        #expect(pair.central.events(code: 0x05).map(\.parameters) == [[0] + le16(pair.centralHandle) + [0x08]])
+        #expect(pair.peripheral.events(code: 0x05).isEmpty)
+    }
+
+    @Test func packetLossSlowsButDoesNotCorruptData() async throws {
+        let pair = try await ConnectedPair.make()
+        pair.radio.packetLossRate = 0.2
+        let message = (0..<250).map { UInt8($0 & 0xFF) }
+        for _ in 0..<4 { pair.central.sendACL(handle: pair.centralHandle, message) }
+        try await pair.radio.run(for: .seconds(1))
+        #expect(pair.peripheral.acl.flatMap(\.data) == Array([[UInt8]](repeating: message, count: 4).joined()))
+        #expect(pair.central.events(code: 0x13).reduce(0) { $0 + Int(u16($1.parameters, 3)) } == 4)
+    }
+}
