@@ -2,6 +2,7 @@ import BLECore
 import BLEHCI
 import BLEHost
 import BLESystem
+import BLETransport
 import Dispatch
 import Foundation
 import Synchronization
@@ -19,7 +20,6 @@ public final class CentralManager: Sendable, SystemSession {
 
     struct State {
         var managerState: ManagerState = .unknown
-        var delegate = WeakBox<any CentralManagerDelegate>()
         var scan: ScanSession?
         var peripherals: [UUID: Peripheral] = [:]
         var byHandle: [ConnectionHandle: Peripheral] = [:]
@@ -38,6 +38,7 @@ public final class CentralManager: Sendable, SystemSession {
     }
 
     let locked = Mutex(State())
+    let delegateCell = DelegateCell<any CentralManagerDelegate>(nil)
 
     /// Creates a central manager on `system` (the process default when nil: `BLE_TRANSPORT`, or the virtual
     /// radio). `centralManagerDidUpdateState` follows once the controller is ready.
@@ -46,7 +47,7 @@ public final class CentralManager: Sendable, SystemSession {
         self.system = system ?? BluetoothSystem.processDefault
         self.queue = queue ?? .main
         self.options = options
-        locked.withLock { $0.delegate.value = delegate }
+        delegateCell.value = delegate
         self.system.core.register(self)
     }
 
@@ -58,8 +59,8 @@ public final class CentralManager: Sendable, SystemSession {
     deinit { system.core.unregister(self) }
 
     public var delegate: (any CentralManagerDelegate)? {
-        get { locked.withLock { $0.delegate.value } }
-        set { locked.withLock { $0.delegate.value = newValue } }
+        get { delegateCell.value }
+        set { delegateCell.value = newValue }
     }
 
     /// Whether a scan is running.
@@ -376,12 +377,18 @@ extension CentralManager {
     public var state: ManagerState { currentState }
 }
 
-/// A weak reference to a delegate, kept inside a manager's Mutex.
-struct WeakBox<T> {
+/// A weak reference to a delegate that any thread may read or replace.
+///
+/// `@unchecked Sendable`: the only state is `object`, read and written under `lock`. The delegate itself is
+/// only called on the manager's queue, as CoreBluetooth's contract says, so it need not be `Sendable`.
+final class DelegateCell<T>: @unchecked Sendable {
+    private let lock = NSLock()
     private weak var object: AnyObject?
+
+    init(_ value: T?) { object = value as AnyObject? }
+
     var value: T? {
-        get { object as? T }
-        set { object = newValue as AnyObject? }
+        get { lock.withLock { object as? T } }
+        set { lock.withLock { object = newValue as AnyObject? } }
     }
-    init() {}
 }

@@ -1,5 +1,9 @@
 import BLECore
+import BLESystem
+import BLEATT
+import BLEGATT
 import BLEHost
+import BLETransport
 import Dispatch
 import Foundation
 import Synchronization
@@ -21,7 +25,6 @@ public final class Peripheral: Sendable, Hashable, CustomStringConvertible {
         var state: PeripheralState = .disconnected
         var handle: ConnectionHandle?
         var services: [Service]?
-        var delegate = WeakBox<any PeripheralDelegate>()
         /// Set when the application cancelled, so the disconnect that follows reports no error.
         var cancelled = false
         /// Value handle -> characteristic, for routing notifications and reads.
@@ -30,6 +33,7 @@ public final class Peripheral: Sendable, Hashable, CustomStringConvertible {
         var writeWithoutResponseRefused = false
     }
     let locked = Mutex(State())
+    let delegateCell = DelegateCell<any PeripheralDelegate>(nil)
 
     init(identifier: UUID, address: BluetoothAddress, manager: CentralManager) {
         self.identifier = identifier
@@ -38,8 +42,8 @@ public final class Peripheral: Sendable, Hashable, CustomStringConvertible {
     }
 
     public var delegate: (any PeripheralDelegate)? {
-        get { locked.withLock { $0.delegate.value } }
-        set { locked.withLock { $0.delegate.value = newValue } }
+        get { delegateCell.value }
+        set { delegateCell.value = newValue }
     }
 
     /// The advertised (or GAP) name, when known.
@@ -83,8 +87,8 @@ public final class Peripheral: Sendable, Hashable, CustomStringConvertible {
         discoverServicesSequentially(host: host, handle: handle, remaining: uuids, found: [])
     }
 
-    private func discoverServicesSequentially(host: Host, handle: ConnectionHandle, remaining: [BluetoothUUID?],
-                                              found: [RemoteService]) {
+    private func discoverServicesSequentially(host: BLEHost.Host, handle: ConnectionHandle, remaining: [BluetoothUUID?],
+                                              found: [GATTService]) {
         guard let first = remaining.first else {
             deliver { p, d in
                 p.mergeServices(found)
@@ -168,7 +172,7 @@ public final class Peripheral: Sendable, Hashable, CustomStringConvertible {
     public func readValue(for characteristic: Characteristic) {
         guard let (host, handle) = link(orReport: { p, d, e in d?.peripheral(p, didUpdateValueFor: characteristic, error: e) }),
               let remote = characteristic.state.withLock({ $0.remote }) else { return }
-        host.read(on: handle, attribute: remote.value) { [self] result in
+        host.read(on: handle, attribute: remote.valueHandle) { [self] result in
             deliver { p, d in
                 switch result {
                 case .success(let bytes):
@@ -215,7 +219,7 @@ public final class Peripheral: Sendable, Hashable, CustomStringConvertible {
                 }
                 return
             }
-            host.write(on: handle, attribute: remote.value, value: Array(data)) { [self] result in
+            host.write(on: handle, attribute: remote.valueHandle, value: Array(data)) { [self] result in
                 deliver { p, d in
                     switch result {
                     case .success: d?.peripheral(p, didWriteValueFor: characteristic, error: nil)
@@ -227,7 +231,7 @@ public final class Peripheral: Sendable, Hashable, CustomStringConvertible {
             guard let handle = locked.withLock({ $0.handle }), let host,
                   let remote = characteristic.state.withLock({ $0.remote }) else { return }
             guard data.count <= host.mtu(on: handle) - 3 else { return }
-            if !host.writeWithoutResponse(on: handle, attribute: remote.value, value: Array(data)) {
+            if !host.writeWithoutResponse(on: handle, attribute: remote.valueHandle, value: Array(data)) {
                 locked.withLock { $0.writeWithoutResponseRefused = true }
             }
         }
@@ -323,7 +327,7 @@ public final class Peripheral: Sendable, Hashable, CustomStringConvertible {
 
     // MARK: Internals
 
-    var host: Host? { manager?.system.core.host }
+    var host: BLEHost.Host? { manager?.system.core.host }
     var handle: ConnectionHandle? { locked.withLock { $0.handle } }
     var currentState: PeripheralState { locked.withLock { $0.state } }
     var isCancelled: Bool { locked.withLock { $0.cancelled } }
@@ -358,7 +362,7 @@ public final class Peripheral: Sendable, Hashable, CustomStringConvertible {
 
     /// The live link, or a `.notConnected` report through the delegate.
     private func link(orReport report: @escaping @Sendable (Peripheral, (any PeripheralDelegate)?, BluetoothError) -> Void)
-        -> (Host, ConnectionHandle)?
+        -> (BLEHost.Host, ConnectionHandle)?
     {
         if let handle = locked.withLock({ $0.state == .connected ? $0.handle : nil }), let host {
             return (host, handle)
@@ -393,19 +397,19 @@ public final class Peripheral: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// Called on the manager's queue: keeps existing objects for services found again.
-    func mergeServices(_ found: [RemoteService]) {
+    func mergeServices(_ found: [GATTService]) {
         let objects = found.map { serviceObject(for: $0) }
         locked.withLock { s in
             var list = s.services ?? []
             for o in objects where !list.contains(where: { $0 === o }) { list.append(o) }
-            list.sort { ($0.state.withLock { $0.remote?.start.rawValue ?? 0 }) < ($1.state.withLock { $0.remote?.start.rawValue ?? 0 }) }
+            list.sort { ($0.state.withLock { $0.remote?.handleRange.lowerBound.rawValue ?? 0 }) < ($1.state.withLock { $0.remote?.handleRange.lowerBound.rawValue ?? 0 }) }
             s.services = list
         }
     }
 
-    func serviceObject(for remote: RemoteService) -> Service {
+    func serviceObject(for remote: GATTService) -> Service {
         let existing = locked.withLock { s in
-            s.services?.first { $0.state.withLock { $0.remote?.start } == remote.start && $0.uuid == remote.uuid }
+            s.services?.first { $0.state.withLock { $0.remote?.handleRange.lowerBound } == remote.handleRange.lowerBound && $0.uuid == remote.uuid }
         }
         if let existing { return existing }
         let service = Service(uuid: remote.uuid, isPrimary: remote.isPrimary, peripheral: self)
@@ -413,21 +417,21 @@ public final class Peripheral: Sendable, Hashable, CustomStringConvertible {
         return service
     }
 
-    func mergeCharacteristics(_ found: [RemoteCharacteristic], into service: Service) {
+    func mergeCharacteristics(_ found: [GATTCharacteristic], into service: Service) {
         var list = service.characteristics ?? []
         for remote in found {
-            if list.contains(where: { $0.state.withLock { $0.remote?.value } == remote.value }) { continue }
-            let c = Characteristic(uuid: remote.uuid, properties: CharacteristicProperties(rawValue: UInt(remote.properties)),
+            if list.contains(where: { $0.state.withLock { $0.remote?.valueHandle } == remote.valueHandle }) { continue }
+            let c = Characteristic(uuid: remote.uuid, properties: CharacteristicProperties(rawValue: UInt(remote.properties.rawValue)),
                                    value: nil, service: service)
             c.state.withLock { $0.remote = remote }
             list.append(c)
-            locked.withLock { $0.characteristicsByValue[remote.value] = c }
+            locked.withLock { $0.characteristicsByValue[remote.valueHandle] = c }
         }
-        list.sort { ($0.state.withLock { $0.remote?.value.rawValue ?? 0 }) < ($1.state.withLock { $0.remote?.value.rawValue ?? 0 }) }
+        list.sort { ($0.state.withLock { $0.remote?.valueHandle.rawValue ?? 0 }) < ($1.state.withLock { $0.remote?.valueHandle.rawValue ?? 0 }) }
         service.state.withLock { $0.characteristics = list }
     }
 
-    func mergeDescriptors(_ found: [RemoteDescriptor], into characteristic: Characteristic) {
+    func mergeDescriptors(_ found: [GATTDescriptor], into characteristic: Characteristic) {
         var list = characteristic.descriptors ?? []
         for remote in found where !list.contains(where: { $0.state.withLock { $0.remote?.handle } == remote.handle }) {
             let d = Descriptor(uuid: remote.uuid, value: nil, characteristic: characteristic)

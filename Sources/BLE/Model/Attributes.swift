@@ -1,4 +1,5 @@
 import BLECore
+import BLEGATT
 import BLEHost
 import Foundation
 import Synchronization
@@ -23,7 +24,7 @@ public class Service: Attribute, @unchecked Sendable, CustomStringConvertible {
         var characteristics: [Characteristic]?
         weak var peripheral: Peripheral?
         /// Where the service lives on the remote server (client side).
-        var remote: RemoteService?
+        var remote: GATTService?
     }
     let state: Mutex<State>
 
@@ -57,7 +58,7 @@ public class Characteristic: Attribute, @unchecked Sendable, CustomStringConvert
         var descriptors: [Descriptor]?
         var isNotifying = false
         /// Where the characteristic lives on the remote server (client side).
-        var remote: RemoteCharacteristic?
+        var remote: GATTCharacteristic?
     }
     let state: Mutex<State>
 
@@ -92,7 +93,7 @@ public class Descriptor: Attribute, @unchecked Sendable, CustomStringConvertible
         weak var characteristic: Characteristic?
         var value: Data?
         /// The descriptor's handle on the remote server (client side).
-        var remote: RemoteDescriptor?
+        var remote: GATTDescriptor?
     }
     let state: Mutex<State>
 

@@ -1,10 +1,6 @@
 import BLEATT
 import BLECore
 
-/// The ATT error codes a peripheral manager answers with, and that remote operations fail with; `.success`
-/// answers a request positively (`CBATTError.Code`).
-public typealias ATTErrorCode = BLEATT.ATTErrorCode
-
 /// An error from the public API, shaped like CoreBluetooth's `CBError` and `CBATTError`: a code to switch on
 /// (equality is by code) and a message saying what happened.
 public struct BluetoothError: Error, Sendable, Hashable, CustomStringConvertible {

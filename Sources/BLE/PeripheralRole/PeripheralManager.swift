@@ -4,6 +4,7 @@ import BLEGATT
 import BLEHCI
 import BLEHost
 import BLESystem
+import BLETransport
 import Dispatch
 import Foundation
 import Synchronization
@@ -26,7 +27,6 @@ public final class PeripheralManager: Sendable, SystemSession {
 
     struct State {
         var managerState: ManagerState = .unknown
-        var delegate = WeakBox<any PeripheralManagerDelegate>()
         var published: [Published] = []
         var advertising: AdvertisementData?
         var isAdvertising = false
@@ -35,6 +35,7 @@ public final class PeripheralManager: Sendable, SystemSession {
         var updateRefused = false
     }
     let locked = Mutex(State())
+    let delegateCell = DelegateCell<any PeripheralManagerDelegate>(nil)
 
     /// Creates a peripheral manager on `system` (the process default when nil).
     public init(delegate: (any PeripheralManagerDelegate)?, queue: DispatchQueue?, options: Options? = nil,
@@ -42,7 +43,7 @@ public final class PeripheralManager: Sendable, SystemSession {
         self.system = system ?? BluetoothSystem.processDefault
         self.queue = queue ?? .main
         self.options = options
-        locked.withLock { $0.delegate.value = delegate }
+        delegateCell.value = delegate
         self.system.core.register(self)
     }
 
@@ -51,8 +52,8 @@ public final class PeripheralManager: Sendable, SystemSession {
     deinit { system.core.unregister(self) }
 
     public var delegate: (any PeripheralManagerDelegate)? {
-        get { locked.withLock { $0.delegate.value } }
-        set { locked.withLock { $0.delegate.value = newValue } }
+        get { delegateCell.value }
+        set { delegateCell.value = newValue }
     }
 
     /// The controller's state as this manager last reported it.
@@ -254,11 +255,12 @@ public final class PeripheralManager: Sendable, SystemSession {
                 requests.append(ATTRequest(central: central, characteristic: c, offset: w.offset, value: Data(w.value),
                                            id: i == 0 ? id : nil))
             }
-            guard !requests.isEmpty else {
+            let delivered = requests
+            guard !delivered.isEmpty else {
                 if let serverID { system.core.host.respond(to: serverID, result: .invalidHandle, value: nil) }
                 return
             }
-            deliver { m, d in d?.peripheralManager(m, didReceiveWrite: requests) }
+            deliver { m, d in d?.peripheralManager(m, didReceiveWrite: delivered) }
         case .subscriptionChanged(let handle, let attribute, let notify, let indicate):
             guard let central = locked.withLock({ $0.centrals[handle] }), let c = characteristic(at: attribute) else { return }
             let subscribed = notify || indicate

@@ -1,0 +1,100 @@
+import BLECore
+import BLEHost
+import BLESystem
+import BLETransport
+import BLEVirtualController
+import Foundation
+import Synchronization
+
+/// One Bluetooth controller with its host stack: what a `CentralManager` or `PeripheralManager` runs on.
+///
+/// Managers on the same system share its controller, its address and its identifier store, as apps on one
+/// phone share its radio. Create one per simulated device with `simulated(on:name:position:)`, or reach a real
+/// controller with `connect(transport:)`; managers created without a system use `processDefault`.
+public final class BluetoothSystem: Sendable, CustomStringConvertible {
+    let core: SystemCore
+    /// The virtual controller, for a simulated system.
+    public let virtualController: VirtualController?
+
+    init(core: SystemCore, virtualController: VirtualController?) {
+        self.core = core
+        self.virtualController = virtualController
+    }
+
+    /// The system's name (the simulated device's name; the GAP Device Name its GATT server shows).
+    public var name: String { core.name }
+
+    /// The controller's address once initialised.
+    public var address: BluetoothAddress? { core.host.controllerInfo?.address }
+
+    public var description: String { "<BluetoothSystem \(name)>" }
+
+    /// A virtual controller and a host on `radio`, at `position`. The host starts initialising at once; managers
+    /// created on the system report `poweredOn` once the radio has run long enough for that (a few
+    /// milliseconds of virtual time).
+    public static func simulated(on radio: SimulatedRadio, name: String,
+                                 position: RadioPosition = RadioPosition(x: 0, y: 0)) -> BluetoothSystem {
+        let controller = radio.addController(name: name, position: position)
+        var configuration = HostConfiguration()
+        configuration.deviceName = name
+        configuration.randomSeed = name.utf8.reduce(0xCBF2_9CE4_8422_2325) { ($0 ^ UInt64($1)) &* 0x100_0000_01B3 }
+        let core = SystemCore(name: name, transport: controller.hostTransport, scheduler: radio,
+                              configuration: configuration)
+        return BluetoothSystem(core: core, virtualController: controller)
+    }
+
+    /// Moves a simulated device (its links time out if it leaves the others' range).
+    public func move(to position: RadioPosition) {
+        guard let controller = virtualController else { return }
+        controller.radio.move(controller, to: position)
+    }
+
+    /// Makes a simulated device vanish, as if its battery died: it stops radiating, its peers' links time out,
+    /// and its own managers report `poweredOff`.
+    public func vanish() {
+        virtualController?.vanish()
+    }
+
+    private static let defaultSystem = Mutex<BluetoothSystem?>(nil)
+
+    /// The system managers use when none is passed. `BLE_TRANSPORT` selects it; the default (`virtual`, or
+    /// unset) is a device on a private simulated radio that runs in real time in the background.
+    public static var processDefault: BluetoothSystem {
+        defaultSystem.withLock { existing in
+            if let existing { return existing }
+            let radio = SimulatedRadio(seed: 0)
+            let system = BluetoothSystem.simulated(on: radio, name: ProcessInfo.processInfo.processName)
+            Task.detached {
+                while !Task.isCancelled {
+                    try? await radio.run(for: .seconds(3600), pacing: .realtime)
+                }
+            }
+            existing = system
+            return system
+        }
+    }
+}
+
+extension BluetoothSystem {
+    /// Runs `work` on `queue` after `delay` in this system's time: virtual time on a simulated radio (counted,
+    /// so the simulation waits for it like any delegate callback), wall-clock time over a real controller.
+    /// Device logic written against the public API (a sensor that notifies every second) uses this to stay
+    /// deterministic in simulation. Returns a handle that cancels the work if it has not run yet.
+    @discardableResult
+    public func schedule(after delay: Duration, on queue: DispatchQueue, _ work: @escaping @Sendable () -> Void) -> ScheduledTimer {
+        let scheduler = core.scheduler
+        let token = scheduler.schedule(after: delay) {
+            scheduler.dispatch(on: queue, work)
+        }
+        return ScheduledTimer(token: token)
+    }
+
+    /// Time since the system started: virtual time on a simulated radio.
+    public var now: Duration { core.scheduler.now }
+}
+
+/// Cancels work scheduled with `BluetoothSystem.schedule(after:on:_:)`.
+public struct ScheduledTimer: Sendable {
+    let token: any ScheduledWork
+    public func cancel() { token.cancel() }
+}

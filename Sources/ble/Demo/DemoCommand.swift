@@ -1,0 +1,37 @@
+import ArgumentParser
+import BLE
+import Dispatch
+
+/// `ble demo`: a heart-rate sensor and a phone on a simulated radio walk the whole central flow.
+struct DemoCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "demo",
+        abstract: "A phone and a heart-rate sensor on a simulated radio: scan, connect, discover, read, subscribe, write, disconnect.")
+
+    @Flag(help: "Pace the simulation to wall-clock time instead of running as fast as possible.")
+    var realtime = false
+
+    @Option(help: "Seed of the simulated radio: the same seed gives the same run.")
+    var seed: UInt64 = 42
+
+    @Option(help: "Heart-rate measurements to receive before writing the control point.")
+    var measurements = 5
+
+    func run() async throws {
+        let radio = SimulatedRadio(seed: seed)
+        let log = DemoLog(radio: radio)
+        let sensorSystem = BluetoothSystem.simulated(on: radio, name: "HRM-Demo", position: RadioPosition(x: 2, y: 1))
+        let phoneSystem = BluetoothSystem.simulated(on: radio, name: "phone", position: RadioPosition(x: 0, y: 0))
+        let sensor = HeartRateSensor(system: sensorSystem, log: log, seed: seed)
+        let phone = PhoneApp(system: phoneSystem, log: log, measurementsWanted: measurements)
+        let pacing: SimulationPacing = realtime ? .realtime : .asFastAsPossible
+        let limit = Duration.seconds(120)
+        while !phone.isFinished && radio.now < limit {
+            try await radio.run(for: .milliseconds(100), pacing: pacing)
+        }
+        withExtendedLifetime(sensor) {}
+        guard phone.isFinished else {
+            throw ValidationError("the demo did not finish within \(limit) of virtual time")
+        }
+    }
+}
