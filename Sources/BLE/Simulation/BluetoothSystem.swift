@@ -33,14 +33,53 @@ public final class BluetoothSystem: Sendable, CustomStringConvertible {
     /// created on the system report `poweredOn` once the radio has run long enough for that (a few
     /// milliseconds of virtual time).
     public static func simulated(on radio: SimulatedRadio, name: String,
-                                 position: RadioPosition = RadioPosition(x: 0, y: 0)) -> BluetoothSystem {
-        let controller = radio.addController(name: name, position: position)
-        var configuration = HostConfiguration()
-        configuration.deviceName = name
-        configuration.randomSeed = name.utf8.reduce(0xCBF2_9CE4_8422_2325) { ($0 ^ UInt64($1)) &* 0x100_0000_01B3 }
+                                 position: RadioPosition = RadioPosition(x: 0, y: 0),
+                                 configuration: Configuration = Configuration()) -> BluetoothSystem {
+        let controller = radio.addController(name: name, position: position, txPower: configuration.txPower,
+                                             aclBufferLength: configuration.aclBufferLength,
+                                             aclBufferCount: configuration.aclBufferCount)
         let core = SystemCore(name: name, transport: controller.hostTransport, scheduler: radio,
-                              configuration: configuration)
+                              configuration: configuration.hostConfiguration(name: name))
         return BluetoothSystem(core: core, virtualController: controller)
+    }
+
+    /// Tunables of a system's host (and, for a simulated one, of its virtual controller).
+    public struct Configuration: Sendable, Hashable {
+        /// The ATT_MTU this device offers in an MTU exchange, 23...517 (iOS offers 517 or so).
+        public var preferredMTU: Int = 517
+        /// The LL payload asked for after connecting, 27...251 (27: no data length extension).
+        public var preferredDataLength: Int = 251
+        /// Write Commands queued per link before `canSendWriteWithoutResponse` turns false.
+        public var writeWithoutResponseQueueDepth: Int = 8
+        /// Notifications queued per link before `updateValue` returns false.
+        public var notificationQueueDepth: Int = 8
+        /// Simulated controllers: transmit power in dBm.
+        public var txPower: Int8 = 0
+        /// Simulated controllers: LE ACL buffer size and count (HCI LE Read Buffer Size).
+        public var aclBufferLength: Int = 251
+        public var aclBufferCount: Int = 8
+
+        public init(preferredMTU: Int = 517, preferredDataLength: Int = 251, writeWithoutResponseQueueDepth: Int = 8,
+                    notificationQueueDepth: Int = 8, txPower: Int8 = 0, aclBufferLength: Int = 251, aclBufferCount: Int = 8) {
+            self.preferredMTU = preferredMTU
+            self.preferredDataLength = preferredDataLength
+            self.writeWithoutResponseQueueDepth = writeWithoutResponseQueueDepth
+            self.notificationQueueDepth = notificationQueueDepth
+            self.txPower = txPower
+            self.aclBufferLength = aclBufferLength
+            self.aclBufferCount = aclBufferCount
+        }
+
+        func hostConfiguration(name: String) -> HostConfiguration {
+            var host = HostConfiguration()
+            host.deviceName = name
+            host.preferredMTU = min(517, max(23, preferredMTU))
+            host.preferredDataLength = min(251, max(27, preferredDataLength))
+            host.writeWithoutResponseQueueDepth = max(1, writeWithoutResponseQueueDepth)
+            host.notificationQueueDepth = max(1, notificationQueueDepth)
+            host.randomSeed = name.utf8.reduce(0xCBF2_9CE4_8422_2325) { ($0 ^ UInt64($1)) &* 0x100_0000_01B3 }
+            return host
+        }
     }
 
     /// Moves a simulated device (its links time out if it leaves the others' range).
