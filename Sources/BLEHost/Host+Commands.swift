@@ -1,7 +1,9 @@
 import BLECore
 import BLEHCI
 import BLETransport
+import DequeModule
 import NIOCore
+import Synchronization
 
 extension Host {
     /// Sends a command that completes with Command Complete; `completion` gets its return parameters, or

@@ -1,5 +1,8 @@
 import BLECore
 import BLEHCI
+import BLETransport
+import DequeModule
+import Synchronization
 
 extension Host {
     // MARK: Scanning
@@ -73,7 +76,7 @@ extension Host {
                         completion: @escaping @Sendable (Result<Void, HostError>) -> Void) {
         let ownType = controllerInfo?.address.type ?? .publicDevice
         let command = HCILECreateConnection(
-            scanInterval: 0x0060, scanWindow: 0x0030, initiatorFilterPolicy: .peerAddress, peerAddress: peer,
+            scanInterval: 0x0060, scanWindow: 0x0030, initiatorFilterPolicy: .usePeerAddress, peerAddress: peer,
             ownAddressType: ownType.isRandom ? .randomDevice : .publicDevice,
             connectionIntervalMin: parameters.intervalMin, connectionIntervalMax: parameters.intervalMax,
             maxLatency: parameters.latency, supervisionTimeout: parameters.supervisionTimeout,

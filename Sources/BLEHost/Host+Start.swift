@@ -1,6 +1,8 @@
 import BLECore
 import BLEHCI
 import BLETransport
+import DequeModule
+import Synchronization
 
 extension Host {
     /// Resets and initialises the controller (Core Spec 5.4, Vol 3, Part C has no fixed order; this follows

@@ -6,6 +6,7 @@ import BLEL2CAP
 import BLETransport
 import DequeModule
 import NIOCore
+import Synchronization
 
 /// Everything the host knows, guarded by its lock. Plain data and pure machines only.
 struct HostCore {
@@ -18,6 +19,7 @@ struct HostCore {
     var commandQueue: Deque<QueuedCommand> = []
     var inFlight: [InFlightCommand] = []
     var commandSerial: UInt64 = 0
+    var timerSerial: UInt64 = 0
 
     // LE ACL flow (Vol 4, Part E, 4.1.1): credits are the controller's free LE ACL buffers.
     var aclLength = 27
@@ -85,7 +87,9 @@ struct Link {
     var queuedWriteCommands = 0
     var writeCommandsRefused = false
     var queuedNotifications = 0
-    var attTimers: [ATTTimer: any ScheduledWork] = [:]
+    /// Indications handed to the bearer and not yet confirmed.
+    var pendingIndications = 0
+    var attTimers: [ATTTimer: TimerEntry] = [:]
     var signalingTimers: [L2CAPSignalingChannel.Timer: any ScheduledWork] = [:]
 
     init(info: LinkInfo, preferredMTU: Int) {
@@ -103,4 +107,10 @@ struct OutgoingPacket {
     var kind: Kind
     /// Whether this is the last fragment of its PDU (the queue counters drop when it leaves).
     var isLast: Bool
+}
+
+/// A running timer and the serial that tells a stale expiry from the current one.
+struct TimerEntry {
+    var work: any ScheduledWork
+    var serial: UInt64
 }

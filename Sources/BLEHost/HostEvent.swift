@@ -1,6 +1,9 @@
 import BLEATT
 import BLECore
 import BLEHCI
+import BLETransport
+import DequeModule
+import Synchronization
 
 /// Names one GATT server request waiting for the application's answer.
 public struct ServerRequestID: RawRepresentable, Sendable, Hashable {

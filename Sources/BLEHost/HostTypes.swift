@@ -1,6 +1,9 @@
 import BLEATT
 import BLECore
 import BLEHCI
+import BLETransport
+import DequeModule
+import Synchronization
 
 /// Tunables of a host. The defaults suit the virtual controller and common dongles.
 public struct HostConfiguration: Sendable {

@@ -1,4 +1,7 @@
 import BLECore
+import BLETransport
+import DequeModule
+import Synchronization
 
 /// A service found on a peer's GATT server.
 public struct RemoteService: Sendable, Hashable {
