@@ -162,9 +162,9 @@ struct ConnectedPair {
     let centralHandle: UInt16
     let peripheralHandle: UInt16
 
-    static func make(seed: UInt64 = 1, distance: Double = 2, intervalUnits: UInt16 = 24, timeout: UInt16 = 100,
-                     dataLength: UInt16? = nil) async throws -> ConnectedPair {
-        let radio = SimulatedRadio(seed: seed)
+    static func make(seed: UInt64 = 1, radio: SimulatedRadio? = nil, distance: Double = 2, intervalUnits: UInt16 = 24,
+                     timeout: UInt16 = 100, dataLength: UInt16? = nil) async throws -> ConnectedPair {
+        let radio = radio ?? SimulatedRadio(seed: seed)
         let central = TestHost(radio.addController(name: "central"))
         let peripheral = TestHost(radio.addController(name: "peripheral", position: .init(x: distance, y: 0)))
         try await central.setUp()
