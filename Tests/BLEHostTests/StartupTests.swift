@@ -29,7 +29,7 @@ import Testing
 
     @Test func eventMasksAndSuggestedDataLength() throws {
         let harness = HostHarness()
-        try #require(try harness.start()?.get())
+        _ = try #require(try harness.start()?.get())
         let commands = harness.controller.commands
 
         let mask = try HCISetEventMask(packet: try #require(commands.first { $0.opcode == .setEventMask }))
@@ -68,7 +68,7 @@ import Testing
         profile.supportedCommands = HCISupportedCommands(
             supporting: HCISupportedCommands.knownOpcodes.filter { $0 != .leWriteSuggestedDefaultDataLength })
         let harness = HostHarness(profile: profile)
-        try #require(try harness.start()?.get())
+        _ = try #require(try harness.start()?.get())
         #expect(!harness.controller.opcodes.contains(.leWriteSuggestedDefaultDataLength))
         #expect(harness.controller.opcodes.last == .leReadLocalSupportedFeatures)
     }
@@ -91,7 +91,7 @@ import Testing
 
     @Test func nonZeroLEBufferSizeSkipsReadBufferSize() throws {
         let harness = HostHarness()
-        try #require(try harness.start()?.get())
+        _ = try #require(try harness.start()?.get())
         #expect(!harness.controller.opcodes.contains(.readBufferSize))
     }
 

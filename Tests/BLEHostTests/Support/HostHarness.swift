@@ -33,6 +33,7 @@ struct HostHarness {
     }
 
     /// Starts the host (expecting success), then forgets the start-up traffic.
+    @discardableResult
     func started() throws -> ControllerInfo {
         let info = try #require(try start()?.get())
         controller.clear()
