@@ -228,12 +228,18 @@ final class ScriptedController: Sendable {
             if let decoded = try? decodeCommand(command), decoded is any HCIAsyncCommand {
                 return .status(.success)
             }
-            if command.opcode == .leSetDataLength, command.parameters.count >= 2 {
+            // Commands returning the connection handle they concern get it back (their first parameter).
+            if let decoded = try? decodeCommand(command) as? any HCISyncCommand, returnsHandle(decoded),
+               command.parameters.count >= 2 {
                 return .complete(Array(command.parameters.prefix(2)))
             }
             return .complete([])
         }
     }
+}
+
+private func returnsHandle<C: HCISyncCommand>(_: C) -> Bool {
+    C.ReturnParameters.self == HCIConnectionHandleReturn.self
 }
 
 /// Collects what the host reports, in order.
