@@ -111,6 +111,32 @@ import Testing
         #expect(harness.controller.att(on: Self.link).count == 1)
     }
 
+    @Test func transactionTimeoutComesFromTheConfiguration() throws {
+        let harness = HostHarness { $0.attTransactionTimeout = .seconds(5) }
+        try harness.started()
+        harness.connectCentral(1)
+        let read = Outcome<ReadResult>()
+        harness.host.read(on: Self.link, attribute: AttributeHandle(0x0010), completion: read.handler)
+        harness.scheduler.advance(by: .seconds(5) - .milliseconds(1))
+        #expect(read.value == nil)
+        harness.scheduler.advance(by: .milliseconds(1))
+        #expect(read.value.flatMap(errorCode) == .timeout)
+    }
+
+    @Test func answeredRequestCancelsItsTimer() throws {
+        let harness = HostHarness()
+        try harness.started()
+        harness.connectCentral(1)
+        let read = Outcome<ReadResult>()
+        harness.host.read(on: Self.link, attribute: AttributeHandle(0x0010), completion: read.handler)
+        harness.scheduler.advance(by: .seconds(20))
+        harness.controller.deliverL2CAP(handle: Self.link, channel: .att, [0x0B, 0x01])
+        harness.scheduler.advance(by: .seconds(60))
+        #expect(try read.value?.get() == [0x01])
+        #expect(!harness.controller.opcodes.contains(.disconnect))
+        #expect(harness.host.links.count == 1)
+    }
+
     @Test func notificationsAndIndicationsAreDelivered() throws {
         let harness = HostHarness()
         try harness.started()
