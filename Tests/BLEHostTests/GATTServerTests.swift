@@ -156,4 +156,18 @@ import Testing
         harness.controller.deliverL2CAP(handle: Self.link, channel: .att, [0x1E])
         #expect(harness.controller.att(on: Self.link).map { $0.last } == [7, 8])
     }
+    @Test func unconfirmedIndicationClosesTheBearerAndDropsTheLink() throws {
+        let (harness, service) = try Self.serving(batteryService(value: [0x64]))
+        let value = service.characteristicValueHandles[0]
+        harness.controller.deliverL2CAP(handle: Self.link, channel: .att, [0x12] + le16(value.rawValue + 1) + [0x02, 0x00])
+        harness.completed(Self.link.rawValue, 1)
+        harness.controller.clear()
+
+        #expect(harness.host.notify(attribute: value, value: [7], to: nil))
+        harness.scheduler.advance(by: .seconds(30) - .milliseconds(1))
+        #expect(!harness.controller.opcodes.contains(.disconnect))
+        harness.scheduler.advance(by: .milliseconds(1))
+        let disconnect = try HCIDisconnect(packet: try #require(harness.controller.commands.last))
+        #expect(disconnect.handle == Self.link)
+    }
 }
