@@ -6,6 +6,11 @@ import DequeModule
 import NIOCore
 import Synchronization
 
+extension GATTError.Code {
+    /// The host's transport closed under a pending operation (reported as `HostError.Code.transportClosed`).
+    static let hostTransportClosed = GATTError.Code(rawValue: "transport closed")
+}
+
 extension Host {
     /// Runs one GATT client procedure on a link; `completion` is called once, outside the host's lock.
     func runOperation(_ operation: GATTOperation, on handle: ConnectionHandle,
@@ -32,6 +37,7 @@ extension Host {
             return HostError(.att(code), "the peer refused: \(code.name ?? code.description)"
                              + (error.handle.map { " (handle \($0))" } ?? ""))
         case .disconnected: return HostError(.disconnected, "the link went down before the operation completed")
+        case .hostTransportClosed: return HostError(.transportClosed, "the controller's transport closed before the operation completed")
         case .bearerClosed:
             let text = "\(error)"
             return text.contains("timeout") || text.contains("within 30")
