@@ -78,7 +78,7 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(
             name: "BLEHostTests",
-            dependencies: ["BLEHost", "BLEVirtualController", "BLETransport", "BLEHCI", "BLECore", nioCore],
+            dependencies: ["BLEHost", "BLETransport", "BLEHCI", "BLEL2CAP", "BLEATT", "BLEGATT", "BLECore", nioCore],
             swiftSettings: strict),
         .testTarget(name: "BLETests", dependencies: ["BLE"], swiftSettings: strict),
         .testTarget(

@@ -38,11 +38,9 @@ extension Host {
                              + (error.handle.map { " (handle \($0))" } ?? ""))
         case .disconnected: return HostError(.disconnected, "the link went down before the operation completed")
         case .hostTransportClosed: return HostError(.transportClosed, "the controller's transport closed before the operation completed")
-        case .bearerClosed:
-            let text = "\(error)"
-            return text.contains("timeout") || text.contains("within 30")
-                ? HostError(.timeout, "the peer did not answer within the ATT transaction timeout (30 s)")
-                : HostError(.protocolError, "the ATT bearer closed: \(text)")
+        case .transactionTimeout:
+            return HostError(.timeout, "the peer did not answer within the ATT transaction timeout (30 s)")
+        case .bearerClosed: return HostError(.protocolError, "the ATT bearer closed: \(error)")
         case .rejected: return HostError(.invalidParameters, "\(error)")
         default: return HostError(.protocolError, "\(error)")
         }
