@@ -88,6 +88,27 @@ import Testing
         #expect((try? next.value?.get()) != nil)
     }
 
+    @Test func aLateAnswerDoesNotCompleteANewerCommandWithTheSameOpcode() throws {
+        let harness = HostHarness()
+        try harness.started()
+        harness.controller.beSilent()
+
+        let lost = Outcome<RandResult>()
+        harness.host.send(HCILERand(), completion: lost.handler)
+        harness.scheduler.advance(by: harness.host.configuration.commandTimeout)
+        #expect(lost.value.flatMap(errorCode) == .timeout)
+
+        let newer = Outcome<RandResult>()
+        harness.host.send(HCILERand(), completion: newer.handler)
+        // The first command's answer finally arrives: it belongs to the abandoned command.
+        harness.controller.deliver(.commandComplete(.init(numHCICommandPackets: 1, completing: HCILERand.self,
+                                                          returning: .init(randomNumber: 1))))
+        #expect(newer.value == nil)
+        harness.controller.deliver(.commandComplete(.init(numHCICommandPackets: 1, completing: HCILERand.self,
+                                                          returning: .init(randomNumber: 2))))
+        #expect(newer.value.flatMap { try? $0.get().randomNumber } == 2)
+    }
+
     @Test func shortTimeoutFromConfiguration() throws {
         let harness = HostHarness { $0.commandTimeout = .milliseconds(250) }
         try harness.started()
