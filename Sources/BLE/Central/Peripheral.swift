@@ -17,7 +17,9 @@ import Synchronization
 public final class Peripheral: Sendable, Hashable, CustomStringConvertible {
     /// Stable for this peripheral's address on this system (`CBPeer.identifier`).
     public let identifier: UUID
-    let address: BluetoothAddress
+    /// The peripheral's device address and its type. CoreBluetooth hides it; tools (and Linux gateways)
+    /// need it, so it is public here.
+    public let address: BluetoothAddress
     weak let manager: CentralManager?
 
     struct State {

@@ -128,7 +128,8 @@ public final class PeripheralManager: Sendable, SystemSession {
             return
         }
         let (adv, scanResponse) = data.encodedForAdvertising()
-        system.core.host.startAdvertising(AdvertisingParameters(), data: adv, scanResponse: scanResponse) { [self] result in
+        system.core.host.startAdvertising(Self.parameters(for: data, scanResponse: scanResponse), data: adv,
+                                          scanResponse: scanResponse) { [self] result in
             switch result {
             case .success:
                 locked.withLock { $0.isAdvertising = true }
@@ -138,6 +139,14 @@ public final class PeripheralManager: Sendable, SystemSession {
                 deliver { m, d in d?.peripheralManagerDidStartAdvertising(m, error: BluetoothError(error)) }
             }
         }
+    }
+
+    /// Connectable advertising (ADV_IND) unless `isConnectable` is false: then scannable (ADV_SCAN_IND) when
+    /// there is a scan response, non-connectable (ADV_NONCONN_IND) otherwise. CoreBluetooth always advertises
+    /// connectably; beacons and tools need the other kinds.
+    static func parameters(for data: AdvertisementData, scanResponse: [UInt8]) -> AdvertisingParameters {
+        guard data.isConnectable == false else { return AdvertisingParameters() }
+        return AdvertisingParameters(kind: scanResponse.isEmpty ? .nonConnectable : .scannable)
     }
 
     /// Stops advertising.
@@ -289,7 +298,8 @@ public final class PeripheralManager: Sendable, SystemSession {
             // application asked, the way iOS does.
             guard let data = locked.withLock({ $0.isAdvertising ? $0.advertising : nil }) else { return }
             let (adv, scanResponse) = data.encodedForAdvertising()
-            system.core.host.startAdvertising(AdvertisingParameters(), data: adv, scanResponse: scanResponse) { [self] result in
+            system.core.host.startAdvertising(Self.parameters(for: data, scanResponse: scanResponse), data: adv,
+                                              scanResponse: scanResponse) { [self] result in
                 if case .failure = result { locked.withLock { $0.isAdvertising = false } }
             }
         case .advertisingReport, .connected, .connectionFailed, .valueUpdated, .readyToWriteWithoutResponse,
