@@ -1,0 +1,107 @@
+import ArgumentParser
+import BLE
+import BLECore
+import BLEHCI
+import BLETransport
+import Dispatch
+import Foundation
+
+/// `ble controller tcp-server:HOST:PORT`: one virtual controller of the simulated world, reachable over H4/TCP
+/// so that another host stack (Bumble's, BlueZ's through a bridge) can use our radio.
+///
+/// The world is a heart-rate sensor running our own host and `PeripheralManager`; the exposed controller sits
+/// next to it with no host of ours: whatever connects to the port is its host. The radio runs in real time.
+/// The command frames packets and nothing else: bytes from the host are H4-decoded and handed to the
+/// controller's HCI transport, and what the controller emits is H4-encoded back.
+struct ControllerCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "controller",
+        abstract: "Expose one virtual controller of the simulated world over H4/TCP for another host stack.",
+        discussion: """
+            Listens on HOST:PORT (PORT 0 picks a free port; the line 'listening on tcp-server:HOST:PORT' gives \
+            it) and serves one host at a time. The simulated world around the controller holds a heart-rate \
+            sensor advertising as HRM-Demo. Stop with Ctrl-C (SIGINT) or SIGTERM.
+            """)
+
+    @Argument(help: "Where to listen: tcp-server:HOST:PORT (HOST an IPv4 address).")
+    var transport: String
+
+    @Option(help: "Seed of the simulated radio.")
+    var seed: UInt64 = 42
+
+    /// The controller's public address (what HCI Read BD_ADDR reports).
+    static let controllerAddress = BluetoothAddress(bytes: [0x5A, 0x11, 0xB1, 0xE0, 0x00, 0x01])
+
+    func validate() throws {
+        _ = try Self.parse(transport)
+    }
+
+    /// Splits `tcp-server:HOST:PORT`.
+    static func parse(_ spec: String) throws -> (host: String, port: UInt16) {
+        let parts = spec.split(separator: ":", omittingEmptySubsequences: false).map(String.init)
+        guard parts.count == 3, parts[0] == "tcp-server", !parts[1].isEmpty, let port = UInt16(parts[2]) else {
+            throw ValidationError("'\(spec)' is not tcp-server:HOST:PORT")
+        }
+        return (parts[1], port)
+    }
+
+    func run() async throws {
+        let (host, port) = try Self.parse(transport)
+        let radio = SimulatedRadio(seed: seed)
+        let world = ControllerWorld(radio: radio, seed: seed)
+        let controller = radio.addController(name: "controller", address: Self.controllerAddress,
+                                             position: RadioPosition(x: 0, y: 0))
+
+        let server: H4SocketServer
+        do {
+            server = try H4SocketServer(host: host, port: port)
+        } catch {
+            throw ValidationError("\(error)")
+        }
+        let link = controller.hostTransport
+        link.setReceiver { event in
+            switch event {
+            case .packet(let packet): server.send(packet)
+            case .closed(let reason): say("controller: closed\(reason.map { ": \($0)" } ?? "")")
+            }
+        }
+        server.start { event in
+            switch event {
+            case .connected(let peer):
+                say("host connected from \(peer)")
+            case .packet(let packet):
+                link.send(packet)
+            case .disconnected(let reason):
+                say("host disconnected\(reason.map { ": \($0)" } ?? "")")
+            }
+        }
+        say("listening on tcp-server:\(host):\(server.port) (controller \(controller.address), world: \(world.summary))")
+
+        let signals = Self.stopOnSignals { signal in
+            server.stop()
+            say("stopped (\(signal == SIGINT ? "SIGINT" : "SIGTERM"))")
+            Foundation.exit(0)
+        }
+        // Short steps keep a host's packets from waiting for the next scheduled radio event.
+        while true {
+            try await radio.run(for: .milliseconds(2), pacing: .realtime)
+        }
+        withExtendedLifetime((world, signals)) {}
+    }
+
+    /// Handles SIGINT and SIGTERM on a queue (the default actions are ignored so the handler runs).
+    static func stopOnSignals(_ handler: @escaping @Sendable (Int32) -> Void) -> [any DispatchSourceSignal] {
+        [SIGINT, SIGTERM].map { number in
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler { handler(number) }
+            source.resume()
+            return source
+        }
+    }
+}
+
+/// Writes one line to standard output at once (unbuffered: a test may be waiting for it on a pipe).
+private func say(_ line: String) {
+    FileHandle.standardOutput.write(Data((line + "\n").utf8))
+}
