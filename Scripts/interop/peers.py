@@ -165,15 +165,24 @@ class Process:
         return "\n".join(self.lines[-200:])
 
     def stop(self, grace=5):
-        """SIGTERM (SIGINT first for our tool), then SIGKILL after `grace` seconds."""
+        """SIGTERM to the process group it leads (a launcher's children too), then SIGKILL after `grace` s."""
         if self.popen.poll() is None:
             try:
-                self.popen.send_signal(signal.SIGTERM)
+                os.killpg(self.popen.pid, signal.SIGTERM)
                 self.popen.wait(timeout=grace)
             except subprocess.TimeoutExpired:
-                os.killpg(self.popen.pid, signal.SIGKILL)
+                try:
+                    os.killpg(self.popen.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
                 self.popen.wait(timeout=grace)
             except ProcessLookupError:
+                pass
+        else:
+            # The leader is gone; a child it started (RootCanal's binary under its Python launcher) may not be.
+            try:
+                os.killpg(self.popen.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
                 pass
         if self.popen.stdin:
             try:
@@ -181,6 +190,8 @@ class Process:
             except OSError:
                 pass
         self.reader.join(timeout=grace)
+        if not self.reader.is_alive():
+            self.popen.stdout.close()
 
 
 def start(test, name, argv, stdin=False, env=None):

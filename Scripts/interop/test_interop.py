@@ -1,0 +1,336 @@
+"""Interop tests: our stack against stacks nobody here wrote (Bumble 0.0.236, RootCanal 1.10.0).
+
+Run with the project's virtual environment: .venv/bin/python -m unittest discover -s Scripts/interop -v
+(Scripts/interop/run.sh sets it up and builds `ble` first). INTEROP_VERBOSE=1 echoes every peer's output.
+
+Each test starts its own peers on free loopback ports and stops them in its cleanups, pass or fail; every wait
+is bounded. Our side records a btsnoop capture, which tshark must read without malformed packets and which
+must contain the ATT exchanges.
+"""
+import json
+import os
+import re
+import signal
+import tempfile
+import unittest
+
+import peers
+from peers import BLE, HERE, PYTHON, PeerError
+
+import bumble_peripheral as db
+
+PERIPHERAL_NAME = "BumbleInterop"
+PERIPHERAL_ADDRESS = "F0:F1:F2:F3:F4:F5"
+# Bounds, in seconds.
+COMMAND = 60        # one `ble` command from start to exit (it scans, connects, works, disconnects)
+STARTUP = 20        # a peer becoming ready
+
+
+def hexes(stdout):
+    """The hex lines a `ble read` / `ble subscribe` printed."""
+    return [line.strip().lower() for line in stdout.splitlines() if re.fullmatch(r"\s*[0-9a-fA-F]+\s*", line)]
+
+
+def upper(uuid):
+    return uuid.upper()
+
+
+class Workspace:
+    def __init__(self, test):
+        self.dir = tempfile.mkdtemp(prefix="interop-")
+        test.addCleanup(self.report_or_remove, test)
+        self.captures = []
+
+    def capture(self, name):
+        path = os.path.join(self.dir, name + ".btsnoop")
+        self.captures.append(path)
+        return path
+
+    def report_or_remove(self, test):
+        # Captures of a failed test are kept for reading with tshark/Wireshark; a passed test leaves nothing.
+        outcome = getattr(test, "_outcome", None)
+        failed = outcome is not None and not getattr(outcome, "success", True)
+        if failed:
+            print(f"\n[interop] captures kept in {self.dir}")
+            return
+        for path in self.captures:
+            if os.path.exists(path):
+                os.remove(path)
+        try:
+            os.rmdir(self.dir)
+        except OSError:
+            pass
+
+
+class OurCentralAgainstBumblePeripheral:
+    """Our `ble` commands as the central; a Bumble `Device` with the database of bumble_peripheral.py."""
+
+    def make_link(self):
+        raise NotImplementedError
+
+    def ble(self, *args, capture=None, timeout=COMMAND):
+        argv = [BLE, *args, "--transport", self.link.ours()]
+        if capture:
+            argv += ["--btsnoop", capture]
+        return peers.run("ble " + args[0], argv, timeout)
+
+    def ok(self, result, what):
+        self.assertEqual(result.returncode, 0, f"{what} failed ({result.returncode}):\n{result.stdout}\n{result.stderr}")
+        return result.stdout
+
+    def setUp(self):
+        self.work = Workspace(self)
+        self.link = self.make_link()
+        self.peripheral = peers.start(self, "bumble-peripheral", [
+            PYTHON, os.path.join(HERE, "bumble_peripheral.py"), self.link.bumble(), PERIPHERAL_NAME,
+            PERIPHERAL_ADDRESS], stdin=True)
+        self.ready = self.peripheral.expect_event("ready", STARTUP)
+
+    def test_central_flow(self):
+        p = self.peripheral
+
+        # Scan: the Bumble peripheral is seen, connectable, by name.
+        capture = self.work.capture("scan")
+        out = self.ok(self.ble("scan", "--timeout", "4", "--json", capture=capture), "ble scan")
+        seen = [json.loads(line) for line in out.splitlines() if line.strip().startswith("{")]
+        mine = [d for d in seen if d.get("name") == PERIPHERAL_NAME]
+        self.assertTrue(mine, f"ble scan did not find {PERIPHERAL_NAME}: {out}")
+        self.assertTrue(mine[0]["connectable"], mine[0])
+        self.assertEqual(mine[0]["address"].upper(), self.ready["address"].split("/")[0].upper(), mine[0])
+        peers.check_capture(self, capture, require_att=False)
+
+        # Explore: MTU 517, every service (GAP and GATT included), included services, descriptors and values.
+        capture = self.work.capture("explore")
+        tree = json.loads(self.ok(self.ble("explore", PERIPHERAL_NAME, "--json", capture=capture), "ble explore"))
+        self.assertEqual(tree["mtu"], 517, "ATT_MTU after the exchange")
+        services = {upper(s["uuid"]): s for s in tree["services"]}
+        for uuid in ("1800", "1801", upper(db.SERVICE), upper(db.SECOND_SERVICE), "180F"):
+            self.assertIn(uuid, services, f"service {uuid} not discovered: {sorted(services)}")
+        main = services[upper(db.SERVICE)]
+        self.assertEqual(sorted(upper(u) for u in main["includedServices"]), ["180F", "1811"],
+                         "included services (a primary and a secondary one)")
+        chars = {upper(c["uuid"]): c for c in main["characteristics"]}
+        expected_properties = {
+            db.LONG_READ: {"read"}, db.WRITABLE: {"read", "write"}, db.WRITE_NO_RESPONSE: {"writeWithoutResponse"},
+            db.NOTIFY: {"notify"}, db.INDICATE: {"indicate"}, db.DESCRIBED: {"read"},
+        }
+        for uuid, properties in expected_properties.items():
+            self.assertIn(upper(uuid), chars, f"characteristic {uuid} not discovered")
+            self.assertEqual(set(chars[upper(uuid)]["properties"]), properties, uuid)
+        self.assertEqual(chars[upper(db.LONG_READ)]["value"].lower(), db.LONG_VALUE.hex(), "512-byte value read by explore")
+        described = {upper(d["uuid"]): d for d in chars[upper(db.DESCRIBED)]["descriptors"]}
+        self.assertEqual(set(described), {"2901", "2904", upper(db.CUSTOM_DESCRIPTOR)}, "descriptors")
+        self.assertEqual(described["2901"]["value"].lower(), b"described".hex())
+        self.assertEqual(described["2904"]["value"].lower(), "0eff2f27010000")
+        self.assertEqual(described[upper(db.CUSTOM_DESCRIPTOR)]["value"].lower(), "deadbeef")
+        for uuid in (db.NOTIFY, db.INDICATE):
+            cccd = [d for d in chars[upper(uuid)]["descriptors"] if upper(d["uuid"]) == "2902"]
+            self.assertEqual(len(cccd), 1, f"CCCD of {uuid}")
+        battery = {upper(c["uuid"]): c for c in services["180F"]["characteristics"]}
+        self.assertEqual(battery["2A19"]["value"].lower(), "4d")
+        p.expect_event("mtu", 20, mtu=517)
+        p.expect_event("disconnected", 20)
+        peers.check_capture(self, capture)
+
+        # A 512-byte read, intact.
+        capture = self.work.capture("read")
+        out = self.ok(self.ble("read", PERIPHERAL_NAME, db.LONG_READ, capture=capture), "ble read")
+        self.assertEqual(hexes(out), [db.LONG_VALUE.hex()], "512-byte read")
+        p.expect_event("disconnected", 20)
+        peers.check_capture(self, capture)
+
+        # A 500-byte write with response: the peripheral got exactly those bytes.
+        value = bytes((i * 13 + 5) & 0xFF for i in range(500))
+        capture = self.work.capture("write")
+        self.ok(self.ble("write", PERIPHERAL_NAME, db.WRITABLE, value.hex(), capture=capture), "ble write")
+        write = p.expect_event("write", 20)
+        self.assertEqual((write["length"], write["hex"]), (500, value.hex()), "what the Bumble peripheral received")
+        p.expect_event("disconnected", 20)
+        peers.check_capture(self, capture)
+
+        # Writes without response: each one arrives, bytes counted.
+        burst = [bytes([n]) * (20 + n) for n in range(3)]
+        for n, chunk in enumerate(burst):
+            capture = self.work.capture(f"write-without-response-{n}")
+            self.ok(self.ble("write", PERIPHERAL_NAME, db.WRITE_NO_RESPONSE, chunk.hex(), "--without-response",
+                             capture=capture), "ble write --without-response")
+            got = p.expect_event("write-without-response", 20)
+            self.assertEqual((got["count"], got["bytes"]), (n + 1, sum(len(c) for c in burst[:n + 1])))
+            p.expect_event("disconnected", 20)
+            peers.check_capture(self, capture)
+
+        # Notifications: N values printed, in the order sent; our disconnection reaches the peripheral as
+        # Remote User Terminated Connection (0x13).
+        capture = self.work.capture("notify")
+        out = self.ok(self.ble("subscribe", PERIPHERAL_NAME, db.NOTIFY, "--count", "5", capture=capture), "ble subscribe (notify)")
+        values = hexes(out)
+        self.assertEqual(len(values), 5, out)
+        sequence = [int.from_bytes(bytes.fromhex(v)[:4], "little") for v in values]
+        self.assertEqual(sequence, sorted(sequence), "notifications out of order")
+        self.assertTrue(all(bytes.fromhex(v)[4:] == b"interop" for v in values), values)
+        p.expect_event("subscription", 20, characteristic=db.NOTIFY, notify=True)
+        gone = p.expect_event("disconnected", 20)
+        self.assertEqual(gone["reason"], 0x13, "reason the peripheral saw for our disconnection")
+        peers.check_capture(self, capture)
+
+        # Indications: every value we printed was confirmed to the peripheral.
+        capture = self.work.capture("indicate")
+        out = self.ok(self.ble("subscribe", PERIPHERAL_NAME, db.INDICATE, "--count", "3", capture=capture), "ble subscribe (indicate)")
+        values = hexes(out)
+        self.assertEqual(len(values), 3, out)
+        p.expect_event("disconnected", 20)
+        confirmed = {e["hex"] for e in p.events("confirmed")}
+        for v in values:
+            self.assertIn(v, confirmed, f"indication {v} printed by ble but not confirmed to the peripheral; "
+                                        f"peripheral saw: {p.output()}")
+        peers.check_capture(self, capture)
+
+        # Disconnection by the peripheral while we are subscribed: our command ends with an error.
+        capture = self.work.capture("peer-disconnect")
+        argv = [BLE, "subscribe", PERIPHERAL_NAME, db.NOTIFY, "--count", "100000", "--transport", self.link.ours(),
+                "--btsnoop", capture]
+        subscriber = peers.start(self, "ble subscribe (peer disconnects)", argv)
+        subscriber.expect_regex(r"^\s*[0-9a-fA-F]+\s*$", COMMAND, "a first notification")
+        p.send("disconnect")
+        p.expect_event("disconnect-sent", 20)
+        status = subscriber.wait(20)
+        self.assertNotEqual(status, 0, f"ble subscribe must fail when the peer disconnects:\n{subscriber.output()}")
+        peers.check_capture(self, capture)
+
+
+class BumbleCentralAgainstOurPeripheral:
+    """A Bumble central probing `ble serve heart-rate`."""
+
+    def make_link(self):
+        raise NotImplementedError
+
+    def setUp(self):
+        self.work = Workspace(self)
+        self.link = self.make_link()
+
+    def test_peripheral_flow(self):
+        capture = self.work.capture("serve")
+        server = peers.start(self, "ble serve", [
+            BLE, "serve", "heart-rate", "--transport", self.link.ours(), "--btsnoop", capture])
+        plan = {
+            # Bumble's virtual controller never sends scan responses: find it by its advertised service.
+            "target": {"service": "180D"},
+            "ops": [
+                {"op": "discover"},
+                {"op": "read", "uuid": "2A00"},
+                {"op": "read", "uuid": "2A38"},
+                {"op": "write", "uuid": "2A39", "hex": "01", "response": True},
+                {"op": "write", "uuid": "2A38", "hex": "02", "response": True},
+                {"op": "subscribe", "uuid": "2A37", "count": 3, "timeout": 5},
+                {"op": "unsubscribe", "uuid": "2A37"},
+                {"op": "disconnect"},
+            ],
+        }
+        central = peers.start(self, "bumble-central", [
+            PYTHON, os.path.join(HERE, "bumble_central.py"), self.link.bumble(), json.dumps(plan)])
+        status = central.wait(120)
+        self.assertEqual(status, 0, f"the Bumble central failed:\n{central.output()}\n--- ble serve:\n{server.output()}")
+
+        self.assertEqual(central.events("mtu")[0]["mtu"], 517)
+        services = {s["uuid"]: s for s in central.events("services")[0]["services"]}
+        for uuid in ("1800", "1801", "180D"):
+            self.assertIn(uuid, services, f"service {uuid} missing from our database: {sorted(services)}")
+        heart = {c["uuid"]: c for c in services["180D"]["characteristics"]}
+        self.assertEqual(heart["2A37"]["properties"] & 0x10, 0x10, "Heart Rate Measurement notifies")
+        self.assertIn("2902", [d["uuid"] for d in heart["2A37"]["descriptors"]], "its CCCD")
+        self.assertEqual(heart["2A38"]["properties"] & 0x0A, 0x02, "Body Sensor Location: read, no write")
+        self.assertEqual(heart["2A39"]["properties"] & 0x08, 0x08, "Heart Rate Control Point: write")
+        gap = {c["uuid"] for c in services["1800"]["characteristics"]}
+        self.assertTrue({"2A00", "2A01"} <= gap, f"GAP characteristics: {gap}")
+
+        reads = {e["uuid"]: e for e in central.events("read")}
+        self.assertIn("hex", reads["2A00"], reads["2A00"])
+        self.assertTrue(bytes.fromhex(reads["2A00"]["hex"]), "device name is empty")
+        self.assertEqual(len(bytes.fromhex(reads["2A38"].get("hex", ""))), 1, reads["2A38"])
+
+        writes = central.events("write")
+        self.assertEqual(writes[0], {"event": "write", "uuid": "2A39", "ok": True}, "control point reset")
+        self.assertEqual(writes[1].get("error"), 0x03,
+                         f"a write to the read-only Body Sensor Location must fail with Write Not Permitted: {writes[1]}")
+
+        values = [bytes.fromhex(e["hex"]) for e in central.events("value")]
+        self.assertEqual(len(values), 3, central.output())
+        for value in values:
+            flags = value[0]
+            bpm = int.from_bytes(value[1:3], "little") if flags & 0x01 else value[1]
+            self.assertTrue(30 <= bpm <= 220, f"implausible heart rate {bpm} in {value.hex()}")
+        server.stop()
+        peers.check_capture(self, capture)
+
+
+class BumbleLink:
+    def make_link(self):
+        return peers.BumbleLink(self)
+
+
+class RootCanalLink:
+    def make_link(self):
+        return peers.RootCanalLink(self)
+
+
+class OurCentralBumblePeripheralOverBumbleLink(BumbleLink, OurCentralAgainstBumblePeripheral, unittest.TestCase):
+    pass
+
+
+class OurCentralBumblePeripheralOverRootCanal(RootCanalLink, OurCentralAgainstBumblePeripheral, unittest.TestCase):
+    pass
+
+
+class BumbleCentralOurPeripheralOverBumbleLink(BumbleLink, BumbleCentralAgainstOurPeripheral, unittest.TestCase):
+    pass
+
+
+class BumbleCentralOurPeripheralOverRootCanal(RootCanalLink, BumbleCentralAgainstOurPeripheral, unittest.TestCase):
+    pass
+
+
+class BumbleHostOnOurController(unittest.TestCase):
+    """Bumble's host stack driving one virtual controller of our simulated world through `ble controller`."""
+
+    def test_bumble_host_reads_the_simulated_world(self):
+        work = Workspace(self)
+        capture = work.capture("controller")
+        controller = peers.start(self, "ble controller", [
+            BLE, "controller", "tcp-server:127.0.0.1:0", "--btsnoop", capture])
+        port = int(controller.expect_regex(r"listening on tcp-server:127\.0\.0\.1:(\d+)", STARTUP).group(1))
+        plan = {
+            "target": {"service": "180D"},
+            "ops": [
+                {"op": "discover"},
+                {"op": "read", "uuid": "2A38"},
+                {"op": "read", "uuid": "2A29"},
+                {"op": "subscribe", "uuid": "2A37", "count": 2, "timeout": 5},
+                {"op": "disconnect"},
+            ],
+        }
+        central = peers.start(self, "bumble-host", [
+            PYTHON, os.path.join(HERE, "bumble_central.py"), f"tcp-client:127.0.0.1:{port}", json.dumps(plan)])
+        status = central.wait(90)
+        self.assertEqual(status, 0, f"Bumble's host failed on our controller:\n{central.output()}\n"
+                                    f"--- ble controller:\n{controller.output()}")
+        controller.expect_regex(r"^host connected from 127\.0\.0\.1:\d+", 10)
+        controller.expect_regex(r"^host disconnected", 10)
+
+        self.assertEqual(central.events("mtu")[0]["mtu"], 517)
+        services = {s["uuid"]: s for s in central.events("services")[0]["services"]}
+        for uuid in ("1800", "1801", "180D"):
+            self.assertIn(uuid, services, f"{uuid} not in the simulated device's database: {sorted(services)}")
+        reads = {e["uuid"]: e for e in central.events("read")}
+        self.assertEqual(len(bytes.fromhex(reads["2A38"].get("hex", ""))), 1, reads["2A38"])
+        self.assertTrue(bytes.fromhex(reads["2A29"].get("hex", "")), reads["2A29"])
+        self.assertEqual(len(central.events("value")), 2, central.output())
+        self.assertEqual(central.events("disconnected")[0]["reason"], 0x16)
+
+        # SIGINT stops it cleanly.
+        controller.popen.send_signal(signal.SIGINT)
+        self.assertEqual(controller.wait(10), 0, controller.output())
+        peers.check_capture(self, capture)
+
+
+if __name__ == "__main__":
+    unittest.main()
