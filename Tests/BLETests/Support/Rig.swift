@@ -185,3 +185,21 @@ extension CentralEvent {
     var isDisconnect: Bool { if case .didDisconnect = self { true } else { false } }
     var isConnect: Bool { if case .didConnect = self { true } else { false } }
 }
+
+extension Rig {
+    /// Another simulated device on the rig's radio that publishes nothing and advertises `advertisement`.
+    func addAdvertiser(name: String, position: RadioPosition, advertisement: AdvertisementData) async throws -> PeripheralRecorder {
+        let system = BluetoothSystem.simulated(on: radio, name: name, position: position)
+        let recorder = PeripheralRecorder(system: system, label: name)
+        try await run(until: { recorder.manager.state == .poweredOn }, "\(name) power on")
+        recorder.manager.startAdvertising(advertisement)
+        try await run(until: { recorder.manager.isAdvertising }, "\(name) advertising")
+        return recorder
+    }
+}
+
+/// Whether `events` has an entry matching `predicate` strictly before one matching `later`.
+func happensBefore<E>(_ events: [E], _ first: (E) -> Bool, _ later: (E) -> Bool) -> Bool {
+    guard let a = events.firstIndex(where: first), let b = events.firstIndex(where: later) else { return false }
+    return a < b
+}
