@@ -29,7 +29,7 @@ public final class Peripheral: Sendable, Hashable, CustomStringConvertible {
         var cancelled = false
         /// Value handle -> characteristic, for routing notifications and reads.
         var characteristicsByValue: [AttributeHandle: Characteristic] = [:]
-        /// Whether a write without response was refused since the last "ready" callback.
+        /// Whether a write without response was refused, or filled the queue, since the last "ready" callback.
         var writeWithoutResponseRefused = false
     }
     let locked = Mutex(State())
@@ -231,7 +231,10 @@ public final class Peripheral: Sendable, Hashable, CustomStringConvertible {
             guard let handle = locked.withLock({ $0.handle }), let host,
                   let remote = characteristic.state.withLock({ $0.remote }) else { return }
             guard data.count <= host.mtu(on: handle) - 3 else { return }
-            if !host.writeWithoutResponse(on: handle, attribute: remote.valueHandle, value: Array(data)) {
+            // Refused, or accepted into the last free slot: `canSendWriteWithoutResponse` is now false, so the
+            // app waits for `peripheralIsReady(toSendWriteWithoutResponse:)` either way.
+            if !host.writeWithoutResponse(on: handle, attribute: remote.valueHandle, value: Array(data))
+                || !host.canWriteWithoutResponse(on: handle) {
                 locked.withLock { $0.writeWithoutResponseRefused = true }
             }
         }
