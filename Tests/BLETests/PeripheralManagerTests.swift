@@ -79,6 +79,32 @@ import Testing
         return found
     }
 
+    /// Removing or adding a service while a central is connected reaches it as `didModifyServices` (through
+    /// the Service Changed indication the stack subscribes to on connection).
+    @Test func serviceChangesReachTheConnectedCentral() async throws {
+        let (rig, peripheral) = try await Rig.connected()
+        let battery = try rig.service(.battery, on: peripheral)
+        rig.sensor.manager.remove(rig.sensor.battery)
+        try await rig.run(.seconds(1))
+        guard case .didModifyServices(let invalidated) = rig.phone.events.first else {
+            Issue.record("expected didModifyServices, got \(rig.phone.lines)")
+            return
+        }
+        #expect(rig.phone.events.count == 1)
+        #expect(invalidated.count == 1)
+        #expect(invalidated.first === battery)
+        #expect(peripheral.services?.map(\.uuid) == [.genericAccess, .genericAttribute, Profile.service])
+
+        // Added back: the app hears of it and finds it by discovering again.
+        rig.phone.clear()
+        rig.sensor.manager.add(rig.sensor.battery)
+        try await rig.run(.seconds(1))
+        #expect(rig.phone.lines == ["didModifyServices []"])
+        peripheral.discoverServices(nil)
+        try await rig.run(.seconds(1))
+        #expect(peripheral.services?.map(\.uuid) == [.genericAccess, .genericAttribute, Profile.service, .battery])
+    }
+
     @Test func advertisingLifecycle() async throws {
         let rig = Rig()
         try await rig.startSensor(advertising: nil)
