@@ -55,7 +55,8 @@ import Testing
     /// Where two traces first differ, for a readable failure.
     func firstDifference(_ a: [TraceEntry], _ b: [TraceEntry]) -> String? {
         for i in 0..<min(a.count, b.count) where a[i] != b[i] {
-            return "entry \(i): \(a[i]) vs \(b[i])"
+            let window = max(0, i - 6)..<min(i + 2, a.count, b.count)
+            return "entry \(i): \(a[i]) vs \(b[i])\n" + window.map { "  \(a[$0])\n  \(b[$0])" }.joined(separator: "\n")
         }
         return a.count == b.count ? nil : "lengths \(a.count) vs \(b.count)"
     }

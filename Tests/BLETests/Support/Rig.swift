@@ -97,6 +97,9 @@ final class Rig: Sendable {
     func run(until condition: () -> Bool, within limit: Duration = .seconds(10), step: Duration = .milliseconds(5),
              _ what: String = "condition", sourceLocation: SourceLocation = #_sourceLocation) async throws -> Bool {
         let deadline = radio.now + limit
+        // Settle first: a callback the test's own call dispatched (an operation that completed at once) must be
+        // delivered before the condition is read, or whether it was would depend on thread timing.
+        try await radio.run(for: .zero)
         while !condition() {
             if radio.now >= deadline {
                 Issue.record("\(what) did not happen within \(limit) of virtual time", sourceLocation: sourceLocation)
