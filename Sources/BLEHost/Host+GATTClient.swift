@@ -113,7 +113,8 @@ extension Host {
     }
 
     /// Queues a Write Command. Returns false, sending nothing, when the link's queue is full or the value does
-    /// not fit ATT_MTU-3; `.readyToWriteWithoutResponse` follows a refusal once there is room.
+    /// not fit ATT_MTU-3; `.readyToWriteWithoutResponse` follows once there is room, after a refusal or after
+    /// a write that filled the queue.
     public func writeWithoutResponse(on handle: ConnectionHandle, attribute: AttributeHandle, value: [UInt8]) -> Bool {
         withCore { core, effects -> Bool in
             guard var link = core.links[handle] else { return false }
@@ -127,6 +128,12 @@ extension Host {
             runBearer(actions, kind: .writeCommand, &link, &core, &effects)
             core.links[handle] = link
             pumpACL(&core, &effects)
+            // The queue is now full: whoever queues Write Commands will wait for room, whether or not it tries
+            // (and is refused) first, so `.readyToWriteWithoutResponse` must follow when it drains.
+            if var after = core.links[handle], after.queuedWriteCommands >= configuration.writeWithoutResponseQueueDepth {
+                after.writeCommandsRefused = true
+                core.links[handle] = after
+            }
             return true
         }
     }

@@ -67,7 +67,8 @@ public final class PeripheralManager: Sendable, SystemSession {
     /// Publishes `service` and its characteristics and descriptors; `didAdd` reports the outcome. A
     /// characteristic with a non-nil value must be read-only (the stack answers its reads itself); one with a
     /// nil value reaches `didReceiveRead`/`didReceiveWrite`. A Client Characteristic Configuration descriptor
-    /// is added by the stack to every notifying or indicating characteristic.
+    /// is added by the stack to every notifying or indicating characteristic. Services listed in
+    /// `includedServices` must have been added first; the first published service of each type is included.
     public func add(_ service: MutableService) {
         let result = Self.definition(of: service).flatMap { definition -> Result<PublishedService, BluetoothError> in
             system.core.host.addService(definition).mapError { BluetoothError($0) }
@@ -339,6 +340,7 @@ public final class PeripheralManager: Sendable, SystemSession {
                 descriptors: descriptors))
         }
         return .success(GATTServiceDefinition(uuid: service.uuid, isPrimary: service.isPrimary,
-                                              includedServices: [], characteristics: characteristics))
+                                              includedServices: (service.includedServices ?? []).map(\.uuid),
+                                              characteristics: characteristics))
     }
 }

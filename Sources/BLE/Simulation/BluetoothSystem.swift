@@ -49,9 +49,11 @@ public final class BluetoothSystem: Sendable, CustomStringConvertible {
         public var preferredMTU: Int = 517
         /// The LL payload asked for after connecting, 27...251 (27: no data length extension).
         public var preferredDataLength: Int = 251
-        /// Write Commands queued per link before `canSendWriteWithoutResponse` turns false.
+        /// Write Commands queued in the host per link before `canSendWriteWithoutResponse` turns false; they
+        /// wait behind the controller's own buffers (`aclBufferCount`), so the refusal comes after both fill.
         public var writeWithoutResponseQueueDepth: Int = 8
-        /// Notifications queued per link before `updateValue` returns false.
+        /// Notifications queued in the host per link before `updateValue` returns false, behind the
+        /// controller's own buffers.
         public var notificationQueueDepth: Int = 8
         /// Simulated controllers: transmit power in dBm.
         public var txPower: Int8 = 0
