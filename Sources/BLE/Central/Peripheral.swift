@@ -31,6 +31,10 @@ public final class Peripheral: Sendable, Hashable, CustomStringConvertible {
         var characteristicsByValue: [AttributeHandle: Characteristic] = [:]
         /// Whether a write without response was refused since the last "ready" callback.
         var writeWithoutResponseRefused = false
+        // MARK: Async observation
+        /// Writes without response refused so far (never reset): lets the async layer tell whether the write
+        /// it just issued was queued or dropped.
+        var writeWithoutResponseRefusals = 0
     }
     let locked = Mutex(State())
     let delegateCell = DelegateCell<any PeripheralDelegate>(nil)
@@ -232,7 +236,7 @@ public final class Peripheral: Sendable, Hashable, CustomStringConvertible {
                   let remote = characteristic.state.withLock({ $0.remote }) else { return }
             guard data.count <= host.mtu(on: handle) - 3 else { return }
             if !host.writeWithoutResponse(on: handle, attribute: remote.valueHandle, value: Array(data)) {
-                locked.withLock { $0.writeWithoutResponseRefused = true }
+                locked.withLock { $0.writeWithoutResponseRefused = true; $0.writeWithoutResponseRefusals += 1 }
             }
         }
     }
@@ -371,17 +375,25 @@ public final class Peripheral: Sendable, Hashable, CustomStringConvertible {
         return nil
     }
 
-    /// Runs `body` on the manager's queue with this peripheral's delegate.
-    func deliver(_ body: @escaping @Sendable (Peripheral, (any PeripheralDelegate)?) -> Void) {
+    /// Runs `body` on the manager's queue with this peripheral's delegate (and its internal observers).
+    /// `isNotification` marks a `didUpdateValueFor` that carries a notification or indication rather than the
+    /// completion of a read, for the observers (the delegate cannot tell them apart, as in CoreBluetooth).
+    func deliver(isNotification: Bool = false, _ body: @escaping @Sendable (Peripheral, (any PeripheralDelegate)?) -> Void) {
         guard let manager else { return }
         manager.system.core.scheduler.dispatch(on: manager.queue) { [self] in
-            body(self, delegate)
+            body(self, deliveryTarget(isNotification: isNotification))
         }
     }
 
+    // MARK: Async observation
+
+    /// Internal observers (the async layer) that receive every delegate event on the manager's queue, at the
+    /// same moment as the delegate, with the notification/read-completion distinction `deliver` knows.
+    let observers = ObserverList<any PeripheralObserver>()
+
     func handleValueUpdate(attribute: AttributeHandle, value: [UInt8]) {
         guard let characteristic = locked.withLock({ $0.characteristicsByValue[attribute] }) else { return }
-        deliver { p, d in
+        deliver(isNotification: true) { p, d in
             characteristic.state.withLock { $0.value = Data(value) }
             d?.peripheral(p, didUpdateValueFor: characteristic, error: nil)
         }
