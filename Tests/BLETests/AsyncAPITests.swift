@@ -183,6 +183,33 @@ struct AsyncAPITests {
         }
     }
 
+    @Test func updateValueWaitsForRoomInsteadOfDropping() async throws {
+        let rig = Rig(sensorConfiguration: .init(notificationQueueDepth: 2))
+        try await rig.drive {
+            try await rig.startServer()
+            let (peripheral, counter, _) = try await rig.connect()
+            let subscribed = rig.server.manager.subscriptions
+            let stream = peripheral.notifications(for: counter)
+            for await event in subscribed {
+                if case .subscribed = event { break }
+            }
+            let values = (0..<30).map { Data([UInt8($0)]) }
+            for v in values {
+                try await rig.server.manager.updateValue(v, for: rig.server.counter, onSubscribedCentrals: nil, timeout: .seconds(5))
+            }
+            var received: [Data] = []
+            for try await value in stream {
+                received.append(value)
+                if received.count == values.count { break }
+            }
+            #expect(Set(received) == Set(values))
+            withKnownIssue("BLEHost sends effects outside its lock: concurrent callers can reorder ACL packets",
+                           isIntermittent: true) {
+                #expect(received == values)
+            }
+        }
+    }
+
     @Test func operationTimeoutIsVirtual() async throws {
         let rig = Rig()
         try await rig.drive {
@@ -211,9 +238,10 @@ final class Rig: Sendable {
     /// While set, the driver holds the radio still.
     let pause = Mutex(false)
 
-    init(configuration: BluetoothSystem.Configuration = .init()) {
+    init(configuration: BluetoothSystem.Configuration = .init(), sensorConfiguration: BluetoothSystem.Configuration = .init()) {
         phoneSystem = BluetoothSystem.simulated(on: radio, name: "phone", configuration: configuration)
-        sensorSystem = BluetoothSystem.simulated(on: radio, name: "sensor", position: RadioPosition(x: 2, y: 0))
+        sensorSystem = BluetoothSystem.simulated(on: radio, name: "sensor", position: RadioPosition(x: 2, y: 0),
+                                                 configuration: sensorConfiguration)
         central = CentralManager(delegate: nil, queue: DispatchQueue(label: "phone"), options: nil, system: phoneSystem)
         server = TestServer(system: sensorSystem)
     }
