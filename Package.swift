@@ -44,6 +44,12 @@ let package = Package(
             swiftSettings: strict),
         .target(name: "BLESystem", dependencies: ["BLECore", "BLEHost", "BLETransport"], swiftSettings: strict),
 
+        // Real controllers: TCP, UART (termios), Linux HCI user channel. Only `ble`, benchmarks and tests use it.
+        .target(
+            name: "BLETransportPosix",
+            dependencies: ["BLECore", "BLEHCI", "BLETransport", nioCore, .product(name: "NIOPosix", package: "swift-nio")],
+            swiftSettings: strict),
+
         // The controller side: speaks HCI bytes only.
         .target(
             name: "BLEVirtualController",
@@ -58,7 +64,7 @@ let package = Package(
 
         .executableTarget(
             name: "ble",
-            dependencies: ["BLE", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            dependencies: ["BLE", "BLETransportPosix", .product(name: "ArgumentParser", package: "swift-argument-parser")],
             swiftSettings: strict),
 
         .testTarget(name: "BLECoreTests", dependencies: ["BLECore", nioCore], swiftSettings: strict),
@@ -72,8 +78,13 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(
             name: "BLEHostTests",
-            dependencies: ["BLEHost", "BLEVirtualController", "BLETransport", "BLEHCI", "BLECore", nioCore],
+            dependencies: ["BLEHost", "BLETransport", "BLEHCI", "BLEL2CAP", "BLEATT", "BLEGATT", "BLECore", nioCore],
             swiftSettings: strict),
         .testTarget(name: "BLETests", dependencies: ["BLE"], swiftSettings: strict),
+        .testTarget(
+            name: "BLETransportPosixTests",
+            dependencies: ["BLETransportPosix", "BLETransport", "BLEHCI", "BLECore", nioCore,
+                           .product(name: "NIOPosix", package: "swift-nio")],
+            swiftSettings: strict),
     ]
 )

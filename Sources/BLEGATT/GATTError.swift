@@ -14,6 +14,8 @@ public struct GATTError: Error, Sendable, Hashable, CustomStringConvertible {
         public static let errorResponse = Code(rawValue: "error response")
         /// The ATT bearer closed (transaction timeout, protocol violation); nothing more works on this link.
         public static let bearerClosed = Code(rawValue: "bearer closed")
+        /// The bearer closed because a transaction got no answer within 30 s (Vol 3, Part F, 3.3.3).
+        public static let transactionTimeout = Code(rawValue: "transaction timeout")
         /// The link was lost.
         public static let disconnected = Code(rawValue: "disconnected")
         /// Refused locally before anything was sent.
@@ -48,7 +50,8 @@ public struct GATTError: Error, Sendable, Hashable, CustomStringConvertible {
             self.init(.errorResponse, attErrorCode: response.errorCode, handle: response.handle,
                       "\(response.requestOpcode)")
         case .rejected(let error): self.init(.rejected, "\(error)")
-        case .bearerClosed(let error): self.init(.bearerClosed, "\(error)")
+        case .bearerClosed(let error):
+            self.init(error.code == .transactionTimeout ? .transactionTimeout : .bearerClosed, "\(error)")
         case .disconnected: self.init(.disconnected)
         }
     }

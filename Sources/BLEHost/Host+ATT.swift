@@ -18,11 +18,12 @@ extension Host {
             switch action {
             case .send(let pdu):
                 queueL2CAP(pdu, channel: .att, kind: kind, &link, core)
-            case .startTimer(let timer, let after):
+            case .startTimer(let timer, _):
+                // Both ATT timers are the transaction timeout (Vol 3, Part F, 3.3.3): the configured one.
                 link.attTimers[timer]?.work.cancel()
                 core.timerSerial += 1
                 let serial = core.timerSerial
-                let work = scheduler.schedule(after: after) { [weak self] in self?.attTimerFired(timer, serial: serial, on: handle) }
+                let work = scheduler.schedule(after: configuration.attTransactionTimeout) { [weak self] in self?.attTimerFired(timer, serial: serial, on: handle) }
                 link.attTimers[timer] = TimerEntry(work: work, serial: serial)
             case .cancelTimer(let timer):
                 link.attTimers.removeValue(forKey: timer)?.work.cancel()

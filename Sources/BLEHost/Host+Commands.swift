@@ -95,7 +95,11 @@ extension Host {
                          _ core: inout HostCore, _ effects: inout Effects) {
         // Num_HCI_Command_Packets is how many commands the controller now accepts.
         core.commandCredits = Int(credits)
-        if let index = core.inFlight.firstIndex(where: { $0.opcode == opcode }) {
+        if let stale = core.abandonedCommands[opcode], stale > 0 {
+            // The late answer to a command that already timed out: it must not complete a newer command
+            // with the same opcode.
+            core.abandonedCommands[opcode] = stale > 1 ? stale - 1 : nil
+        } else if let index = core.inFlight.firstIndex(where: { $0.opcode == opcode }) {
             let command = core.inFlight.remove(at: index)
             command.timer?.cancel()
             effects.call { command.complete(outcome) }
@@ -107,8 +111,10 @@ extension Host {
         withCore { core, effects in
             guard let index = core.inFlight.firstIndex(where: { $0.serial == serial }) else { return }
             let command = core.inFlight.remove(at: index)
-            // The controller never answered: reclaim the credit so the host goes on.
+            // The controller never answered: reclaim the credit so the host goes on, and remember that an
+            // answer may still come late.
             core.commandCredits = max(core.commandCredits, 1)
+            core.abandonedCommands[command.opcode, default: 0] += 1
             let error = HostError(.timeout, "\(command.opcode) got no answer within \(configuration.commandTimeout)")
             effects.call { command.complete(.failed(error)) }
             pumpCommands(&core, &effects)

@@ -6,6 +6,11 @@ import DequeModule
 import NIOCore
 import Synchronization
 
+extension GATTError.Code {
+    /// The host's transport closed under a pending operation (reported as `HostError.Code.transportClosed`).
+    static let hostTransportClosed = GATTError.Code(rawValue: "transport closed")
+}
+
 extension Host {
     /// Runs one GATT client procedure on a link; `completion` is called once, outside the host's lock.
     func runOperation(_ operation: GATTOperation, on handle: ConnectionHandle,
@@ -32,11 +37,10 @@ extension Host {
             return HostError(.att(code), "the peer refused: \(code.name ?? code.description)"
                              + (error.handle.map { " (handle \($0))" } ?? ""))
         case .disconnected: return HostError(.disconnected, "the link went down before the operation completed")
-        case .bearerClosed:
-            let text = "\(error)"
-            return text.contains("timeout") || text.contains("within 30")
-                ? HostError(.timeout, "the peer did not answer within the ATT transaction timeout (30 s)")
-                : HostError(.protocolError, "the ATT bearer closed: \(text)")
+        case .hostTransportClosed: return HostError(.transportClosed, "the controller's transport closed before the operation completed")
+        case .transactionTimeout:
+            return HostError(.timeout, "the peer did not answer within the ATT transaction timeout (30 s)")
+        case .bearerClosed: return HostError(.protocolError, "the ATT bearer closed: \(error)")
         case .rejected: return HostError(.invalidParameters, "\(error)")
         default: return HostError(.protocolError, "\(error)")
         }
@@ -109,7 +113,8 @@ extension Host {
     }
 
     /// Queues a Write Command. Returns false, sending nothing, when the link's queue is full or the value does
-    /// not fit ATT_MTU-3; `.readyToWriteWithoutResponse` follows a refusal once there is room.
+    /// not fit ATT_MTU-3; `.readyToWriteWithoutResponse` follows once there is room, after a refusal or after
+    /// a write that filled the queue.
     public func writeWithoutResponse(on handle: ConnectionHandle, attribute: AttributeHandle, value: [UInt8]) -> Bool {
         withCore { core, effects -> Bool in
             guard var link = core.links[handle] else { return false }
@@ -123,6 +128,12 @@ extension Host {
             runBearer(actions, kind: .writeCommand, &link, &core, &effects)
             core.links[handle] = link
             pumpACL(&core, &effects)
+            // The queue is now full: whoever queues Write Commands will wait for room, whether or not it tries
+            // (and is refused) first, so `.readyToWriteWithoutResponse` must follow when it drains.
+            if var after = core.links[handle], after.queuedWriteCommands >= configuration.writeWithoutResponseQueueDepth {
+                after.writeCommandsRefused = true
+                core.links[handle] = after
+            }
             return true
         }
     }

@@ -14,11 +14,13 @@ public struct PublishedService: Sendable, Hashable {
 }
 
 extension Host {
-    /// Adds a service to this host's GATT server.
+    /// Adds a service to this host's GATT server. Connected clients that enabled Service Changed indications
+    /// are told about the new handle range (Core Spec 5.4, Vol 3, Part G, 7.1).
     public func addService(_ definition: GATTServiceDefinition) -> Result<PublishedService, HostError> {
-        core.withLock { core in
+        withCore { core, effects in
             do throws(GATTError) {
                 let layout = try core.server.database.add(definition)
+                indicateServiceChanged(layout.service.handleRange, &core, &effects)
                 return .success(PublishedService(serviceHandle: layout.service.handleRange.lowerBound,
                                                  characteristicValueHandles: layout.characteristics.map(\.characteristic.valueHandle)))
             } catch {
@@ -27,9 +29,28 @@ extension Host {
         }
     }
 
-    /// Removes the service declared at `handle`.
+    /// Removes the service declared at `handle`; connected clients that enabled Service Changed indications
+    /// are told about the handle range it occupied.
     public func removeService(at handle: AttributeHandle) {
-        core.withLock { _ = $0.server.database.removeService(at: handle) }
+        withCore { core, effects in
+            guard let removed = core.server.database.removeService(at: handle) else { return }
+            indicateServiceChanged(removed.handleRange, &core, &effects)
+        }
+    }
+
+    /// Sends a Service Changed indication for `range` on every link whose client enabled it.
+    /// - SeeAlso: Core Spec 5.4, Vol 3, Part G, 7.1 (Service Changed).
+    private func indicateServiceChanged(_ range: ClosedRange<AttributeHandle>, _ core: inout HostCore, _ effects: inout Effects) {
+        for handle in core.links.keys.sorted() {
+            guard var link = core.links[handle],
+                  let indication = core.server.serviceChangedIndication(range: range, to: handle) else { continue }
+            core.nextIndicationID += 1
+            link.pendingIndications += 1
+            let actions = link.bearer.sendIndication(indication, id: ATTRequestID(core.nextIndicationID))
+            runBearer(actions, kind: .other, &link, &core, &effects)
+            core.links[handle] = link
+        }
+        pumpACL(&core, &effects)
     }
 
     /// Sets the GAP Device Name this server shows.

@@ -73,8 +73,8 @@ extension Host {
         let failed = link.client.linkDisconnected()
         for action in failed {
             if case .complete(let id, _) = action, let completion = core.clientOperations.removeValue(forKey: id) {
-                let hostError = error.code == .transportClosed ? error : HostError(.disconnected, error.message)
-                effects.call { completion(.failure(GATTError(.disconnected, hostError.message))) }
+                let code: GATTError.Code = error.code == .transportClosed ? .hostTransportClosed : .disconnected
+                effects.call { completion(.failure(GATTError(code, error.message))) }
             }
         }
         _ = link.bearer.linkDisconnected()

@@ -19,6 +19,8 @@ struct HostCore {
     var commandQueue: Deque<QueuedCommand> = []
     var inFlight: [InFlightCommand] = []
     var commandSerial: UInt64 = 0
+    /// Commands that timed out, by opcode: their answers, if they ever come, are discarded.
+    var abandonedCommands: [HCIOpcode: Int] = [:]
     var timerSerial: UInt64 = 0
 
     // LE ACL flow (Vol 4, Part E, 4.1.1): credits are the controller's free LE ACL buffers.

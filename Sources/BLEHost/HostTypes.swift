@@ -15,9 +15,12 @@ public struct HostConfiguration: Sendable {
     public var preferredMTU: Int = 517
     /// The LL payload this host asks for with LE Set Data Length after connecting, 27...251.
     public var preferredDataLength: Int = 251
-    /// Write Commands queued per link before `canSendWriteWithoutResponse` turns false.
+    /// Write Commands queued in the host per link before `canSendWriteWithoutResponse` turns false. These
+    /// wait behind what the controller's LE ACL buffers already hold, so an application sees the refusal
+    /// only after the controller's buffers and this queue are both full.
     public var writeWithoutResponseQueueDepth: Int = 8
-    /// Notifications queued per link before `notify` refuses (`updateValue` returns false).
+    /// Notifications queued in the host per link before `notify` refuses (`updateValue` returns false),
+    /// behind what the controller's LE ACL buffers already hold.
     public var notificationQueueDepth: Int = 8
     /// The GAP Device Name this host's GATT server shows.
     public var deviceName: String = "swift-ble"

@@ -52,7 +52,12 @@ public struct SimulationError: Error, Hashable, CustomStringConvertible {
 public final class SimulatedRadio: HostScheduler, Sendable {
     let world: Mutex<World>
     private let dispatchState = Mutex(DispatchState())
-    private let traceHandler = Mutex<(@Sendable (Duration, String, HCITraceDirection, HCIPacket) -> Void)?>(nil)
+    /// Boxed: a bare closure kept in a `Mutex` is re-abstracted on every access and the thunks pile up.
+    private final class TraceHandler: Sendable {
+        let call: @Sendable (Duration, String, HCITraceDirection, HCIPacket) -> Void
+        init(_ call: @escaping @Sendable (Duration, String, HCITraceDirection, HCIPacket) -> Void) { self.call = call }
+    }
+    private let traceHandler = Mutex<TraceHandler?>(nil)
     private let seed: UInt64
 
     struct DispatchState {
@@ -157,7 +162,8 @@ public final class SimulatedRadio: HostScheduler, Sendable {
     /// in run order, with the virtual time and the controller's name. Host-to-controller packets are recorded
     /// when the controller takes them from its queue.
     public func setTraceHandler(_ handler: (@Sendable (Duration, String, HCITraceDirection, HCIPacket) -> Void)?) {
-        traceHandler.withLock { $0 = handler }
+        let box = handler.map(TraceHandler.init)
+        traceHandler.withLock { $0 = box }
     }
 
     // MARK: HostScheduler
@@ -263,9 +269,9 @@ public final class SimulatedRadio: HostScheduler, Sendable {
         for effect in effects {
             switch effect {
             case .fromHost(let name, let packet):
-                trace?(time, name, .hostToController, packet)
+                trace?.call(time, name, .hostToController, packet)
             case .toHost(let pipe, let name, let packet):
-                trace?(time, name, .controllerToHost, packet)
+                trace?.call(time, name, .controllerToHost, packet)
                 pipe.deliverToHost(packet)
             case .run(let work):
                 work()

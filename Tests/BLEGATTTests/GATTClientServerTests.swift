@@ -219,11 +219,18 @@ private let c2 = ConnectionHandle(2)
         var client = GATTClient()
         _ = client.start(.read(AttributeHandle(3)), id: GATTOperationID(1))
         _ = client.start(.read(AttributeHandle(5)), id: GATTOperationID(2))
-        let actions = client.requestCompleted(ATTRequestID(1), .failure(.bearerClosed(ATTError(.transactionTimeout))))
+        let actions = client.requestCompleted(ATTRequestID(1), .failure(.bearerClosed(ATTError(.protocolViolation))))
         #expect(actions == [
             .complete(GATTOperationID(1), .failure(GATTError(.bearerClosed))),
             .sendRequest(.readRequest(.init(handle: AttributeHandle(5))), ATTRequestID(2)),
         ])
+    }
+
+    @Test func aTransactionTimeoutIsReportedAsSuch() {
+        var client = GATTClient()
+        _ = client.start(.read(AttributeHandle(3)), id: GATTOperationID(1))
+        let actions = client.requestCompleted(ATTRequestID(1), .failure(.bearerClosed(ATTError(.transactionTimeout))))
+        #expect(actions == [.complete(GATTOperationID(1), .failure(GATTError(.transactionTimeout)))])
     }
 
     @Test func aBadEchoCancelsTheLongWrite() {

@@ -15,8 +15,8 @@ struct AsyncAPITests {
     static let sink = BluetoothUUID(string: "6E400003-B5A3-F393-E0A9-E50E24DCCA9E")!
 
     @Test func connectDiscoverReadWriteNotifyDisconnect() async throws {
-        let rig = Rig()
-        let recorder = CentralRecorder()
+        let rig = AsyncRig()
+        let recorder = AsyncCentralRecorder()
         rig.central.delegate = recorder
         try await rig.drive {
             try await rig.startServer()
@@ -42,7 +42,7 @@ struct AsyncAPITests {
                 if case .subscribed(_, let c) = event, c.uuid == Self.counter { break }
             }
             for v in UInt8(10)..<13 {
-                try await rig.server.manager.updateValue(Data([v]), for: rig.server.counter, onSubscribedCentrals: nil)
+                try await rig.server.manager.updateValue(Data([v]), for: rig.server.counter, onSubscribedCentrals: nil, timeout: .seconds(1))
             }
             var received: [Data] = []
             for try await value in stream {
@@ -69,7 +69,7 @@ struct AsyncAPITests {
     }
 
     @Test func connectTimesOutInVirtualTime() async throws {
-        let rig = Rig()
+        let rig = AsyncRig()
         try await rig.drive {
             try await rig.central.waitUntilPoweredOn(timeout: .seconds(1))
             // Nobody has this address: the request would stay pending forever.
@@ -88,7 +88,7 @@ struct AsyncAPITests {
     }
 
     @Test func pendingReadFailsWhenTheLinkGoesDown() async throws {
-        let rig = Rig()
+        let rig = AsyncRig()
         try await rig.drive {
             try await rig.startServer()
             let (peripheral, counter, _) = try await rig.connect()
@@ -115,7 +115,7 @@ struct AsyncAPITests {
     }
 
     @Test func concurrentReadsCompleteInRequestOrderAndNotificationsStayApart() async throws {
-        let rig = Rig()
+        let rig = AsyncRig()
         try await rig.drive {
             try await rig.startServer()
             let (peripheral, counter, _) = try await rig.connect()
@@ -142,7 +142,7 @@ struct AsyncAPITests {
     }
 
     @Test func cancellingATaskAwaitingAReadEndsItsWaitOnly() async throws {
-        let rig = Rig()
+        let rig = AsyncRig()
         try await rig.drive {
             try await rig.startServer()
             let (peripheral, counter, _) = try await rig.connect()
@@ -161,7 +161,7 @@ struct AsyncAPITests {
     }
 
     @Test func writesWithoutResponseAreFlowControlled() async throws {
-        let rig = Rig(configuration: .init(writeWithoutResponseQueueDepth: 2))
+        let rig = AsyncRig(configuration: .init(writeWithoutResponseQueueDepth: 2))
         try await rig.drive {
             try await rig.startServer()
             let (peripheral, _, sink) = try await rig.connect()
@@ -184,7 +184,7 @@ struct AsyncAPITests {
     }
 
     @Test func updateValueWaitsForRoomInsteadOfDropping() async throws {
-        let rig = Rig(sensorConfiguration: .init(notificationQueueDepth: 2))
+        let rig = AsyncRig(sensorConfiguration: .init(notificationQueueDepth: 2))
         try await rig.drive {
             try await rig.startServer()
             let (peripheral, counter, _) = try await rig.connect()
@@ -211,7 +211,7 @@ struct AsyncAPITests {
     }
 
     @Test func operationTimeoutIsVirtual() async throws {
-        let rig = Rig()
+        let rig = AsyncRig()
         try await rig.drive {
             try await rig.startServer()
             let (peripheral, counter, _) = try await rig.connect()
@@ -226,15 +226,15 @@ struct AsyncAPITests {
     }
 }
 
-// MARK: Rig
+// MARK: AsyncRig
 
 /// A phone (central) and a sensor (a `PeripheralManager` serving one service through the async API).
-final class Rig: Sendable {
+final class AsyncRig: Sendable {
     let radio = SimulatedRadio(seed: 11)
     let phoneSystem: BluetoothSystem
     let sensorSystem: BluetoothSystem
     let central: CentralManager
-    let server: TestServer
+    let server: AsyncTestServer
     /// While set, the driver holds the radio still.
     let pause = Mutex(false)
 
@@ -243,7 +243,7 @@ final class Rig: Sendable {
         sensorSystem = BluetoothSystem.simulated(on: radio, name: "sensor", position: RadioPosition(x: 2, y: 0),
                                                  configuration: sensorConfiguration)
         central = CentralManager(delegate: nil, queue: DispatchQueue(label: "phone"), options: nil, system: phoneSystem)
-        server = TestServer(system: sensorSystem)
+        server = AsyncTestServer(system: sensorSystem)
     }
 
     func startServer() async throws { try await server.start() }
@@ -285,12 +285,12 @@ final class Rig: Sendable {
 
 /// The sensor: a counter characteristic (read, notify; reads answered with 1, 2, 3, ...) and a sink
 /// (write, write without response; values recorded), served from the async `requests` stream.
-final class TestServer: Sendable {
+final class AsyncTestServer: Sendable {
     let manager: PeripheralManager
     let counter = MutableCharacteristic(type: AsyncAPITests.counter, properties: [.read, .notify], value: nil, permissions: [.readable])
     let sink = MutableCharacteristic(type: AsyncAPITests.sink, properties: [.write, .writeWithoutResponse], value: nil,
                                      permissions: [.writeable])
-    let writes = Locked<[Data]>([])
+    let writes = AsyncLocked<[Data]>([])
     let reads = Mutex<UInt8>(0)
     let holdReads = Mutex(false)
     let held = Mutex<[ATTRequest]>([])
@@ -307,14 +307,15 @@ final class TestServer: Sendable {
         try await manager.waitUntilPoweredOn(timeout: .seconds(1))
         let service = MutableService(type: AsyncAPITests.service, primary: true)
         service.characteristics = [counter, sink]
-        try await manager.add(service)
+        try await manager.add(service, timeout: .seconds(1))
         let requests = manager.requests
         task.withLock {
             $0 = Task { [self] in
                 for await request in requests { await handle(request) }
             }
         }
-        try await manager.startAdvertising(AdvertisementData(localName: "sensor", serviceUUIDs: [AsyncAPITests.service]))
+        try await manager.startAdvertising(AdvertisementData(localName: "sensor", serviceUUIDs: [AsyncAPITests.service]),
+                                           timeout: .seconds(1))
         #expect(manager.isAdvertising)
     }
 
@@ -326,7 +327,7 @@ final class TestServer: Sendable {
                 return
             }
             if notifyBeforeFirstRead.withLock({ flag -> Bool in defer { flag = false }; return flag }) {
-                try? await manager.updateValue(Data([0xAA]), for: counter, onSubscribedCentrals: nil)
+                try? await manager.updateValue(Data([0xAA]), for: counter, onSubscribedCentrals: nil, timeout: .seconds(1))
             }
             answer(r)
         case .write(let rs):
@@ -347,8 +348,8 @@ final class TestServer: Sendable {
 }
 
 /// Records the central delegate's events, to show the delegate works beside the async API.
-final class CentralRecorder: CentralManagerDelegate, Sendable {
-    let events = Locked<[String]>([])
+final class AsyncCentralRecorder: CentralManagerDelegate, Sendable {
+    let events = AsyncLocked<[String]>([])
     func centralManagerDidUpdateState(_ central: CentralManager) { events.mutate { $0.append("\(central.state)") } }
     func centralManager(_ central: CentralManager, didConnect peripheral: Peripheral) { events.mutate { $0.append("didConnect") } }
     func centralManager(_ central: CentralManager, didDisconnectPeripheral peripheral: Peripheral, error: (any Error)?) {
@@ -356,18 +357,18 @@ final class CentralRecorder: CentralManagerDelegate, Sendable {
     }
 }
 
-final class Locked<T: Sendable>: Sendable {
+final class AsyncLocked<T: Sendable>: Sendable {
     private let m: Mutex<T>
     init(_ v: T) { m = Mutex(v) }
     var value: T { m.withLock { $0 } }
     func mutate(_ f: (inout T) -> Void) { m.withLock { f(&$0) } }
 }
 
-extension Rig {
+extension AsyncRig {
     /// Runs `body` while advancing the radio in 5 ms steps of virtual time (held still while `paused`),
     /// until `body` returns; fails when `limit` of virtual time passes first.
     func drive<T: Sendable>(limit: Duration = .seconds(300), _ body: @escaping @Sendable () async throws -> T) async throws -> T {
-        let done = Locked(false)
+        let done = AsyncLocked(false)
         return try await withThrowingTaskGroup(of: T?.self) { group in
             group.addTask {
                 defer { done.mutate { $0 = true } }

@@ -9,10 +9,10 @@ import Synchronization
 // Timeouts run in the system's time (`BluetoothSystem.schedule(after:on:_:)`: virtual time in a simulation),
 // so a simulated run stays deterministic. Task cancellation ends a wait at once with `CancellationError`.
 //
-// Overloads: `connect(_:options:timeout:)` shares its first labels with the delegate-style `connect(_:options:)`.
-// Swift prefers the async overload inside an async function, so there `central.connect(p)` means the async
-// one (and needs `try await`); call the delegate-style one from a synchronous context (a delegate method, a
-// non-async helper) when that is what you want.
+// Overloads: `connect(_:options:timeout:)` takes `timeout:` without a default, on purpose. Swift prefers an
+// async overload inside async functions, so with a default `central.connect(p)` in async code would silently
+// turn into the async call (and stop compiling without `try await`). With the label required, `connect(p)` is
+// always the delegate-style request and `try await connect(p, timeout: nil)` the async one.
 extension CentralManager {
     /// Returns once the manager is `.poweredOn` (at once if it already is).
     ///
@@ -64,7 +64,7 @@ extension CentralManager {
     /// Connects to `peripheral` and returns once it is connected (at once if it already is).
     ///
     /// Completes on `centralManager(_:didConnect:)`. Like the delegate-style `connect`, the request itself
-    /// never times out; with a `timeout`, the connection attempt is cancelled
+    /// never times out (pass `timeout: nil` for that); with a `timeout`, the connection attempt is cancelled
     /// (`cancelPeripheralConnection`) when it passes, and so it is when the task is cancelled. Either way the
     /// delegate then sees `didDisconnectPeripheral` with a nil error, as for any cancelled attempt; a
     /// cancellation also ends other tasks' waits for the same peripheral.
@@ -73,7 +73,7 @@ extension CentralManager {
     ///   `cancelPeripheralConnection`/`disconnect`; `.transportClosed` (or the power state's error) when the
     ///   manager is not or no longer powered on; `.invalidParameters` while the peripheral is still
     ///   disconnecting; `CancellationError` when the task is cancelled.
-    public func connect(_ peripheral: Peripheral, options: ConnectOptions? = nil, timeout: Duration? = nil) async throws {
+    public func connect(_ peripheral: Peripheral, options: ConnectOptions? = nil, timeout: Duration?) async throws {
         try Task.checkCancellation()
         let observer = asyncObserver
         switch peripheral.state {

@@ -7,9 +7,10 @@ import Synchronization
 // Timeouts run in the system's time (virtual time in a simulation). Task cancellation ends a wait at once
 // with `CancellationError` (an advertising or add request already made is not withdrawn).
 //
-// Overloads: `add(_:)`, `startAdvertising(_:)` and `updateValue(_:for:onSubscribedCentrals:)` share their
-// labels with the delegate-style methods. Swift picks the async one inside async functions and the
-// delegate-style one in synchronous code (delegate methods, timers, non-async helpers).
+// Overloads: `add(_:timeout:)`, `startAdvertising(_:timeout:)` and `updateValue(_:for:onSubscribedCentrals:timeout:)`
+// take `timeout:` without a default, on purpose: they share every other label with the delegate-style
+// methods, and Swift prefers an async overload inside async functions, so with a default `manager.add(s)` in
+// async code would silently become the async call. Pass `timeout: nil` to wait as long as it takes.
 extension PeripheralManager {
     /// Returns once the manager is `.poweredOn` (at once if it already is); waits through `.unknown` and
     /// `.resetting`. Completes on `peripheralManagerDidUpdateState`.
@@ -31,7 +32,7 @@ extension PeripheralManager {
     /// Publishes `service` and returns once `peripheralManager(_:didAdd:error:)` reported success.
     /// - Throws: the error `didAdd` reports (`.invalidParameters`, `.uuidNotAllowed`, ...); `.timeout`;
     ///   `CancellationError`.
-    public func add(_ service: MutableService, timeout: Duration? = nil) async throws {
+    public func add(_ service: MutableService, timeout: Duration?) async throws {
         try await perform(.addService, on: service, timeout: timeout, what: "add(\(service.uuid.uuidString))") {
             add(service)
         }
@@ -40,7 +41,7 @@ extension PeripheralManager {
     /// Starts advertising and returns once `peripheralManagerDidStartAdvertising(_:error:)` reported success.
     /// - Throws: its error (`.alreadyAdvertising`, `.invalidParameters` when not powered on, ...); `.timeout`;
     ///   `CancellationError`.
-    public func startAdvertising(_ advertisementData: AdvertisementData?, timeout: Duration? = nil) async throws {
+    public func startAdvertising(_ advertisementData: AdvertisementData?, timeout: Duration?) async throws {
         try await perform(.startAdvertising, on: nil, timeout: timeout, what: "startAdvertising") {
             startAdvertising(advertisementData)
         }
@@ -53,7 +54,7 @@ extension PeripheralManager {
     /// - Throws: `BluetoothError` `.invalidParameters` when `characteristic` is not published by this manager;
     ///   the power state's error when the manager powers off while waiting; `.timeout`; `CancellationError`.
     public func updateValue(_ value: Data, for characteristic: MutableCharacteristic, onSubscribedCentrals centrals: [Central]?,
-                            timeout: Duration? = nil) async throws {
+                            timeout: Duration?) async throws {
         let observer = asyncObserver
         let deadline = timeout.map { system.now + $0 }
         while true {

@@ -336,6 +336,7 @@ public final class CentralManager: Sendable, SystemSession {
             peripheral.setState(.disconnecting)
             system.core.host.disconnect(link.handle, reason: .remoteUserTerminatedConnection)
         } else {
+            peripheral.watchServiceChanges()
             deliver { manager, delegate in delegate?.centralManager(manager, didConnect: peripheral) }
         }
         initiateNext()

@@ -17,7 +17,9 @@ import Synchronization
 public final class Peripheral: Sendable, Hashable, CustomStringConvertible {
     /// Stable for this peripheral's address on this system (`CBPeer.identifier`).
     public let identifier: UUID
-    let address: BluetoothAddress
+    /// The peripheral's device address and its type. CoreBluetooth hides it; tools (and Linux gateways)
+    /// need it, so it is public here.
+    public let address: BluetoothAddress
     weak let manager: CentralManager?
 
     struct State {
@@ -29,7 +31,9 @@ public final class Peripheral: Sendable, Hashable, CustomStringConvertible {
         var cancelled = false
         /// Value handle -> characteristic, for routing notifications and reads.
         var characteristicsByValue: [AttributeHandle: Characteristic] = [:]
-        /// Whether a write without response was refused since the last "ready" callback.
+        /// The value handle of the peer's Service Changed characteristic, once subscribed to it.
+        var serviceChangedHandle: AttributeHandle?
+        /// Whether a write without response was refused, or filled the queue, since the last "ready" callback.
         var writeWithoutResponseRefused = false
         // MARK: Async observation
         /// Writes without response refused so far (never reset): lets the async layer tell whether the write
@@ -235,8 +239,14 @@ public final class Peripheral: Sendable, Hashable, CustomStringConvertible {
             guard let handle = locked.withLock({ $0.handle }), let host,
                   let remote = characteristic.state.withLock({ $0.remote }) else { return }
             guard data.count <= host.mtu(on: handle) - 3 else { return }
-            if !host.writeWithoutResponse(on: handle, attribute: remote.valueHandle, value: Array(data)) {
-                locked.withLock { $0.writeWithoutResponseRefused = true; $0.writeWithoutResponseRefusals += 1 }
+            // Refused, or accepted into the last free slot: `canSendWriteWithoutResponse` is now false, so the
+            // app waits for `peripheralIsReady(toSendWriteWithoutResponse:)` either way.
+            let accepted = host.writeWithoutResponse(on: handle, attribute: remote.valueHandle, value: Array(data))
+            if !accepted || !host.canWriteWithoutResponse(on: handle) {
+                locked.withLock {
+                    $0.writeWithoutResponseRefused = true
+                    if !accepted { $0.writeWithoutResponseRefusals += 1 }  // Async observation
+                }
             }
         }
     }
@@ -351,6 +361,7 @@ public final class Peripheral: Sendable, Hashable, CustomStringConvertible {
         let characteristics = locked.withLock { s -> [Characteristic] in
             s.handle = nil
             s.state = .disconnected
+            s.serviceChangedHandle = nil
             return Array(s.characteristicsByValue.values)
         }
         for c in characteristics { c.state.withLock { $0.isNotifying = false } }
@@ -392,10 +403,66 @@ public final class Peripheral: Sendable, Hashable, CustomStringConvertible {
     let observers = ObserverList<any PeripheralObserver>()
 
     func handleValueUpdate(attribute: AttributeHandle, value: [UInt8]) {
+        if attribute == locked.withLock({ $0.serviceChangedHandle }) {
+            handleServiceChanged(value)
+            return
+        }
         guard let characteristic = locked.withLock({ $0.characteristicsByValue[attribute] }) else { return }
         deliver(isNotification: true) { p, d in
             characteristic.state.withLock { $0.value = Data(value) }
             d?.peripheral(p, didUpdateValueFor: characteristic, error: nil)
+        }
+    }
+
+    /// As iOS does for every app, subscribes to the peer's Service Changed characteristic (GATT service
+    /// 0x1801, characteristic 0x2A05) once connected, so that `didModifyServices` can report services the peer
+    /// removed or added. This runs without delegate callbacks; a peer without the characteristic is left alone.
+    /// - SeeAlso: Core Spec 5.4, Vol 3, Part G, 7.1 (Service Changed).
+    func watchServiceChanges() {
+        guard let handle = locked.withLock({ $0.handle }), let host else { return }
+        host.discoverServices(on: handle, uuid: .genericAttribute) { [self] result in
+            guard case .success(let services) = result, let gatt = services.first else { return }
+            host.discoverCharacteristics(on: handle, in: gatt, uuid: .serviceChanged) { [self] result in
+                guard case .success(let found) = result, let changed = found.first(where: { $0.uuid == .serviceChanged }),
+                      changed.properties.contains(.indicate) else { return }
+                host.discoverDescriptors(on: handle, of: changed) { [self] result in
+                    guard case .success(let descriptors) = result,
+                          let cccd = descriptors.first(where: { $0.uuid == .clientCharacteristicConfiguration }) else { return }
+                    locked.withLock { $0.serviceChangedHandle = changed.valueHandle }
+                    host.write(on: handle, attribute: cccd.handle, value: [0x02, 0x00]) { _ in }
+                }
+            }
+        }
+    }
+
+    /// A Service Changed indication: the services overlapping the handle range are invalidated (dropped from
+    /// `services`), and `didModifyServices` reports them; it is called even when none of the known services
+    /// was affected (a service was added), so the app knows to discover again.
+    private func handleServiceChanged(_ value: [UInt8]) {
+        guard value.count >= 4 else { return }
+        let start = UInt16(value[0]) | UInt16(value[1]) << 8
+        let end = UInt16(value[2]) | UInt16(value[3]) << 8
+        deliver { p, d in
+            let invalidated = p.invalidateServices(overlapping: start, end)
+            d?.peripheral(p, didModifyServices: invalidated)
+        }
+    }
+
+    /// Called on the manager's queue: drops the services overlapping `start...end` and their characteristics.
+    func invalidateServices(overlapping start: UInt16, _ end: UInt16) -> [Service] {
+        locked.withLock { s in
+            guard let services = s.services else { return [] }
+            let hit = services.filter { service in
+                guard let range = service.state.withLock({ $0.remote?.handleRange }) else { return false }
+                return range.lowerBound.rawValue <= end && range.upperBound.rawValue >= start
+            }
+            s.services = services.filter { service in !hit.contains { $0 === service } }
+            for service in hit {
+                for c in service.characteristics ?? [] {
+                    if let valueHandle = c.state.withLock({ $0.remote?.valueHandle }) { s.characteristicsByValue[valueHandle] = nil }
+                }
+            }
+            return hit
         }
     }
 

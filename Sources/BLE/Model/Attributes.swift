@@ -42,6 +42,12 @@ public class Service: Attribute, @unchecked Sendable, CustomStringConvertible {
     /// Characteristics, once discovered with `discoverCharacteristics(_:for:)`.
     public var characteristics: [Characteristic]? { state.withLock { $0.characteristics } }
 
+    /// The attribute handles the service spans on the remote server (nil for a local service). Not part of
+    /// CoreBluetooth; tools such as `ble explore` show it.
+    public var handleRange: ClosedRange<UInt16>? {
+        state.withLock { $0.remote.map { $0.handleRange.lowerBound.rawValue...$0.handleRange.upperBound.rawValue } }
+    }
+
     public var description: String {
         "<Service \(uuid.uuidString)\(uuid.name.map { " (\($0))" } ?? "") primary=\(isPrimary)>"
     }
@@ -78,6 +84,13 @@ public class Characteristic: Attribute, @unchecked Sendable, CustomStringConvert
     /// Whether notifications or indications are enabled for this characteristic.
     public var isNotifying: Bool { state.withLock { $0.isNotifying } }
 
+    /// The handle of the characteristic declaration on the remote server (nil for a local characteristic).
+    /// Not part of CoreBluetooth; tools show it.
+    public var handle: UInt16? { state.withLock { $0.remote?.declarationHandle.rawValue } }
+
+    /// The handle of the characteristic value on the remote server (nil for a local characteristic).
+    public var valueHandle: UInt16? { state.withLock { $0.remote?.valueHandle.rawValue } }
+
     public var description: String {
         "<Characteristic \(uuid.uuidString)\(uuid.name.map { " (\($0))" } ?? "") properties=\(properties)>"
     }
@@ -106,6 +119,9 @@ public class Descriptor: Attribute, @unchecked Sendable, CustomStringConvertible
     public var characteristic: Characteristic? { state.withLock { $0.characteristic } }
     /// The latest value read, if any.
     public var value: Data? { state.withLock { $0.value } }
+    /// The descriptor's handle on the remote server (nil for a local descriptor). Not part of CoreBluetooth.
+    public var handle: UInt16? { state.withLock { $0.remote?.handle.rawValue } }
+
     /// The value as UTF-8 text (Characteristic User Description).
     public var stringValue: String? { value.flatMap { String(data: $0, encoding: .utf8) } }
     /// The value as a little-endian 16-bit number (Client Characteristic Configuration, Extended Properties).

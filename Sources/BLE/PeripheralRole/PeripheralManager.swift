@@ -67,7 +67,8 @@ public final class PeripheralManager: Sendable, SystemSession {
     /// Publishes `service` and its characteristics and descriptors; `didAdd` reports the outcome. A
     /// characteristic with a non-nil value must be read-only (the stack answers its reads itself); one with a
     /// nil value reaches `didReceiveRead`/`didReceiveWrite`. A Client Characteristic Configuration descriptor
-    /// is added by the stack to every notifying or indicating characteristic.
+    /// is added by the stack to every notifying or indicating characteristic. Services listed in
+    /// `includedServices` must have been added first; the first published service of each type is included.
     public func add(_ service: MutableService) {
         let result = Self.definition(of: service).flatMap { definition -> Result<PublishedService, BluetoothError> in
             system.core.host.addService(definition).mapError { BluetoothError($0) }
@@ -128,7 +129,8 @@ public final class PeripheralManager: Sendable, SystemSession {
             return
         }
         let (adv, scanResponse) = data.encodedForAdvertising()
-        system.core.host.startAdvertising(AdvertisingParameters(), data: adv, scanResponse: scanResponse) { [self] result in
+        system.core.host.startAdvertising(Self.parameters(for: data, scanResponse: scanResponse), data: adv,
+                                          scanResponse: scanResponse) { [self] result in
             switch result {
             case .success:
                 locked.withLock { $0.isAdvertising = true }
@@ -138,6 +140,14 @@ public final class PeripheralManager: Sendable, SystemSession {
                 deliver { m, d in d?.peripheralManagerDidStartAdvertising(m, error: BluetoothError(error)) }
             }
         }
+    }
+
+    /// Connectable advertising (ADV_IND) unless `isConnectable` is false: then scannable (ADV_SCAN_IND) when
+    /// there is a scan response, non-connectable (ADV_NONCONN_IND) otherwise. CoreBluetooth always advertises
+    /// connectably; beacons and tools need the other kinds.
+    static func parameters(for data: AdvertisementData, scanResponse: [UInt8]) -> AdvertisingParameters {
+        guard data.isConnectable == false else { return AdvertisingParameters() }
+        return AdvertisingParameters(kind: scanResponse.isEmpty ? .nonConnectable : .scannable)
     }
 
     /// Stops advertising.
@@ -295,7 +305,8 @@ public final class PeripheralManager: Sendable, SystemSession {
             // application asked, the way iOS does.
             guard let data = locked.withLock({ $0.isAdvertising ? $0.advertising : nil }) else { return }
             let (adv, scanResponse) = data.encodedForAdvertising()
-            system.core.host.startAdvertising(AdvertisingParameters(), data: adv, scanResponse: scanResponse) { [self] result in
+            system.core.host.startAdvertising(Self.parameters(for: data, scanResponse: scanResponse), data: adv,
+                                              scanResponse: scanResponse) { [self] result in
                 if case .failure = result { locked.withLock { $0.isAdvertising = false } }
             }
         case .advertisingReport, .connected, .connectionFailed, .valueUpdated, .readyToWriteWithoutResponse,
@@ -335,6 +346,7 @@ public final class PeripheralManager: Sendable, SystemSession {
                 descriptors: descriptors))
         }
         return .success(GATTServiceDefinition(uuid: service.uuid, isPrimary: service.isPrimary,
-                                              includedServices: [], characteristics: characteristics))
+                                              includedServices: (service.includedServices ?? []).map(\.uuid),
+                                              characteristics: characteristics))
     }
 }

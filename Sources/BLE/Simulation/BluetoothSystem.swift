@@ -49,9 +49,11 @@ public final class BluetoothSystem: Sendable, CustomStringConvertible {
         public var preferredMTU: Int = 517
         /// The LL payload asked for after connecting, 27...251 (27: no data length extension).
         public var preferredDataLength: Int = 251
-        /// Write Commands queued per link before `canSendWriteWithoutResponse` turns false.
+        /// Write Commands queued in the host per link before `canSendWriteWithoutResponse` turns false; they
+        /// wait behind the controller's own buffers (`aclBufferCount`), so the refusal comes after both fill.
         public var writeWithoutResponseQueueDepth: Int = 8
-        /// Notifications queued per link before `updateValue` returns false.
+        /// Notifications queued in the host per link before `updateValue` returns false, behind the
+        /// controller's own buffers.
         public var notificationQueueDepth: Int = 8
         /// Simulated controllers: transmit power in dBm.
         public var txPower: Int8 = 0
@@ -96,17 +98,53 @@ public final class BluetoothSystem: Sendable, CustomStringConvertible {
 
     private static let defaultSystem = Mutex<BluetoothSystem?>(nil)
 
+    /// A system on the controller a transport spec string names (ARCHITECTURE.md, "Transports"):
+    /// `virtual` is a device on a private simulated radio running in real time. The real transports
+    /// (`tcp-client:HOST:PORT`, `tcp-server:HOST:PORT`, `serial:DEVICE[,BAUD[,rtscts]]`, `hci-socket:N`) are not
+    /// in this build yet: asking for one throws `BluetoothError` `.operationNotSupported` saying so; an
+    /// unrecognised spec throws `.invalidParameters`.
+    public static func connect(transport spec: String) async throws -> BluetoothSystem {
+        let kind = spec.split(separator: ":", maxSplits: 1).first.map(String.init) ?? ""
+        switch kind {
+        case "virtual":
+            return makeVirtual(name: ProcessInfo.processInfo.processName)
+        case "tcp-client", "tcp-server", "serial", "hci-socket":
+            throw BluetoothError(.operationNotSupported, "the \(kind) transport is not available in this build yet")
+        default:
+            throw BluetoothError(.invalidParameters,
+                                 "'\(spec)' is not a transport: use virtual, tcp-client:HOST:PORT, tcp-server:HOST:PORT, serial:DEVICE[,BAUD[,rtscts]] or hci-socket:N")
+        }
+    }
+
+    /// A device on a private simulated radio that runs in real time in the background.
+    static func makeVirtual(name: String) -> BluetoothSystem {
+        let radio = SimulatedRadio(seed: 0)
+        let system = BluetoothSystem.simulated(on: radio, name: name)
+        Task.detached {
+            while !Task.isCancelled {
+                try? await radio.run(for: .seconds(3600), pacing: .realtime)
+            }
+        }
+        return system
+    }
+
     /// The system managers use when none is passed. `BLE_TRANSPORT` selects it; the default (`virtual`, or
     /// unset) is a device on a private simulated radio that runs in real time in the background.
     public static var processDefault: BluetoothSystem {
         defaultSystem.withLock { existing in
             if let existing { return existing }
-            let radio = SimulatedRadio(seed: 0)
-            let system = BluetoothSystem.simulated(on: radio, name: ProcessInfo.processInfo.processName)
-            Task.detached {
-                while !Task.isCancelled {
-                    try? await radio.run(for: .seconds(3600), pacing: .realtime)
-                }
+            let name = ProcessInfo.processInfo.processName
+            let spec = ProcessInfo.processInfo.environment["BLE_TRANSPORT"] ?? "virtual"
+            let system: BluetoothSystem
+            if spec.isEmpty || spec == "virtual" {
+                system = makeVirtual(name: name)
+            } else {
+                // Not reachable in this build: managers on it report poweredOff, and the reason is printed once.
+                let reason = "BLE_TRANSPORT=\(spec): this transport is not available in this build yet"
+                FileHandle.standardError.write(Data("ble: \(reason)\n".utf8))
+                let core = SystemCore(name: name, transport: UnavailableTransport(reason: reason),
+                                      scheduler: DispatchHostScheduler())
+                system = BluetoothSystem(core: core, virtualController: nil)
             }
             existing = system
             return system

@@ -1,0 +1,127 @@
+#!/usr/bin/env python3
+"""Checks the layer rules of ARCHITECTURE.md against the package as SwiftPM describes it.
+
+Reads `swift package describe --type json` (or a file given as the first argument) and each target's
+sources, and fails with one line per violation:
+
+1. Pure layers (BLECore, BLEHCI, BLEL2CAP, BLEATT, BLEGATT, BLESMP) do no I/O: they depend only on pure
+   layers and on NIO's ByteBuffer and swift-collections, and their sources use no clocks, Dispatch, files,
+   sockets or unseeded randomness.
+2. Dependencies point downward: each target depends (by declaration or by `import`) only on targets of a
+   lower layer. BLEVirtualController never sees BLEHost or anything above it; BLEHost and BLESystem never
+   see BLEVirtualController.
+3. Only `ble`, benchmarks and tests depend on BLETransportPosix.
+4. Test support code is never a product.
+"""
+import json
+import os
+import re
+import subprocess
+import sys
+
+# Layer rank: a target may use targets of a strictly lower rank only (same rank: never).
+RANK = {
+    "BLECore": 0,
+    "BLEHCI": 1, "BLEL2CAP": 1, "BLEATT": 1, "BLESMP": 1,
+    "BLEGATT": 2, "BLETransport": 2,
+    "BLETransportPosix": 3, "BLEVirtualController": 3,
+    "BLEHost": 4,
+    "BLESystem": 5,
+    "BLE": 6,
+    "ble": 7,
+}
+PURE = {"BLECore", "BLEHCI", "BLEL2CAP", "BLEATT", "BLEGATT", "BLESMP"}
+PURE_EXTERNAL = {"NIOCore", "DequeModule", "HeapModule", "OrderedCollections", "Synchronization", "Foundation"}
+FORBIDDEN_PAIRS = [
+    ("BLEVirtualController", "BLEHost"), ("BLEVirtualController", "BLESystem"), ("BLEVirtualController", "BLE"),
+    ("BLEHost", "BLEVirtualController"), ("BLESystem", "BLEVirtualController"),
+]
+# What a pure layer's sources may not mention: clocks, dispatch, files, sockets, process state, randomness.
+PURE_FORBIDDEN_TOKENS = [
+    r"\bimport\s+(Dispatch|NIOPosix|Glibc|Darwin|SystemPackage|System|FoundationNetworking)\b",
+    r"\bDispatchQueue\b", r"\bContinuousClock\b", r"\bSuspendingClock\b", r"\bDate\(\)", r"\bFileManager\b",
+    r"\bFileHandle\b", r"\bProcessInfo\b", r"\bSystemRandomNumberGenerator\b", r"\.random\(", r"\bTask\.sleep\b",
+    r"\bThread\b",
+]
+
+
+def describe(path):
+    if path:
+        with open(path) as f:
+            return json.load(f)
+    out = subprocess.run(["swift", "package", "describe", "--type", "json"], check=True,
+                         capture_output=True, text=True).stdout
+    return json.loads(out[out.index("{"):])
+
+
+def main():
+    package = describe(sys.argv[1] if len(sys.argv) > 1 else None)
+    root = package.get("path", os.getcwd())
+    targets = {t["name"]: t for t in package["targets"]}
+    problems = []
+
+    def uses(target):
+        """Project targets a target declares or imports, and external modules it declares."""
+        declared = set(target.get("target_dependencies", []))
+        external = set(target.get("product_dependencies", []))
+        imported = set()
+        for source in target.get("sources", []):
+            with open(os.path.join(root, target["path"], source), encoding="utf-8") as f:
+                text = f.read()
+            for m in re.finditer(r"^\s*(?:@_exported\s+|@testable\s+)?import\s+(?:\w+\s+)?(\w+)", text, re.M):
+                imported.add(m.group(1))
+        return declared | (imported & set(RANK)), external, imported
+
+    for name, target in sorted(targets.items()):
+        is_test = target.get("type") == "test"
+        project, external, imported = uses(target)
+        if not is_test and name not in RANK:
+            problems.append(f"{name}: a target that ARCHITECTURE.md does not place in a layer")
+            continue
+        if is_test:
+            continue
+        for dep in sorted(project):
+            if dep not in RANK:
+                continue
+            if RANK[dep] >= RANK[name]:
+                problems.append(f"{name} (layer {RANK[name]}) uses {dep} (layer {RANK[dep]}): dependencies must point downward")
+        for a, b in FORBIDDEN_PAIRS:
+            if name == a and b in project:
+                problems.append(f"{a} must not use {b}")
+        if "BLETransportPosix" in project and name != "ble":
+            problems.append(f"{name} uses BLETransportPosix: only ble, benchmarks and tests may")
+        if name in PURE:
+            for dep in sorted(project):
+                if dep not in PURE:
+                    problems.append(f"{name} is a pure layer but uses {dep}")
+            for ext in sorted(external):
+                if ext not in PURE_EXTERNAL:
+                    problems.append(f"{name} is a pure layer but depends on {ext}")
+            for source in target.get("sources", []):
+                with open(os.path.join(root, target["path"], source), encoding="utf-8") as f:
+                    lines = f.read().splitlines()
+                for number, line in enumerate(lines, 1):
+                    code = line.split("//", 1)[0]
+                    for pattern in PURE_FORBIDDEN_TOKENS:
+                        if re.search(pattern, code):
+                            problems.append(f"{target['path']}/{source}:{number}: {name} is a pure layer; "
+                                            f"'{re.search(pattern, code).group(0)}' is I/O, time or randomness")
+
+    test_targets = {n for n, t in targets.items() if t.get("type") == "test"}
+    for product in package.get("products", []):
+        for t in product.get("targets", []):
+            if t in test_targets or "Support" in t or "Testing" in t:
+                problems.append(f"product {product['name']} exposes test support target {t}")
+
+    if problems:
+        print("Layer rules violated (see ARCHITECTURE.md, 'Layers and targets'):")
+        for p in problems:
+            print("  - " + p)
+        return 1
+    names = ", ".join(sorted(n for n in targets if n in RANK))
+    print(f"Layer rules hold for {len(targets)} targets ({names}).")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs what the interop tests need, idempotently, so a fresh clone on a fresh machine passes:
+#   - a Python virtual environment in .venv (git-ignored) with the independent peers, pinned:
+#     Bumble (Google's Python Bluetooth stack) and RootCanal 1.10.0 (Android's virtual controller;
+#     later versions need a newer C library than Debian 12 has);
+#   - tshark (Debian's package), which reads our btsnoop captures.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+BUMBLE_VERSION=0.0.236
+ROOTCANAL_VERSION=1.10.0
+
+if [ ! -x .venv/bin/python ]; then
+    python3 -m venv .venv
+fi
+want="bumble==$BUMBLE_VERSION rootcanal==$ROOTCANAL_VERSION"
+if ! .venv/bin/python -c "import importlib.metadata as m; assert m.version('bumble')=='$BUMBLE_VERSION' and m.version('rootcanal')=='$ROOTCANAL_VERSION'" 2>/dev/null; then
+    .venv/bin/pip install --quiet --disable-pip-version-check $want
+fi
+
+if ! command -v tshark >/dev/null 2>&1; then
+    if [ "$(id -u)" = 0 ]; then sudo=""; else sudo="sudo"; fi
+    export DEBIAN_FRONTEND=noninteractive
+    $sudo apt-get update -qq >/dev/null
+    $sudo apt-get install -y -qq tshark >/dev/null
+fi
+echo "peers: bumble $BUMBLE_VERSION, rootcanal $ROOTCANAL_VERSION in .venv; $(tshark --version 2>/dev/null | head -1)"

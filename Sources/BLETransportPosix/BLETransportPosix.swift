@@ -1,0 +1,1 @@
+// BLETransportPosix: TCP, UART and Linux HCI socket transports (see ARCHITECTURE.md, Transports).
