@@ -172,14 +172,9 @@ struct AsyncAPITests {
             // Every chunk arrives exactly once: none was dropped by a full queue, none sent twice.
             try await rig.waitUntil { rig.server.writes.value.count == chunks.count }
             #expect(Set(rig.server.writes.value) == Set(chunks))
-            // This layer issues the chunks in order (one at a time, each after the previous was queued), but
-            // BLEHost performs its effects (transport sends) after releasing its lock, so a task writing while
-            // the radio's thread pumps the same link's ACL queue can swap two packets on their way to the
-            // controller. That is a host bug, reported; until it is fixed the order is a known issue.
-            withKnownIssue("BLEHost sends effects outside its lock: concurrent callers can reorder ACL packets",
-                           isIntermittent: true) {
-                #expect(rig.server.writes.value == chunks)
-            }
+            // This layer issues the chunks in order and the host sends packets in the order it produced them,
+            // even while the radio's thread pumps the same link: they arrive in order.
+            #expect(rig.server.writes.value == chunks)
         }
     }
 
@@ -203,10 +198,7 @@ struct AsyncAPITests {
                 if received.count == values.count { break }
             }
             #expect(Set(received) == Set(values))
-            withKnownIssue("BLEHost sends effects outside its lock: concurrent callers can reorder ACL packets",
-                           isIntermittent: true) {
-                #expect(received == values)
-            }
+            #expect(received == values)
         }
     }
 
