@@ -23,7 +23,9 @@ struct PseudoTerminal {
         guard openpty(&master, &terminal, nil, nil, nil) == 0 else { throw TransportError(.openFailed, "openpty failed") }
         self.master = master
         self.terminal = terminal
-        self.name = String(cString: ttyname(terminal))
+        var buffer = [CChar](repeating: 0, count: 256)
+        guard ttyname_r(terminal, &buffer, buffer.count) == 0 else { throw TransportError(.openFailed, "ttyname_r failed") }
+        self.name = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
     /// The master side as a NIO channel feeding `log`; NIO owns the descriptor from here on.
