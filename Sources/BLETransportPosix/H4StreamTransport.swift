@@ -100,7 +100,8 @@ public final class H4StreamTransport: HCITransport, CustomStringConvertible {
 
     func received(_ packet: HCIPacket) {
         let receiver: (@Sendable (HCITransportEvent) -> Void)? = state.withLock { state in
-            if state.closeReported { return nil }
+            // After close() or a failure nothing but `.closed` reaches the host.
+            if state.closeReported || state.closing { return nil }
             guard let receiver = state.receiver else {
                 state.pending.append(.packet(packet))
                 return nil

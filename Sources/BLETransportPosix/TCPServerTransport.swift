@@ -28,6 +28,9 @@ public final class TCPServerTransport: Sendable {
         /// Attached but not yet taken by `accept`.
         var unclaimed: H4StreamTransport?
         var waiter: CheckedContinuation<H4StreamTransport, any Error>?
+        /// Identifies the current waiter, so that an old accept's timeout cannot fail a newer one.
+        var waiterID = 0
+        var nextWaiterID = 0
         var closed = false
     }
 
@@ -78,9 +81,14 @@ public final class TCPServerTransport: Sendable {
     /// - Throws: `TransportError` `.timedOut` after `timeout`, `.closed` if the listener closes first;
     ///   `CancellationError` if the task is cancelled.
     public func accept(timeout: Duration? = nil) async throws -> H4StreamTransport {
+        let id = state.withLock { state in
+            state.nextWaiterID += 1
+            return state.nextWaiterID
+        }
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<H4StreamTransport, any Error>) in
                 let outcome: Result<H4StreamTransport, any Error>? = state.withLock { state in
+                    if Task.isCancelled { return .failure(CancellationError()) }
                     if let ready = state.unclaimed {
                         state.unclaimed = nil
                         return .success(ready)
@@ -92,6 +100,7 @@ public final class TCPServerTransport: Sendable {
                         return .failure(TransportError(.busy, "\(spec): another accept is already waiting"))
                     }
                     state.waiter = continuation
+                    state.waiterID = id
                     return nil
                 }
                 if let outcome {
@@ -100,13 +109,13 @@ public final class TCPServerTransport: Sendable {
                 }
                 if let timeout {
                     serverChannel.eventLoop.scheduleTask(in: TimeAmount(timeout)) {
-                        self.failWaiter(TransportError(
+                        self.failWaiter(id, TransportError(
                             .timedOut, "\(self.spec): no controller connected within \(timeout)"))
                     }
                 }
             }
         } onCancel: {
-            failWaiter(CancellationError())
+            failWaiter(id, CancellationError())
         }
     }
 
@@ -121,8 +130,9 @@ public final class TCPServerTransport: Sendable {
         serverChannel.close(promise: nil)
     }
 
-    private func failWaiter(_ error: any Error) {
-        let waiter = state.withLock { state in
+    private func failWaiter(_ id: Int, _ error: any Error) {
+        let waiter = state.withLock { state -> CheckedContinuation<H4StreamTransport, any Error>? in
+            guard state.waiterID == id else { return nil }
             defer { state.waiter = nil }
             return state.waiter
         }

@@ -181,6 +181,32 @@ import Testing
         }
     }
 
+    @Test func anEarlierAcceptsTimeoutDoesNotFailALaterOne() async throws {
+        let listener = try await TCPServerTransport.bind(host: "127.0.0.1", port: 0)
+        defer { listener.close() }
+        let first = try await Loopback.connect(port: listener.port, PeerLog())
+        let link = try await listener.accept(timeout: .milliseconds(100))
+        link.close()
+        first.close(promise: nil)
+        let peer = PeerLog()
+        Task {
+            try await Task.sleep(for: .milliseconds(300))
+            _ = try await Loopback.connect(port: listener.port, peer)
+        }
+        let next = try await listener.accept(timeout: .seconds(5))  // outlives the first accept's 100 ms
+        defer { next.close() }
+        #expect(await eventually { peer.channel != nil })
+    }
+
+    @Test func cancellingAcceptThrows() async throws {
+        let listener = try await TCPServerTransport.bind(host: "127.0.0.1", port: 0)
+        defer { listener.close() }
+        let waiting = Task { try await listener.accept() }
+        try await Task.sleep(for: .milliseconds(20))
+        waiting.cancel()
+        await #expect(throws: CancellationError.self) { _ = try await waiting.value }
+    }
+
     @Test func openerReportsThePortAndClosesTheListenerWithTheLink() async throws {
         let registry = TransportRegistry()
         let peer = PeerLog()
