@@ -80,7 +80,8 @@ let package = Package(
             name: "BLEHostTests",
             dependencies: ["BLEHost", "BLETransport", "BLEHCI", "BLEL2CAP", "BLEATT", "BLEGATT", "BLECore", nioCore],
             swiftSettings: strict),
-        .testTarget(name: "BLETests", dependencies: ["BLE"], swiftSettings: strict),
+        .testTarget(name: "BLETests", dependencies: ["BLE", "BLETransport"], swiftSettings: strict),
+        .testTarget(name: "BLETransportTests", dependencies: ["BLETransport", "BLEHCI", "BLECore", nioCore], swiftSettings: strict),
         .testTarget(
             name: "BLETransportPosixTests",
             dependencies: ["BLETransportPosix", "BLETransport", "BLEHCI", "BLECore", nioCore,

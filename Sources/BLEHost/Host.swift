@@ -57,10 +57,19 @@ public final class Host: Sendable {
 
     // MARK: Effects
 
-    /// Runs `body` under the lock, then performs the effects it collected, in order.
+    /// Runs `body` under the lock and hands the packets it produced to the transport before releasing it, so
+    /// packets leave in the order the machines produced them whichever thread called (the radio's, a delegate
+    /// queue, an application task). Completions and events run after the lock is released, in order.
+    ///
+    /// `HCITransport.send` never calls back into the host synchronously (the protocol requires it), so
+    /// sending under the lock cannot deadlock.
     func withCore<T>(_ body: (inout HostCore, inout Effects) -> T) -> T {
         var effects = Effects()
-        let result = core.withLock { core in body(&core, &effects) }
+        let result = core.withLock { core in
+            let result = body(&core, &effects)
+            for packet in effects.packets { transport.send(packet) }
+            return result
+        }
         perform(effects)
         return result
     }
@@ -70,7 +79,6 @@ public final class Host: Sendable {
         let handler = self.handler.withLock { $0 }
         for item in effects.items {
             switch item {
-            case .send(let packet): transport.send(packet)
             case .call(let body): body()
             case .emit(let event): handler?.call(event)
             }
@@ -186,15 +194,16 @@ public final class Host: Sendable {
     }
 }
 
-/// What the host does once the lock is released, in order.
+/// What the host does: packets for the controller (sent before the lock is released, in order), then
+/// completions and events for the layer above (after it is released, in order).
 struct Effects {
     enum Item {
-        case send(HCIPacket)
         case call(@Sendable () -> Void)
         case emit(HostEvent)
     }
+    var packets: [HCIPacket] = []
     var items: [Item] = []
-    mutating func send(_ packet: HCIPacket) { items.append(.send(packet)) }
+    mutating func send(_ packet: HCIPacket) { packets.append(packet) }
     mutating func call(_ body: @escaping @Sendable () -> Void) { items.append(.call(body)) }
     mutating func emit(_ event: HostEvent) { items.append(.emit(event)) }
 }

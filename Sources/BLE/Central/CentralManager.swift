@@ -213,9 +213,15 @@ public final class CentralManager: Sendable, SystemSession {
     /// Runs `body` on the manager's queue with the current delegate, counted by the system's scheduler.
     func deliver(_ body: @escaping @Sendable (CentralManager, (any CentralManagerDelegate)?) -> Void) {
         system.core.scheduler.dispatch(on: queue) { [self] in
-            body(self, delegate)
+            body(self, deliveryTarget)
         }
     }
+
+    // MARK: Async observation
+
+    /// Internal observers (the async layer) that receive every delegate event on the manager's queue, at the
+    /// same moment as the delegate: `deliver` hands `body` a fan-out to both (see `deliveryTarget`).
+    let observers = ObserverList<any CentralManagerObserver>()
 
     // MARK: SystemSession
 

@@ -35,6 +35,10 @@ public final class Peripheral: Sendable, Hashable, CustomStringConvertible {
         var serviceChangedHandle: AttributeHandle?
         /// Whether a write without response was refused, or filled the queue, since the last "ready" callback.
         var writeWithoutResponseRefused = false
+        // MARK: Async observation
+        /// Writes without response refused so far (never reset): lets the async layer tell whether the write
+        /// it just issued was queued or dropped.
+        var writeWithoutResponseRefusals = 0
     }
     let locked = Mutex(State())
     let delegateCell = DelegateCell<any PeripheralDelegate>(nil)
@@ -237,9 +241,12 @@ public final class Peripheral: Sendable, Hashable, CustomStringConvertible {
             guard data.count <= host.mtu(on: handle) - 3 else { return }
             // Refused, or accepted into the last free slot: `canSendWriteWithoutResponse` is now false, so the
             // app waits for `peripheralIsReady(toSendWriteWithoutResponse:)` either way.
-            if !host.writeWithoutResponse(on: handle, attribute: remote.valueHandle, value: Array(data))
-                || !host.canWriteWithoutResponse(on: handle) {
-                locked.withLock { $0.writeWithoutResponseRefused = true }
+            let accepted = host.writeWithoutResponse(on: handle, attribute: remote.valueHandle, value: Array(data))
+            if !accepted || !host.canWriteWithoutResponse(on: handle) {
+                locked.withLock {
+                    $0.writeWithoutResponseRefused = true
+                    if !accepted { $0.writeWithoutResponseRefusals += 1 }  // Async observation
+                }
             }
         }
     }
@@ -379,13 +386,21 @@ public final class Peripheral: Sendable, Hashable, CustomStringConvertible {
         return nil
     }
 
-    /// Runs `body` on the manager's queue with this peripheral's delegate.
-    func deliver(_ body: @escaping @Sendable (Peripheral, (any PeripheralDelegate)?) -> Void) {
+    /// Runs `body` on the manager's queue with this peripheral's delegate (and its internal observers).
+    /// `isNotification` marks a `didUpdateValueFor` that carries a notification or indication rather than the
+    /// completion of a read, for the observers (the delegate cannot tell them apart, as in CoreBluetooth).
+    func deliver(isNotification: Bool = false, _ body: @escaping @Sendable (Peripheral, (any PeripheralDelegate)?) -> Void) {
         guard let manager else { return }
         manager.system.core.scheduler.dispatch(on: manager.queue) { [self] in
-            body(self, delegate)
+            body(self, deliveryTarget(isNotification: isNotification))
         }
     }
+
+    // MARK: Async observation
+
+    /// Internal observers (the async layer) that receive every delegate event on the manager's queue, at the
+    /// same moment as the delegate, with the notification/read-completion distinction `deliver` knows.
+    let observers = ObserverList<any PeripheralObserver>()
 
     func handleValueUpdate(attribute: AttributeHandle, value: [UInt8]) {
         if attribute == locked.withLock({ $0.serviceChangedHandle }) {
@@ -393,7 +408,7 @@ public final class Peripheral: Sendable, Hashable, CustomStringConvertible {
             return
         }
         guard let characteristic = locked.withLock({ $0.characteristicsByValue[attribute] }) else { return }
-        deliver { p, d in
+        deliver(isNotification: true) { p, d in
             characteristic.state.withLock { $0.value = Data(value) }
             d?.peripheral(p, didUpdateValueFor: characteristic, error: nil)
         }

@@ -191,8 +191,14 @@ public final class PeripheralManager: Sendable, SystemSession {
     // MARK: Internals
 
     func deliver(_ body: @escaping @Sendable (PeripheralManager, (any PeripheralManagerDelegate)?) -> Void) {
-        system.core.scheduler.dispatch(on: queue) { [self] in body(self, delegate) }
+        system.core.scheduler.dispatch(on: queue) { [self] in body(self, deliveryTarget) }
     }
+
+    // MARK: Async observation
+
+    /// Internal observers (the async layer) that receive every delegate event on the manager's queue, at the
+    /// same moment as the delegate: `deliver` hands `body` a fan-out to both (see `deliveryTarget`).
+    let observers = ObserverList<any PeripheralManagerObserver>()
 
     private func characteristic(at handle: AttributeHandle) -> MutableCharacteristic? {
         locked.withLock { s in

@@ -35,10 +35,33 @@ public final class BluetoothSystem: Sendable, CustomStringConvertible {
     public static func simulated(on radio: SimulatedRadio, name: String,
                                  position: RadioPosition = RadioPosition(x: 0, y: 0),
                                  configuration: Configuration = Configuration()) -> BluetoothSystem {
+        do {
+            return try simulated(on: radio, name: name, position: position, recording: configuration)
+        } catch {
+            // Only a btsnoop file that cannot be created gets here: run unrecorded and say so.
+            FileHandle.standardError.write(Data("ble: \(error)\n".utf8))
+            var unrecorded = configuration
+            unrecorded.btsnoop = nil
+            return try! simulated(on: radio, name: name, position: position, recording: unrecorded)  // cannot throw without btsnoop
+        }
+    }
+
+    /// As `simulated(on:name:position:configuration:)`, throwing when the btsnoop file cannot be created.
+    public static func simulated(on radio: SimulatedRadio, name: String, position: RadioPosition,
+                                 recording configuration: Configuration) throws -> BluetoothSystem {
         let controller = radio.addController(name: name, position: position, txPower: configuration.txPower,
                                              aclBufferLength: configuration.aclBufferLength,
                                              aclBufferCount: configuration.aclBufferCount)
-        let core = SystemCore(name: name, transport: controller.hostTransport, scheduler: radio,
+        var transport = controller.hostTransport
+        if let path = configuration.btsnoop {
+            // Virtual time, from a fixed origin: the same run gives the same capture, byte for byte.
+            let origin: Int64 = 1_767_225_600_000_000  // 2026-01-01T00:00:00Z in microseconds
+            transport = try recorded(transport, to: path, clock: { [radio] in
+                let now = radio.now.components
+                return origin + now.seconds * 1_000_000 + now.attoseconds / 1_000_000_000_000
+            })
+        }
+        let core = SystemCore(name: name, transport: transport, scheduler: radio,
                               configuration: configuration.hostConfiguration(name: name))
         return BluetoothSystem(core: core, virtualController: controller)
     }
@@ -60,9 +83,12 @@ public final class BluetoothSystem: Sendable, CustomStringConvertible {
         /// Simulated controllers: LE ACL buffer size and count (HCI LE Read Buffer Size).
         public var aclBufferLength: Int = 251
         public var aclBufferCount: Int = 8
+        /// Record every HCI packet of this system to this file in the btsnoop format (Wireshark reads it).
+        public var btsnoop: String?
 
         public init(preferredMTU: Int = 517, preferredDataLength: Int = 251, writeWithoutResponseQueueDepth: Int = 8,
-                    notificationQueueDepth: Int = 8, txPower: Int8 = 0, aclBufferLength: Int = 251, aclBufferCount: Int = 8) {
+                    notificationQueueDepth: Int = 8, txPower: Int8 = 0, aclBufferLength: Int = 251, aclBufferCount: Int = 8, btsnoop: String? = nil) {
+            self.btsnoop = btsnoop
             self.preferredMTU = preferredMTU
             self.preferredDataLength = preferredDataLength
             self.writeWithoutResponseQueueDepth = writeWithoutResponseQueueDepth
@@ -99,27 +125,71 @@ public final class BluetoothSystem: Sendable, CustomStringConvertible {
     private static let defaultSystem = Mutex<BluetoothSystem?>(nil)
 
     /// A system on the controller a transport spec string names (ARCHITECTURE.md, "Transports"):
-    /// `virtual` is a device on a private simulated radio running in real time. The real transports
-    /// (`tcp-client:HOST:PORT`, `tcp-server:HOST:PORT`, `serial:DEVICE[,BAUD[,rtscts]]`, `hci-socket:N`) are not
-    /// in this build yet: asking for one throws `BluetoothError` `.operationNotSupported` saying so; an
-    /// unrecognised spec throws `.invalidParameters`.
-    public static func connect(transport spec: String) async throws -> BluetoothSystem {
-        let kind = spec.split(separator: ":", maxSplits: 1).first.map(String.init) ?? ""
-        switch kind {
-        case "virtual":
-            return makeVirtual(name: ProcessInfo.processInfo.processName)
-        case "tcp-client", "tcp-server", "serial", "hci-socket":
-            throw BluetoothError(.operationNotSupported, "the \(kind) transport is not available in this build yet")
-        default:
-            throw BluetoothError(.invalidParameters,
-                                 "'\(spec)' is not a transport: use virtual, tcp-client:HOST:PORT, tcp-server:HOST:PORT, serial:DEVICE[,BAUD[,rtscts]] or hci-socket:N")
+    /// `virtual` (a device on a private simulated radio running in real time), `tcp-client:HOST:PORT`,
+    /// `tcp-server:HOST:PORT`, `serial:DEVICE[,BAUD[,rtscts]]` or `hci-socket:N`.
+    ///
+    /// Returns once the host has initialised the controller. The real transports are opened through
+    /// `TransportRegistry.shared`, where a program registers them (the `ble` tool calls
+    /// `PosixTransports.install()`): the library itself does no socket or serial I/O. With `btsnoop` (or the
+    /// `BLE_BTSNOOP` environment variable), every HCI packet is recorded to that file in the btsnoop format.
+    ///
+    /// - Throws: `BluetoothError` `.invalidParameters` for a malformed spec, `.operationNotSupported` when no
+    ///   transport of that kind is registered, `.connectionFailed` when it cannot be opened, and the host's
+    ///   error when the controller does not initialise.
+    public static func connect(transport spec: String, btsnoop: String? = nil) async throws -> BluetoothSystem {
+        let parsed: TransportSpec
+        do {
+            parsed = try TransportSpec(parsing: spec)
+        } catch {
+            throw BluetoothError(.invalidParameters, "\(error)")
+        }
+        let name = ProcessInfo.processInfo.processName
+        let recording = btsnoop ?? ProcessInfo.processInfo.environment["BLE_BTSNOOP"]
+        if parsed == .virtual {
+            return try makeVirtual(name: name, btsnoop: recording)
+        }
+        var transport: any HCITransport
+        do {
+            transport = try await TransportRegistry.shared.open(parsed)
+        } catch let error as TransportError {
+            throw BluetoothError(error.code == .notRegistered ? .operationNotSupported : .connectionFailed, error.message)
+        } catch {
+            throw BluetoothError(.connectionFailed, "\(parsed): \(error)")
+        }
+        if let recording { transport = try recorded(transport, to: recording, clock: BTSnoopWriter.wallClock) }
+        let core = SystemCore(name: name, transport: transport, scheduler: DispatchHostScheduler())
+        let system = BluetoothSystem(core: core, virtualController: nil)
+        try await system.waitForController()
+        return system
+    }
+
+    /// Waits until the host has initialised the controller (or failed to).
+    func waitForController() async throws {
+        while true {
+            switch core.powerState {
+            case .poweredOn: return
+            case .unsupported(let reason): throw BluetoothError(.operationNotSupported, reason)
+            case .poweredOff(let reason): throw BluetoothError(.transportClosed, reason)
+            case .unknown: try await Task.sleep(for: .milliseconds(10))
+            }
+        }
+    }
+
+    /// `transport`, recording every packet to a btsnoop file.
+    static func recorded(_ transport: any HCITransport, to path: String,
+                         clock: @escaping BTSnoopWriter.Clock) throws -> any HCITransport {
+        do {
+            return RecordingTransport(wrapping: transport, writer: try BTSnoopWriter(path: path, clock: clock))
+        } catch {
+            throw BluetoothError(.invalidParameters, "cannot record to \(path): \(error)")
         }
     }
 
     /// A device on a private simulated radio that runs in real time in the background.
-    static func makeVirtual(name: String) -> BluetoothSystem {
+    static func makeVirtual(name: String, btsnoop: String? = nil) throws -> BluetoothSystem {
         let radio = SimulatedRadio(seed: 0)
-        let system = BluetoothSystem.simulated(on: radio, name: name)
+        let system = try BluetoothSystem.simulated(on: radio, name: name, position: RadioPosition(x: 0, y: 0),
+                                                   recording: Configuration(btsnoop: btsnoop))
         Task.detached {
             while !Task.isCancelled {
                 try? await radio.run(for: .seconds(3600), pacing: .realtime)
@@ -134,13 +204,24 @@ public final class BluetoothSystem: Sendable, CustomStringConvertible {
         defaultSystem.withLock { existing in
             if let existing { return existing }
             let name = ProcessInfo.processInfo.processName
-            let spec = ProcessInfo.processInfo.environment["BLE_TRANSPORT"] ?? "virtual"
+            let environment = ProcessInfo.processInfo.environment
+            let spec = environment["BLE_TRANSPORT"].flatMap { $0.isEmpty ? nil : $0 } ?? "virtual"
+            let recording = environment["BLE_BTSNOOP"].flatMap { $0.isEmpty ? nil : $0 }
             let system: BluetoothSystem
-            if spec.isEmpty || spec == "virtual" {
-                system = makeVirtual(name: name)
-            } else {
-                // Not reachable in this build: managers on it report poweredOff, and the reason is printed once.
-                let reason = "BLE_TRANSPORT=\(spec): this transport is not available in this build yet"
+            do {
+                let parsed = try TransportSpec(parsing: spec)
+                if parsed == .virtual {
+                    system = try makeVirtual(name: name, btsnoop: recording)
+                } else {
+                    // Opened in the background; managers report poweredOn once the controller is initialised,
+                    // or poweredOff if it cannot be reached.
+                    var transport: any HCITransport = DeferredTransport { try await TransportRegistry.shared.open(parsed) }
+                    if let recording { transport = try recorded(transport, to: recording, clock: BTSnoopWriter.wallClock) }
+                    let core = SystemCore(name: name, transport: transport, scheduler: DispatchHostScheduler())
+                    system = BluetoothSystem(core: core, virtualController: nil)
+                }
+            } catch {
+                let reason = "BLE_TRANSPORT=\(spec): \(error)"
                 FileHandle.standardError.write(Data("ble: \(reason)\n".utf8))
                 let core = SystemCore(name: name, transport: UnavailableTransport(reason: reason),
                                       scheduler: DispatchHostScheduler())

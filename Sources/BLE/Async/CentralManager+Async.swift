@@ -1,0 +1,129 @@
+import Foundation
+import Synchronization
+
+// The async face of `CentralManager`. Every function here drives the same manager through its delegate-style
+// methods and completes on the events the delegate receives (the manager's internal observers get them at
+// the same moment); nothing here talks to the host. A delegate set on the manager keeps receiving every
+// event while these are used.
+//
+// Timeouts run in the system's time (`BluetoothSystem.schedule(after:on:_:)`: virtual time in a simulation),
+// so a simulated run stays deterministic. Task cancellation ends a wait at once with `CancellationError`.
+//
+// Overloads: `connect(_:options:timeout:)` takes `timeout:` without a default, on purpose. Swift prefers an
+// async overload inside async functions, so with a default `central.connect(p)` in async code would silently
+// turn into the async call (and stop compiling without `try await`). With the label required, `connect(p)` is
+// always the delegate-style request and `try await connect(p, timeout: nil)` the async one.
+extension CentralManager {
+    /// Returns once the manager is `.poweredOn` (at once if it already is).
+    ///
+    /// Completes on `centralManagerDidUpdateState` reporting `.poweredOn`; waits through `.unknown` and
+    /// `.resetting`.
+    /// - Throws: `BluetoothError` `.transportClosed` when the state is or becomes `.poweredOff`,
+    ///   `.operationNotSupported` for `.unsupported` or `.unauthorized`; `.timeout` when `timeout` passes
+    ///   first; `CancellationError` when the task is cancelled.
+    public func waitUntilPoweredOn(timeout: Duration? = nil) async throws {
+        try Task.checkCancellation()
+        let observer = asyncObserver
+        let waiter = Waiter<Void>()
+        observer.addPoweredOnWaiter(waiter)
+        switch state {
+        case .poweredOn: waiter.resume(.success(()))
+        case .poweredOff, .unsupported, .unauthorized: waiter.fail(BluetoothError.notPoweredOn(state))
+        case .unknown, .resetting: break
+        }
+        waiter.arm(timeout: timeout, system: system, queue: queue, what: "waitUntilPoweredOn")
+        try await waiter.value()
+    }
+
+    /// Scans for peripherals advertising any of `serviceUUIDs` (all when nil) and yields each discovery,
+    /// exactly as `centralManager(_:didDiscover:advertisementData:rssi:)` reports it (coalesced per
+    /// peripheral unless `options.allowDuplicates`).
+    ///
+    /// The scan starts when the stream is created (or as soon as the manager is powered on) and stops when the
+    /// consumer stops iterating, the iterating task is cancelled, or the stream is dropped. The stream ends
+    /// when the manager is powered off (or turns out unsupported or unauthorized). The manager has one scan,
+    /// as in CoreBluetooth: while several scan streams run, the filter and options of the most recent apply to
+    /// all of them, and the scan stops when the last one ends; stopping it also stops a scan the delegate code
+    /// started with `scanForPeripherals`.
+    public func scan(withServices serviceUUIDs: [BluetoothUUID]?, options: ScanOptions? = nil) -> AsyncStream<DiscoveredPeripheral> {
+        let observer = asyncObserver
+        return AsyncStream { continuation in
+            let id = observer.nextID()
+            continuation.onTermination = { [weak self] _ in
+                if observer.removeScan(id) { self?.stopScan() }
+            }
+            observer.addScan(id, continuation, request: .init(services: serviceUUIDs, options: options))
+            switch state {
+            case .poweredOn: scanForPeripherals(withServices: serviceUUIDs, options: options)
+            case .poweredOff, .unsupported, .unauthorized: continuation.finish()
+            case .unknown, .resetting: break   // the observer starts the scan on `.poweredOn`
+            }
+        }
+    }
+
+    /// Connects to `peripheral` and returns once it is connected (at once if it already is).
+    ///
+    /// Completes on `centralManager(_:didConnect:)`. Like the delegate-style `connect`, the request itself
+    /// never times out (pass `timeout: nil` for that); with a `timeout`, the connection attempt is cancelled
+    /// (`cancelPeripheralConnection`) when it passes, and so it is when the task is cancelled. Either way the
+    /// delegate then sees `didDisconnectPeripheral` with a nil error, as for any cancelled attempt; a
+    /// cancellation also ends other tasks' waits for the same peripheral.
+    /// - Throws: `BluetoothError` `.timeout` when `timeout` passes first; the error of
+    ///   `didFailToConnect` (`.connectionFailed`); `.operationCancelled` when the attempt is cancelled by
+    ///   `cancelPeripheralConnection`/`disconnect`; `.transportClosed` (or the power state's error) when the
+    ///   manager is not or no longer powered on; `.invalidParameters` while the peripheral is still
+    ///   disconnecting; `CancellationError` when the task is cancelled.
+    public func connect(_ peripheral: Peripheral, options: ConnectOptions? = nil, timeout: Duration?) async throws {
+        try Task.checkCancellation()
+        let observer = asyncObserver
+        switch peripheral.state {
+        case .connected: return
+        case .disconnecting:
+            throw BluetoothError(.invalidParameters, "the peripheral is still disconnecting; await disconnect(_:) first")
+        case .disconnected, .connecting: break
+        }
+        guard state == .poweredOn else { throw BluetoothError.notPoweredOn(state) }
+        let waiter = Waiter<Void>()
+        observer.addConnectWaiter(waiter, for: peripheral)
+        waiter.onAbandon { [weak self] _ in self?.cancelPeripheralConnection(peripheral) }
+        waiter.arm(timeout: timeout, system: system, queue: queue, what: "connect(\(peripheral.identifier))")
+        requestConnection(peripheral, options: options)
+        // Connected already, its didConnect delivered before the waiter was registered: nothing would come.
+        afterQueuedEvents { if peripheral.state == .connected { waiter.resume(.success(())) } }
+        try await waiter.value()
+    }
+
+    /// Disconnects `peripheral` (or withdraws a pending connection request) and returns once
+    /// `centralManager(_:didDisconnectPeripheral:error:)` has been delivered; at once if it is not connected.
+    ///
+    /// Every operation pending on the peripheral fails with `.operationCancelled`, as
+    /// `cancelPeripheralConnection` makes it.
+    /// - Throws: `CancellationError` when the task is cancelled (the disconnection goes on).
+    public func disconnect(_ peripheral: Peripheral) async throws {
+        try Task.checkCancellation()
+        let observer = asyncObserver
+        guard peripheral.state != .disconnected else { return }
+        let waiter = Waiter<Void>()
+        observer.addDisconnectWaiter(waiter, for: peripheral)
+        cancelPeripheralConnection(peripheral)
+        afterQueuedEvents { if peripheral.state == .disconnected { waiter.resume(.success(())) } }
+        try await waiter.value()
+    }
+
+    /// Every link of this manager that goes down from now on, as `didDisconnectPeripheral` reports it, with
+    /// the error (nil when the application cancelled the connection). Each access is a new stream; it ends
+    /// when the consumer stops iterating.
+    public var disconnections: AsyncStream<PeripheralDisconnection> {
+        let observer = asyncObserver
+        return AsyncStream { continuation in
+            let id = observer.nextID()
+            continuation.onTermination = { _ in observer.removeDisconnections(id) }
+            observer.addDisconnections(id, continuation)
+        }
+    }
+
+    /// The delegate-style `connect`, from a synchronous context (where it is the one overload resolution picks).
+    private func requestConnection(_ peripheral: Peripheral, options: ConnectOptions?) {
+        connect(peripheral, options: options)
+    }
+}

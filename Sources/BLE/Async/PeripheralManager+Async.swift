@@ -1,0 +1,132 @@
+import Foundation
+import Synchronization
+
+// The async face of `PeripheralManager`: each operation issues the delegate-style request on the same manager
+// and completes on the delegate event that reports it (a delegate, if set, receives it as well).
+//
+// Timeouts run in the system's time (virtual time in a simulation). Task cancellation ends a wait at once
+// with `CancellationError` (an advertising or add request already made is not withdrawn).
+//
+// Overloads: `add(_:timeout:)`, `startAdvertising(_:timeout:)` and `updateValue(_:for:onSubscribedCentrals:timeout:)`
+// take `timeout:` without a default, on purpose: they share every other label with the delegate-style
+// methods, and Swift prefers an async overload inside async functions, so with a default `manager.add(s)` in
+// async code would silently become the async call. Pass `timeout: nil` to wait as long as it takes.
+extension PeripheralManager {
+    /// Returns once the manager is `.poweredOn` (at once if it already is); waits through `.unknown` and
+    /// `.resetting`. Completes on `peripheralManagerDidUpdateState`.
+    /// - Throws: `BluetoothError` `.transportClosed` when the state is or becomes `.poweredOff`,
+    ///   `.operationNotSupported` for `.unsupported`/`.unauthorized`; `.timeout`; `CancellationError`.
+    public func waitUntilPoweredOn(timeout: Duration? = nil) async throws {
+        try Task.checkCancellation()
+        let waiter = Waiter<Void>()
+        asyncObserver.addPoweredOnWaiter(waiter)
+        switch state {
+        case .poweredOn: waiter.resume(.success(()))
+        case .poweredOff, .unsupported, .unauthorized: waiter.fail(BluetoothError.notPoweredOn(state))
+        case .unknown, .resetting: break
+        }
+        waiter.arm(timeout: timeout, system: system, queue: queue, what: "waitUntilPoweredOn")
+        try await waiter.value()
+    }
+
+    /// Publishes `service` and returns once `peripheralManager(_:didAdd:error:)` reported success.
+    /// - Throws: the error `didAdd` reports (`.invalidParameters`, `.uuidNotAllowed`, ...); `.timeout`;
+    ///   `CancellationError`.
+    public func add(_ service: MutableService, timeout: Duration?) async throws {
+        try await perform(.addService, on: service, timeout: timeout, what: "add(\(service.uuid.uuidString))") {
+            add(service)
+        }
+    }
+
+    /// Starts advertising and returns once `peripheralManagerDidStartAdvertising(_:error:)` reported success.
+    /// - Throws: its error (`.alreadyAdvertising`, `.invalidParameters` when not powered on, ...); `.timeout`;
+    ///   `CancellationError`.
+    public func startAdvertising(_ advertisementData: AdvertisementData?, timeout: Duration?) async throws {
+        try await perform(.startAdvertising, on: nil, timeout: timeout, what: "startAdvertising") {
+            startAdvertising(advertisementData)
+        }
+    }
+
+    /// Sends `value` to the subscribed centrals (all, or those in `centrals`), waiting for room: where the
+    /// delegate-style `updateValue` returns false because the transmit queue is full, this waits for
+    /// `peripheralManagerIsReady(toUpdateSubscribers:)` and sends again, so a loop of updates delivers every
+    /// value in order. Returns once the value is queued for every target.
+    /// - Throws: `BluetoothError` `.invalidParameters` when `characteristic` is not published by this manager;
+    ///   the power state's error when the manager powers off while waiting; `.timeout`; `CancellationError`.
+    public func updateValue(_ value: Data, for characteristic: MutableCharacteristic, onSubscribedCentrals centrals: [Central]?,
+                            timeout: Duration?) async throws {
+        let observer = asyncObserver
+        let deadline = timeout.map { system.now + $0 }
+        while true {
+            try Task.checkCancellation()
+            guard isPublished(characteristic) else {
+                throw BluetoothError(.invalidParameters, "\(characteristic) is not published by this manager")
+            }
+            guard state == .poweredOn else { throw BluetoothError.notPoweredOn(state) }
+            // Registered before sending, so a "ready" that follows the refusal at once is not missed.
+            let ready = Waiter<Void>()
+            observer.addReadyWaiter(ready)
+            if send(value, for: characteristic, to: centrals) {
+                observer.removeReadyWaiter(ready)
+                return
+            }
+            if let deadline {
+                ready.arm(timeout: deadline - system.now, system: system, queue: queue,
+                          what: "updateValue(for: \(characteristic.uuid.uuidString))")
+            }
+            try await ready.value()
+        }
+    }
+
+    /// Read and write requests from remote centrals, as `didReceiveRead` and `didReceiveWrite` deliver them.
+    /// Answer each with `respond(to:withResult:)` (a request nobody answers holds the central's ATT bearer
+    /// until its 30 s transaction timeout). Each access is a new stream; every stream (and the delegate) sees
+    /// every request, so let one party answer. The stream ends when the consumer stops iterating.
+    public var requests: AsyncStream<PeripheralManagerRequest> {
+        let observer = asyncObserver
+        return AsyncStream { continuation in
+            let id = observer.nextID()
+            continuation.onTermination = { _ in observer.removeRequests(id) }
+            observer.addRequests(id, continuation)
+        }
+    }
+
+    /// Subscriptions and unsubscriptions of remote centrals, as `didSubscribeTo` and `didUnsubscribeFrom`
+    /// deliver them (a central that disconnects is unsubscribed from everything). Each access is a new
+    /// stream; it ends when the consumer stops iterating.
+    public var subscriptions: AsyncStream<SubscriptionEvent> {
+        let observer = asyncObserver
+        return AsyncStream { continuation in
+            let id = observer.nextID()
+            continuation.onTermination = { _ in observer.removeSubscriptions(id) }
+            observer.addSubscriptions(id, continuation)
+        }
+    }
+
+    // MARK: Internals
+
+    private func perform(_ kind: CompletionQueues.Kind, on object: AnyObject?, timeout: Duration?, what: String,
+                         issue request: () -> Void) async throws {
+        try Task.checkCancellation()
+        let observer = asyncObserver
+        let waiter = Waiter<Void>()
+        let entry = CompletionQueues.Entry(waiter: waiter) { error, _ in
+            if let error { waiter.fail(error) } else { waiter.resume(.success(())) }
+        }
+        observer.issueLock.withLock { _ in
+            observer.enqueue(entry, kind: kind, object: object)
+            request()
+        }
+        waiter.arm(timeout: timeout, system: system, queue: queue, what: what)
+        try await waiter.value()
+    }
+
+    /// The delegate-style `updateValue`, from a synchronous context (where overload resolution picks it).
+    private func send(_ value: Data, for characteristic: MutableCharacteristic, to centrals: [Central]?) -> Bool {
+        updateValue(value, for: characteristic, onSubscribedCentrals: centrals)
+    }
+
+    private func isPublished(_ characteristic: MutableCharacteristic) -> Bool {
+        locked.withLock { s in s.published.contains { $0.characteristics.values.contains { $0 === characteristic } } }
+    }
+}

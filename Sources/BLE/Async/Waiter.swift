@@ -1,0 +1,182 @@
+import Dispatch
+import Synchronization
+
+/// Something pending that an event (or a link loss) can finish.
+protocol AnyWaiter: AnyObject, Sendable {
+    /// Finishes the waiter with `error` unless it already finished.
+    func fail(_ error: any Error)
+}
+
+/// One async operation's single result: the bridge between an event delivered on a manager's queue and the
+/// task awaiting it.
+///
+/// Every way to finish — the event, a timeout, task cancellation, a link loss, power-off — goes through
+/// `resume(_:)`, and only the first one counts: the continuation is resumed exactly once, whichever thread
+/// gets there first, and later attempts return false. A result that arrives before the task has started to
+/// wait is kept until it does. A timeout runs on the system's scheduler (virtual time in a simulation), so it
+/// is as deterministic as the events.
+final class Waiter<Value: Sendable>: AnyWaiter {
+    private enum State {
+        case pending
+        case waiting(CheckedContinuation<Value, any Error>)
+        /// Finished; the result is kept until a task waits for it (nil once handed over).
+        case finished(Result<Value, any Error>?)
+    }
+
+    private let state = Mutex<State>(.pending)
+    private let timer = Mutex<ScheduledTimer?>(nil)
+    /// Run once when the waiter finishes by timeout or cancellation (not by its event): e.g. cancel the
+    /// connection a timed-out connect started.
+    private let onAbandon = Mutex<(@Sendable (any Error) -> Void)?>(nil)
+
+    init() {}
+
+    var isFinished: Bool {
+        state.withLock { if case .finished = $0 { return true } else { return false } }
+    }
+
+    /// Finishes the waiter; returns false (doing nothing) when it had already finished.
+    @discardableResult
+    func resume(_ result: Result<Value, any Error>) -> Bool {
+        let (won, continuation) = state.withLock { s -> (Bool, CheckedContinuation<Value, any Error>?) in
+            switch s {
+            case .pending:
+                s = .finished(result)
+                return (true, nil)
+            case .waiting(let c):
+                s = .finished(nil)
+                return (true, c)
+            case .finished:
+                return (false, nil)
+            }
+        }
+        guard won else { return false }
+        timer.withLock { t in t?.cancel(); t = nil }
+        continuation?.resume(with: result)
+        return true
+    }
+
+    func fail(_ error: any Error) { resume(.failure(error)) }
+
+    /// What to do when the waiter is abandoned by timeout or cancellation.
+    func onAbandon(_ action: @escaping @Sendable (any Error) -> Void) {
+        onAbandon.withLock { $0 = action }
+    }
+
+    /// Ends the wait with `error` from outside the event path (timeout, cancellation) and runs the abandon
+    /// action if that was what finished it.
+    func abandon(_ error: any Error) {
+        guard resume(.failure(error)) else { return }
+        onAbandon.withLock { a -> (@Sendable (any Error) -> Void)? in defer { a = nil }; return a }?(error)
+    }
+
+    /// Arms a timeout in `system`'s time: when it fires first, the waiter fails with `BluetoothError(.timeout)`
+    /// saying `what` did not complete. Nil arms nothing.
+    func arm(timeout: Duration?, system: BluetoothSystem, queue: DispatchQueue, what: @autoclosure () -> String) {
+        guard let timeout else { return }
+        let error = BluetoothError(.timeout, "\(what()) did not complete within \(timeout)")
+        let scheduled = system.schedule(after: max(timeout, .zero), on: queue) { [weak self] in self?.abandon(error) }
+        timer.withLock { $0 = scheduled }
+        // Finished before the timer was stored: `resume` could not cancel it, so cancel it here.
+        if isFinished { timer.withLock { t in t?.cancel(); t = nil } }
+    }
+
+    /// Waits for the result. Cancelling the task finishes the waiter with `CancellationError` (and runs the
+    /// abandon action).
+    func value() async throws -> Value {
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Value, any Error>) in
+                let ready = state.withLock { s -> Result<Value, any Error>? in
+                    switch s {
+                    case .pending:
+                        s = .waiting(continuation)
+                        return nil
+                    case .finished(let result):
+                        s = .finished(nil)
+                        return result ?? .failure(BluetoothError(.unknown, "the result was already taken"))
+                    case .waiting:
+                        return .failure(BluetoothError(.unknown, "two tasks waited for one operation"))
+                    }
+                }
+                if let ready { continuation.resume(with: ready) }
+            }
+        } onCancel: {
+            abandon(CancellationError())
+        }
+    }
+}
+
+/// Waiters finished by a repeated event rather than one completion (a state change, "ready to send", a
+/// connection), kept in registration order.
+struct WaiterSet<Value: Sendable> {
+    private var waiters: [Waiter<Value>] = []
+
+    mutating func insert(_ waiter: Waiter<Value>) {
+        waiters.removeAll { $0.isFinished }
+        waiters.append(waiter)
+    }
+
+    mutating func remove(_ waiter: Waiter<Value>) {
+        waiters.removeAll { $0 === waiter }
+    }
+
+    /// Takes every waiter out, to be finished outside the lock that guards the set.
+    mutating func takeAll() -> [Waiter<Value>] {
+        defer { waiters.removeAll() }
+        return waiters
+    }
+
+    var isEmpty: Bool { waiters.isEmpty }
+}
+
+/// Operations awaiting their completion events, first in first out per key.
+///
+/// CoreBluetooth reports completions per object (`didUpdateValueFor` a characteristic, `didDiscoverServices`
+/// for the peripheral), and the stack answers requests on one object in the order they were made (one ATT
+/// transaction at a time per bearer), so the n-th completion for a key belongs to the n-th request. An entry
+/// whose waiter timed out or was cancelled stays queued until its completion arrives, then is dropped: the
+/// request cannot be withdrawn from the bearer, and removing it would shift every later completion onto
+/// the wrong request.
+struct CompletionQueues {
+    /// What a completion event is about.
+    enum Kind: Hashable, Sendable {
+        case services, includedServices, characteristics, descriptors
+        case readCharacteristic, readDescriptor, writeCharacteristic, writeDescriptor, notificationState
+        case rssi
+        case addService, startAdvertising
+    }
+
+    struct Key: Hashable, Sendable {
+        let kind: Kind
+        let object: ObjectIdentifier?
+    }
+
+    /// One pending request: `finish` maps the event (nil error: success; `number` is the RSSI of
+    /// `didReadRSSI`, 0 for every other event) to the waiter's result.
+    struct Entry: Sendable {
+        let waiter: any AnyWaiter
+        let finish: @Sendable (_ error: (any Error)?, _ number: Int) -> Void
+    }
+
+    private var queues: [Key: [Entry]] = [:]
+
+    mutating func append(_ entry: Entry, for key: Key) {
+        queues[key, default: []].append(entry)
+    }
+
+    /// The oldest entry for `key`, removed.
+    mutating func popFirst(_ key: Key) -> Entry? {
+        guard var list = queues[key], !list.isEmpty else { return nil }
+        let first = list.removeFirst()
+        queues[key] = list.isEmpty ? nil : list
+        return first
+    }
+
+    /// Every entry, removed (a link loss fails them all).
+    mutating func removeAll() -> [Entry] {
+        defer { queues.removeAll() }
+        return queues.values.flatMap { $0 }
+    }
+
+    func count(_ key: Key) -> Int { queues[key]?.count ?? 0 }
+}

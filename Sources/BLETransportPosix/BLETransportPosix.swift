@@ -1,1 +1,0 @@
-// BLETransportPosix: TCP, UART and Linux HCI socket transports (see ARCHITECTURE.md, Transports).

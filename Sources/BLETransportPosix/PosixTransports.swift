@@ -1,0 +1,88 @@
+import BLETransport
+import NIOCore
+import NIOPosix
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Registers the real transports of this module with a `TransportRegistry`, so that code that cannot depend
+/// on this module (the public `BLE` library) can open them by spec string.
+///
+/// ```swift
+/// PosixTransports.install()                                   // at the start of main
+/// let link = try await TransportRegistry.shared.open("tcp-client:127.0.0.1:6402")
+/// ```
+public enum PosixTransports {
+    /// The kinds this module opens: `tcp-client`, `tcp-server`, `serial`, `hci-socket` (not `virtual`).
+    public static let kinds: [TransportSpec.Kind] = [.tcpClient, .tcpServer, .serial, .hciSocket]
+
+    /// Called with the bound spec when a `tcp-server` transport starts waiting for its controller (useful with
+    /// port 0, where the system picks the port).
+    public typealias ListeningHandler = @Sendable (TransportSpec) -> Void
+
+    /// Writes "ble: waiting for a controller to connect to tcp-server:HOST:PORT" on standard error.
+    public static let reportOnStandardError: ListeningHandler = { spec in
+        let line = "ble: waiting for a controller to connect to \(spec)\n"
+        let bytes = Array(line.utf8)
+        _ = bytes.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
+    }
+
+    /// Registers openers for every kind in `kinds` in `registry`.
+    ///
+    /// - Parameters:
+    ///   - onListening: told the bound spec when a `tcp-server` transport is waiting for its controller.
+    ///   - acceptTimeout: how long a `tcp-server` opener waits for the controller; nil waits until cancelled.
+    public static func register(
+        in registry: TransportRegistry,
+        onListening: ListeningHandler? = reportOnStandardError,
+        acceptTimeout: Duration? = nil
+    ) {
+        for kind in kinds {
+            registry.register(kind) { spec in
+                try await open(spec, onListening: onListening, acceptTimeout: acceptTimeout)
+            }
+        }
+    }
+
+    /// Registers the openers in `TransportRegistry.shared`.
+    public static func install() {
+        register(in: .shared)
+    }
+
+    /// Opens the transport `spec` names.
+    ///
+    /// `tcp-server` returns once a controller has connected; while it is attached further connections are
+    /// refused, and when its link closes the listening socket closes too.
+    ///
+    /// - Throws: `TransportError` saying what failed and, where it can, what to do.
+    public static func open(
+        _ spec: TransportSpec, onListening: ListeningHandler? = nil, acceptTimeout: Duration? = nil
+    ) async throws -> any HCITransport {
+        switch spec {
+        case .tcpClient(let host, let port):
+            return try await TCPClientTransport.connect(host: host, port: port)
+        case .tcpServer(let host, let port):
+            let listener = try await TCPServerTransport.bind(host: host, port: port)
+            onListening?(listener.spec)
+            let link: H4StreamTransport
+            do {
+                link = try await listener.accept(timeout: acceptTimeout)
+            } catch {
+                listener.close()
+                throw error
+            }
+            link.whenClosed { listener.close() }
+            return link
+        case .serial(let device, let baudRate, let rtsCts):
+            return try await SerialTransport.open(device: device, baudRate: baudRate, rtsCts: rtsCts)
+        case .hciSocket(let index):
+            return try HCIUserChannelTransport.open(index: index)
+        case .virtual:
+            throw TransportError(
+                .unsupported, "virtual: the virtual controller is not a POSIX transport; BluetoothSystem makes it")
+        }
+    }
+}

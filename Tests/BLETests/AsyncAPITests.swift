@@ -1,0 +1,388 @@
+@testable import BLE
+import Dispatch
+import Foundation
+import Synchronization
+import Testing
+
+// The async/await layer on two devices of a simulated radio. The radio only moves when someone runs it, so
+// every test body runs under `drive`, which advances virtual time in small steps beside it until the body
+// returns. Timeouts are in virtual time.
+
+@Suite("AsyncAPI")
+struct AsyncAPITests {
+    static let service = BluetoothUUID(string: "6E400001-B5A3-F393-E0A9-E50E24DCCA9E")!
+    static let counter = BluetoothUUID(string: "6E400002-B5A3-F393-E0A9-E50E24DCCA9E")!
+    static let sink = BluetoothUUID(string: "6E400003-B5A3-F393-E0A9-E50E24DCCA9E")!
+
+    @Test func connectDiscoverReadWriteNotifyDisconnect() async throws {
+        let rig = AsyncRig()
+        let recorder = AsyncCentralRecorder()
+        rig.central.delegate = recorder
+        try await rig.drive {
+            try await rig.startServer()
+            let (peripheral, counter, sink) = try await rig.connect()
+            #expect(!rig.central.isScanning)
+            #expect(peripheral.state == .connected)
+
+            // Read: the server answers 1, then 2.
+            #expect(try await peripheral.readValue(for: counter, timeout: .seconds(5)) == Data([1]))
+            #expect(try await peripheral.readValue(for: counter, timeout: .seconds(5)) == Data([2]))
+            #expect(counter.value == Data([2]))
+
+            // Write with response, then a descriptor listing.
+            try await peripheral.writeValue(Data("hello".utf8), for: sink, type: .withResponse, timeout: .seconds(5))
+            #expect(rig.server.writes.value == [Data("hello".utf8)])
+            let descriptors = try await peripheral.discoverDescriptors(for: counter, timeout: .seconds(5))
+            #expect(descriptors.contains { $0.uuid == .clientCharacteristicConfiguration })
+
+            // Notifications: the stream subscribes; the server sees the subscription and notifies three values.
+            let subscribed = rig.server.manager.subscriptions
+            let stream = peripheral.notifications(for: counter)
+            for await event in subscribed {
+                if case .subscribed(_, let c) = event, c.uuid == Self.counter { break }
+            }
+            for v in UInt8(10)..<13 {
+                try await rig.server.manager.updateValue(Data([v]), for: rig.server.counter, onSubscribedCentrals: nil, timeout: .seconds(1))
+            }
+            var received: [Data] = []
+            for try await value in stream {
+                received.append(value)
+                if received.count == 3 { break }
+            }
+            #expect(received == [Data([10]), Data([11]), Data([12])])
+            #expect(counter.isNotifying)
+
+            // RSSI and disconnect; the disconnections stream and the delegate see it too.
+            let rssi = try await peripheral.readRSSI(timeout: .seconds(5))
+            #expect(rssi < 20)
+            let disconnections = rig.central.disconnections
+            try await rig.central.disconnect(peripheral)
+            #expect(peripheral.state == .disconnected)
+            for await d in disconnections {
+                #expect(d.peripheral === peripheral)
+                #expect(d.error == nil)
+                break
+            }
+        }
+        // The delegate kept receiving the same events while the async API was used.
+        #expect(recorder.events.value == ["poweredOn", "didConnect", "didDisconnect"])
+    }
+
+    @Test func connectTimesOutInVirtualTime() async throws {
+        let rig = AsyncRig()
+        try await rig.drive {
+            try await rig.central.waitUntilPoweredOn(timeout: .seconds(1))
+            // Nobody has this address: the request would stay pending forever.
+            let ghost = rig.central.peripheral(for: BluetoothAddress(bytes: [1, 2, 3, 4, 5, 0xC6], type: .randomDevice))
+            let start = rig.radio.now
+            let error = await #expect(throws: BluetoothError.self) {
+                try await rig.central.connect(ghost, timeout: .seconds(3))
+            }
+            #expect(error?.code == .timeout)
+            let elapsed = rig.radio.now - start
+            #expect(elapsed >= .seconds(3) && elapsed < .seconds(4))
+            // The attempt was cancelled: the peripheral is disconnected again once the cancel is through.
+            while ghost.state != .disconnected { await Task.yield() }
+            #expect(ghost.state == .disconnected)
+        }
+    }
+
+    @Test func pendingReadFailsWhenTheLinkGoesDown() async throws {
+        let rig = AsyncRig()
+        try await rig.drive {
+            try await rig.startServer()
+            let (peripheral, counter, _) = try await rig.connect()
+            rig.server.holdReads.withLock { $0 = true }
+            let notifications = peripheral.notifications(for: counter)
+            try await rig.waitUntil { counter.isNotifying }
+            let read = Task { try await peripheral.readValue(for: counter, timeout: nil) }
+            try await rig.waitUntil { rig.server.held.withLock { !$0.isEmpty } }
+            // The sensor's battery dies: the central's link times out and everything pending fails.
+            rig.sensorSystem.vanish()
+            let readError = await #expect(throws: BluetoothError.self) { try await read.value }
+            #expect(readError.map { [.peripheralDisconnected, .connectionTimeout].contains($0.code) } == true)
+            let streamError = await #expect(throws: BluetoothError.self) {
+                for try await _ in notifications {}
+            }
+            #expect(streamError?.code == .connectionTimeout)
+            #expect(peripheral.state == .disconnected)
+            // A new request fails at once.
+            let late = await #expect(throws: BluetoothError.self) {
+                try await peripheral.readValue(for: counter, timeout: .seconds(1))
+            }
+            #expect(late?.code == .notConnected)
+        }
+    }
+
+    @Test func concurrentReadsCompleteInRequestOrderAndNotificationsStayApart() async throws {
+        let rig = AsyncRig()
+        try await rig.drive {
+            try await rig.startServer()
+            let (peripheral, counter, _) = try await rig.connect()
+            let stream = peripheral.notifications(for: counter)
+            try await rig.waitUntil { counter.isNotifying }
+            // Before answering the first read, the server notifies 0xAA on the same characteristic.
+            rig.server.notifyBeforeFirstRead.withLock { $0 = true }
+            let results = await rig.paused {
+                // Issue three reads of the same characteristic, one after the other, while the radio stands
+                // still, so all three are outstanding at once.
+                var tasks: [Task<Data, any Error>] = []
+                for n in 1...3 {
+                    tasks.append(Task { try await peripheral.readValue(for: counter, timeout: .seconds(10)) })
+                    while peripheral.asyncObserver.pendingCount(.readCharacteristic, counter) < n { await Task.yield() }
+                }
+                return tasks
+            }
+            var values: [Data] = []
+            for t in results { values.append(try await t.value) }
+            #expect(values == [Data([1]), Data([2]), Data([3])])
+            var iterator = stream.makeAsyncIterator()
+            #expect(try await iterator.next() == Data([0xAA]))
+        }
+    }
+
+    @Test func cancellingATaskAwaitingAReadEndsItsWaitOnly() async throws {
+        let rig = AsyncRig()
+        try await rig.drive {
+            try await rig.startServer()
+            let (peripheral, counter, _) = try await rig.connect()
+            rig.server.holdReads.withLock { $0 = true }
+            let read = Task { try await peripheral.readValue(for: counter, timeout: nil) }
+            try await rig.waitUntil { rig.server.held.withLock { !$0.isEmpty } }
+            read.cancel()
+            await #expect(throws: CancellationError.self) { try await read.value }
+            // The request was still answered on the link (value 1); that late completion is discarded and the
+            // next read gets its own answer.
+            rig.server.holdReads.withLock { $0 = false }
+            rig.server.releaseHeld()
+            #expect(try await peripheral.readValue(for: counter, timeout: .seconds(5)) == Data([2]))
+            #expect(peripheral.state == .connected)
+        }
+    }
+
+    @Test func writesWithoutResponseAreFlowControlled() async throws {
+        let rig = AsyncRig(configuration: .init(writeWithoutResponseQueueDepth: 2))
+        try await rig.drive {
+            try await rig.startServer()
+            let (peripheral, _, sink) = try await rig.connect()
+            let chunks = (0..<40).map { Data([UInt8($0), 0xEE]) }
+            for chunk in chunks {
+                try await peripheral.writeValue(chunk, for: sink, type: .withoutResponse, timeout: .seconds(5))
+            }
+            // Every chunk arrives exactly once: none was dropped by a full queue, none sent twice.
+            try await rig.waitUntil { rig.server.writes.value.count == chunks.count }
+            #expect(Set(rig.server.writes.value) == Set(chunks))
+            // This layer issues the chunks in order and the host sends packets in the order it produced them,
+            // even while the radio's thread pumps the same link: they arrive in order.
+            #expect(rig.server.writes.value == chunks)
+        }
+    }
+
+    @Test func updateValueWaitsForRoomInsteadOfDropping() async throws {
+        let rig = AsyncRig(sensorConfiguration: .init(notificationQueueDepth: 2))
+        try await rig.drive {
+            try await rig.startServer()
+            let (peripheral, counter, _) = try await rig.connect()
+            let subscribed = rig.server.manager.subscriptions
+            let stream = peripheral.notifications(for: counter)
+            for await event in subscribed {
+                if case .subscribed = event { break }
+            }
+            let values = (0..<30).map { Data([UInt8($0)]) }
+            for v in values {
+                try await rig.server.manager.updateValue(v, for: rig.server.counter, onSubscribedCentrals: nil, timeout: .seconds(5))
+            }
+            var received: [Data] = []
+            for try await value in stream {
+                received.append(value)
+                if received.count == values.count { break }
+            }
+            #expect(Set(received) == Set(values))
+            #expect(received == values)
+        }
+    }
+
+    @Test func operationTimeoutIsVirtual() async throws {
+        let rig = AsyncRig()
+        try await rig.drive {
+            try await rig.startServer()
+            let (peripheral, counter, _) = try await rig.connect()
+            rig.server.holdReads.withLock { $0 = true }
+            let start = rig.radio.now
+            let error = await #expect(throws: BluetoothError.self) {
+                try await peripheral.readValue(for: counter, timeout: .milliseconds(500))
+            }
+            #expect(error?.code == .timeout)
+            #expect(rig.radio.now - start >= .milliseconds(500))
+        }
+    }
+}
+
+// MARK: AsyncRig
+
+/// A phone (central) and a sensor (a `PeripheralManager` serving one service through the async API).
+final class AsyncRig: Sendable {
+    let radio = SimulatedRadio(seed: 11)
+    let phoneSystem: BluetoothSystem
+    let sensorSystem: BluetoothSystem
+    let central: CentralManager
+    let server: AsyncTestServer
+    /// While set, the driver holds the radio still.
+    let pause = Mutex(false)
+
+    init(configuration: BluetoothSystem.Configuration = .init(), sensorConfiguration: BluetoothSystem.Configuration = .init()) {
+        phoneSystem = BluetoothSystem.simulated(on: radio, name: "phone", configuration: configuration)
+        sensorSystem = BluetoothSystem.simulated(on: radio, name: "sensor", position: RadioPosition(x: 2, y: 0),
+                                                 configuration: sensorConfiguration)
+        central = CentralManager(delegate: nil, queue: DispatchQueue(label: "phone"), options: nil, system: phoneSystem)
+        server = AsyncTestServer(system: sensorSystem)
+    }
+
+    func startServer() async throws { try await server.start() }
+
+    /// Scans for the sensor, connects, discovers its service and characteristics.
+    func connect() async throws -> (Peripheral, counter: Characteristic, sink: Characteristic) {
+        try await central.waitUntilPoweredOn(timeout: .seconds(1))
+        var found: Peripheral?
+        for await discovery in central.scan(withServices: [AsyncAPITests.service]) {
+            #expect(discovery.advertisementData.localName == "sensor")
+            found = discovery.peripheral
+            break
+        }
+        let peripheral = try #require(found)
+        try await central.connect(peripheral, timeout: .seconds(5))
+        let services = try await peripheral.discoverServices([AsyncAPITests.service], timeout: .seconds(5))
+        let service = try #require(services.first)
+        let characteristics = try await peripheral.discoverCharacteristics(nil, for: service, timeout: .seconds(5))
+        let counter = try #require(characteristics.first { $0.uuid == AsyncAPITests.counter })
+        let sink = try #require(characteristics.first { $0.uuid == AsyncAPITests.sink })
+        return (peripheral, counter, sink)
+    }
+
+    /// Waits (in wall time, while the radio runs) until `condition` holds.
+    func waitUntil(_ condition: @Sendable () -> Bool) async throws {
+        while !condition() {
+            try Task.checkCancellation()
+            try await Task.sleep(for: .microseconds(200))
+        }
+    }
+
+    /// Runs `body` with the radio held still.
+    func paused<T: Sendable>(_ body: () async -> T) async -> T {
+        pause.withLock { $0 = true }
+        defer { pause.withLock { $0 = false } }
+        return await body()
+    }
+}
+
+/// The sensor: a counter characteristic (read, notify; reads answered with 1, 2, 3, ...) and a sink
+/// (write, write without response; values recorded), served from the async `requests` stream.
+final class AsyncTestServer: Sendable {
+    let manager: PeripheralManager
+    let counter = MutableCharacteristic(type: AsyncAPITests.counter, properties: [.read, .notify], value: nil, permissions: [.readable])
+    let sink = MutableCharacteristic(type: AsyncAPITests.sink, properties: [.write, .writeWithoutResponse], value: nil,
+                                     permissions: [.writeable])
+    let writes = AsyncLocked<[Data]>([])
+    let reads = Mutex<UInt8>(0)
+    let holdReads = Mutex(false)
+    let held = Mutex<[ATTRequest]>([])
+    let notifyBeforeFirstRead = Mutex(false)
+    let task = Mutex<Task<Void, Never>?>(nil)
+
+    init(system: BluetoothSystem) {
+        manager = PeripheralManager(delegate: nil, queue: DispatchQueue(label: "sensor"), options: nil, system: system)
+    }
+
+    deinit { task.withLock { $0?.cancel() } }
+
+    func start() async throws {
+        try await manager.waitUntilPoweredOn(timeout: .seconds(1))
+        let service = MutableService(type: AsyncAPITests.service, primary: true)
+        service.characteristics = [counter, sink]
+        try await manager.add(service, timeout: .seconds(1))
+        let requests = manager.requests
+        task.withLock {
+            $0 = Task { [self] in
+                for await request in requests { await handle(request) }
+            }
+        }
+        try await manager.startAdvertising(AdvertisementData(localName: "sensor", serviceUUIDs: [AsyncAPITests.service]),
+                                           timeout: .seconds(1))
+        #expect(manager.isAdvertising)
+    }
+
+    private func handle(_ request: PeripheralManagerRequest) async {
+        switch request {
+        case .read(let r):
+            if holdReads.withLock({ $0 }) {
+                held.withLock { $0.append(r) }
+                return
+            }
+            if notifyBeforeFirstRead.withLock({ flag -> Bool in defer { flag = false }; return flag }) {
+                try? await manager.updateValue(Data([0xAA]), for: counter, onSubscribedCentrals: nil, timeout: .seconds(1))
+            }
+            answer(r)
+        case .write(let rs):
+            writes.mutate { $0.append(contentsOf: rs.compactMap(\.value)) }
+            if let first = rs.first { manager.respond(to: first, withResult: .success) }
+        }
+    }
+
+    private func answer(_ r: ATTRequest) {
+        let n = reads.withLock { n -> UInt8 in n += 1; return n }
+        r.value = Data([n])
+        manager.respond(to: r, withResult: .success)
+    }
+
+    func releaseHeld() {
+        for r in held.withLock({ h -> [ATTRequest] in defer { h = [] }; return h }) { answer(r) }
+    }
+}
+
+/// Records the central delegate's events, to show the delegate works beside the async API.
+final class AsyncCentralRecorder: CentralManagerDelegate, Sendable {
+    let events = AsyncLocked<[String]>([])
+    func centralManagerDidUpdateState(_ central: CentralManager) { events.mutate { $0.append("\(central.state)") } }
+    func centralManager(_ central: CentralManager, didConnect peripheral: Peripheral) { events.mutate { $0.append("didConnect") } }
+    func centralManager(_ central: CentralManager, didDisconnectPeripheral peripheral: Peripheral, error: (any Error)?) {
+        events.mutate { $0.append("didDisconnect") }
+    }
+}
+
+final class AsyncLocked<T: Sendable>: Sendable {
+    private let m: Mutex<T>
+    init(_ v: T) { m = Mutex(v) }
+    var value: T { m.withLock { $0 } }
+    func mutate(_ f: (inout T) -> Void) { m.withLock { f(&$0) } }
+}
+
+extension AsyncRig {
+    /// Runs `body` while advancing the radio in 5 ms steps of virtual time (held still while `paused`),
+    /// until `body` returns; fails when `limit` of virtual time passes first.
+    func drive<T: Sendable>(limit: Duration = .seconds(300), _ body: @escaping @Sendable () async throws -> T) async throws -> T {
+        let done = AsyncLocked(false)
+        return try await withThrowingTaskGroup(of: T?.self) { group in
+            group.addTask {
+                defer { done.mutate { $0 = true } }
+                return try await body()
+            }
+            group.addTask { [self] in
+                while !done.value {
+                    guard radio.now < limit else {
+                        throw BluetoothError(.timeout, "the test did not finish within \(limit) of virtual time")
+                    }
+                    if pause.withLock({ $0 }) {
+                        try await Task.sleep(for: .microseconds(100))
+                        continue
+                    }
+                    try await radio.run(for: .milliseconds(5))
+                    await Task.yield()
+                }
+                return nil
+            }
+            var result: T?
+            for try await value in group where value != nil { result = value }
+            return result!
+        }
+    }
+}

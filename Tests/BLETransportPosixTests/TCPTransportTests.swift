@@ -1,0 +1,271 @@
+import BLEHCI
+import BLETransport
+import BLETransportPosix
+import NIOCore
+import NIOPosix
+import Synchronization
+import Testing
+
+@Suite(.timeLimit(.minutes(1))) struct TCPClientTransportTests {
+    @Test func h4BothWaysAndPartialFrames() async throws {
+        let peer = PeerLog()
+        let server = try await Loopback.listen(peer)
+        defer { server.close(promise: nil) }
+        let port = try #require(server.localAddress?.port)
+
+        let transport = try await TCPClientTransport.connect(host: "127.0.0.1", port: port)
+        defer { transport.close() }
+        #expect(transport.description == "tcp-client:127.0.0.1:\(port)")
+        let events = EventLog()
+        transport.setReceiver(events.receiver)
+
+        // Host to controller.
+        transport.send(Packets.reset)
+        transport.send(Packets.acl)
+        #expect(await eventually { peer.received.count == 14 })
+        #expect(peer.received == Packets.resetH4 + Packets.aclH4)
+
+        // Controller to host, a byte at a time, then two packets in one write.
+        let controller = try #require(peer.channel)
+        try await Loopback.writeSlowly(Packets.resetCompleteH4, to: controller)
+        #expect(await eventually { events.packets.count == 1 })
+        try await controller.writeAndFlush(ByteBuffer(bytes: Packets.aclH4 + Packets.resetCompleteH4)).get()
+        #expect(await eventually { events.packets.count == 3 })
+        #expect(events.packets == [Packets.resetComplete, Packets.acl, Packets.resetComplete])
+        #expect(events.closes.isEmpty)
+    }
+
+    @Test func packetsBeforeTheReceiverWaitForIt() async throws {
+        let peer = PeerLog()
+        let server = try await Loopback.listen(peer)
+        defer { server.close(promise: nil) }
+        let transport = try await TCPClientTransport.connect(host: "127.0.0.1", port: server.localAddress!.port!)
+        defer { transport.close() }
+        #expect(await eventually { peer.channel != nil })
+        try await peer.channel!.writeAndFlush(ByteBuffer(bytes: Packets.resetCompleteH4 + Packets.aclH4)).get()
+        try await Task.sleep(for: .milliseconds(50))
+        let events = EventLog()
+        transport.setReceiver(events.receiver)
+        #expect(await eventually { events.packets.count == 2 })
+        #expect(events.packets == [Packets.resetComplete, Packets.acl])
+    }
+
+    @Test func peerClosingIsReportedOnceAndLaterSendsAreDropped() async throws {
+        let peer = PeerLog()
+        let server = try await Loopback.listen(peer)
+        defer { server.close(promise: nil) }
+        let port = server.localAddress!.port!
+        let transport = try await TCPClientTransport.connect(host: "127.0.0.1", port: port)
+        defer { transport.close() }
+        let events = EventLog()
+        transport.setReceiver(events.receiver)
+        #expect(await eventually { peer.channel != nil })
+
+        // Half a packet, then the controller goes away.
+        try await peer.channel!.writeAndFlush(ByteBuffer(bytes: [0x04, 0x0E, 0x04])).get()
+        try await Task.sleep(for: .milliseconds(20))
+        try await peer.channel!.close()
+        #expect(await eventually { events.closes.count == 1 })
+        let reason = try #require(events.closes.first ?? nil)
+        #expect(reason.hasPrefix("tcp-client:127.0.0.1:\(port):"))
+        #expect(reason.contains("closed the connection in the middle of a packet (3 bytes pending)"))
+
+        transport.send(Packets.reset)  // dropped, no trap
+        transport.close()  // no second close event
+        try await Task.sleep(for: .milliseconds(50))
+        #expect(events.closes.count == 1)
+        #expect(events.packets.isEmpty)
+    }
+
+    @Test func closingFromTheHostReportsNilOnce() async throws {
+        let peer = PeerLog()
+        let server = try await Loopback.listen(peer)
+        defer { server.close(promise: nil) }
+        let transport = try await TCPClientTransport.connect(host: "127.0.0.1", port: server.localAddress!.port!)
+        let events = EventLog()
+        transport.setReceiver(events.receiver)
+        #expect(await eventually { peer.channel != nil })
+        transport.close()
+        transport.close()
+        #expect(await eventually { events.closes.count == 1 })
+        #expect(events.closes == [nil])
+        #expect(await eventually { peer.inactiveCount == 1 })  // the controller saw the connection end
+        transport.send(Packets.reset)
+        try await Task.sleep(for: .milliseconds(50))
+        #expect(peer.received.isEmpty)
+        #expect(events.closes.count == 1)
+    }
+
+    @Test func malformedStreamClosesWithAReason() async throws {
+        let peer = PeerLog()
+        let server = try await Loopback.listen(peer)
+        defer { server.close(promise: nil) }
+        let transport = try await TCPClientTransport.connect(host: "127.0.0.1", port: server.localAddress!.port!)
+        defer { transport.close() }
+        let events = EventLog()
+        transport.setReceiver(events.receiver)
+        #expect(await eventually { peer.channel != nil })
+        // A good event, then an unknown packet indicator (0x07), then more that must not be delivered.
+        try await peer.channel!.writeAndFlush(ByteBuffer(bytes: Packets.resetCompleteH4 + [0x07, 0x00] + Packets.resetCompleteH4)).get()
+        #expect(await eventually { events.closes.count == 1 })
+        #expect(events.packets == [Packets.resetComplete])
+        let reason = try #require(events.closes.first ?? nil)
+        #expect(reason.contains("malformed H4 stream"))
+        #expect(await eventually { peer.inactiveCount == 1 })
+    }
+
+    @Test func connectionRefusedNamesHostAndPort() async throws {
+        // A port that was free a moment ago: bind, note the port, close.
+        let peer = PeerLog()
+        let server = try await Loopback.listen(peer)
+        let port = server.localAddress!.port!
+        try await server.close()
+        do {
+            let transport = try await TCPClientTransport.connect(host: "127.0.0.1", port: port, timeout: .seconds(2))
+            transport.close()
+            Issue.record("connected to a closed port")
+        } catch let error as TransportError {
+            #expect(error.code == .connectionFailed)
+            #expect(error.message.contains("cannot connect to 127.0.0.1:\(port)"))
+        }
+    }
+}
+
+@Suite(.timeLimit(.minutes(1))) struct TCPServerTransportTests {
+    @Test func acceptsOneControllerAndRefusesOthers() async throws {
+        let listener = try await TCPServerTransport.bind(host: "127.0.0.1", port: 0)
+        defer { listener.close() }
+        #expect(listener.port != 0)
+        #expect(listener.spec == .tcpServer(host: "127.0.0.1", port: listener.port))
+
+        let first = PeerLog()
+        let controller = try await Loopback.connect(port: listener.port, first)
+        defer { controller.close(promise: nil) }
+        let transport = try await listener.accept(timeout: .seconds(5))
+        defer { transport.close() }
+        let events = EventLog()
+        transport.setReceiver(events.receiver)
+
+        // A second controller is accepted by TCP and closed at once.
+        let second = PeerLog()
+        let intruder = try await Loopback.connect(port: listener.port, second)
+        defer { intruder.close(promise: nil) }
+        #expect(await eventually { second.inactiveCount == 1 })
+
+        // The first one still works, both ways, a byte at a time.
+        transport.send(Packets.reset)
+        #expect(await eventually { first.received == Packets.resetH4 })
+        try await Loopback.writeSlowly(Packets.resetCompleteH4, to: controller)
+        #expect(await eventually { events.packets == [Packets.resetComplete] })
+
+        // The controller leaves: closed once, with a reason.
+        try await controller.close()
+        #expect(await eventually { events.closes.count == 1 })
+        #expect((events.closes.first ?? nil)?.contains("the controller closed the connection") == true)
+
+        // The next controller is accepted again.
+        let third = PeerLog()
+        let again = try await Loopback.connect(port: listener.port, third)
+        defer { again.close(promise: nil) }
+        let next = try await listener.accept(timeout: .seconds(5))
+        defer { next.close() }
+        next.send(Packets.reset)
+        #expect(await eventually { third.received == Packets.resetH4 })
+    }
+
+    @Test func acceptTimesOut() async throws {
+        let listener = try await TCPServerTransport.bind(host: "127.0.0.1", port: 0)
+        defer { listener.close() }
+        await #expect(throws: TransportError(.timedOut)) {
+            _ = try await listener.accept(timeout: .milliseconds(50))
+        }
+    }
+
+    @Test func anEarlierAcceptsTimeoutDoesNotFailALaterOne() async throws {
+        let listener = try await TCPServerTransport.bind(host: "127.0.0.1", port: 0)
+        defer { listener.close() }
+        let first = try await Loopback.connect(port: listener.port, PeerLog())
+        let link = try await listener.accept(timeout: .milliseconds(100))
+        link.close()
+        first.close(promise: nil)
+        let peer = PeerLog()
+        Task {
+            try await Task.sleep(for: .milliseconds(300))
+            _ = try await Loopback.connect(port: listener.port, peer)
+        }
+        let next = try await listener.accept(timeout: .seconds(5))  // outlives the first accept's 100 ms
+        defer { next.close() }
+        #expect(await eventually { peer.channel != nil })
+    }
+
+    @Test func cancellingAcceptThrows() async throws {
+        let listener = try await TCPServerTransport.bind(host: "127.0.0.1", port: 0)
+        defer { listener.close() }
+        let waiting = Task { try await listener.accept() }
+        try await Task.sleep(for: .milliseconds(20))
+        waiting.cancel()
+        await #expect(throws: CancellationError.self) { _ = try await waiting.value }
+    }
+
+    @Test func openerReportsThePortAndClosesTheListenerWithTheLink() async throws {
+        let registry = TransportRegistry()
+        let peer = PeerLog()
+        PosixTransports.register(in: registry, onListening: { spec in
+            guard case .tcpServer(_, let port) = spec else { return }
+            Task { _ = try await Loopback.connect(port: port, peer) }
+        }, acceptTimeout: .seconds(5))
+        let transport = try await registry.open("tcp-server:127.0.0.1:0")
+        let events = EventLog()
+        transport.setReceiver(events.receiver)
+        transport.send(Packets.reset)
+        #expect(await eventually { peer.received == Packets.resetH4 })
+        let port = try #require(peer.channel?.remoteAddress?.port)
+
+        transport.close()
+        #expect(await eventually { events.closes == [nil] })
+        // The listener went with the link: nobody accepts on that port any more.
+        try await Task.sleep(for: .milliseconds(50))
+        do {
+            let channel = try await Loopback.connect(port: port, PeerLog())
+            channel.close(promise: nil)
+            Issue.record("the listener still accepts after its link closed")
+        } catch {
+            // refused: the listener is gone
+        }
+    }
+
+    @Test func bindFailureNamesTheAddress() async throws {
+        let listener = try await TCPServerTransport.bind(host: "127.0.0.1", port: 0)
+        defer { listener.close() }
+        do {
+            let other = try await TCPServerTransport.bind(host: "192.0.2.1", port: listener.port)  // not our address
+            other.close()
+            Issue.record("bound to an address this machine does not have")
+        } catch let error as TransportError {
+            #expect(error.code == .connectionFailed)
+            #expect(error.message.contains("cannot listen on 192.0.2.1:\(listener.port)"))
+        }
+    }
+}
+
+@Suite struct PosixTransportsTests {
+    @Test func registersTheFourKinds() {
+        let registry = TransportRegistry()
+        PosixTransports.register(in: registry, onListening: nil)
+        #expect(Set(registry.registeredKinds) == [.tcpClient, .tcpServer, .serial, .hciSocket])
+        #expect(!registry.canOpen(.virtual))
+    }
+
+    @Test(.timeLimit(.minutes(1))) func opensTCPClientThroughTheRegistry() async throws {
+        let peer = PeerLog()
+        let server = try await Loopback.listen(peer)
+        defer { server.close(promise: nil) }
+        let registry = TransportRegistry()
+        PosixTransports.register(in: registry, onListening: nil)
+        let transport = try await registry.open("tcp-client:127.0.0.1:\(server.localAddress!.port!)")
+        defer { transport.close() }
+        transport.setReceiver { _ in }
+        transport.send(Packets.reset)
+        #expect(await eventually { peer.received == Packets.resetH4 })
+    }
+}
