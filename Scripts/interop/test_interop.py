@@ -313,6 +313,9 @@ class BumbleHostOnOurController(unittest.TestCase):
         status = central.wait(90)
         self.assertEqual(status, 0, f"Bumble's host failed on our controller:\n{central.output()}\n"
                                     f"--- ble controller:\n{controller.output()}")
+        # Bumble's host warns about events for connection handles it was never told of.
+        self.assertNotIn("unknown handle", central.output(),
+                         "our controller sent an event for a connection before announcing it (see the capture)")
         controller.expect_regex(r"^host connected from 127\.0\.0\.1:\d+", 10)
         controller.expect_regex(r"^host disconnected", 10)
 

@@ -29,6 +29,11 @@ struct ControllerCommand: AsyncParsableCommand {
     @Option(help: "Seed of the simulated radio.")
     var seed: UInt64 = 42
 
+    @Option(name: .long, help: ArgumentHelp(
+        "Record the HCI traffic between the connected host and the controller to this btsnoop file (the host's view: its commands and data sent, the controller's events and data received).",
+        valueName: "file"))
+    var btsnoop: String?
+
     /// The controller's public address (what HCI Read BD_ADDR reports).
     static let controllerAddress = BluetoothAddress(bytes: [0x5A, 0x11, 0xB1, 0xE0, 0x00, 0x01])
 
@@ -58,7 +63,15 @@ struct ControllerCommand: AsyncParsableCommand {
         } catch {
             throw ValidationError("\(error)")
         }
-        let link = controller.hostTransport
+        // The controller's HCI, seen from the host's side (recorded as the host would record it).
+        let writer: BTSnoopWriter?
+        do {
+            writer = try btsnoop.map { try BTSnoopWriter(path: $0) }
+        } catch {
+            throw ValidationError("--btsnoop \(btsnoop ?? ""): \(error)")
+        }
+        let link: any HCITransport = writer.map { RecordingTransport(wrapping: controller.hostTransport, writer: $0) }
+            ?? controller.hostTransport
         link.setReceiver { event in
             switch event {
             case .packet(let packet): server.send(packet)
@@ -77,8 +90,10 @@ struct ControllerCommand: AsyncParsableCommand {
         }
         say("listening on tcp-server:\(host):\(server.port) (controller \(controller.address), world: \(world.summary))")
 
-        let signals = Self.stopOnSignals { signal in
+        let signals = Self.stopOnSignals { [link, writer] signal in
             server.stop()
+            writer?.close()
+            withExtendedLifetime(link) {}
             say("stopped (\(signal == SIGINT ? "SIGINT" : "SIGTERM"))")
             Foundation.exit(0)
         }
