@@ -7,5 +7,6 @@ struct BLETool: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "ble",
         abstract: "Scan, explore and talk to Bluetooth Low Energy devices, or run a simulated world of them.",
-        subcommands: [DemoCommand.self])
+        subcommands: [ScanCommand.self, ExploreCommand.self, ReadCommand.self, WriteCommand.self, SubscribeCommand.self,
+                      ServeCommand.self, DemoCommand.self])
 }
