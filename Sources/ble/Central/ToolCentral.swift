@@ -219,22 +219,25 @@ final class ToolCentral: CentralManagerDelegate, PeripheralDelegate, @unchecked 
 
     /// Sends `chunks` as writes without response, each when `canSendWriteWithoutResponse` allows; waits for
     /// room as a well-behaved app does (seed 004) instead of letting the stack drop writes.
+    /// Completes with how many times it had to wait for room.
     func writeWithoutResponse(_ peripheral: Peripheral, _ characteristic: Characteristic, _ chunks: [Data],
-                              _ completion: @escaping Completion<Void>) {
+                              _ completion: @escaping Completion<Int>) {
         var index = 0
+        var waits = 0
         func pump() {
             while index < chunks.count {
                 guard peripheral.state == .connected else {
                     return completion(.failure(ToolError(.disconnected, "the link dropped after \(index) of \(chunks.count) writes")))
                 }
                 guard peripheral.canSendWriteWithoutResponse else {
+                    waits += 1
                     waitForRoom(peripheral, pump)
                     return
                 }
                 peripheral.writeValue(chunks[index], for: characteristic, type: .withoutResponse)
                 index += 1
             }
-            barrier(peripheral, preferring: characteristic, completion)
+            barrier(peripheral, preferring: characteristic) { completion($0.map { waits }) }
         }
         pump()
     }
@@ -245,7 +248,8 @@ final class ToolCentral: CentralManagerDelegate, PeripheralDelegate, @unchecked 
     private func barrier(_ peripheral: Peripheral, preferring characteristic: Characteristic,
                          _ completion: @escaping Completion<Void>) {
         let all = (peripheral.services ?? []).flatMap { $0.characteristics ?? [] }
-        guard let readable = ([characteristic] + all).first(where: { $0.properties.contains(.read) }) else {
+        let siblings = characteristic.service?.characteristics ?? []
+        guard let readable = ([characteristic] + siblings + all).first(where: { $0.properties.contains(.read) }) else {
             after(.seconds(1)) { completion(.success(())) }
             return
         }

@@ -111,7 +111,12 @@ struct WriteCommand: AsyncParsableCommand {
                         return done(.failure(ToolError(.failure,
                             "a write without response carries at most \(size) bytes (ATT_MTU - 3) on this link; this value has \(long.count) (use --chunk to split it)")))
                     }
-                    central.writeWithoutResponse(peripheral, c, chunks, done)
+                    central.writeWithoutResponse(peripheral, c, chunks) { result in
+                        if case .success(let waits) = result {
+                            Output.line("sent \(chunks.count) write\(chunks.count == 1 ? "" : "s") without response, waiting for room \(waits) time\(waits == 1 ? "" : "s")")
+                        }
+                        done(result.map { _ in () })
+                    }
                 }
             }
         }
