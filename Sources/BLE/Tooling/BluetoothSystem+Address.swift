@@ -1,5 +1,5 @@
 import BLECore
-import BLESystem
+import Foundation
 import BLEVirtualController
 
 extension BluetoothSystem {
@@ -12,12 +12,13 @@ extension BluetoothSystem {
     public static func simulated(on radio: SimulatedRadio, name: String, address: BluetoothAddress,
                                  position: RadioPosition = RadioPosition(x: 0, y: 0),
                                  configuration: Configuration = Configuration()) -> BluetoothSystem {
-        let controller = radio.addController(name: name, address: address, position: position,
-                                             txPower: configuration.txPower,
-                                             aclBufferLength: configuration.aclBufferLength,
-                                             aclBufferCount: configuration.aclBufferCount)
-        let core = SystemCore(name: name, transport: controller.hostTransport, scheduler: radio,
-                              configuration: configuration.hostConfiguration(name: name))
-        return BluetoothSystem(core: core, virtualController: controller)
+        do {
+            return try makeSimulated(on: radio, name: name, address: address, position: position, configuration: configuration)
+        } catch {
+            FileHandle.standardError.write(Data("ble: \(error)\n".utf8))
+            var unrecorded = configuration
+            unrecorded.btsnoop = nil
+            return try! makeSimulated(on: radio, name: name, address: address, position: position, configuration: unrecorded)
+        }
     }
 }

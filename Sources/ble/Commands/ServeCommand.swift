@@ -56,7 +56,7 @@ struct ServeCommand: AsyncParsableCommand {
         Interrupt.shared.install()
         let session: Session
         do {
-            session = try Session.open(transport, name: definition.deviceName,
+            session = try await Session.open(transport, name: definition.deviceName,
                                        configuration: definition.configuration)
         } catch {
             throw error.report()

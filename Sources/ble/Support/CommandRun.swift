@@ -13,7 +13,7 @@ enum CommandRun {
         Interrupt.shared.install()
         let session: Session
         do {
-            session = try Session.open(transport)
+            session = try await Session.open(transport)
         } catch {
             throw error.report()
         }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import BLE
+import BLETransportPosix
 import Foundation
 import Synchronization
 import Dispatch
@@ -33,24 +34,29 @@ final class Session: Sendable {
         self.pacing = pacing
     }
 
-    /// Opens the transport. On `virtual`, builds the world and adds the tool's device to it under `name`.
+    /// Opens the transport. On `virtual`, builds the world and adds the tool's device to it under `name`;
+    /// otherwise reaches the controller the spec names (the POSIX transports are registered here). With
+    /// `--btsnoop`, the tool's own HCI traffic is recorded.
     static func open(_ options: TransportOptions, name: String = "ble",
-                     configuration: BluetoothSystem.Configuration = .init()) throws(ToolError) -> Session {
-        if options.btsnoop != nil {
-            throw ToolError(.transport, "--btsnoop: recording is not available in this build yet")
-        }
+                     configuration: BluetoothSystem.Configuration = .init()) async throws(ToolError) -> Session {
         let spec = options.transport
-        let kind = spec.split(separator: ":", maxSplits: 1).first.map(String.init) ?? ""
-        switch kind {
-        case "virtual":
+        if spec == "virtual" {
             let world = World(seed: 2024)
-            let system = world.addToolDevice(name: name, configuration: configuration)
-            return Session(system: system, world: world, pacing: TransportOptions.simulationPacing)
-        case "tcp-client", "tcp-server", "serial", "hci-socket":
-            throw ToolError(.transport, "--transport \(spec): the \(kind) transport is not available in this build yet")
-        default:
-            throw ToolError(.transport,
-                            "--transport \(spec): not a transport; use virtual, tcp-client:HOST:PORT, tcp-server:HOST:PORT, serial:DEVICE[,BAUD[,rtscts]] or hci-socket:N")
+            var configuration = configuration
+            configuration.btsnoop = options.btsnoop
+            do {
+                let system = try world.addToolDevice(name: name, configuration: configuration)
+                return Session(system: system, world: world, pacing: TransportOptions.simulationPacing)
+            } catch {
+                throw ToolError(.transport, "--btsnoop \(options.btsnoop ?? ""): \(error)")
+            }
+        }
+        PosixTransports.install()
+        do {
+            let system = try await BluetoothSystem.connect(transport: spec, btsnoop: options.btsnoop, name: name)
+            return Session(system: system, world: nil, pacing: .realtime)
+        } catch {
+            throw ToolError(.transport, "--transport \(spec): \(error)")
         }
     }
 

@@ -25,8 +25,8 @@ final class World: Sendable {
     }
 
     /// The tool's own device, at the origin.
-    func addToolDevice(name: String, configuration: BluetoothSystem.Configuration) -> BluetoothSystem {
-        BluetoothSystem.simulated(on: radio, name: name, position: RadioPosition(x: 0, y: 0), configuration: configuration)
+    func addToolDevice(name: String, configuration: BluetoothSystem.Configuration) throws -> BluetoothSystem {
+        try BluetoothSystem.makeSimulated(on: radio, name: name, position: RadioPosition(x: 0, y: 0), configuration: configuration)
     }
 }
 
