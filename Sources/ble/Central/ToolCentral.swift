@@ -124,6 +124,9 @@ final class ToolCentral: CentralManagerDelegate, PeripheralDelegate, @unchecked 
         if let pending = connecting.removeValue(forKey: key) {
             return pending(.failure(ToolError(.notConnectable, "could not connect to \(Self.describe(peripheral))")))
         }
+        let waiting = readyToWrite
+        readyToWrite.removeAll()
+        waiting.forEach { $0() }
         let reason = error.map { "\($0)" } ?? "the connection ended"
         linkLost?(peripheral, ToolError(.disconnected, "\(Self.describe(peripheral)) disconnected: \(reason)"))
     }
@@ -259,25 +262,10 @@ final class ToolCentral: CentralManagerDelegate, PeripheralDelegate, @unchecked 
         }
     }
 
-    /// Calls `body` once `canSendWriteWithoutResponse` is true again: on `peripheralIsReady`, or by looking again
-    /// every few milliseconds (the stack only announces readiness after it refused a write, so a queue that
-    /// merely filled up gets no callback).
+    /// Calls `body` once `canSendWriteWithoutResponse` is true again (`peripheralIsReady`), or when the link
+    /// drops (the pump then sees the peripheral disconnected and reports it).
     private func waitForRoom(_ peripheral: Peripheral, _ body: @escaping () -> Void) {
-        var fired = false
-        let once = { if !fired { fired = true; body() } }
-        readyToWrite.append(once)
-        func poll() {
-            after(.milliseconds(5)) { [self] in
-                guard !fired else { return }
-                if peripheral.canSendWriteWithoutResponse || peripheral.state != .connected {
-                    readyToWrite.removeAll()
-                    once()
-                } else {
-                    poll()
-                }
-            }
-        }
-        poll()
+        readyToWrite.append(body)
     }
 
     func peripheralIsReady(toSendWriteWithoutResponse peripheral: Peripheral) {
