@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs every test of swift-ble: the layer rules, the Swift test suite, and the demo's output.
+# Runs every test of swift-ble: the layer rules, the Swift test suite, the demo's output, and the `ble` tool.
 # This is the command the README gives and .ci/run calls; it needs only Swift and Python 3.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,3 +13,4 @@ swift test --skip-build
 
 echo "== ble demo"
 python3 Scripts/check-demo.py
+python3 Scripts/tests/test_cli.py

@@ -121,15 +121,20 @@ class Peripheral:
         self.sequence += 1
         return self.sequence.to_bytes(4, "little") + b"interop"
 
+    def subscribed(self, connection, characteristic, bit):
+        cccd = self.device.gatt_server.subscribers.get(connection, {}).get(characteristic.handle)
+        return bool(cccd) and cccd[0] & bit != 0
+
     async def notify_loop(self, connection):
-        while True:
+        while self.subscribed(connection, self.notify, 0x01):
             value = self.next_value()
             await self.device.notify_subscriber(connection, self.notify, value)
             emit("notified", hex=value.hex())
             await asyncio.sleep(0.05)
 
     async def indicate_loop(self, connection):
-        while True:
+        # Checked before each one: Bumble returns at once, sending nothing, to a client no longer subscribed.
+        while self.subscribed(connection, self.indicate, 0x02):
             value = self.next_value()
             emit("indicated", hex=value.hex())
             try:

@@ -7,5 +7,19 @@ struct BLETool: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "ble",
         abstract: "Scan, explore and talk to Bluetooth Low Energy devices, or run a simulated world of them.",
-        subcommands: [DemoCommand.self, ControllerCommand.self])
+        discussion: """
+            The default transport, 'virtual', is a simulated room: a heart-rate sensor (HRM-Demo), a health \
+            thermometer (Thermometer), a door lock (DoorLock), a printer (Printer) and three devices that only \
+            advertise (an iBeacon, an Eddystone beacon, Environment Hub). It runs in wall-clock time, as real \
+            devices do; BLE_SIM_SPEED=fast runs it as fast as possible (tests, scripts).
+
+            Environment: BLE_TRANSPORT (the default --transport), BLE_SIM_SPEED=fast.
+
+            Exit status: 0 success; 1 other failure; 2 transport unavailable or not powered on; 3 no such device \
+            (nothing matched TARGET within --timeout); 4 not connectable or the connection failed; 5 the peer \
+            refused with an ATT error; 6 timeout; 7 no such characteristic, or it does not allow the operation; \
+            8 the link dropped; 64 bad arguments; 130 interrupted. Failures print one line to stderr.
+            """,
+        subcommands: [ScanCommand.self, ExploreCommand.self, ReadCommand.self, WriteCommand.self, SubscribeCommand.self,
+                      ServeCommand.self, DemoCommand.self, ControllerCommand.self])
 }

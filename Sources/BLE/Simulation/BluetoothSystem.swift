@@ -36,20 +36,27 @@ public final class BluetoothSystem: Sendable, CustomStringConvertible {
                                  position: RadioPosition = RadioPosition(x: 0, y: 0),
                                  configuration: Configuration = Configuration()) -> BluetoothSystem {
         do {
-            return try simulated(on: radio, name: name, position: position, recording: configuration)
+            return try makeSimulated(on: radio, name: name, position: position, configuration: configuration)
         } catch {
-            // Only a btsnoop file that cannot be created gets here: run unrecorded and say so.
+            // Only a btsnoop file that cannot be created gets here: run unrecorded and say so. Call
+            // `makeSimulated` to get the error instead.
             FileHandle.standardError.write(Data("ble: \(error)\n".utf8))
             var unrecorded = configuration
             unrecorded.btsnoop = nil
-            return try! simulated(on: radio, name: name, position: position, recording: unrecorded)  // cannot throw without btsnoop
+            return try! makeSimulated(on: radio, name: name, position: position, configuration: unrecorded)
         }
     }
 
-    /// As `simulated(on:name:position:configuration:)`, throwing when the btsnoop file cannot be created.
-    public static func simulated(on radio: SimulatedRadio, name: String, position: RadioPosition,
-                                 recording configuration: Configuration) throws -> BluetoothSystem {
-        let controller = radio.addController(name: name, position: position, txPower: configuration.txPower,
+    /// A virtual controller and a host on `radio`, as `simulated(on:name:position:configuration:)`, with a
+    /// chosen identity address when `address` is given (a public address, as a device with an IEEE-assigned
+    /// one reports; otherwise a random static address derived from the radio's seed and the name).
+    ///
+    /// - Throws: `BluetoothError` `.invalidParameters` when `configuration.btsnoop` names a file that cannot
+    ///   be created. Nothing else can fail.
+    public static func makeSimulated(on radio: SimulatedRadio, name: String, address: BluetoothAddress? = nil,
+                                     position: RadioPosition = RadioPosition(x: 0, y: 0),
+                                     configuration: Configuration = Configuration()) throws -> BluetoothSystem {
+        let controller = radio.addController(name: name, address: address, position: position, txPower: configuration.txPower,
                                              aclBufferLength: configuration.aclBufferLength,
                                              aclBufferCount: configuration.aclBufferCount)
         var transport = controller.hostTransport
@@ -132,18 +139,19 @@ public final class BluetoothSystem: Sendable, CustomStringConvertible {
     /// `TransportRegistry.shared`, where a program registers them (the `ble` tool calls
     /// `PosixTransports.install()`): the library itself does no socket or serial I/O. With `btsnoop` (or the
     /// `BLE_BTSNOOP` environment variable), every HCI packet is recorded to that file in the btsnoop format.
+    /// `name` is the GAP Device Name the system's GATT server shows (the process name by default).
     ///
     /// - Throws: `BluetoothError` `.invalidParameters` for a malformed spec, `.operationNotSupported` when no
     ///   transport of that kind is registered, `.connectionFailed` when it cannot be opened, and the host's
     ///   error when the controller does not initialise.
-    public static func connect(transport spec: String, btsnoop: String? = nil) async throws -> BluetoothSystem {
+    public static func connect(transport spec: String, btsnoop: String? = nil, name: String? = nil) async throws -> BluetoothSystem {
         let parsed: TransportSpec
         do {
             parsed = try TransportSpec(parsing: spec)
         } catch {
             throw BluetoothError(.invalidParameters, "\(error)")
         }
-        let name = ProcessInfo.processInfo.processName
+        let name = name ?? ProcessInfo.processInfo.processName
         let recording = btsnoop ?? ProcessInfo.processInfo.environment["BLE_BTSNOOP"]
         if parsed == .virtual {
             return try makeVirtual(name: name, btsnoop: recording)
@@ -157,7 +165,11 @@ public final class BluetoothSystem: Sendable, CustomStringConvertible {
             throw BluetoothError(.connectionFailed, "\(parsed): \(error)")
         }
         if let recording { transport = try recorded(transport, to: recording, clock: BTSnoopWriter.wallClock) }
-        let core = SystemCore(name: name, transport: transport, scheduler: DispatchHostScheduler())
+        var configuration = HostConfiguration()
+        configuration.deviceName = name
+        configuration.randomSeed = UInt64.random(in: 1...UInt64.max)  // a real device: a fresh static address
+        let core = SystemCore(name: name, transport: transport, scheduler: DispatchHostScheduler(),
+                              configuration: configuration)
         let system = BluetoothSystem(core: core, virtualController: nil)
         try await system.waitForController()
         return system
@@ -188,8 +200,7 @@ public final class BluetoothSystem: Sendable, CustomStringConvertible {
     /// A device on a private simulated radio that runs in real time in the background.
     static func makeVirtual(name: String, btsnoop: String? = nil) throws -> BluetoothSystem {
         let radio = SimulatedRadio(seed: 0)
-        let system = try BluetoothSystem.simulated(on: radio, name: name, position: RadioPosition(x: 0, y: 0),
-                                                   recording: Configuration(btsnoop: btsnoop))
+        let system = try BluetoothSystem.makeSimulated(on: radio, name: name, configuration: Configuration(btsnoop: btsnoop))
         Task.detached {
             while !Task.isCancelled {
                 try? await radio.run(for: .seconds(3600), pacing: .realtime)

@@ -9,8 +9,9 @@ import Foundation
 /// `ble controller tcp-server:HOST:PORT`: one virtual controller of the simulated world, reachable over H4/TCP
 /// so that another host stack (Bumble's, BlueZ's through a bridge) can use our radio.
 ///
-/// The world is a heart-rate sensor running our own host and `PeripheralManager`; the exposed controller sits
-/// next to it with no host of ours: whatever connects to the port is its host. The radio runs in real time.
+/// The world is the simulated room the other commands use (`World`: a heart-rate sensor, a thermometer, a door
+/// lock, a printer and beacons, each our own host and `PeripheralManager`); the exposed controller sits at the
+/// origin with no host of ours: whatever connects to the port is its host. The radio runs in real time.
 /// The command frames packets and nothing else: bytes from the host are H4-decoded and handed to the
 /// controller's HCI transport, and what the controller emits is H4-encoded back.
 struct ControllerCommand: AsyncParsableCommand {
@@ -19,15 +20,16 @@ struct ControllerCommand: AsyncParsableCommand {
         abstract: "Expose one virtual controller of the simulated world over H4/TCP for another host stack.",
         discussion: """
             Listens on HOST:PORT (PORT 0 picks a free port; the line 'listening on tcp-server:HOST:PORT' gives \
-            it) and serves one host at a time. The simulated world around the controller holds a heart-rate \
-            sensor advertising as HRM-Demo. Stop with Ctrl-C (SIGINT) or SIGTERM.
+            it) and serves one host at a time; the controller keeps its state when a host leaves (a new host \
+            should send HCI Reset). Around the controller is the simulated room the other commands use: \
+            HRM-Demo, Thermometer, DoorLock, Printer and three beacons. Stop with Ctrl-C (SIGINT) or SIGTERM.
             """)
 
     @Argument(help: "Where to listen: tcp-server:HOST:PORT (HOST an IPv4 address).")
     var transport: String
 
-    @Option(help: "Seed of the simulated radio.")
-    var seed: UInt64 = 42
+    @Option(help: "Seed of the simulated radio (the other commands' room uses 2024).")
+    var seed: UInt64 = 2024
 
     @Option(name: .long, help: ArgumentHelp(
         "Record the HCI traffic between the connected host and the controller to this btsnoop file (the host's view: its commands and data sent, the controller's events and data received).",
@@ -52,10 +54,8 @@ struct ControllerCommand: AsyncParsableCommand {
 
     func run() async throws {
         let (host, port) = try Self.parse(transport)
-        let radio = SimulatedRadio(seed: seed)
-        let world = ControllerWorld(radio: radio, seed: seed)
-        let controller = radio.addController(name: "controller", address: Self.controllerAddress,
-                                             position: RadioPosition(x: 0, y: 0))
+        let world = ControllerWorld(seed: seed, address: Self.controllerAddress)
+        let radio = world.radio, controller = world.controller
 
         let server: H4SocketServer
         do {

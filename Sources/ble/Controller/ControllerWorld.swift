@@ -1,15 +1,16 @@
 import BLE
 
-/// The simulated world around the exposed controller: a heart-rate sensor (our host and `PeripheralManager`)
-/// advertising as HRM-Demo a couple of metres away.
-///
-/// A stand-in until the shared world of the other `ble` commands is available; it reuses the demo's sensor.
+/// The simulated world around the exposed controller: the same room the other commands scan (`World`), with
+/// one more controller at the origin that has no host of ours; whatever connects over TCP is its host.
 final class ControllerWorld: Sendable {
-    let sensor: HeartRateSensor
-    let summary = "HRM-Demo (heart-rate sensor)"
+    let world: World
+    let controller: VirtualController
+    let summary = "HRM-Demo, Thermometer, DoorLock, Printer, iBeacon, Eddystone, Environment Hub"
 
-    init(radio: SimulatedRadio, seed: UInt64) {
-        let system = BluetoothSystem.simulated(on: radio, name: "HRM-Demo", position: RadioPosition(x: 2, y: 1))
-        sensor = HeartRateSensor(system: system, log: DemoLog(radio: radio), seed: seed)
+    init(seed: UInt64, address: BluetoothAddress) {
+        world = World(seed: seed)
+        controller = world.radio.addController(name: "controller", address: address, position: RadioPosition(x: 0, y: 0))
     }
+
+    var radio: SimulatedRadio { world.radio }
 }

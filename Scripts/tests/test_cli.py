@@ -1,0 +1,268 @@
+#!/usr/bin/env python3
+"""Checks the `ble` tool against its simulated world, as a user (or the external harness) sees it: command
+names, JSON shapes, hex output, error lines and exit codes. Runs the already-built `.build/debug/ble` with
+BLE_SIM_SPEED=fast, so virtual time runs as fast as possible; every run is bounded by a wall-clock timeout.
+Standard library only."""
+import json
+import os
+import re
+import subprocess
+import tempfile
+import unittest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BLE = os.path.join(ROOT, ".build", "debug", "ble")
+ENV = dict(os.environ, BLE_SIM_SPEED="fast")
+ENV.pop("BLE_TRANSPORT", None)
+
+DOOR_COMMAND = "8D3E0003-5C1A-4F2B-9E6A-0C1D2E3F4A5B"
+DOOR_SERVICE = "8D3E0001-5C1A-4F2B-9E6A-0C1D2E3F4A5B"
+PRINT_DATA = "5E1D0002-7A3B-4C8D-9E0F-1A2B3C4D5E6F"
+HEX_LINE = re.compile(r"^[0-9a-f]+$")
+UUID_FORM = re.compile(r"^([0-9A-F]{4}|[0-9A-F]{8}|[0-9A-F]{8}-[0-9A-F]{4}-[0-9A-F]{4}-[0-9A-F]{4}-[0-9A-F]{12})$")
+
+# Exit statuses, as the README documents them.
+EXIT_ATT_ERROR = 5
+EXIT_NO_SUCH_DEVICE = 3
+EXIT_NOT_CONNECTABLE = 4
+EXIT_NO_SUCH_CHARACTERISTIC = 7
+
+
+def ble(*args, timeout=60):
+    return subprocess.run([BLE, *args], capture_output=True, text=True, timeout=timeout, env=ENV)
+
+
+class ScanTests(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        result = ble("scan", "--json", "--timeout", "3")
+        assert result.returncode == 0, result.stderr
+        cls.records = [json.loads(line) for line in result.stdout.splitlines() if line.strip()]
+
+    def test_every_device_of_the_world_is_listed_once(self):
+        names = [r["name"] for r in self.records]
+        for name in ["HRM-Demo", "Thermometer", "DoorLock", "Printer", "Environment Hub"]:
+            self.assertEqual(names.count(name), 1, names)
+        self.assertEqual(names.count(None), 2, "the iBeacon and the Eddystone beacon advertise no name")
+        self.assertEqual(len({r["address"] for r in self.records}), 7)
+
+    def test_exact_keys_and_types(self):
+        keys = ["address", "addressType", "identifier", "name", "rssi", "serviceUUIDs", "manufacturerData", "connectable"]
+        for r in self.records:
+            self.assertEqual(list(r.keys()), keys)
+            self.assertRegex(r["address"], r"^([0-9A-F]{2}:){5}[0-9A-F]{2}$")
+            self.assertIn(r["addressType"], ["public", "random"])
+            self.assertRegex(r["identifier"], r"^[0-9A-F]{8}-[0-9A-F]{4}-[0-9A-F]{4}-[0-9A-F]{4}-[0-9A-F]{12}$")
+            self.assertTrue(r["name"] is None or isinstance(r["name"], str))
+            self.assertIsInstance(r["rssi"], int)
+            self.assertLess(r["rssi"], 0)
+            self.assertIsInstance(r["serviceUUIDs"], list)
+            for uuid in r["serviceUUIDs"]:
+                self.assertRegex(uuid, UUID_FORM)
+            self.assertTrue(r["manufacturerData"] is None or HEX_LINE.match(r["manufacturerData"]))
+            self.assertIsInstance(r["connectable"], bool)
+
+    def test_devices_differ_as_a_room_would(self):
+        by_name = {r["name"]: r for r in self.records if r["name"]}
+        self.assertEqual(by_name["HRM-Demo"]["serviceUUIDs"], ["180D", "180F"])
+        self.assertEqual(by_name["HRM-Demo"]["addressType"], "public")
+        self.assertEqual(by_name["Thermometer"]["addressType"], "random")
+        self.assertEqual(by_name["DoorLock"]["serviceUUIDs"], [DOOR_SERVICE])
+        self.assertFalse(by_name["Environment Hub"]["connectable"])
+        self.assertTrue(by_name["HRM-Demo"]["connectable"])
+        beacon = [r for r in self.records if (r["manufacturerData"] or "").startswith("4c000215")]
+        self.assertEqual(len(beacon), 1, "an iBeacon with Apple's company identifier")
+        self.assertFalse(beacon[0]["connectable"])
+        self.assertTrue(any("FEAA" in r["serviceUUIDs"] for r in self.records), "an Eddystone beacon")
+        self.assertGreater(len({r["rssi"] for r in self.records}), 3, "devices at different distances")
+
+    def test_service_filter(self):
+        result = ble("scan", "--json", "--timeout", "3", "--service", "180D")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        records = [json.loads(line) for line in result.stdout.splitlines()]
+        self.assertEqual([r["name"] for r in records], ["HRM-Demo"])
+
+    def test_text_output_names_the_manufacturer(self):
+        result = ble("scan", "--timeout", "3")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn("HRM-Demo", result.stdout)
+        self.assertIn("Apple", result.stdout)
+
+
+class ExploreTests(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        result = ble("explore", "HRM-Demo", "--json")
+        assert result.returncode == 0, result.stderr
+        cls.tree = json.loads(result.stdout)
+
+    def test_exact_shape(self):
+        tree = self.tree
+        self.assertEqual(list(tree.keys()), ["address", "name", "mtu", "services"])
+        self.assertEqual(tree["name"], "HRM-Demo")
+        self.assertIsInstance(tree["mtu"], int)
+        self.assertGreaterEqual(tree["mtu"], 23)
+        for s in tree["services"]:
+            self.assertEqual(list(s.keys()), ["uuid", "name", "primary", "handle", "includedServices", "characteristics"])
+            self.assertRegex(s["uuid"], UUID_FORM)
+            self.assertIsInstance(s["primary"], bool)
+            self.assertIsInstance(s["handle"], int)
+            for c in s["characteristics"]:
+                self.assertEqual(list(c.keys()), ["uuid", "name", "handle", "properties", "value", "descriptors"])
+                self.assertGreater(c["handle"], s["handle"])
+                self.assertTrue(c["value"] is None or HEX_LINE.match(c["value"]) or c["value"] == "")
+                for d in c["descriptors"]:
+                    self.assertEqual(list(d.keys()), ["uuid", "handle", "value"])
+                    self.assertGreater(d["handle"], c["handle"])
+
+    def test_gap_gatt_and_heart_rate(self):
+        services = {s["uuid"]: s for s in self.tree["services"]}
+        for uuid in ["1800", "1801", "180D", "180F", "180A"]:
+            self.assertIn(uuid, services)
+        self.assertEqual(services["1800"]["name"], "Generic Access")
+        name = next(c for c in services["1800"]["characteristics"] if c["uuid"] == "2A00")
+        self.assertEqual(bytes.fromhex(name["value"]).decode(), "HRM-Demo")
+        hr = {c["uuid"]: c for c in services["180D"]["characteristics"]}
+        self.assertEqual(hr["2A37"]["properties"], ["notify"])
+        self.assertEqual(hr["2A37"]["name"], "Heart Rate Measurement")
+        self.assertIsNone(hr["2A37"]["value"])
+        self.assertEqual(hr["2A38"]["properties"], ["read"])
+        self.assertEqual(hr["2A38"]["value"], "01")
+        self.assertEqual(hr["2A39"]["properties"], ["write"])
+        handles = [hr[u]["handle"] for u in ["2A37", "2A38", "2A39"]]
+        self.assertEqual(handles, sorted(handles))
+        cccd = [d for d in hr["2A37"]["descriptors"] if d["uuid"] == "2902"]
+        self.assertEqual(len(cccd), 1)
+        self.assertEqual(cccd[0]["value"], "0000")
+        changed = next(c for c in services["1801"]["characteristics"] if c["uuid"] == "2A05")
+        self.assertEqual(changed["properties"], ["indicate"])
+        self.assertEqual([d["uuid"] for d in changed["descriptors"]], ["2902"])
+
+    def test_text_tree_decodes_values(self):
+        result = ble("explore", "Thermometer")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn("Health Thermometer (1809)", result.stdout)
+        self.assertIn("Body (general)", result.stdout)
+        self.assertIn("Client Characteristic Configuration (2902)", result.stdout)
+
+
+class ValueTests(unittest.TestCase):
+    def test_read_prints_hex(self):
+        result = ble("read", "HRM-Demo", "2A38")
+        self.assertEqual((result.returncode, result.stdout), (0, "01\n"), result.stderr)
+
+    def test_read_by_address_and_long_uuid(self):
+        result = ble("read", "00:1B:DC:0A:12:34", "00002A19-0000-1000-8000-00805F9B34FB")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertRegex(result.stdout, r"^[0-9a-f]{2}\n$")
+
+    def test_read_by_identifier(self):
+        scan = ble("scan", "--json", "--timeout", "3", "--service", "1809")
+        identifier = json.loads(scan.stdout.splitlines()[0])["identifier"]
+        result = ble("read", identifier, "2A1D")
+        self.assertEqual((result.returncode, result.stdout), (0, "02\n"), result.stderr)
+
+    def test_write_to_read_only_is_refused_with_the_att_error(self):
+        result = ble("write", "HRM-Demo", "2A38", "02")
+        self.assertEqual(result.returncode, EXIT_ATT_ERROR)
+        lines = result.stderr.strip().splitlines()
+        self.assertEqual(len(lines), 1, result.stderr)
+        self.assertIn("Write Not Permitted (0x03)", lines[0])
+
+    def test_door_lock_command(self):
+        ok = ble("write", "DoorLock", DOOR_COMMAND, "00")
+        self.assertEqual(ok.returncode, 0, ok.stderr)
+        refused = ble("write", "DoorLock", DOOR_COMMAND, "07")
+        self.assertEqual(refused.returncode, EXIT_ATT_ERROR)
+        self.assertIn("0x80", refused.stderr)
+
+    def test_heart_rate_control_point(self):
+        self.assertEqual(ble("write", "HRM-Demo", "2A39", "01").returncode, 0)
+        self.assertEqual(ble("write", "HRM-Demo", "2A39", "05").returncode, EXIT_ATT_ERROR)
+
+    def test_subscribe_to_notifications(self):
+        result = ble("subscribe", "HRM-Demo", "2A37", "--count", "3")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        lines = result.stdout.splitlines()
+        self.assertEqual(len(lines), 3)
+        for line in lines:
+            self.assertRegex(line, r"^08[0-9a-f]{6}$")
+
+    def test_subscribe_to_indications(self):
+        result = ble("subscribe", "Thermometer", "2A1C", "--count", "3")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        lines = result.stdout.splitlines()
+        self.assertEqual(len(lines), 3)
+        for line in lines:
+            self.assertRegex(line, r"^00[0-9a-f]{6}ff$", "flags, then a FLOAT with exponent -1")
+
+    def test_bulk_write_without_response_waits_for_room(self):
+        data = bytes(range(256)) * 8
+        result = ble("write", "Printer", PRINT_DATA, data.hex(), "--without-response", "--chunk")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        waits = re.search(r"sent (\d+) writes without response, waiting for room (\d+) time", result.stdout)
+        self.assertIsNotNone(waits, result.stdout)
+        self.assertGreater(int(waits.group(1)), 50)
+        self.assertGreater(int(waits.group(2)), 0)
+        self.assertIn("wrote 2048 bytes", result.stdout)
+
+    def test_write_without_response_too_long_for_one_write(self):
+        result = ble("write", "Printer", PRINT_DATA, "00" * 100, "--without-response")
+        self.assertNotEqual(result.returncode, 0)
+        self.assertIn("at most 20 bytes", result.stderr)
+
+
+class ErrorTests(unittest.TestCase):
+    def assertOneLine(self, result, code, text):
+        self.assertEqual(result.returncode, code, result.stderr)
+        lines = result.stderr.strip().splitlines()
+        self.assertEqual(len(lines), 1, result.stderr)
+        self.assertIn(text, lines[0])
+
+    def test_unknown_target(self):
+        self.assertOneLine(ble("read", "NoSuchDevice", "2A00", "--timeout", "2"), EXIT_NO_SUCH_DEVICE, "NoSuchDevice")
+
+    def test_not_connectable(self):
+        self.assertOneLine(ble("explore", "Environment Hub"), EXIT_NOT_CONNECTABLE, "does not accept connections")
+
+    def test_no_such_characteristic(self):
+        self.assertOneLine(ble("read", "HRM-Demo", "2A1C"), EXIT_NO_SUCH_CHARACTERISTIC, "2A1C")
+
+    def test_unavailable_transport(self):
+        self.assertOneLine(ble("scan", "--transport", "nonsense"), 2, "not a transport")
+
+
+class ServeTests(unittest.TestCase):
+    def test_serve_door_lock(self):
+        result = ble("serve", "door-lock", "--duration", "2")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertRegex(result.stdout, r'advertising "DoorLock" as ([0-9A-F]{2}:){5}[0-9A-F]{2} with services \[' + DOOR_SERVICE)
+
+    def test_serve_heart_rate_with_a_name(self):
+        result = ble("serve", "heart-rate", "--name", "My HRM", "--duration", "1")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn('advertising "My HRM"', result.stdout)
+        self.assertIn("180D, 180F", result.stdout)
+
+    def test_serve_json_profile(self):
+        profile = {"name": "Custom", "services": [{"uuid": "181A", "characteristics": [
+            {"uuid": "2A6E", "properties": ["read", "notify"], "value": "e803",
+             "descriptors": [{"uuid": "2901", "text": "Temperature"}]}]}]}
+        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+            json.dump(profile, f)
+        try:
+            result = ble("serve", f.name, "--duration", "1")
+        finally:
+            os.unlink(f.name)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn('advertising "Custom"', result.stdout)
+        self.assertIn("[181A]", result.stdout)
+
+    def test_serve_rejects_unknown_profile(self):
+        self.assertNotEqual(ble("serve", "no-such-profile").returncode, 0)
+
+
+if __name__ == "__main__":
+    if not os.path.exists(BLE):
+        raise SystemExit(f"{BLE} is missing: run `swift build --product ble` first")
+    unittest.main(verbosity=2)

@@ -1,0 +1,170 @@
+import ArgumentParser
+import BLE
+import Foundation
+
+/// `ble read`: one characteristic's value, as hex.
+struct ReadCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "read",
+        abstract: "Read a characteristic and print its value as hex.",
+        discussion: "CHAR is a UUID (2A19, or the long form); when several characteristics share it, the first is read.")
+
+    @OptionGroup var target: TargetOptions
+
+    @Argument(help: ArgumentHelp("The characteristic's UUID.", valueName: "char"))
+    var characteristic: String
+
+    @OptionGroup var transport: TransportOptions
+
+    func run() async throws {
+        let uuid = try parseUUID(characteristic, what: "CHAR")
+        let target = target
+        try await CommandRun.central(transport) { central, outcome in
+            central.connect(to: target, outcome: outcome) { peripheral in
+                central.findCharacteristic(uuid, on: peripheral, outcome: outcome) { c in
+                    central.read(peripheral, c) { result in
+                        if case .success(let value) = result { Output.line(value.hex) }
+                        central.finish(peripheral, outcome, result.map { _ in () })
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// `ble write`: values to a characteristic.
+struct WriteCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "write",
+        abstract: "Write hex values to a characteristic.",
+        discussion: """
+            Each HEX argument is one write, sent in order. Without --without-response a value (up to 512 bytes) \
+            is written with a Write Request, or with the long-write procedure when it does not fit one, and the \
+            peer's answer decides the exit status. With --without-response each value is one Write Command and \
+            must fit ATT_MTU - 3 bytes (an error otherwise; --chunk splits a longer value into such pieces); each \
+            is sent only when the link has room for it (canSendWriteWithoutResponse), so a bulk transfer is paced \
+            by the link rather than dropped.
+            """)
+
+    @OptionGroup var target: TargetOptions
+
+    @Argument(help: ArgumentHelp("The characteristic's UUID.", valueName: "char"))
+    var characteristic: String
+
+    @Argument(help: ArgumentHelp("Values: hex digits, optionally separated by spaces or colons; one write each.",
+                                 valueName: "hex"))
+    var values: [String]
+
+    @Flag(help: "Send Write Commands (no response) instead of Write Requests.")
+    var withoutResponse = false
+
+    @Flag(help: "With --without-response: split each value into pieces of ATT_MTU - 3 bytes.")
+    var chunk = false
+
+    @OptionGroup var transport: TransportOptions
+
+    func validate() throws {
+        if values.isEmpty { throw ValidationError("give the value to write (HEX)") }
+        if chunk && !withoutResponse { throw ValidationError("--chunk goes with --without-response") }
+    }
+
+    func run() async throws {
+        let uuid = try parseUUID(characteristic, what: "CHAR")
+        var data: [Data] = []
+        for text in values {
+            guard let value = Data(hexArgument: text) else { throw ValidationError("HEX '\(text)' is not hex digits") }
+            if !withoutResponse && value.count > 512 {
+                throw ValidationError("a value is at most 512 bytes; this one has \(value.count)")
+            }
+            data.append(value)
+        }
+        let target = target, withoutResponse = withoutResponse, chunk = chunk, writes = data
+        let total = writes.reduce(0) { $0 + $1.count }
+        try await CommandRun.central(transport) { central, outcome in
+            central.connect(to: target, outcome: outcome) { peripheral in
+                central.findCharacteristic(uuid, on: peripheral, outcome: outcome) { c in
+                    let done: ToolCentral.Completion<Void> = { result in
+                        if case .success = result {
+                            Output.line("wrote \(total) byte\(total == 1 ? "" : "s") to \(c.uuid.labelled)")
+                        }
+                        central.finish(peripheral, outcome, result)
+                    }
+                    guard withoutResponse else {
+                        return central.sequentially(writes, { value, next in central.write(peripheral, c, value, next) }, done)
+                    }
+                    guard c.properties.contains(.writeWithoutResponse) else {
+                        return done(.failure(ToolError(.noSuchCharacteristic,
+                                                       "\(c.uuid.labelled) does not accept writes without response")))
+                    }
+                    let size = max(1, peripheral.maximumWriteValueLength(for: .withoutResponse))
+                    var chunks: [Data] = []
+                    for value in writes {
+                        if value.count <= size || !chunk {
+                            chunks.append(value)
+                        } else {
+                            chunks += stride(from: 0, to: value.count, by: size).map {
+                                value.subdata(in: $0..<min(value.count, $0 + size))
+                            }
+                        }
+                    }
+                    if let long = chunks.first(where: { $0.count > size }) {
+                        return done(.failure(ToolError(.failure,
+                            "a write without response carries at most \(size) bytes (ATT_MTU - 3) on this link; this value has \(long.count) (use --chunk to split it)")))
+                    }
+                    central.writeWithoutResponse(peripheral, c, chunks) { result in
+                        if case .success(let waits) = result {
+                            Output.line("sent \(chunks.count) write\(chunks.count == 1 ? "" : "s") without response, waiting for room \(waits) time\(waits == 1 ? "" : "s")")
+                        }
+                        done(result.map { _ in () })
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// `ble subscribe`: notifications or indications as hex lines.
+struct SubscribeCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "subscribe",
+        abstract: "Subscribe to a characteristic's notifications or indications and print one hex line per value.",
+        discussion: "Stops after --count values (unsubscribing and disconnecting), or runs until interrupted.")
+
+    @OptionGroup var target: TargetOptions
+
+    @Argument(help: ArgumentHelp("The characteristic's UUID.", valueName: "char"))
+    var characteristic: String
+
+    @Option(help: ArgumentHelp("Stop after this many values (0: until interrupted).", valueName: "n"))
+    var count: Int = 0
+
+    @OptionGroup var transport: TransportOptions
+
+    func run() async throws {
+        let uuid = try parseUUID(characteristic, what: "CHAR")
+        let target = target, count = count
+        try await CommandRun.central(transport, interruptedIsSuccess: true) { central, outcome in
+            central.connect(to: target, outcome: outcome) { peripheral in
+                central.findCharacteristic(uuid, on: peripheral, outcome: outcome) { c in
+                    guard c.properties.contains(.notify) || c.properties.contains(.indicate) else {
+                        return central.finish(peripheral, outcome, .failure(ToolError(
+                            .noSuchCharacteristic, "\(c.uuid.labelled) neither notifies nor indicates")))
+                    }
+                    var received = 0
+                    central.valueUpdated = { updated, value in
+                        guard updated === c, count == 0 || received < count else { return }
+                        received += 1
+                        Output.line(value.hex)
+                        guard count > 0, received == count else { return }
+                        central.setNotify(peripheral, false, for: c) { _ in
+                            central.finish(peripheral, outcome, .success(()))
+                        }
+                    }
+                    central.setNotify(peripheral, true, for: c) { result in
+                        if case .failure(let error) = result { central.finish(peripheral, outcome, .failure(error)) }
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,93 @@
+import BLE
+import Foundation
+
+/// A GATT database and how a device advertises it: what `ble serve` publishes and what each connectable
+/// device of the simulated world is.
+struct Profile {
+    /// The advertised local name (and GAP Device Name).
+    var name: String
+    var services: [ProfileService]
+    /// The services listed in advertising (the primary ones when nil).
+    var advertisedServices: [BluetoothUUID]?
+    var manufacturerData: Data? = nil
+    var serviceData: [BluetoothUUID: Data]? = nil
+    /// Makes the device's behaviour: what it answers to reads, writes and subscriptions.
+    var behaviour: @Sendable () -> ProfileBehaviour = { ProfileBehaviour() }
+    /// False for a device that only advertises (non-connectable, or scannable when it has a scan response).
+    var connectable = true
+    /// The device's own name when it advertises none (names its simulated controller).
+    var systemName: String? = nil
+    /// The device's link: MTU, data length, buffers.
+    var configuration = BluetoothSystem.Configuration()
+
+    /// What names the device's `BluetoothSystem`.
+    var deviceName: String { name.isEmpty ? (systemName ?? "device") : name }
+
+    var servicesToAdvertise: [BluetoothUUID] {
+        advertisedServices ?? services.filter(\.primary).map(\.uuid)
+    }
+}
+
+struct ProfileService {
+    var uuid: BluetoothUUID
+    var primary = true
+    /// Services this one includes (by UUID; they must appear earlier in the list).
+    var includes: [BluetoothUUID] = []
+    var characteristics: [ProfileCharacteristic]
+}
+
+struct ProfileCharacteristic {
+    var uuid: BluetoothUUID
+    var properties: CharacteristicProperties
+    var permissions: AttributePermissions
+    /// A fixed value the stack answers itself (read-only characteristics only), or nil: then every read and
+    /// write reaches the behaviour, starting from `initial`.
+    var value: Data? = nil
+    var initial: Data? = nil
+    /// Descriptors with fixed values (the stack adds the Client Characteristic Configuration itself).
+    var descriptors: [(uuid: BluetoothUUID, value: Data)] = []
+
+    static func fixed(_ uuid: BluetoothUUID, _ value: Data, description: String? = nil) -> ProfileCharacteristic {
+        ProfileCharacteristic(uuid: uuid, properties: [.read], permissions: [.readable], value: value,
+                              descriptors: description.map { [(BluetoothUUID.characteristicUserDescription, Data($0.utf8))] } ?? [])
+    }
+
+    static func text(_ uuid: BluetoothUUID, _ text: String) -> ProfileCharacteristic {
+        fixed(uuid, Data(text.utf8))
+    }
+}
+
+/// A device's behaviour. The base class is a plain value store: reads answer the stored value, writes
+/// replace it (and notify or indicate subscribers when the characteristic allows). Subclasses give the
+/// built-in profiles the behaviour of the devices they name. Called on the device's queue only.
+class ProfileBehaviour: @unchecked Sendable {
+    // @unchecked: every field is touched only on the owning ServedDevice's queue.
+    /// The device this behaviour runs, set before `started()`.
+    weak var device: ServedDevice?
+    var values: [BluetoothUUID: Data] = [:]
+
+    init() {}
+
+    /// Services are published and advertising has started.
+    func started() {}
+
+    /// The value a read at `offset` sees, or an ATT error.
+    func read(_ uuid: BluetoothUUID) -> Result<Data, ATTRefusal> {
+        .success(values[uuid] ?? Data())
+    }
+
+    /// A write (with or without response); the result answers a write request.
+    func write(_ uuid: BluetoothUUID, value: Data) -> ATTErrorCode {
+        values[uuid] = value
+        device?.update(uuid, value)
+        return .success
+    }
+
+    func subscribed(_ uuid: BluetoothUUID) {}
+    func unsubscribed(_ uuid: BluetoothUUID) {}
+}
+
+/// An ATT error code a behaviour answers a read with.
+struct ATTRefusal: Error {
+    let code: ATTErrorCode
+}

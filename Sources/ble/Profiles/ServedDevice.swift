@@ -1,0 +1,172 @@
+import BLE
+import Dispatch
+import Foundation
+
+/// A `Profile` published through the public `PeripheralManager`: adds the services in order, advertises,
+/// answers reads and writes through the profile's behaviour, and sends notifications and indications,
+/// retrying when the transmit queue is full.
+final class ServedDevice: PeripheralManagerDelegate, @unchecked Sendable {
+    // @unchecked: every mutable field is touched only on `queue`, the manager's delegate queue.
+    let system: BluetoothSystem
+    let profile: Profile
+    let queue: DispatchQueue
+    let behaviour: ProfileBehaviour
+    /// Called with one line per event (`ble serve` prints them; the world's devices stay quiet).
+    let log: (@Sendable (String) -> Void)?
+    /// Called once advertising started (nil) or failed (the error).
+    let onStarted: (@Sendable ((any Error)?) -> Void)?
+    var manager: PeripheralManager!
+    var characteristics: [BluetoothUUID: MutableCharacteristic] = [:]
+    private var services: [MutableService] = []
+    private var nextService = 0
+    private var pendingUpdates: [(MutableCharacteristic, Data)] = []
+
+    init(system: BluetoothSystem, profile: Profile, log: (@Sendable (String) -> Void)? = nil,
+         onStarted: (@Sendable ((any Error)?) -> Void)? = nil) {
+        self.system = system
+        self.profile = profile
+        self.queue = DispatchQueue(label: "ble.device.\(profile.deviceName)")
+        self.behaviour = profile.behaviour()
+        self.log = log
+        self.onStarted = onStarted
+        queue.sync {
+            behaviour.device = self
+            manager = PeripheralManager(delegate: self, queue: queue, options: nil, system: system)
+        }
+    }
+
+    // MARK: Publishing
+
+    func peripheralManagerDidUpdateState(_ peripheral: PeripheralManager) {
+        guard peripheral.state == .poweredOn, services.isEmpty else { return }
+        var byUUID: [BluetoothUUID: MutableService] = [:]
+        for definition in profile.services {
+            let service = MutableService(type: definition.uuid, primary: definition.primary)
+            service.includedServices = definition.includes.compactMap { byUUID[$0] }
+            service.characteristics = definition.characteristics.map { c in
+                let characteristic = MutableCharacteristic(type: c.uuid, properties: c.properties, value: c.value,
+                                                           permissions: c.permissions)
+                characteristic.descriptors = c.descriptors.map { MutableDescriptor(type: $0.uuid, value: $0.value) }
+                if characteristics[c.uuid] == nil { characteristics[c.uuid] = characteristic }
+                if c.value == nil, let initial = c.initial, behaviour.values[c.uuid] == nil { behaviour.values[c.uuid] = initial }
+                return characteristic
+            }
+            byUUID[definition.uuid] = service
+            services.append(service)
+        }
+        addNext()
+    }
+
+    private func addNext() {
+        guard nextService < services.count else {
+            manager.startAdvertising(AdvertisementData(
+                localName: profile.name.isEmpty ? nil : profile.name, manufacturerData: profile.manufacturerData,
+                serviceData: profile.serviceData,
+                serviceUUIDs: profile.servicesToAdvertise.isEmpty ? nil : profile.servicesToAdvertise,
+                isConnectable: profile.connectable ? nil : false))
+            return
+        }
+        manager.add(services[nextService])
+        nextService += 1
+    }
+
+    func peripheralManager(_ peripheral: PeripheralManager, didAdd service: Service, error: (any Error)?) {
+        if let error {
+            onStarted?(error)
+            return
+        }
+        addNext()
+    }
+
+    func peripheralManagerDidStartAdvertising(_ peripheral: PeripheralManager, error: (any Error)?) {
+        onStarted?(error)
+        if error == nil { behaviour.started() }
+    }
+
+    // MARK: Requests
+
+    func peripheralManager(_ peripheral: PeripheralManager, didReceiveRead request: ATTRequest) {
+        let uuid = request.characteristic.uuid
+        switch behaviour.read(uuid) {
+        case .success(let value):
+            guard request.offset <= value.count else {
+                log?("\(request.central.identifier) read \(uuid.uuidString) -> \(ToolError.describe(.invalidOffset))")
+                peripheral.respond(to: request, withResult: .invalidOffset)
+                return
+            }
+            if request.offset == 0 { log?("\(request.central.identifier) read \(uuid.uuidString) \(value.hex)") }
+            request.value = value.subdata(in: (value.startIndex + request.offset)..<value.endIndex)
+            peripheral.respond(to: request, withResult: .success)
+        case .failure(let refusal):
+            let code = refusal.code
+            log?("\(request.central.identifier) read \(uuid.uuidString) -> \(ToolError.describe(code))")
+            peripheral.respond(to: request, withResult: code)
+        }
+    }
+
+    func peripheralManager(_ peripheral: PeripheralManager, didReceiveWrite requests: [ATTRequest]) {
+        guard let first = requests.first else { return }
+        let uuid = first.characteristic.uuid
+        // A long write arrives as its prepared parts; put them together in offset order.
+        var value = Data()
+        for part in requests.filter({ $0.characteristic.uuid == uuid }).sorted(by: { $0.offset < $1.offset }) {
+            let data = part.value ?? Data()
+            if part.offset > value.count { value.append(Data(count: part.offset - value.count)) }
+            value.replaceSubrange(part.offset..<min(value.count, part.offset + data.count), with: data)
+        }
+        let result = behaviour.write(uuid, value: value)
+        let outcome = result == .success ? "" : " -> \(ToolError.describe(result))"
+        log?("\(first.central.identifier) write \(uuid.uuidString) \(value.hex)\(outcome)")
+        peripheral.respond(to: first, withResult: result)
+    }
+
+    func peripheralManager(_ peripheral: PeripheralManager, central: Central, didSubscribeTo characteristic: Characteristic) {
+        let kind = characteristic.properties.contains(.notify) ? "notifications" : "indications"
+        log?("\(central.identifier) subscribe \(characteristic.uuid.uuidString) \(kind)")
+        behaviour.subscribed(characteristic.uuid)
+    }
+
+    func peripheralManager(_ peripheral: PeripheralManager, central: Central, didUnsubscribeFrom characteristic: Characteristic) {
+        log?("\(central.identifier) unsubscribe \(characteristic.uuid.uuidString)")
+        behaviour.unsubscribed(characteristic.uuid)
+    }
+
+    // MARK: Updates
+
+    /// Whether any central is subscribed to `uuid`.
+    func isSubscribed(_ uuid: BluetoothUUID) -> Bool {
+        !(characteristics[uuid]?.subscribedCentrals ?? []).isEmpty
+    }
+
+    /// Notifies or indicates `value` to the centrals subscribed to `uuid` (nothing when there are none);
+    /// queues it when the transmit queue is full.
+    func update(_ uuid: BluetoothUUID, _ value: Data) {
+        guard let characteristic = characteristics[uuid], isSubscribed(uuid) else { return }
+        let kind = characteristic.properties.contains(.notify) ? "notify" : "indicate"
+        log?("* \(kind) \(uuid.uuidString) \(value.hex)")
+        if !pendingUpdates.isEmpty || !manager.updateValue(value, for: characteristic, onSubscribedCentrals: nil) {
+            pendingUpdates.append((characteristic, value))
+        }
+    }
+
+    func peripheralManagerIsReady(toUpdateSubscribers peripheral: PeripheralManager) {
+        while let (characteristic, value) = pendingUpdates.first {
+            guard peripheral.updateValue(value, for: characteristic, onSubscribedCentrals: nil) else { return }
+            pendingUpdates.removeFirst()
+        }
+    }
+
+    /// Runs `work` on the device's queue after `delay` of the system's time.
+    @discardableResult
+    func after(_ delay: Duration, _ work: @escaping () -> Void) -> ScheduledTimer {
+        let bound = QueueBound(work)
+        return system.schedule(after: delay, on: queue) { bound.value() }
+    }
+
+    func stop() {
+        queue.sync {
+            manager.stopAdvertising()
+            manager.removeAllServices()
+        }
+    }
+}

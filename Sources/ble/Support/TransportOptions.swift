@@ -1,0 +1,114 @@
+import ArgumentParser
+import BLE
+import BLETransportPosix
+import Foundation
+import Synchronization
+import Dispatch
+
+/// `--transport` and `--btsnoop`, which every command takes.
+struct TransportOptions: ParsableArguments {
+    @Option(name: .long, help: ArgumentHelp(
+        "Which controller to use: 'virtual' (the default: a simulated room of devices), tcp-client:HOST:PORT, tcp-server:HOST:PORT, serial:DEVICE[,BAUD[,rtscts]] or hci-socket:N.",
+        valueName: "spec"))
+    var transport: String = ProcessInfo.processInfo.environment["BLE_TRANSPORT"].flatMap { $0.isEmpty ? nil : $0 } ?? "virtual"
+
+    @Option(name: .long, help: ArgumentHelp("Record the HCI traffic to this btsnoop file.", valueName: "file"))
+    var btsnoop: String?
+
+    /// `BLE_SIM_SPEED=fast`: run the simulated world as fast as possible instead of in wall-clock time.
+    static var simulationPacing: SimulationPacing {
+        ProcessInfo.processInfo.environment["BLE_SIM_SPEED"] == "fast" ? .asFastAsPossible : .realtime
+    }
+}
+
+/// What a command runs on: the tool's own `BluetoothSystem` and, on the virtual transport, the simulated world
+/// around it, which this session drives.
+final class Session: Sendable {
+    let system: BluetoothSystem
+    let world: World?
+    let pacing: SimulationPacing
+
+    private init(system: BluetoothSystem, world: World?, pacing: SimulationPacing) {
+        self.system = system
+        self.world = world
+        self.pacing = pacing
+    }
+
+    /// Opens the transport. On `virtual`, builds the world and adds the tool's device to it under `name`;
+    /// otherwise reaches the controller the spec names (the POSIX transports are registered here). With
+    /// `--btsnoop`, the tool's own HCI traffic is recorded.
+    static func open(_ options: TransportOptions, name: String = "ble",
+                     configuration: BluetoothSystem.Configuration = .init()) async throws(ToolError) -> Session {
+        let spec = options.transport
+        if spec == "virtual" {
+            let world = World(seed: 2024)
+            var configuration = configuration
+            configuration.btsnoop = options.btsnoop
+            do {
+                let system = try world.addToolDevice(name: name, configuration: configuration)
+                return Session(system: system, world: world, pacing: TransportOptions.simulationPacing)
+            } catch {
+                throw ToolError(.transport, "--btsnoop \(options.btsnoop ?? ""): \(error)")
+            }
+        }
+        PosixTransports.install()
+        do {
+            let system = try await BluetoothSystem.connect(transport: spec, btsnoop: options.btsnoop, name: name)
+            return Session(system: system, world: nil, pacing: .realtime)
+        } catch {
+            throw ToolError(.transport, "--transport \(spec): \(error)")
+        }
+    }
+
+    /// Runs the world (or, over a real controller, waits) until `outcome` holds a result, SIGINT arrives, or
+    /// `limit` of the system's time passes; then returns the outcome (nil when interrupted or out of time).
+    func run(until outcome: Outcome, limit: Duration? = nil) async throws -> Result<Void, ToolError>? {
+        let interrupt = Interrupt.shared
+        let start = system.now
+        while true {
+            if let result = outcome.result { return result }
+            if interrupt.fired { return nil }
+            if let limit, system.now - start >= limit { return nil }
+            if let radio = world?.radio {
+                try await radio.run(for: pacing == .realtime ? .milliseconds(50) : .milliseconds(10), pacing: pacing)
+            } else {
+                try await Task.sleep(for: .milliseconds(10))
+            }
+        }
+    }
+}
+
+/// The result a command's callbacks hand back to its run loop; the first result set wins.
+final class Outcome: Sendable {
+    private let state = Mutex<Result<Void, ToolError>?>(nil)
+
+    var result: Result<Void, ToolError>? { state.withLock { $0 } }
+
+    func succeed() { set(.success(())) }
+    func fail(_ error: ToolError) { set(.failure(error)) }
+
+    private func set(_ result: Result<Void, ToolError>) {
+        state.withLock { if $0 == nil { $0 = result } }
+    }
+}
+
+/// SIGINT (Ctrl-C) as a flag the run loop polls, so commands stop cleanly.
+final class Interrupt: Sendable {
+    static let shared = Interrupt()
+    private let flag = Mutex(false)
+    private let source = Mutex<(any DispatchSourceSignal)?>(nil)
+
+    var fired: Bool { flag.withLock { $0 } }
+
+    /// Installs the handler (idempotent).
+    func install() {
+        source.withLock { existing in
+            guard existing == nil else { return }
+            signal(SIGINT, SIG_IGN)
+            let s = DispatchSource.makeSignalSource(signal: SIGINT, queue: .global())
+            s.setEventHandler { [self] in flag.withLock { $0 = true } }
+            s.resume()
+            existing = s
+        }
+    }
+}
