@@ -10,8 +10,8 @@ must contain the ATT exchanges.
 import json
 import os
 import re
+import shutil
 import signal
-import tempfile
 import unittest
 
 import peers
@@ -36,30 +36,16 @@ def upper(uuid):
 
 
 class Workspace:
+    """Where a test's captures go: .build/interop-captures/<test id>/ (git-ignored), emptied when the test
+    starts and left in place afterwards, so that a failure's captures can be read with tshark or Wireshark."""
+
     def __init__(self, test):
-        self.dir = tempfile.mkdtemp(prefix="interop-")
-        test.addCleanup(self.report_or_remove, test)
-        self.captures = []
+        self.dir = os.path.join(peers.ROOT, ".build", "interop-captures", test.id().replace("test_interop.", ""))
+        shutil.rmtree(self.dir, ignore_errors=True)
+        os.makedirs(self.dir)
 
     def capture(self, name):
-        path = os.path.join(self.dir, name + ".btsnoop")
-        self.captures.append(path)
-        return path
-
-    def report_or_remove(self, test):
-        # Captures of a failed test are kept for reading with tshark/Wireshark; a passed test leaves nothing.
-        outcome = getattr(test, "_outcome", None)
-        failed = outcome is not None and not getattr(outcome, "success", True)
-        if failed:
-            print(f"\n[interop] captures kept in {self.dir}")
-            return
-        for path in self.captures:
-            if os.path.exists(path):
-                os.remove(path)
-        try:
-            os.rmdir(self.dir)
-        except OSError:
-            pass
+        return os.path.join(self.dir, name + ".btsnoop")
 
 
 class OurCentralAgainstBumblePeripheral:
@@ -97,7 +83,7 @@ class OurCentralAgainstBumblePeripheral:
         self.assertTrue(mine, f"ble scan did not find {PERIPHERAL_NAME}: {out}")
         self.assertTrue(mine[0]["connectable"], mine[0])
         self.assertEqual(mine[0]["address"].upper(), self.ready["address"].split("/")[0].upper(), mine[0])
-        peers.check_capture(self, capture, require_att=False)
+        peers.check_capture(self, capture, require_att=False, peer_deviations=self.link.peer_deviations)
 
         # Explore: MTU 517, every service (GAP and GATT included), included services, descriptors and values.
         capture = self.work.capture("explore")
@@ -130,14 +116,14 @@ class OurCentralAgainstBumblePeripheral:
         self.assertEqual(battery["2A19"]["value"].lower(), "4d")
         p.expect_event("mtu", 20, mtu=517)
         p.expect_event("disconnected", 20)
-        peers.check_capture(self, capture)
+        peers.check_capture(self, capture, peer_deviations=self.link.peer_deviations)
 
         # A 512-byte read, intact.
         capture = self.work.capture("read")
         out = self.ok(self.ble("read", PERIPHERAL_NAME, db.LONG_READ, capture=capture), "ble read")
         self.assertEqual(hexes(out), [db.LONG_VALUE.hex()], "512-byte read")
         p.expect_event("disconnected", 20)
-        peers.check_capture(self, capture)
+        peers.check_capture(self, capture, peer_deviations=self.link.peer_deviations)
 
         # A 500-byte write with response: the peripheral got exactly those bytes.
         value = bytes((i * 13 + 5) & 0xFF for i in range(500))
@@ -146,7 +132,7 @@ class OurCentralAgainstBumblePeripheral:
         write = p.expect_event("write", 20)
         self.assertEqual((write["length"], write["hex"]), (500, value.hex()), "what the Bumble peripheral received")
         p.expect_event("disconnected", 20)
-        peers.check_capture(self, capture)
+        peers.check_capture(self, capture, peer_deviations=self.link.peer_deviations)
 
         # A burst of writes without response in one command: every one arrives, bytes counted.
         burst = [bytes([n & 0xFF]) * (20 + n % 200) for n in range(50)]
@@ -157,7 +143,7 @@ class OurCentralAgainstBumblePeripheral:
         counts = p.events("write-without-response")
         self.assertEqual((counts[-1]["count"], counts[-1]["bytes"]) if counts else (0, 0),
                          (len(burst), sum(len(c) for c in burst)), "writes without response the peripheral received")
-        peers.check_capture(self, capture)
+        peers.check_capture(self, capture, peer_deviations=self.link.peer_deviations)
 
         # Notifications: N values printed, in the order sent; our disconnection reaches the peripheral as
         # Remote User Terminated Connection (0x13).
@@ -171,7 +157,7 @@ class OurCentralAgainstBumblePeripheral:
         p.expect_event("subscription", 20, characteristic=db.NOTIFY, notify=True)
         gone = p.expect_event("disconnected", 20)
         self.assertEqual(gone["reason"], 0x13, "reason the peripheral saw for our disconnection")
-        peers.check_capture(self, capture)
+        peers.check_capture(self, capture, peer_deviations=self.link.peer_deviations)
 
         # Indications: every value we printed was confirmed to the peripheral.
         capture = self.work.capture("indicate")
@@ -183,7 +169,7 @@ class OurCentralAgainstBumblePeripheral:
         for v in values:
             self.assertIn(v, confirmed, f"indication {v} printed by ble but not confirmed to the peripheral; "
                                         f"peripheral saw: {p.output()}")
-        peers.check_capture(self, capture)
+        peers.check_capture(self, capture, peer_deviations=self.link.peer_deviations)
 
         # Disconnection by the peripheral while we are subscribed: our command ends with an error.
         capture = self.work.capture("peer-disconnect")
@@ -196,7 +182,7 @@ class OurCentralAgainstBumblePeripheral:
         status = subscriber.wait(20)
         # 8: "the link dropped" (ble --help, exit statuses).
         self.assertEqual(status, 8, f"ble subscribe must fail when the peer disconnects:\n{subscriber.output()}")
-        peers.check_capture(self, capture)
+        peers.check_capture(self, capture, peer_deviations=self.link.peer_deviations)
 
 
 class BumbleCentralAgainstOurPeripheral:
@@ -261,7 +247,7 @@ class BumbleCentralAgainstOurPeripheral:
             bpm = int.from_bytes(value[1:3], "little") if flags & 0x01 else value[1]
             self.assertTrue(30 <= bpm <= 220, f"implausible heart rate {bpm} in {value.hex()}")
         server.stop()
-        peers.check_capture(self, capture)
+        peers.check_capture(self, capture, peer_deviations=self.link.peer_deviations)
 
 
 class BumbleLink:
