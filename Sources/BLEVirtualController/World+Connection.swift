@@ -77,6 +77,9 @@ extension World {
                 if lost() { break }
                 link.sides[0].lastReceived = start
                 exchanged = true
+                // The central's host learns of the link when the first packet from the peripheral arrives,
+                // before anything that packet carries (an LL_LENGTH_REQ's Data Length Change, say).
+                if !link.established { establish(link) }
                 acknowledge(link, side: 0)
                 deliverCurrent(link, from: 1, counter: counter)
                 if link.closed { break }
@@ -85,24 +88,25 @@ extension World {
             }
         }
 
-        if exchanged && !link.established && !link.closed {
-            link.established = true
-            let central = controllers[link.sides[0].controller]
-            emitConnectionComplete(central, status: Status.success, handle: link.sides[0].handle, role: 0,
-                                   peer: link.centralPeer, interval: link.intervalUnits, latency: link.latency,
-                                   timeout: link.timeoutUnits)
-            // A controller whose host suggested longer PDUs starts the data length update by itself.
-            for s in 0..<2 where link.sides[s].localMaxTxOctets > 27 {
-                link.sides[s].control.append(.lengthReq(maxRxOctets: link.sides[s].localMaxRxOctets,
-                                                        maxTxOctets: link.sides[s].localMaxTxOctets))
-            }
-        }
-
         superviseTimeouts(link, at: t)
         emitCompletedPackets(link)
 
         if link.closed { return }
         if needsEvents(link) { schedule(link, counter: counter + 1) }
+    }
+
+    /// The first packet from the peripheral reached the central: the central's host gets LE Connection
+    /// Complete, and controllers whose hosts suggested longer PDUs start the data length update.
+    func establish(_ link: Link) {
+        link.established = true
+        let central = controllers[link.sides[0].controller]
+        emitConnectionComplete(central, status: Status.success, handle: link.sides[0].handle, role: 0,
+                               peer: link.centralPeer, interval: link.intervalUnits, latency: link.latency,
+                               timeout: link.timeoutUnits)
+        for s in 0..<2 where link.sides[s].localMaxTxOctets > 27 {
+            link.sides[s].control.append(.lengthReq(maxRxOctets: link.sides[s].localMaxRxOctets,
+                                                    maxTxOctets: link.sides[s].localMaxTxOctets))
+        }
     }
 
     /// Supervision: a side that has heard nothing from its peer for the supervision timeout (six intervals

@@ -57,6 +57,28 @@ import Testing
         #expect(pair.central.acl.map(\.data.count) == [27, 13])
     }
 
+    /// Bumble's host asks for a longer data length as soon as it learns of the link; the central's host must
+    /// still hear of the link (LE Connection Complete) before any event about it (Data Length Change).
+    @Test func theCentralHearsOfTheLinkBeforeAnythingAboutIt() async throws {
+        let radio = SimulatedRadio(seed: 3)
+        let central = TestHost(radio.addController(name: "central"))
+        let peripheral = TestHost(radio.addController(name: "peripheral", position: .init(x: 2, y: 0)))
+        try await central.setUp()
+        try await peripheral.setUp()
+        peripheral.onPacket { packet in
+            guard case .event(let event) = packet, event.code.rawValue == 0x3E, event.parameters.first == 0x01 else { return }
+            // LE Set Data Length on the new handle, at once.
+            peripheral.send(0x2022, Array(event.parameters[2...3]) + le16(251) + le16(2120))
+        }
+        try await peripheral.setAdvertising(type: 0, interval: 0x0020, data: [2, 1, 6])
+        try await peripheral.enableAdvertising()
+        #expect(try await central.command(0x200D, central.createConnection(to: peripheral.controller.address)) == [0])
+        try await radio.run(for: .milliseconds(300))
+        let subevents = central.events.filter { $0.code == 0x3E }.compactMap(\.parameters.first)
+        #expect(subevents.contains(0x07))
+        #expect(subevents.firstIndex(of: 0x01) != nil && subevents.firstIndex(of: 0x01)! < subevents.firstIndex(of: 0x07)!)
+    }
+
     @Test func remoteFeaturesAndVersion() async throws {
         let pair = try await ConnectedPair.make()
         #expect(try await pair.central.command(0x2016, le16(pair.centralHandle)) == [0])
