@@ -13,11 +13,27 @@ extension Host {
         let set = HCILESetScanParameters(scanType: parameters.active ? .active : .passive,
                                          scanInterval: parameters.interval, scanWindow: parameters.window,
                                          ownAddressType: ownType.isRandom ? .randomDevice : .publicDevice)
-        send(set) { [self] result in
-            if case .failure(let error) = result { return completion(.failure(error)) }
+        let enable: @Sendable () -> Void = { [self] in
             send(HCILESetScanEnable(enable: true, filterDuplicates: parameters.filterDuplicates)) { [self] result in
                 if case .success = result { withCore { core, _ in core.scanning = true } }
                 completion(result.map { _ in () })
+            }
+        }
+        send(set) { [self] result in
+            switch result {
+            case .success:
+                enable()
+            case .failure(let error) where error.code == .hci(.commandDisallowed):
+                // The controller is still scanning (another host left it so, and its Reset kept it: Bumble's
+                // does): parameters may not change while scanning, so stop, then try once more.
+                send(HCILESetScanEnable(enable: false)) { [self] _ in
+                    send(set) { result in
+                        if case .failure(let error) = result { return completion(.failure(error)) }
+                        enable()
+                    }
+                }
+            case .failure(let error):
+                completion(.failure(error))
             }
         }
     }

@@ -28,9 +28,17 @@ private struct StartSequence: Sendable {
     func reset() {
         host.send(HCIReset()) { result in
             switch result {
-            case .success: readVersion()
+            case .success: quiesce()
             case .failure(let error): fail(error)
             }
+        }
+    }
+
+    /// Reset should leave the controller idle, but some do not clear scanning or advertising (Bumble's Reset
+    /// does nothing): disable both, ignoring refusals (a controller may refuse to disable what is off).
+    func quiesce() {
+        host.send(HCILESetScanEnable(enable: false)) { _ in
+            host.send(HCILESetAdvertisingEnable(enable: false)) { _ in readVersion() }
         }
     }
 

@@ -161,6 +161,13 @@ public final class Host: Sendable {
                 effects.emit(.advertisingReport(AdvertisingReport(
                     kind: kind, address: report.address, rssi: report.rssi == 127 ? nil : Int(report.rssi), data: report.data)))
             }
+        case .extendedAdvertisingReport(let event):
+            guard core.scanning else { return }
+            for report in event.reports where report.eventType.dataStatus == 0 {
+                guard let kind = Self.kind(of: report.eventType) else { continue }
+                effects.emit(.advertisingReport(AdvertisingReport(
+                    kind: kind, address: report.address, rssi: report.rssi == 127 ? nil : Int(report.rssi), data: report.data)))
+            }
         case .connectionComplete(let event):
             connectionComplete(status: event.status, handle: event.handle, role: event.role, peer: event.peerAddress,
                                interval: event.connectionInterval, latency: event.peripheralLatency,
@@ -191,6 +198,18 @@ public final class Host: Sendable {
         case .readRemoteFeaturesComplete, .phyUpdateComplete, .unknown:
             break
         }
+    }
+}
+
+extension Host {
+    /// The legacy report kind of an extended report's event type (Vol 4, Part E, 7.7.65.13: legacy PDUs have
+    /// fixed bit patterns; extended ones are classified by their connectable and scannable bits).
+    static func kind(of type: HCILEMetaEvent.ExtendedAdvertisingReport.EventType) -> AdvertisingReport.Kind? {
+        if type.contains(.scanResponse) { return .scanResponse }
+        if type.contains(.directed) { return type.contains(.connectable) ? .connectableDirected : .nonConnectableUndirected }
+        if type.contains(.connectable) { return .connectableUndirected }
+        if type.contains(.scannable) { return .scannableUndirected }
+        return .nonConnectableUndirected
     }
 }
 

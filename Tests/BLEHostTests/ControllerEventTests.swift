@@ -102,4 +102,49 @@ import Testing
         // the read, it did not hang.
         #expect(read.value != nil)
     }
+
+    @Test func scanningStillOnFromAnotherHostIsStoppedAndStartedAgain() throws {
+        let harness = HostHarness()
+        try harness.started()
+        let disallowedOnce = Outcome<Bool>()
+        harness.controller.respond { command in
+            // The first LE Set Scan Parameters is refused as while scanning; the rest answered by default.
+            guard command.opcode == .leSetScanParameters, disallowedOnce.value == nil else { return nil }
+            disallowedOnce.set(true)
+            return .completeFailure(.commandDisallowed)
+        }
+        let started = Outcome<Result<Void, HostError>>()
+        harness.host.startScan(ScanParameters(), completion: started.handler)
+        harness.controller.pump()
+        harness.controller.pump()
+        harness.controller.pump()
+        harness.controller.pump()
+        #expect((try? started.value?.get()) != nil)
+        let scanCommands = harness.controller.opcodes.suffix(4)
+        #expect(Array(scanCommands) == [.leSetScanParameters, .leSetScanEnable, .leSetScanParameters, .leSetScanEnable])
+        let last = try HCILESetScanEnable(packet: try #require(harness.controller.commands.last))
+        #expect(last.enable)
+    }
+
+    @Test func extendedReportsOfLegacyPDUsAreReportedWhileScanning() throws {
+        let harness = HostHarness()
+        try harness.started()
+        let started = Outcome<Result<Void, HostError>>()
+        harness.host.startScan(ScanParameters(), completion: started.handler)
+        for _ in 0..<3 { harness.controller.pump() }
+        #expect((try? started.value?.get()) != nil)
+        let peer = BluetoothAddress(string: "C0:11:22:33:44:55", type: .randomDevice)!
+        harness.controller.deliver(.extendedAdvertisingReport(.init(reports: [
+            .init(eventType: [.legacy, .connectable, .scannable], address: peer, rssi: -40, data: [2, 1, 6]),
+            .init(eventType: [.legacy, .scanResponse, .connectable, .scannable], address: peer, rssi: -41, data: []),
+            .init(eventType: [.legacy], address: peer, rssi: 127, data: []),
+        ])))
+        let reports = harness.events.compactMap { event -> AdvertisingReport? in
+            if case .advertisingReport(let r) = event { return r }
+            return nil
+        }
+        #expect(reports.map(\.kind) == [.connectableUndirected, .scanResponse, .nonConnectableUndirected])
+        #expect(reports.map(\.rssi) == [-40, -41, nil])
+        #expect(reports[0].data == [2, 1, 6])
+    }
 }

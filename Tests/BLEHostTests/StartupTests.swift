@@ -11,7 +11,8 @@ import Testing
         let info = try #require(try harness.start()?.get())
 
         #expect(harness.controller.opcodes == [
-            .reset, .readLocalVersionInformation, .readLocalSupportedCommands, .readBDADDR,
+            .reset, .leSetScanEnable, .leSetAdvertisingEnable,  // a Reset that kept them on (Bumble's) is covered
+            .readLocalVersionInformation, .readLocalSupportedCommands, .readBDADDR,
             .setEventMask, .leSetEventMask, .leReadBufferSize, .leReadLocalSupportedFeatures,
             .leWriteSuggestedDefaultDataLength,
         ])
@@ -51,7 +52,8 @@ import Testing
         let info = try #require(try harness.start()?.get())
 
         #expect(harness.controller.opcodes == [
-            .reset, .readLocalVersionInformation, .readLocalSupportedCommands, .readBDADDR,
+            .reset, .leSetScanEnable, .leSetAdvertisingEnable,  // a Reset that kept them on (Bumble's) is covered
+            .readLocalVersionInformation, .readLocalSupportedCommands, .readBDADDR,
             .setEventMask, .leSetEventMask, .leReadBufferSize, .leReadLocalSupportedFeatures,
             .leSetRandomAddress, .leWriteSuggestedDefaultDataLength,
         ])
@@ -137,5 +139,16 @@ import Testing
         #expect(info.hciVersion == 0)
         #expect(info.leFeatures == 0)
         #expect(info.leBufferCount == 4)
+    }
+
+    @Test func scanningAndAdvertisingAreDisabledAfterResetWhateverTheAnswer() throws {
+        let harness = HostHarness()
+        harness.controller.answer(.leSetScanEnable, with: .completeFailure(.commandDisallowed))
+        harness.controller.answer(.leSetAdvertisingEnable, with: .completeFailure(.commandDisallowed))
+        let info = try #require(try harness.start()?.get())
+        #expect(info.address == harness.controller.profile.address)
+        #expect(Array(harness.controller.opcodes.prefix(3)) == [.reset, .leSetScanEnable, .leSetAdvertisingEnable])
+        let disable = try HCILESetScanEnable(packet: harness.controller.commands[1])
+        #expect(disable.enable == false)
     }
 }

@@ -56,7 +56,11 @@ public final class CentralManager: Sendable, SystemSession {
         self.init(delegate: nil, queue: nil, options: nil, system: nil)
     }
 
-    deinit { system.core.unregister(self) }
+    deinit {
+        // A manager that goes away stops its scan, as CoreBluetooth's does.
+        if locked.withLock({ $0.scan != nil }) { system.core.host.stopScan { _ in } }
+        system.core.unregister(self)
+    }
 
     public var delegate: (any CentralManagerDelegate)? {
         get { delegateCell.value }
@@ -83,7 +87,10 @@ public final class CentralManager: Sendable, SystemSession {
         }
         if wasScanning { return }
         let parameters = ScanParameters(active: true, interval: 0x0060, window: 0x0030, filterDuplicates: false)
-        system.core.host.startScan(parameters) { _ in }
+        system.core.host.startScan(parameters) { [weak self] result in
+            // CoreBluetooth has no callback for a scan that could not start; `isScanning` turns false.
+            if case .failure = result { self?.locked.withLock { $0.scan = nil } }
+        }
     }
 
     /// Stops scanning.

@@ -79,6 +79,28 @@ let eventCases: [EventCase] = [
           [0x3E, 0x19, 0x02, 0x02,
            0x00, 0x01, 0x55, 0x44, 0x33, 0x22, 0x11, 0xC0, 0x03, 0x02, 0x01, 0x06, 0xCE,
            0x04, 0x00, 0x03, 0x02, 0x01, 0xDC, 0x1B, 0x00, 0x00, 0x7F]),
+    // 7.7.65.13, a legacy ADV_IND as Bumble's controller reports it
+    .init("LEExtendedAdvertisingReport",
+          .leMeta(.extendedAdvertisingReport(.init(reports: [
+              .init(eventType: [.legacy, .connectable, .scannable], address: randomPeer, primaryPHY: 1, secondaryPHY: 0,
+                    advertisingSID: 0xFF, txPower: 127, rssi: -50, periodicAdvertisingInterval: 0,
+                    directAddress: .zero, data: [0x02, 0x01, 0x06])]))),
+          [0x3E, 0x1D,
+           0x0D,                                // Subevent_Code
+           0x01,                                // Num_Reports
+           0x13, 0x00,                          // Event_Type: legacy, scannable, connectable (ADV_IND)
+           0x01,                                // Address_Type random
+           0x55, 0x44, 0x33, 0x22, 0x11, 0xC0,  // Address
+           0x01,                                // Primary_PHY LE 1M
+           0x00,                                // Secondary_PHY none
+           0xFF,                                // Advertising_SID none
+           0x7F,                                // TX_Power not available
+           0xCE,                                // RSSI -50 dBm
+           0x00, 0x00,                          // Periodic_Advertising_Interval none
+           0x00,                                // Direct_Address_Type
+           0x00, 0x00, 0x00, 0x00, 0x00, 0x00,  // Direct_Address
+           0x03,                                // Data_Length
+           0x02, 0x01, 0x06]),                  // Data: Flags
     // 7.7.65.3
     .init("LEConnectionUpdateComplete",
           .leMeta(.connectionUpdateComplete(.init(handle: handle40, connectionInterval: 0x0006, peripheralLatency: 0,

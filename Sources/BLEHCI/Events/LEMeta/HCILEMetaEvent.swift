@@ -15,6 +15,7 @@ public enum HCILEMetaEvent: Sendable, Hashable {
     case dataLengthChange(DataLengthChange)
     case enhancedConnectionComplete(EnhancedConnectionComplete)
     case phyUpdateComplete(PHYUpdateComplete)
+    case extendedAdvertisingReport(ExtendedAdvertisingReport)
     /// A subevent this module does not decode: its code and the bytes after it.
     case unknown(subevent: HCILEMetaSubevent, parameters: [UInt8])
 
@@ -32,6 +33,7 @@ public enum HCILEMetaEvent: Sendable, Hashable {
         case DataLengthChange.subeventCode: self = .dataLengthChange(try .init(parameters: &buffer))
         case EnhancedConnectionComplete.subeventCode: self = .enhancedConnectionComplete(try .init(parameters: &buffer))
         case PHYUpdateComplete.subeventCode: self = .phyUpdateComplete(try .init(parameters: &buffer))
+        case ExtendedAdvertisingReport.subeventCode: self = .extendedAdvertisingReport(try .init(parameters: &buffer))
         default: self = .unknown(subevent: subevent, parameters: buffer.readRemainingBytes())
         }
     }
@@ -57,6 +59,7 @@ public enum HCILEMetaEvent: Sendable, Hashable {
         case .dataLengthChange: return DataLengthChange.subeventCode
         case .enhancedConnectionComplete: return EnhancedConnectionComplete.subeventCode
         case .phyUpdateComplete: return PHYUpdateComplete.subeventCode
+        case .extendedAdvertisingReport: return ExtendedAdvertisingReport.subeventCode
         case .unknown(let subevent, _): return subevent
         }
     }
@@ -73,6 +76,7 @@ public enum HCILEMetaEvent: Sendable, Hashable {
         case .dataLengthChange(let event): return event.packet
         case .enhancedConnectionComplete(let event): return event.packet
         case .phyUpdateComplete(let event): return event.packet
+        case .extendedAdvertisingReport(let event): return event.packet
         case .unknown(let subevent, let parameters):
             return HCIEventPacket(code: .leMeta, parameters: [subevent.rawValue] + parameters)
         }
