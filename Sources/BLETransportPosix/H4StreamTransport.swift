@@ -71,7 +71,12 @@ public final class H4StreamTransport: HCITransport, CustomStringConvertible {
         guard let channel = state.withLock({ $0.closing ? nil : $0.channel }) else { return }
         var buffer = channel.allocator.buffer(capacity: 1 + 4 + 255)
         H4Encoder.encode(packet, into: &buffer)
-        channel.writeAndFlush(buffer, promise: nil)
+        // Always through the event loop's task queue, even from the event loop itself: a write made on the
+        // loop would otherwise go out at once, ahead of writes other threads queued just before it, and the
+        // host's order (it sends under its lock, from whichever thread) would be lost. Found by the Bumble
+        // interop test: 2 of 50 Write Commands arrived out of order and were dropped.
+        let bytes = buffer
+        channel.eventLoop.execute { channel.writeAndFlush(bytes, promise: nil) }
     }
 
     public func close() {

@@ -1,6 +1,7 @@
 import BLEHCI
 import BLETransport
-import BLETransportPosix
+@testable import BLETransportPosix
+import Dispatch
 import NIOCore
 import NIOPosix
 import Synchronization
@@ -33,6 +34,30 @@ import Testing
         #expect(await eventually { events.packets.count == 3 })
         #expect(events.packets == [Packets.resetComplete, Packets.acl, Packets.resetComplete])
         #expect(events.closes.isEmpty)
+    }
+
+    /// A host sends under its lock from whichever thread it is on: a packet sent from the transport's own event
+    /// loop must not overtake one another thread sent just before (Bumble dropped Write Commands that arrived
+    /// out of order).
+    @Test func packetsLeaveInTheOrderTheyWereSentWhateverTheThread() async throws {
+        let peer = PeerLog()
+        let server = try await Loopback.listen(peer)
+        defer { server.close(promise: nil) }
+        let transport = try await TCPClientTransport.connect(host: "127.0.0.1", port: server.localAddress!.port!)
+        defer { transport.close() }
+        #expect(await eventually { peer.channel != nil })
+        let firstSent = DispatchSemaphore(value: 0)
+        transport.eventLoop.execute {
+            // While the loop is busy here, another thread sends first; then the loop itself sends.
+            DispatchQueue.global().async {
+                transport.send(Packets.reset)
+                firstSent.signal()
+            }
+            _ = firstSent.wait(timeout: .now() + .seconds(5))
+            transport.send(Packets.acl)
+        }
+        #expect(await eventually { peer.received.count == 14 })
+        #expect(peer.received == Packets.resetH4 + Packets.aclH4)
     }
 
     @Test func packetsBeforeTheReceiverWaitForIt() async throws {
