@@ -1,8 +1,13 @@
 #!/usr/bin/env bash
-# Runs every test of swift-ble: the layer rules, the Swift test suite, the demo's output, and the `ble` tool.
-# This is the command the README gives and .ci/run calls; it needs only Swift and Python 3.
+# Runs every test of swift-ble: the layer rules, the Swift test suite, the demo's output, the ble tool's
+# commands, and the interop tests against Bumble and RootCanal. It installs what they need first (a Python
+# virtual environment in .venv with the pinned peers, and tshark), so a fresh clone passes as it is.
+# This is the command the README gives and .ci/run calls.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+echo "== peers (Bumble, RootCanal, tshark)"
+Scripts/setup-peers.sh
 
 echo "== layer rules"
 python3 Scripts/check-layers.py
@@ -13,4 +18,9 @@ swift test --skip-build
 
 echo "== ble demo"
 python3 Scripts/check-demo.py
+
+echo "== ble tool"
 python3 Scripts/tests/test_cli.py
+
+echo "== interop with Bumble and RootCanal"
+Scripts/interop/run.sh
