@@ -89,10 +89,9 @@ extension Host {
                     core.links[connection] = other
                 }
             case .readRequest(let id, let connection, let attribute, let offset):
-                effects.emit(.serverRead(ServerRequestID(rawValue: id.rawValue), connection, attribute: attribute, offset: offset))
+                effects.emit(.serverRead(id, connection, attribute: attribute, offset: offset))
             case .writeRequests(let id, let connection, let writes):
-                effects.emit(.serverWrite(id.map { ServerRequestID(rawValue: $0.rawValue) }, connection,
-                                          writes.map { ServerWrite(attribute: $0.attribute, offset: $0.offset, value: $0.value) }))
+                effects.emit(.serverWrite(id, connection, writes))
             case .subscriptionChanged(let connection, let value, let configuration):
                 effects.emit(.subscriptionChanged(connection, attribute: value,
                                                   notify: configuration.contains(.notification),

@@ -59,9 +59,9 @@ extension Host {
     }
 
     /// Answers a `.serverRead` or `.serverWrite` request.
-    public func respond(to request: ServerRequestID, result: ATTErrorCode, value: [UInt8]?) {
+    public func respond(to request: GATTServerRequestID, result: ATTErrorCode, value: [UInt8]?) {
         withCore { core, effects in
-            let actions = core.server.respond(to: GATTServerRequestID(rawValue: request.rawValue), result: result, value: value)
+            let actions = core.server.respond(to: request, result: result, value: value)
             for action in actions {
                 guard case .respond(let connection, _) = action, var link = core.links[connection] else {
                     // Not a response: nothing else comes from `respond`, but keep the actions flowing.

@@ -1,27 +1,10 @@
 import BLEATT
 import BLECore
+import BLEGATT
 import BLEHCI
 import BLETransport
 import DequeModule
 import Synchronization
-
-/// Names one GATT server request waiting for the application's answer.
-public struct ServerRequestID: RawRepresentable, Sendable, Hashable {
-    public var rawValue: UInt64
-    public init(rawValue: UInt64) { self.rawValue = rawValue }
-}
-
-/// One attribute write a client asked for (a Write Request or Command, or one Prepare Write of a long write).
-public struct ServerWrite: Sendable, Hashable {
-    public var attribute: AttributeHandle
-    public var offset: Int
-    public var value: [UInt8]
-    public init(attribute: AttributeHandle, offset: Int, value: [UInt8]) {
-        self.attribute = attribute
-        self.offset = offset
-        self.value = value
-    }
-}
 
 /// Everything the host tells the layer above, in the order it happened.
 public enum HostEvent: Sendable {
@@ -40,10 +23,10 @@ public enum HostEvent: Sendable {
     /// Write Commands may be queued again on this link.
     case readyToWriteWithoutResponse(ConnectionHandle)
     /// A client reads a dynamic attribute: answer with `respond(to:result:value:)`.
-    case serverRead(ServerRequestID, ConnectionHandle, attribute: AttributeHandle, offset: Int)
+    case serverRead(GATTServerRequestID, ConnectionHandle, attribute: AttributeHandle, offset: Int)
     /// A client writes a dynamic attribute. With an id, answer with `respond(to:result:value:)`; a Write
     /// Command has none. A long write arrives as all its prepared parts at once, on Execute Write.
-    case serverWrite(ServerRequestID?, ConnectionHandle, [ServerWrite])
+    case serverWrite(GATTServerRequestID?, ConnectionHandle, [GATTWriteRequest])
     /// A client changed its Client Characteristic Configuration for the characteristic whose value handle is
     /// `attribute`.
     case subscriptionChanged(ConnectionHandle, attribute: AttributeHandle, notify: Bool, indicate: Bool)

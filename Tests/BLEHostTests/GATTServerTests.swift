@@ -36,7 +36,7 @@ import Testing
         harness.controller.deliverL2CAP(handle: Self.link, channel: .att, [0x0A] + le16(value.rawValue))
         #expect(harness.controller.att(on: Self.link).isEmpty)  // waits for the application
 
-        let reads = harness.events.compactMap { event -> (ServerRequestID, AttributeHandle, Int)? in
+        let reads = harness.events.compactMap { event -> (GATTServerRequestID, AttributeHandle, Int)? in
             if case .serverRead(let id, Self.link, let attribute, let offset) = event { return (id, attribute, offset) }
             return nil
         }
@@ -74,7 +74,7 @@ import Testing
             Issue.record("no serverWrite event: \(harness.events)")
             return
         }
-        #expect(writes == [ServerWrite(attribute: value, offset: 0, value: [0xCA, 0xFE])])
+        #expect(writes == [GATTWriteRequest(attribute: value, offset: 0, value: [0xCA, 0xFE])])
         #expect(harness.controller.att(on: Self.link).isEmpty)
         harness.host.respond(to: id, result: .success, value: nil)
         #expect(harness.controller.att(on: Self.link) == [[0x13]])

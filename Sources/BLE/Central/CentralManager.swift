@@ -233,13 +233,7 @@ public final class CentralManager: Sendable, SystemSession {
     // MARK: SystemSession
 
     public func systemPowerStateChanged(_ power: SystemPowerState) {
-        let new: ManagerState
-        switch power {
-        case .unknown: new = .unknown
-        case .poweredOn: new = .poweredOn
-        case .unsupported: new = .unsupported
-        case .poweredOff: new = .poweredOff
-        }
+        let new = ManagerState(power)
         let changed = locked.withLock { s -> Bool in
             guard s.managerState != new else { return false }
             s.managerState = new

@@ -1,3 +1,5 @@
+import BLESystem
+
 /// What a characteristic allows, as `CBCharacteristicProperties`. The low byte is the properties field of the
 /// characteristic declaration (Core Spec 5.4, Vol 3, Part G, 3.3.1.1).
 public struct CharacteristicProperties: OptionSet, Sendable, Hashable, CustomStringConvertible {
@@ -88,6 +90,18 @@ public enum PeripheralState: Int, Sendable, Hashable, CustomStringConvertible {
         case .connecting: "connecting"
         case .connected: "connected"
         case .disconnecting: "disconnecting"
+        }
+    }
+}
+
+extension ManagerState {
+    /// The state a manager shows for its system's power state.
+    init(_ power: SystemPowerState) {
+        switch power {
+        case .unknown: self = .unknown
+        case .poweredOn: self = .poweredOn
+        case .unsupported: self = .unsupported
+        case .poweredOff: self = .poweredOff
         }
     }
 }

@@ -31,7 +31,7 @@ public final class PeripheralManager: Sendable, SystemSession {
         var advertising: AdvertisementData?
         var isAdvertising = false
         var centrals: [ConnectionHandle: Central] = [:]
-        var pendingRequests: [UInt64: ServerRequestID] = [:]
+        var pendingRequests: [UInt64: GATTServerRequestID] = [:]
         var updateRefused = false
     }
     let locked = Mutex(State())
@@ -209,20 +209,14 @@ public final class PeripheralManager: Sendable, SystemSession {
 
     private static let requestCounter = Mutex<UInt64>(0)
 
-    private func register(_ serverID: ServerRequestID) -> UInt64 {
+    private func register(_ serverID: GATTServerRequestID) -> UInt64 {
         let id = Self.requestCounter.withLock { c -> UInt64 in c += 1; return c }
         locked.withLock { $0.pendingRequests[id] = serverID }
         return id
     }
 
     public func systemPowerStateChanged(_ power: SystemPowerState) {
-        let new: ManagerState
-        switch power {
-        case .unknown: new = .unknown
-        case .poweredOn: new = .poweredOn
-        case .unsupported: new = .unsupported
-        case .poweredOff: new = .poweredOff
-        }
+        let new = ManagerState(power)
         let changed = locked.withLock { s -> Bool in
             guard s.managerState != new else { return false }
             s.managerState = new
