@@ -80,11 +80,10 @@ extension Host {
         _ = link.bearer.linkDisconnected()
         _ = link.signaling.linkDisconnected()
         core.server.disconnected(handle)
-        if link.writeCommandsRefused || link.queuedNotifications > 0 {
-            // Nothing waits on this link any more.
-        }
         if emit { effects.emit(.disconnected(handle, reason: reason)) }
         pumpACL(&core, &effects)
+        // An application refused because this link's queue was full must not wait for it to drain.
+        checkNotifyRoom(&core, &effects)
     }
 
     // MARK: ACL out

@@ -134,6 +134,24 @@ import Testing
         #expect(harness.events.filter { if case .readyToNotify = $0 { true } else { false } }.count == 1)
     }
 
+    @Test func aRefusedNotifyIsReleasedWhenTheFullLinkGoesAway() throws {
+        var profile = ControllerProfile()
+        profile.leBufferCount = 1
+        let (harness, service) = try Self.serving(batteryService(value: [0x64]), profile: profile) {
+            $0.notificationQueueDepth = 1
+        }
+        let value = service.characteristicValueHandles[0]
+        harness.controller.deliverL2CAP(handle: Self.link, channel: .att, [0x12] + le16(value.rawValue + 1) + [0x01, 0x00])
+        harness.completed(Self.link.rawValue, 1)
+        harness.log.clear()
+        #expect(harness.host.notify(attribute: value, value: [1], to: nil))
+        #expect(harness.host.notify(attribute: value, value: [2], to: nil))
+        #expect(!harness.host.notify(attribute: value, value: [3], to: nil))
+        // The only subscriber disconnects with its queue still full: the application may send again.
+        harness.disconnected(Self.link.rawValue)
+        #expect(harness.events.contains { if case .readyToNotify = $0 { true } else { false } })
+    }
+
     @Test func notifyWithoutSubscribersSendsNothing() throws {
         let (harness, service) = try Self.serving(batteryService(value: [0x64]))
         #expect(harness.host.notify(attribute: service.characteristicValueHandles[0], value: [1], to: nil))
