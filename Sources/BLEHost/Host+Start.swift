@@ -121,7 +121,7 @@ private struct StartSequence: Sendable {
     }
 
     func setAddress(_ info: ControllerInfo, _ supported: HCISupportedCommands?) {
-        guard info.address == .zero || info.address.bytes == [0, 0, 0, 0, 0, 0] else {
+        guard info.address.bytes == [0, 0, 0, 0, 0, 0] else {
             return setDataLength(info, supported)
         }
         // No public address: use a random static one (two top bits set, Vol 6, Part B, 1.3.2.1).

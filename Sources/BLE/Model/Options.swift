@@ -31,14 +31,11 @@ extension CentralManager {
         public var notifyOnConnection: Bool?
         public var notifyOnDisconnection: Bool?
         public var notifyOnNotification: Bool?
-        /// Wait this many seconds before connecting (`CBConnectPeripheralOptionStartDelayKey`).
-        public var startDelay: Double?
         public init(notifyOnConnection: Bool? = nil, notifyOnDisconnection: Bool? = nil,
-                    notifyOnNotification: Bool? = nil, startDelay: Double? = nil) {
+                    notifyOnNotification: Bool? = nil) {
             self.notifyOnConnection = notifyOnConnection
             self.notifyOnDisconnection = notifyOnDisconnection
             self.notifyOnNotification = notifyOnNotification
-            self.startDelay = startDelay
         }
     }
 
