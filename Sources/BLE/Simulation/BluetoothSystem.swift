@@ -175,15 +175,19 @@ public final class BluetoothSystem: Sendable, CustomStringConvertible {
         return system
     }
 
-    /// Waits until the host has initialised the controller (or failed to).
+    /// Waits until the host has initialised the controller (or failed to: every start-up command has its
+    /// own timeout, so this ends).
     func waitForController() async throws {
-        while true {
-            switch core.powerState {
-            case .poweredOn: return
-            case .unsupported(let reason): throw BluetoothError(.operationNotSupported, reason)
-            case .poweredOff(let reason): throw BluetoothError(.transportClosed, reason)
-            case .unknown: try await Task.sleep(for: .milliseconds(10))
-            }
+        let waiter = PowerWaiter()
+        let power = await withCheckedContinuation { continuation in
+            waiter.wait(continuation)
+            core.register(waiter)  // reports the current state at once unless it is still unknown
+        }
+        core.unregister(waiter)
+        switch power {
+        case .poweredOn, .unknown: return
+        case .unsupported(let reason): throw BluetoothError(.operationNotSupported, reason)
+        case .poweredOff(let reason): throw BluetoothError(.transportClosed, reason)
         }
     }
 
@@ -202,8 +206,10 @@ public final class BluetoothSystem: Sendable, CustomStringConvertible {
         let radio = SimulatedRadio(seed: 0)
         let system = try BluetoothSystem.makeSimulated(on: radio, name: name, configuration: Configuration(btsnoop: btsnoop))
         Task.detached {
-            while !Task.isCancelled {
-                try? await radio.run(for: .seconds(3600), pacing: .realtime)
+            do {
+                while !Task.isCancelled { try await radio.run(for: .seconds(3600), pacing: .realtime) }
+            } catch {
+                // Cancelled, or someone else runs this radio: either way this loop is done.
             }
         }
         return system
@@ -266,4 +272,23 @@ extension BluetoothSystem {
 public struct ScheduledTimer: Sendable {
     let token: any ScheduledWork
     public func cancel() { token.cancel() }
+}
+
+/// Resumes a continuation with the first known power state of a system.
+private final class PowerWaiter: SystemSession, Sendable {
+    private let continuation = Mutex<CheckedContinuation<SystemPowerState, Never>?>(nil)
+
+    func wait(_ continuation: CheckedContinuation<SystemPowerState, Never>) {
+        self.continuation.withLock { $0 = continuation }
+    }
+
+    func systemPowerStateChanged(_ state: SystemPowerState) {
+        guard state != .unknown else { return }
+        continuation.withLock { c in
+            c?.resume(returning: state)
+            c = nil
+        }
+    }
+
+    func systemReceived(_ event: HostEvent) {}
 }
