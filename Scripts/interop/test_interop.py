@@ -276,6 +276,49 @@ class BumbleCentralOurPeripheralOverRootCanal(RootCanalLink, BumbleCentralAgains
     pass
 
 
+class TwoOfOursThroughRootCanal(unittest.TestCase):
+    """Two `ble` processes on one RootCanal: `ble serve heart-rate` and our central, each on its own controller."""
+
+    def test_serve_and_explore_read_subscribe(self):
+        work = Workspace(self)
+        link = peers.RootCanalLink(self)
+        server_capture, central_capture = work.capture("serve"), work.capture("central")
+        server = peers.start(self, "ble serve", [
+            BLE, "serve", "heart-rate", "--name", "RC-HRM", "--transport", link.ours(), "--btsnoop", server_capture])
+        server.expect_regex(r'advertising "RC-HRM"', STARTUP, "ble serve advertising")
+
+        def ble(*args, capture=None):
+            argv = [BLE, *args, "--transport", link.ours()] + (["--btsnoop", capture] if capture else [])
+            result = peers.run("ble " + args[0], argv, COMMAND)
+            self.assertEqual(result.returncode, 0, f"ble {args[0]} failed ({result.returncode}):\n{result.stdout}\n"
+                             f"{result.stderr}\n--- ble serve:\n{server.output()}")
+            return result.stdout
+
+        found = [json.loads(line) for line in ble("scan", "--timeout", "3", "--json").splitlines() if line.strip()]
+        mine = [d for d in found if d["name"] == "RC-HRM"]
+        self.assertTrue(mine, f"ble scan did not find the other ble process: {found}")
+        self.assertEqual(mine[0]["serviceUUIDs"][:1], ["180D"])
+        self.assertTrue(mine[0]["connectable"])
+
+        tree = json.loads(ble("explore", "RC-HRM", "--json", capture=central_capture))
+        self.assertEqual(tree["mtu"], 517)
+        services = {s["uuid"]: s for s in tree["services"]}
+        self.assertTrue({"1800", "1801", "180D", "180F", "180A"} <= set(services), sorted(services))
+        names = {c["uuid"]: c for c in services["1800"]["characteristics"]}
+        self.assertEqual(bytes.fromhex(names["2A00"]["value"]).decode(), "RC-HRM")
+
+        self.assertEqual(hexes(ble("read", "RC-HRM", "2A38")), ["01"])
+        values = hexes(ble("subscribe", "RC-HRM", "2A37", "--count", "2"))
+        self.assertEqual(len(values), 2, values)
+        refused = peers.run("ble write", [BLE, "write", "RC-HRM", "2A38", "02", "--transport", link.ours()], COMMAND)
+        self.assertEqual(refused.returncode, 5, f"a write to a read-only value: {refused.stdout}{refused.stderr}")
+        self.assertIn("Write Not Permitted", refused.stderr)
+
+        server.stop()
+        peers.check_capture(self, central_capture)
+        peers.check_capture(self, server_capture)
+
+
 class BumbleHostOnOurController(unittest.TestCase):
     """Bumble's host stack driving one virtual controller of our simulated world through `ble controller`."""
 
