@@ -20,5 +20,5 @@ private final class StateLog: CentralManagerDelegate, Sendable {
     #expect(central.state == .poweredOn)
     let calls = log.calls.withLock { $0 }
     #expect(calls.map(\.0) == [.poweredOn])
-    #expect(calls.allSatisfy(\.1))
+    #expect(calls.allSatisfy { $0.1 })
 }
