@@ -3,15 +3,18 @@ import Foundation
 import Synchronization
 import Testing
 
+private let mainQueueKey = DispatchSpecificKey<String>()
+
 private final class StateLog: CentralManagerDelegate, Sendable {
-    let calls = Mutex<[(ManagerState, Bool)]>([])
+    let calls = Mutex<[(ManagerState, String?)]>([])
     func centralManagerDidUpdateState(_ central: CentralManager) {
-        calls.withLock { $0.append((central.state, Thread.isMainThread)) }
+        calls.withLock { $0.append((central.state, DispatchQueue.getSpecific(key: mainQueueKey))) }
     }
 }
 
 /// `queue: nil` means the main queue, as in CoreBluetooth; the simulated radio waits for callbacks there too.
-@Test func aNilQueueDeliversOnTheMainThread() async throws {
+@Test func aNilQueueDeliversOnTheMainQueue() async throws {
+    DispatchQueue.main.setSpecific(key: mainQueueKey, value: "main")
     let radio = SimulatedRadio(seed: 1)
     let phone = BluetoothSystem.simulated(on: radio, name: "phone")
     let log = StateLog()
@@ -20,5 +23,5 @@ private final class StateLog: CentralManagerDelegate, Sendable {
     #expect(central.state == .poweredOn)
     let calls = log.calls.withLock { $0 }
     #expect(calls.map(\.0) == [.poweredOn])
-    #expect(calls.allSatisfy { $0.1 })
+    #expect(calls.allSatisfy { $0.1 == "main" })
 }
