@@ -15,6 +15,8 @@ import Synchronization
 public final class H4StreamTransport: HCITransport, CustomStringConvertible {
     /// The spec of the link, e.g. `tcp-client:127.0.0.1:6402`; every close reason starts with it.
     public let description: String
+    /// The peer's address as "IP:PORT", for a TCP link (nil for a serial one).
+    public let peer: String?
     let eventLoop: any EventLoop
 
     private struct State {
@@ -33,7 +35,8 @@ public final class H4StreamTransport: HCITransport, CustomStringConvertible {
 
     private let state = Mutex(State())
 
-    init(name: String, eventLoop: any EventLoop) {
+    init(name: String, eventLoop: any EventLoop, peer: String? = nil) {
+        self.peer = peer
         self.description = name
         self.eventLoop = eventLoop
     }

@@ -141,9 +141,9 @@ public final class TCPServerTransport: Sendable {
 
     /// A controller connected: attach it, or refuse it if one is attached already.
     fileprivate func adopt(_ child: any Channel) -> EventLoopFuture<Void> {
+        let peer = child.remoteAddress.map { "\($0.ipAddress ?? "?"):\($0.port ?? 0)" }
         let transport = H4StreamTransport(
-            name: "\(spec) (controller at \(child.remoteAddress.map { "\($0)" } ?? "?"))",
-            eventLoop: child.eventLoop)
+            name: "\(spec) (controller at \(peer ?? "?"))", eventLoop: child.eventLoop, peer: peer)
         let accepted = state.withLock { state in
             guard !state.closed, state.attached == nil else { return false }
             state.attached = transport

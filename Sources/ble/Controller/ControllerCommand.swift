@@ -1,10 +1,11 @@
 import ArgumentParser
 import BLE
 import BLECore
-import BLEHCI
 import BLETransport
+import BLETransportPosix
 import Dispatch
 import Foundation
+import Synchronization
 
 /// `ble controller tcp-server:HOST:PORT`: one virtual controller of the simulated world, reachable over H4/TCP
 /// so that another host stack (Bumble's, BlueZ's through a bridge) can use our radio.
@@ -57,9 +58,9 @@ struct ControllerCommand: AsyncParsableCommand {
         let world = ControllerWorld(seed: seed, address: Self.controllerAddress)
         let radio = world.radio, controller = world.controller
 
-        let server: H4SocketServer
+        let listener: TCPServerTransport
         do {
-            server = try H4SocketServer(host: host, port: port)
+            listener = try await TCPServerTransport.bind(host: host, port: Int(port))
         } catch {
             throw ValidationError("\(error)")
         }
@@ -72,36 +73,48 @@ struct ControllerCommand: AsyncParsableCommand {
         }
         let link: any HCITransport = writer.map { RecordingTransport(wrapping: controller.hostTransport, writer: $0) }
             ?? controller.hostTransport
+        // The host connected now, if any: the controller's packets go to it (and are dropped between hosts, as
+        // a controller with nobody on its UART would lose them).
+        let current = Mutex<H4StreamTransport?>(nil)
         link.setReceiver { event in
             switch event {
-            case .packet(let packet): server.send(packet)
+            case .packet(let packet): current.withLock { $0 }?.send(packet)
             case .closed(let reason): say("controller: closed\(reason.map { ": \($0)" } ?? "")")
             }
         }
-        server.start { event in
-            switch event {
-            case .connected(let peer):
-                say("host connected from \(peer)")
-            case .packet(let packet):
-                link.send(packet)
-            case .disconnected(let reason):
-                say("host disconnected\(reason.map { ": \($0)" } ?? "")")
-            }
-        }
-        say("listening on tcp-server:\(host):\(server.port) (controller \(controller.address), world: \(world.summary))")
+        say("listening on tcp-server:\(host):\(listener.port) (controller \(controller.address), world: \(world.summary))")
 
         let signals = Self.stopOnSignals { [link, writer] signal in
-            server.stop()
+            listener.close()
             writer?.close()
             withExtendedLifetime(link) {}
             say("stopped (\(signal == SIGINT ? "SIGINT" : "SIGTERM"))")
             Foundation.exit(0)
         }
+        // One host at a time; the next is accepted when it leaves (the listener refuses others meanwhile).
+        let hosts = Task {
+            while !Task.isCancelled {
+                let hostLink = try await listener.accept()
+                let gone = AsyncStream<Void>.makeStream()
+                current.withLock { $0 = hostLink }
+                say("host connected from \(hostLink.peer ?? "?")")
+                hostLink.setReceiver { event in
+                    switch event {
+                    case .packet(let packet): link.send(packet)
+                    case .closed:
+                        current.withLock { if $0 === hostLink { $0 = nil } }
+                        say("host disconnected")
+                        gone.continuation.finish()
+                    }
+                }
+                for await _ in gone.stream {}
+            }
+        }
         // Short steps keep a host's packets from waiting for the next scheduled radio event.
         while true {
             try await radio.run(for: .milliseconds(2), pacing: .realtime)
         }
-        withExtendedLifetime((world, signals)) {}
+        withExtendedLifetime((world, signals, hosts)) {}
     }
 
     /// Handles SIGINT and SIGTERM on a queue (the default actions are ignored so the handler runs).
