@@ -74,6 +74,7 @@ enum HeartRateProfile {
 }
 
 final class HeartRateBehaviour: ProfileBehaviour, @unchecked Sendable {
+    // @unchecked: as ProfileBehaviour, touched only on the device\'s queue.
     private var timer: ScheduledTimer?
     private var jitter = Jitter(seed: 42)
     private var energyExpended: UInt16 = 0
@@ -121,6 +122,7 @@ enum BatteryProfile {
 }
 
 final class BatteryBehaviour: ProfileBehaviour, @unchecked Sendable {
+    // @unchecked: as ProfileBehaviour, touched only on the device\'s queue.
     override func write(_ uuid: BluetoothUUID, value: Data) -> ATTErrorCode { .writeNotPermitted }
 
     override func started() { drain() }
@@ -171,6 +173,7 @@ enum ThermometerProfile {
 }
 
 final class ThermometerBehaviour: ProfileBehaviour, @unchecked Sendable {
+    // @unchecked: as ProfileBehaviour, touched only on the device\'s queue.
     private var timer: ScheduledTimer?
     private var jitter = Jitter(seed: 7)
 
@@ -226,6 +229,7 @@ enum DoorLockProfile {
 }
 
 final class DoorLockBehaviour: ProfileBehaviour, @unchecked Sendable {
+    // @unchecked: as ProfileBehaviour, touched only on the device\'s queue.
     override func write(_ uuid: BluetoothUUID, value: Data) -> ATTErrorCode {
         guard uuid == DoorLockProfile.lockCommand else { return .writeNotPermitted }
         guard value.count == 1, let command = value.first, command <= 1 else {
@@ -274,6 +278,7 @@ enum PrinterProfile {
 }
 
 final class PrinterBehaviour: ProfileBehaviour, @unchecked Sendable {
+    // @unchecked: as ProfileBehaviour, touched only on the device\'s queue.
     private var received: UInt32 = 0
 
     override func write(_ uuid: BluetoothUUID, value: Data) -> ATTErrorCode {
