@@ -61,7 +61,6 @@ struct ProfileCharacteristic {
 /// replace it (and notify or indicate subscribers when the characteristic allows). Subclasses give the
 /// built-in profiles the behaviour of the devices they name. Called on the device's queue only.
 class ProfileBehaviour: @unchecked Sendable {
-    // @unchecked: its state is touched only on the device's queue (the peripheral manager's delegate queue).
     // @unchecked: every field is touched only on the owning ServedDevice's queue.
     /// The device this behaviour runs, set before `started()`.
     weak var device: ServedDevice?
