@@ -210,6 +210,20 @@ public struct ATTBearer: Sendable {
         guard case .open(var open) = state else { return [] }
         guard let rawOpcode = sdu.getInteger(at: sdu.readerIndex, as: UInt8.self) else { return [] }
         let opcode = ATTOpcode(rawOpcode)
+        // No PDU may exceed ATT_MTU (Vol 3, Part F, 3.2.8 and 5.2.1). A request that does is answered with
+        // Invalid PDU (as a malformed one is), so that nothing longer than ATT_MTU is echoed back; a response
+        // that does breaks the protocol as a malformed one does; other oversize PDUs are dropped.
+        if sdu.readableBytes > Int(mtu) {
+            switch opcode.kind {
+            case .request:
+                let reply = ATTPDU.errorResponse(.init(requestOpcode: opcode, handle: AttributeHandle(0), errorCode: .invalidPDU))
+                return [.send(reply.encoded())]
+            case .response:
+                return close(ATTError(.protocolViolation, opcode: opcode, "a response longer than ATT_MTU (\(mtu))"))
+            default:
+                return []
+            }
+        }
         let pdu: ATTPDU
         do {
             pdu = try ATTPDU(buffer: sdu)

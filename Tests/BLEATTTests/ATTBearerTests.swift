@@ -41,6 +41,29 @@ private let id1 = ATTRequestID(1), id2 = ATTRequestID(2), id3 = ATTRequestID(3)
         #expect(!bearer.isOpen)
     }
 
+    @Test func aResponseLongerThanTheMTUClosesTheBearer() {
+        var bearer = ATTBearer()
+        _ = bearer.sendRequest(read3, id: id1)
+        let oversize = ATTPDU.readResponse(.init(value: [UInt8](repeating: 0x41, count: 30)))  // 31 > ATT_MTU 23
+        let actions = bearer.received(buffer(oversize))
+        #expect(actions.contains(.closeBearer(ATTError(.protocolViolation))))
+        #expect(actions.contains(.complete(id1, .failure(.bearerClosed(ATTError(.protocolViolation))))))
+    }
+
+    @Test func aRequestLongerThanTheMTUIsAnsweredInvalidPDU() {
+        var bearer = ATTBearer()
+        // A Prepare Write whose part overruns ATT_MTU 23: the server would echo the overrun back.
+        let prepare = ATTPDU.prepareWriteRequest(.init(handle: AttributeHandle(3), offset: 0,
+                                                       partAttributeValue: [UInt8](repeating: 7, count: 30)))
+        let error = ATTPDU.errorResponse(.init(requestOpcode: .prepareWriteRequest, handle: AttributeHandle(0),
+                                               errorCode: .invalidPDU))
+        #expect(bearer.received(buffer(prepare)) == [.send(buffer(error))])
+        #expect(bearer.isOpen)
+        // A notification that long is dropped.
+        let notification = ATTPDU.handleValueNotification(.init(handle: AttributeHandle(3), value: [UInt8](repeating: 1, count: 30)))
+        #expect(bearer.received(buffer(notification)) == [])
+    }
+
     @Test func aResponseWithNothingOutstandingClosesTheBearer() {
         var bearer = ATTBearer()
         #expect(bearer.received(buffer(.readResponse(.init(value: [])))) == [.closeBearer(ATTError(.protocolViolation))])

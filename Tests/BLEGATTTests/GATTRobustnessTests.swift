@@ -136,8 +136,8 @@ import Testing
         #expect(responses.count == 1, "\(request) got \(responses.count) answers")
         for (to, response) in responses {
             #expect(to == connection)
-            // A Prepare Write Response echoes the request's part, so it is as long as the request: a peer that
-            // overran the ATT_MTU gets its overrun back (the bearer does not police incoming lengths).
+            // A Prepare Write Response echoes the request's part, so it is as long as the request. Requests
+            // longer than ATT_MTU never reach the server: the bearer answers them Invalid PDU (ATTBearerTests).
             if request.encodedLength <= Int(mtu) {
                 #expect(response.encodedLength <= Int(mtu), "\(response) exceeds ATT_MTU \(mtu)")
             }
@@ -378,4 +378,29 @@ import Testing
             #expect(!client.isBusy)
         }
     }
+}
+
+/// Regression: a server listing characteristic declarations out of handle order (found by the robustness
+/// suite) must not yield a characteristic whose end lies before its own value.
+@Test func outOfOrderCharacteristicDeclarationsAreOrdered() {
+    let service = GATTService(uuid: .heartRate, isPrimary: true, handleRange: AttributeHandle(0x10)...AttributeHandle(0x30))
+    var procedure = GATTDiscoverCharacteristics(service: service)
+    _ = procedure.start(mtu: 23)
+    let response = ATTPDU.readByTypeResponse(.init(attributeData: [
+        .init(handle: AttributeHandle(0x20), value: [0x02, 0x21, 0x00, 0x38, 0x2A]),  // read, value 0x21, 2A38
+        .init(handle: AttributeHandle(0x18), value: [0x10, 0x19, 0x00, 0x37, 0x2A]),  // notify, value 0x19, 2A37
+    ]))
+    guard case .send = procedure.received(.success(response), mtu: 23) else {
+        Issue.record("the procedure should ask for the rest of the service")
+        return
+    }
+    let done = ATTRequestFailure.errorResponse(.init(requestOpcode: .readByTypeRequest, handle: AttributeHandle(0x21),
+                                                     errorCode: .attributeNotFound))
+    guard case .finished(.success(.characteristics(let found))) = procedure.received(.failure(done), mtu: 23) else {
+        Issue.record("the procedure should finish with the characteristics")
+        return
+    }
+    #expect(found.map(\.uuid) == [.heartRateMeasurement, .bodySensorLocation])
+    #expect(found.map(\.endHandle) == [AttributeHandle(0x1F), AttributeHandle(0x30)])
+    #expect(found.allSatisfy { $0.valueHandle <= $0.endHandle })
 }

@@ -27,6 +27,10 @@ public struct GATTDiscoverCharacteristics: GATTProcedure {
     }
 
     private func finish() -> GATTProcedureStep {
+        // A server should list declarations in handle order; one that does not must not yield characteristics
+        // whose end lies before their own value: order them (and drop repeats) before deriving the ends.
+        var seen = Set<AttributeHandle>()
+        let declarations = self.declarations.sorted { $0.handle < $1.handle }.filter { seen.insert($0.handle).inserted }
         var characteristics: [GATTCharacteristic] = []
         for (index, declaration) in declarations.enumerated() {
             let end = index + 1 < declarations.count
@@ -53,7 +57,7 @@ public struct GATTDiscoverCharacteristics: GATTProcedure {
                 let valueHandle = AttributeHandle(UInt16(v[1]) | UInt16(v[2]) << 8)
                 declarations.append((entry.handle, GATTCharacteristicProperties(rawValue: v[0]), valueHandle, uuid))
             }
-            let last = response.attributeData.last!.handle
+            let last = response.attributeData.map(\.handle).max()!
             guard last < service.handleRange.upperBound else { return finish() }
             start = last.advanced(by: 1)
             return request()
