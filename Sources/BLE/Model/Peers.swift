@@ -53,7 +53,3 @@ public final class ATTRequest: Sendable, CustomStringConvertible {
         "<ATTRequest \(characteristic.uuid.uuidString) offset=\(offset) value=\(value.map { $0.hexString } ?? "nil")>"
     }
 }
-
-extension Data {
-    var hexString: String { map { String(format: "%02x", $0) }.joined() }
-}

@@ -84,7 +84,7 @@ final class PhoneApp: CentralManagerDelegate, PeripheralDelegate, @unchecked Sen
         guard let value = characteristic.value else { return }
         switch characteristic.uuid {
         case .bodySensorLocation:
-            log("phone", "body sensor location: \(Self.locationName(value.first ?? 0xFF)) (\(value.map { String(format: "%02x", $0) }.joined()))")
+            log("phone", "body sensor location: \(Self.locationName(value.first ?? 0xFF)) (\(value.hexString))")
             if let measurement = self.characteristic(.heartRateMeasurement, in: peripheral) {
                 peripheral.setNotifyValue(true, for: measurement)
             }

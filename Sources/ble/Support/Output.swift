@@ -24,21 +24,14 @@ enum Output {
 
 extension Data {
     /// Lower-case hex without separators, as every command prints values ("0848").
-    var hex: String { map { String(format: "%02x", $0) }.joined() }
+    var hex: String { hexString }
 
-    /// Parses hex digits, optionally separated by spaces, colons or dashes, with an optional "0x" prefix.
+    /// Parses hex digits, optionally separated by spaces, colons, dashes or underscores, with an optional "0x"
+    /// prefix.
     init?(hexArgument text: String) {
-        var digits = text.filter { !" :-_".contains($0) }
+        var digits = text.filter { $0 != "_" }
         if digits.hasPrefix("0x") || digits.hasPrefix("0X") { digits.removeFirst(2) }
-        guard digits.count % 2 == 0, digits.allSatisfy(\.isHexDigit) else { return nil }
-        var bytes: [UInt8] = []
-        var index = digits.startIndex
-        while index < digits.endIndex {
-            let next = digits.index(index, offsetBy: 2)
-            guard let byte = UInt8(digits[index..<next], radix: 16) else { return nil }
-            bytes.append(byte)
-            index = next
-        }
+        guard let bytes = [UInt8](hex: digits) else { return nil }
         self.init(bytes)
     }
 }
