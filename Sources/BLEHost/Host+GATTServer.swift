@@ -44,10 +44,7 @@ extension Host {
         for handle in core.links.keys.sorted() {
             guard var link = core.links[handle],
                   let indication = core.server.serviceChangedIndication(range: range, to: handle) else { continue }
-            core.nextIndicationID += 1
-            link.pendingIndications += 1
-            let actions = link.bearer.sendIndication(indication, id: ATTRequestID(core.nextIndicationID))
-            runBearer(actions, kind: .other, &link, &core, &effects)
+            sendIndication(indication, &link, &core, &effects)
             core.links[handle] = link
         }
         pumpACL(&core, &effects)
@@ -96,15 +93,22 @@ extension Host {
                     runBearer(actions, kind: .notification, &link, &core, &effects)
                 } else if configuration.contains(.indication),
                           let i = core.server.indication(characteristicValue: attribute, value: value, to: handle) {
-                    core.nextIndicationID += 1
-                    link.pendingIndications += 1
-                    let actions = link.bearer.sendIndication(i, id: ATTRequestID(core.nextIndicationID))
-                    runBearer(actions, kind: .other, &link, &core, &effects)
+                    sendIndication(i, &link, &core, &effects)
                 }
                 core.links[handle] = link
             }
             pumpACL(&core, &effects)
             return true
         }
+    }
+
+    /// Hands an indication to the link's bearer (one outstanding at a time; it counts against the queue depth
+    /// until confirmed).
+    private func sendIndication(_ indication: ATTPDU.HandleValueIndication, _ link: inout Link, _ core: inout HostCore,
+                                _ effects: inout Effects) {
+        core.nextIndicationID += 1
+        link.pendingIndications += 1
+        let actions = link.bearer.sendIndication(indication, id: ATTRequestID(core.nextIndicationID))
+        runBearer(actions, kind: .other, &link, &core, &effects)
     }
 }
