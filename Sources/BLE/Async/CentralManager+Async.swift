@@ -22,17 +22,8 @@ extension CentralManager {
     ///   `.operationNotSupported` for `.unsupported` or `.unauthorized`; `.timeout` when `timeout` passes
     ///   first; `CancellationError` when the task is cancelled.
     public func waitUntilPoweredOn(timeout: Duration? = nil) async throws {
-        try Task.checkCancellation()
-        let observer = asyncObserver
-        let waiter = Waiter<Void>()
-        observer.addPoweredOnWaiter(waiter)
-        switch state {
-        case .poweredOn: waiter.resume(.success(()))
-        case .poweredOff, .unsupported, .unauthorized: waiter.fail(BluetoothError.notPoweredOn(state))
-        case .unknown, .resetting: break
-        }
-        waiter.arm(timeout: timeout, system: system, queue: queue, what: "waitUntilPoweredOn")
-        try await waiter.value()
+        try await Waiter<Void>.untilPoweredOn(state: { state }, register: asyncObserver.addPoweredOnWaiter,
+                                              system: system, queue: queue, timeout: timeout)
     }
 
     /// Scans for peripherals advertising any of `serviceUUIDs` (all when nil) and yields each discovery,

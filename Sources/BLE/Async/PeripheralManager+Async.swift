@@ -17,16 +17,8 @@ extension PeripheralManager {
     /// - Throws: `BluetoothError` `.transportClosed` when the state is or becomes `.poweredOff`,
     ///   `.operationNotSupported` for `.unsupported`/`.unauthorized`; `.timeout`; `CancellationError`.
     public func waitUntilPoweredOn(timeout: Duration? = nil) async throws {
-        try Task.checkCancellation()
-        let waiter = Waiter<Void>()
-        asyncObserver.addPoweredOnWaiter(waiter)
-        switch state {
-        case .poweredOn: waiter.resume(.success(()))
-        case .poweredOff, .unsupported, .unauthorized: waiter.fail(BluetoothError.notPoweredOn(state))
-        case .unknown, .resetting: break
-        }
-        waiter.arm(timeout: timeout, system: system, queue: queue, what: "waitUntilPoweredOn")
-        try await waiter.value()
+        try await Waiter<Void>.untilPoweredOn(state: { state }, register: asyncObserver.addPoweredOnWaiter,
+                                              system: system, queue: queue, timeout: timeout)
     }
 
     /// Publishes `service` and returns once `peripheralManager(_:didAdd:error:)` reported success.

@@ -180,3 +180,23 @@ struct CompletionQueues {
 
     func count(_ key: Key) -> Int { queues[key]?.count ?? 0 }
 }
+
+extension Waiter where Value == Void {
+    /// The wait behind both managers' `waitUntilPoweredOn`: registered with the manager's observer first (so a
+    /// state change after the check below is not missed), then finished at once for a state that is already
+    /// final, otherwise when the observer sees the state change, or by the timeout.
+    static func untilPoweredOn(state: () -> ManagerState, register: (Waiter<Void>) -> Void, system: BluetoothSystem,
+                               queue: DispatchQueue, timeout: Duration?) async throws {
+        try Task.checkCancellation()
+        let waiter = Waiter<Void>()
+        register(waiter)
+        let now = state()
+        switch now {
+        case .poweredOn: waiter.resume(.success(()))
+        case .poweredOff, .unsupported, .unauthorized: waiter.fail(BluetoothError.notPoweredOn(now))
+        case .unknown, .resetting: break
+        }
+        waiter.arm(timeout: timeout, system: system, queue: queue, what: "waitUntilPoweredOn")
+        try await waiter.value()
+    }
+}
