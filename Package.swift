@@ -47,7 +47,9 @@ let package = Package(
         // Real controllers: TCP, UART (termios), Linux HCI user channel. Only `ble`, benchmarks and tests use it.
         .target(
             name: "BLETransportPosix",
-            dependencies: ["BLECore", "BLEHCI", "BLETransport", nioCore, .product(name: "NIOPosix", package: "swift-nio")],
+            dependencies: [
+                "BLECore", "BLEHCI", "BLETransport", nioCore, .product(name: "NIOPosix", package: "swift-nio"),
+            ],
             swiftSettings: strict),
 
         // The controller side: speaks HCI bytes only.
@@ -59,19 +61,24 @@ let package = Package(
         // Public API.
         .target(
             name: "BLE",
-            dependencies: ["BLECore", "BLESystem", "BLEHost", "BLEGATT", "BLEATT", "BLETransport", "BLEVirtualController"],
+            dependencies: [
+                "BLECore", "BLESystem", "BLEHost", "BLEGATT", "BLEATT", "BLETransport", "BLEVirtualController",
+            ],
             swiftSettings: strict),
 
         .executableTarget(
             name: "ble",
-            dependencies: ["BLE", "BLETransportPosix", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            dependencies: [
+                "BLE", "BLETransportPosix", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
             swiftSettings: strict),
 
         .testTarget(name: "BLECoreTests", dependencies: ["BLECore", nioCore], swiftSettings: strict),
         .testTarget(name: "BLEHCITests", dependencies: ["BLEHCI", "BLECore", nioCore], swiftSettings: strict),
         .testTarget(name: "BLEL2CAPTests", dependencies: ["BLEL2CAP", "BLECore", nioCore], swiftSettings: strict),
         .testTarget(name: "BLEATTTests", dependencies: ["BLEATT", "BLECore", nioCore], swiftSettings: strict),
-        .testTarget(name: "BLEGATTTests", dependencies: ["BLEGATT", "BLEATT", "BLECore", nioCore], swiftSettings: strict),
+        .testTarget(
+            name: "BLEGATTTests", dependencies: ["BLEGATT", "BLEATT", "BLECore", nioCore], swiftSettings: strict),
         .testTarget(
             name: "BLEVirtualControllerTests",
             dependencies: ["BLEVirtualController", "BLEHCI", "BLETransport", "BLECore", nioCore],
@@ -81,11 +88,15 @@ let package = Package(
             dependencies: ["BLEHost", "BLETransport", "BLEHCI", "BLEL2CAP", "BLEATT", "BLEGATT", "BLECore", nioCore],
             swiftSettings: strict),
         .testTarget(name: "BLETests", dependencies: ["BLE", "BLETransport"], swiftSettings: strict),
-        .testTarget(name: "BLETransportTests", dependencies: ["BLETransport", "BLEHCI", "BLECore", nioCore], swiftSettings: strict),
+        .testTarget(
+            name: "BLETransportTests", dependencies: ["BLETransport", "BLEHCI", "BLECore", nioCore],
+            swiftSettings: strict),
         .testTarget(
             name: "BLETransportPosixTests",
-            dependencies: ["BLETransportPosix", "BLETransport", "BLEHCI", "BLECore", nioCore,
-                           .product(name: "NIOPosix", package: "swift-nio")],
+            dependencies: [
+                "BLETransportPosix", "BLETransport", "BLEHCI", "BLECore", nioCore,
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ],
             swiftSettings: strict),
     ]
 )

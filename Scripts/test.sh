@@ -9,6 +9,9 @@ cd "$(dirname "$0")/.."
 echo "== peers (Bumble, RootCanal, tshark)"
 Scripts/setup-peers.sh
 
+echo "== house style"
+Scripts/check-format.sh
+
 echo "== layer rules"
 python3 Scripts/check-layers.py
 

@@ -141,8 +141,15 @@ public struct ATTBearer: Sendable {
         }
         if case .exchangeMTURequest = pdu {
             guard !open.clientExchangedMTU else {
-                return [.complete(id, .failure(.rejected(ATTError(.notAllowed, opcode: pdu.opcode,
-                                                                  "the MTU is exchanged once per connection"))))]
+                return [
+                    .complete(
+                        id,
+                        .failure(
+                            .rejected(
+                                ATTError(
+                                    .notAllowed, opcode: pdu.opcode,
+                                    "the MTU is exchanged once per connection"))))
+                ]
             }
             open.clientExchangedMTU = true
         }
@@ -216,7 +223,8 @@ public struct ATTBearer: Sendable {
         if sdu.readableBytes > Int(mtu) {
             switch opcode.kind {
             case .request:
-                let reply = ATTPDU.errorResponse(.init(requestOpcode: opcode, handle: AttributeHandle(0), errorCode: .invalidPDU))
+                let reply = ATTPDU.errorResponse(
+                    .init(requestOpcode: opcode, handle: AttributeHandle(0), errorCode: .invalidPDU))
                 return [.send(reply.encoded())]
             case .response:
                 return close(ATTError(.protocolViolation, opcode: opcode, "a response longer than ATT_MTU (\(mtu))"))
@@ -230,8 +238,10 @@ public struct ATTBearer: Sendable {
         } catch {
             switch opcode.kind {
             case .request:
-                let reply = ATTPDU.errorResponse(.init(requestOpcode: opcode, handle: AttributeHandle(0),
-                                                       errorCode: .invalidPDU))
+                let reply = ATTPDU.errorResponse(
+                    .init(
+                        requestOpcode: opcode, handle: AttributeHandle(0),
+                        errorCode: .invalidPDU))
                 return [.send(reply.encoded())]
             case .response:
                 return close(ATTError(.protocolViolation, opcode: opcode, "malformed response: \(error)"))
@@ -252,8 +262,10 @@ public struct ATTBearer: Sendable {
                 return actions
             }
             if case .unknown = pdu {
-                let reply = ATTPDU.errorResponse(.init(requestOpcode: opcode, handle: AttributeHandle(0),
-                                                       errorCode: .requestNotSupported))
+                let reply = ATTPDU.errorResponse(
+                    .init(
+                        requestOpcode: opcode, handle: AttributeHandle(0),
+                        errorCode: .requestNotSupported))
                 return [.send(reply.encoded())]
             }
             return [.request(pdu)]
@@ -296,14 +308,19 @@ public struct ATTBearer: Sendable {
             let result: Result<ATTPDU, ATTRequestFailure>
             if case .errorResponse(let error) = pdu {
                 guard error.requestOpcode == outstanding.pdu.opcode else {
-                    return close(ATTError(.protocolViolation, opcode: opcode,
-                                          "an error response for \(error.requestOpcode) while \(outstanding.pdu.opcode) is outstanding"))
+                    return close(
+                        ATTError(
+                            .protocolViolation, opcode: opcode,
+                            "an error response for \(error.requestOpcode) while \(outstanding.pdu.opcode) is outstanding"
+                        ))
                 }
                 result = .failure(.errorResponse(error))
             } else {
                 guard opcode == outstanding.pdu.opcode.responseOpcode else {
-                    return close(ATTError(.protocolViolation, opcode: opcode,
-                                          "does not answer \(outstanding.pdu.opcode)"))
+                    return close(
+                        ATTError(
+                            .protocolViolation, opcode: opcode,
+                            "does not answer \(outstanding.pdu.opcode)"))
                 }
                 result = .success(pdu)
             }
@@ -326,12 +343,14 @@ public struct ATTBearer: Sendable {
         switch timer {
         case .transaction:
             guard let outstanding = open.outstandingRequest else { return [] }
-            return close(ATTError(.transactionTimeout, opcode: outstanding.pdu.opcode, "no response within 30 s"),
-                         firedTimer: timer)
+            return close(
+                ATTError(.transactionTimeout, opcode: outstanding.pdu.opcode, "no response within 30 s"),
+                firedTimer: timer)
         case .indication:
             guard open.outstandingIndication != nil else { return [] }
-            return close(ATTError(.transactionTimeout, opcode: .handleValueIndication, "no confirmation within 30 s"),
-                         firedTimer: timer)
+            return close(
+                ATTError(.transactionTimeout, opcode: .handleValueIndication, "no confirmation within 30 s"),
+                firedTimer: timer)
         }
     }
 

@@ -52,9 +52,9 @@ public struct ATTOpcode: RawRepresentable, Sendable, Hashable, Comparable, Custo
     public var kind: Kind {
         switch self {
         case .errorResponse, .exchangeMTUResponse, .findInformationResponse, .findByTypeValueResponse,
-             .readByTypeResponse, .readResponse, .readBlobResponse, .readMultipleResponse,
-             .readByGroupTypeResponse, .writeResponse, .prepareWriteResponse, .executeWriteResponse,
-             .readMultipleVariableResponse:
+            .readByTypeResponse, .readResponse, .readBlobResponse, .readMultipleResponse,
+            .readByGroupTypeResponse, .writeResponse, .prepareWriteResponse, .executeWriteResponse,
+            .readMultipleVariableResponse:
             return .response
         case .handleValueNotification, .multipleHandleValueNotification: return .notification
         case .handleValueIndication: return .indication
@@ -73,8 +73,8 @@ public struct ATTOpcode: RawRepresentable, Sendable, Hashable, Comparable, Custo
     public var responseOpcode: ATTOpcode? {
         switch self {
         case .exchangeMTURequest, .findInformationRequest, .findByTypeValueRequest, .readByTypeRequest,
-             .readRequest, .readBlobRequest, .readMultipleRequest, .readByGroupTypeRequest, .writeRequest,
-             .prepareWriteRequest, .executeWriteRequest:
+            .readRequest, .readBlobRequest, .readMultipleRequest, .readByGroupTypeRequest, .writeRequest,
+            .prepareWriteRequest, .executeWriteRequest:
             return ATTOpcode(rawValue + 1)
         case .readMultipleVariableRequest: return .readMultipleVariableResponse
         default: return nil

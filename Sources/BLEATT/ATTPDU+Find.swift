@@ -68,7 +68,8 @@ extension ATTPDU {
             let entry = 2 + uuidLength
             guard p.readableBytes > 0 else { throw ATTError(.truncatedPDU, opcode: Self.opcode, "no entries") }
             guard p.readableBytes % entry == 0 else {
-                throw ATTError(.invalidLength, opcode: Self.opcode, "\(p.readableBytes) octets of \(entry)-octet entries")
+                throw ATTError(
+                    .invalidLength, opcode: Self.opcode, "\(p.readableBytes) octets of \(entry)-octet entries")
             }
             information = []
             while p.readableBytes > 0 {
@@ -101,8 +102,10 @@ extension ATTPDU {
         public var attributeType: UInt16
         public var attributeValue: [UInt8]
 
-        public init(startingHandle: AttributeHandle, endingHandle: AttributeHandle, attributeType: UInt16,
-                    attributeValue: [UInt8]) {
+        public init(
+            startingHandle: AttributeHandle, endingHandle: AttributeHandle, attributeType: UInt16,
+            attributeValue: [UInt8]
+        ) {
             self.startingHandle = startingHandle
             self.endingHandle = endingHandle
             self.attributeType = attributeType
@@ -152,7 +155,8 @@ extension ATTPDU {
             handlesInformation = []
             while p.readableBytes > 0 {
                 let found = try p.attHandle(Self.opcode)
-                handlesInformation.append(.init(foundAttributeHandle: found, groupEndHandle: try p.attHandle(Self.opcode)))
+                handlesInformation.append(
+                    .init(foundAttributeHandle: found, groupEndHandle: try p.attHandle(Self.opcode)))
             }
         }
 

@@ -83,7 +83,8 @@ extension ATTPDU {
             while p.readableBytes > 0 {
                 let handle = try p.attHandle(Self.opcode)
                 let length = try p.attUInt16(Self.opcode)
-                handleLengthValueTupleList.append(.init(handle: handle, value: try p.attBytes(Int(length), Self.opcode)))
+                handleLengthValueTupleList.append(
+                    .init(handle: handle, value: try p.attBytes(Int(length), Self.opcode)))
             }
         }
 

@@ -52,7 +52,8 @@ extension ATTPDU {
             guard length >= 2 else { throw ATTError(.invalidLength, opcode: Self.opcode, "length \(length)") }
             guard p.readableBytes > 0 else { throw ATTError(.truncatedPDU, opcode: Self.opcode, "no entries") }
             guard p.readableBytes % length == 0 else {
-                throw ATTError(.invalidLength, opcode: Self.opcode, "\(p.readableBytes) octets of \(length)-octet entries")
+                throw ATTError(
+                    .invalidLength, opcode: Self.opcode, "\(p.readableBytes) octets of \(length)-octet entries")
             }
             attributeData = []
             while p.readableBytes > 0 {
@@ -140,7 +141,7 @@ extension ATTPDU {
         public init(decoding p: inout ByteBuffer) throws(ATTError) {
             setOfHandles = try decodeHandleSet(&p, Self.opcode)
         }
-        public func encodeParameters(into b: inout ByteBuffer) { setOfHandles.forEach { b.writeHandle($0) } }
+        public func encodeParameters(into b: inout ByteBuffer) { for handle in setOfHandles { b.writeHandle(handle) } }
     }
 
     /// ATT_READ_MULTIPLE_RSP: the values concatenated (at most ATT_MTU-1 octets in all).
@@ -206,13 +207,15 @@ extension ATTPDU {
             guard length >= 4 else { throw ATTError(.invalidLength, opcode: Self.opcode, "length \(length)") }
             guard p.readableBytes > 0 else { throw ATTError(.truncatedPDU, opcode: Self.opcode, "no entries") }
             guard p.readableBytes % length == 0 else {
-                throw ATTError(.invalidLength, opcode: Self.opcode, "\(p.readableBytes) octets of \(length)-octet entries")
+                throw ATTError(
+                    .invalidLength, opcode: Self.opcode, "\(p.readableBytes) octets of \(length)-octet entries")
             }
             attributeData = []
             while p.readableBytes > 0 {
                 let handle = try p.attHandle(Self.opcode)
                 let end = try p.attHandle(Self.opcode)
-                attributeData.append(.init(handle: handle, endGroupHandle: end, value: try p.attBytes(length - 4, Self.opcode)))
+                attributeData.append(
+                    .init(handle: handle, endGroupHandle: end, value: try p.attBytes(length - 4, Self.opcode)))
             }
         }
 
@@ -237,7 +240,7 @@ extension ATTPDU {
         public init(decoding p: inout ByteBuffer) throws(ATTError) {
             setOfHandles = try decodeHandleSet(&p, Self.opcode)
         }
-        public func encodeParameters(into b: inout ByteBuffer) { setOfHandles.forEach { b.writeHandle($0) } }
+        public func encodeParameters(into b: inout ByteBuffer) { for handle in setOfHandles { b.writeHandle(handle) } }
     }
 
     /// ATT_READ_MULTIPLE_VARIABLE_RSP: a Length Value Tuple List.
@@ -273,7 +276,8 @@ extension ATTPDU {
                 if available < Int(length) && available != p.readableBytes {
                     throw ATTError(.invalidLength, opcode: Self.opcode)
                 }
-                lengthValueTupleList.append(LengthValue(valueLength: length, value: try p.attBytes(available, Self.opcode)))
+                lengthValueTupleList.append(
+                    LengthValue(valueLength: length, value: try p.attBytes(available, Self.opcode)))
             }
         }
 

@@ -189,19 +189,25 @@ extension AdvertisingData {
     public mutating func addServiceUUIDs(_ uuids: [BluetoothUUID], complete: Bool = true) {
         let types: [BluetoothUUID.Width: ADType] =
             complete
-            ? [.bits16: .completeList16BitServiceUUIDs, .bits32: .completeList32BitServiceUUIDs,
-               .bits128: .completeList128BitServiceUUIDs]
-            : [.bits16: .incompleteList16BitServiceUUIDs, .bits32: .incompleteList32BitServiceUUIDs,
-               .bits128: .incompleteList128BitServiceUUIDs]
+            ? [
+                .bits16: .completeList16BitServiceUUIDs, .bits32: .completeList32BitServiceUUIDs,
+                .bits128: .completeList128BitServiceUUIDs,
+            ]
+            : [
+                .bits16: .incompleteList16BitServiceUUIDs, .bits32: .incompleteList32BitServiceUUIDs,
+                .bits128: .incompleteList128BitServiceUUIDs,
+            ]
         addUUIDLists(uuids, types: types)
     }
 
     /// Appends service solicitation lists: one structure per width present among `uuids`.
     public mutating func addSolicitedServiceUUIDs(_ uuids: [BluetoothUUID]) {
-        addUUIDLists(uuids, types: [
-            .bits16: .serviceSolicitation16BitUUIDs, .bits32: .serviceSolicitation32BitUUIDs,
-            .bits128: .serviceSolicitation128BitUUIDs,
-        ])
+        addUUIDLists(
+            uuids,
+            types: [
+                .bits16: .serviceSolicitation16BitUUIDs, .bits32: .serviceSolicitation32BitUUIDs,
+                .bits128: .serviceSolicitation128BitUUIDs,
+            ])
     }
 
     /// Appends a local name in UTF-8, as the Complete or the Shortened Local Name.

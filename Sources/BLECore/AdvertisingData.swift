@@ -40,7 +40,8 @@ public struct AdvertisingData: Sendable, Hashable, CustomStringConvertible {
             if length == 0 { break }  // early termination: the rest is not significant
             guard index + 1 + length <= octets.count else {
                 throw .structureOverrun(
-                    "AD structure at offset \(index) has length \(length), only \(octets.count - index - 1) octets follow")
+                    "AD structure at offset \(index) has length \(length), only \(octets.count - index - 1) octets follow"
+                )
             }
             let type = ADType(rawValue: octets[index + 1])
             let data = Array(octets[(index + 2)..<(index + 1 + length)])

@@ -35,8 +35,11 @@ public struct BluetoothUUID: Sendable, Hashable, Comparable, CustomStringConvert
 
     /// A 32-bit SIG-assigned UUID.
     public init(uint32 value: UInt32) {
-        self.bytes128 = [UInt8(value >> 24), UInt8((value >> 16) & 0xFF), UInt8((value >> 8) & 0xFF),
-                         UInt8(value & 0xFF)] + Self.baseTail
+        self.bytes128 =
+            [
+                UInt8(value >> 24), UInt8((value >> 16) & 0xFF), UInt8((value >> 8) & 0xFF),
+                UInt8(value & 0xFF),
+            ] + Self.baseTail
     }
 
     /// A 128-bit UUID from Foundation's `UUID`. A value inside the Base UUID is shortened to 16 or 32 bits.
@@ -80,8 +83,9 @@ public struct BluetoothUUID: Sendable, Hashable, Comparable, CustomStringConvert
         switch reversed.count {
         case 2: self.init(UInt16(reversed[0]) << 8 | UInt16(reversed[1]))
         case 4:
-            self.init(uint32: UInt32(reversed[0]) << 24 | UInt32(reversed[1]) << 16
-                | UInt32(reversed[2]) << 8 | UInt32(reversed[3]))
+            self.init(
+                uint32: UInt32(reversed[0]) << 24 | UInt32(reversed[1]) << 16
+                    | UInt32(reversed[2]) << 8 | UInt32(reversed[3]))
         case 16:
             self.init(bytes128: reversed)
         default: return nil
@@ -122,7 +126,9 @@ public struct BluetoothUUID: Sendable, Hashable, Comparable, CustomStringConvert
     /// Foundation's `UUID` for the full 128-bit value.
     public var uuid: UUID {
         let b = bytes128
-        return UUID(uuid: (b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]))
+        return UUID(
+            uuid: (b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15])
+        )
     }
 
     /// As CoreBluetooth prints `CBUUID.uuidString`: 4 hex digits for 16-bit aliases, 8 for 32-bit ones,

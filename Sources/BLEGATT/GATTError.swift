@@ -36,7 +36,8 @@ public struct GATTError: Error, Sendable, Hashable, CustomStringConvertible {
     public var handle: AttributeHandle?
     private var message: String
 
-    public init(_ code: Code, attErrorCode: ATTErrorCode? = nil, handle: AttributeHandle? = nil, _ message: String = "") {
+    public init(_ code: Code, attErrorCode: ATTErrorCode? = nil, handle: AttributeHandle? = nil, _ message: String = "")
+    {
         self.code = code
         self.attErrorCode = attErrorCode
         self.handle = handle
@@ -47,8 +48,9 @@ public struct GATTError: Error, Sendable, Hashable, CustomStringConvertible {
     public init(failure: ATTRequestFailure) {
         switch failure {
         case .errorResponse(let response):
-            self.init(.errorResponse, attErrorCode: response.errorCode, handle: response.handle,
-                      "\(response.requestOpcode)")
+            self.init(
+                .errorResponse, attErrorCode: response.errorCode, handle: response.handle,
+                "\(response.requestOpcode)")
         case .rejected(let error): self.init(.rejected, "\(error)")
         case .bearerClosed(let error):
             self.init(error.code == .transactionTimeout ? .transactionTimeout : .bearerClosed, "\(error)")

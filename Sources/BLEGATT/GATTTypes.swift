@@ -33,8 +33,10 @@ public struct GATTCharacteristic: Sendable, Hashable, CustomStringConvertible {
     /// The last handle of this characteristic's definition (its last descriptor, or its value).
     public var endHandle: AttributeHandle
 
-    public init(uuid: BluetoothUUID, properties: GATTCharacteristicProperties, declarationHandle: AttributeHandle,
-                valueHandle: AttributeHandle, endHandle: AttributeHandle) {
+    public init(
+        uuid: BluetoothUUID, properties: GATTCharacteristicProperties, declarationHandle: AttributeHandle,
+        valueHandle: AttributeHandle, endHandle: AttributeHandle
+    ) {
         self.uuid = uuid
         self.properties = properties
         self.declarationHandle = declarationHandle
@@ -74,11 +76,13 @@ public struct GATTCharacteristicProperties: OptionSet, Sendable, Hashable, Custo
     public static let extendedProperties = Self(rawValue: 0x80)
 
     public var description: String {
-        let names: [(Self, String)] = [(.broadcast, "broadcast"), (.read, "read"),
-                                       (.writeWithoutResponse, "writeWithoutResponse"), (.write, "write"),
-                                       (.notify, "notify"), (.indicate, "indicate"),
-                                       (.authenticatedSignedWrites, "authenticatedSignedWrites"),
-                                       (.extendedProperties, "extendedProperties")]
+        let names: [(Self, String)] = [
+            (.broadcast, "broadcast"), (.read, "read"),
+            (.writeWithoutResponse, "writeWithoutResponse"), (.write, "write"),
+            (.notify, "notify"), (.indicate, "indicate"),
+            (.authenticatedSignedWrites, "authenticatedSignedWrites"),
+            (.extendedProperties, "extendedProperties"),
+        ]
         return "[" + names.filter { contains($0.0) }.map(\.1).joined(separator: ", ") + "]"
     }
 }

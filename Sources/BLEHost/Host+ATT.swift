@@ -11,8 +11,10 @@ import Synchronization
 extension Host {
     /// Performs an ATT bearer's actions on one link. `kind` tags the PDUs sent (Write Commands and
     /// notifications count against their queue depths).
-    func runBearer(_ actions: [ATTBearer.Action], kind: OutgoingPacket.Kind, _ link: inout Link,
-                   _ core: inout HostCore, _ effects: inout Effects) {
+    func runBearer(
+        _ actions: [ATTBearer.Action], kind: OutgoingPacket.Kind, _ link: inout Link,
+        _ core: inout HostCore, _ effects: inout Effects
+    ) {
         let handle = link.info.handle
         for action in actions {
             switch action {
@@ -23,7 +25,9 @@ extension Host {
                 link.attTimers[timer]?.work.cancel()
                 core.timerSerial += 1
                 let serial = core.timerSerial
-                let work = scheduler.schedule(after: configuration.attTransactionTimeout) { [weak self] in self?.attTimerFired(timer, serial: serial, on: handle) }
+                let work = scheduler.schedule(after: configuration.attTransactionTimeout) { [weak self] in
+                    self?.attTimerFired(timer, serial: serial, on: handle)
+                }
                 link.attTimers[timer] = TimerEntry(work: work, serial: serial)
             case .cancelTimer(let timer):
                 link.attTimers.removeValue(forKey: timer)?.work.cancel()
@@ -38,9 +42,12 @@ extension Host {
                 let serverActions = core.server.received(pdu, from: handle)
                 runServer(serverActions, &link, &core, &effects)
             case .notification(let notification):
-                effects.emit(.valueUpdated(handle, attribute: notification.handle, value: notification.value, isIndication: false))
+                effects.emit(
+                    .valueUpdated(
+                        handle, attribute: notification.handle, value: notification.value, isIndication: false))
             case .indication(let indication):
-                effects.emit(.valueUpdated(handle, attribute: indication.handle, value: indication.value, isIndication: true))
+                effects.emit(
+                    .valueUpdated(handle, attribute: indication.handle, value: indication.value, isIndication: true))
             case .mtuChanged(let mtu):
                 link.client.mtuChanged(mtu)
                 core.server.mtuChanged(handle, to: mtu)
@@ -64,7 +71,8 @@ extension Host {
         }
     }
 
-    func runClient(_ actions: [GATTClient.Action], _ link: inout Link, _ core: inout HostCore, _ effects: inout Effects) {
+    func runClient(_ actions: [GATTClient.Action], _ link: inout Link, _ core: inout HostCore, _ effects: inout Effects)
+    {
         for action in actions {
             switch action {
             case .sendRequest(let pdu, let id):
@@ -78,7 +86,8 @@ extension Host {
         }
     }
 
-    func runServer(_ actions: [GATTServer.Action], _ link: inout Link, _ core: inout HostCore, _ effects: inout Effects) {
+    func runServer(_ actions: [GATTServer.Action], _ link: inout Link, _ core: inout HostCore, _ effects: inout Effects)
+    {
         for action in actions {
             switch action {
             case .respond(let connection, let pdu):
@@ -93,9 +102,11 @@ extension Host {
             case .writeRequests(let id, let connection, let writes):
                 effects.emit(.serverWrite(id, connection, writes))
             case .subscriptionChanged(let connection, let value, let configuration):
-                effects.emit(.subscriptionChanged(connection, attribute: value,
-                                                  notify: configuration.contains(.notification),
-                                                  indicate: configuration.contains(.indication)))
+                effects.emit(
+                    .subscriptionChanged(
+                        connection, attribute: value,
+                        notify: configuration.contains(.notification),
+                        indicate: configuration.contains(.indication)))
             case .valueWritten:
                 break
             }

@@ -9,26 +9,34 @@ extension Host {
     /// Sends a command that completes with Command Complete; `completion` gets its return parameters, or
     /// the status the controller refused it with, or a timeout (after `configuration.commandTimeout`, the
     /// credit is reclaimed so a controller that drops a command does not stall the host).
-    public func send<C: HCISyncCommand>(_ command: C,
-                                        completion: @escaping @Sendable (Result<C.ReturnParameters, HostError>) -> Void) {
+    public func send<C: HCISyncCommand>(
+        _ command: C,
+        completion: @escaping @Sendable (Result<C.ReturnParameters, HostError>) -> Void
+    ) {
         withCore { core, effects in send(command, &core, &effects, completion: completion) }
     }
 
     /// Sends a command acknowledged by Command Status; `completion` reports that status (its outcome arrives
     /// later as an event).
-    public func send<C: HCIAsyncCommand>(_ command: C, completion: @escaping @Sendable (Result<Void, HostError>) -> Void) {
+    public func send<C: HCIAsyncCommand>(
+        _ command: C, completion: @escaping @Sendable (Result<Void, HostError>) -> Void
+    ) {
         withCore { core, effects in send(command, &core, &effects, completion: completion) }
     }
 
-    func send<C: HCISyncCommand>(_ command: C, _ core: inout HostCore, _ effects: inout Effects,
-                                 completion: @escaping @Sendable (Result<C.ReturnParameters, HostError>) -> Void) {
+    func send<C: HCISyncCommand>(
+        _ command: C, _ core: inout HostCore, _ effects: inout Effects,
+        completion: @escaping @Sendable (Result<C.ReturnParameters, HostError>) -> Void
+    ) {
         enqueue(command.packet, isAsync: false, &core, &effects) { outcome in
             completion(Self.decodeReturn(C.self, outcome))
         }
     }
 
-    func send<C: HCIAsyncCommand>(_ command: C, _ core: inout HostCore, _ effects: inout Effects,
-                                  completion: @escaping @Sendable (Result<Void, HostError>) -> Void) {
+    func send<C: HCIAsyncCommand>(
+        _ command: C, _ core: inout HostCore, _ effects: inout Effects,
+        completion: @escaping @Sendable (Result<Void, HostError>) -> Void
+    ) {
         enqueue(command.packet, isAsync: true, &core, &effects) { outcome in
             switch outcome {
             case .status(let status) where status.status == .success: completion(.success(()))
@@ -42,7 +50,9 @@ extension Host {
         }
     }
 
-    static func decodeReturn<C: HCISyncCommand>(_: C.Type, _ outcome: CommandOutcome) -> Result<C.ReturnParameters, HostError> {
+    static func decodeReturn<C: HCISyncCommand>(_: C.Type, _ outcome: CommandOutcome) -> Result<
+        C.ReturnParameters, HostError
+    > {
         switch outcome {
         case .complete(let complete):
             guard let status = complete.status else {
@@ -67,8 +77,10 @@ extension Host {
         }
     }
 
-    func enqueue(_ packet: HCICommandPacket, isAsync: Bool, _ core: inout HostCore, _ effects: inout Effects,
-                 completion: @escaping @Sendable (CommandOutcome) -> Void) {
+    func enqueue(
+        _ packet: HCICommandPacket, isAsync: Bool, _ core: inout HostCore, _ effects: inout Effects,
+        completion: @escaping @Sendable (CommandOutcome) -> Void
+    ) {
         guard !core.closed else {
             let error = HostError(.transportClosed, "\(packet.opcode) not sent: the transport is closed")
             effects.call { completion(.failed(error)) }
@@ -91,8 +103,10 @@ extension Host {
         }
     }
 
-    func commandAnswered(opcode: HCIOpcode, credits: UInt8, outcome: CommandOutcome,
-                         _ core: inout HostCore, _ effects: inout Effects) {
+    func commandAnswered(
+        opcode: HCIOpcode, credits: UInt8, outcome: CommandOutcome,
+        _ core: inout HostCore, _ effects: inout Effects
+    ) {
         // Num_HCI_Command_Packets is how many commands the controller now accepts.
         core.commandCredits = Int(credits)
         if let stale = core.abandonedCommands[opcode], stale > 0 {

@@ -8,11 +8,14 @@ extension Host {
     // MARK: Scanning
 
     /// Sets the scan parameters and starts scanning; reports arrive as `.advertisingReport` events.
-    public func startScan(_ parameters: ScanParameters, completion: @escaping @Sendable (Result<Void, HostError>) -> Void) {
+    public func startScan(
+        _ parameters: ScanParameters, completion: @escaping @Sendable (Result<Void, HostError>) -> Void
+    ) {
         let ownType = controllerInfo?.address.type ?? .publicDevice
-        let set = HCILESetScanParameters(scanType: parameters.active ? .active : .passive,
-                                         scanInterval: parameters.interval, scanWindow: parameters.window,
-                                         ownAddressType: ownType.isRandom ? .randomDevice : .publicDevice)
+        let set = HCILESetScanParameters(
+            scanType: parameters.active ? .active : .passive,
+            scanInterval: parameters.interval, scanWindow: parameters.window,
+            ownAddressType: ownType.isRandom ? .randomDevice : .publicDevice)
         let enable: @Sendable () -> Void = { [self] in
             send(HCILESetScanEnable(enable: true, filterDuplicates: parameters.filterDuplicates)) { [self] result in
                 if case .success = result { withCore { core, _ in core.scanning = true } }
@@ -47,18 +50,22 @@ extension Host {
     // MARK: Advertising
 
     /// Sets the advertising parameters, data and scan response, then enables advertising.
-    public func startAdvertising(_ parameters: AdvertisingParameters, data: [UInt8], scanResponse: [UInt8],
-                                 completion: @escaping @Sendable (Result<Void, HostError>) -> Void) {
+    public func startAdvertising(
+        _ parameters: AdvertisingParameters, data: [UInt8], scanResponse: [UInt8],
+        completion: @escaping @Sendable (Result<Void, HostError>) -> Void
+    ) {
         let ownType = controllerInfo?.address.type ?? .publicDevice
-        let type: HCIAdvertisingType = switch parameters.kind {
-        case .connectable: .advInd
-        case .scannable: .advScanInd
-        case .nonConnectable: .advNonconnInd
-        }
-        let set = HCILESetAdvertisingParameters(advertisingIntervalMin: parameters.intervalMin,
-                                                advertisingIntervalMax: parameters.intervalMax,
-                                                advertisingType: type,
-                                                ownAddressType: ownType.isRandom ? .randomDevice : .publicDevice)
+        let type: HCIAdvertisingType =
+            switch parameters.kind {
+            case .connectable: .advInd
+            case .scannable: .advScanInd
+            case .nonConnectable: .advNonconnInd
+            }
+        let set = HCILESetAdvertisingParameters(
+            advertisingIntervalMin: parameters.intervalMin,
+            advertisingIntervalMax: parameters.intervalMax,
+            advertisingType: type,
+            ownAddressType: ownType.isRandom ? .randomDevice : .publicDevice)
         // Parameters may not change while advertising: disable first (harmless when already off).
         send(HCILESetAdvertisingEnable(enable: false)) { [self] _ in
             send(set) { [self] result in
@@ -88,8 +95,10 @@ extension Host {
     /// Starts connecting to `peer` (LE Create Connection). `completion` reports whether the controller
     /// accepted the request; the outcome arrives as `.connected` or `.connectionFailed`. The request does not
     /// time out: `cancelConnect` ends it.
-    public func connect(to peer: BluetoothAddress, parameters: ConnectionParameters,
-                        completion: @escaping @Sendable (Result<Void, HostError>) -> Void) {
+    public func connect(
+        to peer: BluetoothAddress, parameters: ConnectionParameters,
+        completion: @escaping @Sendable (Result<Void, HostError>) -> Void
+    ) {
         let ownType = controllerInfo?.address.type ?? .publicDevice
         let command = HCILECreateConnection(
             scanInterval: 0x0060, scanWindow: 0x0030, initiatorFilterPolicy: .usePeerAddress, peerAddress: peer,
@@ -122,7 +131,8 @@ extension Host {
     }
 
     /// Reads the RSSI of a link, in dBm.
-    public func readRSSI(on handle: ConnectionHandle, completion: @escaping @Sendable (Result<Int, HostError>) -> Void) {
+    public func readRSSI(on handle: ConnectionHandle, completion: @escaping @Sendable (Result<Int, HostError>) -> Void)
+    {
         send(HCIReadRSSI(handle: handle)) { result in completion(result.map { Int($0.rssi) }) }
     }
 

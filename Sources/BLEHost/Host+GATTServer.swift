@@ -21,8 +21,10 @@ extension Host {
             do throws(GATTError) {
                 let layout = try core.server.database.add(definition)
                 indicateServiceChanged(layout.service.handleRange, &core, &effects)
-                return .success(PublishedService(serviceHandle: layout.service.handleRange.lowerBound,
-                                                 characteristicValueHandles: layout.characteristics.map(\.characteristic.valueHandle)))
+                return .success(
+                    PublishedService(
+                        serviceHandle: layout.service.handleRange.lowerBound,
+                        characteristicValueHandles: layout.characteristics.map(\.characteristic.valueHandle)))
             } catch {
                 return .failure(HostError(.invalidParameters, "the service cannot be published: \(error)"))
             }
@@ -40,10 +42,13 @@ extension Host {
 
     /// Sends a Service Changed indication for `range` on every link whose client enabled it.
     /// - SeeAlso: Core Spec 5.4, Vol 3, Part G, 7.1 (Service Changed).
-    private func indicateServiceChanged(_ range: ClosedRange<AttributeHandle>, _ core: inout HostCore, _ effects: inout Effects) {
+    private func indicateServiceChanged(
+        _ range: ClosedRange<AttributeHandle>, _ core: inout HostCore, _ effects: inout Effects
+    ) {
         for handle in core.links.keys.sorted() {
             guard var link = core.links[handle],
-                  let indication = core.server.serviceChangedIndication(range: range, to: handle) else { continue }
+                let indication = core.server.serviceChangedIndication(range: range, to: handle)
+            else { continue }
             sendIndication(indication, &link, &core, &effects)
             core.links[handle] = link
         }
@@ -88,11 +93,13 @@ extension Host {
             for (handle, configuration) in targets {
                 guard var link = core.links[handle] else { continue }
                 if configuration.contains(.notification),
-                   let n = core.server.notification(characteristicValue: attribute, value: value, to: handle),
-                   let actions = try? link.bearer.sendUnacknowledged(.handleValueNotification(n)) {
+                    let n = core.server.notification(characteristicValue: attribute, value: value, to: handle),
+                    let actions = try? link.bearer.sendUnacknowledged(.handleValueNotification(n))
+                {
                     runBearer(actions, kind: .notification, &link, &core, &effects)
                 } else if configuration.contains(.indication),
-                          let i = core.server.indication(characteristicValue: attribute, value: value, to: handle) {
+                    let i = core.server.indication(characteristicValue: attribute, value: value, to: handle)
+                {
                     sendIndication(i, &link, &core, &effects)
                 }
                 core.links[handle] = link
@@ -104,8 +111,10 @@ extension Host {
 
     /// Hands an indication to the link's bearer (one outstanding at a time; it counts against the queue depth
     /// until confirmed).
-    private func sendIndication(_ indication: ATTPDU.HandleValueIndication, _ link: inout Link, _ core: inout HostCore,
-                                _ effects: inout Effects) {
+    private func sendIndication(
+        _ indication: ATTPDU.HandleValueIndication, _ link: inout Link, _ core: inout HostCore,
+        _ effects: inout Effects
+    ) {
         core.nextIndicationID += 1
         link.pendingIndications += 1
         let actions = link.bearer.sendIndication(indication, id: ATTRequestID(core.nextIndicationID))

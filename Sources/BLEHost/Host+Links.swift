@@ -10,15 +10,18 @@ import Synchronization
 
 extension Host {
     /// LE Connection Complete (either form): a link is up, or an initiation ended.
-    func connectionComplete(status: HCIStatus, handle: ConnectionHandle, role: HCIRole, peer: BluetoothAddress,
-                            interval: UInt16, latency: UInt16, timeout: UInt16,
-                            _ core: inout HostCore, _ effects: inout Effects) {
+    func connectionComplete(
+        status: HCIStatus, handle: ConnectionHandle, role: HCIRole, peer: BluetoothAddress,
+        interval: UInt16, latency: UInt16, timeout: UInt16,
+        _ core: inout HostCore, _ effects: inout Effects
+    ) {
         guard status == .success else {
             // An initiation that failed or was cancelled (0x02 after LE Create Connection Cancel), or directed
             // advertising that timed out (peripheral role: nothing to report upward but the end of advertising).
             if role == .central || core.initiating != nil, let target = core.initiating {
                 core.initiating = nil
-                let error = status == .unknownConnectionIdentifier
+                let error =
+                    status == .unknownConnectionIdentifier
                     ? HostError(.hci(status), "the connection attempt was cancelled")
                     : HostError(.hci(status), "the connection failed: \(status)")
                 effects.emit(.connectionFailed(peer: target, error: error))
@@ -29,8 +32,9 @@ extension Host {
             return
         }
         let linkRole: LinkRole = role == .central ? .central : .peripheral
-        let info = LinkInfo(handle: handle, role: linkRole, peer: peer, interval: interval, latency: latency,
-                            supervisionTimeout: timeout)
+        let info = LinkInfo(
+            handle: handle, role: linkRole, peer: peer, interval: interval, latency: latency,
+            supervisionTimeout: timeout)
         var link = Link(info: info, preferredMTU: configuration.preferredMTU)
         if linkRole == .central { core.initiating = nil }
         core.server.connected(handle)
@@ -45,24 +49,31 @@ extension Host {
             // behind the exchange.
             let id = GATTOperationID(core.nextOperationID)
             core.nextOperationID += 1
-            let actions = link.client.start(.exchangeMTU(clientRxMTU: UInt16(clamping: configuration.preferredMTU)), id: id)
+            let actions = link.client.start(
+                .exchangeMTU(clientRxMTU: UInt16(clamping: configuration.preferredMTU)), id: id)
             core.clientOperations[id] = { _ in }
             runClient(actions, &link, &core, &effects)
         }
         core.links[handle] = link
         core.linkOrder.append(handle)
-        if let info = core.info, HCISupportedCommands(octets: info.supportedCommands).supports(HCILESetDataLength.opcode) == true,
-           configuration.preferredDataLength > 27 {
+        if let info = core.info,
+            HCISupportedCommands(octets: info.supportedCommands).supports(HCILESetDataLength.opcode) == true,
+            configuration.preferredDataLength > 27
+        {
             let octets = UInt16(clamping: configuration.preferredDataLength)
-            send(HCILESetDataLength(handle: handle, txOctets: octets, txTime: (octets + 14) * 8), &core, &effects) { _ in }
+            send(HCILESetDataLength(handle: handle, txOctets: octets, txTime: (octets + 14) * 8), &core, &effects) {
+                _ in
+            }
         }
         pumpACL(&core, &effects)
     }
 
     /// A link went down (or the transport closed): every operation pending on it completes with `error`
     /// before `.disconnected` is emitted.
-    func linkDown(_ handle: ConnectionHandle, reason: HCIStatus, error: HostError, emit: Bool,
-                  _ core: inout HostCore, _ effects: inout Effects) {
+    func linkDown(
+        _ handle: ConnectionHandle, reason: HCIStatus, error: HostError, emit: Bool,
+        _ core: inout HostCore, _ effects: inout Effects
+    ) {
         guard var link = core.links.removeValue(forKey: handle) else { return }
         core.linkOrder.removeAll { $0 == handle }
         for (_, work) in link.attTimers { work.work.cancel() }
@@ -89,14 +100,17 @@ extension Host {
     // MARK: ACL out
 
     /// Queues an L2CAP PDU on a link, fragmented to the controller's LE ACL buffer size.
-    func queueL2CAP(_ payload: ByteBuffer, channel: L2CAPChannelID, kind: OutgoingPacket.Kind,
-                    _ link: inout Link, _ core: HostCore) {
+    func queueL2CAP(
+        _ payload: ByteBuffer, channel: L2CAPChannelID, kind: OutgoingPacket.Kind,
+        _ link: inout Link, _ core: HostCore
+    ) {
         let frame = L2CAPBasicFrame(channelID: channel, payload: payload)
         let fragments = L2CAPFragmenter(maximumFragmentLength: core.aclLength).fragments(of: frame)
         for (i, fragment) in fragments.enumerated() {
-            let packet = HCIACLDataPacket(handle: link.info.handle,
-                                          packetBoundary: .init(rawValue: fragment.boundary.rawValue),
-                                          data: Array(fragment.data.readableBytesView))
+            let packet = HCIACLDataPacket(
+                handle: link.info.handle,
+                packetBoundary: .init(rawValue: fragment.boundary.rawValue),
+                data: Array(fragment.data.readableBytesView))
             link.outgoing.append(OutgoingPacket(packet: packet, kind: kind, isLast: i == fragments.count - 1))
         }
         switch kind {
@@ -122,7 +136,9 @@ extension Host {
                     switch next.kind {
                     case .writeCommand:
                         link.queuedWriteCommands -= 1
-                        if link.writeCommandsRefused && link.queuedWriteCommands < configuration.writeWithoutResponseQueueDepth {
+                        if link.writeCommandsRefused
+                            && link.queuedWriteCommands < configuration.writeWithoutResponseQueueDepth
+                        {
                             link.writeCommandsRefused = false
                             effects.emit(.readyToWriteWithoutResponse(handle))
                         }
@@ -146,7 +162,8 @@ extension Host {
 
     func receivedACL(_ packet: HCIACLDataPacket, _ core: inout HostCore, _ effects: inout Effects) {
         guard var link = core.links[packet.handle],
-              let boundary = L2CAPPacketBoundary(rawValue: packet.packetBoundary.rawValue) else { return }
+            let boundary = L2CAPPacketBoundary(rawValue: packet.packetBoundary.rawValue)
+        else { return }
         let output = link.recombiner.receive(ByteBuffer(bytes: packet.data), boundary: boundary)
         if let frame = output.frame {
             switch frame.channelID {
@@ -172,8 +189,10 @@ extension Host {
 
     // MARK: Signalling
 
-    func runSignaling(_ actions: [L2CAPSignalingChannel.Action], _ link: inout Link, _ core: inout HostCore,
-                      _ effects: inout Effects) {
+    func runSignaling(
+        _ actions: [L2CAPSignalingChannel.Action], _ link: inout Link, _ core: inout HostCore,
+        _ effects: inout Effects
+    ) {
         for action in actions {
             switch action {
             case .send(let command):

@@ -74,13 +74,17 @@ private struct StartSequence: Sendable {
     }
 
     func setEventMasks(_ info: ControllerInfo, _ supported: HCISupportedCommands?) {
-        let mask: HCIEventMask = [.disconnectionComplete, .encryptionChange, .readRemoteVersionInformationComplete,
-                                  .hardwareError, .dataBufferOverflow, .encryptionKeyRefreshComplete, .leMeta]
+        let mask: HCIEventMask = [
+            .disconnectionComplete, .encryptionChange, .readRemoteVersionInformationComplete,
+            .hardwareError, .dataBufferOverflow, .encryptionKeyRefreshComplete, .leMeta,
+        ]
         host.send(HCISetEventMask(eventMask: mask)) { result in
             if case .failure(let error) = result { return fail(error) }
-            let leMask: HCILEEventMask = [.connectionComplete, .advertisingReport, .connectionUpdateComplete,
-                                          .readRemoteFeaturesComplete, .longTermKeyRequest,
-                                          .remoteConnectionParameterRequest, .dataLengthChange, .phyUpdateComplete]
+            let leMask: HCILEEventMask = [
+                .connectionComplete, .advertisingReport, .connectionUpdateComplete,
+                .readRemoteFeaturesComplete, .longTermKeyRequest,
+                .remoteConnectionParameterRequest, .dataLengthChange, .phyUpdateComplete,
+            ]
             host.send(HCILESetEventMask(leEventMask: leMask)) { result in
                 if case .failure(let error) = result { return fail(error) }
                 readBufferSize(info, supported)
@@ -128,7 +132,7 @@ private struct StartSequence: Sendable {
         var seed = host.configuration.randomSeed
         var bytes: [UInt8] = []
         for _ in 0..<6 {
-            seed = seed &* 6364136223846793005 &+ 1442695040888963407
+            seed = seed &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
             bytes.append(UInt8(truncatingIfNeeded: seed >> 33))
         }
         bytes[0] |= 0xC0
@@ -143,7 +147,9 @@ private struct StartSequence: Sendable {
     func setDataLength(_ info: ControllerInfo, _ supported: HCISupportedCommands?) {
         guard supported?.supports(HCILEWriteSuggestedDefaultDataLength.opcode) == true else { return finish(info) }
         let octets = UInt16(clamping: host.configuration.preferredDataLength)
-        host.send(HCILEWriteSuggestedDefaultDataLength(suggestedMaxTxOctets: octets, suggestedMaxTxTime: Self.txTime(octets))) { _ in
+        host.send(
+            HCILEWriteSuggestedDefaultDataLength(suggestedMaxTxOctets: octets, suggestedMaxTxTime: Self.txTime(octets))
+        ) { _ in
             finish(info)
         }
     }

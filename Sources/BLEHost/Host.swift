@@ -34,7 +34,10 @@ public final class Host: Sendable {
     }
     private let handler = Mutex<EventHandler?>(nil)
 
-    public init(transport: any HCITransport, scheduler: any HostScheduler, configuration: HostConfiguration = HostConfiguration()) {
+    public init(
+        transport: any HCITransport, scheduler: any HostScheduler,
+        configuration: HostConfiguration = HostConfiguration()
+    ) {
         self.transport = transport
         self.scheduler = scheduler
         self.configuration = configuration
@@ -112,7 +115,10 @@ public final class Host: Sendable {
         guard !core.closed else { return }
         core.closed = true
         let error = HostError(.transportClosed, "the controller's transport closed" + (reason.map { ": \($0)" } ?? ""))
-        for command in core.inFlight { command.timer?.cancel(); effects.call { command.complete(.failed(error)) } }
+        for command in core.inFlight {
+            command.timer?.cancel()
+            effects.call { command.complete(.failed(error)) }
+        }
         core.inFlight.removeAll()
         while let command = core.commandQueue.popFirst() { effects.call { command.complete(.failed(error)) } }
         for handle in core.links.keys.sorted() {
@@ -126,13 +132,18 @@ public final class Host: Sendable {
     func handle(_ event: HCIEvent, _ core: inout HostCore, _ effects: inout Effects) {
         switch event {
         case .commandComplete(let complete):
-            commandAnswered(opcode: complete.opcode, credits: complete.numHCICommandPackets, outcome: .complete(complete), &core, &effects)
+            commandAnswered(
+                opcode: complete.opcode, credits: complete.numHCICommandPackets, outcome: .complete(complete), &core,
+                &effects)
         case .commandStatus(let status):
-            commandAnswered(opcode: status.opcode, credits: status.numHCICommandPackets, outcome: .status(status), &core, &effects)
+            commandAnswered(
+                opcode: status.opcode, credits: status.numHCICommandPackets, outcome: .status(status), &core, &effects)
         case .disconnectionComplete(let event):
             guard event.status == .success else { return }
-            linkDown(event.handle, reason: event.reason, error: HostError(.disconnected, "the link went down: \(event.reason)"),
-                     emit: true, &core, &effects)
+            linkDown(
+                event.handle, reason: event.reason,
+                error: HostError(.disconnected, "the link went down: \(event.reason)"),
+                emit: true, &core, &effects)
         case .numberOfCompletedPackets(let event):
             for entry in event.entries {
                 guard var link = core.links[entry.handle] else { continue }
@@ -147,7 +158,7 @@ public final class Host: Sendable {
         case .encryptionChange(let event):
             core.server.encryptionChanged(event.handle, isEncrypted: event.isEncrypted && event.status == .success)
         case .hardwareError, .dataBufferOverflow, .encryptionKeyRefreshComplete, .readRemoteVersionInformationComplete,
-             .unknown:
+            .unknown:
             break
         }
     }
@@ -158,24 +169,32 @@ public final class Host: Sendable {
             guard core.scanning else { return }
             for report in event.reports {
                 guard let kind = AdvertisingReport.Kind(rawValue: report.eventType.rawValue) else { continue }
-                effects.emit(.advertisingReport(AdvertisingReport(
-                    kind: kind, address: report.address, rssi: report.rssi == 127 ? nil : Int(report.rssi), data: report.data)))
+                effects.emit(
+                    .advertisingReport(
+                        AdvertisingReport(
+                            kind: kind, address: report.address, rssi: report.rssi == 127 ? nil : Int(report.rssi),
+                            data: report.data)))
             }
         case .extendedAdvertisingReport(let event):
             guard core.scanning else { return }
             for report in event.reports where report.eventType.dataStatus == 0 {
                 guard let kind = Self.kind(of: report.eventType) else { continue }
-                effects.emit(.advertisingReport(AdvertisingReport(
-                    kind: kind, address: report.address, rssi: report.rssi == 127 ? nil : Int(report.rssi), data: report.data)))
+                effects.emit(
+                    .advertisingReport(
+                        AdvertisingReport(
+                            kind: kind, address: report.address, rssi: report.rssi == 127 ? nil : Int(report.rssi),
+                            data: report.data)))
             }
         case .connectionComplete(let event):
-            connectionComplete(status: event.status, handle: event.handle, role: event.role, peer: event.peerAddress,
-                               interval: event.connectionInterval, latency: event.peripheralLatency,
-                               timeout: event.supervisionTimeout, &core, &effects)
+            connectionComplete(
+                status: event.status, handle: event.handle, role: event.role, peer: event.peerAddress,
+                interval: event.connectionInterval, latency: event.peripheralLatency,
+                timeout: event.supervisionTimeout, &core, &effects)
         case .enhancedConnectionComplete(let event):
-            connectionComplete(status: event.status, handle: event.handle, role: event.role, peer: event.peerAddress,
-                               interval: event.connectionInterval, latency: event.peripheralLatency,
-                               timeout: event.supervisionTimeout, &core, &effects)
+            connectionComplete(
+                status: event.status, handle: event.handle, role: event.role, peer: event.peerAddress,
+                interval: event.connectionInterval, latency: event.peripheralLatency,
+                timeout: event.supervisionTimeout, &core, &effects)
         case .connectionUpdateComplete(let event):
             guard event.status == .success, var link = core.links[event.handle] else { return }
             link.info.interval = event.connectionInterval
@@ -194,7 +213,9 @@ public final class Host: Sendable {
             core.links[event.handle] = link
         case .longTermKeyRequest(let request):
             // No bonding yet (security is a later layer): refuse, so the peer learns the key is missing.
-            enqueue(HCILELongTermKeyRequestNegativeReply(handle: request.handle).packet, isAsync: false, &core, &effects) { _ in }
+            enqueue(
+                HCILELongTermKeyRequestNegativeReply(handle: request.handle).packet, isAsync: false, &core, &effects
+            ) { _ in }
         case .readRemoteFeaturesComplete, .phyUpdateComplete, .unknown:
             break
         }
@@ -206,7 +227,9 @@ extension Host {
     /// fixed bit patterns; extended ones are classified by their connectable and scannable bits).
     static func kind(of type: HCILEMetaEvent.ExtendedAdvertisingReport.EventType) -> AdvertisingReport.Kind? {
         if type.contains(.scanResponse) { return .scanResponse }
-        if type.contains(.directed) { return type.contains(.connectable) ? .connectableDirected : .nonConnectableUndirected }
+        if type.contains(.directed) {
+            return type.contains(.connectable) ? .connectableDirected : .nonConnectableUndirected
+        }
         if type.contains(.connectable) { return .connectableUndirected }
         if type.contains(.scannable) { return .scannableUndirected }
         return .nonConnectableUndirected

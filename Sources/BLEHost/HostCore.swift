@@ -47,8 +47,10 @@ struct HostCore {
 
     init(configuration: HostConfiguration) {
         self.configuration = configuration
-        self.server = GATTServer(database: GATTDatabase(deviceName: configuration.deviceName,
-                                                        appearance: configuration.appearance))
+        self.server = GATTServer(
+            database: GATTDatabase(
+                deviceName: configuration.deviceName,
+                appearance: configuration.appearance))
     }
 }
 

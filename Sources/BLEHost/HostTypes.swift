@@ -130,7 +130,8 @@ public struct ScanParameters: Sendable, Hashable {
     /// Units of 0.625 ms.
     public var window: UInt16 = 0x0030  // 30 ms
     public var filterDuplicates: Bool = false
-    public init(active: Bool = true, interval: UInt16 = 0x0060, window: UInt16 = 0x0030, filterDuplicates: Bool = false) {
+    public init(active: Bool = true, interval: UInt16 = 0x0060, window: UInt16 = 0x0030, filterDuplicates: Bool = false)
+    {
         self.active = active
         self.interval = interval
         self.window = window
@@ -164,7 +165,10 @@ public struct ConnectionParameters: Sendable, Hashable {
     public var latency: UInt16 = 0
     /// Units of 10 ms; 0x01F4 = 5 s.
     public var supervisionTimeout: UInt16 = 0x01F4
-    public init(intervalMin: UInt16 = 0x0018, intervalMax: UInt16 = 0x0028, latency: UInt16 = 0, supervisionTimeout: UInt16 = 0x01F4) {
+    public init(
+        intervalMin: UInt16 = 0x0018, intervalMax: UInt16 = 0x0028, latency: UInt16 = 0,
+        supervisionTimeout: UInt16 = 0x01F4
+    ) {
         self.intervalMin = intervalMin
         self.intervalMax = intervalMax
         self.latency = latency

@@ -16,7 +16,8 @@ public struct L2CAPConnectionParameters: Hashable, Sendable, CustomStringConvert
     public static let latencyRange: ClosedRange<UInt16> = 0...499
     public static let supervisionTimeoutRange: ClosedRange<UInt16> = 10...3200
 
-    public init(minimumInterval: UInt16, maximumInterval: UInt16, peripheralLatency: UInt16, supervisionTimeout: UInt16) {
+    public init(minimumInterval: UInt16, maximumInterval: UInt16, peripheralLatency: UInt16, supervisionTimeout: UInt16)
+    {
         self.minimumInterval = minimumInterval
         self.maximumInterval = maximumInterval
         self.peripheralLatency = peripheralLatency
@@ -43,13 +44,17 @@ public struct L2CAPConnectionParameters: Hashable, Sendable, CustomStringConvert
         // timeout*10 ms > (1+latency) * max*1.25 ms * 2  <=>  4*timeout > (1+latency) * max
         guard 4 * Int(supervisionTimeout) > (1 + Int(peripheralLatency)) * Int(maximumInterval) else {
             throw .invalidParameters(
-                "supervision timeout \(supervisionTimeout)*10 ms not above (1+\(peripheralLatency))*\(maximumInterval)*2.5 ms")
+                "supervision timeout \(supervisionTimeout)*10 ms not above (1+\(peripheralLatency))*\(maximumInterval)*2.5 ms"
+            )
         }
     }
 
     /// Whether `validate()` passes.
     public var isValid: Bool {
-        do { try validate(); return true } catch { return false }
+        do {
+            try validate()
+            return true
+        } catch { return false }
     }
 
     public var description: String {

@@ -72,15 +72,18 @@ public struct L2CAPRecombiner: Sendable {
         var errors: [L2CAPError] = []
         if boundary.isStart {
             if case .assembling(let partial) = state {
-                errors.append(.incompleteFrameDropped(
-                    "a first fragment arrived with \(partial.readableBytes) octets of the previous PDU pending"))
+                errors.append(
+                    .incompleteFrameDropped(
+                        "a first fragment arrived with \(partial.readableBytes) octets of the previous PDU pending"))
             }
             state = .assembling(data)
         } else {
             switch state {
             case .idle:
-                return Output(errors: [.unexpectedContinuation(
-                    "continuing fragment of \(data.readableBytes) octets with no PDU under way")])
+                return Output(errors: [
+                    .unexpectedContinuation(
+                        "continuing fragment of \(data.readableBytes) octets with no PDU under way")
+                ])
             case .discarding(let remaining):
                 let left = remaining - data.readableBytes
                 state = left > 0 ? .discarding(remaining: left) : .idle
@@ -112,13 +115,18 @@ public struct L2CAPRecombiner: Sendable {
         if declared > maximumPayloadLength {
             let remaining = total - partial.readableBytes
             state = remaining > 0 ? .discarding(remaining: remaining) : .idle
-            return Output(errors: [.frameTooLong(
-                "basic header declares \(declared) octets, the maximum is \(maximumPayloadLength)")])
+            return Output(errors: [
+                .frameTooLong(
+                    "basic header declares \(declared) octets, the maximum is \(maximumPayloadLength)")
+            ])
         }
         if partial.readableBytes > total {
             state = .idle
-            return Output(errors: [.fragmentOverrun(
-                "fragments carry \(partial.readableBytes - L2CAPBasicFrame.headerLength) octets, the header declares \(declared)")])
+            return Output(errors: [
+                .fragmentOverrun(
+                    "fragments carry \(partial.readableBytes - L2CAPBasicFrame.headerLength) octets, the header declares \(declared)"
+                )
+            ])
         }
         guard partial.readableBytes == total else { return .needMoreFragments }
         state = .idle

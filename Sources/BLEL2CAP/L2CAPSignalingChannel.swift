@@ -137,8 +137,11 @@ public struct L2CAPSignalingChannel: Sendable {
 
         if payload.readableBytes > signalingMTU {
             guard let (code, identifier) = Self.peekHeader(payload), !code.isResponse else { return [] }
-            return [.send(L2CAPSignalingCommand(
-                identifier: identifier, .commandReject(.signalingMTUExceeded(actualMTU: UInt16(signalingMTU)))))]
+            return [
+                .send(
+                    L2CAPSignalingCommand(
+                        identifier: identifier, .commandReject(.signalingMTUExceeded(actualMTU: UInt16(signalingMTU)))))
+            ]
         }
 
         let command: L2CAPSignalingCommand
@@ -164,20 +167,29 @@ public struct L2CAPSignalingChannel: Sendable {
                 return [.send(L2CAPSignalingCommand(identifier: identifier, .commandReject(.commandNotUnderstood)))]
             }
             guard request.parameters.isValid else {
-                return [.send(L2CAPSignalingCommand(
-                    identifier: identifier, .connectionParameterUpdateResponse(.init(result: .rejected))))]
+                return [
+                    .send(
+                        L2CAPSignalingCommand(
+                            identifier: identifier, .connectionParameterUpdateResponse(.init(result: .rejected))))
+                ]
             }
             open.awaitingDecision.insert(identifier)
             return [.requestConnectionUpdate(request.parameters, identifier: identifier)]
 
         case .leCreditBasedConnectionRequest:
-            return [.send(L2CAPSignalingCommand(
-                identifier: identifier, .leCreditBasedConnectionResponse(.refused(.spsmNotSupported))))]
+            return [
+                .send(
+                    L2CAPSignalingCommand(
+                        identifier: identifier, .leCreditBasedConnectionResponse(.refused(.spsmNotSupported))))
+            ]
 
         case .disconnectionRequest(let request):
-            return [.send(L2CAPSignalingCommand(
-                identifier: identifier,
-                .commandReject(.invalidCID(local: request.destinationCID, remote: request.sourceCID))))]
+            return [
+                .send(
+                    L2CAPSignalingCommand(
+                        identifier: identifier,
+                        .commandReject(.invalidCID(local: request.destinationCID, remote: request.sourceCID))))
+            ]
 
         case .disconnectionResponse, .leCreditBasedConnectionResponse:
             return []  // answers to requests this side never sends: nothing outstanding matches
@@ -200,7 +212,11 @@ public struct L2CAPSignalingChannel: Sendable {
         defer { state = .open(open) }
         guard open.awaitingDecision.remove(identifier) != nil else { return [] }
         let result: L2CAPSignalingPDU.ConnectionParameterUpdateResponse.Result = accepted ? .accepted : .rejected
-        return [.send(L2CAPSignalingCommand(identifier: identifier, .connectionParameterUpdateResponse(.init(result: result))))]
+        return [
+            .send(
+                L2CAPSignalingCommand(identifier: identifier, .connectionParameterUpdateResponse(.init(result: result)))
+            )
+        ]
     }
 
     /// Peripheral: asks the central for new connection parameters.
@@ -256,7 +272,9 @@ public struct L2CAPSignalingChannel: Sendable {
         guard let request = open.outstanding.removeValue(forKey: identifier) else { return [] }
         switch request {
         case .connectionParameterUpdate:
-            return [.cancelTimer(Timer(identifier: identifier)), .connectionParameterUpdateCompleted(identifier, outcome)]
+            return [
+                .cancelTimer(Timer(identifier: identifier)), .connectionParameterUpdateCompleted(identifier, outcome),
+            ]
         }
     }
 

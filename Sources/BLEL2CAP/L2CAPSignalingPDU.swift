@@ -139,10 +139,12 @@ extension L2CAPSignalingPDU {
         /// A reject for a request naming channels the rejecter does not have. `local` is the rejecter's end
         /// (the request's destination CID), `remote` the requester's.
         public static func invalidCID(local: L2CAPChannelID, remote: L2CAPChannelID) -> CommandReject {
-            CommandReject(reason: .invalidCIDInRequest, data: [
-                UInt8(local.rawValue & 0xFF), UInt8(local.rawValue >> 8),
-                UInt8(remote.rawValue & 0xFF), UInt8(remote.rawValue >> 8),
-            ])
+            CommandReject(
+                reason: .invalidCIDInRequest,
+                data: [
+                    UInt8(local.rawValue & 0xFF), UInt8(local.rawValue >> 8),
+                    UInt8(remote.rawValue & 0xFF), UInt8(remote.rawValue >> 8),
+                ])
         }
 
         /// The rejecter's signalling MTU, for `.signalingMTUExceeded` with its 2 octets of data.

@@ -43,8 +43,10 @@ public final class SystemCore: Sendable {
     }
 
     /// Creates the host on `transport` and starts initialising the controller at once.
-    public init(name: String, transport: any HCITransport, scheduler: any HostScheduler,
-                configuration: HostConfiguration = HostConfiguration()) {
+    public init(
+        name: String, transport: any HCITransport, scheduler: any HostScheduler,
+        configuration: HostConfiguration = HostConfiguration()
+    ) {
         self.name = name
         self.scheduler = scheduler
         self.identifiers = IdentifierStore(salt: name)

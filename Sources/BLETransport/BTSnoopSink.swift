@@ -29,7 +29,7 @@ public final class BTSnoopFileSink: BTSnoopSink {
         self.path = path
         self.synchronizeEachRecord = synchronizeEachRecord
         guard FileManager.default.createFile(atPath: path, contents: nil),
-              let handle = FileHandle(forWritingAtPath: path)
+            let handle = FileHandle(forWritingAtPath: path)
         else {
             throw TransportError(.openFailed, "btsnoop: cannot create \(path)")
         }

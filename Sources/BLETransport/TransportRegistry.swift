@@ -48,7 +48,8 @@ public final class TransportRegistry: Sendable {
     public func open(_ spec: TransportSpec) async throws -> any HCITransport {
         guard let opener = openers.withLock({ $0[spec.kind] }) else {
             let known = registeredKinds.map(\.rawValue)
-            let available = known.isEmpty ? "none is registered in this process" : "registered: " + known.joined(separator: ", ")
+            let available =
+                known.isEmpty ? "none is registered in this process" : "registered: " + known.joined(separator: ", ")
             throw TransportError(
                 .notRegistered,
                 "\(spec): the \(spec.kind) transport is not available in this program (\(available))")

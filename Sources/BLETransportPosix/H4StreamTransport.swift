@@ -129,30 +129,32 @@ public final class H4StreamTransport: HCITransport, CustomStringConvertible {
 
     /// The channel is gone: tells the receiver once, why.
     func linkClosed(pendingBytes: Int) {
-        let (receiver, event, hooks): ((@Sendable (HCITransportEvent) -> Void)?, HCITransportEvent?, [@Sendable () -> Void]) =
-            state.withLock { state in
-                if state.closeReported { return (nil, nil, []) }
-                state.closeReported = true
-                let reason: String?
-                if let failure = state.failure {
-                    reason = failure
-                } else if state.closing {
-                    reason = nil  // we closed it
-                } else if pendingBytes > 0 {
-                    reason = "\(description): the controller closed the connection in the middle of a packet (\(pendingBytes) bytes pending)"
-                } else {
-                    reason = "\(description): the controller closed the connection"
+        let (receiver, event, hooks):
+            ((@Sendable (HCITransportEvent) -> Void)?, HCITransportEvent?, [@Sendable () -> Void]) =
+                state.withLock { state in
+                    if state.closeReported { return (nil, nil, []) }
+                    state.closeReported = true
+                    let reason: String?
+                    if let failure = state.failure {
+                        reason = failure
+                    } else if state.closing {
+                        reason = nil  // we closed it
+                    } else if pendingBytes > 0 {
+                        reason =
+                            "\(description): the controller closed the connection in the middle of a packet (\(pendingBytes) bytes pending)"
+                    } else {
+                        reason = "\(description): the controller closed the connection"
+                    }
+                    state.closing = true
+                    state.channel = nil
+                    let hooks = state.onClose
+                    state.onClose = []
+                    guard let receiver = state.receiver else {
+                        state.pending.append(.closed(reason: reason))
+                        return (nil, nil, hooks)
+                    }
+                    return (receiver, .closed(reason: reason), hooks)
                 }
-                state.closing = true
-                state.channel = nil
-                let hooks = state.onClose
-                state.onClose = []
-                guard let receiver = state.receiver else {
-                    state.pending.append(.closed(reason: reason))
-                    return (nil, nil, hooks)
-                }
-                return (receiver, .closed(reason: reason), hooks)
-            }
         if let receiver, let event { receiver(event) }
         for hook in hooks { hook() }
     }

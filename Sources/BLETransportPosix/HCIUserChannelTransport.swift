@@ -7,7 +7,7 @@ import NIOCore
 import Synchronization
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// `hci-socket:N`: a controller the Linux kernel knows as `hciN` (a USB dongle, a built-in chip), taken over
@@ -57,29 +57,33 @@ public final class HCIUserChannelTransport: HCITransport, CustomStringConvertibl
         let spec = "hci-socket:\(index)"
         let name = "hci\(index)"
         #if canImport(Glibc)
-        switch code {
-        case EBUSY:
-            return TransportError(
-                .busy, "\(spec): \(name) is up: run `sudo hciconfig \(name) down` (or `sudo btmgmt --index \(index) power off`) and try again")
-        case EPERM, EACCES:
-            return TransportError(
-                .permissionDenied,
-                "\(spec): the HCI user channel needs CAP_NET_ADMIN: run as root, or `sudo setcap cap_net_admin+ep <program>`")
-        case ENODEV:
-            return TransportError(.noSuchDevice, "\(spec): there is no controller \(name) (`hciconfig` lists them)")
-        case EUSERS, EALREADY:
-            return TransportError(.busy, "\(spec): another program already holds the user channel of \(name)")
-        case EAFNOSUPPORT, EPROTONOSUPPORT:
-            return TransportError(
-                .unsupported, "\(spec): this kernel has no Bluetooth sockets (AF_BLUETOOTH); load the `bluetooth` module")
-        case EINVAL where operation == .bind:
-            return TransportError(.openFailed, "\(spec): the kernel refused the user channel of \(name) (EINVAL)")
-        default:
-            let call = operation == .socket ? "socket" : "bind"
-            return TransportError(.openFailed, "\(spec): \(call) failed: \(errnoText(code))")
-        }
+            switch code {
+            case EBUSY:
+                return TransportError(
+                    .busy,
+                    "\(spec): \(name) is up: run `sudo hciconfig \(name) down` (or `sudo btmgmt --index \(index) power off`) and try again"
+                )
+            case EPERM, EACCES:
+                return TransportError(
+                    .permissionDenied,
+                    "\(spec): the HCI user channel needs CAP_NET_ADMIN: run as root, or `sudo setcap cap_net_admin+ep <program>`"
+                )
+            case ENODEV:
+                return TransportError(.noSuchDevice, "\(spec): there is no controller \(name) (`hciconfig` lists them)")
+            case EUSERS, EALREADY:
+                return TransportError(.busy, "\(spec): another program already holds the user channel of \(name)")
+            case EAFNOSUPPORT, EPROTONOSUPPORT:
+                return TransportError(
+                    .unsupported,
+                    "\(spec): this kernel has no Bluetooth sockets (AF_BLUETOOTH); load the `bluetooth` module")
+            case EINVAL where operation == .bind:
+                return TransportError(.openFailed, "\(spec): the kernel refused the user channel of \(name) (EINVAL)")
+            default:
+                let call = operation == .socket ? "socket" : "bind"
+                return TransportError(.openFailed, "\(spec): \(call) failed: \(errnoText(code))")
+            }
         #else
-        return TransportError(.unsupported, "\(spec): the HCI user channel exists only on Linux")
+            return TransportError(.unsupported, "\(spec): the HCI user channel exists only on Linux")
         #endif
     }
 
@@ -88,35 +92,35 @@ public final class HCIUserChannelTransport: HCITransport, CustomStringConvertibl
     /// - Throws: `TransportError` from `error(errno:operation:index:)`; `.unsupported` outside Linux.
     public static func open(index: Int) throws -> HCIUserChannelTransport {
         #if os(Linux)
-        guard let device = UInt16(exactly: index), device != 0xFFFF else {
-            throw TransportError(.noSuchDevice, "hci-socket:\(index): not a controller index (0...65534)")
-        }
-        let fd = socket(Int32(addressFamily), Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue), protocolHCI)
-        guard fd >= 0 else { throw error(errno: errno, operation: .socket, index: index) }
-        let address = socketAddress(index: device)
-        let bound = address.withUnsafeBytes { raw in
-            bind(fd, raw.baseAddress!.assumingMemoryBound(to: sockaddr.self), socklen_t(raw.count))
-        }
-        guard bound == 0 else {
-            let code = errno
-            _ = systemClose(fd)
-            throw error(errno: code, operation: .bind, index: index)
-        }
-        var wake: [Int32] = [0, 0]
-        guard pipe(&wake) == 0 else {
-            let code = errno
-            _ = systemClose(fd)
-            throw TransportError(.openFailed, "hci-socket:\(index): pipe2 failed: \(errnoText(code))")
-        }
-        for end in wake {
-            _ = fcntl(end, F_SETFD, FD_CLOEXEC)
-            _ = fcntl(end, F_SETFL, O_NONBLOCK)
-        }
-        let transport = HCIUserChannelTransport(index: index, fd: fd, wakeRead: wake[0], wakeWrite: wake[1])
-        transport.startReading()
-        return transport
+            guard let device = UInt16(exactly: index), device != 0xFFFF else {
+                throw TransportError(.noSuchDevice, "hci-socket:\(index): not a controller index (0...65534)")
+            }
+            let fd = socket(Int32(addressFamily), Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue), protocolHCI)
+            guard fd >= 0 else { throw error(errno: errno, operation: .socket, index: index) }
+            let address = socketAddress(index: device)
+            let bound = address.withUnsafeBytes { raw in
+                bind(fd, raw.baseAddress!.assumingMemoryBound(to: sockaddr.self), socklen_t(raw.count))
+            }
+            guard bound == 0 else {
+                let code = errno
+                _ = systemClose(fd)
+                throw error(errno: code, operation: .bind, index: index)
+            }
+            var wake: [Int32] = [0, 0]
+            guard pipe(&wake) == 0 else {
+                let code = errno
+                _ = systemClose(fd)
+                throw TransportError(.openFailed, "hci-socket:\(index): pipe2 failed: \(errnoText(code))")
+            }
+            for end in wake {
+                _ = fcntl(end, F_SETFD, FD_CLOEXEC)
+                _ = fcntl(end, F_SETFL, O_NONBLOCK)
+            }
+            let transport = HCIUserChannelTransport(index: index, fd: fd, wakeRead: wake[0], wakeWrite: wake[1])
+            transport.startReading()
+            return transport
         #else
-        throw TransportError(.unsupported, "hci-socket:\(index): the HCI user channel exists only on Linux")
+            throw TransportError(.unsupported, "hci-socket:\(index): the HCI user channel exists only on Linux")
         #endif
     }
 
@@ -165,15 +169,16 @@ public final class HCIUserChannelTransport: HCITransport, CustomStringConvertibl
         let failure: String? = state.withLock { state in
             guard !state.closing, state.fd >= 0 else { return nil }
             #if os(Linux)
-            while true {
-                let written = bytes.withUnsafeBytes { Glibc.write(state.fd, $0.baseAddress, $0.count) }
-                if written == bytes.count { return nil }
-                let code = errno
-                if written < 0, code == EINTR { continue }
-                return written < 0 ? "write failed: \(errnoText(code))" : "short write (\(written) of \(bytes.count) bytes)"
-            }
+                while true {
+                    let written = bytes.withUnsafeBytes { Glibc.write(state.fd, $0.baseAddress, $0.count) }
+                    if written == bytes.count { return nil }
+                    let code = errno
+                    if written < 0, code == EINTR { continue }
+                    return written < 0
+                        ? "write failed: \(errnoText(code))" : "short write (\(written) of \(bytes.count) bytes)"
+                }
             #else
-            return nil
+                return nil
             #endif
         }
         if let failure { fail(failure) }
@@ -199,16 +204,16 @@ public final class HCIUserChannelTransport: HCITransport, CustomStringConvertibl
             guard state.wakeWrite >= 0 else { return }
             var byte: UInt8 = 1
             #if os(Linux)
-            _ = Glibc.write(state.wakeWrite, &byte, 1)
+                _ = Glibc.write(state.wakeWrite, &byte, 1)
             #endif
         }
     }
 
     private func startReading() {
         #if os(Linux)
-        let thread = Thread { [self] in readLoop() }
-        thread.name = "ble.hci-socket.\(index)"
-        thread.start()
+            let thread = Thread { [self] in readLoop() }
+            thread.name = "ble.hci-socket.\(index)"
+            thread.start()
         #endif
     }
 
@@ -226,63 +231,65 @@ public final class HCIUserChannelTransport: HCITransport, CustomStringConvertibl
     }
 
     #if os(Linux)
-    private func readLoop() {
-        let fd = state.withLock { $0.fd }
-        var buffer = [UInt8](repeating: 0, count: Self.readBufferSize)
-        var endReason: String?
-        loop: while true {
-            if state.withLock({ $0.closing }) { break }
-            var fds = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0),
-                       pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0)]
-            let ready = poll(&fds, 2, -1)
-            if ready < 0 {
-                if errno == EINTR { continue }
-                endReason = "poll failed: \(errnoText(errno))"
-                break
-            }
-            if fds[1].revents != 0 { continue }  // woken: re-check `closing`
-            if fds[0].revents & Int16(POLLIN) == 0, fds[0].revents != 0 {
-                endReason = "the controller went away (socket error)"
-                break
-            }
-            let count = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
-            if count < 0 {
-                let code = errno
-                if code == EINTR || code == EAGAIN { continue }
-                switch code {
-                case ENETDOWN: endReason = "hci\(index) went down"
-                case ENODEV: endReason = "hci\(index) was removed (unplugged?)"
-                default: endReason = "read failed: \(errnoText(code))"
+        private func readLoop() {
+            let fd = state.withLock { $0.fd }
+            var buffer = [UInt8](repeating: 0, count: Self.readBufferSize)
+            var endReason: String?
+            loop: while true {
+                if state.withLock({ $0.closing }) { break }
+                var fds = [
+                    pollfd(fd: fd, events: Int16(POLLIN), revents: 0),
+                    pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0),
+                ]
+                let ready = poll(&fds, 2, -1)
+                if ready < 0 {
+                    if errno == EINTR { continue }
+                    endReason = "poll failed: \(errnoText(errno))"
+                    break
                 }
-                break
-            }
-            if count == 0 {
-                endReason = "the kernel closed the user channel"
-                break
-            }
-            var bytes = ByteBuffer(bytes: buffer[0..<count])
-            var decoder = H4Decoder()
-            do {
-                guard let packet = try decoder.decode(&bytes), bytes.readableBytes == 0 else {
-                    endReason = "a read was not one whole H4 packet: \(Array(buffer[0..<min(count, 16)]).hexString)"
-                    break loop
+                if fds[1].revents != 0 { continue }  // woken: re-check `closing`
+                if fds[0].revents & Int16(POLLIN) == 0, fds[0].revents != 0 {
+                    endReason = "the controller went away (socket error)"
+                    break
                 }
-                deliver(.packet(packet))
-            } catch {
-                endReason = "malformed packet from the controller: \(error)"
-                break
+                let count = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+                if count < 0 {
+                    let code = errno
+                    if code == EINTR || code == EAGAIN { continue }
+                    switch code {
+                    case ENETDOWN: endReason = "hci\(index) went down"
+                    case ENODEV: endReason = "hci\(index) was removed (unplugged?)"
+                    default: endReason = "read failed: \(errnoText(code))"
+                    }
+                    break
+                }
+                if count == 0 {
+                    endReason = "the kernel closed the user channel"
+                    break
+                }
+                var bytes = ByteBuffer(bytes: buffer[0..<count])
+                var decoder = H4Decoder()
+                do {
+                    guard let packet = try decoder.decode(&bytes), bytes.readableBytes == 0 else {
+                        endReason = "a read was not one whole H4 packet: \(Array(buffer[0..<min(count, 16)]).hexString)"
+                        break loop
+                    }
+                    deliver(.packet(packet))
+                } catch {
+                    endReason = "malformed packet from the controller: \(error)"
+                    break
+                }
             }
+            finish(endReason)
         }
-        finish(endReason)
-    }
     #endif
 
     private func finish(_ endReason: String?) {
         let event: HCITransportEvent? = state.withLock { state in
             #if os(Linux)
-            if state.fd >= 0 { _ = systemClose(state.fd) }
-            if state.wakeWrite >= 0 { _ = systemClose(state.wakeWrite) }
-            _ = systemClose(wakeRead)
+                if state.fd >= 0 { _ = systemClose(state.fd) }
+                if state.wakeWrite >= 0 { _ = systemClose(state.wakeWrite) }
+                _ = systemClose(wakeRead)
             #endif
             state.fd = -1
             state.wakeWrite = -1

@@ -3,9 +3,9 @@ import NIOCore
 import NIOPosix
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// Registers the real transports of this module with a `TransportRegistry`, so that code that cannot depend

@@ -3,9 +3,9 @@ import NIOCore
 import NIOPosix
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// `serial:DEVICE[,BAUD[,rtscts]]`: H4 over a UART, such as a board running an HCI UART firmware (Zephyr's
@@ -42,32 +42,36 @@ public enum SerialTransport {
             return transport
         } catch {
             _ = systemClose(fd)
-            throw TransportError(.openFailed, "\(spec): cannot read and write \(device): \(PosixErrorText.describe(error))")
+            throw TransportError(
+                .openFailed, "\(spec): cannot read and write \(device): \(PosixErrorText.describe(error))")
         }
     }
 
     /// The termios speed constant for a baud rate, or nil when this system has none.
     public static func speed(forBaudRate rate: Int) -> speed_t? {
         #if os(Linux)
-        let table: [Int: Int32] = [
-            1200: B1200, 2400: B2400, 4800: B4800, 9600: B9600, 19200: B19200, 38400: B38400, 57600: B57600,
-            115_200: B115200, 230_400: B230400, 460_800: B460800, 500_000: B500000, 576_000: B576000,
-            921_600: B921600, 1_000_000: B1000000, 1_152_000: B1152000, 1_500_000: B1500000,
-            2_000_000: B2000000, 2_500_000: B2500000, 3_000_000: B3000000, 3_500_000: B3500000,
-            4_000_000: B4000000,
-        ]
-        return table[rate].map { speed_t($0) }
+            let table: [Int: Int32] = [
+                1200: B1200, 2400: B2400, 4800: B4800, 9600: B9600, 19200: B19200, 38400: B38400, 57600: B57600,
+                115_200: B115200, 230_400: B230400, 460_800: B460800, 500_000: B500000, 576_000: B576000,
+                921_600: B921600, 1_000_000: B1000000, 1_152_000: B1152000, 1_500_000: B1500000,
+                2_000_000: B2000000, 2_500_000: B2500000, 3_000_000: B3000000, 3_500_000: B3500000,
+                4_000_000: B4000000,
+            ]
+            return table[rate].map { speed_t($0) }
         #else
-        // Darwin's speed_t is the rate itself.
-        return rate > 0 ? speed_t(rate) : nil
+            // Darwin's speed_t is the rate itself.
+            return rate > 0 ? speed_t(rate) : nil
         #endif
     }
 
     /// The baud rates `speed(forBaudRate:)` knows, for error messages.
-    static let knownRates = [9600, 19200, 38400, 57600, 115_200, 230_400, 460_800, 921_600, 1_000_000, 2_000_000, 3_000_000]
+    static let knownRates = [
+        9600, 19200, 38400, 57600, 115_200, 230_400, 460_800, 921_600, 1_000_000, 2_000_000, 3_000_000,
+    ]
 
     /// Opens the device non-blocking and applies raw mode, the speed and the flow control; returns the fd.
-    private static func openConfigured(device: String, baudRate: Int, rtsCts: Bool, spec: TransportSpec) throws -> Int32 {
+    private static func openConfigured(device: String, baudRate: Int, rtsCts: Bool, spec: TransportSpec) throws -> Int32
+    {
         guard let speed = speed(forBaudRate: baudRate) else {
             throw TransportError(
                 .openFailed,
@@ -83,7 +87,8 @@ public enum SerialTransport {
             case EACCES, EPERM:
                 throw TransportError(
                     .permissionDenied,
-                    "\(spec): no permission to open \(device) (on Linux, add your user to the group that owns it, usually `dialout`)")
+                    "\(spec): no permission to open \(device) (on Linux, add your user to the group that owns it, usually `dialout`)"
+                )
             case EBUSY:
                 throw TransportError(.busy, "\(spec): \(device) is in use by another program")
             default:
@@ -128,9 +133,9 @@ public enum SerialTransport {
     /// The c_cflag bit for RTS/CTS flow control.
     private static var hardwareFlowControl: tcflag_t {
         #if os(Linux)
-        return 0x8000_0000  // CRTSCTS, 020000000000
+            return 0x8000_0000  // CRTSCTS, 020000000000
         #else
-        return tcflag_t(CRTSCTS)
+            return tcflag_t(CRTSCTS)
         #endif
     }
 }
@@ -141,16 +146,16 @@ func errnoText(_ code: Int32) -> String {
 
 private func systemOpen(_ path: String, _ flags: Int32) -> Int32 {
     #if canImport(Glibc)
-    return Glibc.open(path, flags)
+        return Glibc.open(path, flags)
     #else
-    return Darwin.open(path, flags)
+        return Darwin.open(path, flags)
     #endif
 }
 
 func systemClose(_ fd: Int32) -> Int32 {
     #if canImport(Glibc)
-    return Glibc.close(fd)
+        return Glibc.close(fd)
     #else
-    return Darwin.close(fd)
+        return Darwin.close(fd)
     #endif
 }

@@ -86,7 +86,8 @@ public final class TCPServerTransport: Sendable {
             return state.nextWaiterID
         }
         return try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<H4StreamTransport, any Error>) in
+            try await withCheckedThrowingContinuation {
+                (continuation: CheckedContinuation<H4StreamTransport, any Error>) in
                 let outcome: Result<H4StreamTransport, any Error>? = state.withLock { state in
                     if Task.isCancelled { return .failure(CancellationError()) }
                     if let ready = state.unclaimed {
@@ -109,8 +110,10 @@ public final class TCPServerTransport: Sendable {
                 }
                 if let timeout {
                     serverChannel.eventLoop.scheduleTask(in: TimeAmount(timeout)) {
-                        self.failWaiter(id, TransportError(
-                            .timedOut, "\(self.spec): no controller connected within \(timeout)"))
+                        self.failWaiter(
+                            id,
+                            TransportError(
+                                .timedOut, "\(self.spec): no controller connected within \(timeout)"))
                     }
                 }
             }

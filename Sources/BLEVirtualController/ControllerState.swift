@@ -127,8 +127,10 @@ final class ControllerState {
     var linkByHandle: [UInt16: Int] = [:]
     var nextHandle: UInt16 = 0x0001
 
-    init(index: Int, name: String, pipe: HCIPipe, identity: BluetoothAddress, position: RadioPosition,
-         txPower: Int8, aclBufferLength: Int, aclBufferCount: Int) {
+    init(
+        index: Int, name: String, pipe: HCIPipe, identity: BluetoothAddress, position: RadioPosition,
+        txPower: Int8, aclBufferLength: Int, aclBufferCount: Int
+    ) {
         self.index = index
         self.name = name
         self.pipe = pipe

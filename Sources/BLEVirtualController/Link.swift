@@ -145,8 +145,10 @@ final class Link {
 
     var supervisionTimeout: Int64 { Int64(timeoutUnits) * 10 * VirtualTime.millisecond }
 
-    init(id: Int, central: LinkSide, peripheral: LinkSide, intervalUnits: UInt16, latency: UInt16,
-         timeoutUnits: UInt16, firstAnchor: Int64) {
+    init(
+        id: Int, central: LinkSide, peripheral: LinkSide, intervalUnits: UInt16, latency: UInt16,
+        timeoutUnits: UInt16, firstAnchor: Int64
+    ) {
         self.id = id
         self.sides = [central, peripheral]
         self.intervalUnits = intervalUnits

@@ -98,16 +98,19 @@ public final class SimulatedRadio: HostScheduler, Sendable {
     ///     and HCI Reset restores it, as for a controller with a factory-programmed static address).
     ///   - aclBufferLength: `LE_ACL_Data_Packet_Length` (default 251).
     ///   - aclBufferCount: `Total_Num_LE_ACL_Data_Packets` (default 8).
-    public func addController(name: String, address: BluetoothAddress? = nil,
-                              position: RadioPosition = .init(x: 0, y: 0), txPower: Int8 = 0,
-                              aclBufferLength: Int = 251, aclBufferCount: Int = 8) -> VirtualController {
+    public func addController(
+        name: String, address: BluetoothAddress? = nil,
+        position: RadioPosition = .init(x: 0, y: 0), txPower: Int8 = 0,
+        aclBufferLength: Int = 251, aclBufferCount: Int = 8
+    ) -> VirtualController {
         let identity = address ?? Self.staticAddress(seed: seed, name: name)
         let pipe = HCIPipe()
         let index = world.withLock { w in
             let index = w.controllers.count
-            w.controllers.append(ControllerState(
-                index: index, name: name, pipe: pipe, identity: identity, position: position, txPower: txPower,
-                aclBufferLength: max(27, aclBufferLength), aclBufferCount: max(1, aclBufferCount)))
+            w.controllers.append(
+                ControllerState(
+                    index: index, name: name, pipe: pipe, identity: identity, position: position, txPower: txPower,
+                    aclBufferLength: max(27, aclBufferLength), aclBufferCount: max(1, aclBufferCount)))
             return index
         }
         pipe.attachController { [weak self] packet in

@@ -103,7 +103,10 @@ struct SimulationRandom: RandomNumberGenerator {
             z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
             return z ^ (z >> 31)
         }
-        s0 = splitMix(); s1 = splitMix(); s2 = splitMix(); s3 = splitMix()
+        s0 = splitMix()
+        s1 = splitMix()
+        s2 = splitMix()
+        s3 = splitMix()
     }
 
     mutating func next() -> UInt64 {

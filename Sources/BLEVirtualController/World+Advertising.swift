@@ -21,7 +21,8 @@ extension World {
         let generation = c.advertisingGeneration
         if c.advertisingParameters.type == .advDirectIndHighDuty {
             clock.schedule(at: now, .advertising(controller: c.index, generation: generation))
-            clock.schedule(at: now + Self.highDutyDuration, .advertisingTimeout(controller: c.index, generation: generation))
+            clock.schedule(
+                at: now + Self.highDutyDuration, .advertisingTimeout(controller: c.index, generation: generation))
         } else {
             clock.schedule(at: now + advertisingDelay(), .advertising(controller: c.index, generation: generation))
         }
@@ -40,17 +41,23 @@ extension World {
     func advertisingTimedOut(_ c: ControllerState, generation: UInt64) {
         guard c.advertising, c.advertisingGeneration == generation else { return }
         stopAdvertising(c)
-        emitConnectionComplete(c, status: Status.advertisingTimeout, handle: 0, role: 1, peer: .none,
-                               interval: 0, latency: 0, timeout: 0)
+        emitConnectionComplete(
+            c, status: Status.advertisingTimeout, handle: 0, role: 1, peer: .none,
+            interval: 0, latency: 0, timeout: 0)
     }
 
     /// Which advertising channel `s` listens on at `time`, if any, and whether it is initiating.
     func listening(_ s: ControllerState, at time: Int64) -> (channel: Int, initiating: Bool)? {
-        let interval: UInt16, window: UInt16, start: Int64, initiating: Bool
+        let interval: UInt16
+        let window: UInt16
+        let start: Int64
+        let initiating: Bool
         if let i = s.initiating {
             (interval, window, start, initiating) = (i.scanInterval, i.scanWindow, i.start, true)
         } else if s.scanning {
-            (interval, window, start, initiating) = (s.scanParameters.interval, s.scanParameters.window, s.scanStart, false)
+            (interval, window, start, initiating) = (
+                s.scanParameters.interval, s.scanParameters.window, s.scanStart, false
+            )
         } else {
             return nil
         }
@@ -106,8 +113,9 @@ extension World {
         let type = c.advertisingParameters.type
         if type.isDirected && !isTarget(c, s, ownAddressType: s.scanParameters.ownAddressType) { return }
         if s.scanParameters.filterPolicy & 1 == 1 && !s.acceptList.contains(advA) { return }
-        report(s, eventType: type.reportEventType, address: advA,
-               data: type.isDirected ? [] : c.advertisingData, from: c)
+        report(
+            s, eventType: type.reportEventType, address: advA,
+            data: type.isDirected ? [] : c.advertisingData, from: c)
         guard s.scanParameters.active, type.isScannable else { return }
         // SCAN_REQ (scanner -> advertiser), then SCAN_RSP (advertiser -> scanner).
         if c.advertisingParameters.filterPolicy & 1 == 1,
@@ -141,7 +149,9 @@ extension World {
 
     /// An initiator heard an advertising PDU: if it is connectable and from the peer it wants, it sends
     /// CONNECT_IND; if the advertiser hears it, both enter the connection state.
-    func tryConnect(initiator s: ControllerState, advertiser c: ControllerState, advA: LinkAddress, at time: Int64) -> Bool {
+    func tryConnect(initiator s: ControllerState, advertiser c: ControllerState, advA: LinkAddress, at time: Int64)
+        -> Bool
+    {
         guard let ip = s.initiating, let initA = s.ownAddress(type: ip.ownAddressType) else { return false }
         let type = c.advertisingParameters.type
         guard type.isConnectable else { return false }
@@ -159,12 +169,15 @@ extension World {
         let firstAnchor = connectIndEnd + 1_250 * VirtualTime.microsecond
         s.initiating = nil
         stopAdvertising(c)
-        let central = LinkSide(controller: s.index, handle: s.allocateHandle(), lastReceived: connectIndEnd,
-                               localMaxTxOctets: s.suggestedTxOctets)
-        let peripheral = LinkSide(controller: c.index, handle: c.allocateHandle(), lastReceived: connectIndEnd,
-                                  localMaxTxOctets: c.suggestedTxOctets)
-        let link = Link(id: nextLinkID, central: central, peripheral: peripheral, intervalUnits: ip.intervalMin,
-                        latency: ip.latency, timeoutUnits: ip.supervisionTimeout, firstAnchor: firstAnchor)
+        let central = LinkSide(
+            controller: s.index, handle: s.allocateHandle(), lastReceived: connectIndEnd,
+            localMaxTxOctets: s.suggestedTxOctets)
+        let peripheral = LinkSide(
+            controller: c.index, handle: c.allocateHandle(), lastReceived: connectIndEnd,
+            localMaxTxOctets: c.suggestedTxOctets)
+        let link = Link(
+            id: nextLinkID, central: central, peripheral: peripheral, intervalUnits: ip.intervalMin,
+            latency: ip.latency, timeoutUnits: ip.supervisionTimeout, firstAnchor: firstAnchor)
         link.sides[0].preferredTx = s.defaultPhys.all & 1 != 0 ? 0 : s.defaultPhys.tx
         link.sides[0].preferredRx = s.defaultPhys.all & 2 != 0 ? 0 : s.defaultPhys.rx
         link.sides[1].preferredTx = c.defaultPhys.all & 1 != 0 ? 0 : c.defaultPhys.tx
@@ -175,8 +188,9 @@ extension World {
         c.linkByHandle[peripheral.handle] = link.id
         // The peripheral is connected as soon as it receives CONNECT_IND; the central reports after the
         // first connection event (see `connectionEvent`).
-        emitConnectionComplete(c, status: Status.success, handle: peripheral.handle, role: 1, peer: initA,
-                               interval: link.intervalUnits, latency: link.latency, timeout: link.timeoutUnits)
+        emitConnectionComplete(
+            c, status: Status.success, handle: peripheral.handle, role: 1, peer: initA,
+            interval: link.intervalUnits, latency: link.latency, timeout: link.timeoutUnits)
         link.centralPeer = advA
         schedule(link, counter: 0)
         return true

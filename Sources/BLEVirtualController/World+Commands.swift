@@ -1,5 +1,5 @@
-import DequeModule
 import BLECore
+import DequeModule
 
 /// HCI status codes the virtual controller returns.
 /// - SeeAlso: Core Spec 5.4, Vol 1, Part F, 1.3 (list of error codes).
@@ -168,7 +168,7 @@ extension World {
             ok([c.leHostSupported ? 1 : 0, 0])
 
         case Opcode.writeLEHostSupport:
-            guard let le = r.u8(), let _ = r.u8(), le <= 1 else { return fail(Status.invalidParameters) }
+            guard let le = r.u8(), r.u8() != nil, le <= 1 else { return fail(Status.invalidParameters) }
             c.leHostSupported = le == 1
             ok()
 
@@ -268,8 +268,9 @@ extension World {
             guard type <= 1, (0x0004...0x4000).contains(interval), (0x0004...0x4000).contains(window),
                 window <= interval, own <= 3, policy <= 3
             else { return fail(Status.invalidParameters) }
-            c.scanParameters = ScanParameters(active: type == 1, interval: interval, window: window,
-                                              ownAddressType: own, filterPolicy: policy)
+            c.scanParameters = ScanParameters(
+                active: type == 1, interval: interval, window: window,
+                ownAddressType: own, filterPolicy: policy)
             ok()
 
         case Opcode.leSetScanEnable:
@@ -295,7 +296,7 @@ extension World {
         case Opcode.leCreateConnection:
             guard let scanInterval = r.u16(), let scanWindow = r.u16(), let policy = r.u8(),
                 let peerType = r.u8(), let peer = r.bytes(6), let own = r.u8(), let minI = r.u16(),
-                let maxI = r.u16(), let latency = r.u16(), let timeout = r.u16(), let _ = r.u16(), let _ = r.u16()
+                let maxI = r.u16(), let latency = r.u16(), let timeout = r.u16(), r.u16() != nil, r.u16() != nil
             else { return commandStatus(c, op, Status.invalidParameters) }
             guard c.initiating == nil else { return commandStatus(c, op, Status.commandDisallowed) }
             guard (0x0004...0x4000).contains(scanInterval), (0x0004...0x4000).contains(scanWindow),
@@ -313,8 +314,9 @@ extension World {
             guard c.initiating != nil else { return fail(Status.commandDisallowed) }
             c.initiating = nil
             ok()
-            emitConnectionComplete(c, status: Status.unknownConnection, handle: 0, role: 0, peer: .none,
-                                   interval: 0, latency: 0, timeout: 0)
+            emitConnectionComplete(
+                c, status: Status.unknownConnection, handle: 0, role: 0, peer: .none,
+                interval: 0, latency: 0, timeout: 0)
 
         case Opcode.leReadFilterAcceptListSize:
             ok([filterAcceptListSize])
@@ -340,7 +342,7 @@ extension World {
 
         case Opcode.leConnectionUpdate:
             guard let handle = r.u16(), let minI = r.u16(), let maxI = r.u16(), let latency = r.u16(),
-                let timeout = r.u16(), let _ = r.u16(), let _ = r.u16()
+                let timeout = r.u16(), r.u16() != nil, r.u16() != nil
             else { return commandStatus(c, op, Status.invalidParameters) }
             guard let (link, side) = lookup(c, handle) else { return commandStatus(c, op, Status.unknownConnection) }
             guard validConnectionParameters(min: minI, max: maxI, latency: latency, timeout: timeout) else {
@@ -351,34 +353,42 @@ extension World {
             else { return commandStatus(c, op, Status.commandDisallowed) }
             commandStatus(c, op, Status.success)
             if side == 0 {
-                link.sides[0].control.append(.connectionUpdateInd(interval: minI, latency: latency, timeout: timeout, instant: nil))
+                link.sides[0].control.append(
+                    .connectionUpdateInd(interval: minI, latency: latency, timeout: timeout, instant: nil))
             } else {
                 link.sides[1].awaitingParamReq = true
-                link.sides[1].control.append(.connectionParamReq(intervalMin: minI, intervalMax: maxI, latency: latency, timeout: timeout))
+                link.sides[1].control.append(
+                    .connectionParamReq(intervalMin: minI, intervalMax: maxI, latency: latency, timeout: timeout))
             }
             wake(link)
 
         case Opcode.leRemoteConnectionParameterRequestReply:
             guard let handle = r.u16(), let minI = r.u16(), let maxI = r.u16(), let latency = r.u16(),
-                let timeout = r.u16(), let _ = r.u16(), let _ = r.u16()
+                let timeout = r.u16(), r.u16() != nil, r.u16() != nil
             else { return fail(Status.invalidParameters, [0, 0]) }
             guard let (link, side) = lookup(c, handle) else { return fail(Status.unknownConnection, le16(handle)) }
-            guard side == 0, link.pendingParamRequestFromPeer else { return fail(Status.commandDisallowed, le16(handle)) }
+            guard side == 0, link.pendingParamRequestFromPeer else {
+                return fail(Status.commandDisallowed, le16(handle))
+            }
             guard validConnectionParameters(min: minI, max: maxI, latency: latency, timeout: timeout) else {
                 return fail(Status.invalidParameters, le16(handle))
             }
             link.pendingParamRequestFromPeer = false
             ok(le16(handle))
-            link.sides[0].control.append(.connectionUpdateInd(interval: minI, latency: latency, timeout: timeout, instant: nil))
+            link.sides[0].control.append(
+                .connectionUpdateInd(interval: minI, latency: latency, timeout: timeout, instant: nil))
             wake(link)
 
         case Opcode.leRemoteConnectionParameterRequestNegativeReply:
             guard let handle = r.u16(), let reason = r.u8() else { return fail(Status.invalidParameters, [0, 0]) }
             guard let (link, side) = lookup(c, handle) else { return fail(Status.unknownConnection, le16(handle)) }
-            guard side == 0, link.pendingParamRequestFromPeer else { return fail(Status.commandDisallowed, le16(handle)) }
+            guard side == 0, link.pendingParamRequestFromPeer else {
+                return fail(Status.commandDisallowed, le16(handle))
+            }
             link.pendingParamRequestFromPeer = false
             ok(le16(handle))
-            link.sides[0].control.append(.rejectExtInd(rejectOpcode: LLControlPDU.connectionParamReqOpcode, error: reason))
+            link.sides[0].control.append(
+                .rejectExtInd(rejectOpcode: LLControlPDU.connectionParamReqOpcode, error: reason))
             wake(link)
 
         case Opcode.leSetDataLength:
@@ -391,7 +401,8 @@ extension World {
             }
             ok(le16(handle))
             link.sides[side].localMaxTxOctets = Int(octets)
-            link.sides[side].control.append(.lengthReq(maxRxOctets: link.sides[side].localMaxRxOctets, maxTxOctets: Int(octets)))
+            link.sides[side].control.append(
+                .lengthReq(maxRxOctets: link.sides[side].localMaxRxOctets, maxTxOctets: Int(octets)))
             wake(link)
 
         case Opcode.leReadSuggestedDefaultDataLength:
@@ -425,7 +436,7 @@ extension World {
             ok()
 
         case Opcode.leSetPHY:
-            guard let handle = r.u16(), let all = r.u8(), let tx = r.u8(), let rx = r.u8(), let _ = r.u16(),
+            guard let handle = r.u16(), let all = r.u8(), let tx = r.u8(), let rx = r.u8(), r.u16() != nil,
                 all <= 3, tx <= 7, rx <= 7
             else { return commandStatus(c, op, Status.invalidParameters) }
             guard let (link, side) = lookup(c, handle) else { return commandStatus(c, op, Status.unknownConnection) }
@@ -460,9 +471,11 @@ extension World {
                 link.sides[side].awaitingVersion = true
                 if !link.sides[side].sentVersion {
                     link.sides[side].sentVersion = true
-                    link.sides[side].control.append(.versionInd(version: ControllerVersion.version,
-                                                                company: ControllerVersion.company,
-                                                                subversion: ControllerVersion.subversion))
+                    link.sides[side].control.append(
+                        .versionInd(
+                            version: ControllerVersion.version,
+                            company: ControllerVersion.company,
+                            subversion: ControllerVersion.subversion))
                 }
                 wake(link)
             }
@@ -473,7 +486,9 @@ extension World {
             ok(w.bytes)
 
         case Opcode.disconnect:
-            guard let handle = r.u16(), let reason = r.u8() else { return commandStatus(c, op, Status.invalidParameters) }
+            guard let handle = r.u16(), let reason = r.u8() else {
+                return commandStatus(c, op, Status.invalidParameters)
+            }
             guard let (link, side) = lookup(c, handle) else { return commandStatus(c, op, Status.unknownConnection) }
             guard [0x05, 0x13, 0x14, 0x15, 0x1A, 0x29, 0x3B].contains(reason) else {
                 return commandStatus(c, op, Status.invalidParameters)
@@ -527,8 +542,10 @@ extension World {
 
     /// LE Connection Complete, or LE Enhanced Connection Complete when the host unmasked it.
     /// - SeeAlso: Core Spec 5.4, Vol 4, Part E, 7.7.65.1 and 7.7.65.10.
-    func emitConnectionComplete(_ c: ControllerState, status: UInt8, handle: UInt16, role: UInt8, peer: LinkAddress,
-                                interval: UInt16, latency: UInt16, timeout: UInt16) {
+    func emitConnectionComplete(
+        _ c: ControllerState, status: UInt8, handle: UInt16, role: UInt8, peer: LinkAddress,
+        interval: UInt16, latency: UInt16, timeout: UInt16
+    ) {
         let enhanced = leEventEnabled(c, subevent: 0x0A)
         var w = ByteWriter(capacity: 32)
         w.u8(status)

@@ -1,4 +1,5 @@
 import DequeModule
+
 /// The connection state: connection events, acknowledged data, LL control procedures, supervision.
 ///
 /// Each connection event plays out exchanges of one PDU from the central and one answer from the peripheral
@@ -13,8 +14,9 @@ extension World {
     func schedule(_ link: Link, counter: Int) {
         link.generation &+= 1
         link.scheduled = true
-        clock.schedule(at: link.anchor(ofCounter: counter),
-                       .connection(link: link.id, counter: counter, generation: link.generation))
+        clock.schedule(
+            at: link.anchor(ofCounter: counter),
+            .connection(link: link.id, counter: counter, generation: link.generation))
     }
 
     /// Gives an idle link its next connection event. The events skipped while idle were empty exchanges
@@ -35,7 +37,8 @@ extension World {
 
     func canCommunicate(_ link: Link) -> Bool {
         guard link.sides[0].alive, link.sides[1].alive else { return false }
-        let a = controllers[link.sides[0].controller], b = controllers[link.sides[1].controller]
+        let a = controllers[link.sides[0].controller]
+        let b = controllers[link.sides[1].controller]
         guard a.powered, b.powered else { return false }
         let d = distance(a, b)
         return RadioPropagation.inRange(txPower: a.txPower, distance: d)
@@ -61,7 +64,8 @@ extension World {
                 link.sides[0].pickNext()
                 link.sides[1].pickNext()
                 stampInstant(link, side: 0, counter: counter)
-                let pair = link.phyCentralToPeripheral.airTime(payload: link.sides[0].currentPayloadLength)
+                let pair =
+                    link.phyCentralToPeripheral.airTime(payload: link.sides[0].currentPayloadLength)
                     + link.phyPeripheralToCentral.airTime(payload: link.sides[1].currentPayloadLength)
                     + 2 * interFrameSpace
                 if used > 0 && used + pair > link.interval { break }
@@ -100,12 +104,15 @@ extension World {
     func establish(_ link: Link) {
         link.established = true
         let central = controllers[link.sides[0].controller]
-        emitConnectionComplete(central, status: Status.success, handle: link.sides[0].handle, role: 0,
-                               peer: link.centralPeer, interval: link.intervalUnits, latency: link.latency,
-                               timeout: link.timeoutUnits)
+        emitConnectionComplete(
+            central, status: Status.success, handle: link.sides[0].handle, role: 0,
+            peer: link.centralPeer, interval: link.intervalUnits, latency: link.latency,
+            timeout: link.timeoutUnits)
         for s in 0..<2 where link.sides[s].localMaxTxOctets > 27 {
-            link.sides[s].control.append(.lengthReq(maxRxOctets: link.sides[s].localMaxRxOctets,
-                                                    maxTxOctets: link.sides[s].localMaxTxOctets))
+            link.sides[s].control.append(
+                .lengthReq(
+                    maxRxOctets: link.sides[s].localMaxRxOctets,
+                    maxTxOctets: link.sides[s].localMaxTxOctets))
         }
     }
 
@@ -118,8 +125,9 @@ extension World {
             guard t - link.sides[s].lastReceived > limit else { continue }
             let controller = controllers[link.sides[s].controller]
             if !link.established && s == 0 {
-                emitConnectionComplete(controller, status: Status.connectionFailedToBeEstablished, handle: 0, role: 0,
-                                       peer: link.centralPeer, interval: 0, latency: 0, timeout: 0)
+                emitConnectionComplete(
+                    controller, status: Status.connectionFailedToBeEstablished, handle: 0, role: 0,
+                    peer: link.centralPeer, interval: 0, latency: 0, timeout: 0)
             } else {
                 let reason: UInt8
                 if !link.established {
@@ -154,9 +162,11 @@ extension World {
         guard case .control(let pdu)? = link.sides[side].current else { return }
         switch pdu {
         case .connectionUpdateInd(let i, let l, let to, nil):
-            link.sides[side].current = .control(.connectionUpdateInd(interval: i, latency: l, timeout: to, instant: counter + 6))
+            link.sides[side].current = .control(
+                .connectionUpdateInd(interval: i, latency: l, timeout: to, instant: counter + 6))
         case .phyUpdateInd(let c2p, let p2c, nil) where c2p != 0 || p2c != 0:
-            link.sides[side].current = .control(.phyUpdateInd(centralToPeripheral: c2p, peripheralToCentral: p2c, instant: counter + 6))
+            link.sides[side].current = .control(
+                .phyUpdateInd(centralToPeripheral: c2p, peripheralToCentral: p2c, instant: counter + 6))
         default:
             break
         }
@@ -172,8 +182,9 @@ extension World {
         case .data(let length, let start):
             guard let head = link.sides[s].data.first else { return }
             let bytes = Array(head.data[head.offset..<head.offset + length])
-            emitACL(controllers[link.sides[r].controller], handle: link.sides[r].handle,
-                    boundary: start ? 0b10 : 0b01, data: bytes)
+            emitACL(
+                controllers[link.sides[r].controller], handle: link.sides[r].handle,
+                boundary: start ? 0b10 : 0b01, data: bytes)
         case .control(let pdu):
             received(pdu, link: link, by: r, counter: counter)
         }
@@ -292,8 +303,10 @@ extension World {
                 emitLEEvent(receiver, subevent: 0x06, w.bytes)
             } else {
                 // A host that masked the request event cannot answer it: reject (Vol 4, Part E, 7.7.65.6).
-                link.sides[r].control.append(.rejectExtInd(rejectOpcode: LLControlPDU.connectionParamReqOpcode,
-                                                           error: Status.unsupportedRemoteFeature))
+                link.sides[r].control.append(
+                    .rejectExtInd(
+                        rejectOpcode: LLControlPDU.connectionParamReqOpcode,
+                        error: Status.unsupportedRemoteFeature))
             }
 
         case .rejectExtInd(let opcode, let error):
@@ -303,8 +316,10 @@ extension World {
             }
 
         case .lengthReq:
-            link.sides[r].control.append(.lengthRsp(maxRxOctets: link.sides[r].localMaxRxOctets,
-                                                    maxTxOctets: link.sides[r].localMaxTxOctets))
+            link.sides[r].control.append(
+                .lengthRsp(
+                    maxRxOctets: link.sides[r].localMaxRxOctets,
+                    maxTxOctets: link.sides[r].localMaxTxOctets))
             updateEffectiveLengths(link)
 
         case .lengthRsp:
@@ -325,9 +340,11 @@ extension World {
                 // Nothing changes: the procedure ends now for whoever asked.
                 for s in 0..<2 where link.sides[s].awaitingPhy { emitPhyUpdateComplete(link, side: s) }
             } else {
-                link.pendingPhy = (LEPhy(rawValue: c2p) ?? link.phyCentralToPeripheral,
-                                   LEPhy(rawValue: p2c) ?? link.phyPeripheralToCentral,
-                                   instant ?? counter + 6, 0)
+                link.pendingPhy = (
+                    LEPhy(rawValue: c2p) ?? link.phyCentralToPeripheral,
+                    LEPhy(rawValue: p2c) ?? link.phyPeripheralToCentral,
+                    instant ?? counter + 6, 0
+                )
             }
 
         case .featureReq:
@@ -346,9 +363,11 @@ extension World {
         case .versionInd:
             if !link.sides[r].sentVersion {
                 link.sides[r].sentVersion = true
-                link.sides[r].control.append(.versionInd(version: ControllerVersion.version,
-                                                         company: ControllerVersion.company,
-                                                         subversion: ControllerVersion.subversion))
+                link.sides[r].control.append(
+                    .versionInd(
+                        version: ControllerVersion.version,
+                        company: ControllerVersion.company,
+                        subversion: ControllerVersion.subversion))
             }
             if link.sides[r].awaitingVersion {
                 link.sides[r].awaitingVersion = false
@@ -401,8 +420,9 @@ extension World {
         }
         let c2p = choose(link.sides[0].preferredTx, link.sides[1].preferredRx, current: link.phyCentralToPeripheral)
         let p2c = choose(link.sides[1].preferredTx, link.sides[0].preferredRx, current: link.phyPeripheralToCentral)
-        link.sides[0].control.append(.phyUpdateInd(
-            centralToPeripheral: c2p == link.phyCentralToPeripheral ? 0 : c2p.rawValue,
-            peripheralToCentral: p2c == link.phyPeripheralToCentral ? 0 : p2c.rawValue, instant: nil))
+        link.sides[0].control.append(
+            .phyUpdateInd(
+                centralToPeripheral: c2p == link.phyCentralToPeripheral ? 0 : c2p.rawValue,
+                peripheralToCentral: p2c == link.phyPeripheralToCentral ? 0 : p2c.rawValue, instant: nil))
     }
 }

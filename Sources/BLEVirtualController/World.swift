@@ -108,12 +108,14 @@ final class World {
         default: bit = nil  // Command Complete/Status, Number Of Completed Packets: never masked
         }
         if let bit, controller.eventMask & (1 << bit) == 0 { return }
-        effects.append(.toHost(pipe: controller.pipe, name: controller.name, makeEventPacket(code: code, parameters: parameters)))
+        effects.append(
+            .toHost(pipe: controller.pipe, name: controller.name, makeEventPacket(code: code, parameters: parameters)))
     }
 
     /// Whether an LE meta subevent would reach the host.
     func leEventEnabled(_ controller: ControllerState, subevent: UInt8) -> Bool {
-        controller.eventMask & (1 << 61) != 0 && subevent >= 1 && controller.leEventMask & (1 << UInt64(subevent - 1)) != 0
+        controller.eventMask & (1 << 61) != 0 && subevent >= 1
+            && controller.leEventMask & (1 << UInt64(subevent - 1)) != 0
     }
 
     func emitLEEvent(_ controller: ControllerState, subevent: UInt8, _ parameters: [UInt8]) {
@@ -122,8 +124,10 @@ final class World {
     }
 
     func emitACL(_ controller: ControllerState, handle: UInt16, boundary: UInt8, data: [UInt8]) {
-        effects.append(.toHost(pipe: controller.pipe, name: controller.name,
-                               makeACLPacket(handle: handle, boundary: boundary, data: data)))
+        effects.append(
+            .toHost(
+                pipe: controller.pipe, name: controller.name,
+                makeACLPacket(handle: handle, boundary: boundary, data: data)))
     }
 
     /// Command Complete with `Num_HCI_Command_Packets` = 1.

@@ -20,6 +20,8 @@ struct BLETool: AsyncParsableCommand {
             refused with an ATT error; 6 timeout; 7 no such characteristic, or it does not allow the operation; \
             8 the link dropped; 64 bad arguments; 130 interrupted. Failures print one line to stderr.
             """,
-        subcommands: [ScanCommand.self, ExploreCommand.self, ReadCommand.self, WriteCommand.self, SubscribeCommand.self,
-                      ServeCommand.self, DemoCommand.self, ControllerCommand.self])
+        subcommands: [
+            ScanCommand.self, ExploreCommand.self, ReadCommand.self, WriteCommand.self, SubscribeCommand.self,
+            ServeCommand.self, DemoCommand.self, ControllerCommand.self,
+        ])
 }

@@ -6,25 +6,33 @@ import Testing
 private func buffer(_ pdu: ATTPDU) -> ByteBuffer { pdu.encoded() }
 private let read3 = ATTPDU.readRequest(.init(handle: AttributeHandle(3)))
 private let read5 = ATTPDU.readRequest(.init(handle: AttributeHandle(5)))
-private let id1 = ATTRequestID(1), id2 = ATTRequestID(2), id3 = ATTRequestID(3)
+private let id1 = ATTRequestID(1)
+private let id2 = ATTRequestID(2)
+private let id3 = ATTRequestID(3)
 
 @Suite struct ATTBearerClientTests {
     @Test func oneOutstandingRequestAndAFIFOQueue() {
         var bearer = ATTBearer()
-        #expect(bearer.sendRequest(read3, id: id1) == [.send(buffer(read3)), .startTimer(.transaction, after: .seconds(30))])
+        #expect(
+            bearer.sendRequest(read3, id: id1) == [
+                .send(buffer(read3)), .startTimer(.transaction, after: .seconds(30)),
+            ])
         #expect(bearer.sendRequest(read5, id: id2) == [])  // queued behind #1
         #expect(bearer.hasPendingRequests)
 
         let response = ATTPDU.readResponse(.init(value: [0x41]))
-        #expect(bearer.received(buffer(response)) == [
-            .cancelTimer(.transaction),
-            .complete(id1, .success(response)),
-            .send(buffer(read5)), .startTimer(.transaction, after: .seconds(30)),
-        ])
-        let error = ATTPDU.ErrorResponse(requestOpcode: .readRequest, handle: AttributeHandle(5), errorCode: .readNotPermitted)
-        #expect(bearer.received(buffer(.errorResponse(error))) == [
-            .cancelTimer(.transaction), .complete(id2, .failure(.errorResponse(error))),
-        ])
+        #expect(
+            bearer.received(buffer(response)) == [
+                .cancelTimer(.transaction),
+                .complete(id1, .success(response)),
+                .send(buffer(read5)), .startTimer(.transaction, after: .seconds(30)),
+            ])
+        let error = ATTPDU.ErrorResponse(
+            requestOpcode: .readRequest, handle: AttributeHandle(5), errorCode: .readNotPermitted)
+        #expect(
+            bearer.received(buffer(.errorResponse(error))) == [
+                .cancelTimer(.transaction), .complete(id2, .failure(.errorResponse(error))),
+            ])
         #expect(!bearer.hasPendingRequests)
         #expect(bearer.isOpen)
     }
@@ -33,11 +41,12 @@ private let id1 = ATTRequestID(1), id2 = ATTRequestID(2), id3 = ATTRequestID(3)
         var bearer = ATTBearer()
         _ = bearer.sendRequest(read3, id: id1)
         let actions = bearer.received(buffer(.writeResponse(.init())))
-        #expect(actions == [
-            .cancelTimer(.transaction),
-            .complete(id1, .failure(.bearerClosed(ATTError(.protocolViolation)))),
-            .closeBearer(ATTError(.protocolViolation)),
-        ])
+        #expect(
+            actions == [
+                .cancelTimer(.transaction),
+                .complete(id1, .failure(.bearerClosed(ATTError(.protocolViolation)))),
+                .closeBearer(ATTError(.protocolViolation)),
+            ])
         #expect(!bearer.isOpen)
     }
 
@@ -53,20 +62,26 @@ private let id1 = ATTRequestID(1), id2 = ATTRequestID(2), id3 = ATTRequestID(3)
     @Test func aRequestLongerThanTheMTUIsAnsweredInvalidPDU() {
         var bearer = ATTBearer()
         // A Prepare Write whose part overruns ATT_MTU 23: the server would echo the overrun back.
-        let prepare = ATTPDU.prepareWriteRequest(.init(handle: AttributeHandle(3), offset: 0,
-                                                       partAttributeValue: [UInt8](repeating: 7, count: 30)))
-        let error = ATTPDU.errorResponse(.init(requestOpcode: .prepareWriteRequest, handle: AttributeHandle(0),
-                                               errorCode: .invalidPDU))
+        let prepare = ATTPDU.prepareWriteRequest(
+            .init(
+                handle: AttributeHandle(3), offset: 0,
+                partAttributeValue: [UInt8](repeating: 7, count: 30)))
+        let error = ATTPDU.errorResponse(
+            .init(
+                requestOpcode: .prepareWriteRequest, handle: AttributeHandle(0),
+                errorCode: .invalidPDU))
         #expect(bearer.received(buffer(prepare)) == [.send(buffer(error))])
         #expect(bearer.isOpen)
         // A notification that long is dropped.
-        let notification = ATTPDU.handleValueNotification(.init(handle: AttributeHandle(3), value: [UInt8](repeating: 1, count: 30)))
+        let notification = ATTPDU.handleValueNotification(
+            .init(handle: AttributeHandle(3), value: [UInt8](repeating: 1, count: 30)))
         #expect(bearer.received(buffer(notification)) == [])
     }
 
     @Test func aResponseWithNothingOutstandingClosesTheBearer() {
         var bearer = ATTBearer()
-        #expect(bearer.received(buffer(.readResponse(.init(value: [])))) == [.closeBearer(ATTError(.protocolViolation))])
+        #expect(
+            bearer.received(buffer(.readResponse(.init(value: [])))) == [.closeBearer(ATTError(.protocolViolation))])
     }
 
     @Test func timeoutFailsEverythingAndClosesTheBearer() {
@@ -76,16 +91,19 @@ private let id1 = ATTRequestID(1), id2 = ATTRequestID(2), id3 = ATTRequestID(3)
         let indication = ATTPDU.HandleValueIndication(handle: AttributeHandle(8), value: [1])
         _ = bearer.sendIndication(indication, id: id3)
         let closed = ATTRequestFailure.bearerClosed(ATTError(.transactionTimeout))
-        #expect(bearer.timerFired(.transaction) == [
-            .cancelTimer(.indication),
-            .complete(id1, .failure(closed)), .complete(id2, .failure(closed)),
-            .indicationComplete(id3, closed),
-            .closeBearer(ATTError(.transactionTimeout)),
-        ])
+        #expect(
+            bearer.timerFired(.transaction) == [
+                .cancelTimer(.indication),
+                .complete(id1, .failure(closed)), .complete(id2, .failure(closed)),
+                .indicationComplete(id3, closed),
+                .closeBearer(ATTError(.transactionTimeout)),
+            ])
         // Later requests fail at once; nothing is sent any more.
         #expect(bearer.sendRequest(read3, id: ATTRequestID(9)) == [.complete(ATTRequestID(9), .failure(closed))])
         #expect(bearer.received(buffer(.readResponse(.init(value: [])))) == [])
-        #expect(throws: ATTError(.bearerClosed)) { try bearer.sendUnacknowledged(.writeCommand(.init(handle: .min, value: []))) }
+        #expect(throws: ATTError(.bearerClosed)) {
+            try bearer.sendUnacknowledged(.writeCommand(.init(handle: .min, value: [])))
+        }
         #expect(bearer.sendResponse(.writeResponse(.init())) == [])
     }
 
@@ -100,9 +118,11 @@ private let id1 = ATTRequestID(1), id2 = ATTRequestID(2), id3 = ATTRequestID(3)
         var bearer = ATTBearer()
         _ = bearer.sendRequest(read3, id: id1)
         _ = bearer.sendRequest(read5, id: id2)
-        #expect(bearer.linkDisconnected() == [
-            .cancelTimer(.transaction), .complete(id1, .failure(.disconnected)), .complete(id2, .failure(.disconnected)),
-        ])
+        #expect(
+            bearer.linkDisconnected() == [
+                .cancelTimer(.transaction), .complete(id1, .failure(.disconnected)),
+                .complete(id2, .failure(.disconnected)),
+            ])
         #expect(bearer.sendRequest(read3, id: id3) == [.complete(id3, .failure(.disconnected))])
     }
 
@@ -115,9 +135,10 @@ private let id1 = ATTRequestID(1), id2 = ATTRequestID(2), id3 = ATTRequestID(3)
         #expect(serverActions == [.send(buffer(.exchangeMTUResponse(.init(serverRxMTU: 247)))), .mtuChanged(247)])
         #expect(server.mtu == 247)
         let response = ATTPDU.exchangeMTUResponse(.init(serverRxMTU: 247))
-        #expect(client.received(buffer(response)) == [
-            .cancelTimer(.transaction), .mtuChanged(247), .complete(id1, .success(response)),
-        ])
+        #expect(
+            client.received(buffer(response)) == [
+                .cancelTimer(.transaction), .mtuChanged(247), .complete(id1, .success(response)),
+            ])
         #expect(client.mtu == 247)
         // A second exchange is refused locally.
         #expect(client.exchangeMTU(id: id2) == [.complete(id2, .failure(.rejected(ATTError(.notAllowed))))])
@@ -133,7 +154,10 @@ private let id1 = ATTRequestID(1), id2 = ATTRequestID(2), id3 = ATTRequestID(3)
         var bearer = ATTBearer()
         let long = ATTPDU.writeRequest(.init(handle: .min, value: [UInt8](repeating: 0, count: 21)))
         #expect(bearer.sendRequest(long, id: id1) == [.complete(id1, .failure(.rejected(ATTError(.exceedsMTU))))])
-        #expect(bearer.sendRequest(.writeResponse(.init()), id: id2) == [.complete(id2, .failure(.rejected(ATTError(.notAllowed))))])
+        #expect(
+            bearer.sendRequest(.writeResponse(.init()), id: id2) == [
+                .complete(id2, .failure(.rejected(ATTError(.notAllowed))))
+            ])
     }
 
     @Test func commandsAreNoTransactions() throws {
@@ -147,18 +171,21 @@ private let id1 = ATTRequestID(1), id2 = ATTRequestID(2), id3 = ATTRequestID(3)
     @Test func indicationsAreDeliveredThenConfirmed() {
         var bearer = ATTBearer()
         let indication = ATTPDU.HandleValueIndication(handle: AttributeHandle(8), value: [1, 0, 0xFF, 0xFF])
-        #expect(bearer.received(buffer(.handleValueIndication(indication))) == [
-            .indication(indication), .send(buffer(.handleValueConfirmation(.init()))),
-        ])
+        #expect(
+            bearer.received(buffer(.handleValueIndication(indication))) == [
+                .indication(indication), .send(buffer(.handleValueConfirmation(.init()))),
+            ])
         let notification = ATTPDU.HandleValueNotification(handle: AttributeHandle(0x0D), value: [0, 72])
         #expect(bearer.received(buffer(.handleValueNotification(notification))) == [.notification(notification)])
-        let multiple = ATTPDU.multipleHandleValueNotification(.init(handleLengthValueTupleList: [
-            .init(handle: AttributeHandle(1), value: [1]), .init(handle: AttributeHandle(2), value: [2]),
-        ]))
-        #expect(bearer.received(buffer(multiple)) == [
-            .notification(.init(handle: AttributeHandle(1), value: [1])),
-            .notification(.init(handle: AttributeHandle(2), value: [2])),
-        ])
+        let multiple = ATTPDU.multipleHandleValueNotification(
+            .init(handleLengthValueTupleList: [
+                .init(handle: AttributeHandle(1), value: [1]), .init(handle: AttributeHandle(2), value: [2]),
+            ]))
+        #expect(
+            bearer.received(buffer(multiple)) == [
+                .notification(.init(handle: AttributeHandle(1), value: [1])),
+                .notification(.init(handle: AttributeHandle(2), value: [2])),
+            ])
     }
 }
 
@@ -169,15 +196,24 @@ private let id1 = ATTRequestID(1), id2 = ATTRequestID(2), id3 = ATTRequestID(3)
         let command = ATTPDU.writeCommand(.init(handle: .min, value: [1]))
         #expect(bearer.received(buffer(command)) == [.command(command)])
         // An unknown request: Request Not Supported. An unknown command: ignored.
-        #expect(bearer.received(ByteBuffer(bytes: [0x3F, 0x01])) == [
-            .send(buffer(.errorResponse(.init(requestOpcode: ATTOpcode(0x3F), handle: AttributeHandle(0),
-                                              errorCode: .requestNotSupported)))),
-        ])
+        #expect(
+            bearer.received(ByteBuffer(bytes: [0x3F, 0x01])) == [
+                .send(
+                    buffer(
+                        .errorResponse(
+                            .init(
+                                requestOpcode: ATTOpcode(0x3F), handle: AttributeHandle(0),
+                                errorCode: .requestNotSupported))))
+            ])
         #expect(bearer.received(ByteBuffer(bytes: [0x7F, 0x01])) == [])
         // A malformed request: Invalid PDU.
-        #expect(bearer.received(ByteBuffer(bytes: [0x0A, 0x01])) == [
-            .send(buffer(.errorResponse(.init(requestOpcode: .readRequest, handle: AttributeHandle(0), errorCode: .invalidPDU)))),
-        ])
+        #expect(
+            bearer.received(ByteBuffer(bytes: [0x0A, 0x01])) == [
+                .send(
+                    buffer(
+                        .errorResponse(
+                            .init(requestOpcode: .readRequest, handle: AttributeHandle(0), errorCode: .invalidPDU))))
+            ])
         #expect(bearer.received(ByteBuffer()) == [])
     }
 
@@ -185,17 +221,20 @@ private let id1 = ATTRequestID(1), id2 = ATTRequestID(2), id3 = ATTRequestID(3)
         var bearer = ATTBearer()
         let first = ATTPDU.HandleValueIndication(handle: AttributeHandle(8), value: [1])
         let second = ATTPDU.HandleValueIndication(handle: AttributeHandle(8), value: [2])
-        #expect(bearer.sendIndication(first, id: id1) == [
-            .send(buffer(.handleValueIndication(first))), .startTimer(.indication, after: .seconds(30)),
-        ])
+        #expect(
+            bearer.sendIndication(first, id: id1) == [
+                .send(buffer(.handleValueIndication(first))), .startTimer(.indication, after: .seconds(30)),
+            ])
         #expect(bearer.sendIndication(second, id: id2) == [])
-        #expect(bearer.received(buffer(.handleValueConfirmation(.init()))) == [
-            .cancelTimer(.indication), .indicationComplete(id1, nil),
-            .send(buffer(.handleValueIndication(second))), .startTimer(.indication, after: .seconds(30)),
-        ])
-        #expect(bearer.received(buffer(.handleValueConfirmation(.init()))) == [
-            .cancelTimer(.indication), .indicationComplete(id2, nil),
-        ])
+        #expect(
+            bearer.received(buffer(.handleValueConfirmation(.init()))) == [
+                .cancelTimer(.indication), .indicationComplete(id1, nil),
+                .send(buffer(.handleValueIndication(second))), .startTimer(.indication, after: .seconds(30)),
+            ])
+        #expect(
+            bearer.received(buffer(.handleValueConfirmation(.init()))) == [
+                .cancelTimer(.indication), .indicationComplete(id2, nil),
+            ])
         // A stray confirmation is ignored.
         #expect(bearer.received(buffer(.handleValueConfirmation(.init()))) == [])
     }
@@ -204,7 +243,13 @@ private let id1 = ATTRequestID(1), id2 = ATTRequestID(2), id3 = ATTRequestID(3)
         var bearer = ATTBearer()
         _ = bearer.sendIndication(.init(handle: AttributeHandle(8), value: [1]), id: id1)
         let closed = ATTRequestFailure.bearerClosed(ATTError(.transactionTimeout))
-        #expect(bearer.timerFired(.indication) == [.indicationComplete(id1, closed), .closeBearer(ATTError(.transactionTimeout))])
-        #expect(bearer.sendIndication(.init(handle: AttributeHandle(8), value: [1]), id: id2) == [.indicationComplete(id2, closed)])
+        #expect(
+            bearer.timerFired(.indication) == [
+                .indicationComplete(id1, closed), .closeBearer(ATTError(.transactionTimeout)),
+            ])
+        #expect(
+            bearer.sendIndication(.init(handle: AttributeHandle(8), value: [1]), id: id2) == [
+                .indicationComplete(id2, closed)
+            ])
     }
 }

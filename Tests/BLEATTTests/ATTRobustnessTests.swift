@@ -10,7 +10,7 @@ import Testing
     struct Generator {
         var state: UInt64
         mutating func next() -> UInt8 {
-            state = state &* 6364136223846793005 &+ 1442695040888963407
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
             return UInt8(truncatingIfNeeded: state >> 33)
         }
         mutating func bytes(_ count: Int) -> [UInt8] { (0..<count).map { _ in next() } }
@@ -18,9 +18,11 @@ import Testing
     }
 
     /// The opcodes this stack knows, so random PDUs reach the field decoders and not only `.unknown`.
-    static let knownOpcodes: [UInt8] = [0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x09, 0x0A, 0x0B, 0x0C,
-                                        0x0D, 0x0E, 0x0F, 0x10, 0x11, 0x12, 0x13, 0x16, 0x17, 0x18, 0x19, 0x1B,
-                                        0x1D, 0x1E, 0x20, 0x21, 0x23, 0x52, 0xD2]
+    static let knownOpcodes: [UInt8] = [
+        0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x09, 0x0A, 0x0B, 0x0C,
+        0x0D, 0x0E, 0x0F, 0x10, 0x11, 0x12, 0x13, 0x16, 0x17, 0x18, 0x19, 0x1B,
+        0x1D, 0x1E, 0x20, 0x21, 0x23, 0x52, 0xD2,
+    ]
 
     /// A random PDU: half the time a known opcode, then 0...40 random parameter bytes.
     static func randomPDU(_ g: inout Generator) -> [UInt8] {
@@ -32,7 +34,9 @@ import Testing
     static func mutatedGolden(_ g: inout Generator) -> [UInt8] {
         var bytes = goldens[g.below(goldens.count)].bytes
         switch g.below(4) {
-        case 0: let i = g.below(bytes.count); bytes[i] ^= 1 << (g.next() % 8)
+        case 0:
+            let i = g.below(bytes.count)
+            bytes[i] ^= 1 << (g.next() % 8)
         case 1: bytes[g.below(bytes.count)] = g.next()
         case 2: bytes.removeLast(g.below(bytes.count) + 1)
         default: bytes += g.bytes(g.below(4) + 1)
@@ -151,11 +155,19 @@ import Testing
         switch setup {
         case .idle: break
         case .outstandingRequest: _ = driver.request(read3, id: 1)
-        case .queuedRequests: _ = driver.request(read3, id: 1); _ = driver.request(read3, id: 2)
+        case .queuedRequests:
+            _ = driver.request(read3, id: 1)
+            _ = driver.request(read3, id: 2)
         case .outstandingIndication: _ = driver.indicate([1], id: 1)
-        case .requestAndIndication: _ = driver.request(read3, id: 1); _ = driver.indicate([1], id: 2)
-        case .closed: _ = driver.request(read3, id: 1); _ = driver.apply(driver.bearer.timerFired(.transaction))
-        case .disconnected: _ = driver.request(read3, id: 1); _ = driver.apply(driver.bearer.linkDisconnected())
+        case .requestAndIndication:
+            _ = driver.request(read3, id: 1)
+            _ = driver.indicate([1], id: 2)
+        case .closed:
+            _ = driver.request(read3, id: 1)
+            _ = driver.apply(driver.bearer.timerFired(.transaction))
+        case .disconnected:
+            _ = driver.request(read3, id: 1)
+            _ = driver.apply(driver.bearer.linkDisconnected())
         }
         return driver
     }
@@ -216,8 +228,12 @@ import Testing
         var nextID: UInt64 = 1
         for _ in 0..<1500 {
             switch g.below(10) {
-            case 0: _ = driver.request(Self.read3, id: nextID); nextID += 1
-            case 1: _ = driver.indicate(g.bytes(g.below(10)), id: nextID); nextID += 1
+            case 0:
+                _ = driver.request(Self.read3, id: nextID)
+                nextID += 1
+            case 1:
+                _ = driver.indicate(g.bytes(g.below(10)), id: nextID)
+                nextID += 1
             case 2: _ = driver.apply(driver.bearer.timerFired(g.next() & 1 == 0 ? .transaction : .indication))
             case 3, 4: _ = driver.received(Self.mutatedGolden(&g))
             default: _ = driver.received(Self.randomPDU(&g))

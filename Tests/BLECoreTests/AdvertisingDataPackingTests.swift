@@ -7,21 +7,23 @@ import Testing
 
     @Test func everythingFits() {
         let data = AdvertisingData.packed(localName: "HRM", serviceUUIDs: [.heartRate])
-        #expect(data.bytes == [
-            0x02, 0x01, 0x06,  // Flags
-            0x03, 0x03, 0x0D, 0x18,  // Complete 16-bit UUIDs: 180D
-            0x04, 0x09, 0x48, 0x52, 0x4D,  // Complete Local Name "HRM"
-        ])
+        #expect(
+            data.bytes == [
+                0x02, 0x01, 0x06,  // Flags
+                0x03, 0x03, 0x0D, 0x18,  // Complete 16-bit UUIDs: 180D
+                0x04, 0x09, 0x48, 0x52, 0x4D,  // Complete Local Name "HRM"
+            ])
         #expect(data.isServiceListComplete)
     }
 
     @Test func longNameIsShortened() {
         let data = AdvertisingData.packed(localName: "Polar H10 12345678 Heart Sensor Pro", serviceUUIDs: [.heartRate])
-        #expect(data.bytes == [
-            0x02, 0x01, 0x06,  // Flags
-            0x03, 0x03, 0x0D, 0x18,  // Complete 16-bit UUIDs: 180D
-            0x17, 0x08,  // Shortened Local Name, 22 octets: "Polar H10 12345678 Hea"
-        ] + Array("Polar H10 12345678 Hea".utf8))
+        #expect(
+            data.bytes == [
+                0x02, 0x01, 0x06,  // Flags
+                0x03, 0x03, 0x0D, 0x18,  // Complete 16-bit UUIDs: 180D
+                0x17, 0x08,  // Shortened Local Name, 22 octets: "Polar H10 12345678 Hea"
+            ] + Array("Polar H10 12345678 Hea".utf8))
         #expect(data.count == 31)
         #expect(data.localName == "Polar H10 12345678 Hea")
         #expect(data.completeLocalName == nil)
@@ -47,19 +49,23 @@ import Testing
 
     @Test func secondLongUUIDDoesNotFit() {
         let data = AdvertisingData.packed(localName: "Sensor", serviceUUIDs: [Self.uart, Self.uartTX])
-        #expect(data.bytes == [
-            0x02, 0x01, 0x06,  // Flags
-            0x11, 0x06,  // Incomplete 128-bit UUIDs: the first one only
-        ] + Self.uart.littleEndianBytes + [
-            0x07, 0x09, 0x53, 0x65, 0x6E, 0x73, 0x6F, 0x72,  // Complete Local Name "Sensor"
-        ])
+        #expect(
+            data.bytes == [
+                0x02, 0x01, 0x06,  // Flags
+                0x11, 0x06,  // Incomplete 128-bit UUIDs: the first one only
+            ] + Self.uart.littleEndianBytes + [
+                0x07, 0x09, 0x53, 0x65, 0x6E, 0x73, 0x6F, 0x72,  // Complete Local Name "Sensor"
+            ])
         #expect(data.count == 29)
     }
 
     @Test func everyListIsMarkedIncompleteWhenAnyUUIDIsLeftOut() {
         // The 16-bit UUID fits whole, the second 128-bit one does not: both lists say "incomplete".
         let data = AdvertisingData.packed(localName: nil, serviceUUIDs: [Self.uart, .heartRate, Self.uartTX])
-        #expect(data.structures.map(\.type) == [.flags, .incompleteList16BitServiceUUIDs, .incompleteList128BitServiceUUIDs])
+        #expect(
+            data.structures.map(\.type) == [
+                .flags, .incompleteList16BitServiceUUIDs, .incompleteList128BitServiceUUIDs,
+            ])
         #expect(data.serviceUUIDs == [.heartRate, Self.uart])
         #expect(data.count == 25)
     }
@@ -107,7 +113,8 @@ import Testing
     @Test(arguments: 0...40)
     func alwaysFits(maximumLength: Int) throws {
         let uuids: [BluetoothUUID] = [Self.uart, .heartRate, BluetoothUUID(uint32: 0x1234_5678), .battery, Self.uartTX]
-        let data = AdvertisingData.packed(localName: "A rather long device name", serviceUUIDs: uuids, maximumLength: maximumLength)
+        let data = AdvertisingData.packed(
+            localName: "A rather long device name", serviceUUIDs: uuids, maximumLength: maximumLength)
         #expect(data.count <= maximumLength)
         // It decodes back to the same structures.
         #expect(try AdvertisingData(decoding: data.bytes) == data)

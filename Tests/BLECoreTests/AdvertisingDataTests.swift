@@ -15,14 +15,15 @@ import Testing
 
     @Test func decodesAndReencodesGoldenBytes() throws {
         let data = try AdvertisingData(decoding: Self.heartRateSensor)
-        #expect(data.structures == [
-            ADStructure(type: .flags, data: [0x06]),
-            ADStructure(type: .incompleteList16BitServiceUUIDs, data: [0x0D, 0x18, 0x0F, 0x18]),
-            ADStructure(type: .txPowerLevel, data: [0xF4]),
-            ADStructure(type: .appearance, data: [0x41, 0x03]),
-            ADStructure(type: .manufacturerSpecificData, data: [0x59, 0x00, 0x01, 0x02, 0x03]),
-            ADStructure(type: .shortenedLocalName, data: Array("HRM1".utf8)),
-        ])
+        #expect(
+            data.structures == [
+                ADStructure(type: .flags, data: [0x06]),
+                ADStructure(type: .incompleteList16BitServiceUUIDs, data: [0x0D, 0x18, 0x0F, 0x18]),
+                ADStructure(type: .txPowerLevel, data: [0xF4]),
+                ADStructure(type: .appearance, data: [0x41, 0x03]),
+                ADStructure(type: .manufacturerSpecificData, data: [0x59, 0x00, 0x01, 0x02, 0x03]),
+                ADStructure(type: .shortenedLocalName, data: Array("HRM1".utf8)),
+            ])
         #expect(data.bytes == Self.heartRateSensor)
         #expect(data.count == Self.heartRateSensor.count)
         #expect(data.fitsLegacyAdvertising)
@@ -32,7 +33,8 @@ import Testing
         #expect(!data.isServiceListComplete)
         #expect(data.txPowerLevel == -12)
         #expect(data.appearance == 0x0341)
-        #expect(data.manufacturerData == ManufacturerSpecificData(companyIdentifier: .nordicSemiconductor, data: [1, 2, 3]))
+        #expect(
+            data.manufacturerData == ManufacturerSpecificData(companyIdentifier: .nordicSemiconductor, data: [1, 2, 3]))
         #expect(data.manufacturerData?.bytes == [0x59, 0x00, 0x01, 0x02, 0x03])
         #expect(data.localName == "HRM1")
         #expect(data.completeLocalName == nil)
@@ -201,10 +203,11 @@ import Testing
             0x03, 0xFF, 0xFF, 0xFF,  // Bluetooth SIG test (0xFFFF), no data
         ]
         let data = try AdvertisingData(decoding: bytes)
-        #expect(data.allManufacturerData == [
-            ManufacturerSpecificData(companyIdentifier: .apple, data: [0x10, 0x05]),
-            ManufacturerSpecificData(companyIdentifier: .bluetoothSIGTest, data: []),
-        ])
+        #expect(
+            data.allManufacturerData == [
+                ManufacturerSpecificData(companyIdentifier: .apple, data: [0x10, 0x05]),
+                ManufacturerSpecificData(companyIdentifier: .bluetoothSIGTest, data: []),
+            ])
         #expect(data.manufacturerData?.companyIdentifier == .apple)
         #expect(data.bytes == bytes)
     }

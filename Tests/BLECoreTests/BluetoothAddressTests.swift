@@ -39,11 +39,15 @@ import Testing
 
     @Test func typeTakesPartInEquality() {
         let bytes: [UInt8] = [0xC0, 0x11, 0x22, 0x33, 0x44, 0x5F]
-        #expect(BluetoothAddress(bytes: bytes, type: .publicDevice) != BluetoothAddress(bytes: bytes, type: .randomDevice))
+        #expect(
+            BluetoothAddress(bytes: bytes, type: .publicDevice) != BluetoothAddress(bytes: bytes, type: .randomDevice))
     }
 
     @Test(arguments: [
-        ("C0:11:22:33:44:5F", BluetoothAddress.AddressType.randomDevice, BluetoothAddress.RandomKind?.some(.staticAddress)),
+        (
+            "C0:11:22:33:44:5F", BluetoothAddress.AddressType.randomDevice,
+            BluetoothAddress.RandomKind?.some(.staticAddress)
+        ),
         ("FF:FF:FF:FF:FF:FF", .randomDevice, .staticAddress),
         ("40:11:22:33:44:5F", .randomDevice, .resolvablePrivate),
         ("7F:11:22:33:44:5F", .randomIdentity, .resolvablePrivate),

@@ -132,6 +132,7 @@ import Testing
 
     @Test func ordering() {
         #expect(BluetoothUUID(0x1800) < BluetoothUUID(0x180D))
-        #expect([BluetoothUUID(0x2A37), BluetoothUUID(0x1800)].sorted() == [BluetoothUUID(0x1800), BluetoothUUID(0x2A37)])
+        #expect(
+            [BluetoothUUID(0x2A37), BluetoothUUID(0x1800)].sorted() == [BluetoothUUID(0x1800), BluetoothUUID(0x2A37)])
     }
 }

@@ -10,7 +10,7 @@ import Testing
     struct Generator {
         var state: UInt64
         mutating func next() -> UInt8 {
-            state = state &* 6364136223846793005 &+ 1442695040888963407
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
             return UInt8(truncatingIfNeeded: state >> 33)
         }
         mutating func bytes(_ count: Int) -> [UInt8] { (0..<count).map { _ in next() } }
@@ -19,8 +19,10 @@ import Testing
     }
 
     /// The AD types the views read, so random structures reach them.
-    static let viewedTypes: [UInt8] = [0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x09, 0x0A, 0x14, 0x15, 0x16,
-                                       0x19, 0x1F, 0x20, 0x21, 0xFF]
+    static let viewedTypes: [UInt8] = [
+        0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x09, 0x0A, 0x14, 0x15, 0x16,
+        0x19, 0x1F, 0x20, 0x21, 0xFF,
+    ]
 
     /// Advertising data: mostly well-framed structures of viewed types, then some damage.
     static func randomAdvertisingData(_ g: inout Generator) -> [UInt8] {
@@ -95,7 +97,8 @@ import Testing
         for _ in 0..<3000 {
             let bytes = g.bytes(g.below(20))
             // Sometimes a slice that does not start at index 0.
-            let uuid = g.chance(50) ? BluetoothUUID(littleEndian: bytes) : BluetoothUUID(littleEndian: ([0xEE] + bytes)[1...])
+            let uuid =
+                g.chance(50) ? BluetoothUUID(littleEndian: bytes) : BluetoothUUID(littleEndian: ([0xEE] + bytes)[1...])
             #expect((uuid != nil) == [2, 4, 16].contains(bytes.count))
             guard let uuid else { continue }
             #expect(BluetoothUUID(littleEndian: uuid.littleEndianBytes) == uuid)
@@ -109,9 +112,12 @@ import Testing
     /// scripts, combining marks, signs, whitespace, emoji.
     @Test func randomUUIDStrings() {
         var g = Generator(state: 0x57121)
-        let alphabet: [String] = Array("0123456789abcdefABCDEF0123456789-").map(String.init)
-            + ["x", "X", "0x", " ", "\t", "+", "g", "G", "\u{0301}", "\u{FF11}", "\u{0661}", "\u{1D7D9}", "é", "👍🏽",
-               "\u{200B}", "\n", "\0", "\u{FFFD}"]
+        let alphabet: [String] =
+            Array("0123456789abcdefABCDEF0123456789-").map(String.init)
+            + [
+                "x", "X", "0x", " ", "\t", "+", "g", "G", "\u{0301}", "\u{FF11}", "\u{0661}", "\u{1D7D9}", "é", "👍🏽",
+                "\u{200B}", "\n", "\0", "\u{FFFD}",
+            ]
         var parsed = 0
         for _ in 0..<4000 {
             var text = ""
@@ -119,7 +125,9 @@ import Testing
             case 0:
                 // A 128-bit form with characters swapped for others.
                 var characters = Array("12345678-9ABC-DEF0-1234-56789ABCDEF0").map(String.init)
-                for _ in 0..<(1 + g.below(3)) { characters[g.below(characters.count)] = alphabet[g.below(alphabet.count)] }
+                for _ in 0..<(1 + g.below(3)) {
+                    characters[g.below(characters.count)] = alphabet[g.below(alphabet.count)]
+                }
                 text = characters.joined()
             case 1:
                 for _ in 0..<[4, 8, 6, 10][g.below(4)] { text += alphabet[g.below(alphabet.count)] }

@@ -23,15 +23,20 @@ private let c2 = ConnectionHandle(2)
 
         let heartRate = services[2]
         let characteristics = try #require(world.run(.discoverCharacteristics(heartRate, uuid: nil)).characteristics)
-        #expect(characteristics == [
-            GATTCharacteristic(uuid: .heartRateMeasurement, properties: [.notify], declarationHandle: AttributeHandle(11),
-                               valueHandle: AttributeHandle(12), endHandle: AttributeHandle(13)),
-            GATTCharacteristic(uuid: .bodySensorLocation, properties: [.read], declarationHandle: AttributeHandle(14),
-                               valueHandle: AttributeHandle(15), endHandle: AttributeHandle(15)),
-            GATTCharacteristic(uuid: .heartRateControlPoint, properties: [.write], declarationHandle: AttributeHandle(16),
-                               valueHandle: AttributeHandle(17), endHandle: AttributeHandle(17)),
-        ])
-        #expect(world.run(.discoverDescriptors(characteristics[0])).descriptors
+        #expect(
+            characteristics == [
+                GATTCharacteristic(
+                    uuid: .heartRateMeasurement, properties: [.notify], declarationHandle: AttributeHandle(11),
+                    valueHandle: AttributeHandle(12), endHandle: AttributeHandle(13)),
+                GATTCharacteristic(
+                    uuid: .bodySensorLocation, properties: [.read], declarationHandle: AttributeHandle(14),
+                    valueHandle: AttributeHandle(15), endHandle: AttributeHandle(15)),
+                GATTCharacteristic(
+                    uuid: .heartRateControlPoint, properties: [.write], declarationHandle: AttributeHandle(16),
+                    valueHandle: AttributeHandle(17), endHandle: AttributeHandle(17)),
+            ])
+        #expect(
+            world.run(.discoverDescriptors(characteristics[0])).descriptors
                 == [GATTDescriptor(uuid: .clientCharacteristicConfiguration, handle: AttributeHandle(13))])
         #expect(world.run(.discoverDescriptors(characteristics[1])).descriptors == [])
 
@@ -39,16 +44,24 @@ private let c2 = ConnectionHandle(2)
         let customCharacteristics = try #require(world.run(.discoverCharacteristics(custom, uuid: nil)).characteristics)
         #expect(customCharacteristics.map(\.uuid) == [longValueUUID, dynamicUUID, secretUUID])
         #expect(customCharacteristics[0].endHandle == AttributeHandle(26))
-        #expect(world.run(.discoverDescriptors(customCharacteristics[0])).descriptors == [
-            GATTDescriptor(uuid: .characteristicUserDescription, handle: AttributeHandle(25)),
-            GATTDescriptor(uuid: .clientCharacteristicConfiguration, handle: AttributeHandle(26)),
-        ])
+        #expect(
+            world.run(.discoverDescriptors(customCharacteristics[0])).descriptors == [
+                GATTDescriptor(uuid: .characteristicUserDescription, handle: AttributeHandle(25)),
+                GATTDescriptor(uuid: .clientCharacteristicConfiguration, handle: AttributeHandle(26)),
+            ])
         // By UUID: only the matching one, with the right end handle.
-        #expect(world.run(.discoverCharacteristics(custom, uuid: longValueUUID)).characteristics == [customCharacteristics[0]])
+        #expect(
+            world.run(.discoverCharacteristics(custom, uuid: longValueUUID)).characteristics == [
+                customCharacteristics[0]
+            ])
 
         // Included services: the 128-bit UUID is read with a Read Request.
-        #expect(world.run(.findIncludedServices(custom)).included
-                == [GATTService(uuid: secondaryUUID, isPrimary: false, handleRange: AttributeHandle(18)...AttributeHandle(20))])
+        #expect(
+            world.run(.findIncludedServices(custom)).included
+                == [
+                    GATTService(
+                        uuid: secondaryUUID, isPrimary: false, handleRange: AttributeHandle(18)...AttributeHandle(20))
+                ])
         #expect(world.clientPDUs.contains(.readRequest(.init(handle: AttributeHandle(18)))))
         #expect(world.run(.findIncludedServices(heartRate)).included == [])
 
@@ -76,8 +89,12 @@ private let c2 = ConnectionHandle(2)
         #expect(world.run(.write(AttributeHandle(24), value: value)) == .success(.written))
         // Parts of MTU-5 = 18 octets: 17 Prepare Writes, then Execute Write.
         #expect(world.clientPDUs.count == 18)
-        #expect(world.clientPDUs[1] == .prepareWriteRequest(.init(handle: AttributeHandle(24), offset: 18,
-                                                                   partAttributeValue: Array(value[18..<36]))))
+        #expect(
+            world.clientPDUs[1]
+                == .prepareWriteRequest(
+                    .init(
+                        handle: AttributeHandle(24), offset: 18,
+                        partAttributeValue: Array(value[18..<36]))))
         #expect(world.clientPDUs.last == .executeWriteRequest(.init(flags: .write)))
         #expect(world.server.database.attribute(at: AttributeHandle(24))?.value == value)
         #expect(world.appEvents == [.valueWritten(c1, attribute: AttributeHandle(24), value: value)])
@@ -117,14 +134,21 @@ private let c2 = ConnectionHandle(2)
 
     @Test func permissionErrors() throws {
         var world = try world()
-        #expect(world.run(.read(AttributeHandle(12))).error == GATTError(.errorResponse, attErrorCode: .readNotPermitted))
-        #expect(world.run(.write(AttributeHandle(15), value: [2])).error
+        #expect(
+            world.run(.read(AttributeHandle(12))).error == GATTError(.errorResponse, attErrorCode: .readNotPermitted))
+        #expect(
+            world.run(.write(AttributeHandle(15), value: [2])).error
                 == GATTError(.errorResponse, attErrorCode: .writeNotPermitted))
-        #expect(world.run(.read(AttributeHandle(0x0100))).error == GATTError(.errorResponse, attErrorCode: .invalidHandle))
-        #expect(world.run(.write(AttributeHandle(11), value: [0])).error
+        #expect(
+            world.run(.read(AttributeHandle(0x0100))).error == GATTError(.errorResponse, attErrorCode: .invalidHandle))
+        #expect(
+            world.run(.write(AttributeHandle(11), value: [0])).error
                 == GATTError(.errorResponse, attErrorCode: .writeNotPermitted))  // a declaration
-        #expect(world.run(.read(AttributeHandle(30))).error == GATTError(.errorResponse, attErrorCode: .insufficientEncryption))
-        #expect(world.run(.write(AttributeHandle(30), value: [1])).error
+        #expect(
+            world.run(.read(AttributeHandle(30))).error
+                == GATTError(.errorResponse, attErrorCode: .insufficientEncryption))
+        #expect(
+            world.run(.write(AttributeHandle(30), value: [1])).error
                 == GATTError(.errorResponse, attErrorCode: .insufficientEncryption))
         world.server.encryptionChanged(c1, isEncrypted: true)
         #expect(world.run(.read(AttributeHandle(30))).value == [0x5E])
@@ -135,20 +159,25 @@ private let c2 = ConnectionHandle(2)
 
     @Test func cccdSubscriptionsArePerClient() throws {
         var world = try world()
-        let cccd = AttributeHandle(13), measurement = AttributeHandle(12)
+        let cccd = AttributeHandle(13)
+        let measurement = AttributeHandle(12)
         #expect(world.run(.setClientConfiguration(descriptor: cccd, .notification), on: c1) == .success(.written))
         #expect(world.appEvents == [.subscriptionChanged(c1, characteristicValue: measurement, .notification)])
         #expect(world.run(.read(cccd), on: c1).value == [0x01, 0x00])
         #expect(world.run(.read(cccd), on: c2).value == [0x00, 0x00])
         // Heart Rate Measurement cannot indicate.
-        #expect(world.run(.setClientConfiguration(descriptor: cccd, .indication), on: c2).error
+        #expect(
+            world.run(.setClientConfiguration(descriptor: cccd, .indication), on: c2).error
                 == GATTError(.errorResponse, attErrorCode: .cccdImproperlyConfigured))
-        #expect(world.run(.write(cccd, value: [1]), on: c2).error
+        #expect(
+            world.run(.write(cccd, value: [1]), on: c2).error
                 == GATTError(.errorResponse, attErrorCode: .invalidAttributeValueLength))
 
         #expect(world.server.subscribers(of: measurement).map(\.0) == [c1])
-        let notification = try #require(world.server.notification(characteristicValue: measurement,
-                                                                   value: [UInt8](repeating: 7, count: 40), to: c1))
+        let notification = try #require(
+            world.server.notification(
+                characteristicValue: measurement,
+                value: [UInt8](repeating: 7, count: 40), to: c1))
         #expect(notification.value.count == 20)  // cut to MTU-3
         #expect(world.server.notification(characteristicValue: measurement, value: [1], to: c2) == nil)
         try world.notify(notification, on: c1)
@@ -164,14 +193,16 @@ private let c2 = ConnectionHandle(2)
     @Test func indicationsTravelAndAreConfirmed() throws {
         var world = try world()
         #expect(world.run(.setClientConfiguration(descriptor: AttributeHandle(26), .indication)) == .success(.written))
-        let indication = try #require(world.server.indication(characteristicValue: AttributeHandle(24), value: [1, 2], to: c1))
+        let indication = try #require(
+            world.server.indication(characteristicValue: AttributeHandle(24), value: [1, 2], to: c1))
         world.indicate(indication, id: ATTRequestID(100), on: c1)
         #expect(world.indications.map(\.1) == [indication])
         #expect(world.indicationResults[ATTRequestID(100)] == .some(nil))
         // Service Changed needs its own subscription.
         #expect(world.server.serviceChangedIndication(range: AttributeHandle(21)...AttributeHandle(30), to: c1) == nil)
         #expect(world.run(.setClientConfiguration(descriptor: AttributeHandle(9), .indication)) == .success(.written))
-        #expect(world.server.serviceChangedIndication(range: AttributeHandle(21)...AttributeHandle(30), to: c1)
+        #expect(
+            world.server.serviceChangedIndication(range: AttributeHandle(21)...AttributeHandle(30), to: c1)
                 == .init(handle: AttributeHandle(8), value: [21, 0, 30, 0]))
     }
 
@@ -182,8 +213,12 @@ private let c2 = ConnectionHandle(2)
         #expect(world.run(.read(dynamic)).value == Array(0..<100))  // long read, offsets through the app
         #expect(world.run(.write(dynamic, value: [9, 9])) == .success(.written))
         #expect(world.appValues[dynamic] == [9, 9])
-        #expect(world.appEvents == [.writeRequests(id: GATTServerRequestID(rawValue: 6), connection: c1,
-                                                   [GATTWriteRequest(attribute: dynamic, offset: 0, value: [9, 9])])])
+        #expect(
+            world.appEvents == [
+                .writeRequests(
+                    id: GATTServerRequestID(rawValue: 6), connection: c1,
+                    [GATTWriteRequest(attribute: dynamic, offset: 0, value: [9, 9])])
+            ])
         // A long write to a dynamic value reaches the app as one list of parts, answered once.
         world.appEvents = []
         let long: [UInt8] = Array(repeating: 4, count: 40)
@@ -207,11 +242,13 @@ private let c2 = ConnectionHandle(2)
         let first = client.start(.read(AttributeHandle(3)), id: GATTOperationID(1))
         #expect(first == [.sendRequest(.readRequest(.init(handle: AttributeHandle(3))), ATTRequestID(1))])
         #expect(client.start(.discoverAllPrimaryServices, id: GATTOperationID(2)) == [])
-        #expect(client.linkDisconnected() == [
-            .complete(GATTOperationID(1), .failure(GATTError(.disconnected))),
-            .complete(GATTOperationID(2), .failure(GATTError(.disconnected))),
-        ])
-        #expect(client.start(.read(AttributeHandle(3)), id: GATTOperationID(3))
+        #expect(
+            client.linkDisconnected() == [
+                .complete(GATTOperationID(1), .failure(GATTError(.disconnected))),
+                .complete(GATTOperationID(2), .failure(GATTError(.disconnected))),
+            ])
+        #expect(
+            client.start(.read(AttributeHandle(3)), id: GATTOperationID(3))
                 == [.complete(GATTOperationID(3), .failure(GATTError(.disconnected)))])
     }
 
@@ -220,10 +257,11 @@ private let c2 = ConnectionHandle(2)
         _ = client.start(.read(AttributeHandle(3)), id: GATTOperationID(1))
         _ = client.start(.read(AttributeHandle(5)), id: GATTOperationID(2))
         let actions = client.requestCompleted(ATTRequestID(1), .failure(.bearerClosed(ATTError(.protocolViolation))))
-        #expect(actions == [
-            .complete(GATTOperationID(1), .failure(GATTError(.bearerClosed))),
-            .sendRequest(.readRequest(.init(handle: AttributeHandle(5))), ATTRequestID(2)),
-        ])
+        #expect(
+            actions == [
+                .complete(GATTOperationID(1), .failure(GATTError(.bearerClosed))),
+                .sendRequest(.readRequest(.init(handle: AttributeHandle(5))), ATTRequestID(2)),
+            ])
     }
 
     @Test func aTransactionTimeoutIsReportedAsSuch() {
@@ -235,11 +273,18 @@ private let c2 = ConnectionHandle(2)
 
     @Test func aBadEchoCancelsTheLongWrite() {
         var procedure = GATTWriteValue(handle: AttributeHandle(24), value: [UInt8](repeating: 1, count: 30))
-        #expect(procedure.start(mtu: 23) == .send(.prepareWriteRequest(.init(handle: AttributeHandle(24), offset: 0,
-                                                                            partAttributeValue: [UInt8](repeating: 1, count: 18)))))
-        let badEcho = ATTPDU.prepareWriteResponse(.init(handle: AttributeHandle(24), offset: 0, partAttributeValue: [2]))
+        #expect(
+            procedure.start(mtu: 23)
+                == .send(
+                    .prepareWriteRequest(
+                        .init(
+                            handle: AttributeHandle(24), offset: 0,
+                            partAttributeValue: [UInt8](repeating: 1, count: 18)))))
+        let badEcho = ATTPDU.prepareWriteResponse(
+            .init(handle: AttributeHandle(24), offset: 0, partAttributeValue: [2]))
         #expect(procedure.received(.success(badEcho), mtu: 23) == .send(.executeWriteRequest(.init(flags: .cancel))))
-        #expect(procedure.received(.success(.executeWriteResponse(.init())), mtu: 23)
+        #expect(
+            procedure.received(.success(.executeWriteResponse(.init())), mtu: 23)
                 == .finished(.failure(GATTError(.writeVerificationFailed))))
     }
 }

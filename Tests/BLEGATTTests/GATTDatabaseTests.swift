@@ -6,12 +6,16 @@ import Testing
 @Suite struct GATTDatabaseTests {
     @Test func handlesAreAssignedInOrder() throws {
         let database = try testDatabase()
-        #expect(database.services.map(\.uuid) == [.genericAccess, .genericAttribute, heartRateUUID, secondaryUUID, customServiceUUID])
-        #expect(database.services.map(\.handleRange) == [
-            AttributeHandle(1)...AttributeHandle(5), AttributeHandle(6)...AttributeHandle(9),
-            AttributeHandle(10)...AttributeHandle(17), AttributeHandle(18)...AttributeHandle(20),
-            AttributeHandle(21)...AttributeHandle(30),
-        ])
+        #expect(
+            database.services.map(\.uuid) == [
+                .genericAccess, .genericAttribute, heartRateUUID, secondaryUUID, customServiceUUID,
+            ])
+        #expect(
+            database.services.map(\.handleRange) == [
+                AttributeHandle(1)...AttributeHandle(5), AttributeHandle(6)...AttributeHandle(9),
+                AttributeHandle(10)...AttributeHandle(17), AttributeHandle(18)...AttributeHandle(20),
+                AttributeHandle(21)...AttributeHandle(30),
+            ])
         #expect(database.deviceNameHandle == AttributeHandle(3))
         #expect(database.appearanceHandle == AttributeHandle(5))
         #expect(database.serviceChangedHandle == AttributeHandle(8))
@@ -44,9 +48,13 @@ import Testing
         #expect(database.attribute(at: AttributeHandle(12)) == nil)
         #expect(database.services.last?.handleRange == AttributeHandle(21)...AttributeHandle(30))
         // A new service goes after the highest handle.
-        let layout = try database.add(GATTServiceDefinition(uuid: .battery, characteristics: [
-            GATTCharacteristicDefinition(uuid: .batteryLevel, properties: [.read, .notify], permissions: [.readable], value: [50]),
-        ]))
+        let layout = try database.add(
+            GATTServiceDefinition(
+                uuid: .battery,
+                characteristics: [
+                    GATTCharacteristicDefinition(
+                        uuid: .batteryLevel, properties: [.read, .notify], permissions: [.readable], value: [50])
+                ]))
         #expect(layout.service.handleRange == AttributeHandle(31)...AttributeHandle(34))
         #expect(layout.characteristics[0].clientConfigurationHandle == AttributeHandle(34))
         // The GAP and GATT services stay.
@@ -58,18 +66,24 @@ import Testing
         var database = GATTDatabase()
         // Fill the handle space up to 0xFFFF with one service of 0xFFF6 handles... build it from many
         // characteristics: 1 + 2 * n handles.
-        let filler = GATTServiceDefinition(uuid: .battery, characteristics: Array(
-            repeating: GATTCharacteristicDefinition(uuid: .batteryLevel, properties: [.read], permissions: [.readable], value: [1]),
-            count: (0xFFFF - 9 - 1) / 2 - 10))
+        let filler = GATTServiceDefinition(
+            uuid: .battery,
+            characteristics: Array(
+                repeating: GATTCharacteristicDefinition(
+                    uuid: .batteryLevel, properties: [.read], permissions: [.readable], value: [1]),
+                count: (0xFFFF - 9 - 1) / 2 - 10))
         let small = GATTServiceDefinition(uuid: .txPowerService)
         let first = try database.add(small)  // 10
         let big = try database.add(filler)
         #expect(first.service.handleRange == AttributeHandle(10)...AttributeHandle(10))
         #expect(database.removeService(at: first.service.handleRange.lowerBound) != nil)
         let room = 0xFFFF - Int(big.service.handleRange.upperBound.rawValue)
-        let needsGap = GATTServiceDefinition(uuid: .immediateAlert, characteristics: Array(
-            repeating: GATTCharacteristicDefinition(uuid: .batteryLevel, properties: [.read], permissions: [.readable], value: [1]),
-            count: 0))
+        let needsGap = GATTServiceDefinition(
+            uuid: .immediateAlert,
+            characteristics: Array(
+                repeating: GATTCharacteristicDefinition(
+                    uuid: .batteryLevel, properties: [.read], permissions: [.readable], value: [1]),
+                count: 0))
         #expect(room < 30)
         // Fill what is left at the end, then a new one-handle service must use the gap at 10.
         for _ in 0..<room { try database.add(GATTServiceDefinition(uuid: .linkLoss)) }
@@ -84,10 +98,14 @@ import Testing
             try database.add(GATTServiceDefinition(uuid: .battery, includedServices: [.heartRate]))
         }
         #expect(throws: GATTError(.invalidDefinition)) {
-            try database.add(GATTServiceDefinition(uuid: .battery, characteristics: [
-                GATTCharacteristicDefinition(uuid: .batteryLevel, properties: [.read], permissions: [.readable],
-                                             value: [UInt8](repeating: 0, count: 513)),
-            ]))
+            try database.add(
+                GATTServiceDefinition(
+                    uuid: .battery,
+                    characteristics: [
+                        GATTCharacteristicDefinition(
+                            uuid: .batteryLevel, properties: [.read], permissions: [.readable],
+                            value: [UInt8](repeating: 0, count: 513))
+                    ]))
         }
     }
 }

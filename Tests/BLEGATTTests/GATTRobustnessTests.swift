@@ -11,7 +11,7 @@ import Testing
     struct Generator {
         var state: UInt64
         mutating func next() -> UInt8 {
-            state = state &* 6364136223846793005 &+ 1442695040888963407
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
             return UInt8(truncatingIfNeeded: state >> 33)
         }
         mutating func bytes(_ count: Int) -> [UInt8] { (0..<count).map { _ in next() } }
@@ -27,9 +27,11 @@ import Testing
             }
         }
         mutating func uuid() -> BluetoothUUID {
-            let known: [BluetoothUUID] = [.primaryService, .secondaryService, .include, .characteristicDeclaration,
-                                          .clientCharacteristicConfiguration, .heartRate, .bodySensorLocation,
-                                          longValueUUID, dynamicUUID, secretUUID, customServiceUUID]
+            let known: [BluetoothUUID] = [
+                .primaryService, .secondaryService, .include, .characteristicDeclaration,
+                .clientCharacteristicConfiguration, .heartRate, .bodySensorLocation,
+                longValueUUID, dynamicUUID, secretUUID, customServiceUUID,
+            ]
             if chance(80) { return known[below(known.count)] }
             return chance(50) ? BluetoothUUID(UInt16(below(0x10000))) : BluetoothUUID(bytes128: bytes(16))
         }
@@ -50,22 +52,37 @@ import Testing
     static func structuredRequest(_ g: inout Generator) -> ATTPDU {
         switch g.below(14) {
         case 0: return .readRequest(.init(handle: g.handle()))
-        case 1: return .readBlobRequest(.init(handle: g.handle(), offset: UInt16(g.chance(80) ? g.below(600) : g.below(0x10000))))
-        case 2: return .readByTypeRequest(.init(startingHandle: g.handle(), endingHandle: g.handle(), attributeType: g.uuid()))
-        case 3: return .readByGroupTypeRequest(.init(startingHandle: g.handle(), endingHandle: g.handle(),
-                                                     attributeGroupType: g.uuid()))
+        case 1:
+            return .readBlobRequest(
+                .init(handle: g.handle(), offset: UInt16(g.chance(80) ? g.below(600) : g.below(0x10000))))
+        case 2:
+            return .readByTypeRequest(
+                .init(startingHandle: g.handle(), endingHandle: g.handle(), attributeType: g.uuid()))
+        case 3:
+            return .readByGroupTypeRequest(
+                .init(
+                    startingHandle: g.handle(), endingHandle: g.handle(),
+                    attributeGroupType: g.uuid()))
         case 4: return .findInformationRequest(.init(startingHandle: g.handle(), endingHandle: g.handle()))
-        case 5: return .findByTypeValueRequest(.init(startingHandle: g.handle(), endingHandle: g.handle(),
-                                                     attributeType: g.uuid().uint16 ?? 0x2800,
-                                                     attributeValue: g.chance(50) ? g.uuid().attWireBytes : g.value()))
+        case 5:
+            return .findByTypeValueRequest(
+                .init(
+                    startingHandle: g.handle(), endingHandle: g.handle(),
+                    attributeType: g.uuid().uint16 ?? 0x2800,
+                    attributeValue: g.chance(50) ? g.uuid().attWireBytes : g.value()))
         case 6: return .readMultipleRequest(.init(setOfHandles: (0..<(2 + g.below(5))).map { _ in g.handle() }))
         case 7: return .readMultipleVariableRequest(.init(setOfHandles: (0..<(2 + g.below(5))).map { _ in g.handle() }))
         case 8: return .writeRequest(.init(handle: g.handle(), value: g.value()))
         case 9: return .writeCommand(.init(handle: g.handle(), value: g.value()))
-        case 10, 11: return .prepareWriteRequest(.init(handle: g.handle(), offset: UInt16(g.below(g.chance(80) ? 600 : 0x10000)),
-                                                       partAttributeValue: g.bytes(g.below(30))))
+        case 10, 11:
+            return .prepareWriteRequest(
+                .init(
+                    handle: g.handle(), offset: UInt16(g.below(g.chance(80) ? 600 : 0x10000)),
+                    partAttributeValue: g.bytes(g.below(30))))
         case 12: return .executeWriteRequest(.init(flags: .init(rawValue: g.chance(80) ? UInt8(g.below(2)) : g.next())))
-        default: return .signedWriteCommand(.init(handle: g.handle(), value: g.bytes(g.below(8)), authenticationSignature: g.bytes(12)))
+        default:
+            return .signedWriteCommand(
+                .init(handle: g.handle(), value: g.bytes(g.below(8)), authenticationSignature: g.bytes(12)))
         }
     }
 
@@ -89,8 +106,10 @@ import Testing
         switch g.below(3) {
         case 0: return structuredRequest(&g)
         case 1: bytes = mutate(structuredRequest(&g).bytes, &g)
-        default: bytes = [[0x04, 0x06, 0x08, 0x0A, 0x0C, 0x0E, 0x10, 0x12, 0x16, 0x18, 0x20, 0x52, 0xD2, 0x7F][g.below(14)]]
-            + g.bytes(g.below(30))
+        default:
+            bytes =
+                [[0x04, 0x06, 0x08, 0x0A, 0x0C, 0x0E, 0x10, 0x12, 0x16, 0x18, 0x20, 0x52, 0xD2, 0x7F][g.below(14)]]
+                + g.bytes(g.below(30))
         }
         guard let pdu = try? ATTPDU(bytes: bytes), pdu.opcode.kind == .request || pdu.opcode.kind == .command else {
             return nil
@@ -101,7 +120,8 @@ import Testing
     /// Plays the app: answers every question the server asks at once (mostly success, sometimes an error),
     /// and returns the ATT responses the server produced, by connection.
     static func runApp(_ server: inout GATTServer, _ actions: [GATTServer.Action], _ g: inout Generator)
-        -> [(ConnectionHandle, ATTPDU)] {
+        -> [(ConnectionHandle, ATTPDU)]
+    {
         var responses: [(ConnectionHandle, ATTPDU)] = []
         var work = actions
         while !work.isEmpty {
@@ -110,7 +130,9 @@ import Testing
             case .respond(let connection, let pdu):
                 responses.append((connection, pdu))
             case .readRequest(let id, _, _, _):
-                work += g.chance(80) ? server.respond(to: id, result: .success, value: g.value())
+                work +=
+                    g.chance(80)
+                    ? server.respond(to: id, result: .success, value: g.value())
                     : server.respond(to: id, result: ATTErrorCode(rawValue: g.next()))
                 #expect(server.respond(to: id, result: .success).isEmpty, "answered twice")
             case .writeRequests(let id, _, let writes):
@@ -127,8 +149,10 @@ import Testing
 
     /// Checks the answers to one request: exactly one, to the right connection, of the right kind, within the
     /// connection's ATT_MTU; none for a command.
-    static func checkAnswers(_ responses: [(ConnectionHandle, ATTPDU)], to request: ATTPDU, on connection: ConnectionHandle,
-                             mtu: UInt16) {
+    static func checkAnswers(
+        _ responses: [(ConnectionHandle, ATTPDU)], to request: ATTPDU, on connection: ConnectionHandle,
+        mtu: UInt16
+    ) {
         guard request.opcode.kind == .request else {
             #expect(responses.isEmpty, "a command was answered: \(request)")
             return
@@ -175,16 +199,28 @@ import Testing
             Self.checkAnswers(responses, to: request, on: connection, mtu: mtu)
         }
         // After all that, well-formed requests still get their usual answers.
-        #expect(server.received(.readRequest(.init(handle: AttributeHandle(15))), from: Self.c1)
+        #expect(
+            server.received(.readRequest(.init(handle: AttributeHandle(15))), from: Self.c1)
                 == [.respond(Self.c1, .readResponse(.init(value: [0x01])))])
-        #expect(server.received(.readByGroupTypeRequest(.init(startingHandle: AttributeHandle(1), endingHandle: .max,
-                                                              attributeGroupType: .primaryService)), from: Self.c1) == [
-            .respond(Self.c1, .readByGroupTypeResponse(.init(attributeData: [
-                .init(handle: AttributeHandle(1), endGroupHandle: AttributeHandle(5), value: [0x00, 0x18]),
-                .init(handle: AttributeHandle(6), endGroupHandle: AttributeHandle(9), value: [0x01, 0x18]),
-                .init(handle: AttributeHandle(10), endGroupHandle: AttributeHandle(17), value: [0x0D, 0x18]),
-            ]))),
-        ])
+        #expect(
+            server.received(
+                .readByGroupTypeRequest(
+                    .init(
+                        startingHandle: AttributeHandle(1), endingHandle: .max,
+                        attributeGroupType: .primaryService)), from: Self.c1) == [
+                    .respond(
+                        Self.c1,
+                        .readByGroupTypeResponse(
+                            .init(attributeData: [
+                                .init(
+                                    handle: AttributeHandle(1), endGroupHandle: AttributeHandle(5), value: [0x00, 0x18]),
+                                .init(
+                                    handle: AttributeHandle(6), endGroupHandle: AttributeHandle(9), value: [0x01, 0x18]),
+                                .init(
+                                    handle: AttributeHandle(10), endGroupHandle: AttributeHandle(17),
+                                    value: [0x0D, 0x18]),
+                            ])))
+                ])
     }
 
     /// App answers that arrive late, twice, or after the client left do nothing.
@@ -210,16 +246,21 @@ import Testing
 
     /// Every operation a client can run against the test database (handles as its layout puts them).
     static let operations: [GATTOperation] = {
-        let heartRate = GATTService(uuid: heartRateUUID, isPrimary: true,
-                                    handleRange: AttributeHandle(10)...AttributeHandle(17))
-        let custom = GATTService(uuid: customServiceUUID, isPrimary: true,
-                                 handleRange: AttributeHandle(21)...AttributeHandle(30))
-        let whole = GATTService(uuid: customServiceUUID, isPrimary: true, handleRange: AttributeHandle(1)...AttributeHandle.max)
-        let long = GATTCharacteristic(uuid: longValueUUID, properties: [.read, .write, .indicate],
-                                      declarationHandle: AttributeHandle(23), valueHandle: AttributeHandle(24),
-                                      endHandle: AttributeHandle(26))
-        let open = GATTCharacteristic(uuid: longValueUUID, properties: [.read], declarationHandle: AttributeHandle(1),
-                                      valueHandle: AttributeHandle(2), endHandle: .max)
+        let heartRate = GATTService(
+            uuid: heartRateUUID, isPrimary: true,
+            handleRange: AttributeHandle(10)...AttributeHandle(17))
+        let custom = GATTService(
+            uuid: customServiceUUID, isPrimary: true,
+            handleRange: AttributeHandle(21)...AttributeHandle(30))
+        let whole = GATTService(
+            uuid: customServiceUUID, isPrimary: true, handleRange: AttributeHandle(1)...AttributeHandle.max)
+        let long = GATTCharacteristic(
+            uuid: longValueUUID, properties: [.read, .write, .indicate],
+            declarationHandle: AttributeHandle(23), valueHandle: AttributeHandle(24),
+            endHandle: AttributeHandle(26))
+        let open = GATTCharacteristic(
+            uuid: longValueUUID, properties: [.read], declarationHandle: AttributeHandle(1),
+            valueHandle: AttributeHandle(2), endHandle: .max)
         return [
             .exchangeMTU(clientRxMTU: 517), .exchangeMTU(clientRxMTU: 23),
             .discoverAllPrimaryServices, .discoverPrimaryServices(uuid: heartRateUUID),
@@ -237,7 +278,8 @@ import Testing
     /// A response to `request`: the real server's answer, that answer damaged, random bytes, or a failure.
     /// Damaged or random bytes that no longer decode come back as the bearer would report them.
     static func response(to request: ATTPDU, _ server: inout GATTServer, _ g: inout Generator)
-        -> Result<ATTPDU, ATTRequestFailure> {
+        -> Result<ATTPDU, ATTRequestFailure>
+    {
         let choice = g.below(100)
         if choice < 15 {
             let failures: [ATTRequestFailure] = [
@@ -383,19 +425,23 @@ import Testing
 /// Regression: a server listing characteristic declarations out of handle order (found by the robustness
 /// suite) must not yield a characteristic whose end lies before its own value.
 @Test func outOfOrderCharacteristicDeclarationsAreOrdered() {
-    let service = GATTService(uuid: .heartRate, isPrimary: true, handleRange: AttributeHandle(0x10)...AttributeHandle(0x30))
+    let service = GATTService(
+        uuid: .heartRate, isPrimary: true, handleRange: AttributeHandle(0x10)...AttributeHandle(0x30))
     var procedure = GATTDiscoverCharacteristics(service: service)
     _ = procedure.start(mtu: 23)
-    let response = ATTPDU.readByTypeResponse(.init(attributeData: [
-        .init(handle: AttributeHandle(0x20), value: [0x02, 0x21, 0x00, 0x38, 0x2A]),  // read, value 0x21, 2A38
-        .init(handle: AttributeHandle(0x18), value: [0x10, 0x19, 0x00, 0x37, 0x2A]),  // notify, value 0x19, 2A37
-    ]))
+    let response = ATTPDU.readByTypeResponse(
+        .init(attributeData: [
+            .init(handle: AttributeHandle(0x20), value: [0x02, 0x21, 0x00, 0x38, 0x2A]),  // read, value 0x21, 2A38
+            .init(handle: AttributeHandle(0x18), value: [0x10, 0x19, 0x00, 0x37, 0x2A]),  // notify, value 0x19, 2A37
+        ]))
     guard case .send = procedure.received(.success(response), mtu: 23) else {
         Issue.record("the procedure should ask for the rest of the service")
         return
     }
-    let done = ATTRequestFailure.errorResponse(.init(requestOpcode: .readByTypeRequest, handle: AttributeHandle(0x21),
-                                                     errorCode: .attributeNotFound))
+    let done = ATTRequestFailure.errorResponse(
+        .init(
+            requestOpcode: .readByTypeRequest, handle: AttributeHandle(0x21),
+            errorCode: .attributeNotFound))
     guard case .finished(.success(.characteristics(let found))) = procedure.received(.failure(done), mtu: 23) else {
         Issue.record("the procedure should finish with the characteristics")
         return

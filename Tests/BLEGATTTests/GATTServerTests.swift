@@ -18,122 +18,217 @@ private func error(_ opcode: ATTOpcode, _ handle: UInt16, _ code: ATTErrorCode) 
 
     @Test func readByGroupType() throws {
         var server = try server()
-        #expect(server.received(.readByGroupTypeRequest(.init(startingHandle: h(1), endingHandle: .max,
-                                                              attributeGroupType: .primaryService)), from: c1) == [
-            .respond(c1, .readByGroupTypeResponse(.init(attributeData: [
-                .init(handle: h(1), endGroupHandle: h(5), value: [0x00, 0x18]),
-                .init(handle: h(6), endGroupHandle: h(9), value: [0x01, 0x18]),
-                .init(handle: h(10), endGroupHandle: h(17), value: [0x0D, 0x18]),
-            ]))),
-        ])
+        #expect(
+            server.received(
+                .readByGroupTypeRequest(
+                    .init(
+                        startingHandle: h(1), endingHandle: .max,
+                        attributeGroupType: .primaryService)), from: c1) == [
+                    .respond(
+                        c1,
+                        .readByGroupTypeResponse(
+                            .init(attributeData: [
+                                .init(handle: h(1), endGroupHandle: h(5), value: [0x00, 0x18]),
+                                .init(handle: h(6), endGroupHandle: h(9), value: [0x01, 0x18]),
+                                .init(handle: h(10), endGroupHandle: h(17), value: [0x0D, 0x18]),
+                            ])))
+                ])
         // The 128-bit service comes alone (values of one length per response).
-        #expect(server.received(.readByGroupTypeRequest(.init(startingHandle: h(18), endingHandle: .max,
-                                                              attributeGroupType: .primaryService)), from: c1) == [
-            .respond(c1, .readByGroupTypeResponse(.init(attributeData: [
-                .init(handle: h(21), endGroupHandle: h(30), value: customServiceUUID.attWireBytes),
-            ]))),
-        ])
-        #expect(server.received(.readByGroupTypeRequest(.init(startingHandle: h(31), endingHandle: .max,
-                                                              attributeGroupType: .primaryService)), from: c1)
+        #expect(
+            server.received(
+                .readByGroupTypeRequest(
+                    .init(
+                        startingHandle: h(18), endingHandle: .max,
+                        attributeGroupType: .primaryService)), from: c1) == [
+                    .respond(
+                        c1,
+                        .readByGroupTypeResponse(
+                            .init(attributeData: [
+                                .init(handle: h(21), endGroupHandle: h(30), value: customServiceUUID.attWireBytes)
+                            ])))
+                ])
+        #expect(
+            server.received(
+                .readByGroupTypeRequest(
+                    .init(
+                        startingHandle: h(31), endingHandle: .max,
+                        attributeGroupType: .primaryService)), from: c1)
                 == error(.readByGroupTypeRequest, 31, .attributeNotFound))
-        #expect(server.received(.readByGroupTypeRequest(.init(startingHandle: h(1), endingHandle: .max,
-                                                              attributeGroupType: .characteristicDeclaration)), from: c1)
+        #expect(
+            server.received(
+                .readByGroupTypeRequest(
+                    .init(
+                        startingHandle: h(1), endingHandle: .max,
+                        attributeGroupType: .characteristicDeclaration)), from: c1)
                 == error(.readByGroupTypeRequest, 1, .unsupportedGroupType))
-        #expect(server.received(.readByGroupTypeRequest(.init(startingHandle: h(0), endingHandle: .max,
-                                                              attributeGroupType: .primaryService)), from: c1)
+        #expect(
+            server.received(
+                .readByGroupTypeRequest(
+                    .init(
+                        startingHandle: h(0), endingHandle: .max,
+                        attributeGroupType: .primaryService)), from: c1)
                 == error(.readByGroupTypeRequest, 0, .invalidHandle))
-        #expect(server.received(.readByGroupTypeRequest(.init(startingHandle: h(9), endingHandle: h(8),
-                                                              attributeGroupType: .primaryService)), from: c1)
+        #expect(
+            server.received(
+                .readByGroupTypeRequest(
+                    .init(
+                        startingHandle: h(9), endingHandle: h(8),
+                        attributeGroupType: .primaryService)), from: c1)
                 == error(.readByGroupTypeRequest, 9, .invalidHandle))
     }
 
     @Test func readByTypeReadsValuesByUUID() throws {
         var server = try server()
-        #expect(server.received(.readByTypeRequest(.init(startingHandle: h(1), endingHandle: .max,
-                                                         attributeType: .bodySensorLocation)), from: c1) == [
-            .respond(c1, .readByTypeResponse(.init(attributeData: [.init(handle: h(15), value: [0x01])]))),
-        ])
-        #expect(server.received(.readByTypeRequest(.init(startingHandle: h(1), endingHandle: .max,
-                                                         attributeType: .heartRateMeasurement)), from: c1)
+        #expect(
+            server.received(
+                .readByTypeRequest(
+                    .init(
+                        startingHandle: h(1), endingHandle: .max,
+                        attributeType: .bodySensorLocation)), from: c1) == [
+                    .respond(c1, .readByTypeResponse(.init(attributeData: [.init(handle: h(15), value: [0x01])])))
+                ])
+        #expect(
+            server.received(
+                .readByTypeRequest(
+                    .init(
+                        startingHandle: h(1), endingHandle: .max,
+                        attributeType: .heartRateMeasurement)), from: c1)
                 == error(.readByTypeRequest, 12, .readNotPermitted))
-        #expect(server.received(.readByTypeRequest(.init(startingHandle: h(16), endingHandle: .max,
-                                                         attributeType: .bodySensorLocation)), from: c1)
+        #expect(
+            server.received(
+                .readByTypeRequest(
+                    .init(
+                        startingHandle: h(16), endingHandle: .max,
+                        attributeType: .bodySensorLocation)), from: c1)
                 == error(.readByTypeRequest, 16, .attributeNotFound))
         // The 512-octet value is cut to MTU-4.
-        let long = server.received(.readByTypeRequest(.init(startingHandle: h(1), endingHandle: .max,
-                                                            attributeType: longValueUUID)), from: c1)
-        #expect(long == [.respond(c1, .readByTypeResponse(.init(attributeData: [
-            .init(handle: h(24), value: Array(longValue.prefix(19))),
-        ])))])
+        let long = server.received(
+            .readByTypeRequest(
+                .init(
+                    startingHandle: h(1), endingHandle: .max,
+                    attributeType: longValueUUID)), from: c1)
+        #expect(
+            long == [
+                .respond(
+                    c1,
+                    .readByTypeResponse(
+                        .init(attributeData: [
+                            .init(handle: h(24), value: Array(longValue.prefix(19)))
+                        ])))
+            ])
     }
 
     @Test func findInformationSwitchesFormats() throws {
         var server = try server()
-        let response = server.received(.findInformationRequest(.init(startingHandle: h(20), endingHandle: h(26))), from: c1)
+        let response = server.received(
+            .findInformationRequest(.init(startingHandle: h(20), endingHandle: h(26))), from: c1)
         // 0x0014 Battery Level, 0x0015 «Primary Service», 0x0016 «Include», 0x0017 «Characteristic», then
         // the 128-bit value type stops the list.
-        #expect(response == [.respond(c1, .findInformationResponse(.init(format: .uuid16, information: [
-            .init(handle: h(20), type: .batteryLevel), .init(handle: h(21), type: .primaryService),
-            .init(handle: h(22), type: .include), .init(handle: h(23), type: .characteristicDeclaration),
-        ])))])
-        #expect(server.received(.findInformationRequest(.init(startingHandle: h(24), endingHandle: h(24))), from: c1) == [
-            .respond(c1, .findInformationResponse(.init(format: .uuid128, information: [.init(handle: h(24), type: longValueUUID)]))),
-        ])
-        #expect(server.received(.findInformationRequest(.init(startingHandle: h(31), endingHandle: .max)), from: c1)
+        #expect(
+            response == [
+                .respond(
+                    c1,
+                    .findInformationResponse(
+                        .init(
+                            format: .uuid16,
+                            information: [
+                                .init(handle: h(20), type: .batteryLevel), .init(handle: h(21), type: .primaryService),
+                                .init(handle: h(22), type: .include),
+                                .init(handle: h(23), type: .characteristicDeclaration),
+                            ])))
+            ])
+        #expect(
+            server.received(.findInformationRequest(.init(startingHandle: h(24), endingHandle: h(24))), from: c1) == [
+                .respond(
+                    c1,
+                    .findInformationResponse(
+                        .init(format: .uuid128, information: [.init(handle: h(24), type: longValueUUID)])))
+            ])
+        #expect(
+            server.received(.findInformationRequest(.init(startingHandle: h(31), endingHandle: .max)), from: c1)
                 == error(.findInformationRequest, 31, .attributeNotFound))
     }
 
     @Test func readBlobOffsets() throws {
         var server = try server()
-        #expect(server.received(.readBlobRequest(.init(handle: h(24), offset: 510)), from: c1) == [
-            .respond(c1, .readBlobResponse(.init(partAttributeValue: Array(longValue[510...])))),
-        ])
-        #expect(server.received(.readBlobRequest(.init(handle: h(24), offset: 512)), from: c1) == [
-            .respond(c1, .readBlobResponse(.init(partAttributeValue: []))),
-        ])
-        #expect(server.received(.readBlobRequest(.init(handle: h(24), offset: 513)), from: c1)
+        #expect(
+            server.received(.readBlobRequest(.init(handle: h(24), offset: 510)), from: c1) == [
+                .respond(c1, .readBlobResponse(.init(partAttributeValue: Array(longValue[510...]))))
+            ])
+        #expect(
+            server.received(.readBlobRequest(.init(handle: h(24), offset: 512)), from: c1) == [
+                .respond(c1, .readBlobResponse(.init(partAttributeValue: [])))
+            ])
+        #expect(
+            server.received(.readBlobRequest(.init(handle: h(24), offset: 513)), from: c1)
                 == error(.readBlobRequest, 24, .invalidOffset))
     }
 
     @Test func readMultiple() throws {
         var server = try server()
-        #expect(server.received(.readMultipleRequest(.init(setOfHandles: [h(15), h(20)])), from: c1) == [
-            .respond(c1, .readMultipleResponse(.init(setOfValues: [0x01, 99]))),
-        ])
-        #expect(server.received(.readMultipleRequest(.init(setOfHandles: [h(15), h(12)])), from: c1)
+        #expect(
+            server.received(.readMultipleRequest(.init(setOfHandles: [h(15), h(20)])), from: c1) == [
+                .respond(c1, .readMultipleResponse(.init(setOfValues: [0x01, 99])))
+            ])
+        #expect(
+            server.received(.readMultipleRequest(.init(setOfHandles: [h(15), h(12)])), from: c1)
                 == error(.readMultipleRequest, 12, .readNotPermitted))
-        #expect(server.received(.readMultipleRequest(.init(setOfHandles: [h(15), h(99)])), from: c1)
+        #expect(
+            server.received(.readMultipleRequest(.init(setOfHandles: [h(15), h(99)])), from: c1)
                 == error(.readMultipleRequest, 99, .invalidHandle))
-        #expect(server.received(.readMultipleVariableRequest(.init(setOfHandles: [h(15), h(24)])), from: c1) == [
-            .respond(c1, .readMultipleVariableResponse(.init(lengthValueTupleList: [
-                .init(value: [0x01]), .init(valueLength: 512, value: Array(longValue.prefix(22 - 3 - 2))),
-            ]))),
-        ])
+        #expect(
+            server.received(.readMultipleVariableRequest(.init(setOfHandles: [h(15), h(24)])), from: c1) == [
+                .respond(
+                    c1,
+                    .readMultipleVariableResponse(
+                        .init(lengthValueTupleList: [
+                            .init(value: [0x01]), .init(valueLength: 512, value: Array(longValue.prefix(22 - 3 - 2))),
+                        ])))
+            ])
         // A dynamic value in the middle is asked of the app, then the response completes.
         let asked = server.received(.readMultipleRequest(.init(setOfHandles: [h(15), h(28), h(20)])), from: c1)
         guard case .readRequest(let id, c1, h(28), 0) = asked.first else {
             Issue.record("expected a read request, got \(asked)")
             return
         }
-        #expect(server.respond(to: id, result: .success, value: [7, 7]) == [
-            .respond(c1, .readMultipleResponse(.init(setOfValues: [0x01, 7, 7, 99]))),
-        ])
+        #expect(
+            server.respond(to: id, result: .success, value: [7, 7]) == [
+                .respond(c1, .readMultipleResponse(.init(setOfValues: [0x01, 7, 7, 99])))
+            ])
         #expect(server.respond(to: id, result: .success, value: [7, 7]) == [])  // answered already
     }
 
     @Test func findByTypeValue() throws {
         var server = try server()
-        #expect(server.received(.findByTypeValueRequest(.init(startingHandle: h(1), endingHandle: .max, attributeType: 0x2800,
-                                                              attributeValue: [0x0D, 0x18])), from: c1) == [
-            .respond(c1, .findByTypeValueResponse(.init(handlesInformation: [.init(foundAttributeHandle: h(10), groupEndHandle: h(17))]))),
-        ])
+        #expect(
+            server.received(
+                .findByTypeValueRequest(
+                    .init(
+                        startingHandle: h(1), endingHandle: .max, attributeType: 0x2800,
+                        attributeValue: [0x0D, 0x18])), from: c1) == [
+                    .respond(
+                        c1,
+                        .findByTypeValueResponse(
+                            .init(handlesInformation: [.init(foundAttributeHandle: h(10), groupEndHandle: h(17))])))
+                ])
         // The 16-bit service given in its 128-bit form matches too.
-        #expect(server.received(.findByTypeValueRequest(.init(startingHandle: h(1), endingHandle: .max, attributeType: 0x2800,
-                                                              attributeValue: Array(heartRateUUID.bytes128.reversed()))), from: c1) == [
-            .respond(c1, .findByTypeValueResponse(.init(handlesInformation: [.init(foundAttributeHandle: h(10), groupEndHandle: h(17))]))),
-        ])
-        #expect(server.received(.findByTypeValueRequest(.init(startingHandle: h(11), endingHandle: .max, attributeType: 0x2800,
-                                                              attributeValue: [0x0D, 0x18])), from: c1)
+        #expect(
+            server.received(
+                .findByTypeValueRequest(
+                    .init(
+                        startingHandle: h(1), endingHandle: .max, attributeType: 0x2800,
+                        attributeValue: Array(heartRateUUID.bytes128.reversed()))), from: c1) == [
+                    .respond(
+                        c1,
+                        .findByTypeValueResponse(
+                            .init(handlesInformation: [.init(foundAttributeHandle: h(10), groupEndHandle: h(17))])))
+                ])
+        #expect(
+            server.received(
+                .findByTypeValueRequest(
+                    .init(
+                        startingHandle: h(11), endingHandle: .max, attributeType: 0x2800,
+                        attributeValue: [0x0D, 0x18])), from: c1)
                 == error(.findByTypeValueRequest, 11, .attributeNotFound))
     }
 
@@ -143,13 +238,15 @@ private func error(_ opcode: ATTOpcode, _ handle: UInt16, _ code: ATTErrorCode) 
         #expect(server.received(.writeCommand(.init(handle: h(15), value: [2])), from: c1) == [])
         #expect(server.received(.writeCommand(.init(handle: h(99), value: [2])), from: c1) == [])
         // Write Command to a dynamic value: the app gets it, with no id to answer.
-        #expect(server.received(.writeCommand(.init(handle: h(28), value: [2])), from: c1) == [
-            .writeRequests(id: nil, connection: c1, [GATTWriteRequest(attribute: h(28), offset: 0, value: [2])]),
-        ])
+        #expect(
+            server.received(.writeCommand(.init(handle: h(28), value: [2])), from: c1) == [
+                .writeRequests(id: nil, connection: c1, [GATTWriteRequest(attribute: h(28), offset: 0, value: [2])])
+            ])
         // Write Request to a stored value.
-        #expect(server.received(.writeRequest(.init(handle: h(24), value: [1, 2, 3])), from: c1) == [
-            .valueWritten(c1, attribute: h(24), value: [1, 2, 3]), .respond(c1, .writeResponse(.init())),
-        ])
+        #expect(
+            server.received(.writeRequest(.init(handle: h(24), value: [1, 2, 3])), from: c1) == [
+                .valueWritten(c1, attribute: h(24), value: [1, 2, 3]), .respond(c1, .writeResponse(.init())),
+            ])
         // A dynamic write the app refuses.
         let asked = server.received(.writeRequest(.init(handle: h(17), value: [1])), from: c1)
         guard case .writeRequests(let id?, c1, _) = asked.first else {
@@ -158,29 +255,43 @@ private func error(_ opcode: ATTOpcode, _ handle: UInt16, _ code: ATTErrorCode) 
         }
         #expect(server.respond(to: id, result: ATTErrorCode(0x80)) == error(.writeRequest, 17, ATTErrorCode(0x80)))
         // Signed writes are not verified, so they are ignored; other requests are not supported.
-        #expect(server.received(.signedWriteCommand(.init(handle: h(24), value: [1], authenticationSignature: Array(repeating: 0, count: 12))), from: c1) == [])
+        #expect(
+            server.received(
+                .signedWriteCommand(
+                    .init(handle: h(24), value: [1], authenticationSignature: Array(repeating: 0, count: 12))), from: c1
+            ) == [])
         #expect(server.received(.handleValueConfirmation(.init()), from: c1) == [])
     }
 
     @Test func prepareQueueIsBounded() throws {
         var server = try server()
         for offset: UInt16 in [0, 1] {
-            #expect(server.received(.prepareWriteRequest(.init(handle: h(24), offset: offset, partAttributeValue: [9])), from: c1) == [
-                .respond(c1, .prepareWriteResponse(.init(handle: h(24), offset: offset, partAttributeValue: [9]))),
-            ])
+            #expect(
+                server.received(
+                    .prepareWriteRequest(.init(handle: h(24), offset: offset, partAttributeValue: [9])), from: c1) == [
+                        .respond(
+                            c1, .prepareWriteResponse(.init(handle: h(24), offset: offset, partAttributeValue: [9])))
+                    ])
         }
-        #expect(server.received(.prepareWriteRequest(.init(handle: h(24), offset: 2, partAttributeValue: [9])), from: c1)
+        #expect(
+            server.received(.prepareWriteRequest(.init(handle: h(24), offset: 2, partAttributeValue: [9])), from: c1)
                 == error(.prepareWriteRequest, 24, .prepareQueueFull))
-        #expect(server.received(.prepareWriteRequest(.init(handle: h(15), offset: 0, partAttributeValue: [9])), from: c1)
+        #expect(
+            server.received(.prepareWriteRequest(.init(handle: h(15), offset: 0, partAttributeValue: [9])), from: c1)
                 == error(.prepareWriteRequest, 15, .writeNotPermitted))
         // Cancel empties the queue and writes nothing.
-        #expect(server.received(.executeWriteRequest(.init(flags: .cancel)), from: c1) == [.respond(c1, .executeWriteResponse(.init()))])
+        #expect(
+            server.received(.executeWriteRequest(.init(flags: .cancel)), from: c1) == [
+                .respond(c1, .executeWriteResponse(.init()))
+            ])
         #expect(server.database.attribute(at: h(24))?.value == longValue)
         // A part past the end of the value: Invalid Offset at execution.
         _ = server.received(.prepareWriteRequest(.init(handle: h(24), offset: 600, partAttributeValue: [9])), from: c1)
-        #expect(server.received(.executeWriteRequest(.init(flags: .write)), from: c1)
+        #expect(
+            server.received(.executeWriteRequest(.init(flags: .write)), from: c1)
                 == error(.executeWriteRequest, 24, .invalidOffset))
-        #expect(server.received(.executeWriteRequest(.init(flags: ExecuteFlags(rawValue: 7))), from: c1)
+        #expect(
+            server.received(.executeWriteRequest(.init(flags: ExecuteFlags(rawValue: 7))), from: c1)
                 == error(.executeWriteRequest, 0, .invalidPDU))
     }
 

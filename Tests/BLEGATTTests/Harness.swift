@@ -14,24 +14,42 @@ let longValue: [UInt8] = (0..<512).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ 3)
 /// GAP (1...5), GATT (6...9), Heart Rate (10...17), then a secondary service and a custom service.
 func testDatabase() throws -> GATTDatabase {
     var database = GATTDatabase(deviceName: "swift-ble", appearance: 0x0340)
-    try database.add(GATTServiceDefinition(uuid: heartRateUUID, characteristics: [
-        GATTCharacteristicDefinition(uuid: .heartRateMeasurement, properties: [.notify], permissions: []),
-        GATTCharacteristicDefinition(uuid: .bodySensorLocation, properties: [.read], permissions: [.readable], value: [0x01]),
-        GATTCharacteristicDefinition(uuid: .heartRateControlPoint, properties: [.write], permissions: [.writeable]),
-    ]))
-    try database.add(GATTServiceDefinition(uuid: secondaryUUID, isPrimary: false, characteristics: [
-        GATTCharacteristicDefinition(uuid: .batteryLevel, properties: [.read], permissions: [.readable], value: [99]),
-    ]))
-    try database.add(GATTServiceDefinition(uuid: customServiceUUID, includedServices: [secondaryUUID], characteristics: [
-        GATTCharacteristicDefinition(uuid: longValueUUID, properties: [.read, .write, .indicate],
-                                     permissions: [.readable, .writeable], value: longValue,
-                                     descriptors: [GATTDescriptorDefinition(uuid: .characteristicUserDescription,
-                                                                            value: Array("long".utf8))]),
-        GATTCharacteristicDefinition(uuid: dynamicUUID, properties: [.read, .write, .writeWithoutResponse],
-                                     permissions: [.readable, .writeable]),
-        GATTCharacteristicDefinition(uuid: secretUUID, properties: [.read, .write],
-                                     permissions: [.readEncryptionRequired, .writeEncryptionRequired], value: [0x5E]),
-    ]))
+    try database.add(
+        GATTServiceDefinition(
+            uuid: heartRateUUID,
+            characteristics: [
+                GATTCharacteristicDefinition(uuid: .heartRateMeasurement, properties: [.notify], permissions: []),
+                GATTCharacteristicDefinition(
+                    uuid: .bodySensorLocation, properties: [.read], permissions: [.readable], value: [0x01]),
+                GATTCharacteristicDefinition(
+                    uuid: .heartRateControlPoint, properties: [.write], permissions: [.writeable]),
+            ]))
+    try database.add(
+        GATTServiceDefinition(
+            uuid: secondaryUUID, isPrimary: false,
+            characteristics: [
+                GATTCharacteristicDefinition(
+                    uuid: .batteryLevel, properties: [.read], permissions: [.readable], value: [99])
+            ]))
+    try database.add(
+        GATTServiceDefinition(
+            uuid: customServiceUUID, includedServices: [secondaryUUID],
+            characteristics: [
+                GATTCharacteristicDefinition(
+                    uuid: longValueUUID, properties: [.read, .write, .indicate],
+                    permissions: [.readable, .writeable], value: longValue,
+                    descriptors: [
+                        GATTDescriptorDefinition(
+                            uuid: .characteristicUserDescription,
+                            value: Array("long".utf8))
+                    ]),
+                GATTCharacteristicDefinition(
+                    uuid: dynamicUUID, properties: [.read, .write, .writeWithoutResponse],
+                    permissions: [.readable, .writeable]),
+                GATTCharacteristicDefinition(
+                    uuid: secretUUID, properties: [.read, .write],
+                    permissions: [.readEncryptionRequired, .writeEncryptionRequired], value: [0x5E]),
+            ]))
     return database
 }
 
@@ -65,12 +83,15 @@ struct World {
     }
 
     mutating func connect(_ connection: ConnectionHandle, clientRxMTU: UInt16 = 517, serverRxMTU: UInt16 = 517) {
-        links[connection] = Link(clientBearer: ATTBearer(localRxMTU: clientRxMTU), serverBearer: ATTBearer(localRxMTU: serverRxMTU))
+        links[connection] = Link(
+            clientBearer: ATTBearer(localRxMTU: clientRxMTU), serverBearer: ATTBearer(localRxMTU: serverRxMTU))
         server.connected(connection)
     }
 
     /// Runs one operation to its end and returns its result.
-    mutating func run(_ operation: GATTOperation, on connection: ConnectionHandle = ConnectionHandle(1)) -> Result<GATTResult, GATTError> {
+    mutating func run(_ operation: GATTOperation, on connection: ConnectionHandle = ConnectionHandle(1)) -> Result<
+        GATTResult, GATTError
+    > {
         let id = GATTOperationID(nextOperation)
         nextOperation += 1
         let actions = links[connection]!.client.start(operation, id: id)
@@ -161,24 +182,43 @@ struct World {
 
     /// Sends a notification the server produced over the server bearer.
     mutating func notify(_ notification: ATTPDU.HandleValueNotification, on connection: ConnectionHandle) throws {
-        perform(serverBearer: try links[connection]!.serverBearer.sendUnacknowledged(.handleValueNotification(notification)), connection)
+        perform(
+            serverBearer: try links[connection]!.serverBearer.sendUnacknowledged(
+                .handleValueNotification(notification)), connection)
         pump()
     }
 
-    mutating func indicate(_ indication: ATTPDU.HandleValueIndication, id: ATTRequestID, on connection: ConnectionHandle) {
+    mutating func indicate(
+        _ indication: ATTPDU.HandleValueIndication, id: ATTRequestID, on connection: ConnectionHandle
+    ) {
         perform(serverBearer: links[connection]!.serverBearer.sendIndication(indication, id: id), connection)
         pump()
     }
 }
 
 extension Result where Success == GATTResult, Failure == GATTError {
-    var services: [GATTService]? { if case .success(.services(let s)) = self { return s }; return nil }
-    var included: [GATTService]? { if case .success(.includedServices(let s)) = self { return s }; return nil }
+    var services: [GATTService]? {
+        if case .success(.services(let s)) = self { return s }
+        return nil
+    }
+    var included: [GATTService]? {
+        if case .success(.includedServices(let s)) = self { return s }
+        return nil
+    }
     var characteristics: [GATTCharacteristic]? {
         if case .success(.characteristics(let c)) = self { return c }
         return nil
     }
-    var descriptors: [GATTDescriptor]? { if case .success(.descriptors(let d)) = self { return d }; return nil }
-    var value: [UInt8]? { if case .success(.value(let v)) = self { return v }; return nil }
-    var error: GATTError? { if case .failure(let e) = self { return e }; return nil }
+    var descriptors: [GATTDescriptor]? {
+        if case .success(.descriptors(let d)) = self { return d }
+        return nil
+    }
+    var value: [UInt8]? {
+        if case .success(.value(let v)) = self { return v }
+        return nil
+    }
+    var error: GATTError? {
+        if case .failure(let e) = self { return e }
+        return nil
+    }
 }

@@ -39,7 +39,8 @@ struct ReturnCase: Sendable, CustomTestStringConvertible {
     /// Decodes with `decodeReturn`, discarding the value.
     let decode: @Sendable (HCIEvent.CommandComplete) throws -> Void
 
-    static func make<C: HCISyncCommand>(_ command: C.Type, _ value: C.ReturnParameters, _ event: [UInt8]) -> ReturnCase {
+    static func make<C: HCISyncCommand>(_ command: C.Type, _ value: C.ReturnParameters, _ event: [UInt8]) -> ReturnCase
+    {
         ReturnCase(
             name: "\(C.self)", opcode: C.opcode, event: event,
             encode: { HCIEvent.CommandComplete(numHCICommandPackets: 1, completing: C.self, returning: value) },

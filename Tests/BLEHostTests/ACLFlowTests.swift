@@ -18,8 +18,9 @@ import Testing
 
         let value = (0..<500).map { UInt8(truncatingIfNeeded: $0 * 7) }
         let result = Outcome<Result<Void, HostError>>()
-        harness.host.write(on: ConnectionHandle(1), attribute: AttributeHandle(0x0010), value: value,
-                           completion: result.handler)
+        harness.host.write(
+            on: ConnectionHandle(1), attribute: AttributeHandle(0x0010), value: value,
+            completion: result.handler)
 
         // One B-frame: length 503, CID 0x0004, ATT Write Request (0x12) to handle 0x0010, the value.
         let frame = le16(503) + le16(0x0004) + [0x12, 0x10, 0x00] + value
@@ -56,10 +57,12 @@ import Testing
         harness.connect(3, role: .central)
         // Each central link opens with an Exchange MTU Request; two buffers: the third waits.
         #expect(harness.controller.acl.map(\.handle.rawValue) == [1, 2])
-        harness.controller.deliver(.numberOfCompletedPackets(.init(entries: [
-            .init(handle: ConnectionHandle(1), numCompletedPackets: 1),
-            .init(handle: ConnectionHandle(2), numCompletedPackets: 1),
-        ])))
+        harness.controller.deliver(
+            .numberOfCompletedPackets(
+                .init(entries: [
+                    .init(handle: ConnectionHandle(1), numCompletedPackets: 1),
+                    .init(handle: ConnectionHandle(2), numCompletedPackets: 1),
+                ])))
         #expect(harness.controller.acl.map(\.handle.rawValue) == [1, 2, 3])
     }
 
@@ -105,8 +108,9 @@ import Testing
 
         // A Read Request in 3-byte ACL packets: first (flushable), then continuing fragments.
         let valueHandle = service.characteristicValueHandles[0]
-        harness.controller.deliverL2CAP(handle: ConnectionHandle(2), channel: .att,
-                                        [0x0A] + le16(valueHandle.rawValue), fragmentLength: 3)
+        harness.controller.deliverL2CAP(
+            handle: ConnectionHandle(2), channel: .att,
+            [0x0A] + le16(valueHandle.rawValue), fragmentLength: 3)
         #expect(harness.controller.att(on: ConnectionHandle(2)) == [[0x0B, 0x64]])
     }
 
@@ -119,7 +123,9 @@ import Testing
         let value = (0..<300).map { UInt8(truncatingIfNeeded: $0) }
         harness.controller.deliverL2CAP(handle: ConnectionHandle(1), channel: .att, [0x1B, 0x20, 0x00] + value)
         let updates = harness.events.compactMap { event -> [UInt8]? in
-            if case .valueUpdated(ConnectionHandle(1), AttributeHandle(0x0020), let v, isIndication: false) = event { return v }
+            if case .valueUpdated(ConnectionHandle(1), AttributeHandle(0x0020), let v, isIndication: false) = event {
+                return v
+            }
             return nil
         }
         #expect(updates == [value])
@@ -130,7 +136,8 @@ import Testing
         try harness.started()
         harness.connect(2, role: .peripheral)
         harness.controller.clear()
-        harness.controller.deliverL2CAP(handle: ConnectionHandle(2), channel: L2CAPChannelID(rawValue: 0x0003), [1, 2, 3])
+        harness.controller.deliverL2CAP(
+            handle: ConnectionHandle(2), channel: L2CAPChannelID(rawValue: 0x0003), [1, 2, 3])
         #expect(harness.controller.acl.isEmpty)
         #expect(harness.host.links.count == 1)
     }
@@ -139,8 +146,11 @@ import Testing
 /// A Battery Service with one readable (and notifying) Battery Level characteristic; `value` nil makes it
 /// dynamic.
 func batteryService(value: [UInt8]?) -> GATTServiceDefinition {
-    GATTServiceDefinition(uuid: BluetoothUUID(0x180F), characteristics: [
-        GATTCharacteristicDefinition(uuid: BluetoothUUID(0x2A19), properties: [.read, .notify, .indicate],
-                                     permissions: [.readable], value: value),
-    ])
+    GATTServiceDefinition(
+        uuid: BluetoothUUID(0x180F),
+        characteristics: [
+            GATTCharacteristicDefinition(
+                uuid: BluetoothUUID(0x2A19), properties: [.read, .notify, .indicate],
+                permissions: [.readable], value: value)
+        ])
 }

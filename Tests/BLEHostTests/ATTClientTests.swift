@@ -172,7 +172,8 @@ import Testing
         let trace = harness.log.entries.map { entry -> String in
             switch entry {
             case .note(let text): return text
-            case .event(.disconnected(let handle, let reason)): return "disconnected \(handle.rawValue) \(reason.rawValue)"
+            case .event(.disconnected(let handle, let reason)):
+                return "disconnected \(handle.rawValue) \(reason.rawValue)"
             case .event(let other): return "\(other)"
             }
         }

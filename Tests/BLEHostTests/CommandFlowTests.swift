@@ -19,8 +19,11 @@ import Testing
         #expect(harness.controller.opcodes == [.leRand])
 
         // A completion granting three credits lets the other three go at once.
-        harness.controller.deliver(.commandComplete(.init(numHCICommandPackets: 3, completing: HCILERand.self,
-                                                          returning: .init(randomNumber: 7))))
+        harness.controller.deliver(
+            .commandComplete(
+                .init(
+                    numHCICommandPackets: 3, completing: HCILERand.self,
+                    returning: .init(randomNumber: 7))))
         #expect(results[0].value.flatMap { try? $0.get().randomNumber } == 7)
         #expect(harness.controller.opcodes.count == 4)
         #expect(results[1].value == nil)
@@ -37,8 +40,11 @@ import Testing
         harness.host.send(HCIReadRSSI(handle: ConnectionHandle(1)), completion: second.handler)
         #expect(harness.controller.opcodes == [.leRand])
 
-        harness.controller.deliver(.commandComplete(.init(numHCICommandPackets: 0, completing: HCILERand.self,
-                                                          returning: .init(randomNumber: 1))))
+        harness.controller.deliver(
+            .commandComplete(
+                .init(
+                    numHCICommandPackets: 0, completing: HCILERand.self,
+                    returning: .init(randomNumber: 1))))
         #expect(first.value != nil)
         #expect(harness.controller.opcodes == [.leRand])  // Num_HCI_Command_Packets 0: the host waits
 
@@ -59,7 +65,8 @@ import Testing
         harness.host.send(HCILERand(), completion: rand.handler)
         #expect(harness.controller.opcodes == [.disconnect])
 
-        harness.controller.deliver(.commandStatus(.init(status: .success, numHCICommandPackets: 1, opcode: .disconnect)))
+        harness.controller.deliver(
+            .commandStatus(.init(status: .success, numHCICommandPackets: 1, opcode: .disconnect)))
         #expect((try? disconnect.value?.get()) != nil)
         #expect(harness.controller.opcodes == [.disconnect, .leRand])
     }
@@ -101,11 +108,17 @@ import Testing
         let newer = Outcome<RandResult>()
         harness.host.send(HCILERand(), completion: newer.handler)
         // The first command's answer finally arrives: it belongs to the abandoned command.
-        harness.controller.deliver(.commandComplete(.init(numHCICommandPackets: 1, completing: HCILERand.self,
-                                                          returning: .init(randomNumber: 1))))
+        harness.controller.deliver(
+            .commandComplete(
+                .init(
+                    numHCICommandPackets: 1, completing: HCILERand.self,
+                    returning: .init(randomNumber: 1))))
         #expect(newer.value == nil)
-        harness.controller.deliver(.commandComplete(.init(numHCICommandPackets: 1, completing: HCILERand.self,
-                                                          returning: .init(randomNumber: 2))))
+        harness.controller.deliver(
+            .commandComplete(
+                .init(
+                    numHCICommandPackets: 1, completing: HCILERand.self,
+                    returning: .init(randomNumber: 2))))
         #expect(newer.value.flatMap { try? $0.get().randomNumber } == 2)
     }
 
@@ -127,12 +140,16 @@ import Testing
         harness.controller.beSilent()
 
         let result = Outcome<Result<HCIConnectionHandleReturn, HostError>>()
-        harness.host.send(HCILESetDataLength(handle: ConnectionHandle(0x40), txOctets: 251, txTime: 2120),
-                          completion: result.handler)
+        harness.host.send(
+            HCILESetDataLength(handle: ConnectionHandle(0x40), txOctets: 251, txTime: 2120),
+            completion: result.handler)
         // Bumble's answer to LE Set Data Length, byte for byte: Command Complete, 1 credit, opcode 0x2022,
         // status 0x01 and no connection handle.
-        harness.controller.deliver(.commandComplete(try .init(packet: HCIEventPacket(
-            code: .commandComplete, parameters: [0x01, 0x22, 0x20, 0x01]))))
+        harness.controller.deliver(
+            .commandComplete(
+                try .init(
+                    packet: HCIEventPacket(
+                        code: .commandComplete, parameters: [0x01, 0x22, 0x20, 0x01]))))
         #expect(result.value.flatMap(errorCode) == .hci(.unknownCommand))
         #expect(harness.host.isOpen)
     }

@@ -43,8 +43,10 @@ import Testing
         try harness.started()
         harness.connect(1, role: .central)
         harness.controller.clear()
-        harness.controller.deliver(.remoteConnectionParameterRequest(.init(
-            handle: ConnectionHandle(1), intervalMin: 12, intervalMax: 24, maxLatency: 4, timeout: 400)))
+        harness.controller.deliver(
+            .remoteConnectionParameterRequest(
+                .init(
+                    handle: ConnectionHandle(1), intervalMin: 12, intervalMax: 24, maxLatency: 4, timeout: 400)))
         let command = try #require(harness.controller.commands.first)
         let reply = try HCILERemoteConnectionParameterRequestReply(packet: command)
         #expect(reply.handle == ConnectionHandle(1))
@@ -56,7 +58,8 @@ import Testing
         try harness.started()
         harness.connect(2, role: .peripheral)
         harness.controller.clear()
-        harness.controller.deliver(.longTermKeyRequest(.init(handle: ConnectionHandle(2), randomNumber: 0, encryptedDiversifier: 0)))
+        harness.controller.deliver(
+            .longTermKeyRequest(.init(handle: ConnectionHandle(2), randomNumber: 0, encryptedDiversifier: 0)))
         let command = try #require(harness.controller.commands.first)
         #expect(try HCILELongTermKeyRequestNegativeReply(packet: command).handle == ConnectionHandle(2))
     }
@@ -65,8 +68,11 @@ import Testing
         let harness = HostHarness()
         try harness.started()
         harness.connect(1, role: .central)
-        harness.controller.deliver(.connectionUpdateComplete(.init(
-            handle: ConnectionHandle(1), connectionInterval: 40, peripheralLatency: 2, supervisionTimeout: 300)))
+        harness.controller.deliver(
+            .connectionUpdateComplete(
+                .init(
+                    handle: ConnectionHandle(1), connectionInterval: 40, peripheralLatency: 2, supervisionTimeout: 300))
+        )
         let link = try #require(harness.host.links.first)
         #expect(link.interval == 40 && link.latency == 2 && link.supervisionTimeout == 300)
     }
@@ -79,7 +85,8 @@ import Testing
 
         // A Command Complete too short to carry an opcode, and a truncated Disconnection Complete.
         harness.controller.pipe.deliverToHost(.event(HCIEventPacket(code: .commandComplete, parameters: [0x01])))
-        harness.controller.pipe.deliverToHost(.event(HCIEventPacket(code: .disconnectionComplete, parameters: [0x00, 0x01])))
+        harness.controller.pipe.deliverToHost(
+            .event(HCIEventPacket(code: .disconnectionComplete, parameters: [0x00, 0x01])))
         // A continuing fragment with no start, an L2CAP header cut short, an L2CAP length beyond the data
         // followed by a new start, an empty ATT PDU, a truncated signalling command.
         harness.controller.deliverACL(handle: link, boundary: .continuing, [0x01, 0x02])
@@ -121,7 +128,8 @@ import Testing
         harness.controller.pump()
         #expect((try? started.value?.get()) != nil)
         let scanCommands = harness.controller.opcodes.suffix(4)
-        #expect(Array(scanCommands) == [.leSetScanParameters, .leSetScanEnable, .leSetScanParameters, .leSetScanEnable])
+        #expect(
+            Array(scanCommands) == [.leSetScanParameters, .leSetScanEnable, .leSetScanParameters, .leSetScanEnable])
         let last = try HCILESetScanEnable(packet: try #require(harness.controller.commands.last))
         #expect(last.enable)
     }
@@ -134,11 +142,15 @@ import Testing
         for _ in 0..<3 { harness.controller.pump() }
         #expect((try? started.value?.get()) != nil)
         let peer = BluetoothAddress(string: "C0:11:22:33:44:55", type: .randomDevice)!
-        harness.controller.deliver(.extendedAdvertisingReport(.init(reports: [
-            .init(eventType: [.legacy, .connectable, .scannable], address: peer, rssi: -40, data: [2, 1, 6]),
-            .init(eventType: [.legacy, .scanResponse, .connectable, .scannable], address: peer, rssi: -41, data: []),
-            .init(eventType: [.legacy], address: peer, rssi: 127, data: []),
-        ])))
+        harness.controller.deliver(
+            .extendedAdvertisingReport(
+                .init(reports: [
+                    .init(eventType: [.legacy, .connectable, .scannable], address: peer, rssi: -40, data: [2, 1, 6]),
+                    .init(
+                        eventType: [.legacy, .scanResponse, .connectable, .scannable], address: peer, rssi: -41,
+                        data: []),
+                    .init(eventType: [.legacy], address: peer, rssi: 127, data: []),
+                ])))
         let reports = harness.events.compactMap { event -> AdvertisingReport? in
             if case .advertisingReport(let r) = event { return r }
             return nil

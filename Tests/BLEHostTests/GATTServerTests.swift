@@ -11,8 +11,10 @@ import Testing
     static let link = ConnectionHandle(2)
 
     /// A started host serving `definition`, with a peripheral link up; start-up traffic forgotten.
-    static func serving(_ definition: GATTServiceDefinition, profile: ControllerProfile = ControllerProfile(),
-                        configure: (inout HostConfiguration) -> Void = { _ in }) throws -> (HostHarness, PublishedService) {
+    static func serving(
+        _ definition: GATTServiceDefinition, profile: ControllerProfile = ControllerProfile(),
+        configure: (inout HostConfiguration) -> Void = { _ in }
+    ) throws -> (HostHarness, PublishedService) {
         let harness = HostHarness(profile: profile, configure: configure)
         try harness.started()
         let service = try harness.host.addService(definition).get()
@@ -63,10 +65,13 @@ import Testing
     }
 
     @Test func dynamicWriteIsAnsweredByTheApplication() throws {
-        let definition = GATTServiceDefinition(uuid: BluetoothUUID(0xFFF0), characteristics: [
-            GATTCharacteristicDefinition(uuid: BluetoothUUID(0xFFF1), properties: [.write, .writeWithoutResponse],
-                                         permissions: [.writeable], value: nil),
-        ])
+        let definition = GATTServiceDefinition(
+            uuid: BluetoothUUID(0xFFF0),
+            characteristics: [
+                GATTCharacteristicDefinition(
+                    uuid: BluetoothUUID(0xFFF1), properties: [.write, .writeWithoutResponse],
+                    permissions: [.writeable], value: nil)
+            ])
         let (harness, service) = try Self.serving(definition)
         let value = service.characteristicValueHandles[0]
         harness.controller.deliverL2CAP(handle: Self.link, channel: .att, [0x12] + le16(value.rawValue) + [0xCA, 0xFE])
@@ -103,10 +108,11 @@ import Testing
         let cccd = value.rawValue + 1
         harness.controller.deliverL2CAP(handle: Self.link, channel: .att, [0x12] + le16(cccd) + [0x01, 0x00])
         #expect(harness.controller.att(on: Self.link) == [[0x13]])
-        #expect(harness.events.contains {
-            if case .subscriptionChanged(Self.link, value, notify: true, indicate: false) = $0 { return true }
-            return false
-        })
+        #expect(
+            harness.events.contains {
+                if case .subscriptionChanged(Self.link, value, notify: true, indicate: false) = $0 { return true }
+                return false
+            })
         harness.completed(Self.link.rawValue, 1)
         harness.controller.clear()
         harness.log.clear()
@@ -141,7 +147,8 @@ import Testing
             $0.notificationQueueDepth = 1
         }
         let value = service.characteristicValueHandles[0]
-        harness.controller.deliverL2CAP(handle: Self.link, channel: .att, [0x12] + le16(value.rawValue + 1) + [0x01, 0x00])
+        harness.controller.deliverL2CAP(
+            handle: Self.link, channel: .att, [0x12] + le16(value.rawValue + 1) + [0x01, 0x00])
         harness.completed(Self.link.rawValue, 1)
         harness.log.clear()
         #expect(harness.host.notify(attribute: value, value: [1], to: nil))
@@ -161,7 +168,8 @@ import Testing
     @Test func indicationIsSentAndItsConfirmationAccepted() throws {
         let (harness, service) = try Self.serving(batteryService(value: [0x64]))
         let value = service.characteristicValueHandles[0]
-        harness.controller.deliverL2CAP(handle: Self.link, channel: .att, [0x12] + le16(value.rawValue + 1) + [0x02, 0x00])
+        harness.controller.deliverL2CAP(
+            handle: Self.link, channel: .att, [0x12] + le16(value.rawValue + 1) + [0x02, 0x00])
         harness.completed(Self.link.rawValue, 1)
         harness.controller.clear()
 
@@ -177,7 +185,8 @@ import Testing
     @Test func unconfirmedIndicationClosesTheBearerAndDropsTheLink() throws {
         let (harness, service) = try Self.serving(batteryService(value: [0x64]))
         let value = service.characteristicValueHandles[0]
-        harness.controller.deliverL2CAP(handle: Self.link, channel: .att, [0x12] + le16(value.rawValue + 1) + [0x02, 0x00])
+        harness.controller.deliverL2CAP(
+            handle: Self.link, channel: .att, [0x12] + le16(value.rawValue + 1) + [0x02, 0x00])
         harness.completed(Self.link.rawValue, 1)
         harness.controller.clear()
 

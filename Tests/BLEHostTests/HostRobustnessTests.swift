@@ -12,7 +12,7 @@ import Testing
     struct Generator {
         var state: UInt64
         mutating func next() -> UInt8 {
-            state = state &* 6364136223846793005 &+ 1442695040888963407
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
             return UInt8(truncatingIfNeeded: state >> 33)
         }
         mutating func bytes(_ count: Int) -> [UInt8] { (0..<count).map { _ in next() } }
@@ -53,10 +53,12 @@ import Testing
 
     // MARK: - Events
 
-    static let eventCodes: [HCIEventCode] = [.disconnectionComplete, .encryptionChange, .readRemoteVersionInformationComplete,
-                                             .commandComplete, .commandStatus, .hardwareError, .numberOfCompletedPackets,
-                                             .dataBufferOverflow, .encryptionKeyRefreshComplete, .leMeta, .leMeta, .leMeta,
-                                             .leMeta, HCIEventCode(rawValue: 0xFF)]
+    static let eventCodes: [HCIEventCode] = [
+        .disconnectionComplete, .encryptionChange, .readRemoteVersionInformationComplete,
+        .commandComplete, .commandStatus, .hardwareError, .numberOfCompletedPackets,
+        .dataBufferOverflow, .encryptionKeyRefreshComplete, .leMeta, .leMeta, .leMeta,
+        .leMeta, HCIEventCode(rawValue: 0xFF),
+    ]
 
     /// A random event, its handles mostly those of live links. `nil` for one that would legitimately end or
     /// replace a live link (its loss is not what this test is about).
@@ -104,8 +106,10 @@ import Testing
 
     /// ATT opcodes a peer client may send (requests, commands) and server-initiated ones, none of which can
     /// close this side's bearer.
-    static let harmlessATTOpcodes: [UInt8] = [0x02, 0x04, 0x06, 0x08, 0x0A, 0x0C, 0x0E, 0x10, 0x12, 0x16, 0x18, 0x20,
-                                              0x52, 0xD2, 0x1B, 0x1D, 0x1E, 0x23, 0x7F]
+    static let harmlessATTOpcodes: [UInt8] = [
+        0x02, 0x04, 0x06, 0x08, 0x0A, 0x0C, 0x0E, 0x10, 0x12, 0x16, 0x18, 0x20,
+        0x52, 0xD2, 0x1B, 0x1D, 0x1E, 0x23, 0x7F,
+    ]
 
     /// One ACL packet of garbage: any handle (mostly live ones), any boundary flag, and either a B-frame on
     /// ATT, signalling, SMP or an unknown channel (its length right or not), or bare random bytes.
@@ -154,7 +158,8 @@ import Testing
     /// central link's bearer survived, else with an error, the host having asked for the link to go.
     @Test func randomACLOfEveryKindThenAReadCompletes() throws {
         var g = Generator(state: 0xACA11)
-        var succeeded = 0, failed = 0
+        var succeeded = 0
+        var failed = 0
         for _ in 0..<20 {
             let harness = try Self.harness()
             for _ in 0..<(1 + g.below(60)) {

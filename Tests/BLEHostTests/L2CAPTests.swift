@@ -61,8 +61,9 @@ import Testing
         let harness = HostHarness()
         try harness.started()
         harness.connectCentral(1)
-        harness.controller.deliverL2CAP(handle: ConnectionHandle(1), channel: .leSignaling,
-                                        [0x3F, 0x09, 0x02, 0x00, 0xAB, 0xCD])  // unknown code 0x3F, identifier 9
+        harness.controller.deliverL2CAP(
+            handle: ConnectionHandle(1), channel: .leSignaling,
+            [0x3F, 0x09, 0x02, 0x00, 0xAB, 0xCD])  // unknown code 0x3F, identifier 9
         let signalling = harness.controller.l2cap(on: ConnectionHandle(1)).filter { $0.channel == .leSignaling }
         // Command Reject (0x01), identifier 9, length 2, reason Command Not Understood (0x0000).
         #expect(signalling.map(\.payload) == [[0x01, 0x09, 0x02, 0x00, 0x00, 0x00]])
@@ -74,7 +75,8 @@ import Testing
         harness.connect(2, role: .peripheral)
         harness.controller.clear()
         // Pairing Request: IO NoInputNoOutput, no OOB, bonding + SC, max key 16, key distributions.
-        harness.controller.deliverL2CAP(handle: ConnectionHandle(2), channel: .smp, [0x01, 0x03, 0x00, 0x09, 0x10, 0x07, 0x07])
+        harness.controller.deliverL2CAP(
+            handle: ConnectionHandle(2), channel: .smp, [0x01, 0x03, 0x00, 0x09, 0x10, 0x07, 0x07])
         let smp = harness.controller.l2cap(on: ConnectionHandle(2)).filter { $0.channel == .smp }
         #expect(smp.map(\.payload) == [[0x05, 0x05]])  // Pairing Failed, Pairing Not Supported
 

@@ -10,12 +10,13 @@ import Testing
         let harness = HostHarness()
         let info = try #require(try harness.start()?.get())
 
-        #expect(harness.controller.opcodes == [
-            .reset, .leSetScanEnable, .leSetAdvertisingEnable,  // a Reset that kept them on (Bumble's) is covered
-            .readLocalVersionInformation, .readLocalSupportedCommands, .readBDADDR,
-            .setEventMask, .leSetEventMask, .leReadBufferSize, .leReadLocalSupportedFeatures,
-            .leWriteSuggestedDefaultDataLength,
-        ])
+        #expect(
+            harness.controller.opcodes == [
+                .reset, .leSetScanEnable, .leSetAdvertisingEnable,  // a Reset that kept them on (Bumble's) is covered
+                .readLocalVersionInformation, .readLocalSupportedCommands, .readBDADDR,
+                .setEventMask, .leSetEventMask, .leReadBufferSize, .leReadLocalSupportedFeatures,
+                .leWriteSuggestedDefaultDataLength,
+            ])
         let profile = harness.controller.profile
         #expect(info.address == profile.address)
         #expect(info.address.type == .publicDevice)
@@ -36,8 +37,11 @@ import Testing
         let mask = try HCISetEventMask(packet: try #require(commands.first { $0.opcode == .setEventMask }))
         #expect(mask.eventMask.contains([.disconnectionComplete, .encryptionChange, .leMeta]))
         let leMask = try HCILESetEventMask(packet: try #require(commands.first { $0.opcode == .leSetEventMask }))
-        #expect(leMask.leEventMask.contains([.connectionComplete, .advertisingReport, .connectionUpdateComplete,
-                                             .dataLengthChange, .longTermKeyRequest]))
+        #expect(
+            leMask.leEventMask.contains([
+                .connectionComplete, .advertisingReport, .connectionUpdateComplete,
+                .dataLengthChange, .longTermKeyRequest,
+            ]))
 
         let suggested = try HCILEWriteSuggestedDefaultDataLength(
             packet: try #require(commands.first { $0.opcode == .leWriteSuggestedDefaultDataLength }))
@@ -51,12 +55,13 @@ import Testing
         let harness = HostHarness(profile: profile)
         let info = try #require(try harness.start()?.get())
 
-        #expect(harness.controller.opcodes == [
-            .reset, .leSetScanEnable, .leSetAdvertisingEnable,  // a Reset that kept them on (Bumble's) is covered
-            .readLocalVersionInformation, .readLocalSupportedCommands, .readBDADDR,
-            .setEventMask, .leSetEventMask, .leReadBufferSize, .leReadLocalSupportedFeatures,
-            .leSetRandomAddress, .leWriteSuggestedDefaultDataLength,
-        ])
+        #expect(
+            harness.controller.opcodes == [
+                .reset, .leSetScanEnable, .leSetAdvertisingEnable,  // a Reset that kept them on (Bumble's) is covered
+                .readLocalVersionInformation, .readLocalSupportedCommands, .readBDADDR,
+                .setEventMask, .leSetEventMask, .leReadBufferSize, .leReadLocalSupportedFeatures,
+                .leSetRandomAddress, .leWriteSuggestedDefaultDataLength,
+            ])
         let set = try HCILESetRandomAddress(
             packet: try #require(harness.controller.commands.first { $0.opcode == .leSetRandomAddress }))
         #expect(set.randomAddress.bytes == info.address.bytes)

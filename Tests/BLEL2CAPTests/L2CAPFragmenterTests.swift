@@ -7,11 +7,12 @@ import Testing
     @Test func goldenFragments() {
         let frame = L2CAPBasicFrame(channelID: .att, payload: [0x1B, 0x03, 0x00, 0x01, 0x02, 0x03])
         let fragments = L2CAPFragmenter(maximumFragmentLength: 4).fragments(of: frame)
-        #expect(fragments == [
-            L2CAPFragment(boundary: .firstNonFlushable, data: [0x06, 0x00, 0x04, 0x00]),  // header
-            L2CAPFragment(boundary: .continuing, data: [0x1B, 0x03, 0x00, 0x01]),  // Handle Value Notification...
-            L2CAPFragment(boundary: .continuing, data: [0x02, 0x03]),
-        ])
+        #expect(
+            fragments == [
+                L2CAPFragment(boundary: .firstNonFlushable, data: [0x06, 0x00, 0x04, 0x00]),  // header
+                L2CAPFragment(boundary: .continuing, data: [0x1B, 0x03, 0x00, 0x01]),  // Handle Value Notification...
+                L2CAPFragment(boundary: .continuing, data: [0x02, 0x03]),
+            ])
     }
 
     @Test func fitsInOne() {
@@ -54,10 +55,13 @@ import Testing
 
     @Test func interleavedFramesOnTwoConnectionsStayApart() {
         // One recombiner per connection: fragments of two links interleave without harm.
-        let a = sampleFrame(length: 80), b = sampleFrame(length: 60, channelID: .smp)
+        let a = sampleFrame(length: 80)
+        let b = sampleFrame(length: 60, channelID: .smp)
         let fragmenter = L2CAPFragmenter(maximumFragmentLength: 27)
-        var fa = fragmenter.fragments(of: a)[...], fb = fragmenter.fragments(of: b)[...]
-        var ra = L2CAPRecombiner(), rb = L2CAPRecombiner()
+        var fa = fragmenter.fragments(of: a)[...]
+        var fb = fragmenter.fragments(of: b)[...]
+        var ra = L2CAPRecombiner()
+        var rb = L2CAPRecombiner()
         var got: [L2CAPBasicFrame] = []
         while !fa.isEmpty || !fb.isEmpty {
             if let f = fa.popFirst(), let frame = ra.receive(f).frame { got.append(frame) }

@@ -33,7 +33,8 @@ func bytes(_ frame: L2CAPBasicFrame) -> [UInt8] { Array(frame.encoded.readableBy
         var outputs: [L2CAPRecombiner.Output] = []
         for (index, start) in stride(from: 0, to: encoded.count, by: 27).enumerated() {
             let chunk = Array(encoded[start..<min(start + 27, encoded.count)])
-            outputs.append(recombiner.receive(ByteBuffer(bytes: chunk), boundary: index == 0 ? .firstFlushable : .continuing))
+            outputs.append(
+                recombiner.receive(ByteBuffer(bytes: chunk), boundary: index == 0 ? .firstFlushable : .continuing))
         }
         #expect(outputs.dropLast().allSatisfy { $0 == .needMoreFragments })
         #expect(outputs.last == L2CAPRecombiner.Output(frame: frame))
@@ -45,7 +46,9 @@ func bytes(_ frame: L2CAPBasicFrame) -> [UInt8] { Array(frame.encoded.readableBy
         var recombiner = L2CAPRecombiner()
         let frame = sampleFrame(length: 2)
         let encoded = bytes(frame)
-        #expect(recombiner.receive(ByteBuffer(bytes: encoded.prefix(split)), boundary: .firstFlushable) == .needMoreFragments)
+        #expect(
+            recombiner.receive(ByteBuffer(bytes: encoded.prefix(split)), boundary: .firstFlushable)
+                == .needMoreFragments)
         #expect(recombiner.isAssembling)
         let rest = recombiner.receive(ByteBuffer(bytes: encoded.dropFirst(split)), boundary: .continuing)
         #expect(rest == L2CAPRecombiner.Output(frame: frame))
@@ -56,7 +59,8 @@ func bytes(_ frame: L2CAPBasicFrame) -> [UInt8] { Array(frame.encoded.readableBy
         let frame = sampleFrame(length: 40)
         let encoded = bytes(frame)
         for (index, octet) in encoded.enumerated() {
-            let output = recombiner.receive(ByteBuffer(bytes: [octet]), boundary: index == 0 ? .firstFlushable : .continuing)
+            let output = recombiner.receive(
+                ByteBuffer(bytes: [octet]), boundary: index == 0 ? .firstFlushable : .continuing)
             if index == encoded.count - 1 {
                 #expect(output == L2CAPRecombiner.Output(frame: frame))
             } else {
@@ -91,7 +95,10 @@ func bytes(_ frame: L2CAPBasicFrame) -> [UInt8] { Array(frame.encoded.readableBy
         #expect(output.errors == [.incompleteFrameDropped()])
         #expect(output.frame == new)
         // The old frame's late continuation is now unexpected.
-        #expect(recombiner.receive(ByteBuffer(bytes: old.dropFirst(27)), boundary: .continuing).errors == [.unexpectedContinuation()])
+        #expect(
+            recombiner.receive(ByteBuffer(bytes: old.dropFirst(27)), boundary: .continuing).errors == [
+                .unexpectedContinuation()
+            ])
     }
 
     @Test func newStartThatIsItselfIncomplete() {
@@ -105,11 +112,14 @@ func bytes(_ frame: L2CAPBasicFrame) -> [UInt8] { Array(frame.encoded.readableBy
     @Test func fragmentOverrunningTheDeclaredLength() {
         var recombiner = L2CAPRecombiner()
         // In the first packet.
-        let first = recombiner.receive(ByteBuffer(bytes: [0x01, 0x00, 0x04, 0x00, 0xAA, 0xBB]), boundary: .firstFlushable)
+        let first = recombiner.receive(
+            ByteBuffer(bytes: [0x01, 0x00, 0x04, 0x00, 0xAA, 0xBB]), boundary: .firstFlushable)
         #expect(first == L2CAPRecombiner.Output(errors: [.fragmentOverrun()]))
         #expect(!recombiner.isAssembling)
         // In a continuation.
-        #expect(recombiner.receive(ByteBuffer(bytes: [0x03, 0x00, 0x04, 0x00, 0x01]), boundary: .firstFlushable) == .needMoreFragments)
+        #expect(
+            recombiner.receive(ByteBuffer(bytes: [0x03, 0x00, 0x04, 0x00, 0x01]), boundary: .firstFlushable)
+                == .needMoreFragments)
         let later = recombiner.receive(ByteBuffer(bytes: [0x02, 0x03, 0x04]), boundary: .continuing)
         #expect(later.errors == [.fragmentOverrun()])
         #expect(later.frame == nil)
@@ -146,7 +156,8 @@ func bytes(_ frame: L2CAPBasicFrame) -> [UInt8] { Array(frame.encoded.readableBy
         _ = recombiner.receive(ByteBuffer(bytes: [0x05, 0x00]), boundary: .firstFlushable)
         recombiner.reset()
         #expect(!recombiner.isAssembling)
-        #expect(recombiner.receive(ByteBuffer(bytes: [0x04]), boundary: .continuing).errors == [.unexpectedContinuation()])
+        #expect(
+            recombiner.receive(ByteBuffer(bytes: [0x04]), boundary: .continuing).errors == [.unexpectedContinuation()])
     }
 
     @Test func emptyPackets() {

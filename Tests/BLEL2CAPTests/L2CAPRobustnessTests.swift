@@ -10,7 +10,7 @@ import Testing
     struct Generator {
         var state: UInt64
         mutating func next() -> UInt8 {
-            state = state &* 6364136223846793005 &+ 1442695040888963407
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
             return UInt8(truncatingIfNeeded: state >> 33)
         }
         mutating func bytes(_ count: Int) -> [UInt8] { (0..<count).map { _ in next() } }
@@ -37,7 +37,8 @@ import Testing
         var out: [L2CAPFragment] = []
         repeat {
             let take = min(bytes.count, 1 + g.below(30))
-            let boundary: L2CAPPacketBoundary = out.isEmpty ? (g.chance(50) ? .firstNonFlushable : .firstFlushable) : .continuing
+            let boundary: L2CAPPacketBoundary =
+                out.isEmpty ? (g.chance(50) ? .firstNonFlushable : .firstFlushable) : .continuing
             out.append(L2CAPFragment(boundary: boundary, data: Array(bytes.prefix(take))))
             bytes = bytes.dropFirst(take)
         } while !bytes.isEmpty
@@ -57,8 +58,9 @@ import Testing
                 #expect(output.errors.count <= 2)
             }
             // A whole valid frame after the garbage arrives intact, whatever state the garbage left behind.
-            let frame = L2CAPBasicFrame(channelID: L2CAPChannelID(rawValue: UInt16(g.below(0x10000))),
-                                        payload: g.bytes(g.below(min(limit, 100) + 1)))
+            let frame = L2CAPBasicFrame(
+                channelID: L2CAPChannelID(rawValue: UInt16(g.below(0x10000))),
+                payload: g.bytes(g.below(min(limit, 100) + 1)))
             var frames: [L2CAPBasicFrame] = []
             for fragment in Self.fragments(of: frame, &g) {
                 let output = recombiner.receive(fragment)
@@ -91,17 +93,36 @@ import Testing
     static let goldenCommands: [L2CAPSignalingCommand] = [
         L2CAPSignalingCommand(identifier: 1, .commandReject(.commandNotUnderstood)),
         L2CAPSignalingCommand(identifier: 2, .commandReject(.signalingMTUExceeded(actualMTU: 23))),
-        L2CAPSignalingCommand(identifier: 3, .commandReject(.invalidCID(local: L2CAPChannelID(rawValue: 0x40),
-                                                                         remote: L2CAPChannelID(rawValue: 0x41)))),
-        L2CAPSignalingCommand(identifier: 4, .disconnectionRequest(.init(destinationCID: L2CAPChannelID(rawValue: 0x40),
-                                                                         sourceCID: L2CAPChannelID(rawValue: 0x41)))),
-        L2CAPSignalingCommand(identifier: 5, .disconnectionResponse(.init(destinationCID: L2CAPChannelID(rawValue: 0x40),
-                                                                          sourceCID: L2CAPChannelID(rawValue: 0x41)))),
-        L2CAPSignalingCommand(identifier: 6, .connectionParameterUpdateRequest(.init(parameters: .init(
-            minimumInterval: 24, maximumInterval: 40, peripheralLatency: 0, supervisionTimeout: 500)))),
+        L2CAPSignalingCommand(
+            identifier: 3,
+            .commandReject(
+                .invalidCID(
+                    local: L2CAPChannelID(rawValue: 0x40),
+                    remote: L2CAPChannelID(rawValue: 0x41)))),
+        L2CAPSignalingCommand(
+            identifier: 4,
+            .disconnectionRequest(
+                .init(
+                    destinationCID: L2CAPChannelID(rawValue: 0x40),
+                    sourceCID: L2CAPChannelID(rawValue: 0x41)))),
+        L2CAPSignalingCommand(
+            identifier: 5,
+            .disconnectionResponse(
+                .init(
+                    destinationCID: L2CAPChannelID(rawValue: 0x40),
+                    sourceCID: L2CAPChannelID(rawValue: 0x41)))),
+        L2CAPSignalingCommand(
+            identifier: 6,
+            .connectionParameterUpdateRequest(
+                .init(
+                    parameters: .init(
+                        minimumInterval: 24, maximumInterval: 40, peripheralLatency: 0, supervisionTimeout: 500)))),
         L2CAPSignalingCommand(identifier: 7, .connectionParameterUpdateResponse(.init(result: .rejected))),
-        L2CAPSignalingCommand(identifier: 8, .leCreditBasedConnectionRequest(.init(
-            spsm: 0x0080, sourceCID: L2CAPChannelID(rawValue: 0x40), mtu: 512, mps: 247, initialCredits: 10))),
+        L2CAPSignalingCommand(
+            identifier: 8,
+            .leCreditBasedConnectionRequest(
+                .init(
+                    spsm: 0x0080, sourceCID: L2CAPChannelID(rawValue: 0x40), mtu: 512, mps: 247, initialCredits: 10))),
         L2CAPSignalingCommand(identifier: 9, .leCreditBasedConnectionResponse(.refused(.spsmNotSupported))),
     ]
 
@@ -165,8 +186,9 @@ import Testing
         var channel = L2CAPSignalingChannel(role: role, signalingMTU: 23 + g.below(40))
         var completed: [L2CAPSignalingIdentifier: Int] = [:]
         var outstanding: Set<L2CAPSignalingIdentifier> = []
-        let parameters = L2CAPConnectionParameters(minimumInterval: 24, maximumInterval: 40, peripheralLatency: 0,
-                                                   supervisionTimeout: 500)
+        let parameters = L2CAPConnectionParameters(
+            minimumInterval: 24, maximumInterval: 40, peripheralLatency: 0,
+            supervisionTimeout: 500)
         func tally(_ actions: [L2CAPSignalingChannel.Action]) {
             for action in actions {
                 if case .connectionParameterUpdateCompleted(let identifier, _) = action {
@@ -195,24 +217,32 @@ import Testing
         // After all that the channel still does its job.
         switch role {
         case .central:
-            let request = L2CAPSignalingCommand(identifier: 0x42, .connectionParameterUpdateRequest(.init(parameters: parameters)))
+            let request = L2CAPSignalingCommand(
+                identifier: 0x42, .connectionParameterUpdateRequest(.init(parameters: parameters)))
             #expect(channel.received(request.encoded) == [.requestConnectionUpdate(parameters, identifier: 0x42)])
-            #expect(channel.respondToConnectionParameterUpdate(identifier: 0x42, accepted: true) == [
-                .send(L2CAPSignalingCommand(identifier: 0x42, .connectionParameterUpdateResponse(.init(result: .accepted)))),
-            ])
+            #expect(
+                channel.respondToConnectionParameterUpdate(identifier: 0x42, accepted: true) == [
+                    .send(
+                        L2CAPSignalingCommand(
+                            identifier: 0x42, .connectionParameterUpdateResponse(.init(result: .accepted))))
+                ])
         case .peripheral:
             for identifier in outstanding { tally(channel.timerFired(.init(identifier: identifier))) }
             let (identifier, _) = try channel.requestConnectionParameterUpdate(parameters)
-            let response = L2CAPSignalingCommand(identifier: identifier,
-                                                 .connectionParameterUpdateResponse(.init(result: .accepted)))
-            #expect(channel.received(response.encoded) == [
-                .cancelTimer(.init(identifier: identifier)), .connectionParameterUpdateCompleted(identifier, .accepted),
-            ])
+            let response = L2CAPSignalingCommand(
+                identifier: identifier,
+                .connectionParameterUpdateResponse(.init(result: .accepted)))
+            #expect(
+                channel.received(response.encoded) == [
+                    .cancelTimer(.init(identifier: identifier)),
+                    .connectionParameterUpdateCompleted(identifier, .accepted),
+                ])
         }
         // An unknown request is still rejected with its identifier.
-        #expect(channel.received(ByteBuffer(bytes: [0x7E, 0x33, 0x00, 0x00])) == [
-            .send(L2CAPSignalingCommand(identifier: 0x33, .commandReject(.commandNotUnderstood))),
-        ])
+        #expect(
+            channel.received(ByteBuffer(bytes: [0x7E, 0x33, 0x00, 0x00])) == [
+                .send(L2CAPSignalingCommand(identifier: 0x33, .commandReject(.commandNotUnderstood)))
+            ])
         _ = channel.linkDisconnected()
         #expect(channel.received(ByteBuffer(bytes: [0x7E, 0x33, 0x00, 0x00])).isEmpty)
     }

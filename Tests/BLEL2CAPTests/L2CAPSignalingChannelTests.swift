@@ -29,10 +29,12 @@ func sent(_ actions: [Action]) -> [L2CAPSignalingCommand] {
 
         let (identifier, requestActions) = try peripheral.requestConnectionParameterUpdate(.sample)
         #expect(identifier == 1)
-        #expect(requestActions == [
-            .send(L2CAPSignalingCommand(identifier: 1, .connectionParameterUpdateRequest(.init(parameters: .sample)))),
-            .startTimer(.init(identifier: 1), after: .seconds(30)),
-        ])
+        #expect(
+            requestActions == [
+                .send(
+                    L2CAPSignalingCommand(identifier: 1, .connectionParameterUpdateRequest(.init(parameters: .sample)))),
+                .startTimer(.init(identifier: 1), after: .seconds(30)),
+            ])
         #expect(peripheral.outstandingRequests == [1])
 
         let centralActions = sent(requestActions).flatMap { central.received($0) }
@@ -40,7 +42,10 @@ func sent(_ actions: [Action]) -> [L2CAPSignalingCommand] {
 
         // The host applied the parameters through HCI.
         let response = central.respondToConnectionParameterUpdate(identifier: 1, accepted: true)
-        #expect(sent(response) == [L2CAPSignalingCommand(identifier: 1, .connectionParameterUpdateResponse(.init(result: .accepted)))])
+        #expect(
+            sent(response) == [
+                L2CAPSignalingCommand(identifier: 1, .connectionParameterUpdateResponse(.init(result: .accepted)))
+            ])
         // Answering twice does nothing.
         #expect(central.respondToConnectionParameterUpdate(identifier: 1, accepted: true) == [])
 
@@ -55,25 +60,41 @@ func sent(_ actions: [Action]) -> [L2CAPSignalingCommand] {
         var central = L2CAPSignalingChannel(role: .central)
         var peripheral = L2CAPSignalingChannel(role: .peripheral)
         let (identifier, actions) = try peripheral.requestConnectionParameterUpdate(.sample)
-        #expect(sent(actions).flatMap { central.received($0) } == [.requestConnectionUpdate(.sample, identifier: identifier)])
+        #expect(
+            sent(actions).flatMap { central.received($0) } == [
+                .requestConnectionUpdate(.sample, identifier: identifier)
+            ])
         let response = central.respondToConnectionParameterUpdate(identifier: identifier, accepted: false)
-        #expect(sent(response).flatMap { peripheral.received($0) }
-            == [.cancelTimer(.init(identifier: identifier)), .connectionParameterUpdateCompleted(identifier, .rejected)])
+        #expect(
+            sent(response).flatMap { peripheral.received($0) }
+                == [
+                    .cancelTimer(.init(identifier: identifier)),
+                    .connectionParameterUpdateCompleted(identifier, .rejected),
+                ])
     }
 
     @Test func invalidParametersAreRejectedAtOnceByTheCentral() {
         var central = L2CAPSignalingChannel(role: .central)
         let invalid: [L2CAPConnectionParameters] = [
-            .init(minimumInterval: 12, maximumInterval: 6, peripheralLatency: 0, supervisionTimeout: 500),  // min > max
-            .init(minimumInterval: 6, maximumInterval: 12, peripheralLatency: 0, supervisionTimeout: 5),  // timeout < 10
-            .init(minimumInterval: 6, maximumInterval: 12, peripheralLatency: 500, supervisionTimeout: 3200),  // latency
-            .init(minimumInterval: 800, maximumInterval: 800, peripheralLatency: 3, supervisionTimeout: 400),  // 4 s = 4 x 1 s... not above 8 s
+            // min > max
+            .init(minimumInterval: 12, maximumInterval: 6, peripheralLatency: 0, supervisionTimeout: 500),
+            // timeout < 10
+            .init(minimumInterval: 6, maximumInterval: 12, peripheralLatency: 0, supervisionTimeout: 5),
+            // latency
+            .init(minimumInterval: 6, maximumInterval: 12, peripheralLatency: 500, supervisionTimeout: 3200),
+            // 4 s = 4 x 1 s... not above 8 s
+            .init(minimumInterval: 800, maximumInterval: 800, peripheralLatency: 3, supervisionTimeout: 400),
         ]
         for (index, parameters) in invalid.enumerated() {
             let identifier = L2CAPSignalingIdentifier(rawValue: UInt8(index + 1))!
-            let request = L2CAPSignalingCommand(identifier: identifier, .connectionParameterUpdateRequest(.init(parameters: parameters)))
-            #expect(sent(central.received(request))
-                == [L2CAPSignalingCommand(identifier: identifier, .connectionParameterUpdateResponse(.init(result: .rejected)))])
+            let request = L2CAPSignalingCommand(
+                identifier: identifier, .connectionParameterUpdateRequest(.init(parameters: parameters)))
+            #expect(
+                sent(central.received(request))
+                    == [
+                        L2CAPSignalingCommand(
+                            identifier: identifier, .connectionParameterUpdateResponse(.init(result: .rejected)))
+                    ])
             // And it awaits no decision.
             #expect(central.respondToConnectionParameterUpdate(identifier: identifier, accepted: true) == [])
         }
@@ -83,8 +104,12 @@ func sent(_ actions: [Action]) -> [L2CAPSignalingCommand] {
         var central = L2CAPSignalingChannel(role: .central)
         var peripheral = L2CAPSignalingChannel(role: .peripheral)
         // A misbehaving central sends the request; the peripheral answers "not understood".
-        let request = L2CAPSignalingCommand(identifier: 9, .connectionParameterUpdateRequest(.init(parameters: .sample)))
-        #expect(sent(peripheral.received(request)) == [L2CAPSignalingCommand(identifier: 9, .commandReject(.commandNotUnderstood))])
+        let request = L2CAPSignalingCommand(
+            identifier: 9, .connectionParameterUpdateRequest(.init(parameters: .sample)))
+        #expect(
+            sent(peripheral.received(request)) == [
+                L2CAPSignalingCommand(identifier: 9, .commandReject(.commandNotUnderstood))
+            ])
         // And a central cannot send one.
         #expect(throws: L2CAPError.notAllowedForRole()) { try central.requestConnectionParameterUpdate(.sample) }
     }
@@ -94,18 +119,23 @@ func sent(_ actions: [Action]) -> [L2CAPSignalingCommand] {
         let (identifier, _) = try peripheral.requestConnectionParameterUpdate(.sample)
         // An old central that does not know the command.
         let reject = L2CAPSignalingCommand(identifier: identifier, .commandReject(.commandNotUnderstood))
-        #expect(peripheral.received(reject) == [
-            .cancelTimer(.init(identifier: identifier)),
-            .connectionParameterUpdateCompleted(identifier, .commandRejected(.commandNotUnderstood)),
-        ])
+        #expect(
+            peripheral.received(reject) == [
+                .cancelTimer(.init(identifier: identifier)),
+                .connectionParameterUpdateCompleted(identifier, .commandRejected(.commandNotUnderstood)),
+            ])
     }
 
     @Test func timeout() throws {
         var peripheral = L2CAPSignalingChannel(role: .peripheral)
         let (identifier, _) = try peripheral.requestConnectionParameterUpdate(.sample)
-        #expect(peripheral.timerFired(.init(identifier: identifier)) == [.connectionParameterUpdateCompleted(identifier, .timedOut)])
+        #expect(
+            peripheral.timerFired(.init(identifier: identifier)) == [
+                .connectionParameterUpdateCompleted(identifier, .timedOut)
+            ])
         // A late response and a stale timer are ignored.
-        let late = L2CAPSignalingCommand(identifier: identifier, .connectionParameterUpdateResponse(.init(result: .accepted)))
+        let late = L2CAPSignalingCommand(
+            identifier: identifier, .connectionParameterUpdateResponse(.init(result: .accepted)))
         #expect(peripheral.received(late) == [])
         #expect(peripheral.timerFired(.init(identifier: identifier)) == [])
     }
@@ -114,8 +144,12 @@ func sent(_ actions: [Action]) -> [L2CAPSignalingCommand] {
         var peripheral = L2CAPSignalingChannel(role: .peripheral)
         let (identifier, _) = try peripheral.requestConnectionParameterUpdate(.sample)
         let other = L2CAPSignalingIdentifier(rawValue: identifier.rawValue + 1)!
-        #expect(peripheral.received(L2CAPSignalingCommand(identifier: other, .connectionParameterUpdateResponse(.init(result: .accepted)))) == [])
-        #expect(peripheral.received(L2CAPSignalingCommand(identifier: other, .commandReject(.commandNotUnderstood))) == [])
+        #expect(
+            peripheral.received(
+                L2CAPSignalingCommand(identifier: other, .connectionParameterUpdateResponse(.init(result: .accepted))))
+                == [])
+        #expect(
+            peripheral.received(L2CAPSignalingCommand(identifier: other, .commandReject(.commandNotUnderstood))) == [])
         #expect(peripheral.outstandingRequests == [identifier])
     }
 
@@ -124,10 +158,11 @@ func sent(_ actions: [Action]) -> [L2CAPSignalingCommand] {
         let (first, _) = try peripheral.requestConnectionParameterUpdate(.sample)
         let (second, _) = try peripheral.requestConnectionParameterUpdate(.sample)
         #expect(first != second)
-        #expect(peripheral.linkDisconnected() == [
-            .cancelTimer(.init(identifier: first)), .connectionParameterUpdateCompleted(first, .linkDisconnected),
-            .cancelTimer(.init(identifier: second)), .connectionParameterUpdateCompleted(second, .linkDisconnected),
-        ])
+        #expect(
+            peripheral.linkDisconnected() == [
+                .cancelTimer(.init(identifier: first)), .connectionParameterUpdateCompleted(first, .linkDisconnected),
+                .cancelTimer(.init(identifier: second)), .connectionParameterUpdateCompleted(second, .linkDisconnected),
+            ])
         #expect(peripheral.isClosed)
         #expect(peripheral.linkDisconnected() == [])
         #expect(peripheral.timerFired(.init(identifier: first)) == [])
@@ -135,14 +170,16 @@ func sent(_ actions: [Action]) -> [L2CAPSignalingCommand] {
         #expect(throws: L2CAPError.linkDisconnected()) { try peripheral.requestConnectionParameterUpdate(.sample) }
 
         var central = L2CAPSignalingChannel(role: .central)
-        _ = central.received(L2CAPSignalingCommand(identifier: 3, .connectionParameterUpdateRequest(.init(parameters: .sample))))
+        _ = central.received(
+            L2CAPSignalingCommand(identifier: 3, .connectionParameterUpdateRequest(.init(parameters: .sample))))
         #expect(central.linkDisconnected() == [])
         #expect(central.respondToConnectionParameterUpdate(identifier: 3, accepted: true) == [])
     }
 
     @Test func requestParametersAreValidatedBeforeSending() {
         var peripheral = L2CAPSignalingChannel(role: .peripheral)
-        let invalid = L2CAPConnectionParameters(minimumInterval: 6, maximumInterval: 12, peripheralLatency: 0, supervisionTimeout: 1)
+        let invalid = L2CAPConnectionParameters(
+            minimumInterval: 6, maximumInterval: 12, peripheralLatency: 0, supervisionTimeout: 1)
         #expect(throws: L2CAPError.invalidParameters()) { try peripheral.requestConnectionParameterUpdate(invalid) }
         #expect(peripheral.outstandingRequests.isEmpty)
     }
@@ -169,12 +206,16 @@ func sent(_ actions: [Action]) -> [L2CAPSignalingCommand] {
         [0x0A, 0x05, 0x02, 0x00, 0x02, 0x00],  // Information Request: BR/EDR only
         [0x02, 0x05, 0x04, 0x00, 0x01, 0x00, 0x40, 0x00],  // Connection Request: BR/EDR only
         [0x7F, 0x05, 0x00, 0x00],  // unassigned code
-        [0x17, 0x05, 0x0A, 0x00, 0x80, 0x00, 0x00, 0x02, 0xF7, 0x00, 0x01, 0x00, 0x40, 0x00],  // Credit Based Connection Request
+        // Credit Based Connection Request
+        [0x17, 0x05, 0x0A, 0x00, 0x80, 0x00, 0x00, 0x02, 0xF7, 0x00, 0x01, 0x00, 0x40, 0x00],
     ])
     func unknownRequestsAreRejectedWithTheSameIdentifier(bytes: [UInt8]) {
         for role in [L2CAPSignalingChannel.Role.central, .peripheral] {
             var channel = L2CAPSignalingChannel(role: role)
-            #expect(sent(channel.received(bytes: bytes)) == [L2CAPSignalingCommand(identifier: 5, .commandReject(.commandNotUnderstood))])
+            #expect(
+                sent(channel.received(bytes: bytes)) == [
+                    L2CAPSignalingCommand(identifier: 5, .commandReject(.commandNotUnderstood))
+                ])
         }
     }
 
@@ -186,7 +227,10 @@ func sent(_ actions: [Action]) -> [L2CAPSignalingCommand] {
     ])
     func malformedRequestsAreRejected(bytes: [UInt8]) {
         var central = L2CAPSignalingChannel(role: .central)
-        #expect(sent(central.received(bytes: bytes)) == [L2CAPSignalingCommand(identifier: 5, .commandReject(.commandNotUnderstood))])
+        #expect(
+            sent(central.received(bytes: bytes)) == [
+                L2CAPSignalingCommand(identifier: 5, .commandReject(.commandNotUnderstood))
+            ])
     }
 
     @Test(arguments: [
@@ -211,23 +255,39 @@ func sent(_ actions: [Action]) -> [L2CAPSignalingCommand] {
     @Test func leCreditBasedConnectionIsRefused() {
         var channel = L2CAPSignalingChannel(role: .peripheral)
         let request = L2CAPSignalingCommand(identifier: 2, .leCreditBasedConnectionRequest(.sample))
-        #expect(sent(channel.received(request)) == [L2CAPSignalingCommand(identifier: 2, .leCreditBasedConnectionResponse(.refused(.spsmNotSupported)))])
+        #expect(
+            sent(channel.received(request)) == [
+                L2CAPSignalingCommand(identifier: 2, .leCreditBasedConnectionResponse(.refused(.spsmNotSupported)))
+            ])
     }
 
     @Test func disconnectionRequestForAnUnknownChannel() {
         var channel = L2CAPSignalingChannel(role: .central)
         let request = L2CAPSignalingCommand(
-            identifier: 4, .disconnectionRequest(.init(destinationCID: L2CAPChannelID(rawValue: 0x40), sourceCID: L2CAPChannelID(rawValue: 0x41))))
-        #expect(sent(channel.received(request)) == [L2CAPSignalingCommand(
-            identifier: 4, .commandReject(.invalidCID(local: L2CAPChannelID(rawValue: 0x40), remote: L2CAPChannelID(rawValue: 0x41))))])
+            identifier: 4,
+            .disconnectionRequest(
+                .init(destinationCID: L2CAPChannelID(rawValue: 0x40), sourceCID: L2CAPChannelID(rawValue: 0x41))))
+        #expect(
+            sent(channel.received(request)) == [
+                L2CAPSignalingCommand(
+                    identifier: 4,
+                    .commandReject(
+                        .invalidCID(local: L2CAPChannelID(rawValue: 0x40), remote: L2CAPChannelID(rawValue: 0x41))))
+            ])
     }
 
     @Test func signalingMTUExceeded() {
         var channel = L2CAPSignalingChannel(role: .central)
         let long: [UInt8] = [0x7E, 0x05, 0x14, 0x00] + [UInt8](repeating: 0, count: 20)  // 24 octets > 23
-        #expect(sent(channel.received(bytes: long)) == [L2CAPSignalingCommand(identifier: 5, .commandReject(.signalingMTUExceeded(actualMTU: 23)))])
+        #expect(
+            sent(channel.received(bytes: long)) == [
+                L2CAPSignalingCommand(identifier: 5, .commandReject(.signalingMTUExceeded(actualMTU: 23)))
+            ])
         var roomy = L2CAPSignalingChannel(role: .central, signalingMTU: 64)
-        #expect(sent(roomy.received(bytes: long)) == [L2CAPSignalingCommand(identifier: 5, .commandReject(.commandNotUnderstood))])
+        #expect(
+            sent(roomy.received(bytes: long)) == [
+                L2CAPSignalingCommand(identifier: 5, .commandReject(.commandNotUnderstood))
+            ])
         #expect(L2CAPSignalingChannel(role: .central, signalingMTU: 5).signalingMTU == 23)
     }
 
@@ -236,9 +296,12 @@ func sent(_ actions: [Action]) -> [L2CAPSignalingCommand] {
         var central = L2CAPSignalingChannel(role: .central)
         var peripheral = L2CAPSignalingChannel(role: .peripheral)
         let fragmenter = L2CAPFragmenter(maximumFragmentLength: 27)
-        var toCentral = L2CAPRecombiner(), toPeripheral = L2CAPRecombiner()
+        var toCentral = L2CAPRecombiner()
+        var toPeripheral = L2CAPRecombiner()
 
-        func deliver(_ actions: [Action], via recombiner: inout L2CAPRecombiner, to machine: inout L2CAPSignalingChannel) -> [Action] {
+        func deliver(
+            _ actions: [Action], via recombiner: inout L2CAPRecombiner, to machine: inout L2CAPSignalingChannel
+        ) -> [Action] {
             var out: [Action] = []
             for case .send(let command) in actions {
                 for fragment in fragmenter.fragments(of: command.frame) {
@@ -251,13 +314,17 @@ func sent(_ actions: [Action]) -> [L2CAPSignalingCommand] {
             return out
         }
 
-        let parameters = L2CAPConnectionParameters(minimumInterval: 24, maximumInterval: 40, peripheralLatency: 4, supervisionTimeout: 600)
+        let parameters = L2CAPConnectionParameters(
+            minimumInterval: 24, maximumInterval: 40, peripheralLatency: 4, supervisionTimeout: 600)
         let (identifier, request) = try peripheral.requestConnectionParameterUpdate(parameters)
         let decision = deliver(request, via: &toCentral, to: &central)
         #expect(decision == [.requestConnectionUpdate(parameters, identifier: identifier)])
         let response = central.respondToConnectionParameterUpdate(identifier: identifier, accepted: true)
         let done = deliver(response, via: &toPeripheral, to: &peripheral)
-        #expect(done == [.cancelTimer(.init(identifier: identifier)), .connectionParameterUpdateCompleted(identifier, .accepted)])
+        #expect(
+            done == [
+                .cancelTimer(.init(identifier: identifier)), .connectionParameterUpdateCompleted(identifier, .accepted),
+            ])
 
         // The central's unknown-command probe comes back rejected.
         let probe = L2CAPSignalingCommand(identifier: 42, .unknown(code: L2CAPSignalingCode(0x60), data: [1, 2, 3]))

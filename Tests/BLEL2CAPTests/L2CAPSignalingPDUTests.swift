@@ -12,12 +12,14 @@ struct SignalingGolden: Sendable, CustomTestStringConvertible {
 }
 
 extension L2CAPSignalingPDU.LECreditBasedConnectionRequest {
-    static let sample = Self(spsm: 0x0080, sourceCID: L2CAPChannelID(rawValue: 0x0040), mtu: 512, mps: 247, initialCredits: 10)
+    static let sample = Self(
+        spsm: 0x0080, sourceCID: L2CAPChannelID(rawValue: 0x0040), mtu: 512, mps: 247, initialCredits: 10)
 }
 
 extension L2CAPConnectionParameters {
     /// 7.5...15 ms, latency 0, 5 s timeout.
-    static let sample = L2CAPConnectionParameters(minimumInterval: 6, maximumInterval: 12, peripheralLatency: 0, supervisionTimeout: 500)
+    static let sample = L2CAPConnectionParameters(
+        minimumInterval: 6, maximumInterval: 12, peripheralLatency: 0, supervisionTimeout: 500)
 }
 
 @Suite struct L2CAPSignalingPDUTests {
@@ -47,7 +49,8 @@ extension L2CAPConnectionParameters {
             ],
             command: L2CAPSignalingCommand(
                 identifier: 9,
-                .commandReject(.invalidCID(local: L2CAPChannelID(rawValue: 0x40), remote: L2CAPChannelID(rawValue: 0x41))))),
+                .commandReject(
+                    .invalidCID(local: L2CAPChannelID(rawValue: 0x40), remote: L2CAPChannelID(rawValue: 0x41))))),
         SignalingGolden(
             name: "Disconnection Request",
             bytes: [
@@ -57,7 +60,8 @@ extension L2CAPConnectionParameters {
             ],
             command: L2CAPSignalingCommand(
                 identifier: 10,
-                .disconnectionRequest(.init(destinationCID: L2CAPChannelID(rawValue: 0x40), sourceCID: L2CAPChannelID(rawValue: 0x41))))),
+                .disconnectionRequest(
+                    .init(destinationCID: L2CAPChannelID(rawValue: 0x40), sourceCID: L2CAPChannelID(rawValue: 0x41))))),
         SignalingGolden(
             name: "Disconnection Response",
             bytes: [
@@ -67,7 +71,8 @@ extension L2CAPConnectionParameters {
             ],
             command: L2CAPSignalingCommand(
                 identifier: 10,
-                .disconnectionResponse(.init(destinationCID: L2CAPChannelID(rawValue: 0x40), sourceCID: L2CAPChannelID(rawValue: 0x41))))),
+                .disconnectionResponse(
+                    .init(destinationCID: L2CAPChannelID(rawValue: 0x40), sourceCID: L2CAPChannelID(rawValue: 0x41))))),
         SignalingGolden(
             name: "Connection Parameter Update Request",
             bytes: [
@@ -77,7 +82,8 @@ extension L2CAPConnectionParameters {
                 0x00, 0x00,  // Latency: 0
                 0xF4, 0x01,  // Timeout: 500 x 10 ms = 5 s
             ],
-            command: L2CAPSignalingCommand(identifier: 1, .connectionParameterUpdateRequest(.init(parameters: .sample)))),
+            command: L2CAPSignalingCommand(identifier: 1, .connectionParameterUpdateRequest(.init(parameters: .sample)))
+        ),
         SignalingGolden(
             name: "Connection Parameter Update Response, accepted",
             bytes: [
@@ -91,7 +97,8 @@ extension L2CAPConnectionParameters {
                 0x13, 0xFF, 0x02, 0x00,  // Connection Parameter Update Response, id 255, length 2
                 0x01, 0x00,  // Result: rejected
             ],
-            command: L2CAPSignalingCommand(identifier: 255, .connectionParameterUpdateResponse(.init(result: .rejected)))),
+            command: L2CAPSignalingCommand(
+                identifier: 255, .connectionParameterUpdateResponse(.init(result: .rejected)))),
         SignalingGolden(
             name: "LE Credit Based Connection Request",
             bytes: [
@@ -115,8 +122,10 @@ extension L2CAPConnectionParameters {
             ],
             command: L2CAPSignalingCommand(
                 identifier: 2,
-                .leCreditBasedConnectionResponse(.init(
-                    destinationCID: L2CAPChannelID(rawValue: 0x41), mtu: 512, mps: 247, initialCredits: 5, result: .successful)))),
+                .leCreditBasedConnectionResponse(
+                    .init(
+                        destinationCID: L2CAPChannelID(rawValue: 0x41), mtu: 512, mps: 247, initialCredits: 5,
+                        result: .successful)))),
         SignalingGolden(
             name: "LE Credit Based Connection Response, refused",
             bytes: [
@@ -124,7 +133,8 @@ extension L2CAPConnectionParameters {
                 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,  // DCID, MTU, MPS, credits: 0
                 0x02, 0x00,  // Result: SPSM not supported
             ],
-            command: L2CAPSignalingCommand(identifier: 3, .leCreditBasedConnectionResponse(.refused(.spsmNotSupported)))),
+            command: L2CAPSignalingCommand(identifier: 3, .leCreditBasedConnectionResponse(.refused(.spsmNotSupported)))
+        ),
         SignalingGolden(
             name: "Flow Control Credit Indication",
             bytes: [
@@ -206,14 +216,17 @@ extension L2CAPConnectionParameters {
     @Test func extraDataInAFixedSizeCommandIsIgnored() throws {
         let bytes: [UInt8] = [0x13, 0x01, 0x03, 0x00, 0x01, 0x00, 0xEE]
         let command = try L2CAPSignalingCommand(decoding: ByteBuffer(bytes: bytes))
-        #expect(command == L2CAPSignalingCommand(identifier: 1, .connectionParameterUpdateResponse(.init(result: .rejected))))
+        #expect(
+            command
+                == L2CAPSignalingCommand(identifier: 1, .connectionParameterUpdateResponse(.init(result: .rejected))))
     }
 
     @Test func commandRejectData() {
         let mtu = L2CAPSignalingPDU.CommandReject.signalingMTUExceeded(actualMTU: 0x0200)
         #expect(mtu.actualMTU == 0x0200)
         #expect(mtu.invalidCIDs == nil)
-        let cid = L2CAPSignalingPDU.CommandReject.invalidCID(local: L2CAPChannelID(rawValue: 0x40), remote: L2CAPChannelID(rawValue: 0x41))
+        let cid = L2CAPSignalingPDU.CommandReject.invalidCID(
+            local: L2CAPChannelID(rawValue: 0x40), remote: L2CAPChannelID(rawValue: 0x41))
         #expect(cid.invalidCIDs?.local == L2CAPChannelID(rawValue: 0x40))
         #expect(cid.invalidCIDs?.remote == L2CAPChannelID(rawValue: 0x41))
         #expect(cid.actualMTU == nil)
@@ -227,7 +240,9 @@ extension L2CAPConnectionParameters {
     }
 
     @Test func descriptions() {
-        #expect(L2CAPSignalingCode.connectionParameterUpdateRequest.description == "L2CAP_CONNECTION_PARAMETER_UPDATE_REQ (0x12)")
+        #expect(
+            L2CAPSignalingCode.connectionParameterUpdateRequest.description
+                == "L2CAP_CONNECTION_PARAMETER_UPDATE_REQ (0x12)")
         #expect(L2CAPSignalingCode(0x7F).description == "0x7F")
         #expect(L2CAPSignalingPDU.CommandReject.Reason(rawValue: 0x0002).description == "Invalid CID in request")
         #expect(L2CAPSignalingCode.connectionParameterUpdateResponse.isResponse)
@@ -236,7 +251,8 @@ extension L2CAPConnectionParameters {
 
     @Test func connectionParameterValidation() {
         func p(_ min: UInt16, _ max: UInt16, _ latency: UInt16, _ timeout: UInt16) -> L2CAPConnectionParameters {
-            L2CAPConnectionParameters(minimumInterval: min, maximumInterval: max, peripheralLatency: latency, supervisionTimeout: timeout)
+            L2CAPConnectionParameters(
+                minimumInterval: min, maximumInterval: max, peripheralLatency: latency, supervisionTimeout: timeout)
         }
         #expect(L2CAPConnectionParameters.sample.isValid)
         #expect(p(6, 3200, 0, 3200).isValid)  // 4 s interval, 32 s timeout: 32 s > 8 s

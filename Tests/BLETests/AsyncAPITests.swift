@@ -1,8 +1,9 @@
-@testable import BLE
 import Dispatch
 import Foundation
 import Synchronization
 import Testing
+
+@testable import BLE
 
 // The async/await layer on two devices of a simulated radio. The radio only moves when someone runs it, so
 // every test body runs under `drive`, which advances virtual time in small steps beside it until the body
@@ -42,7 +43,8 @@ struct AsyncAPITests {
                 if case .subscribed(_, let c) = event, c.uuid == Self.counter { break }
             }
             for v in UInt8(10)..<13 {
-                try await rig.server.manager.updateValue(Data([v]), for: rig.server.counter, onSubscribedCentrals: nil, timeout: .seconds(1))
+                try await rig.server.manager.updateValue(
+                    Data([v]), for: rig.server.counter, onSubscribedCentrals: nil, timeout: .seconds(1))
             }
             var received: [Data] = []
             for try await value in stream {
@@ -73,7 +75,8 @@ struct AsyncAPITests {
         try await rig.drive {
             try await rig.central.waitUntilPoweredOn(timeout: .seconds(1))
             // Nobody has this address: the request would stay pending forever.
-            let ghost = rig.central.peripheral(for: BluetoothAddress(bytes: [1, 2, 3, 4, 5, 0xC6], type: .randomDevice))
+            let ghost = rig.central.peripheral(
+                for: BluetoothAddress(bytes: [1, 2, 3, 4, 5, 0xC6], type: .randomDevice))
             let start = rig.radio.now
             let error = await #expect(throws: BluetoothError.self) {
                 try await rig.central.connect(ghost, timeout: .seconds(3))
@@ -190,7 +193,8 @@ struct AsyncAPITests {
             }
             let values = (0..<30).map { Data([UInt8($0)]) }
             for v in values {
-                try await rig.server.manager.updateValue(v, for: rig.server.counter, onSubscribedCentrals: nil, timeout: .seconds(5))
+                try await rig.server.manager.updateValue(
+                    v, for: rig.server.counter, onSubscribedCentrals: nil, timeout: .seconds(5))
             }
             var received: [Data] = []
             for try await value in stream {
@@ -230,10 +234,14 @@ final class AsyncRig: Sendable {
     /// While set, the driver holds the radio still.
     let pause = Mutex(false)
 
-    init(configuration: BluetoothSystem.Configuration = .init(), sensorConfiguration: BluetoothSystem.Configuration = .init()) {
+    init(
+        configuration: BluetoothSystem.Configuration = .init(),
+        sensorConfiguration: BluetoothSystem.Configuration = .init()
+    ) {
         phoneSystem = BluetoothSystem.simulated(on: radio, name: "phone", configuration: configuration)
-        sensorSystem = BluetoothSystem.simulated(on: radio, name: "sensor", position: RadioPosition(x: 2, y: 0),
-                                                 configuration: sensorConfiguration)
+        sensorSystem = BluetoothSystem.simulated(
+            on: radio, name: "sensor", position: RadioPosition(x: 2, y: 0),
+            configuration: sensorConfiguration)
         central = CentralManager(delegate: nil, queue: DispatchQueue(label: "phone"), options: nil, system: phoneSystem)
         server = AsyncTestServer(system: sensorSystem)
     }
@@ -279,9 +287,11 @@ final class AsyncRig: Sendable {
 /// (write, write without response; values recorded), served from the async `requests` stream.
 final class AsyncTestServer: Sendable {
     let manager: PeripheralManager
-    let counter = MutableCharacteristic(type: AsyncAPITests.counter, properties: [.read, .notify], value: nil, permissions: [.readable])
-    let sink = MutableCharacteristic(type: AsyncAPITests.sink, properties: [.write, .writeWithoutResponse], value: nil,
-                                     permissions: [.writeable])
+    let counter = MutableCharacteristic(
+        type: AsyncAPITests.counter, properties: [.read, .notify], value: nil, permissions: [.readable])
+    let sink = MutableCharacteristic(
+        type: AsyncAPITests.sink, properties: [.write, .writeWithoutResponse], value: nil,
+        permissions: [.writeable])
     let writes = AsyncLocked<[Data]>([])
     let reads = Mutex<UInt8>(0)
     let holdReads = Mutex(false)
@@ -306,8 +316,9 @@ final class AsyncTestServer: Sendable {
                 for await request in requests { await handle(request) }
             }
         }
-        try await manager.startAdvertising(AdvertisementData(localName: "sensor", serviceUUIDs: [AsyncAPITests.service]),
-                                           timeout: .seconds(1))
+        try await manager.startAdvertising(
+            AdvertisementData(localName: "sensor", serviceUUIDs: [AsyncAPITests.service]),
+            timeout: .seconds(1))
         #expect(manager.isAdvertising)
     }
 
@@ -318,8 +329,12 @@ final class AsyncTestServer: Sendable {
                 held.withLock { $0.append(r) }
                 return
             }
-            if notifyBeforeFirstRead.withLock({ flag -> Bool in defer { flag = false }; return flag }) {
-                try? await manager.updateValue(Data([0xAA]), for: counter, onSubscribedCentrals: nil, timeout: .seconds(1))
+            if notifyBeforeFirstRead.withLock({ flag -> Bool in
+                defer { flag = false }
+                return flag
+            }) {
+                try? await manager.updateValue(
+                    Data([0xAA]), for: counter, onSubscribedCentrals: nil, timeout: .seconds(1))
             }
             answer(r)
         case .write(let rs):
@@ -329,13 +344,19 @@ final class AsyncTestServer: Sendable {
     }
 
     private func answer(_ r: ATTRequest) {
-        let n = reads.withLock { n -> UInt8 in n += 1; return n }
+        let n = reads.withLock { n -> UInt8 in
+            n += 1
+            return n
+        }
         r.value = Data([n])
         manager.respond(to: r, withResult: .success)
     }
 
     func releaseHeld() {
-        for r in held.withLock({ h -> [ATTRequest] in defer { h = [] }; return h }) { answer(r) }
+        for r in held.withLock({ h -> [ATTRequest] in
+            defer { h = [] }
+            return h
+        }) { answer(r) }
     }
 }
 
@@ -343,8 +364,11 @@ final class AsyncTestServer: Sendable {
 final class AsyncCentralRecorder: CentralManagerDelegate, Sendable {
     let events = AsyncLocked<[String]>([])
     func centralManagerDidUpdateState(_ central: CentralManager) { events.mutate { $0.append("\(central.state)") } }
-    func centralManager(_ central: CentralManager, didConnect peripheral: Peripheral) { events.mutate { $0.append("didConnect") } }
-    func centralManager(_ central: CentralManager, didDisconnectPeripheral peripheral: Peripheral, error: (any Error)?) {
+    func centralManager(_ central: CentralManager, didConnect peripheral: Peripheral) {
+        events.mutate { $0.append("didConnect") }
+    }
+    func centralManager(_ central: CentralManager, didDisconnectPeripheral peripheral: Peripheral, error: (any Error)?)
+    {
         events.mutate { $0.append("didDisconnect") }
     }
 }
@@ -359,7 +383,9 @@ final class AsyncLocked<T: Sendable>: Sendable {
 extension AsyncRig {
     /// Runs `body` while advancing the radio in 5 ms steps of virtual time (held still while `paused`),
     /// until `body` returns; fails when `limit` of virtual time passes first.
-    func drive<T: Sendable>(limit: Duration = .seconds(300), _ body: @escaping @Sendable () async throws -> T) async throws -> T {
+    func drive<T: Sendable>(limit: Duration = .seconds(300), _ body: @escaping @Sendable () async throws -> T)
+        async throws -> T
+    {
         let done = AsyncLocked(false)
         return try await withThrowingTaskGroup(of: T?.self) { group in
             group.addTask {

@@ -70,7 +70,7 @@ import Testing
         #expect(peripheral.state == .disconnecting)
         try await rig.run(.seconds(1))
         #expect(peripheral.state == .disconnected)
-        #expect(rig.phone.lines == ["didDisconnect \(peripheral.identifier)"])   // no error: the app asked
+        #expect(rig.phone.lines == ["didDisconnect \(peripheral.identifier)"])  // no error: the app asked
         #expect(rig.central.retrieveConnectedPeripherals(withServices: []).isEmpty)
         // Cancelling again is harmless.
         rig.central.cancelPeripheralConnection(peripheral)
@@ -135,7 +135,8 @@ import Testing
         rig.radio.setTraceHandler { _, name, direction, packet in
             let text = "\(packet)"
             if name == "sensor", "\(direction)" == "C>H",
-               text.contains("LE Meta (0x3E), 0100") || text.contains("LE Meta (0x3E), 0a00") {
+                text.contains("LE Meta (0x3E), 0100") || text.contains("LE Meta (0x3E), 0a00")
+            {
                 sensorSystem.move(to: RadioPosition(x: 1000, y: 0))
             }
         }

@@ -27,7 +27,10 @@ import Testing
         let rig = Rig(seed: seed)
         let trace = Mutex<[TraceEntry]>([])
         rig.radio.setTraceHandler { time, device, direction, packet in
-            trace.withLock { $0.append(TraceEntry(time: time, device: device, direction: "\(direction)", packet: AnyHashable(packet))) }
+            trace.withLock {
+                $0.append(
+                    TraceEntry(time: time, device: device, direction: "\(direction)", packet: AnyHashable(packet)))
+            }
         }
         try await rig.startSensor()
         let peripheral = try await rig.connect()
@@ -79,7 +82,8 @@ import Testing
         let other = try await scenario(seed: 7)
         #expect(first.trace != other.trace)
         // What the apps did is the same, even if when and how the radio carried it differ.
-        #expect(first.phoneLog.filter { !$0.hasPrefix("didDiscover ") && !$0.hasPrefix("didReadRSSI") }
+        #expect(
+            first.phoneLog.filter { !$0.hasPrefix("didDiscover ") && !$0.hasPrefix("didReadRSSI") }
                 == other.phoneLog.filter { !$0.hasPrefix("didDiscover ") && !$0.hasPrefix("didReadRSSI") })
     }
 }

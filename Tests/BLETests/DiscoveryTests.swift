@@ -82,7 +82,9 @@ import Testing
         peripheral.discoverIncludedServices(nil, for: battery)
         try await rig.run(.seconds(1))
         #expect(battery.includedServices?.isEmpty == true)
-        #expect(rig.phone.events.count(where: { if case .didDiscoverIncludedServices(_, nil) = $0 { true } else { false } }) == 3)
+        #expect(
+            rig.phone.events.count(where: { if case .didDiscoverIncludedServices(_, nil) = $0 { true } else { false } })
+                == 3)
     }
 
     @Test func discoverAllCharacteristics() async throws {
@@ -95,9 +97,18 @@ import Testing
         try await rig.run(.seconds(1))
         #expect(rig.phone.lines == ["didDiscoverCharacteristics \(Profile.service.uuidString)"])
         let characteristics = try #require(service.characteristics)
-        #expect(characteristics.map(\.uuid) == [Profile.dynamic, Profile.fixed, Profile.notifier, Profile.indicator, Profile.described])
-        #expect(characteristics.map(\.properties) == [[.read, .write, .writeWithoutResponse], [.read], [.notify, .read], [.indicate], [.read]])
-        #expect(characteristics.allSatisfy { $0.service === service && $0.value == nil && !$0.isNotifying && $0.descriptors == nil })
+        #expect(
+            characteristics.map(\.uuid) == [
+                Profile.dynamic, Profile.fixed, Profile.notifier, Profile.indicator, Profile.described,
+            ])
+        #expect(
+            characteristics.map(\.properties) == [
+                [.read, .write, .writeWithoutResponse], [.read], [.notify, .read], [.indicate], [.read],
+            ])
+        #expect(
+            characteristics.allSatisfy {
+                $0.service === service && $0.value == nil && !$0.isNotifying && $0.descriptors == nil
+            })
     }
 
     @Test func discoverCharacteristicsFiltered() async throws {
@@ -116,7 +127,9 @@ import Testing
         peripheral.discoverCharacteristics([.heartRateMeasurement], for: service)
         try await rig.run(.seconds(1))
         #expect(service.characteristics?.count == 3)
-        #expect(rig.phone.events.count(where: { if case .didDiscoverCharacteristics(_, nil) = $0 { true } else { false } }) == 3)
+        #expect(
+            rig.phone.events.count(where: { if case .didDiscoverCharacteristics(_, nil) = $0 { true } else { false } })
+                == 3)
     }
 
     @Test func discoverDescriptors() async throws {

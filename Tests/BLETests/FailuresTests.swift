@@ -24,24 +24,26 @@ import Testing
         peripheral.readValue(for: dynamic)
         peripheral.readValue(for: descriptor)
         peripheral.writeValue(Data([1]), for: dynamic, type: .withResponse)
-        peripheral.writeValue(Data([1]), for: dynamic, type: .withoutResponse)   // no callback for this one
+        peripheral.writeValue(Data([1]), for: dynamic, type: .withoutResponse)  // no callback for this one
         peripheral.writeValue(Data([1]), for: descriptor)
         peripheral.setNotifyValue(true, for: notifier)
         peripheral.readRSSI()
         try await rig.run(.seconds(1))
 
-        #expect(rig.phone.lines == [
-            "didDiscoverServices",
-            "didDiscoverIncludedServices \(Profile.service.uuidString)",
-            "didDiscoverCharacteristics \(Profile.service.uuidString)",
-            "didDiscoverDescriptors \(Profile.dynamic.uuidString)",
-            "didUpdateValue \(Profile.dynamic.uuidString) nil",
-            "didUpdateValue descriptor 2901 -1 bytes",   // never read: no value
-            "didWriteValue \(Profile.dynamic.uuidString)",
-            "didWriteValue descriptor 2901",
-            "didUpdateNotificationState \(Profile.notifier.uuidString) false",
-            "didReadRSSI 127",
-        ].map { $0 + " error=notConnected" })
+        #expect(
+            rig.phone.lines
+                == [
+                    "didDiscoverServices",
+                    "didDiscoverIncludedServices \(Profile.service.uuidString)",
+                    "didDiscoverCharacteristics \(Profile.service.uuidString)",
+                    "didDiscoverDescriptors \(Profile.dynamic.uuidString)",
+                    "didUpdateValue \(Profile.dynamic.uuidString) nil",
+                    "didUpdateValue descriptor 2901 -1 bytes",  // never read: no value
+                    "didWriteValue \(Profile.dynamic.uuidString)",
+                    "didWriteValue descriptor 2901",
+                    "didUpdateNotificationState \(Profile.notifier.uuidString) false",
+                    "didReadRSSI 127",
+                ].map { $0 + " error=notConnected" })
         #expect(rig.sensor.recorder.events.isEmpty)
     }
 
@@ -92,9 +94,12 @@ import Testing
         rig.sensorSystem.vanish()
         try await rig.run(.seconds(10))
         #expect(rig.phone.events.count == 2)
-        #expect(happensBefore(rig.phone.events, {
-            if case .didUpdateCharacteristicValue(_, _, let e) = $0 { e != nil } else { false }
-        }, { $0.isDisconnect }))
+        #expect(
+            happensBefore(
+                rig.phone.events,
+                {
+                    if case .didUpdateCharacteristicValue(_, _, let e) = $0 { e != nil } else { false }
+                }, { $0.isDisconnect }))
         #expect(rig.phone.disconnections.first?.error?.code == .connectionTimeout)
         #expect(peripheral.state == .disconnected)
     }
@@ -208,9 +213,12 @@ import Testing
         #expect(rig.central.state == .poweredOff)
         #expect(peripheral.state == .disconnected)
         #expect(rig.phone.lines.contains("didUpdateState poweredOff"))
-        #expect(happensBefore(rig.phone.events, {
-            if case .didUpdateCharacteristicValue(_, _, let e) = $0 { e != nil } else { false }
-        }, { $0.isDisconnect }))
+        #expect(
+            happensBefore(
+                rig.phone.events,
+                {
+                    if case .didUpdateCharacteristicValue(_, _, let e) = $0 { e != nil } else { false }
+                }, { $0.isDisconnect }))
         #expect(rig.phone.disconnections.first?.error?.code == .transportClosed)
         // Nothing works any more, and says so.
         rig.phone.clear()

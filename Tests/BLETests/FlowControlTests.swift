@@ -12,13 +12,20 @@ import Testing
         let (rig, peripheral) = try await Rig.connected()
         let dynamic = try rig.characteristic(Profile.dynamic, on: peripheral)
         let total = 300
-        struct Writer { var next = 0; var stalls = 0 }
+        struct Writer {
+            var next = 0
+            var stalls = 0
+        }
         let writer = Mutex(Writer())
         let pump: @Sendable () -> Void = {
             writer.withLock { w in
                 while w.next < total {
-                    guard peripheral.canSendWriteWithoutResponse else { w.stalls += 1; return }
-                    peripheral.writeValue(Data([UInt8(w.next & 0xFF), UInt8(w.next >> 8), 0x55]), for: dynamic, type: .withoutResponse)
+                    guard peripheral.canSendWriteWithoutResponse else {
+                        w.stalls += 1
+                        return
+                    }
+                    peripheral.writeValue(
+                        Data([UInt8(w.next & 0xFF), UInt8(w.next >> 8), 0x55]), for: dynamic, type: .withoutResponse)
                     w.next += 1
                 }
             }
@@ -27,7 +34,8 @@ import Testing
             if case .readyToSendWriteWithoutResponse = event { pump() }
         }
         rig.phoneSystem.schedule(after: .zero, on: rig.phone.queue) { pump() }
-        try await rig.run(until: { rig.sensor.recorder.writeBatches.count >= total }, within: .seconds(60), "every write")
+        try await rig.run(
+            until: { rig.sensor.recorder.writeBatches.count >= total }, within: .seconds(60), "every write")
         try await rig.run(.seconds(1))
 
         let received = rig.sensor.recorder.writeBatches.compactMap { $0.first?.value }
@@ -43,7 +51,8 @@ import Testing
     }
 
     @Test func canSendWriteWithoutResponseTurnsFalseWhenTheQueueIsFull() async throws {
-        let (rig, peripheral) = try await Rig.connected(phone: .init(writeWithoutResponseQueueDepth: 4, aclBufferCount: 8))
+        let (rig, peripheral) = try await Rig.connected(
+            phone: .init(writeWithoutResponseQueueDepth: 4, aclBufferCount: 8))
         let dynamic = try rig.characteristic(Profile.dynamic, on: peripheral)
         // Without running the radio nothing drains: the controller's 8 buffers and the host's 4 fill, then the
         // queue is full.
@@ -75,7 +84,9 @@ import Testing
         // Without running the radio nothing drains: the controller's buffers and the host's queue fill, then
         // `updateValue` refuses (and sends nothing).
         var accepted = 0
-        while accepted < 100, rig.sensor.manager.updateValue(Data([UInt8(accepted)]), for: rig.sensor.notifier, onSubscribedCentrals: nil) {
+        while accepted < 100,
+            rig.sensor.manager.updateValue(Data([UInt8(accepted)]), for: rig.sensor.notifier, onSubscribedCentrals: nil)
+        {
             accepted += 1
         }
         #expect((8...16).contains(accepted))
@@ -90,6 +101,6 @@ import Testing
         #expect(rig.sensor.manager.updateValue(Data([42]), for: rig.sensor.notifier, onSubscribedCentrals: nil))
         try await rig.run(.seconds(1))
         #expect(rig.phone.valueUpdates.last?.value == Data([42]))
-        #expect(rig.sensor.recorder.lines == ["peripheralManagerIsReady"])   // no refusal, no second callback
+        #expect(rig.sensor.recorder.lines == ["peripheralManagerIsReady"])  // no refusal, no second callback
     }
 }

@@ -24,7 +24,9 @@ import Testing
 
         rig.phone.clear()
         for i in 0..<3 {
-            #expect(rig.sensor.manager.updateValue(Data([UInt8(i), 0xEE]), for: rig.sensor.notifier, onSubscribedCentrals: nil))
+            #expect(
+                rig.sensor.manager.updateValue(
+                    Data([UInt8(i), 0xEE]), for: rig.sensor.notifier, onSubscribedCentrals: nil))
         }
         try await rig.run(.seconds(1))
         #expect(rig.phone.valueUpdates.map(\.value) == [Data([0, 0xEE]), Data([1, 0xEE]), Data([2, 0xEE])])
@@ -57,7 +59,8 @@ import Testing
         rig.phone.clear()
         // Indications are confirmed one at a time; several queued still all arrive, in order.
         for i in 0..<5 {
-            #expect(rig.sensor.manager.updateValue(Data([UInt8(i)]), for: rig.sensor.indicator, onSubscribedCentrals: nil))
+            #expect(
+                rig.sensor.manager.updateValue(Data([UInt8(i)]), for: rig.sensor.indicator, onSubscribedCentrals: nil))
         }
         try await rig.run(.seconds(2))
         #expect(rig.phone.valueUpdates.map(\.value) == (0..<5).map { Data([UInt8($0)]) })
@@ -139,7 +142,8 @@ import Testing
 
         // To everyone, then to the first subscriber only.
         #expect(rig.sensor.manager.updateValue(Data([1]), for: rig.sensor.notifier, onSubscribedCentrals: nil))
-        #expect(rig.sensor.manager.updateValue(Data([2]), for: rig.sensor.notifier, onSubscribedCentrals: [subscribed[0]]))
+        #expect(
+            rig.sensor.manager.updateValue(Data([2]), for: rig.sensor.notifier, onSubscribedCentrals: [subscribed[0]]))
         try await rig.run(.seconds(1))
         let firstGot = rig.phone.valueUpdates.map(\.value)
         let secondGot = other.valueUpdates.map(\.value)
@@ -164,13 +168,17 @@ import Testing
             bytes[1] = UInt8(i >> 8)
             return Data(bytes)
         }
-        struct Sender { var next = 0; var refusals = 0 }
+        struct Sender {
+            var next = 0
+            var refusals = 0
+        }
         let sender = Mutex(Sender())
         let sensor = rig.sensor
         let pump: @Sendable () -> Void = {
             sender.withLock { s in
                 while s.next < total {
-                    guard sensor.manager.updateValue(value(s.next), for: sensor.notifier, onSubscribedCentrals: nil) else {
+                    guard sensor.manager.updateValue(value(s.next), for: sensor.notifier, onSubscribedCentrals: nil)
+                    else {
                         s.refusals += 1
                         return
                     }
@@ -190,8 +198,10 @@ import Testing
         #expect(received == (0..<total).map { value($0) })
         let stats = sender.withLock { $0 }
         #expect(stats.next == total)
-        #expect(stats.refusals > 0)   // the queue did fill up: flow control was exercised
-        let readies = rig.sensor.recorder.events.filter { if case .readyToUpdateSubscribers = $0 { true } else { false } }
+        #expect(stats.refusals > 0)  // the queue did fill up: flow control was exercised
+        let readies = rig.sensor.recorder.events.filter {
+            if case .readyToUpdateSubscribers = $0 { true } else { false }
+        }
         #expect(readies.count == stats.refusals)
     }
 }

@@ -8,12 +8,13 @@ import Testing
         let rig = Rig()
         try await rig.startSensor(advertising: nil)
         try await rig.run(.milliseconds(100))
-        #expect(rig.sensor.recorder.lines == [
-            "didUpdateState poweredOn",
-            "didAdd \(Profile.includedService.uuidString)",
-            "didAdd \(Profile.service.uuidString)",
-            "didAdd 180F",
-        ])
+        #expect(
+            rig.sensor.recorder.lines == [
+                "didUpdateState poweredOn",
+                "didAdd \(Profile.includedService.uuidString)",
+                "didAdd \(Profile.service.uuidString)",
+                "didAdd 180F",
+            ])
         #expect(rig.sensor.fixed.service === rig.sensor.primary)
     }
 
@@ -23,19 +24,26 @@ import Testing
         rig.sensor.recorder.clear()
         // A cached value on a writable characteristic.
         let cached = MutableService(type: .heartRate, primary: true)
-        cached.characteristics = [MutableCharacteristic(type: .heartRateControlPoint, properties: [.write], value: Data([1]),
-                                                        permissions: [.writeable])]
+        cached.characteristics = [
+            MutableCharacteristic(
+                type: .heartRateControlPoint, properties: [.write], value: Data([1]),
+                permissions: [.writeable])
+        ]
         rig.sensor.manager.add(cached)
         // A hand-made Client Characteristic Configuration descriptor.
         let cccd = MutableService(type: .healthThermometer, primary: true)
-        let measurement = MutableCharacteristic(type: .temperatureMeasurement, properties: [.indicate], value: nil, permissions: [])
+        let measurement = MutableCharacteristic(
+            type: .temperatureMeasurement, properties: [.indicate], value: nil, permissions: [])
         measurement.descriptors = [MutableDescriptor(type: .clientCharacteristicConfiguration, value: Data([0, 0]))]
         cccd.characteristics = [measurement]
         rig.sensor.manager.add(cccd)
         // A cached value longer than 512 bytes.
         let huge = MutableService(type: .deviceInformation, primary: true)
-        huge.characteristics = [MutableCharacteristic(type: .modelNumberString, properties: [.read], value: Data(count: 513),
-                                                      permissions: [.readable])]
+        huge.characteristics = [
+            MutableCharacteristic(
+                type: .modelNumberString, properties: [.read], value: Data(count: 513),
+                permissions: [.readable])
+        ]
         rig.sensor.manager.add(huge)
         try await rig.run(.milliseconds(100))
         let errors = rig.sensor.recorder.events.compactMap { event -> BluetoothError.Code? in
@@ -62,7 +70,8 @@ import Testing
 
     /// A second phone connects and discovers the sensor's primary services from scratch.
     func freshDiscovery(_ rig: Rig) async throws -> [BluetoothUUID] {
-        let system = BluetoothSystem.simulated(on: rig.radio, name: "checker-\(rig.radio.now)", position: RadioPosition(x: 1, y: 1))
+        let system = BluetoothSystem.simulated(
+            on: rig.radio, name: "checker-\(rig.radio.now)", position: RadioPosition(x: 1, y: 1))
         let checker = CentralRecorder(system: system, label: "checker")
         try await rig.run(until: { checker.central.state == .poweredOn }, "power on")
         checker.central.scanForPeripherals(withServices: nil)
@@ -140,9 +149,10 @@ import Testing
         let rig = Rig()
         try await rig.startSensor(advertising: nil)
         // 31 bytes of advertising PDU and 31 of scan response hold all of this.
-        let data = AdvertisementData(localName: "sensor", manufacturerData: Data([0x4C, 0x00, 0x02, 0x15]),
-                                     serviceData: [.battery: Data([77])], serviceUUIDs: [Profile.service, .battery],
-                                     txPowerLevel: -4)
+        let data = AdvertisementData(
+            localName: "sensor", manufacturerData: Data([0x4C, 0x00, 0x02, 0x15]),
+            serviceData: [.battery: Data([77])], serviceUUIDs: [Profile.service, .battery],
+            txPowerLevel: -4)
         rig.sensor.manager.startAdvertising(data)
         rig.central.scanForPeripherals(withServices: nil)
         try await rig.run(.seconds(2))
@@ -211,7 +221,7 @@ import Testing
         rig.sensor.recorder.onEvent { recorder, event in
             if case .didReceiveRead(let request) = event {
                 request.value = Data([2])
-                recorder.manager.respond(to: request, withResult: .success)   // already answered: ignored
+                recorder.manager.respond(to: request, withResult: .success)  // already answered: ignored
             }
         }
         let dynamic = try rig.characteristic(Profile.dynamic, on: peripheral)

@@ -31,8 +31,10 @@ import Testing
         #expect(rig.phone.lines == ["didUpdateValue \(Profile.dynamic.uuidString) 68656c6c6f"])
     }
 
-    @Test(arguments: [ATTErrorCode.readNotPermitted, .insufficientAuthentication, .insufficientAuthorization,
-                      .unlikelyError, ATTErrorCode(rawValue: 0x80)])
+    @Test(arguments: [
+        ATTErrorCode.readNotPermitted, .insufficientAuthentication, .insufficientAuthorization,
+        .unlikelyError, ATTErrorCode(rawValue: 0x80),
+    ])
     func readRefusedWithAnATTError(code: ATTErrorCode) async throws {
         let (rig, peripheral) = try await Rig.connected()
         rig.sensor.recorder.answer = .fail(code)
@@ -88,8 +90,10 @@ import Testing
         #expect(dynamic.value == Data([1, 2, 3]))
     }
 
-    @Test(arguments: [ATTErrorCode.writeNotPermitted, .invalidAttributeValueLength, .insufficientAuthorization,
-                      ATTErrorCode(rawValue: 0x80), ATTErrorCode(rawValue: 0xFD)])
+    @Test(arguments: [
+        ATTErrorCode.writeNotPermitted, .invalidAttributeValueLength, .insufficientAuthorization,
+        ATTErrorCode(rawValue: 0x80), ATTErrorCode(rawValue: 0xFD),
+    ])
     func writeRefusedWithAnATTError(code: ATTErrorCode) async throws {
         let (rig, peripheral) = try await Rig.connected()
         rig.sensor.recorder.answer = .fail(code)
@@ -106,7 +110,7 @@ import Testing
         #expect(peripheral.canSendWriteWithoutResponse)
         peripheral.writeValue(Data([4, 5]), for: dynamic, type: .withoutResponse)
         try await rig.run(.seconds(1))
-        #expect(rig.phone.events.isEmpty)   // no callback for a write without response
+        #expect(rig.phone.events.isEmpty)  // no callback for a write without response
         let batch = try #require(rig.sensor.recorder.writeBatches.first)
         #expect(batch.count == 1)
         #expect(batch.first?.value == Data([4, 5]))
@@ -224,11 +228,12 @@ import Testing
         peripheral.readValue(for: fixed)
         peripheral.readValue(for: dynamic)
         try await rig.run(.seconds(2))
-        #expect(rig.phone.lines == [
-            "didUpdateValue \(Profile.dynamic.uuidString) aa",
-            "didWriteValue \(Profile.dynamic.uuidString)",
-            "didUpdateValue \(Profile.fixed.uuidString) \(Profile.fixedValue.map { String(format: "%02x", $0) }.joined())",
-            "didUpdateValue \(Profile.dynamic.uuidString) bb",
-        ])
+        #expect(
+            rig.phone.lines == [
+                "didUpdateValue \(Profile.dynamic.uuidString) aa",
+                "didWriteValue \(Profile.dynamic.uuidString)",
+                "didUpdateValue \(Profile.fixed.uuidString) \(Profile.fixedValue.map { String(format: "%02x", $0) }.joined())",
+                "didUpdateValue \(Profile.dynamic.uuidString) bb",
+            ])
     }
 }

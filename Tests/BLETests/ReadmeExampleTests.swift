@@ -20,8 +20,10 @@ private final class HeartRateApp: CentralManagerDelegate, PeripheralDelegate, @u
         central.scanForPeripherals(withServices: [.heartRate], options: nil)
     }
 
-    func centralManager(_ central: CentralManager, didDiscover peripheral: Peripheral,
-                        advertisementData: AdvertisementData, rssi: Int) {
+    func centralManager(
+        _ central: CentralManager, didDiscover peripheral: Peripheral,
+        advertisementData: AdvertisementData, rssi: Int
+    ) {
         sensor = peripheral
         central.stopScan()
         peripheral.delegate = self
@@ -53,7 +55,8 @@ private final class ReadmeSensor: PeripheralManagerDelegate, @unchecked Sendable
     let system: BluetoothSystem
     let queue: DispatchQueue
     var manager: PeripheralManager!
-    let measurement = MutableCharacteristic(type: .heartRateMeasurement, properties: [.notify], value: nil, permissions: [])
+    let measurement = MutableCharacteristic(
+        type: .heartRateMeasurement, properties: [.notify], value: nil, permissions: [])
     var bpm: UInt8 = 60
     var subscribed = false
 
@@ -71,7 +74,9 @@ private final class ReadmeSensor: PeripheralManagerDelegate, @unchecked Sendable
         peripheral.startAdvertising(AdvertisementData(localName: "sensor", serviceUUIDs: [.heartRate]))
     }
 
-    func peripheralManager(_ peripheral: PeripheralManager, central: Central, didSubscribeTo characteristic: Characteristic) {
+    func peripheralManager(
+        _ peripheral: PeripheralManager, central: Central, didSubscribeTo characteristic: Characteristic
+    ) {
         subscribed = true
         tick()
     }
@@ -90,7 +95,8 @@ private final class ReadmeSensor: PeripheralManagerDelegate, @unchecked Sendable
     let radio = SimulatedRadio(seed: 42)
     let phone = BluetoothSystem.simulated(on: radio, name: "phone")
     let sensorSystem = BluetoothSystem.simulated(on: radio, name: "sensor", position: RadioPosition(x: 3, y: 0))
-    let sensorQueue = DispatchQueue(label: "sensor"), appQueue = DispatchQueue(label: "app")
+    let sensorQueue = DispatchQueue(label: "sensor")
+    let appQueue = DispatchQueue(label: "app")
     let sensor = sensorQueue.sync { ReadmeSensor(system: sensorSystem, queue: sensorQueue) }
     let app = appQueue.sync { HeartRateApp(system: phone, queue: appQueue) }
     try await radio.run(for: .seconds(30))

@@ -9,8 +9,9 @@ import Testing
     @Test func scanWithoutFilterReportsEveryAdvertiserWithItsData() async throws {
         let rig = Rig()
         try await rig.startSensor()
-        _ = try await rig.addAdvertiser(name: "beacon", position: RadioPosition(x: 0, y: 3),
-                                        advertisement: AdvertisementData(localName: "beacon", serviceUUIDs: [.battery]))
+        _ = try await rig.addAdvertiser(
+            name: "beacon", position: RadioPosition(x: 0, y: 3),
+            advertisement: AdvertisementData(localName: "beacon", serviceUUIDs: [.battery]))
         #expect(!rig.central.isScanning)
         rig.central.scanForPeripherals(withServices: nil)
         #expect(rig.central.isScanning)
@@ -26,7 +27,9 @@ import Testing
         #expect(sensor.peripheral.state == .disconnected)
         // 2 m away at 0 dBm: a plausible RSSI, not the "unavailable" 127.
         #expect((-90 ... -20).contains(sensor.rssi))
-        #expect(sensor.peripheral.identifier != found.first { $0.advertisement.localName == "beacon" }?.peripheral.identifier)
+        #expect(
+            sensor.peripheral.identifier
+                != found.first { $0.advertisement.localName == "beacon" }?.peripheral.identifier)
     }
 
     @Test func stopScanEndsDiscovery() async throws {
@@ -45,8 +48,9 @@ import Testing
     @Test func serviceFilterReportsOnlyMatchingPeripherals() async throws {
         let rig = Rig()
         try await rig.startSensor()
-        _ = try await rig.addAdvertiser(name: "beacon", position: RadioPosition(x: 0, y: 3),
-                                        advertisement: AdvertisementData(localName: "beacon", serviceUUIDs: [.battery]))
+        _ = try await rig.addAdvertiser(
+            name: "beacon", position: RadioPosition(x: 0, y: 3),
+            advertisement: AdvertisementData(localName: "beacon", serviceUUIDs: [.battery]))
         rig.central.scanForPeripherals(withServices: [Profile.service])
         try await rig.run(.seconds(2))
         #expect(rig.phone.discoveries.map(\.advertisement.localName) == ["sensor"])
@@ -91,8 +95,9 @@ import Testing
         #expect(rig.phone.discoveries.count == 1)
 
         rig.sensor.manager.stopAdvertising()
-        let changed = AdvertisementData(localName: "sensor-2", manufacturerData: Data([0xFF, 0xFF, 0x01, 0x02]),
-                                        serviceUUIDs: [Profile.service])
+        let changed = AdvertisementData(
+            localName: "sensor-2", manufacturerData: Data([0xFF, 0xFF, 0x01, 0x02]),
+            serviceUUIDs: [Profile.service])
         rig.sensor.manager.startAdvertising(changed)
         try await rig.run(.seconds(3))
 
@@ -115,8 +120,9 @@ import Testing
     @Test func solicitedServicesOptionAlsoReportsSolicitors() async throws {
         let rig = Rig()
         try await rig.startSensor()
-        _ = try await rig.addAdvertiser(name: "solicitor", position: RadioPosition(x: 0, y: 3),
-                                        advertisement: AdvertisementData(localName: "solicitor", solicitedServiceUUIDs: [other]))
+        _ = try await rig.addAdvertiser(
+            name: "solicitor", position: RadioPosition(x: 0, y: 3),
+            advertisement: AdvertisementData(localName: "solicitor", solicitedServiceUUIDs: [other]))
         // Without the option, a service filter ignores what peripherals solicit.
         rig.central.scanForPeripherals(withServices: [Profile.service])
         try await rig.run(.seconds(2))
@@ -128,7 +134,8 @@ import Testing
         try await rig.run(.seconds(2))
         let found = rig.phone.discoveries
         #expect(Set(found.map(\.advertisement.localName)) == ["sensor", "solicitor"])
-        #expect(found.first { $0.advertisement.localName == "solicitor" }?.advertisement.solicitedServiceUUIDs == [other])
+        #expect(
+            found.first { $0.advertisement.localName == "solicitor" }?.advertisement.solicitedServiceUUIDs == [other])
     }
 
     @Test func scanningAgainReplacesTheFilter() async throws {

@@ -111,10 +111,13 @@ enum Packets {
     static let reset = HCIPacket.command(HCICommandPacket(opcode: HCIOpcode(rawValue: 0x0C03)))
     static let resetH4: [UInt8] = [0x01, 0x03, 0x0C, 0x00]
     /// Command Complete for HCI_Reset, success.
-    static let resetComplete = HCIPacket.event(HCIEventPacket(code: HCIEventCode(rawValue: 0x0E), parameters: [0x01, 0x03, 0x0C, 0x00]))
+    static let resetComplete = HCIPacket.event(
+        HCIEventPacket(code: HCIEventCode(rawValue: 0x0E), parameters: [0x01, 0x03, 0x0C, 0x00]))
     static let resetCompleteH4: [UInt8] = [0x04, 0x0E, 0x04, 0x01, 0x03, 0x0C, 0x00]
     /// An ACL packet on handle 0x0040, 5 bytes of data.
-    static let acl = HCIPacket.acl(HCIACLDataPacket(handle: ConnectionHandle(rawValue: 0x0040), packetBoundary: .firstFlushable,
-                                                    data: [0x01, 0x00, 0x04, 0x00, 0x0A]))
+    static let acl = HCIPacket.acl(
+        HCIACLDataPacket(
+            handle: ConnectionHandle(rawValue: 0x0040), packetBoundary: .firstFlushable,
+            data: [0x01, 0x00, 0x04, 0x00, 0x0A]))
     static let aclH4: [UInt8] = [0x02, 0x40, 0x20, 0x05, 0x00, 0x01, 0x00, 0x04, 0x00, 0x0A]
 }

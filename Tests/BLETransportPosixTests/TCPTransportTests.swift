@@ -1,11 +1,12 @@
 import BLEHCI
 import BLETransport
-@testable import BLETransportPosix
 import Dispatch
 import NIOCore
 import NIOPosix
 import Synchronization
 import Testing
+
+@testable import BLETransportPosix
 
 @Suite(.timeLimit(.minutes(1))) struct TCPClientTransportTests {
     @Test func h4BothWaysAndPartialFrames() async throws {
@@ -130,7 +131,9 @@ import Testing
         transport.setReceiver(events.receiver)
         #expect(await eventually { peer.channel != nil })
         // A good event, then an unknown packet indicator (0x07), then more that must not be delivered.
-        try await peer.channel!.writeAndFlush(ByteBuffer(bytes: Packets.resetCompleteH4 + [0x07, 0x00] + Packets.resetCompleteH4)).get()
+        try await peer.channel!.writeAndFlush(
+            ByteBuffer(bytes: Packets.resetCompleteH4 + [0x07, 0x00] + Packets.resetCompleteH4)
+        ).get()
         #expect(await eventually { events.closes.count == 1 })
         #expect(events.packets == [Packets.resetComplete])
         let reason = try #require(events.closes.first ?? nil)
@@ -234,10 +237,12 @@ import Testing
     @Test func openerReportsThePortAndClosesTheListenerWithTheLink() async throws {
         let registry = TransportRegistry()
         let peer = PeerLog()
-        PosixTransports.register(in: registry, onListening: { spec in
-            guard case .tcpServer(_, let port) = spec else { return }
-            Task { _ = try await Loopback.connect(port: port, peer) }
-        }, acceptTimeout: .seconds(5))
+        PosixTransports.register(
+            in: registry,
+            onListening: { spec in
+                guard case .tcpServer(_, let port) = spec else { return }
+                Task { _ = try await Loopback.connect(port: port, peer) }
+            }, acceptTimeout: .seconds(5))
         let transport = try await registry.open("tcp-server:127.0.0.1:0")
         let events = EventLog()
         transport.setReceiver(events.receiver)

@@ -61,8 +61,10 @@ struct BTSnoopFile {
             let drops = try u32()
             let timestamp = try i64()
             let data = Array(try take(Int(included)))
-            records.append(Record(originalLength: original, includedLength: included, flags: flags, drops: drops,
-                                  timestamp: timestamp, data: data))
+            records.append(
+                Record(
+                    originalLength: original, includedLength: included, flags: flags, drops: drops,
+                    timestamp: timestamp, data: data))
         }
     }
 
@@ -83,72 +85,97 @@ struct BTSnoopFile {
 final class TickingClock: Sendable {
     let next = Mutex<Int64>(1_700_000_000_000_000)
     var clock: BTSnoopWriter.Clock {
-        { [self] in self.next.withLock { value in defer { value += 1 }; return value } }
+        { [self] in
+            self.next.withLock { value in
+                defer { value += 1 }
+                return value
+            }
+        }
     }
 }
 
 @Suite struct BTSnoopTests {
     static let reset = HCIPacket.command(HCICommandPacket(opcode: HCIOpcode(rawValue: 0x0C03)))
-    static let resetComplete = HCIPacket.event(HCIEventPacket(code: HCIEventCode(rawValue: 0x0E), parameters: [0x01, 0x03, 0x0C, 0x00]))
-    static let acl = HCIPacket.acl(HCIACLDataPacket(handle: ConnectionHandle(rawValue: 0x0040), packetBoundary: .firstNonFlushable,
-                                                    data: [0x01, 0x00, 0x04, 0x00, 0x02]))
+    static let resetComplete = HCIPacket.event(
+        HCIEventPacket(code: HCIEventCode(rawValue: 0x0E), parameters: [0x01, 0x03, 0x0C, 0x00]))
+    static let acl = HCIPacket.acl(
+        HCIACLDataPacket(
+            handle: ConnectionHandle(rawValue: 0x0040), packetBoundary: .firstNonFlushable,
+            data: [0x01, 0x00, 0x04, 0x00, 0x02]))
     static let sco = HCIPacket.other(type: 0x03, bytes: [0x40, 0x00, 0x02, 0xAA, 0xBB])
 
     @Test func header() {
-        #expect(BTSnoopWriter.header() == [
-            0x62, 0x74, 0x73, 0x6E, 0x6F, 0x6F, 0x70, 0x00,  // "btsnoop\0"
-            0x00, 0x00, 0x00, 0x01,                          // version 1
-            0x00, 0x00, 0x03, 0xEA,                          // datalink 1002 (H4)
-        ])
+        #expect(
+            BTSnoopWriter.header() == [
+                0x62, 0x74, 0x73, 0x6E, 0x6F, 0x6F, 0x70, 0x00,  // "btsnoop\0"
+                0x00, 0x00, 0x00, 0x01,  // version 1
+                0x00, 0x00, 0x03, 0xEA,  // datalink 1002 (H4)
+            ])
     }
 
     /// One record per packet type and direction, and the bytes it must have.
     static let records: [(packet: HCIPacket, direction: BTSnoopWriter.Direction, bytes: [UInt8])] = [
-        (reset, .sent, [
-            0x00, 0x00, 0x00, 0x04,                          // original length: indicator + 3
-            0x00, 0x00, 0x00, 0x04,                          // included length
-            0x00, 0x00, 0x00, 0x02,                          // flags: sent, command
-            0x00, 0x00, 0x00, 0x00,                          // cumulative drops
-            0x00, 0xE2, 0xE7, 0xD7, 0x27, 0x4D, 0xC0, 0x00,  // 1_700_000_000_000_000 us + 0x00dcddb30f2f8000
-            0x01, 0x03, 0x0C, 0x00,                          // H4 command: HCI_Reset, no parameters
-        ]),
-        (resetComplete, .received, [
-            0x00, 0x00, 0x00, 0x07,
-            0x00, 0x00, 0x00, 0x07,
-            0x00, 0x00, 0x00, 0x03,                          // flags: received, event
-            0x00, 0x00, 0x00, 0x00,
-            0x00, 0xE2, 0xE7, 0xD7, 0x27, 0x4D, 0xC0, 0x00,
-            0x04, 0x0E, 0x04, 0x01, 0x03, 0x0C, 0x00,        // H4 event: Command Complete (Reset, success)
-        ]),
-        (acl, .sent, [
-            0x00, 0x00, 0x00, 0x0A,
-            0x00, 0x00, 0x00, 0x0A,
-            0x00, 0x00, 0x00, 0x00,                          // flags: sent, data
-            0x00, 0x00, 0x00, 0x00,
-            0x00, 0xE2, 0xE7, 0xD7, 0x27, 0x4D, 0xC0, 0x00,
-            0x02, 0x40, 0x00, 0x05, 0x00, 0x01, 0x00, 0x04, 0x00, 0x02,  // H4 ACL: handle 0x040, 5 bytes
-        ]),
-        (acl, .received, [
-            0x00, 0x00, 0x00, 0x0A,
-            0x00, 0x00, 0x00, 0x0A,
-            0x00, 0x00, 0x00, 0x01,                          // flags: received, data
-            0x00, 0x00, 0x00, 0x00,
-            0x00, 0xE2, 0xE7, 0xD7, 0x27, 0x4D, 0xC0, 0x00,
-            0x02, 0x40, 0x00, 0x05, 0x00, 0x01, 0x00, 0x04, 0x00, 0x02,
-        ]),
-        (sco, .received, [
-            0x00, 0x00, 0x00, 0x06,
-            0x00, 0x00, 0x00, 0x06,
-            0x00, 0x00, 0x00, 0x01,                          // flags: received, data
-            0x00, 0x00, 0x00, 0x00,
-            0x00, 0xE2, 0xE7, 0xD7, 0x27, 0x4D, 0xC0, 0x00,
-            0x03, 0x40, 0x00, 0x02, 0xAA, 0xBB,              // H4 SCO, kept as raw bytes
-        ]),
+        (
+            reset, .sent,
+            [
+                0x00, 0x00, 0x00, 0x04,  // original length: indicator + 3
+                0x00, 0x00, 0x00, 0x04,  // included length
+                0x00, 0x00, 0x00, 0x02,  // flags: sent, command
+                0x00, 0x00, 0x00, 0x00,  // cumulative drops
+                0x00, 0xE2, 0xE7, 0xD7, 0x27, 0x4D, 0xC0, 0x00,  // 1_700_000_000_000_000 us + 0x00dcddb30f2f8000
+                0x01, 0x03, 0x0C, 0x00,  // H4 command: HCI_Reset, no parameters
+            ]
+        ),
+        (
+            resetComplete, .received,
+            [
+                0x00, 0x00, 0x00, 0x07,
+                0x00, 0x00, 0x00, 0x07,
+                0x00, 0x00, 0x00, 0x03,  // flags: received, event
+                0x00, 0x00, 0x00, 0x00,
+                0x00, 0xE2, 0xE7, 0xD7, 0x27, 0x4D, 0xC0, 0x00,
+                0x04, 0x0E, 0x04, 0x01, 0x03, 0x0C, 0x00,  // H4 event: Command Complete (Reset, success)
+            ]
+        ),
+        (
+            acl, .sent,
+            [
+                0x00, 0x00, 0x00, 0x0A,
+                0x00, 0x00, 0x00, 0x0A,
+                0x00, 0x00, 0x00, 0x00,  // flags: sent, data
+                0x00, 0x00, 0x00, 0x00,
+                0x00, 0xE2, 0xE7, 0xD7, 0x27, 0x4D, 0xC0, 0x00,
+                0x02, 0x40, 0x00, 0x05, 0x00, 0x01, 0x00, 0x04, 0x00, 0x02,  // H4 ACL: handle 0x040, 5 bytes
+            ]
+        ),
+        (
+            acl, .received,
+            [
+                0x00, 0x00, 0x00, 0x0A,
+                0x00, 0x00, 0x00, 0x0A,
+                0x00, 0x00, 0x00, 0x01,  // flags: received, data
+                0x00, 0x00, 0x00, 0x00,
+                0x00, 0xE2, 0xE7, 0xD7, 0x27, 0x4D, 0xC0, 0x00,
+                0x02, 0x40, 0x00, 0x05, 0x00, 0x01, 0x00, 0x04, 0x00, 0x02,
+            ]
+        ),
+        (
+            sco, .received,
+            [
+                0x00, 0x00, 0x00, 0x06,
+                0x00, 0x00, 0x00, 0x06,
+                0x00, 0x00, 0x00, 0x01,  // flags: received, data
+                0x00, 0x00, 0x00, 0x00,
+                0x00, 0xE2, 0xE7, 0xD7, 0x27, 0x4D, 0xC0, 0x00,
+                0x03, 0x40, 0x00, 0x02, 0xAA, 0xBB,  // H4 SCO, kept as raw bytes
+            ]
+        ),
     ]
 
     @Test(arguments: records)
     func record(_ golden: (packet: HCIPacket, direction: BTSnoopWriter.Direction, bytes: [UInt8])) {
-        #expect(BTSnoopWriter.record(golden.packet, direction: golden.direction, unixMicroseconds: 1_700_000_000_000_000)
+        #expect(
+            BTSnoopWriter.record(golden.packet, direction: golden.direction, unixMicroseconds: 1_700_000_000_000_000)
                 == golden.bytes)
     }
 
@@ -178,7 +205,10 @@ final class TickingClock: Sendable {
         #expect(file.records.map(\.flags) == [2, 3, 0])
         #expect(file.records.map(\.drops) == [0, 0, 0])
         #expect(file.records.map(\.timestamp) == [0, 1, 2].map { 0x00dc_ddb3_0f2f_8000 + 1_700_000_000_000_000 + $0 })
-        #expect(file.records.allSatisfy { $0.originalLength == $0.includedLength && Int($0.includedLength) == $0.data.count })
+        #expect(
+            file.records.allSatisfy {
+                $0.originalLength == $0.includedLength && Int($0.includedLength) == $0.data.count
+            })
         #expect(try file.packets() == [Self.reset, Self.resetComplete, Self.acl])
     }
 
@@ -195,7 +225,8 @@ final class TickingClock: Sendable {
     }
 
     @Test func fileSinkWritesEachRecordAsItComes() throws {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("btsnoop-\(UUID().uuidString).log").path
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("btsnoop-\(UUID().uuidString).log")
+            .path
         defer { try? FileManager.default.removeItem(atPath: path) }
         let writer = try BTSnoopWriter(path: path, clock: TickingClock().clock)
         writer.record(Self.reset, direction: .sent)

@@ -10,18 +10,32 @@ import Testing
         ("tcp-client:127.0.0.1:6402", .tcpClient(host: "127.0.0.1", port: 6402), "tcp-client:127.0.0.1:6402"),
         ("tcp-client:localhost:1", .tcpClient(host: "localhost", port: 1), "tcp-client:localhost:1"),
         ("tcp-client:[::1]:9000", .tcpClient(host: "::1", port: 9000), "tcp-client:[::1]:9000"),
-        ("tcp-client:[fe80::1%eth0]:65535", .tcpClient(host: "fe80::1%eth0", port: 65535), "tcp-client:[fe80::1%eth0]:65535"),
+        (
+            "tcp-client:[fe80::1%eth0]:65535", .tcpClient(host: "fe80::1%eth0", port: 65535),
+            "tcp-client:[fe80::1%eth0]:65535"
+        ),
         ("tcp-server:127.0.0.1:0", .tcpServer(host: "127.0.0.1", port: 0), "tcp-server:127.0.0.1:0"),
         ("tcp-server:0.0.0.0:9001", .tcpServer(host: "0.0.0.0", port: 9001), "tcp-server:0.0.0.0:9001"),
         ("tcp-server:[::]:9001", .tcpServer(host: "::", port: 9001), "tcp-server:[::]:9001"),
         ("tcp-server:host.example:00080", .tcpServer(host: "host.example", port: 80), "tcp-server:host.example:80"),
-        ("serial:/dev/ttyUSB0", .serial(device: "/dev/ttyUSB0", baudRate: 115_200, rtsCts: false), "serial:/dev/ttyUSB0,115200"),
-        ("serial:/dev/ttyACM0,1000000", .serial(device: "/dev/ttyACM0", baudRate: 1_000_000, rtsCts: false), "serial:/dev/ttyACM0,1000000"),
-        ("serial:/dev/ttyAMA0,921600,rtscts", .serial(device: "/dev/ttyAMA0", baudRate: 921_600, rtsCts: true), "serial:/dev/ttyAMA0,921600,rtscts"),
+        (
+            "serial:/dev/ttyUSB0", .serial(device: "/dev/ttyUSB0", baudRate: 115_200, rtsCts: false),
+            "serial:/dev/ttyUSB0,115200"
+        ),
+        (
+            "serial:/dev/ttyACM0,1000000", .serial(device: "/dev/ttyACM0", baudRate: 1_000_000, rtsCts: false),
+            "serial:/dev/ttyACM0,1000000"
+        ),
+        (
+            "serial:/dev/ttyAMA0,921600,rtscts", .serial(device: "/dev/ttyAMA0", baudRate: 921_600, rtsCts: true),
+            "serial:/dev/ttyAMA0,921600,rtscts"
+        ),
         // by-path names contain colons: everything up to the first comma is the device.
-        ("serial:/dev/serial/by-path/pci-0000:00:14.0-usb-0:1:1.0-port0,460800",
-         .serial(device: "/dev/serial/by-path/pci-0000:00:14.0-usb-0:1:1.0-port0", baudRate: 460_800, rtsCts: false),
-         "serial:/dev/serial/by-path/pci-0000:00:14.0-usb-0:1:1.0-port0,460800"),
+        (
+            "serial:/dev/serial/by-path/pci-0000:00:14.0-usb-0:1:1.0-port0,460800",
+            .serial(device: "/dev/serial/by-path/pci-0000:00:14.0-usb-0:1:1.0-port0", baudRate: 460_800, rtsCts: false),
+            "serial:/dev/serial/by-path/pci-0000:00:14.0-usb-0:1:1.0-port0,460800"
+        ),
         ("hci-socket:0", .hciSocket(index: 0), "hci-socket:0"),
         ("hci-socket:12", .hciSocket(index: 12), "hci-socket:12"),
         ("hci-socket:hci1", .hciSocket(index: 1), "hci-socket:1"),
@@ -42,7 +56,8 @@ import Testing
         #expect(try TransportSpec(parsing: "tcp-server:a:1").kind == .tcpServer)
         #expect(try TransportSpec(parsing: "serial:/dev/x").kind == .serial)
         #expect(try TransportSpec(parsing: "hci-socket:0").kind == .hciSocket)
-        #expect(TransportSpec.Kind.all.map(\.rawValue) == ["virtual", "tcp-client", "tcp-server", "serial", "hci-socket"])
+        #expect(
+            TransportSpec.Kind.all.map(\.rawValue) == ["virtual", "tcp-client", "tcp-server", "serial", "hci-socket"])
     }
 
     /// Every malformed form, the code it gives and a phrase its message must contain.
@@ -106,7 +121,10 @@ import Testing
             let message = error.description
             #expect(message.contains(bad.says), "'\(bad.text)': \(message)")
             // Every message shows the accepted forms.
-            #expect(message.contains("virtual, tcp-client:HOST:PORT, tcp-server:HOST:PORT, serial:DEVICE[,BAUD[,rtscts]] or hci-socket:N"))
+            #expect(
+                message.contains(
+                    "virtual, tcp-client:HOST:PORT, tcp-server:HOST:PORT, serial:DEVICE[,BAUD[,rtscts]] or hci-socket:N"
+                ))
         }
     }
 

@@ -11,8 +11,9 @@ import Testing
         let scanner = TestHost(radio.addController(name: "scan", position: .init(x: 5, y: 0)))
         try await advertiser.setUp()
         try await scanner.setUp()
-        try await advertiser.setAdvertising(type: 0, interval: 0x00A0, data: [2, 1, 6, 3, 9, 0x41, 0x42],
-                                            scanResponse: [3, 9, 0x43, 0x44])
+        try await advertiser.setAdvertising(
+            type: 0, interval: 0x00A0, data: [2, 1, 6, 3, 9, 0x41, 0x42],
+            scanResponse: [3, 9, 0x43, 0x44])
         try await advertiser.enableAdvertising()
         try await scanner.startScan(active: false)
         try await radio.run(for: .seconds(2))
@@ -87,7 +88,8 @@ import Testing
         try await full.startScan(active: false, interval: 0x00A0, window: 0x00A0)
         try await tenth.startScan(active: false, interval: 0x00A0, window: 0x0010)
         try await radio.run(for: .seconds(5))
-        let all = full.reports.count, some = tenth.reports.count
+        let all = full.reports.count
+        let some = tenth.reports.count
         #expect(all > 150)
         #expect(some > 0 && Double(some) < Double(all) * 0.25)
     }
@@ -136,7 +138,9 @@ import Testing
         let complete = advertiser.leEvents(0x01)
         #expect(complete.count == 1)
         #expect(complete.first?.parameters.first == 0x3C)  // Advertising Timeout
-        if let t = complete.first?.time { #expect(t - start >= .milliseconds(1280) && t - start <= .milliseconds(1282)) }
+        if let t = complete.first?.time {
+            #expect(t - start >= .milliseconds(1280) && t - start <= .milliseconds(1282))
+        }
         // Every 3.75 ms for 1.28 s: ~341 events, the scanner listening continuously.
         #expect(target.reports.count > 300)
     }

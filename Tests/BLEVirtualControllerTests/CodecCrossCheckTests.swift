@@ -32,7 +32,9 @@ import Testing
         for opcode in implemented {
             #expect(supported.supports(opcode), "\(opcode) should be claimed")
         }
-        for opcode in [HCILEEnableEncryption.opcode, HCILELongTermKeyRequestReply.opcode, HCILEReadSupportedStates.opcode] {
+        for opcode in [
+            HCILEEnableEncryption.opcode, HCILELongTermKeyRequestReply.opcode, HCILEReadSupportedStates.opcode,
+        ] {
             #expect(!supported.supports(opcode), "\(opcode) is not implemented")
             // ...and indeed answered as unknown.
             #expect(try await host.command(opcode.rawValue, [UInt8](repeating: 0, count: 28)).first == 0x01)
@@ -54,7 +56,10 @@ import Testing
         try await beacon.setAdvertising(type: 0, data: [2, 1, 6], scanResponse: [3, 9, 0x41, 0x42])
         try await beacon.enableAdvertising()
         try await scanner.startScan(active: true)
-        let c = pair.central, p = pair.peripheral, ch = pair.centralHandle, ph = pair.peripheralHandle
+        let c = pair.central
+        let p = pair.peripheral
+        let ch = pair.centralHandle
+        let ph = pair.peripheralHandle
         try await c.command(0x2016, le16(ch))
         try await p.command(0x041D, le16(ph))
         try await c.command(0x2032, le16(ch) + [0, 2, 2, 0, 0])

@@ -7,7 +7,8 @@ import Testing
 @Suite struct ConnectionTests {
     @Test func connectionCompleteOnBothSidesWithRoles() async throws {
         let pair = try await ConnectedPair.make()
-        let c = pair.central.leEvents(0x01)[0], p = pair.peripheral.leEvents(0x01)[0]
+        let c = pair.central.leEvents(0x01)[0]
+        let p = pair.peripheral.leEvents(0x01)[0]
         #expect(c.parameters[0] == 0 && c.parameters[3] == 0)  // success, role central
         #expect(p.parameters[0] == 0 && p.parameters[3] == 1)  // success, role peripheral
         #expect(Array(c.parameters[5..<11].reversed()) == pair.peripheral.controller.address.bytes)
@@ -97,7 +98,9 @@ import Testing
         try await pair.radio.run(for: .milliseconds(100))
         #expect(pair.central.leEvents(0x0C).map(\.parameters) == [[0] + le16(pair.centralHandle) + [2, 2]])
         #expect(pair.peripheral.leEvents(0x0C).map(\.parameters) == [[0] + le16(pair.peripheralHandle) + [2, 2]])
-        #expect(try await pair.peripheral.command(0x2030, le16(pair.peripheralHandle)) == [0] + le16(pair.peripheralHandle) + [2, 2])
+        #expect(
+            try await pair.peripheral.command(0x2030, le16(pair.peripheralHandle)) == [0] + le16(pair.peripheralHandle)
+                + [2, 2])
         let sender = pair.central
         let handle = pair.centralHandle
         let chunk = [UInt8](repeating: 1, count: 27)
@@ -122,7 +125,9 @@ import Testing
     @Test func aCentralConnectsToSeveralPeripherals() async throws {
         let radio = SimulatedRadio(seed: 21)
         let central = TestHost(radio.addController(name: "central"))
-        let peripherals = (0..<3).map { TestHost(radio.addController(name: "p\($0)", position: .init(x: Double($0) + 1, y: 0))) }
+        let peripherals = (0..<3).map {
+            TestHost(radio.addController(name: "p\($0)", position: .init(x: Double($0) + 1, y: 0)))
+        }
         try await central.setUp()
         for p in peripherals {
             try await p.setUp()
@@ -130,7 +135,9 @@ import Testing
             try await p.enableAdvertising()
         }
         for p in peripherals {
-            #expect(try await central.command(0x200D, central.createConnection(to: p.controller.address, intervalMin: 8, intervalMax: 8)) == [0])
+            #expect(
+                try await central.command(
+                    0x200D, central.createConnection(to: p.controller.address, intervalMin: 8, intervalMax: 8)) == [0])
             try await radio.run(for: .milliseconds(300))
         }
         let completes = central.leEvents(0x01)

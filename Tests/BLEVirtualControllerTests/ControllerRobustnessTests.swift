@@ -11,7 +11,7 @@ import Testing
     struct Generator {
         var state: UInt64
         mutating func next() -> UInt8 {
-            state = state &* 6364136223846793005 &+ 1442695040888963407
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
             return UInt8(truncatingIfNeeded: state >> 33)
         }
         mutating func bytes(_ count: Int) -> [UInt8] { (0..<count).map { _ in next() } }
@@ -51,7 +51,8 @@ import Testing
     /// The Command Complete and Command Status events among `packets` that answer `opcode`, and those that
     /// answer anything else.
     static func answers(in packets: [TestHost.Received], to opcode: UInt16) -> (mine: Int, others: Int) {
-        var mine = 0, others = 0
+        var mine = 0
+        var others = 0
         for r in packets {
             guard case .event(let e) = r.packet else { continue }
             let p = e.parameters

@@ -21,8 +21,10 @@ import Testing
 
     @Test func initialisationCommands() async throws {
         let radio = SimulatedRadio(seed: 1)
-        let host = TestHost(radio.addController(name: "a", address: BluetoothAddress(string: "11:22:33:44:55:66"),
-                                                aclBufferLength: 200, aclBufferCount: 4))
+        let host = TestHost(
+            radio.addController(
+                name: "a", address: BluetoothAddress(string: "11:22:33:44:55:66"),
+                aclBufferLength: 200, aclBufferCount: 4))
         #expect(try await host.command(0x0C03) == [0])
         #expect(try await host.command(0x1009) == [0, 0x66, 0x55, 0x44, 0x33, 0x22, 0x11])
         #expect(try await host.command(0x2002) == [0, 200, 0, 4])

@@ -8,8 +8,11 @@ import Testing
     @Test func centralConnectionUpdateAppliesAtTheInstant() async throws {
         let pair = try await ConnectedPair.make(intervalUnits: 24)
         let sent = pair.radio.now
-        #expect(try await pair.central.command(0x2013, le16(pair.centralHandle) + le16(40) + le16(48) + le16(0)
-            + le16(200) + le16(0) + le16(0)) == [0])
+        #expect(
+            try await pair.central.command(
+                0x2013,
+                le16(pair.centralHandle) + le16(40) + le16(48) + le16(0)
+                    + le16(200) + le16(0) + le16(0)) == [0])
         try await pair.radio.run(for: .milliseconds(500))
         for (host, handle) in [(pair.central, pair.centralHandle), (pair.peripheral, pair.peripheralHandle)] {
             let update = host.leEvents(0x03)
@@ -22,34 +25,54 @@ import Testing
 
     @Test func peripheralUpdateGoesThroughTheCentralsHost() async throws {
         let pair = try await ConnectedPair.make(intervalUnits: 24)
-        #expect(try await pair.peripheral.command(0x2013, le16(pair.peripheralHandle) + le16(12) + le16(16) + le16(2)
-            + le16(300) + le16(0) + le16(0)) == [0])
+        #expect(
+            try await pair.peripheral.command(
+                0x2013,
+                le16(pair.peripheralHandle) + le16(12) + le16(16) + le16(2)
+                    + le16(300) + le16(0) + le16(0)) == [0])
         try await pair.radio.run(for: .milliseconds(100))
         let request = pair.central.leEvents(0x06)
         #expect(request.map(\.parameters) == [le16(pair.centralHandle) + le16(12) + le16(16) + le16(2) + le16(300)])
-        #expect(try await pair.central.command(0x2020, le16(pair.centralHandle) + le16(12) + le16(16) + le16(2)
-            + le16(300) + le16(0) + le16(0)) == [0] + le16(pair.centralHandle))
+        #expect(
+            try await pair.central.command(
+                0x2020,
+                le16(pair.centralHandle) + le16(12) + le16(16) + le16(2)
+                    + le16(300) + le16(0) + le16(0)) == [0] + le16(pair.centralHandle))
         try await pair.radio.run(for: .milliseconds(500))
-        #expect(pair.peripheral.leEvents(0x03).map(\.parameters) == [[0] + le16(pair.peripheralHandle) + le16(12) + le16(2) + le16(300)])
+        #expect(
+            pair.peripheral.leEvents(0x03).map(\.parameters) == [
+                [0] + le16(pair.peripheralHandle) + le16(12) + le16(2) + le16(300)
+            ])
         #expect(pair.central.leEvents(0x03).count == 1)
 
         // A negative reply reaches the peripheral's host as a failed update.
-        #expect(try await pair.peripheral.command(0x2013, le16(pair.peripheralHandle) + le16(80) + le16(80) + le16(0)
-            + le16(400) + le16(0) + le16(0)) == [0])
+        #expect(
+            try await pair.peripheral.command(
+                0x2013,
+                le16(pair.peripheralHandle) + le16(80) + le16(80) + le16(0)
+                    + le16(400) + le16(0) + le16(0)) == [0])
         try await pair.radio.run(for: .milliseconds(100))
-        #expect(try await pair.central.command(0x2021, le16(pair.centralHandle) + [0x3B]) == [0] + le16(pair.centralHandle))
+        #expect(
+            try await pair.central.command(0x2021, le16(pair.centralHandle) + [0x3B]) == [0] + le16(pair.centralHandle))
         try await pair.radio.run(for: .milliseconds(100))
         #expect(pair.peripheral.leEvents(0x03).last?.parameters.first == 0x3B)
     }
 
     @Test func dataLengthChange() async throws {
         let pair = try await ConnectedPair.make()
-        #expect(try await pair.central.command(0x2022, le16(pair.centralHandle) + le16(251) + le16(2120))
-            == [0] + le16(pair.centralHandle))
+        #expect(
+            try await pair.central.command(0x2022, le16(pair.centralHandle) + le16(251) + le16(2120))
+                == [0] + le16(pair.centralHandle))
         try await pair.radio.run(for: .milliseconds(200))
         // Central: sends up to 251, receives 27 (the peripheral still transmits 27). Peripheral: the mirror.
-        #expect(pair.central.leEvents(0x07).map(\.parameters) == [le16(pair.centralHandle) + le16(251) + le16(2120) + le16(27) + le16(328)])
-        #expect(pair.peripheral.leEvents(0x07).map(\.parameters) == [le16(pair.peripheralHandle) + le16(27) + le16(328) + le16(251) + le16(2120)])
+        #expect(
+            pair.central.leEvents(0x07).map(\.parameters) == [
+                le16(pair.centralHandle) + le16(251) + le16(2120) + le16(27) + le16(328)
+            ])
+        #expect(
+            pair.peripheral.leEvents(0x07).map(\.parameters) == [
+                le16(pair.peripheralHandle) + le16(27) + le16(328) + le16(251) + le16(2120)
+            ])
         pair.central.sendACL(handle: pair.centralHandle, [UInt8](repeating: 7, count: 200))
         pair.peripheral.sendACL(handle: pair.peripheralHandle, [UInt8](repeating: 8, count: 40))
         try await pair.radio.run(for: .milliseconds(100))
@@ -66,7 +89,9 @@ import Testing
         try await central.setUp()
         try await peripheral.setUp()
         peripheral.onPacket { packet in
-            guard case .event(let event) = packet, event.code.rawValue == 0x3E, event.parameters.first == 0x01 else { return }
+            guard case .event(let event) = packet, event.code.rawValue == 0x3E, event.parameters.first == 0x01 else {
+                return
+            }
             // LE Set Data Length on the new handle, at once.
             peripheral.send(0x2022, Array(event.parameters[2...3]) + le16(251) + le16(2120))
         }
@@ -76,7 +101,8 @@ import Testing
         try await radio.run(for: .milliseconds(300))
         let subevents = central.events.filter { $0.code == 0x3E }.compactMap(\.parameters.first)
         #expect(subevents.contains(0x07))
-        #expect(subevents.firstIndex(of: 0x01) != nil && subevents.firstIndex(of: 0x01)! < subevents.firstIndex(of: 0x07)!)
+        #expect(
+            subevents.firstIndex(of: 0x01) != nil && subevents.firstIndex(of: 0x01)! < subevents.firstIndex(of: 0x07)!)
     }
 
     @Test func remoteFeaturesAndVersion() async throws {
@@ -84,8 +110,14 @@ import Testing
         #expect(try await pair.central.command(0x2016, le16(pair.centralHandle)) == [0])
         #expect(try await pair.peripheral.command(0x041D, le16(pair.peripheralHandle)) == [0])
         try await pair.radio.run(for: .milliseconds(200))
-        #expect(pair.central.leEvents(0x04).map(\.parameters) == [[0] + le16(pair.centralHandle) + [0x2E, 0x01, 0, 0, 0, 0, 0, 0]])
-        #expect(pair.peripheral.events(code: 0x0C).map(\.parameters) == [[0] + le16(pair.peripheralHandle) + [0x0D, 0xFF, 0xFF, 0x01, 0x00]])
+        #expect(
+            pair.central.leEvents(0x04).map(\.parameters) == [
+                [0] + le16(pair.centralHandle) + [0x2E, 0x01, 0, 0, 0, 0, 0, 0]
+            ])
+        #expect(
+            pair.peripheral.events(code: 0x0C).map(\.parameters) == [
+                [0] + le16(pair.peripheralHandle) + [0x0D, 0xFF, 0xFF, 0x01, 0x00]
+            ])
         // The exchange happens once; asking again is answered locally.
         #expect(try await pair.central.command(0x041D, le16(pair.centralHandle)) == [0])
         #expect(pair.central.events(code: 0x0C).count == 1)

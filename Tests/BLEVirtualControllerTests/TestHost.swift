@@ -49,12 +49,16 @@ final class TestHost: Sendable {
     // MARK: Sending
 
     func send(_ opcode: UInt16, _ parameters: [UInt8] = []) {
-        controller.hostTransport.send(.command(HCICommandPacket(opcode: HCIOpcode(rawValue: opcode), parameters: parameters)))
+        controller.hostTransport.send(
+            .command(HCICommandPacket(opcode: HCIOpcode(rawValue: opcode), parameters: parameters)))
     }
 
     func sendACL(handle: UInt16, boundary: UInt8 = 0b00, _ data: [UInt8]) {
-        controller.hostTransport.send(.acl(HCIACLDataPacket(handle: ConnectionHandle(handle),
-                                                            packetBoundary: .init(rawValue: boundary), data: data)))
+        controller.hostTransport.send(
+            .acl(
+                HCIACLDataPacket(
+                    handle: ConnectionHandle(handle),
+                    packetBoundary: .init(rawValue: boundary), data: data)))
     }
 
     /// Sends a command, runs the radio 1 ms, and returns the Command Complete return parameters (status
@@ -68,7 +72,9 @@ final class TestHost: Sendable {
         for r in new {
             guard case .event(let e) = r.packet else { continue }
             let p = e.parameters
-            if e.code.rawValue == 0x0E, p.count >= 3, UInt16(p[1]) | UInt16(p[2]) << 8 == opcode { return Array(p[3...]) }
+            if e.code.rawValue == 0x0E, p.count >= 3, UInt16(p[1]) | UInt16(p[2]) << 8 == opcode {
+                return Array(p[3...])
+            }
             if e.code.rawValue == 0x0F, p.count >= 4, UInt16(p[2]) | UInt16(p[3]) << 8 == opcode { return [p[0]] }
         }
         return []
@@ -117,7 +123,9 @@ final class TestHost: Sendable {
         leEvents(0x02).map { e in
             let p = e.parameters
             let length = Int(p[9])
-            return (e.time, p[1], Array(p[3..<9].reversed()), Array(p[10..<10 + length]), Int8(bitPattern: p[10 + length]))
+            return (
+                e.time, p[1], Array(p[3..<9].reversed()), Array(p[10..<10 + length]), Int8(bitPattern: p[10 + length])
+            )
         }
     }
 
@@ -125,27 +133,38 @@ final class TestHost: Sendable {
 
     // MARK: Command builders (raw parameters, little-endian)
 
-    func setAdvertising(type: UInt8 = 0, interval: UInt16 = 0x00A0, ownAddressType: UInt8 = 1,
-                        peer: BluetoothAddress? = nil, data: [UInt8] = [], scanResponse: [UInt8] = []) async throws {
+    func setAdvertising(
+        type: UInt8 = 0, interval: UInt16 = 0x00A0, ownAddressType: UInt8 = 1,
+        peer: BluetoothAddress? = nil, data: [UInt8] = [], scanResponse: [UInt8] = []
+    ) async throws {
         var p = le16(interval) + le16(interval) + [type, ownAddressType]
         p += [peer?.type.isRandom == true ? 1 : 0] + (peer?.littleEndianBytes ?? [0, 0, 0, 0, 0, 0]) + [0x07, 0x00]
         #expect(try await command(0x2006, p) == [0])
-        #expect(try await command(0x2008, [UInt8(data.count)] + data + [UInt8](repeating: 0, count: 31 - data.count)) == [0])
-        #expect(try await command(0x2009, [UInt8(scanResponse.count)] + scanResponse
-            + [UInt8](repeating: 0, count: 31 - scanResponse.count)) == [0])
+        #expect(
+            try await command(0x2008, [UInt8(data.count)] + data + [UInt8](repeating: 0, count: 31 - data.count)) == [0]
+        )
+        #expect(
+            try await command(
+                0x2009,
+                [UInt8(scanResponse.count)] + scanResponse
+                    + [UInt8](repeating: 0, count: 31 - scanResponse.count)) == [0])
     }
 
     func enableAdvertising(_ on: Bool = true) async throws {
         #expect(try await command(0x200A, [on ? 1 : 0]) == [0])
     }
 
-    func startScan(active: Bool, interval: UInt16 = 0x0010, window: UInt16 = 0x0010, filterDuplicates: Bool = false) async throws {
+    func startScan(active: Bool, interval: UInt16 = 0x0010, window: UInt16 = 0x0010, filterDuplicates: Bool = false)
+        async throws
+    {
         #expect(try await command(0x200B, [active ? 1 : 0] + le16(interval) + le16(window) + [1, 0]) == [0])
         #expect(try await command(0x200C, [1, filterDuplicates ? 1 : 0]) == [0])
     }
 
-    func createConnection(to peer: BluetoothAddress, intervalMin: UInt16 = 24, intervalMax: UInt16 = 40,
-                          timeout: UInt16 = 100) -> [UInt8] {
+    func createConnection(
+        to peer: BluetoothAddress, intervalMin: UInt16 = 24, intervalMax: UInt16 = 40,
+        timeout: UInt16 = 100
+    ) -> [UInt8] {
         le16(0x0010) + le16(0x0010) + [0, peer.type.isRandom ? 1 : 0] + peer.littleEndianBytes + [1]
             + le16(intervalMin) + le16(intervalMax) + le16(0) + le16(timeout) + le16(0) + le16(0)
     }
@@ -162,8 +181,10 @@ struct ConnectedPair {
     let centralHandle: UInt16
     let peripheralHandle: UInt16
 
-    static func make(seed: UInt64 = 1, radio: SimulatedRadio? = nil, distance: Double = 2, intervalUnits: UInt16 = 24,
-                     timeout: UInt16 = 100, dataLength: UInt16? = nil) async throws -> ConnectedPair {
+    static func make(
+        seed: UInt64 = 1, radio: SimulatedRadio? = nil, distance: Double = 2, intervalUnits: UInt16 = 24,
+        timeout: UInt16 = 100, dataLength: UInt16? = nil
+    ) async throws -> ConnectedPair {
         let radio = radio ?? SimulatedRadio(seed: seed)
         let central = TestHost(radio.addController(name: "central"))
         let peripheral = TestHost(radio.addController(name: "peripheral", position: .init(x: distance, y: 0)))
@@ -176,13 +197,18 @@ struct ConnectedPair {
         }
         try await peripheral.setAdvertising(type: 0, interval: 0x0020, data: [2, 1, 6])
         try await peripheral.enableAdvertising()
-        #expect(try await central.command(0x200D, central.createConnection(
-            to: peripheral.controller.address, intervalMin: intervalUnits, intervalMax: intervalUnits, timeout: timeout)) == [0])
+        #expect(
+            try await central.command(
+                0x200D,
+                central.createConnection(
+                    to: peripheral.controller.address, intervalMin: intervalUnits, intervalMax: intervalUnits,
+                    timeout: timeout)) == [0])
         try await radio.run(for: .milliseconds(200))
         let c = central.leEvents(0x01)
         let p = peripheral.leEvents(0x01)
         #expect(c.count == 1 && p.count == 1)
-        return ConnectedPair(radio: radio, central: central, peripheral: peripheral,
-                             centralHandle: u16(c[0].parameters, 1), peripheralHandle: u16(p[0].parameters, 1))
+        return ConnectedPair(
+            radio: radio, central: central, peripheral: peripheral,
+            centralHandle: u16(c[0].parameters, 1), peripheralHandle: u16(p[0].parameters, 1))
     }
 }

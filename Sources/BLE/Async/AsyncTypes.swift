@@ -75,7 +75,8 @@ extension BluetoothError {
         case .poweredOff: BluetoothError(.transportClosed, "Bluetooth is powered off")
         case .unsupported: BluetoothError(.operationNotSupported, "this controller does not support Bluetooth LE")
         case .unauthorized: BluetoothError(.operationNotSupported, "the application is not authorized to use Bluetooth")
-        case .unknown, .resetting, .poweredOn: BluetoothError(.invalidParameters, "the manager is not powered on (\(state))")
+        case .unknown, .resetting, .poweredOn:
+            BluetoothError(.invalidParameters, "the manager is not powered on (\(state))")
         }
     }
 

@@ -28,7 +28,12 @@ final class CentralAsyncObserver: CentralManagerObserver {
 
     init() {}
 
-    func nextID() -> UInt64 { state.withLock { s in s.nextID += 1; return s.nextID } }
+    func nextID() -> UInt64 {
+        state.withLock { s in
+            s.nextID += 1
+            return s.nextID
+        }
+    }
 
     // MARK: Events
 
@@ -45,17 +50,29 @@ final class CentralAsyncObserver: CentralManagerObserver {
         case .poweredOff, .unsupported, .unauthorized:
             let error = BluetoothError.notPoweredOn(now)
             let (waiters, connects, scans) = state.withLock { s in
-                defer { s.connects.removeAll(); s.scans.removeAll(); s.scanRequest = nil }
-                return (s.poweredOn.takeAll(), s.connects.values.flatMap { var w = $0; return w.takeAll() },
-                        Array(s.scans.values))
+                defer {
+                    s.connects.removeAll()
+                    s.scans.removeAll()
+                    s.scanRequest = nil
+                }
+                return (
+                    s.poweredOn.takeAll(),
+                    s.connects.values.flatMap {
+                        var w = $0
+                        return w.takeAll()
+                    },
+                    Array(s.scans.values)
+                )
             }
             for w in waiters + connects { w.fail(error) }
             for c in scans { c.finish() }
         }
     }
 
-    func centralManager(_ central: CentralManager, didDiscover peripheral: Peripheral,
-                        advertisementData: AdvertisementData, rssi: Int) {
+    func centralManager(
+        _ central: CentralManager, didDiscover peripheral: Peripheral,
+        advertisementData: AdvertisementData, rssi: Int
+    ) {
         let scans = state.withLock { Array($0.scans.values) }
         let found = DiscoveredPeripheral(peripheral: peripheral, advertisementData: advertisementData, rssi: rssi)
         for c in scans { c.yield(found) }
@@ -66,11 +83,14 @@ final class CentralAsyncObserver: CentralManagerObserver {
     }
 
     func centralManager(_ central: CentralManager, didFailToConnect peripheral: Peripheral, error: (any Error)?) {
-        let failure = (error as? BluetoothError) ?? BluetoothError(.connectionFailed, "could not connect\(error.map { ": \($0)" } ?? "")")
+        let failure =
+            (error as? BluetoothError)
+            ?? BluetoothError(.connectionFailed, "could not connect\(error.map { ": \($0)" } ?? "")")
         for w in takeConnects(peripheral) { w.fail(failure) }
     }
 
-    func centralManager(_ central: CentralManager, didDisconnectPeripheral peripheral: Peripheral, error: (any Error)?) {
+    func centralManager(_ central: CentralManager, didDisconnectPeripheral peripheral: Peripheral, error: (any Error)?)
+    {
         let lost = BluetoothError.linkLost(error)
         // The peripheral's pending operations and notification streams end first, as the delegate's did.
         peripheral.existingAsyncObserver?.linkLost(lost)

@@ -22,8 +22,9 @@ extension CentralManager {
     ///   `.operationNotSupported` for `.unsupported` or `.unauthorized`; `.timeout` when `timeout` passes
     ///   first; `CancellationError` when the task is cancelled.
     public func waitUntilPoweredOn(timeout: Duration? = nil) async throws {
-        try await Waiter<Void>.untilPoweredOn(state: { state }, register: asyncObserver.addPoweredOnWaiter,
-                                              system: system, queue: queue, timeout: timeout)
+        try await Waiter<Void>.untilPoweredOn(
+            state: { state }, register: asyncObserver.addPoweredOnWaiter,
+            system: system, queue: queue, timeout: timeout)
     }
 
     /// Scans for peripherals advertising any of `serviceUUIDs` (all when nil) and yields each discovery,
@@ -36,7 +37,9 @@ extension CentralManager {
     /// as in CoreBluetooth: while several scan streams run, the filter and options of the most recent apply to
     /// all of them, and the scan stops when the last one ends; stopping it also stops a scan the delegate code
     /// started with `scanForPeripherals`.
-    public func scan(withServices serviceUUIDs: [BluetoothUUID]?, options: ScanOptions? = nil) -> AsyncStream<DiscoveredPeripheral> {
+    public func scan(withServices serviceUUIDs: [BluetoothUUID]?, options: ScanOptions? = nil) -> AsyncStream<
+        DiscoveredPeripheral
+    > {
         let observer = asyncObserver
         return AsyncStream { continuation in
             let id = observer.nextID()
@@ -47,7 +50,7 @@ extension CentralManager {
             switch state {
             case .poweredOn: scanForPeripherals(withServices: serviceUUIDs, options: options)
             case .poweredOff, .unsupported, .unauthorized: continuation.finish()
-            case .unknown, .resetting: break   // the observer starts the scan on `.poweredOn`
+            case .unknown, .resetting: break  // the observer starts the scan on `.poweredOn`
             }
         }
     }
@@ -70,7 +73,8 @@ extension CentralManager {
         switch peripheral.state {
         case .connected: return
         case .disconnecting:
-            throw BluetoothError(.invalidParameters, "the peripheral is still disconnecting; await disconnect(_:) first")
+            throw BluetoothError(
+                .invalidParameters, "the peripheral is still disconnecting; await disconnect(_:) first")
         case .disconnected, .connecting: break
         }
         guard state == .poweredOn else { throw BluetoothError.notPoweredOn(state) }

@@ -24,7 +24,10 @@ final class ObserverList<Observer: Sendable>: Sendable {
     /// Registers `observer`; the returned token removes it.
     @discardableResult
     func add(_ observer: Observer) -> UInt64 {
-        let id = counter.withLock { c -> UInt64 in c += 1; return c }
+        let id = counter.withLock { c -> UInt64 in
+            c += 1
+            return c
+        }
         entries.withLock { $0.append((id, observer)) }
         return id
     }
@@ -37,7 +40,10 @@ final class ObserverList<Observer: Sendable>: Sendable {
     /// async layer attaches its observer this way, once per object, on first use.
     func attachment<T>(_ type: T.Type, orAdd make: () -> T) -> T {
         if let found = entries.withLock({ $0.lazy.compactMap { $0.observer as? T }.first }) { return found }
-        let id = counter.withLock { c -> UInt64 in c += 1; return c }
+        let id = counter.withLock { c -> UInt64 in
+            c += 1
+            return c
+        }
         return entries.withLock { list -> T in
             if let found = list.lazy.compactMap({ $0.observer as? T }).first { return found }
             let made = make()
@@ -57,8 +63,9 @@ protocol CentralManagerObserver: CentralManagerDelegate, Sendable {}
 /// variant that says whether the value arrived in a notification (or indication) or completes a read; the
 /// plain delegate method is not called on observers.
 protocol PeripheralObserver: PeripheralDelegate, Sendable {
-    func peripheral(_ peripheral: Peripheral, didUpdateValueFor characteristic: Characteristic, error: (any Error)?,
-                    isNotification: Bool)
+    func peripheral(
+        _ peripheral: Peripheral, didUpdateValueFor characteristic: Characteristic, error: (any Error)?,
+        isNotification: Bool)
 }
 
 /// An internal observer of a `PeripheralManager`: the delegate's events, on the manager's queue.
@@ -78,7 +85,8 @@ extension Peripheral {
     /// What `deliver` hands its event closure: the delegate alone, or a fan-out to it and the observers.
     func deliveryTarget(isNotification: Bool) -> (any PeripheralDelegate)? {
         let observers = observers.snapshot
-        return observers.isEmpty ? delegate
+        return observers.isEmpty
+            ? delegate
             : PeripheralFanOut(delegate: delegate, observers: observers, isNotification: isNotification)
     }
 }
@@ -112,10 +120,14 @@ final class CentralManagerFanOut: CentralManagerDelegate {
         for o in observers { o.centralManager(central, willRestoreState: state) }
     }
 
-    func centralManager(_ central: CentralManager, didDiscover peripheral: Peripheral,
-                        advertisementData: AdvertisementData, rssi: Int) {
+    func centralManager(
+        _ central: CentralManager, didDiscover peripheral: Peripheral,
+        advertisementData: AdvertisementData, rssi: Int
+    ) {
         delegate?.centralManager(central, didDiscover: peripheral, advertisementData: advertisementData, rssi: rssi)
-        for o in observers { o.centralManager(central, didDiscover: peripheral, advertisementData: advertisementData, rssi: rssi) }
+        for o in observers {
+            o.centralManager(central, didDiscover: peripheral, advertisementData: advertisementData, rssi: rssi)
+        }
     }
 
     func centralManager(_ central: CentralManager, didConnect peripheral: Peripheral) {
@@ -128,7 +140,8 @@ final class CentralManagerFanOut: CentralManagerDelegate {
         for o in observers { o.centralManager(central, didFailToConnect: peripheral, error: error) }
     }
 
-    func centralManager(_ central: CentralManager, didDisconnectPeripheral peripheral: Peripheral, error: (any Error)?) {
+    func centralManager(_ central: CentralManager, didDisconnectPeripheral peripheral: Peripheral, error: (any Error)?)
+    {
         delegate?.centralManager(central, didDisconnectPeripheral: peripheral, error: error)
         for o in observers { o.centralManager(central, didDisconnectPeripheral: peripheral, error: error) }
     }
@@ -156,6 +169,7 @@ final class PeripheralFanOut: PeripheralDelegate {
         for o in observers { o.peripheral(peripheral, didModifyServices: invalidatedServices) }
     }
 
+    // swift-format-ignore: AlwaysUseLowerCamelCase
     func peripheral(_ peripheral: Peripheral, didReadRSSI RSSI: Int, error: (any Error)?) {
         delegate?.peripheral(peripheral, didReadRSSI: RSSI, error: error)
         for o in observers { o.peripheral(peripheral, didReadRSSI: RSSI, error: error) }
@@ -176,7 +190,9 @@ final class PeripheralFanOut: PeripheralDelegate {
         for o in observers { o.peripheral(peripheral, didDiscoverCharacteristicsFor: service, error: error) }
     }
 
-    func peripheral(_ peripheral: Peripheral, didDiscoverDescriptorsFor characteristic: Characteristic, error: (any Error)?) {
+    func peripheral(
+        _ peripheral: Peripheral, didDiscoverDescriptorsFor characteristic: Characteristic, error: (any Error)?
+    ) {
         delegate?.peripheral(peripheral, didDiscoverDescriptorsFor: characteristic, error: error)
         for o in observers { o.peripheral(peripheral, didDiscoverDescriptorsFor: characteristic, error: error) }
     }
@@ -203,7 +219,9 @@ final class PeripheralFanOut: PeripheralDelegate {
         for o in observers { o.peripheral(peripheral, didWriteValueFor: descriptor, error: error) }
     }
 
-    func peripheral(_ peripheral: Peripheral, didUpdateNotificationStateFor characteristic: Characteristic, error: (any Error)?) {
+    func peripheral(
+        _ peripheral: Peripheral, didUpdateNotificationStateFor characteristic: Characteristic, error: (any Error)?
+    ) {
         delegate?.peripheral(peripheral, didUpdateNotificationStateFor: characteristic, error: error)
         for o in observers { o.peripheral(peripheral, didUpdateNotificationStateFor: characteristic, error: error) }
     }
@@ -244,12 +262,16 @@ final class PeripheralManagerFanOut: PeripheralManagerDelegate {
         for o in observers { o.peripheralManager(peripheral, didAdd: service, error: error) }
     }
 
-    func peripheralManager(_ peripheral: PeripheralManager, central: Central, didSubscribeTo characteristic: Characteristic) {
+    func peripheralManager(
+        _ peripheral: PeripheralManager, central: Central, didSubscribeTo characteristic: Characteristic
+    ) {
         delegate?.peripheralManager(peripheral, central: central, didSubscribeTo: characteristic)
         for o in observers { o.peripheralManager(peripheral, central: central, didSubscribeTo: characteristic) }
     }
 
-    func peripheralManager(_ peripheral: PeripheralManager, central: Central, didUnsubscribeFrom characteristic: Characteristic) {
+    func peripheralManager(
+        _ peripheral: PeripheralManager, central: Central, didUnsubscribeFrom characteristic: Characteristic
+    ) {
         delegate?.peripheralManager(peripheral, central: central, didUnsubscribeFrom: characteristic)
         for o in observers { o.peripheralManager(peripheral, central: central, didUnsubscribeFrom: characteristic) }
     }

@@ -35,10 +35,13 @@ extension Peripheral {
 
     /// Discovers the services `service` includes (filtered by `includedServiceUUIDs` when given) and returns
     /// `service.includedServices`. Completes on `peripheral(_:didDiscoverIncludedServicesFor:error:)`.
-    public func discoverIncludedServices(_ includedServiceUUIDs: [BluetoothUUID]?, for service: Service,
-                                         timeout: Duration?) async throws -> [Service] {
+    public func discoverIncludedServices(
+        _ includedServiceUUIDs: [BluetoothUUID]?, for service: Service,
+        timeout: Duration?
+    ) async throws -> [Service] {
         try check(service.state.withLock { $0.remote } != nil && service.peripheral === self, service)
-        return try await perform(.includedServices, on: service, timeout: timeout, what: "discoverIncludedServices") { _ in
+        return try await perform(.includedServices, on: service, timeout: timeout, what: "discoverIncludedServices") {
+            _ in
             service.includedServices ?? []
         } issue: {
             discoverIncludedServices(includedServiceUUIDs, for: service)
@@ -48,11 +51,16 @@ extension Peripheral {
     /// Discovers the characteristics of `service` and returns those matching `characteristicUUIDs` (all when
     /// nil), as they are in `service.characteristics`. Completes on
     /// `peripheral(_:didDiscoverCharacteristicsFor:error:)`.
-    public func discoverCharacteristics(_ characteristicUUIDs: [BluetoothUUID]?, for service: Service,
-                                        timeout: Duration?) async throws -> [Characteristic] {
+    public func discoverCharacteristics(
+        _ characteristicUUIDs: [BluetoothUUID]?, for service: Service,
+        timeout: Duration?
+    ) async throws -> [Characteristic] {
         try check(service.state.withLock { $0.remote } != nil && service.peripheral === self, service)
-        return try await perform(.characteristics, on: service, timeout: timeout, what: "discoverCharacteristics") { _ in
-            (service.characteristics ?? []).filter { characteristicUUIDs?.isEmpty != false || characteristicUUIDs!.contains($0.uuid) }
+        return try await perform(.characteristics, on: service, timeout: timeout, what: "discoverCharacteristics") {
+            _ in
+            (service.characteristics ?? []).filter {
+                characteristicUUIDs?.isEmpty != false || characteristicUUIDs!.contains($0.uuid)
+            }
         } issue: {
             discoverCharacteristics(characteristicUUIDs, for: service)
         }
@@ -60,7 +68,8 @@ extension Peripheral {
 
     /// Discovers the descriptors of `characteristic` and returns `characteristic.descriptors`. Completes on
     /// `peripheral(_:didDiscoverDescriptorsFor:error:)`.
-    public func discoverDescriptors(for characteristic: Characteristic, timeout: Duration?) async throws -> [Descriptor] {
+    public func discoverDescriptors(for characteristic: Characteristic, timeout: Duration?) async throws -> [Descriptor]
+    {
         try check(owns(characteristic), characteristic)
         return try await perform(.descriptors, on: characteristic, timeout: timeout, what: "discoverDescriptors") { _ in
             characteristic.descriptors ?? []
@@ -75,8 +84,10 @@ extension Peripheral {
     /// one characteristic complete in the order they were made, each with its own response.
     public func readValue(for characteristic: Characteristic, timeout: Duration?) async throws -> Data {
         try check(owns(characteristic), characteristic)
-        return try await perform(.readCharacteristic, on: characteristic, timeout: timeout,
-                                 what: "readValue(for: \(characteristic.uuid.uuidString))") { _ in
+        return try await perform(
+            .readCharacteristic, on: characteristic, timeout: timeout,
+            what: "readValue(for: \(characteristic.uuid.uuidString))"
+        ) { _ in
             characteristic.value ?? Data()
         } issue: {
             readValue(for: characteristic)
@@ -87,8 +98,10 @@ extension Peripheral {
     /// the descriptor, in request order per descriptor.
     public func readValue(for descriptor: Descriptor, timeout: Duration?) async throws -> Data {
         try check(owns(descriptor), descriptor)
-        return try await perform(.readDescriptor, on: descriptor, timeout: timeout,
-                                 what: "readValue(for: \(descriptor.uuid.uuidString))") { _ in
+        return try await perform(
+            .readDescriptor, on: descriptor, timeout: timeout,
+            what: "readValue(for: \(descriptor.uuid.uuidString))"
+        ) { _ in
             descriptor.value ?? Data()
         } issue: {
             readValue(for: descriptor)
@@ -108,13 +121,19 @@ extension Peripheral {
     /// tasks writing without response at once are each delivered, in no promised order among them.
     /// - Throws: for `.withoutResponse` also `.invalidParameters` when `data` is longer than
     ///   `maximumWriteValueLength(for: .withoutResponse)`, and `.notConnected`.
-    public func writeValue(_ data: Data, for characteristic: Characteristic, type: CharacteristicWriteType,
-                           timeout: Duration?) async throws {
+    public func writeValue(
+        _ data: Data, for characteristic: Characteristic, type: CharacteristicWriteType,
+        timeout: Duration?
+    ) async throws {
         try check(owns(characteristic), characteristic)
         switch type {
         case .withResponse:
-            try await perform(.writeCharacteristic, on: characteristic, timeout: timeout,
-                              what: "writeValue(for: \(characteristic.uuid.uuidString))") { _ in () } issue: {
+            try await perform(
+                .writeCharacteristic, on: characteristic, timeout: timeout,
+                what: "writeValue(for: \(characteristic.uuid.uuidString))"
+            ) { _ in
+                ()
+            } issue: {
                 writeValue(data, for: characteristic, type: .withResponse)
             }
         case .withoutResponse:
@@ -127,8 +146,12 @@ extension Peripheral {
     /// use `setNotifyValue(_:for:timeout:)` or `notifications(for:)`.
     public func writeValue(_ data: Data, for descriptor: Descriptor, timeout: Duration?) async throws {
         try check(owns(descriptor), descriptor)
-        try await perform(.writeDescriptor, on: descriptor, timeout: timeout,
-                          what: "writeValue(for: \(descriptor.uuid.uuidString))") { _ in () } issue: {
+        try await perform(
+            .writeDescriptor, on: descriptor, timeout: timeout,
+            what: "writeValue(for: \(descriptor.uuid.uuidString))"
+        ) { _ in
+            ()
+        } issue: {
             writeValue(data, for: descriptor)
         }
     }
@@ -138,8 +161,12 @@ extension Peripheral {
     /// Values arrive through the delegate and through `notifications(for:)` streams.
     public func setNotifyValue(_ enabled: Bool, for characteristic: Characteristic, timeout: Duration?) async throws {
         try check(owns(characteristic), characteristic)
-        try await perform(.notificationState, on: characteristic, timeout: timeout,
-                          what: "setNotifyValue(for: \(characteristic.uuid.uuidString))") { _ in () } issue: {
+        try await perform(
+            .notificationState, on: characteristic, timeout: timeout,
+            what: "setNotifyValue(for: \(characteristic.uuid.uuidString))"
+        ) { _ in
+            ()
+        } issue: {
             setNotifyValue(enabled, for: characteristic)
         }
     }
@@ -157,15 +184,21 @@ extension Peripheral {
         return AsyncThrowingStream { continuation in
             let id = observer.nextID()
             continuation.onTermination = { [weak self] _ in
-                guard observer.removeNotifications(id, for: characteristic), let self, self.state == .connected else { return }
-                _ = try? self.issue(Void.self, .notificationState, on: characteristic) { _ in () } issue: {
+                guard observer.removeNotifications(id, for: characteristic), let self, self.state == .connected else {
+                    return
+                }
+                _ = try? self.issue(Void.self, .notificationState, on: characteristic) { _ in
+                    ()
+                } issue: {
                     self.setNotifyValue(false, for: characteristic)
                 }
             }
             observer.addNotifications(id, continuation, for: characteristic)
             do {
                 try check(owns(characteristic), characteristic)
-                let subscribed = try issue(Void.self, .notificationState, on: characteristic) { _ in () } issue: {
+                let subscribed = try issue(Void.self, .notificationState, on: characteristic) { _ in
+                    ()
+                } issue: {
                     setNotifyValue(true, for: characteristic)
                 }
                 Task {
@@ -179,7 +212,9 @@ extension Peripheral {
 
     /// Reads the link's RSSI (dBm). Completes on `peripheral(_:didReadRSSI:error:)`.
     public func readRSSI(timeout: Duration?) async throws -> Int {
-        try await perform(.rssi, on: nil, timeout: timeout, what: "readRSSI") { rssi in rssi } issue: {
+        try await perform(.rssi, on: nil, timeout: timeout, what: "readRSSI") { rssi in
+            rssi
+        } issue: {
             readRSSI()
         }
     }
@@ -187,8 +222,10 @@ extension Peripheral {
     // MARK: Internals
 
     /// Issues one request and waits for the completion event queued for it.
-    private func perform<T: Sendable>(_ kind: CompletionQueues.Kind, on object: AnyObject?, timeout: Duration?, what: String,
-                                      result: @escaping @Sendable (Int) -> T, issue request: () -> Void) async throws -> T {
+    private func perform<T: Sendable>(
+        _ kind: CompletionQueues.Kind, on object: AnyObject?, timeout: Duration?, what: String,
+        result: @escaping @Sendable (Int) -> T, issue request: () -> Void
+    ) async throws -> T {
         try Task.checkCancellation()
         let waiter = try issue(T.self, kind, on: object, result: result, issue: request)
         if let manager { waiter.arm(timeout: timeout, system: manager.system, queue: manager.queue, what: what) }
@@ -198,8 +235,10 @@ extension Peripheral {
     /// Queues a completion entry for `kind` on `object` and issues the request, atomically with respect to
     /// other async requests; returns the waiter the completion event will finish with `result` (given the
     /// event's number: the RSSI for `didReadRSSI`) or with the event's error.
-    private func issue<T: Sendable>(_ type: T.Type, _ kind: CompletionQueues.Kind, on object: AnyObject?,
-                                    result: @escaping @Sendable (Int) -> T, issue request: () -> Void) throws -> Waiter<T> {
+    private func issue<T: Sendable>(
+        _ type: T.Type, _ kind: CompletionQueues.Kind, on object: AnyObject?,
+        result: @escaping @Sendable (Int) -> T, issue request: () -> Void
+    ) throws -> Waiter<T> {
         guard manager != nil else {
             throw BluetoothError(.invalidParameters, "the peripheral's central manager no longer exists")
         }
@@ -216,7 +255,8 @@ extension Peripheral {
     }
 
     /// Flow-controlled write without response: write; if refused, wait for "ready" and write again.
-    private func writeWithoutResponse(_ data: Data, for characteristic: Characteristic, timeout: Duration?) async throws {
+    private func writeWithoutResponse(_ data: Data, for characteristic: Characteristic, timeout: Duration?) async throws
+    {
         guard let manager else {
             throw BluetoothError(.invalidParameters, "the peripheral's central manager no longer exists")
         }
@@ -227,7 +267,9 @@ extension Peripheral {
             guard state == .connected else { throw BluetoothError(.notConnected, "the peripheral is not connected") }
             let limit = maximumWriteValueLength(for: .withoutResponse)
             guard data.count <= limit else {
-                throw BluetoothError(.invalidParameters, "a write without response carries at most \(limit) bytes here; this one has \(data.count)")
+                throw BluetoothError(
+                    .invalidParameters,
+                    "a write without response carries at most \(limit) bytes here; this one has \(data.count)")
             }
             // Registered before writing, so a "ready" that follows the refusal at once is not missed.
             let ready = Waiter<Void>()
@@ -242,8 +284,9 @@ extension Peripheral {
                 return
             }
             if let deadline {
-                ready.arm(timeout: deadline - manager.system.now, system: manager.system, queue: manager.queue,
-                          what: "writeValue(for: \(characteristic.uuid.uuidString), type: .withoutResponse)")
+                ready.arm(
+                    timeout: deadline - manager.system.now, system: manager.system, queue: manager.queue,
+                    what: "writeValue(for: \(characteristic.uuid.uuidString), type: .withoutResponse)")
             }
             try await ready.value()
         }

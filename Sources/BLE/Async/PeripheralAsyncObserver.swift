@@ -39,7 +39,12 @@ final class PeripheralAsyncObserver: PeripheralObserver {
 
     init() {}
 
-    func nextID() -> UInt64 { state.withLock { s in s.nextID += 1; return s.nextID } }
+    func nextID() -> UInt64 {
+        state.withLock { s in
+            s.nextID += 1
+            return s.nextID
+        }
+    }
 
     // MARK: Completions
 
@@ -61,6 +66,7 @@ final class PeripheralAsyncObserver: PeripheralObserver {
         return state.withLock { $0.completions.count(key) }
     }
 
+    // swift-format-ignore: AlwaysUseLowerCamelCase
     func peripheral(_ peripheral: Peripheral, didReadRSSI RSSI: Int, error: (any Error)?) {
         complete(.rssi, nil, error: error, number: RSSI)
     }
@@ -77,18 +83,24 @@ final class PeripheralAsyncObserver: PeripheralObserver {
         complete(.characteristics, service, error: error)
     }
 
-    func peripheral(_ peripheral: Peripheral, didDiscoverDescriptorsFor characteristic: Characteristic, error: (any Error)?) {
+    func peripheral(
+        _ peripheral: Peripheral, didDiscoverDescriptorsFor characteristic: Characteristic, error: (any Error)?
+    ) {
         complete(.descriptors, characteristic, error: error)
     }
 
-    func peripheral(_ peripheral: Peripheral, didUpdateValueFor characteristic: Characteristic, error: (any Error)?,
-                    isNotification: Bool) {
+    func peripheral(
+        _ peripheral: Peripheral, didUpdateValueFor characteristic: Characteristic, error: (any Error)?,
+        isNotification: Bool
+    ) {
         guard isNotification else {
             complete(.readCharacteristic, characteristic, error: error)
             return
         }
         guard error == nil, let value = characteristic.value else { return }
-        let streams = state.withLock { Array(($0.notifications[ObjectIdentifier(characteristic)] ?? [:]).sorted { $0.key < $1.key }.map(\.value)) }
+        let streams = state.withLock {
+            Array(($0.notifications[ObjectIdentifier(characteristic)] ?? [:]).sorted { $0.key < $1.key }.map(\.value))
+        }
         for s in streams { s.yield(value) }
     }
 
@@ -104,7 +116,9 @@ final class PeripheralAsyncObserver: PeripheralObserver {
         complete(.writeDescriptor, descriptor, error: error)
     }
 
-    func peripheral(_ peripheral: Peripheral, didUpdateNotificationStateFor characteristic: Characteristic, error: (any Error)?) {
+    func peripheral(
+        _ peripheral: Peripheral, didUpdateNotificationStateFor characteristic: Characteristic, error: (any Error)?
+    ) {
         complete(.notificationState, characteristic, error: error)
     }
 
@@ -129,7 +143,10 @@ final class PeripheralAsyncObserver: PeripheralObserver {
         state.withLock { s in
             let key = ObjectIdentifier(characteristic)
             guard s.notifications[key]?.removeValue(forKey: id) != nil else { return false }
-            if s.notifications[key]?.isEmpty == true { s.notifications[key] = nil; return true }
+            if s.notifications[key]?.isEmpty == true {
+                s.notifications[key] = nil
+                return true
+            }
             return false
         }
     }

@@ -17,8 +17,9 @@ extension PeripheralManager {
     /// - Throws: `BluetoothError` `.transportClosed` when the state is or becomes `.poweredOff`,
     ///   `.operationNotSupported` for `.unsupported`/`.unauthorized`; `.timeout`; `CancellationError`.
     public func waitUntilPoweredOn(timeout: Duration? = nil) async throws {
-        try await Waiter<Void>.untilPoweredOn(state: { state }, register: asyncObserver.addPoweredOnWaiter,
-                                              system: system, queue: queue, timeout: timeout)
+        try await Waiter<Void>.untilPoweredOn(
+            state: { state }, register: asyncObserver.addPoweredOnWaiter,
+            system: system, queue: queue, timeout: timeout)
     }
 
     /// Publishes `service` and returns once `peripheralManager(_:didAdd:error:)` reported success.
@@ -45,8 +46,10 @@ extension PeripheralManager {
     /// value in order. Returns once the value is queued for every target.
     /// - Throws: `BluetoothError` `.invalidParameters` when `characteristic` is not published by this manager;
     ///   the power state's error when the manager powers off while waiting; `.timeout`; `CancellationError`.
-    public func updateValue(_ value: Data, for characteristic: MutableCharacteristic, onSubscribedCentrals centrals: [Central]?,
-                            timeout: Duration?) async throws {
+    public func updateValue(
+        _ value: Data, for characteristic: MutableCharacteristic, onSubscribedCentrals centrals: [Central]?,
+        timeout: Duration?
+    ) async throws {
         let observer = asyncObserver
         let deadline = timeout.map { system.now + $0 }
         while true {
@@ -63,8 +66,9 @@ extension PeripheralManager {
                 return
             }
             if let deadline {
-                ready.arm(timeout: deadline - system.now, system: system, queue: queue,
-                          what: "updateValue(for: \(characteristic.uuid.uuidString))")
+                ready.arm(
+                    timeout: deadline - system.now, system: system, queue: queue,
+                    what: "updateValue(for: \(characteristic.uuid.uuidString))")
             }
             try await ready.value()
         }
@@ -97,8 +101,10 @@ extension PeripheralManager {
 
     // MARK: Internals
 
-    private func perform(_ kind: CompletionQueues.Kind, on object: AnyObject?, timeout: Duration?, what: String,
-                         issue request: () -> Void) async throws {
+    private func perform(
+        _ kind: CompletionQueues.Kind, on object: AnyObject?, timeout: Duration?, what: String,
+        issue request: () -> Void
+    ) async throws {
         try Task.checkCancellation()
         let observer = asyncObserver
         let waiter = Waiter<Void>()

@@ -23,7 +23,12 @@ final class PeripheralManagerAsyncObserver: PeripheralManagerObserver {
 
     init() {}
 
-    func nextID() -> UInt64 { state.withLock { s in s.nextID += 1; return s.nextID } }
+    func nextID() -> UInt64 {
+        state.withLock { s in
+            s.nextID += 1
+            return s.nextID
+        }
+    }
 
     func enqueue(_ entry: CompletionQueues.Entry, kind: CompletionQueues.Kind, object: AnyObject?) {
         let key = CompletionQueues.Key(kind: kind, object: object.map(ObjectIdentifier.init))
@@ -60,11 +65,15 @@ final class PeripheralManagerAsyncObserver: PeripheralManagerObserver {
         complete(.addService, service, error: error)
     }
 
-    func peripheralManager(_ peripheral: PeripheralManager, central: Central, didSubscribeTo characteristic: Characteristic) {
+    func peripheralManager(
+        _ peripheral: PeripheralManager, central: Central, didSubscribeTo characteristic: Characteristic
+    ) {
         publish(.subscribed(central, characteristic))
     }
 
-    func peripheralManager(_ peripheral: PeripheralManager, central: Central, didUnsubscribeFrom characteristic: Characteristic) {
+    func peripheralManager(
+        _ peripheral: PeripheralManager, central: Central, didUnsubscribeFrom characteristic: Characteristic
+    ) {
         publish(.unsubscribed(central, characteristic))
     }
 

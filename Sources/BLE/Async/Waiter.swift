@@ -51,7 +51,10 @@ final class Waiter<Value: Sendable>: AnyWaiter {
             }
         }
         guard won else { return false }
-        timer.withLock { t in t?.cancel(); t = nil }
+        timer.withLock { t in
+            t?.cancel()
+            t = nil
+        }
         continuation?.resume(with: result)
         return true
     }
@@ -67,7 +70,10 @@ final class Waiter<Value: Sendable>: AnyWaiter {
     /// action if that was what finished it.
     func abandon(_ error: any Error) {
         guard resume(.failure(error)) else { return }
-        onAbandon.withLock { a -> (@Sendable (any Error) -> Void)? in defer { a = nil }; return a }?(error)
+        onAbandon.withLock { a -> (@Sendable (any Error) -> Void)? in
+            defer { a = nil }
+            return a
+        }?(error)
     }
 
     /// Arms a timeout in `system`'s time: when it fires first, the waiter fails with `BluetoothError(.timeout)`
@@ -78,7 +84,12 @@ final class Waiter<Value: Sendable>: AnyWaiter {
         let scheduled = system.schedule(after: max(timeout, .zero), on: queue) { [weak self] in self?.abandon(error) }
         timer.withLock { $0 = scheduled }
         // Finished before the timer was stored: `resume` could not cancel it, so cancel it here.
-        if isFinished { timer.withLock { t in t?.cancel(); t = nil } }
+        if isFinished {
+            timer.withLock { t in
+                t?.cancel()
+                t = nil
+            }
+        }
     }
 
     /// Waits for the result. Cancelling the task finishes the waiter with `CancellationError` (and runs the
@@ -185,8 +196,10 @@ extension Waiter where Value == Void {
     /// The wait behind both managers' `waitUntilPoweredOn`: registered with the manager's observer first (so a
     /// state change after the check below is not missed), then finished at once for a state that is already
     /// final, otherwise when the observer sees the state change, or by the timeout.
-    static func untilPoweredOn(state: () -> ManagerState, register: (Waiter<Void>) -> Void, system: BluetoothSystem,
-                               queue: DispatchQueue, timeout: Duration?) async throws {
+    static func untilPoweredOn(
+        state: () -> ManagerState, register: (Waiter<Void>) -> Void, system: BluetoothSystem,
+        queue: DispatchQueue, timeout: Duration?
+    ) async throws {
         try Task.checkCancellation()
         let waiter = Waiter<Void>()
         register(waiter)

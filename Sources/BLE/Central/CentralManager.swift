@@ -42,8 +42,10 @@ public final class CentralManager: Sendable, SystemSession {
 
     /// Creates a central manager on `system` (the process default when nil: `BLE_TRANSPORT`, or the virtual
     /// radio). `centralManagerDidUpdateState` follows once the controller is ready.
-    public init(delegate: (any CentralManagerDelegate)?, queue: DispatchQueue?, options: Options? = nil,
-                system: BluetoothSystem? = nil) {
+    public init(
+        delegate: (any CentralManagerDelegate)?, queue: DispatchQueue?, options: Options? = nil,
+        system: BluetoothSystem? = nil
+    ) {
         self.system = system ?? BluetoothSystem.processDefault
         self.queue = queue ?? .main
         self.options = options
@@ -122,7 +124,10 @@ public final class CentralManager: Sendable, SystemSession {
     /// Cancels a pending connection or disconnects. Every operation pending on the peripheral completes with
     /// an error; `didDisconnectPeripheral` follows with a nil error.
     public func cancelPeripheralConnection(_ peripheral: Peripheral) {
-        enum Action { case none, cancelInitiation, dropQueued, disconnect(ConnectionHandle) }
+        enum Action {
+            case none, cancelInitiation, dropQueued
+            case disconnect(ConnectionHandle)
+        }
         let action = locked.withLock { s -> Action in
             switch peripheral.currentState {
             case .connecting:
@@ -167,7 +172,9 @@ public final class CentralManager: Sendable, SystemSession {
     /// Peripherals connected through this system that have any of `serviceUUIDs` among their discovered
     /// services (all connected ones when `serviceUUIDs` is empty).
     public func retrieveConnectedPeripherals(withServices serviceUUIDs: [BluetoothUUID]) -> [Peripheral] {
-        let connected = locked.withLock { Array($0.byHandle.values) }.sorted { $0.identifier.uuidString < $1.identifier.uuidString }
+        let connected = locked.withLock { Array($0.byHandle.values) }.sorted {
+            $0.identifier.uuidString < $1.identifier.uuidString
+        }
         guard !serviceUUIDs.isEmpty else { return connected }
         return connected.filter { p in (p.services ?? []).contains { serviceUUIDs.contains($0.uuid) } }
     }
@@ -210,8 +217,9 @@ public final class CentralManager: Sendable, SystemSession {
             if cancelled {
                 delegate?.centralManager(manager, didDisconnectPeripheral: peripheral, error: nil)
             } else {
-                delegate?.centralManager(manager, didFailToConnect: peripheral,
-                                         error: BluetoothError(.connectionFailed, "could not connect: \(error.message)"))
+                delegate?.centralManager(
+                    manager, didFailToConnect: peripheral,
+                    error: BluetoothError(.connectionFailed, "could not connect: \(error.message)"))
             }
         }
         initiateNext()
@@ -255,7 +263,7 @@ public final class CentralManager: Sendable, SystemSession {
             peripheralOn(handle)?.handleValueUpdate(attribute: attribute, value: value)
         case .readyToWriteWithoutResponse(let handle): peripheralOn(handle)?.handleReadyToWrite()
         case .mtuChanged, .connected, .serverRead, .serverWrite, .subscriptionChanged, .readyToNotify,
-             .advertisingEnded, .transportClosed:
+            .advertisingEnded, .transportClosed:
             break
         }
     }
@@ -268,7 +276,10 @@ public final class CentralManager: Sendable, SystemSession {
         guard locked.withLock({ $0.scan != nil }) else { return }
         // Merge an advertisement with its scan response: hold a scannable advertisement until the response
         // arrives (or the next advertisement shows it was lost).
-        enum Step { case hold, report(adv: [UInt8], scanResponse: [UInt8]?, connectable: Bool) }
+        enum Step {
+            case hold
+            case report(adv: [UInt8], scanResponse: [UInt8]?, connectable: Bool)
+        }
         let step = locked.withLock { s -> Step in
             guard var scan = s.scan else { return .hold }
             defer { s.scan = scan }
@@ -283,8 +294,9 @@ public final class CentralManager: Sendable, SystemSession {
             case .connectableUndirected, .scannableUndirected:
                 if let held = scan.pendingAdvertisement.removeValue(forKey: report.address) {
                     scan.pendingAdvertisement[report.address] = report
-                    return .report(adv: held.data, scanResponse: scan.scanResponses[report.address],
-                                   connectable: held.kind.isConnectable)
+                    return .report(
+                        adv: held.data, scanResponse: scan.scanResponses[report.address],
+                        connectable: held.kind.isConnectable)
                 }
                 scan.pendingAdvertisement[report.address] = report
                 return .hold
@@ -293,7 +305,8 @@ public final class CentralManager: Sendable, SystemSession {
             }
         }
         guard case .report(let adv, let scanResponse, let connectable) = step else { return }
-        let advertisement = AdvertisementData(decodingAdvertisement: adv, scanResponse: scanResponse, connectable: connectable)
+        let advertisement = AdvertisementData(
+            decodingAdvertisement: adv, scanResponse: scanResponse, connectable: connectable)
         let peripheral = peripheral(for: report.address)
         let rssi = report.rssi ?? 127
         let deliverIt = locked.withLock { s -> Bool in
@@ -303,7 +316,8 @@ public final class CentralManager: Sendable, SystemSession {
                 let advertised = (advertisement.serviceUUIDs ?? []) + (advertisement.overflowServiceUUIDs ?? [])
                 let solicited = advertisement.solicitedServiceUUIDs ?? []
                 let wantedSolicited = scan.options?.solicitedServiceUUIDs ?? []
-                let matches = advertised.contains(where: filter.contains) || solicited.contains(where: wantedSolicited.contains)
+                let matches =
+                    advertised.contains(where: filter.contains) || solicited.contains(where: wantedSolicited.contains)
                 if !matches { return false }
             }
             if scan.options?.allowDuplicates != true {
@@ -363,7 +377,11 @@ public final class CentralManager: Sendable, SystemSession {
 
     private func failAllLinks(_ error: BluetoothError) {
         let links = locked.withLock { s -> [Peripheral] in
-            defer { s.byHandle.removeAll(); s.initiating = nil; s.connectQueue.removeAll() }
+            defer {
+                s.byHandle.removeAll()
+                s.initiating = nil
+                s.connectQueue.removeAll()
+            }
             return Array(s.byHandle.values) + (s.initiating.map { [$0] } ?? []) + s.connectQueue
         }
         for p in links {

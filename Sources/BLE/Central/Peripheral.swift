@@ -1,8 +1,8 @@
-import BLECore
-import BLESystem
 import BLEATT
+import BLECore
 import BLEGATT
 import BLEHost
+import BLESystem
 import BLETransport
 import Dispatch
 import Foundation
@@ -90,13 +90,17 @@ public final class Peripheral: Sendable, Hashable, CustomStringConvertible {
 
     /// Discovers the peripheral's primary services, all of them when `serviceUUIDs` is nil.
     public func discoverServices(_ serviceUUIDs: [BluetoothUUID]?) {
-        guard let (host, handle) = link(orReport: { p, d, e in d?.peripheral(p, didDiscoverServices: e) }) else { return }
+        guard let (host, handle) = link(orReport: { p, d, e in d?.peripheral(p, didDiscoverServices: e) }) else {
+            return
+        }
         let uuids: [BluetoothUUID?] = serviceUUIDs.map { $0.isEmpty ? [nil] : $0.map(Optional.some) } ?? [nil]
         discoverServicesSequentially(host: host, handle: handle, remaining: uuids, found: [])
     }
 
-    private func discoverServicesSequentially(host: BLEHost.Host, handle: ConnectionHandle, remaining: [BluetoothUUID?],
-                                              found: [GATTService]) {
+    private func discoverServicesSequentially(
+        host: BLEHost.Host, handle: ConnectionHandle, remaining: [BluetoothUUID?],
+        found: [GATTService]
+    ) {
         guard let first = remaining.first else {
             deliver { p, d in
                 p.mergeServices(found)
@@ -107,8 +111,9 @@ public final class Peripheral: Sendable, Hashable, CustomStringConvertible {
         host.discoverServices(on: handle, uuid: first) { [self] result in
             switch result {
             case .success(let services):
-                discoverServicesSequentially(host: host, handle: handle, remaining: Array(remaining.dropFirst()),
-                                             found: found + services)
+                discoverServicesSequentially(
+                    host: host, handle: handle, remaining: Array(remaining.dropFirst()),
+                    found: found + services)
             case .failure(let error):
                 deliver { p, d in
                     p.mergeServices(found)
@@ -120,13 +125,19 @@ public final class Peripheral: Sendable, Hashable, CustomStringConvertible {
 
     /// Discovers services included by `service`, filtered by `includedServiceUUIDs` when given.
     public func discoverIncludedServices(_ includedServiceUUIDs: [BluetoothUUID]?, for service: Service) {
-        guard let (host, handle) = link(orReport: { p, d, e in d?.peripheral(p, didDiscoverIncludedServicesFor: service, error: e) }),
-              let remote = service.state.withLock({ $0.remote }) else { return }
+        guard
+            let (host, handle) = link(orReport: { p, d, e in
+                d?.peripheral(p, didDiscoverIncludedServicesFor: service, error: e)
+            }),
+            let remote = service.state.withLock({ $0.remote })
+        else { return }
         host.discoverIncludedServices(on: handle, in: remote) { [self] result in
             deliver { p, d in
                 switch result {
                 case .success(let found):
-                    let wanted = found.filter { includedServiceUUIDs?.isEmpty != false || includedServiceUUIDs!.contains($0.uuid) }
+                    let wanted = found.filter {
+                        includedServiceUUIDs?.isEmpty != false || includedServiceUUIDs!.contains($0.uuid)
+                    }
                     let objects = wanted.map { p.serviceObject(for: $0) }
                     service.state.withLock { $0.includedServices = objects }
                     d?.peripheral(p, didDiscoverIncludedServicesFor: service, error: nil)
@@ -139,14 +150,20 @@ public final class Peripheral: Sendable, Hashable, CustomStringConvertible {
 
     /// Discovers the characteristics of `service`, filtered by `characteristicUUIDs` when given.
     public func discoverCharacteristics(_ characteristicUUIDs: [BluetoothUUID]?, for service: Service) {
-        guard let (host, handle) = link(orReport: { p, d, e in d?.peripheral(p, didDiscoverCharacteristicsFor: service, error: e) }),
-              let remote = service.state.withLock({ $0.remote }) else { return }
+        guard
+            let (host, handle) = link(orReport: { p, d, e in
+                d?.peripheral(p, didDiscoverCharacteristicsFor: service, error: e)
+            }),
+            let remote = service.state.withLock({ $0.remote })
+        else { return }
         let uuid = characteristicUUIDs?.count == 1 ? characteristicUUIDs![0] : nil
         host.discoverCharacteristics(on: handle, in: remote, uuid: uuid) { [self] result in
             deliver { p, d in
                 switch result {
                 case .success(let found):
-                    let wanted = found.filter { characteristicUUIDs?.isEmpty != false || characteristicUUIDs!.contains($0.uuid) }
+                    let wanted = found.filter {
+                        characteristicUUIDs?.isEmpty != false || characteristicUUIDs!.contains($0.uuid)
+                    }
                     p.mergeCharacteristics(wanted, into: service)
                     d?.peripheral(p, didDiscoverCharacteristicsFor: service, error: nil)
                 case .failure(let error):
@@ -158,8 +175,12 @@ public final class Peripheral: Sendable, Hashable, CustomStringConvertible {
 
     /// Discovers the descriptors of `characteristic`.
     public func discoverDescriptors(for characteristic: Characteristic) {
-        guard let (host, handle) = link(orReport: { p, d, e in d?.peripheral(p, didDiscoverDescriptorsFor: characteristic, error: e) }),
-              let remote = characteristic.state.withLock({ $0.remote }) else { return }
+        guard
+            let (host, handle) = link(orReport: { p, d, e in
+                d?.peripheral(p, didDiscoverDescriptorsFor: characteristic, error: e)
+            }),
+            let remote = characteristic.state.withLock({ $0.remote })
+        else { return }
         host.discoverDescriptors(on: handle, of: remote) { [self] result in
             deliver { p, d in
                 switch result {
@@ -178,8 +199,12 @@ public final class Peripheral: Sendable, Hashable, CustomStringConvertible {
     /// Reads the characteristic's value (with Read Blob for values longer than one response);
     /// `didUpdateValueFor` reports it.
     public func readValue(for characteristic: Characteristic) {
-        guard let (host, handle) = link(orReport: { p, d, e in d?.peripheral(p, didUpdateValueFor: characteristic, error: e) }),
-              let remote = characteristic.state.withLock({ $0.remote }) else { return }
+        guard
+            let (host, handle) = link(orReport: { p, d, e in
+                d?.peripheral(p, didUpdateValueFor: characteristic, error: e)
+            }),
+            let remote = characteristic.state.withLock({ $0.remote })
+        else { return }
         host.read(on: handle, attribute: remote.valueHandle) { [self] result in
             deliver { p, d in
                 switch result {
@@ -195,8 +220,11 @@ public final class Peripheral: Sendable, Hashable, CustomStringConvertible {
 
     /// Reads a descriptor's value; `didUpdateValueFor descriptor` reports it.
     public func readValue(for descriptor: Descriptor) {
-        guard let (host, handle) = link(orReport: { p, d, e in d?.peripheral(p, didUpdateValueFor: descriptor, error: e) }),
-              let remote = descriptor.state.withLock({ $0.remote }) else { return }
+        guard
+            let (host, handle) = link(orReport: { p, d, e in d?.peripheral(p, didUpdateValueFor: descriptor, error: e) }
+            ),
+            let remote = descriptor.state.withLock({ $0.remote })
+        else { return }
         host.read(on: handle, attribute: remote.handle) { [self] result in
             deliver { p, d in
                 switch result {
@@ -217,13 +245,19 @@ public final class Peripheral: Sendable, Hashable, CustomStringConvertible {
     public func writeValue(_ data: Data, for characteristic: Characteristic, type: CharacteristicWriteType) {
         switch type {
         case .withResponse:
-            guard let (host, handle) = link(orReport: { p, d, e in d?.peripheral(p, didWriteValueFor: characteristic, error: e) }),
-                  let remote = characteristic.state.withLock({ $0.remote }) else { return }
+            guard
+                let (host, handle) = link(orReport: { p, d, e in
+                    d?.peripheral(p, didWriteValueFor: characteristic, error: e)
+                }),
+                let remote = characteristic.state.withLock({ $0.remote })
+            else { return }
             guard data.count <= 512 else {
                 deliver { p, d in
-                    d?.peripheral(p, didWriteValueFor: characteristic,
-                                  error: BluetoothError(.att(.invalidAttributeValueLength),
-                                                        "a value is at most 512 bytes; this one has \(data.count)"))
+                    d?.peripheral(
+                        p, didWriteValueFor: characteristic,
+                        error: BluetoothError(
+                            .att(.invalidAttributeValueLength),
+                            "a value is at most 512 bytes; this one has \(data.count)"))
                 }
                 return
             }
@@ -231,13 +265,15 @@ public final class Peripheral: Sendable, Hashable, CustomStringConvertible {
                 deliver { p, d in
                     switch result {
                     case .success: d?.peripheral(p, didWriteValueFor: characteristic, error: nil)
-                    case .failure(let error): d?.peripheral(p, didWriteValueFor: characteristic, error: BluetoothError(error))
+                    case .failure(let error):
+                        d?.peripheral(p, didWriteValueFor: characteristic, error: BluetoothError(error))
                     }
                 }
             }
         case .withoutResponse:
             guard let handle = locked.withLock({ $0.handle }), let host,
-                  let remote = characteristic.state.withLock({ $0.remote }) else { return }
+                let remote = characteristic.state.withLock({ $0.remote })
+            else { return }
             guard data.count <= host.mtu(on: handle) - 3 else { return }
             // Refused, or accepted into the last free slot: `canSendWriteWithoutResponse` is now false, so the
             // app waits for `peripheralIsReady(toSendWriteWithoutResponse:)` either way.
@@ -254,12 +290,18 @@ public final class Peripheral: Sendable, Hashable, CustomStringConvertible {
     /// Writes a descriptor value (with response). The Client Characteristic Configuration descriptor is
     /// written through `setNotifyValue(_:for:)`, as CoreBluetooth requires.
     public func writeValue(_ data: Data, for descriptor: Descriptor) {
-        guard let (host, handle) = link(orReport: { p, d, e in d?.peripheral(p, didWriteValueFor: descriptor, error: e) }),
-              let remote = descriptor.state.withLock({ $0.remote }) else { return }
+        guard
+            let (host, handle) = link(orReport: { p, d, e in d?.peripheral(p, didWriteValueFor: descriptor, error: e) }
+            ),
+            let remote = descriptor.state.withLock({ $0.remote })
+        else { return }
         guard descriptor.uuid != .clientCharacteristicConfiguration else {
             deliver { p, d in
-                d?.peripheral(p, didWriteValueFor: descriptor, error: BluetoothError(
-                    .operationNotSupported, "the Client Characteristic Configuration is written with setNotifyValue(_:for:)"))
+                d?.peripheral(
+                    p, didWriteValueFor: descriptor,
+                    error: BluetoothError(
+                        .operationNotSupported,
+                        "the Client Characteristic Configuration is written with setNotifyValue(_:for:)"))
             }
             return
         }
@@ -283,11 +325,15 @@ public final class Peripheral: Sendable, Hashable, CustomStringConvertible {
             d?.peripheral(p, didUpdateNotificationStateFor: characteristic, error: e)
         }
         guard let (host, handle) = link(orReport: report),
-              let remote = characteristic.state.withLock({ $0.remote }) else { return }
+            let remote = characteristic.state.withLock({ $0.remote })
+        else { return }
         let properties = characteristic.properties
         guard properties.contains(.notify) || properties.contains(.indicate) else {
             deliver { p, d in
-                report(p, d, BluetoothError(.operationNotSupported, "\(characteristic.uuid.uuidString) neither notifies nor indicates"))
+                report(
+                    p, d,
+                    BluetoothError(
+                        .operationNotSupported, "\(characteristic.uuid.uuidString) neither notifies nor indicates"))
             }
             return
         }
@@ -305,7 +351,8 @@ public final class Peripheral: Sendable, Hashable, CustomStringConvertible {
             }
         }
         if let cccd = characteristic.descriptors?.first(where: { $0.uuid == .clientCharacteristicConfiguration }),
-           let cccdHandle = cccd.state.withLock({ $0.remote?.handle }) {
+            let cccdHandle = cccd.state.withLock({ $0.remote?.handle })
+        {
             write(cccdHandle)
             return
         }
@@ -316,8 +363,12 @@ public final class Peripheral: Sendable, Hashable, CustomStringConvertible {
                     write(cccd.handle)
                 } else {
                     deliver { p, d in
-                        report(p, d, BluetoothError(.att(.attributeNotFound),
-                                                    "\(characteristic.uuid.uuidString) has no Client Characteristic Configuration descriptor"))
+                        report(
+                            p, d,
+                            BluetoothError(
+                                .att(.attributeNotFound),
+                                "\(characteristic.uuid.uuidString) has no Client Characteristic Configuration descriptor"
+                            ))
                     }
                 }
             case .failure(let error):
@@ -328,7 +379,9 @@ public final class Peripheral: Sendable, Hashable, CustomStringConvertible {
 
     /// Reads the link's RSSI; `didReadRSSI` reports it.
     public func readRSSI() {
-        guard let (host, handle) = link(orReport: { p, d, e in d?.peripheral(p, didReadRSSI: 127, error: e) }) else { return }
+        guard let (host, handle) = link(orReport: { p, d, e in d?.peripheral(p, didReadRSSI: 127, error: e) }) else {
+            return
+        }
         host.readRSSI(on: handle) { [self] result in
             deliver { p, d in
                 switch result {
@@ -376,7 +429,9 @@ public final class Peripheral: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// The live link, or a `.notConnected` report through the delegate.
-    private func link(orReport report: @escaping @Sendable (Peripheral, (any PeripheralDelegate)?, BluetoothError) -> Void)
+    private func link(
+        orReport report: @escaping @Sendable (Peripheral, (any PeripheralDelegate)?, BluetoothError) -> Void
+    )
         -> (BLEHost.Host, ConnectionHandle)?
     {
         if let handle = locked.withLock({ $0.state == .connected ? $0.handle : nil }), let host {
@@ -389,7 +444,9 @@ public final class Peripheral: Sendable, Hashable, CustomStringConvertible {
     /// Runs `body` on the manager's queue with this peripheral's delegate (and its internal observers).
     /// `isNotification` marks a `didUpdateValueFor` that carries a notification or indication rather than the
     /// completion of a read, for the observers (the delegate cannot tell them apart, as in CoreBluetooth).
-    func deliver(isNotification: Bool = false, _ body: @escaping @Sendable (Peripheral, (any PeripheralDelegate)?) -> Void) {
+    func deliver(
+        isNotification: Bool = false, _ body: @escaping @Sendable (Peripheral, (any PeripheralDelegate)?) -> Void
+    ) {
         guard let manager else { return }
         manager.system.core.scheduler.dispatch(on: manager.queue) { [self] in
             body(self, deliveryTarget(isNotification: isNotification))
@@ -423,11 +480,14 @@ public final class Peripheral: Sendable, Hashable, CustomStringConvertible {
         host.discoverServices(on: handle, uuid: .genericAttribute) { [self] result in
             guard case .success(let services) = result, let gatt = services.first else { return }
             host.discoverCharacteristics(on: handle, in: gatt, uuid: .serviceChanged) { [self] result in
-                guard case .success(let found) = result, let changed = found.first(where: { $0.uuid == .serviceChanged }),
-                      changed.properties.contains(.indicate) else { return }
+                guard case .success(let found) = result,
+                    let changed = found.first(where: { $0.uuid == .serviceChanged }),
+                    changed.properties.contains(.indicate)
+                else { return }
                 host.discoverDescriptors(on: handle, of: changed) { [self] result in
                     guard case .success(let descriptors) = result,
-                          let cccd = descriptors.first(where: { $0.uuid == .clientCharacteristicConfiguration }) else { return }
+                        let cccd = descriptors.first(where: { $0.uuid == .clientCharacteristicConfiguration })
+                    else { return }
                     locked.withLock { $0.serviceChangedHandle = changed.valueHandle }
                     host.write(on: handle, attribute: cccd.handle, value: [0x02, 0x00]) { _ in }
                 }
@@ -459,7 +519,9 @@ public final class Peripheral: Sendable, Hashable, CustomStringConvertible {
             s.services = services.filter { service in !hit.contains { $0 === service } }
             for service in hit {
                 for c in service.characteristics ?? [] {
-                    if let valueHandle = c.state.withLock({ $0.remote?.valueHandle }) { s.characteristicsByValue[valueHandle] = nil }
+                    if let valueHandle = c.state.withLock({ $0.remote?.valueHandle }) {
+                        s.characteristicsByValue[valueHandle] = nil
+                    }
                 }
             }
             return hit
@@ -481,14 +543,20 @@ public final class Peripheral: Sendable, Hashable, CustomStringConvertible {
         locked.withLock { s in
             var list = s.services ?? []
             for o in objects where !list.contains(where: { $0 === o }) { list.append(o) }
-            list.sort { ($0.state.withLock { $0.remote?.handleRange.lowerBound.rawValue ?? 0 }) < ($1.state.withLock { $0.remote?.handleRange.lowerBound.rawValue ?? 0 }) }
+            list.sort {
+                ($0.state.withLock { $0.remote?.handleRange.lowerBound.rawValue ?? 0 })
+                    < ($1.state.withLock { $0.remote?.handleRange.lowerBound.rawValue ?? 0 })
+            }
             s.services = list
         }
     }
 
     func serviceObject(for remote: GATTService) -> Service {
         let existing = locked.withLock { s in
-            s.services?.first { $0.state.withLock { $0.remote?.handleRange.lowerBound } == remote.handleRange.lowerBound && $0.uuid == remote.uuid }
+            s.services?.first {
+                $0.state.withLock { $0.remote?.handleRange.lowerBound } == remote.handleRange.lowerBound
+                    && $0.uuid == remote.uuid
+            }
         }
         if let existing { return existing }
         let service = Service(uuid: remote.uuid, isPrimary: remote.isPrimary, peripheral: self)
@@ -500,13 +568,17 @@ public final class Peripheral: Sendable, Hashable, CustomStringConvertible {
         var list = service.characteristics ?? []
         for remote in found {
             if list.contains(where: { $0.state.withLock { $0.remote?.valueHandle } == remote.valueHandle }) { continue }
-            let c = Characteristic(uuid: remote.uuid, properties: CharacteristicProperties(rawValue: UInt(remote.properties.rawValue)),
-                                   value: nil, service: service)
+            let c = Characteristic(
+                uuid: remote.uuid, properties: CharacteristicProperties(rawValue: UInt(remote.properties.rawValue)),
+                value: nil, service: service)
             c.state.withLock { $0.remote = remote }
             list.append(c)
             locked.withLock { $0.characteristicsByValue[remote.valueHandle] = c }
         }
-        list.sort { ($0.state.withLock { $0.remote?.valueHandle.rawValue ?? 0 }) < ($1.state.withLock { $0.remote?.valueHandle.rawValue ?? 0 }) }
+        list.sort {
+            ($0.state.withLock { $0.remote?.valueHandle.rawValue ?? 0 })
+                < ($1.state.withLock { $0.remote?.valueHandle.rawValue ?? 0 })
+        }
         service.state.withLock { $0.characteristics = list }
     }
 

@@ -61,20 +61,27 @@ extension AdvertisementData {
         let advertised = Set(adv.serviceUUIDs)
         let missing = services.filter { !advertised.contains($0) }
         if !missing.isEmpty {
-            let overflow = AdvertisingData.packed(localName: nil, serviceUUIDs: missing, flags: nil, maximumLength: limit - scan.count)
+            let overflow = AdvertisingData.packed(
+                localName: nil, serviceUUIDs: missing, flags: nil, maximumLength: limit - scan.count)
             for s in overflow.structures { scan.append(s) }
         }
         if let tx = txPowerLevel {
-            var d = AdvertisingData(); d.addTxPowerLevel(Int8(clamping: tx)); d.structures.forEach(place)
+            var d = AdvertisingData()
+            d.addTxPowerLevel(Int8(clamping: tx))
+            d.structures.forEach(place)
         }
         if let m = manufacturerData, m.count >= 2 {
             place(ADStructure(type: .manufacturerSpecificData, data: Array(m)))
         }
         for (uuid, value) in (serviceData ?? [:]).sorted(by: { $0.key < $1.key }) {
-            var d = AdvertisingData(); d.addServiceData(Array(value), for: uuid); d.structures.forEach(place)
+            var d = AdvertisingData()
+            d.addServiceData(Array(value), for: uuid)
+            d.structures.forEach(place)
         }
         if let solicited = solicitedServiceUUIDs, !solicited.isEmpty {
-            var d = AdvertisingData(); d.addSolicitedServiceUUIDs(solicited); d.structures.forEach(place)
+            var d = AdvertisingData()
+            d.addSolicitedServiceUUIDs(solicited)
+            d.structures.forEach(place)
         }
         return (adv.bytes, scan.bytes)
     }

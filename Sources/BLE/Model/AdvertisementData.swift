@@ -25,9 +25,11 @@ public struct AdvertisementData: Sendable, Hashable {
     /// Services the advertiser solicits (`CBAdvertisementDataSolicitedServiceUUIDsKey`).
     public var solicitedServiceUUIDs: [BluetoothUUID]?
 
-    public init(localName: String? = nil, manufacturerData: Data? = nil, serviceData: [BluetoothUUID: Data]? = nil,
-                serviceUUIDs: [BluetoothUUID]? = nil, overflowServiceUUIDs: [BluetoothUUID]? = nil,
-                txPowerLevel: Int? = nil, isConnectable: Bool? = nil, solicitedServiceUUIDs: [BluetoothUUID]? = nil) {
+    public init(
+        localName: String? = nil, manufacturerData: Data? = nil, serviceData: [BluetoothUUID: Data]? = nil,
+        serviceUUIDs: [BluetoothUUID]? = nil, overflowServiceUUIDs: [BluetoothUUID]? = nil,
+        txPowerLevel: Int? = nil, isConnectable: Bool? = nil, solicitedServiceUUIDs: [BluetoothUUID]? = nil
+    ) {
         self.localName = localName
         self.manufacturerData = manufacturerData
         self.serviceData = serviceData

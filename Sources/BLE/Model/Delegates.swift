@@ -5,8 +5,9 @@ import BLECore
 public protocol CentralManagerDelegate: AnyObject {
     func centralManagerDidUpdateState(_ central: CentralManager)
     func centralManager(_ central: CentralManager, willRestoreState state: CentralManager.RestoredState)
-    func centralManager(_ central: CentralManager, didDiscover peripheral: Peripheral,
-                        advertisementData: AdvertisementData, rssi: Int)
+    func centralManager(
+        _ central: CentralManager, didDiscover peripheral: Peripheral,
+        advertisementData: AdvertisementData, rssi: Int)
     func centralManager(_ central: CentralManager, didConnect peripheral: Peripheral)
     func centralManager(_ central: CentralManager, didFailToConnect peripheral: Peripheral, error: (any Error)?)
     func centralManager(_ central: CentralManager, didDisconnectPeripheral peripheral: Peripheral, error: (any Error)?)
@@ -14,43 +15,64 @@ public protocol CentralManagerDelegate: AnyObject {
 
 extension CentralManagerDelegate {
     public func centralManager(_ central: CentralManager, willRestoreState state: CentralManager.RestoredState) {}
-    public func centralManager(_ central: CentralManager, didDiscover peripheral: Peripheral,
-                               advertisementData: AdvertisementData, rssi: Int) {}
+    public func centralManager(
+        _ central: CentralManager, didDiscover peripheral: Peripheral,
+        advertisementData: AdvertisementData, rssi: Int
+    ) {}
     public func centralManager(_ central: CentralManager, didConnect peripheral: Peripheral) {}
-    public func centralManager(_ central: CentralManager, didFailToConnect peripheral: Peripheral, error: (any Error)?) {}
-    public func centralManager(_ central: CentralManager, didDisconnectPeripheral peripheral: Peripheral, error: (any Error)?) {}
+    public func centralManager(_ central: CentralManager, didFailToConnect peripheral: Peripheral, error: (any Error)?)
+    {}
+    public func centralManager(
+        _ central: CentralManager, didDisconnectPeripheral peripheral: Peripheral, error: (any Error)?
+    ) {}
 }
 
 /// Receives a remote peripheral's events (`CBPeripheralDelegate`); every method is optional.
 public protocol PeripheralDelegate: AnyObject {
     func peripheralDidUpdateName(_ peripheral: Peripheral)
     func peripheral(_ peripheral: Peripheral, didModifyServices invalidatedServices: [Service])
+    // swift-format-ignore: AlwaysUseLowerCamelCase
     func peripheral(_ peripheral: Peripheral, didReadRSSI RSSI: Int, error: (any Error)?)
     func peripheral(_ peripheral: Peripheral, didDiscoverServices error: (any Error)?)
     func peripheral(_ peripheral: Peripheral, didDiscoverIncludedServicesFor service: Service, error: (any Error)?)
     func peripheral(_ peripheral: Peripheral, didDiscoverCharacteristicsFor service: Service, error: (any Error)?)
-    func peripheral(_ peripheral: Peripheral, didDiscoverDescriptorsFor characteristic: Characteristic, error: (any Error)?)
+    func peripheral(
+        _ peripheral: Peripheral, didDiscoverDescriptorsFor characteristic: Characteristic, error: (any Error)?)
     func peripheral(_ peripheral: Peripheral, didUpdateValueFor characteristic: Characteristic, error: (any Error)?)
     func peripheral(_ peripheral: Peripheral, didUpdateValueFor descriptor: Descriptor, error: (any Error)?)
     func peripheral(_ peripheral: Peripheral, didWriteValueFor characteristic: Characteristic, error: (any Error)?)
     func peripheral(_ peripheral: Peripheral, didWriteValueFor descriptor: Descriptor, error: (any Error)?)
-    func peripheral(_ peripheral: Peripheral, didUpdateNotificationStateFor characteristic: Characteristic, error: (any Error)?)
+    func peripheral(
+        _ peripheral: Peripheral, didUpdateNotificationStateFor characteristic: Characteristic, error: (any Error)?)
     func peripheralIsReady(toSendWriteWithoutResponse peripheral: Peripheral)
 }
 
 extension PeripheralDelegate {
     public func peripheralDidUpdateName(_ peripheral: Peripheral) {}
     public func peripheral(_ peripheral: Peripheral, didModifyServices invalidatedServices: [Service]) {}
+    // swift-format-ignore: AlwaysUseLowerCamelCase
     public func peripheral(_ peripheral: Peripheral, didReadRSSI RSSI: Int, error: (any Error)?) {}
     public func peripheral(_ peripheral: Peripheral, didDiscoverServices error: (any Error)?) {}
-    public func peripheral(_ peripheral: Peripheral, didDiscoverIncludedServicesFor service: Service, error: (any Error)?) {}
-    public func peripheral(_ peripheral: Peripheral, didDiscoverCharacteristicsFor service: Service, error: (any Error)?) {}
-    public func peripheral(_ peripheral: Peripheral, didDiscoverDescriptorsFor characteristic: Characteristic, error: (any Error)?) {}
-    public func peripheral(_ peripheral: Peripheral, didUpdateValueFor characteristic: Characteristic, error: (any Error)?) {}
+    public func peripheral(
+        _ peripheral: Peripheral, didDiscoverIncludedServicesFor service: Service, error: (any Error)?
+    ) {}
+    public func peripheral(
+        _ peripheral: Peripheral, didDiscoverCharacteristicsFor service: Service, error: (any Error)?
+    ) {}
+    public func peripheral(
+        _ peripheral: Peripheral, didDiscoverDescriptorsFor characteristic: Characteristic, error: (any Error)?
+    ) {}
+    public func peripheral(
+        _ peripheral: Peripheral, didUpdateValueFor characteristic: Characteristic, error: (any Error)?
+    ) {}
     public func peripheral(_ peripheral: Peripheral, didUpdateValueFor descriptor: Descriptor, error: (any Error)?) {}
-    public func peripheral(_ peripheral: Peripheral, didWriteValueFor characteristic: Characteristic, error: (any Error)?) {}
+    public func peripheral(
+        _ peripheral: Peripheral, didWriteValueFor characteristic: Characteristic, error: (any Error)?
+    ) {}
     public func peripheral(_ peripheral: Peripheral, didWriteValueFor descriptor: Descriptor, error: (any Error)?) {}
-    public func peripheral(_ peripheral: Peripheral, didUpdateNotificationStateFor characteristic: Characteristic, error: (any Error)?) {}
+    public func peripheral(
+        _ peripheral: Peripheral, didUpdateNotificationStateFor characteristic: Characteristic, error: (any Error)?
+    ) {}
     public func peripheralIsReady(toSendWriteWithoutResponse peripheral: Peripheral) {}
 }
 
@@ -61,19 +83,27 @@ public protocol PeripheralManagerDelegate: AnyObject {
     func peripheralManager(_ peripheral: PeripheralManager, willRestoreState state: PeripheralManager.RestoredState)
     func peripheralManagerDidStartAdvertising(_ peripheral: PeripheralManager, error: (any Error)?)
     func peripheralManager(_ peripheral: PeripheralManager, didAdd service: Service, error: (any Error)?)
-    func peripheralManager(_ peripheral: PeripheralManager, central: Central, didSubscribeTo characteristic: Characteristic)
-    func peripheralManager(_ peripheral: PeripheralManager, central: Central, didUnsubscribeFrom characteristic: Characteristic)
+    func peripheralManager(
+        _ peripheral: PeripheralManager, central: Central, didSubscribeTo characteristic: Characteristic)
+    func peripheralManager(
+        _ peripheral: PeripheralManager, central: Central, didUnsubscribeFrom characteristic: Characteristic)
     func peripheralManager(_ peripheral: PeripheralManager, didReceiveRead request: ATTRequest)
     func peripheralManager(_ peripheral: PeripheralManager, didReceiveWrite requests: [ATTRequest])
     func peripheralManagerIsReady(toUpdateSubscribers peripheral: PeripheralManager)
 }
 
 extension PeripheralManagerDelegate {
-    public func peripheralManager(_ peripheral: PeripheralManager, willRestoreState state: PeripheralManager.RestoredState) {}
+    public func peripheralManager(
+        _ peripheral: PeripheralManager, willRestoreState state: PeripheralManager.RestoredState
+    ) {}
     public func peripheralManagerDidStartAdvertising(_ peripheral: PeripheralManager, error: (any Error)?) {}
     public func peripheralManager(_ peripheral: PeripheralManager, didAdd service: Service, error: (any Error)?) {}
-    public func peripheralManager(_ peripheral: PeripheralManager, central: Central, didSubscribeTo characteristic: Characteristic) {}
-    public func peripheralManager(_ peripheral: PeripheralManager, central: Central, didUnsubscribeFrom characteristic: Characteristic) {}
+    public func peripheralManager(
+        _ peripheral: PeripheralManager, central: Central, didSubscribeTo characteristic: Characteristic
+    ) {}
+    public func peripheralManager(
+        _ peripheral: PeripheralManager, central: Central, didUnsubscribeFrom characteristic: Characteristic
+    ) {}
     public func peripheralManager(_ peripheral: PeripheralManager, didReceiveRead request: ATTRequest) {}
     public func peripheralManager(_ peripheral: PeripheralManager, didReceiveWrite requests: [ATTRequest]) {}
     public func peripheralManagerIsReady(toUpdateSubscribers peripheral: PeripheralManager) {}

@@ -35,7 +35,9 @@ public final class MutableCharacteristic: Characteristic, @unchecked Sendable {
     }
     let mutableState: Mutex<MutableState>
 
-    public init(type: BluetoothUUID, properties: CharacteristicProperties, value: Data?, permissions: AttributePermissions) {
+    public init(
+        type: BluetoothUUID, properties: CharacteristicProperties, value: Data?, permissions: AttributePermissions
+    ) {
         mutableState = Mutex(MutableState(permissions: permissions))
         super.init(uuid: type, properties: properties, value: value, service: nil)
     }

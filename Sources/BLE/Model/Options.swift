@@ -31,8 +31,10 @@ extension CentralManager {
         public var notifyOnConnection: Bool?
         public var notifyOnDisconnection: Bool?
         public var notifyOnNotification: Bool?
-        public init(notifyOnConnection: Bool? = nil, notifyOnDisconnection: Bool? = nil,
-                    notifyOnNotification: Bool? = nil) {
+        public init(
+            notifyOnConnection: Bool? = nil, notifyOnDisconnection: Bool? = nil,
+            notifyOnNotification: Bool? = nil
+        ) {
             self.notifyOnConnection = notifyOnConnection
             self.notifyOnDisconnection = notifyOnDisconnection
             self.notifyOnNotification = notifyOnNotification
@@ -44,7 +46,9 @@ extension CentralManager {
         public var peripherals: [Peripheral]?
         public var scanServices: [BluetoothUUID]?
         public var scanOptions: ScanOptions?
-        public init(peripherals: [Peripheral]? = nil, scanServices: [BluetoothUUID]? = nil, scanOptions: ScanOptions? = nil) {
+        public init(
+            peripherals: [Peripheral]? = nil, scanServices: [BluetoothUUID]? = nil, scanOptions: ScanOptions? = nil
+        ) {
             self.peripherals = peripherals
             self.scanServices = scanServices
             self.scanOptions = scanOptions

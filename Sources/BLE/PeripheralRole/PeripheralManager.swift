@@ -38,8 +38,10 @@ public final class PeripheralManager: Sendable, SystemSession {
     let delegateCell = DelegateCell<any PeripheralManagerDelegate>(nil)
 
     /// Creates a peripheral manager on `system` (the process default when nil).
-    public init(delegate: (any PeripheralManagerDelegate)?, queue: DispatchQueue?, options: Options? = nil,
-                system: BluetoothSystem? = nil) {
+    public init(
+        delegate: (any PeripheralManagerDelegate)?, queue: DispatchQueue?, options: Options? = nil,
+        system: BluetoothSystem? = nil
+    ) {
         self.system = system ?? BluetoothSystem.processDefault
         self.queue = queue ?? .main
         self.options = options
@@ -81,7 +83,10 @@ public final class PeripheralManager: Sendable, SystemSession {
                 c.state.withLock { $0.service = service }
                 map[handle] = c
             }
-            locked.withLock { $0.published.append(Published(service: service, serviceHandle: published.serviceHandle, characteristics: map)) }
+            locked.withLock {
+                $0.published.append(
+                    Published(service: service, serviceHandle: published.serviceHandle, characteristics: map))
+            }
             deliver { m, d in d?.peripheralManager(m, didAdd: service, error: nil) }
         case .failure(let error):
             deliver { m, d in d?.peripheralManager(m, didAdd: service, error: error) }
@@ -115,7 +120,8 @@ public final class PeripheralManager: Sendable, SystemSession {
         let data = advertisementData ?? AdvertisementData()
         guard state == .poweredOn else {
             deliver { m, d in
-                d?.peripheralManagerDidStartAdvertising(m, error: BluetoothError(.invalidParameters, "the manager is not powered on"))
+                d?.peripheralManagerDidStartAdvertising(
+                    m, error: BluetoothError(.invalidParameters, "the manager is not powered on"))
             }
             return
         }
@@ -125,12 +131,17 @@ public final class PeripheralManager: Sendable, SystemSession {
             return false
         }
         if alreadyAdvertising {
-            deliver { m, d in d?.peripheralManagerDidStartAdvertising(m, error: BluetoothError(.alreadyAdvertising, "already advertising")) }
+            deliver { m, d in
+                d?.peripheralManagerDidStartAdvertising(
+                    m, error: BluetoothError(.alreadyAdvertising, "already advertising"))
+            }
             return
         }
         let (adv, scanResponse) = data.encodedForAdvertising()
-        system.core.host.startAdvertising(Self.parameters(for: data, scanResponse: scanResponse), data: adv,
-                                          scanResponse: scanResponse) { [self] result in
+        system.core.host.startAdvertising(
+            Self.parameters(for: data, scanResponse: scanResponse), data: adv,
+            scanResponse: scanResponse
+        ) { [self] result in
             switch result {
             case .success:
                 locked.withLock { $0.isAdvertising = true }
@@ -153,7 +164,10 @@ public final class PeripheralManager: Sendable, SystemSession {
     /// Stops advertising.
     public func stopAdvertising() {
         let was = locked.withLock { s -> Bool in
-            defer { s.isAdvertising = false; s.advertising = nil }
+            defer {
+                s.isAdvertising = false
+                s.advertising = nil
+            }
             return s.isAdvertising || s.advertising != nil
         }
         if was { system.core.host.stopAdvertising { _ in } }
@@ -165,7 +179,8 @@ public final class PeripheralManager: Sendable, SystemSession {
     /// `request.offset` on); for a long write, answer through the first request of the array.
     public func respond(to request: ATTRequest, withResult result: ATTErrorCode) {
         guard let id = request.id,
-              let serverID = locked.withLock({ $0.pendingRequests.removeValue(forKey: id) }) else { return }
+            let serverID = locked.withLock({ $0.pendingRequests.removeValue(forKey: id) })
+        else { return }
         let value = result == .success ? request.value.map { Array($0) } : nil
         system.core.host.respond(to: serverID, result: result, value: value)
     }
@@ -174,7 +189,9 @@ public final class PeripheralManager: Sendable, SystemSession {
     /// indication, as each subscribed. Returns false when the transmit queue is full: nothing was sent, and
     /// `peripheralManagerIsReady(toUpdateSubscribers:)` follows when there is room. A value longer than a
     /// central's `maximumUpdateValueLength` is truncated for that central, as ATT requires.
-    public func updateValue(_ value: Data, for characteristic: MutableCharacteristic, onSubscribedCentrals centrals: [Central]?) -> Bool {
+    public func updateValue(
+        _ value: Data, for characteristic: MutableCharacteristic, onSubscribedCentrals centrals: [Central]?
+    ) -> Bool {
         let handle = locked.withLock { s -> AttributeHandle? in
             for p in s.published {
                 if let (h, _) = p.characteristics.first(where: { $0.value === characteristic }) { return h }
@@ -210,7 +227,10 @@ public final class PeripheralManager: Sendable, SystemSession {
     private static let requestCounter = Mutex<UInt64>(0)
 
     private func register(_ serverID: GATTServerRequestID) -> UInt64 {
-        let id = Self.requestCounter.withLock { c -> UInt64 in c += 1; return c }
+        let id = Self.requestCounter.withLock { c -> UInt64 in
+            c += 1
+            return c
+        }
         locked.withLock { $0.pendingRequests[id] = serverID }
         return id
     }
@@ -220,7 +240,11 @@ public final class PeripheralManager: Sendable, SystemSession {
         let changed = locked.withLock { s -> Bool in
             guard s.managerState != new else { return false }
             s.managerState = new
-            if new != .poweredOn { s.isAdvertising = false; s.advertising = nil; s.centrals.removeAll() }
+            if new != .poweredOn {
+                s.isAdvertising = false
+                s.advertising = nil
+                s.centrals.removeAll()
+            }
             return true
         }
         if changed { deliver { m, d in d?.peripheralManagerDidUpdateState(m) } }
@@ -229,8 +253,9 @@ public final class PeripheralManager: Sendable, SystemSession {
     public func systemReceived(_ event: HostEvent) {
         switch event {
         case .connected(let link) where link.role == .peripheral:
-            let central = Central(identifier: system.core.identifiers.identifier(for: link.peer),
-                                  handle: link.handle.rawValue, mtu: 23)
+            let central = Central(
+                identifier: system.core.identifiers.identifier(for: link.peer),
+                handle: link.handle.rawValue, mtu: 23)
             locked.withLock { $0.centrals[link.handle] = central }
         case .disconnected(let handle, _):
             guard let central = locked.withLock({ $0.centrals.removeValue(forKey: handle) }) else { return }
@@ -251,7 +276,8 @@ public final class PeripheralManager: Sendable, SystemSession {
                 system.core.host.respond(to: serverID, result: .unlikelyError, value: nil)
                 return
             }
-            let request = ATTRequest(central: central, characteristic: c, offset: offset, value: nil, id: register(serverID))
+            let request = ATTRequest(
+                central: central, characteristic: c, offset: offset, value: nil, id: register(serverID))
             deliver { m, d in d?.peripheralManager(m, didReceiveRead: request) }
         case .serverWrite(let serverID, let handle, let writes):
             guard let central = locked.withLock({ $0.centrals[handle] }) else {
@@ -262,8 +288,10 @@ public final class PeripheralManager: Sendable, SystemSession {
             var requests: [ATTRequest] = []
             for (i, w) in writes.enumerated() {
                 guard let c = characteristic(at: w.attribute) else { continue }
-                requests.append(ATTRequest(central: central, characteristic: c, offset: w.offset, value: Data(w.value),
-                                           id: i == 0 ? id : nil))
+                requests.append(
+                    ATTRequest(
+                        central: central, characteristic: c, offset: w.offset, value: Data(w.value),
+                        id: i == 0 ? id : nil))
             }
             let delivered = requests
             guard !delivered.isEmpty else {
@@ -272,7 +300,9 @@ public final class PeripheralManager: Sendable, SystemSession {
             }
             deliver { m, d in d?.peripheralManager(m, didReceiveWrite: delivered) }
         case .subscriptionChanged(let handle, let attribute, let notify, let indicate):
-            guard let central = locked.withLock({ $0.centrals[handle] }), let c = characteristic(at: attribute) else { return }
+            guard let central = locked.withLock({ $0.centrals[handle] }), let c = characteristic(at: attribute) else {
+                return
+            }
             let subscribed = notify || indicate
             let changed = c.mutableState.withLock { m -> Bool in
                 let was = m.subscribedCentrals.contains { $0 === central }
@@ -299,12 +329,14 @@ public final class PeripheralManager: Sendable, SystemSession {
             // application asked, the way iOS does.
             guard let data = locked.withLock({ $0.isAdvertising ? $0.advertising : nil }) else { return }
             let (adv, scanResponse) = data.encodedForAdvertising()
-            system.core.host.startAdvertising(Self.parameters(for: data, scanResponse: scanResponse), data: adv,
-                                              scanResponse: scanResponse) { [self] result in
+            system.core.host.startAdvertising(
+                Self.parameters(for: data, scanResponse: scanResponse), data: adv,
+                scanResponse: scanResponse
+            ) { [self] result in
                 if case .failure = result { locked.withLock { $0.isAdvertising = false } }
             }
         case .advertisingReport, .connected, .connectionFailed, .valueUpdated, .readyToWriteWithoutResponse,
-             .transportClosed:
+            .transportClosed:
             break
         }
     }
@@ -314,33 +346,42 @@ public final class PeripheralManager: Sendable, SystemSession {
         var characteristics: [GATTCharacteristicDefinition] = []
         for c in service.characteristics ?? [] {
             guard let m = c as? MutableCharacteristic else {
-                return .failure(BluetoothError(.invalidParameters, "only MutableCharacteristic objects can be published"))
+                return .failure(
+                    BluetoothError(.invalidParameters, "only MutableCharacteristic objects can be published"))
             }
             let props = m.properties
             if m.value != nil && !props.subtracting([.read, .broadcast, .extendedProperties]).isEmpty {
-                return .failure(BluetoothError(.invalidParameters,
-                    "characteristic \(m.uuid.uuidString) has a cached value, so it must be read-only"))
+                return .failure(
+                    BluetoothError(
+                        .invalidParameters,
+                        "characteristic \(m.uuid.uuidString) has a cached value, so it must be read-only"))
             }
             if let v = m.value, v.count > 512 {
-                return .failure(BluetoothError(.invalidParameters, "characteristic \(m.uuid.uuidString) value exceeds 512 bytes"))
+                return .failure(
+                    BluetoothError(.invalidParameters, "characteristic \(m.uuid.uuidString) value exceeds 512 bytes"))
             }
             var descriptors: [GATTDescriptorDefinition] = []
             for d in m.descriptors ?? [] {
                 if d.uuid == .clientCharacteristicConfiguration {
-                    return .failure(BluetoothError(.uuidNotAllowed,
-                        "the Client Characteristic Configuration descriptor is managed by the stack"))
+                    return .failure(
+                        BluetoothError(
+                            .uuidNotAllowed,
+                            "the Client Characteristic Configuration descriptor is managed by the stack"))
                 }
                 descriptors.append(GATTDescriptorDefinition(uuid: d.uuid, value: d.value.map { Array($0) } ?? []))
             }
-            characteristics.append(GATTCharacteristicDefinition(
-                uuid: m.uuid,
-                properties: GATTCharacteristicProperties(rawValue: UInt8(props.rawValue & 0xFF)),
-                permissions: GATTAttributePermissions(rawValue: UInt8(m.permissions.rawValue & 0xFF)),
-                value: m.value.map { Array($0) },
-                descriptors: descriptors))
+            characteristics.append(
+                GATTCharacteristicDefinition(
+                    uuid: m.uuid,
+                    properties: GATTCharacteristicProperties(rawValue: UInt8(props.rawValue & 0xFF)),
+                    permissions: GATTAttributePermissions(rawValue: UInt8(m.permissions.rawValue & 0xFF)),
+                    value: m.value.map { Array($0) },
+                    descriptors: descriptors))
         }
-        return .success(GATTServiceDefinition(uuid: service.uuid, isPrimary: service.isPrimary,
-                                              includedServices: (service.includedServices ?? []).map(\.uuid),
-                                              characteristics: characteristics))
+        return .success(
+            GATTServiceDefinition(
+                uuid: service.uuid, isPrimary: service.isPrimary,
+                includedServices: (service.includedServices ?? []).map(\.uuid),
+                characteristics: characteristics))
     }
 }

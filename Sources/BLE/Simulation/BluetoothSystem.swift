@@ -32,9 +32,11 @@ public final class BluetoothSystem: Sendable, CustomStringConvertible {
     /// A virtual controller and a host on `radio`, at `position`. The host starts initialising at once; managers
     /// created on the system report `poweredOn` once the radio has run long enough for that (a few
     /// milliseconds of virtual time).
-    public static func simulated(on radio: SimulatedRadio, name: String,
-                                 position: RadioPosition = RadioPosition(x: 0, y: 0),
-                                 configuration: Configuration = Configuration()) -> BluetoothSystem {
+    public static func simulated(
+        on radio: SimulatedRadio, name: String,
+        position: RadioPosition = RadioPosition(x: 0, y: 0),
+        configuration: Configuration = Configuration()
+    ) -> BluetoothSystem {
         do {
             return try makeSimulated(on: radio, name: name, position: position, configuration: configuration)
         } catch {
@@ -53,23 +55,29 @@ public final class BluetoothSystem: Sendable, CustomStringConvertible {
     ///
     /// - Throws: `BluetoothError` `.invalidParameters` when `configuration.btsnoop` names a file that cannot
     ///   be created. Nothing else can fail.
-    public static func makeSimulated(on radio: SimulatedRadio, name: String, address: BluetoothAddress? = nil,
-                                     position: RadioPosition = RadioPosition(x: 0, y: 0),
-                                     configuration: Configuration = Configuration()) throws -> BluetoothSystem {
-        let controller = radio.addController(name: name, address: address, position: position, txPower: configuration.txPower,
-                                             aclBufferLength: configuration.aclBufferLength,
-                                             aclBufferCount: configuration.aclBufferCount)
+    public static func makeSimulated(
+        on radio: SimulatedRadio, name: String, address: BluetoothAddress? = nil,
+        position: RadioPosition = RadioPosition(x: 0, y: 0),
+        configuration: Configuration = Configuration()
+    ) throws -> BluetoothSystem {
+        let controller = radio.addController(
+            name: name, address: address, position: position, txPower: configuration.txPower,
+            aclBufferLength: configuration.aclBufferLength,
+            aclBufferCount: configuration.aclBufferCount)
         var transport = controller.hostTransport
         if let path = configuration.btsnoop {
             // Virtual time, from a fixed origin: the same run gives the same capture, byte for byte.
             let origin: Int64 = 1_767_225_600_000_000  // 2026-01-01T00:00:00Z in microseconds
-            transport = try recorded(transport, to: path, clock: { [radio] in
-                let now = radio.now.components
-                return origin + now.seconds * 1_000_000 + now.attoseconds / 1_000_000_000_000
-            })
+            transport = try recorded(
+                transport, to: path,
+                clock: { [radio] in
+                    let now = radio.now.components
+                    return origin + now.seconds * 1_000_000 + now.attoseconds / 1_000_000_000_000
+                })
         }
-        let core = SystemCore(name: name, transport: transport, scheduler: radio,
-                              configuration: configuration.hostConfiguration(name: name))
+        let core = SystemCore(
+            name: name, transport: transport, scheduler: radio,
+            configuration: configuration.hostConfiguration(name: name))
         return BluetoothSystem(core: core, virtualController: controller)
     }
 
@@ -93,8 +101,11 @@ public final class BluetoothSystem: Sendable, CustomStringConvertible {
         /// Record every HCI packet of this system to this file in the btsnoop format (Wireshark reads it).
         public var btsnoop: String?
 
-        public init(preferredMTU: Int = 517, preferredDataLength: Int = 251, writeWithoutResponseQueueDepth: Int = 8,
-                    notificationQueueDepth: Int = 8, txPower: Int8 = 0, aclBufferLength: Int = 251, aclBufferCount: Int = 8, btsnoop: String? = nil) {
+        public init(
+            preferredMTU: Int = 517, preferredDataLength: Int = 251, writeWithoutResponseQueueDepth: Int = 8,
+            notificationQueueDepth: Int = 8, txPower: Int8 = 0, aclBufferLength: Int = 251, aclBufferCount: Int = 8,
+            btsnoop: String? = nil
+        ) {
             self.btsnoop = btsnoop
             self.preferredMTU = preferredMTU
             self.preferredDataLength = preferredDataLength
@@ -144,7 +155,9 @@ public final class BluetoothSystem: Sendable, CustomStringConvertible {
     /// - Throws: `BluetoothError` `.invalidParameters` for a malformed spec, `.operationNotSupported` when no
     ///   transport of that kind is registered, `.connectionFailed` when it cannot be opened, and the host's
     ///   error when the controller does not initialise.
-    public static func connect(transport spec: String, btsnoop: String? = nil, name: String? = nil) async throws -> BluetoothSystem {
+    public static func connect(transport spec: String, btsnoop: String? = nil, name: String? = nil) async throws
+        -> BluetoothSystem
+    {
         let parsed: TransportSpec
         do {
             parsed = try TransportSpec(parsing: spec)
@@ -160,7 +173,8 @@ public final class BluetoothSystem: Sendable, CustomStringConvertible {
         do {
             transport = try await TransportRegistry.shared.open(parsed)
         } catch let error as TransportError {
-            throw BluetoothError(error.code == .notRegistered ? .operationNotSupported : .connectionFailed, error.message)
+            throw BluetoothError(
+                error.code == .notRegistered ? .operationNotSupported : .connectionFailed, error.message)
         } catch {
             throw BluetoothError(.connectionFailed, "\(parsed): \(error)")
         }
@@ -168,8 +182,9 @@ public final class BluetoothSystem: Sendable, CustomStringConvertible {
         var configuration = HostConfiguration()
         configuration.deviceName = name
         configuration.randomSeed = UInt64.random(in: 1...UInt64.max)  // a real device: a fresh static address
-        let core = SystemCore(name: name, transport: transport, scheduler: DispatchHostScheduler(),
-                              configuration: configuration)
+        let core = SystemCore(
+            name: name, transport: transport, scheduler: DispatchHostScheduler(),
+            configuration: configuration)
         let system = BluetoothSystem(core: core, virtualController: nil)
         try await system.waitForController()
         return system
@@ -192,8 +207,10 @@ public final class BluetoothSystem: Sendable, CustomStringConvertible {
     }
 
     /// `transport`, recording every packet to a btsnoop file.
-    static func recorded(_ transport: any HCITransport, to path: String,
-                         clock: @escaping BTSnoopWriter.Clock) throws -> any HCITransport {
+    static func recorded(
+        _ transport: any HCITransport, to path: String,
+        clock: @escaping BTSnoopWriter.Clock
+    ) throws -> any HCITransport {
         do {
             return RecordingTransport(wrapping: transport, writer: try BTSnoopWriter(path: path, clock: clock))
         } catch {
@@ -204,7 +221,8 @@ public final class BluetoothSystem: Sendable, CustomStringConvertible {
     /// A device on a private simulated radio that runs in real time in the background.
     static func makeVirtual(name: String, btsnoop: String? = nil) throws -> BluetoothSystem {
         let radio = SimulatedRadio(seed: 0)
-        let system = try BluetoothSystem.makeSimulated(on: radio, name: name, configuration: Configuration(btsnoop: btsnoop))
+        let system = try BluetoothSystem.makeSimulated(
+            on: radio, name: name, configuration: Configuration(btsnoop: btsnoop))
         Task.detached {
             do {
                 while !Task.isCancelled { try await radio.run(for: .seconds(3600), pacing: .realtime) }
@@ -232,16 +250,21 @@ public final class BluetoothSystem: Sendable, CustomStringConvertible {
                 } else {
                     // Opened in the background; managers report poweredOn once the controller is initialised,
                     // or poweredOff if it cannot be reached.
-                    var transport: any HCITransport = DeferredTransport { try await TransportRegistry.shared.open(parsed) }
-                    if let recording { transport = try recorded(transport, to: recording, clock: BTSnoopWriter.wallClock) }
+                    var transport: any HCITransport = DeferredTransport {
+                        try await TransportRegistry.shared.open(parsed)
+                    }
+                    if let recording {
+                        transport = try recorded(transport, to: recording, clock: BTSnoopWriter.wallClock)
+                    }
                     let core = SystemCore(name: name, transport: transport, scheduler: DispatchHostScheduler())
                     system = BluetoothSystem(core: core, virtualController: nil)
                 }
             } catch {
                 let reason = "BLE_TRANSPORT=\(spec): \(error)"
                 FileHandle.standardError.write(Data("ble: \(reason)\n".utf8))
-                let core = SystemCore(name: name, transport: UnavailableTransport(reason: reason),
-                                      scheduler: DispatchHostScheduler())
+                let core = SystemCore(
+                    name: name, transport: UnavailableTransport(reason: reason),
+                    scheduler: DispatchHostScheduler())
                 system = BluetoothSystem(core: core, virtualController: nil)
             }
             existing = system
@@ -256,7 +279,9 @@ extension BluetoothSystem {
     /// Device logic written against the public API (a sensor that notifies every second) uses this to stay
     /// deterministic in simulation. Returns a handle that cancels the work if it has not run yet.
     @discardableResult
-    public func schedule(after delay: Duration, on queue: DispatchQueue, _ work: @escaping @Sendable () -> Void) -> ScheduledTimer {
+    public func schedule(after delay: Duration, on queue: DispatchQueue, _ work: @escaping @Sendable () -> Void)
+        -> ScheduledTimer
+    {
         let scheduler = core.scheduler
         let token = scheduler.schedule(after: delay) {
             scheduler.dispatch(on: queue, work)

@@ -1,6 +1,6 @@
 import BLECore
-import Foundation
 import BLEVirtualController
+import Foundation
 
 extension BluetoothSystem {
     /// A simulated device with a chosen identity address: a public address (what a device with an IEEE-assigned
@@ -9,16 +9,20 @@ extension BluetoothSystem {
     ///
     /// Not part of CoreBluetooth: tools such as `ble` use it to build a simulated room whose devices show
     /// both kinds of address.
-    public static func simulated(on radio: SimulatedRadio, name: String, address: BluetoothAddress,
-                                 position: RadioPosition = RadioPosition(x: 0, y: 0),
-                                 configuration: Configuration = Configuration()) -> BluetoothSystem {
+    public static func simulated(
+        on radio: SimulatedRadio, name: String, address: BluetoothAddress,
+        position: RadioPosition = RadioPosition(x: 0, y: 0),
+        configuration: Configuration = Configuration()
+    ) -> BluetoothSystem {
         do {
-            return try makeSimulated(on: radio, name: name, address: address, position: position, configuration: configuration)
+            return try makeSimulated(
+                on: radio, name: name, address: address, position: position, configuration: configuration)
         } catch {
             FileHandle.standardError.write(Data("ble: \(error)\n".utf8))
             var unrecorded = configuration
             unrecorded.btsnoop = nil
-            return try! makeSimulated(on: radio, name: name, address: address, position: position, configuration: unrecorded)
+            return try! makeSimulated(
+                on: radio, name: name, address: address, position: position, configuration: unrecorded)
         }
     }
 }

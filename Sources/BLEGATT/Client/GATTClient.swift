@@ -33,7 +33,8 @@ public enum GATTOperation: Sendable, Hashable {
         case .discoverAllPrimaryServices: return GATTDiscoverAllPrimaryServices()
         case .discoverPrimaryServices(let uuid): return GATTDiscoverPrimaryServicesByUUID(uuid: uuid)
         case .findIncludedServices(let service): return GATTFindIncludedServices(service: service)
-        case .discoverCharacteristics(let service, let uuid): return GATTDiscoverCharacteristics(service: service, uuid: uuid)
+        case .discoverCharacteristics(let service, let uuid):
+            return GATTDiscoverCharacteristics(service: service, uuid: uuid)
         case .discoverDescriptors(let characteristic): return GATTDiscoverDescriptors(characteristic: characteristic)
         case .read(let handle): return GATTReadValue(handle: handle)
         case .write(let handle, let value): return GATTWriteValue(handle: handle, value: value)
@@ -98,7 +99,9 @@ public struct GATTClient: Sendable {
     }
 
     /// The bearer finished a request this client sent. Completions of other ids are ignored.
-    public mutating func requestCompleted(_ request: ATTRequestID, _ result: Result<ATTPDU, ATTRequestFailure>) -> [Action] {
+    public mutating func requestCompleted(_ request: ATTRequestID, _ result: Result<ATTPDU, ATTRequestFailure>)
+        -> [Action]
+    {
         guard var current = running, current.request == request else { return [] }
         let step = current.procedure.received(result, mtu: mtu)
         running = current

@@ -9,8 +9,11 @@ import BLECore
 public struct GATTDiscoverCharacteristics: GATTProcedure {
     public var service: GATTService
     public var uuid: BluetoothUUID?
-    private var declarations: [(handle: AttributeHandle, properties: GATTCharacteristicProperties,
-                                valueHandle: AttributeHandle, uuid: BluetoothUUID)] = []
+    private var declarations:
+        [(
+            handle: AttributeHandle, properties: GATTCharacteristicProperties,
+            valueHandle: AttributeHandle, uuid: BluetoothUUID
+        )] = []
     private var start: AttributeHandle
 
     public init(service: GATTService, uuid: BluetoothUUID? = nil) {
@@ -22,8 +25,11 @@ public struct GATTDiscoverCharacteristics: GATTProcedure {
     public mutating func start(mtu: UInt16) -> GATTProcedureStep { request() }
 
     private func request() -> GATTProcedureStep {
-        .send(.readByTypeRequest(.init(startingHandle: start, endingHandle: service.handleRange.upperBound,
-                                       attributeType: .characteristicDeclaration)))
+        .send(
+            .readByTypeRequest(
+                .init(
+                    startingHandle: start, endingHandle: service.handleRange.upperBound,
+                    attributeType: .characteristicDeclaration)))
     }
 
     private func finish() -> GATTProcedureStep {
@@ -33,12 +39,15 @@ public struct GATTDiscoverCharacteristics: GATTProcedure {
         let declarations = self.declarations.sorted { $0.handle < $1.handle }.filter { seen.insert($0.handle).inserted }
         var characteristics: [GATTCharacteristic] = []
         for (index, declaration) in declarations.enumerated() {
-            let end = index + 1 < declarations.count
+            let end =
+                index + 1 < declarations.count
                 ? declarations[index + 1].handle.advanced(by: -1) : service.handleRange.upperBound
             guard uuid == nil || declaration.uuid == uuid else { continue }
-            characteristics.append(GATTCharacteristic(uuid: declaration.uuid, properties: declaration.properties,
-                                                      declarationHandle: declaration.handle,
-                                                      valueHandle: declaration.valueHandle, endHandle: end))
+            characteristics.append(
+                GATTCharacteristic(
+                    uuid: declaration.uuid, properties: declaration.properties,
+                    declarationHandle: declaration.handle,
+                    valueHandle: declaration.valueHandle, endHandle: end))
         }
         return .finished(.success(.characteristics(characteristics)))
     }
@@ -51,7 +60,8 @@ public struct GATTDiscoverCharacteristics: GATTProcedure {
             for entry in response.attributeData {
                 let v = entry.value
                 guard v.count == 5 || v.count == 19, entry.handle >= start,
-                      let uuid = BluetoothUUID(littleEndian: v[3...]) else {
+                    let uuid = BluetoothUUID(littleEndian: v[3...])
+                else {
                     return .invalid("a malformed characteristic declaration")
                 }
                 let valueHandle = AttributeHandle(UInt16(v[1]) | UInt16(v[2]) << 8)
@@ -81,7 +91,9 @@ public struct GATTDiscoverDescriptors: GATTProcedure {
     }
 
     public mutating func start(mtu: UInt16) -> GATTProcedureStep {
-        guard characteristic.valueHandle < characteristic.endHandle else { return .finished(.success(.descriptors([]))) }
+        guard characteristic.valueHandle < characteristic.endHandle else {
+            return .finished(.success(.descriptors([])))
+        }
         return request()
     }
 

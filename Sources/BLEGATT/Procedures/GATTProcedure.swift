@@ -32,7 +32,9 @@ public protocol GATTProcedure: Sendable {
 }
 
 extension GATTProcedureStep {
-    static func fail(_ failure: ATTRequestFailure) -> GATTProcedureStep { .finished(.failure(GATTError(failure: failure))) }
+    static func fail(_ failure: ATTRequestFailure) -> GATTProcedureStep {
+        .finished(.failure(GATTError(failure: failure)))
+    }
     static func invalid(_ message: String) -> GATTProcedureStep {
         .finished(.failure(GATTError(.invalidResponse, message)))
     }

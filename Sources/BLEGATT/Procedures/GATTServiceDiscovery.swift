@@ -13,7 +13,9 @@ public struct GATTDiscoverAllPrimaryServices: GATTProcedure {
     public mutating func start(mtu: UInt16) -> GATTProcedureStep { request() }
 
     private func request() -> GATTProcedureStep {
-        .send(.readByGroupTypeRequest(.init(startingHandle: start, endingHandle: .max, attributeGroupType: .primaryService)))
+        .send(
+            .readByGroupTypeRequest(
+                .init(startingHandle: start, endingHandle: .max, attributeGroupType: .primaryService)))
     }
 
     public mutating func received(_ result: Result<ATTPDU, ATTRequestFailure>, mtu: UInt16) -> GATTProcedureStep {
@@ -23,10 +25,12 @@ public struct GATTDiscoverAllPrimaryServices: GATTProcedure {
         case .success(.readByGroupTypeResponse(let response)):
             for entry in response.attributeData {
                 guard let uuid = BluetoothUUID(littleEndian: entry.value), entry.value.count != 4,
-                      entry.handle >= start, entry.endGroupHandle >= entry.handle else {
+                    entry.handle >= start, entry.endGroupHandle >= entry.handle
+                else {
                     return .invalid("a malformed service group")
                 }
-                services.append(GATTService(uuid: uuid, isPrimary: true, handleRange: entry.handle...entry.endGroupHandle))
+                services.append(
+                    GATTService(uuid: uuid, isPrimary: true, handleRange: entry.handle...entry.endGroupHandle))
             }
             let last = response.attributeData.last!.endGroupHandle
             guard last != .max else { return .finished(.success(.services(services))) }
@@ -50,8 +54,11 @@ public struct GATTDiscoverPrimaryServicesByUUID: GATTProcedure {
     public mutating func start(mtu: UInt16) -> GATTProcedureStep { request() }
 
     private func request() -> GATTProcedureStep {
-        .send(.findByTypeValueRequest(.init(startingHandle: start, endingHandle: .max, attributeType: 0x2800,
-                                            attributeValue: uuid.attWireBytes)))
+        .send(
+            .findByTypeValueRequest(
+                .init(
+                    startingHandle: start, endingHandle: .max, attributeType: 0x2800,
+                    attributeValue: uuid.attWireBytes)))
     }
 
     public mutating func received(_ result: Result<ATTPDU, ATTRequestFailure>, mtu: UInt16) -> GATTProcedureStep {
@@ -63,8 +70,10 @@ public struct GATTDiscoverPrimaryServicesByUUID: GATTProcedure {
                 guard entry.foundAttributeHandle >= start, entry.groupEndHandle >= entry.foundAttributeHandle else {
                     return .invalid("a malformed service group")
                 }
-                services.append(GATTService(uuid: uuid, isPrimary: true,
-                                            handleRange: entry.foundAttributeHandle...entry.groupEndHandle))
+                services.append(
+                    GATTService(
+                        uuid: uuid, isPrimary: true,
+                        handleRange: entry.foundAttributeHandle...entry.groupEndHandle))
             }
             let last = response.handlesInformation.last!.groupEndHandle
             guard last != .max else { return .finished(.success(.services(services))) }
@@ -99,8 +108,11 @@ public struct GATTFindIncludedServices: GATTProcedure {
             return .send(.readRequest(.init(handle: found[index].handleRange.lowerBound)))
         }
         if searchDone { return .finished(.success(.includedServices(found))) }
-        return .send(.readByTypeRequest(.init(startingHandle: start, endingHandle: service.handleRange.upperBound,
-                                              attributeType: .include)))
+        return .send(
+            .readByTypeRequest(
+                .init(
+                    startingHandle: start, endingHandle: service.handleRange.upperBound,
+                    attributeType: .include)))
     }
 
     public mutating func received(_ result: Result<ATTPDU, ATTRequestFailure>, mtu: UInt16) -> GATTProcedureStep {

@@ -56,12 +56,14 @@ public struct GATTWriteValue: GATTProcedure {
             return .finished(.success(.written))
         case (.preparing(let offset, let sent), .success(.prepareWriteResponse(let echo))):
             guard echo.handle == handle, Int(echo.offset) == offset, echo.partAttributeValue == sent else {
-                return cancel(GATTError(.writeVerificationFailed, handle: handle, "the echo at offset \(offset) differs"))
+                return cancel(
+                    GATTError(.writeVerificationFailed, handle: handle, "the echo at offset \(offset) differs"))
             }
             return prepare(from: offset + sent.count, mtu: mtu)
         case (.preparing, .failure(.errorResponse(let response))):
             return cancel(GATTError(failure: .errorResponse(response)))
-        case (.cancelling(let error), .success(.executeWriteResponse)), (.cancelling(let error), .failure(.errorResponse)):
+        case (.cancelling(let error), .success(.executeWriteResponse)),
+            (.cancelling(let error), .failure(.errorResponse)):
             return .finished(.failure(error))
         case (_, .failure(let failure)):
             return .fail(failure)

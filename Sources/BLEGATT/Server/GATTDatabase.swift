@@ -25,8 +25,10 @@ public struct GATTAttribute: Sendable, Hashable {
     public var permissions: GATTAttributePermissions
     public var role: Role
 
-    public init(handle: AttributeHandle, type: BluetoothUUID, value: [UInt8]?, permissions: GATTAttributePermissions,
-                role: Role) {
+    public init(
+        handle: AttributeHandle, type: BluetoothUUID, value: [UInt8]?, permissions: GATTAttributePermissions,
+        role: Role
+    ) {
         self.handle = handle
         self.type = type
         self.value = value
@@ -85,16 +87,23 @@ public struct GATTDatabase: Sendable {
 
     /// A database holding only the GAP and GATT services.
     public init(deviceName: String = "", appearance: UInt16 = 0) {
-        let gap = GATTServiceDefinition(uuid: .genericAccess, characteristics: [
-            GATTCharacteristicDefinition(uuid: .deviceName, properties: [.read], permissions: [.readable],
-                                         value: Array(deviceName.utf8)),
-            GATTCharacteristicDefinition(uuid: .appearance, properties: [.read], permissions: [.readable],
-                                         value: [UInt8(appearance & 0xFF), UInt8(appearance >> 8)]),
-        ])
-        let gatt = GATTServiceDefinition(uuid: .genericAttribute, characteristics: [
-            GATTCharacteristicDefinition(uuid: .serviceChanged, properties: [.indicate], permissions: [],
-                                         value: [0x00, 0x00, 0x00, 0x00]),
-        ])
+        let gap = GATTServiceDefinition(
+            uuid: .genericAccess,
+            characteristics: [
+                GATTCharacteristicDefinition(
+                    uuid: .deviceName, properties: [.read], permissions: [.readable],
+                    value: Array(deviceName.utf8)),
+                GATTCharacteristicDefinition(
+                    uuid: .appearance, properties: [.read], permissions: [.readable],
+                    value: [UInt8(appearance & 0xFF), UInt8(appearance >> 8)]),
+            ])
+        let gatt = GATTServiceDefinition(
+            uuid: .genericAttribute,
+            characteristics: [
+                GATTCharacteristicDefinition(
+                    uuid: .serviceChanged, properties: [.indicate], permissions: [],
+                    value: [0x00, 0x00, 0x00, 0x00])
+            ])
         // Neither definition can fail on an empty database.
         let gapLayout = try! add(gap)
         let gattLayout = try! add(gatt)
@@ -161,7 +170,8 @@ public struct GATTDatabase: Sendable {
         var count = 1 + includes.count
         for characteristic in definition.characteristics {
             if (characteristic.value?.count ?? 0) > Self.maximumValueLength
-                || characteristic.descriptors.contains(where: { ($0.value?.count ?? 0) > Self.maximumValueLength }) {
+                || characteristic.descriptors.contains(where: { ($0.value?.count ?? 0) > Self.maximumValueLength })
+            {
                 throw GATTError(.invalidDefinition, "a value is longer than 512 octets")
             }
             count += 2 + characteristic.descriptors.count + (Self.needsAutomaticCCCD(characteristic) ? 1 : 0)
@@ -178,62 +188,83 @@ public struct GATTDatabase: Sendable {
             return AttributeHandle(UInt16(next))
         }
         func last() -> AttributeHandle { AttributeHandle(UInt16(next - 1)) }
-        new.append(GATTAttribute(handle: take(), type: definition.isPrimary ? .primaryService : .secondaryService,
-                                 value: definition.uuid.attWireBytes, permissions: [.readable],
-                                 role: definition.isPrimary ? .primaryService : .secondaryService))
+        new.append(
+            GATTAttribute(
+                handle: take(), type: definition.isPrimary ? .primaryService : .secondaryService,
+                value: definition.uuid.attWireBytes, permissions: [.readable],
+                role: definition.isPrimary ? .primaryService : .secondaryService))
         for included in includes {
-            var value = withUnsafeBytes(of: included.handleRange.lowerBound.rawValue.littleEndian, Array.init)
+            var value =
+                withUnsafeBytes(of: included.handleRange.lowerBound.rawValue.littleEndian, Array.init)
                 + withUnsafeBytes(of: included.handleRange.upperBound.rawValue.littleEndian, Array.init)
             if let short = included.uuid.uint16 { value += [UInt8(short & 0xFF), UInt8(short >> 8)] }
-            new.append(GATTAttribute(handle: take(), type: .include, value: value, permissions: [.readable], role: .include))
+            new.append(
+                GATTAttribute(handle: take(), type: .include, value: value, permissions: [.readable], role: .include))
         }
         var characteristics: [GATTServiceLayout.Characteristic] = []
         for characteristic in definition.characteristics {
             let declarationHandle = take()
             let valueHandle = take()
-            var declaration = [characteristic.properties.rawValue, UInt8(valueHandle.rawValue & 0xFF),
-                               UInt8(valueHandle.rawValue >> 8)]
+            var declaration = [
+                characteristic.properties.rawValue, UInt8(valueHandle.rawValue & 0xFF),
+                UInt8(valueHandle.rawValue >> 8),
+            ]
             declaration += characteristic.uuid.attWireBytes
-            new.append(GATTAttribute(handle: declarationHandle, type: .characteristicDeclaration, value: declaration,
-                                     permissions: [.readable], role: .characteristicDeclaration))
-            new.append(GATTAttribute(handle: valueHandle, type: characteristic.uuid, value: characteristic.value,
-                                     permissions: characteristic.permissions,
-                                     role: .characteristicValue(characteristic.properties)))
+            new.append(
+                GATTAttribute(
+                    handle: declarationHandle, type: .characteristicDeclaration, value: declaration,
+                    permissions: [.readable], role: .characteristicDeclaration))
+            new.append(
+                GATTAttribute(
+                    handle: valueHandle, type: characteristic.uuid, value: characteristic.value,
+                    permissions: characteristic.permissions,
+                    role: .characteristicValue(characteristic.properties)))
             var descriptors: [GATTDescriptor] = []
             var cccd: AttributeHandle?
             for descriptor in characteristic.descriptors {
                 let handle = take()
                 if descriptor.uuid == .clientCharacteristicConfiguration {
                     cccd = handle
-                    new.append(GATTAttribute(handle: handle, type: descriptor.uuid, value: nil,
-                                             permissions: [.readable, .writeable],
-                                             role: .clientConfiguration(characteristicValue: valueHandle,
-                                                                        properties: characteristic.properties)))
+                    new.append(
+                        GATTAttribute(
+                            handle: handle, type: descriptor.uuid, value: nil,
+                            permissions: [.readable, .writeable],
+                            role: .clientConfiguration(
+                                characteristicValue: valueHandle,
+                                properties: characteristic.properties)))
                 } else {
-                    new.append(GATTAttribute(handle: handle, type: descriptor.uuid, value: descriptor.value,
-                                             permissions: descriptor.permissions,
-                                             role: .descriptor(characteristicValue: valueHandle)))
+                    new.append(
+                        GATTAttribute(
+                            handle: handle, type: descriptor.uuid, value: descriptor.value,
+                            permissions: descriptor.permissions,
+                            role: .descriptor(characteristicValue: valueHandle)))
                 }
                 descriptors.append(GATTDescriptor(uuid: descriptor.uuid, handle: handle))
             }
             if Self.needsAutomaticCCCD(characteristic) {
                 let handle = take()
                 cccd = handle
-                new.append(GATTAttribute(handle: handle, type: .clientCharacteristicConfiguration, value: nil,
-                                         permissions: [.readable, .writeable],
-                                         role: .clientConfiguration(characteristicValue: valueHandle,
-                                                                    properties: characteristic.properties)))
+                new.append(
+                    GATTAttribute(
+                        handle: handle, type: .clientCharacteristicConfiguration, value: nil,
+                        permissions: [.readable, .writeable],
+                        role: .clientConfiguration(
+                            characteristicValue: valueHandle,
+                            properties: characteristic.properties)))
                 descriptors.append(GATTDescriptor(uuid: .clientCharacteristicConfiguration, handle: handle))
             }
             let end = last()
-            characteristics.append(.init(
-                characteristic: GATTCharacteristic(uuid: characteristic.uuid, properties: characteristic.properties,
-                                                   declarationHandle: declarationHandle, valueHandle: valueHandle,
-                                                   endHandle: end),
-                descriptors: descriptors, clientConfigurationHandle: cccd))
+            characteristics.append(
+                .init(
+                    characteristic: GATTCharacteristic(
+                        uuid: characteristic.uuid, properties: characteristic.properties,
+                        declarationHandle: declarationHandle, valueHandle: valueHandle,
+                        endHandle: end),
+                    descriptors: descriptors, clientConfigurationHandle: cccd))
         }
-        let service = GATTService(uuid: definition.uuid, isPrimary: definition.isPrimary,
-                                  handleRange: start...last())
+        let service = GATTService(
+            uuid: definition.uuid, isPrimary: definition.isPrimary,
+            handleRange: start...last())
         let insertAt = firstIndex(atOrAfter: start)
         attributes.insert(contentsOf: new, at: insertAt)
         services.append(service)

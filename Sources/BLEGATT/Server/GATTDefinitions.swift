@@ -9,8 +9,10 @@ public struct GATTServiceDefinition: Sendable, Hashable {
     public var includedServices: [BluetoothUUID]
     public var characteristics: [GATTCharacteristicDefinition]
 
-    public init(uuid: BluetoothUUID, isPrimary: Bool = true, includedServices: [BluetoothUUID] = [],
-                characteristics: [GATTCharacteristicDefinition] = []) {
+    public init(
+        uuid: BluetoothUUID, isPrimary: Bool = true, includedServices: [BluetoothUUID] = [],
+        characteristics: [GATTCharacteristicDefinition] = []
+    ) {
         self.uuid = uuid
         self.isPrimary = isPrimary
         self.includedServices = includedServices
@@ -31,8 +33,10 @@ public struct GATTCharacteristicDefinition: Sendable, Hashable {
     public var value: [UInt8]?
     public var descriptors: [GATTDescriptorDefinition]
 
-    public init(uuid: BluetoothUUID, properties: GATTCharacteristicProperties, permissions: GATTAttributePermissions,
-                value: [UInt8]? = nil, descriptors: [GATTDescriptorDefinition] = []) {
+    public init(
+        uuid: BluetoothUUID, properties: GATTCharacteristicProperties, permissions: GATTAttributePermissions,
+        value: [UInt8]? = nil, descriptors: [GATTDescriptorDefinition] = []
+    ) {
         self.uuid = uuid
         self.properties = properties
         self.permissions = permissions

@@ -114,14 +114,18 @@ public struct GATTServer: Sendable {
     }
 
     /// A client's configuration for the characteristic whose value has this handle.
-    public func configuration(of connection: ConnectionHandle, characteristicValue: AttributeHandle) -> GATTClientConfiguration {
+    public func configuration(of connection: ConnectionHandle, characteristicValue: AttributeHandle)
+        -> GATTClientConfiguration
+    {
         clients[connection]?.configurations[characteristicValue] ?? []
     }
 
     /// Every client with a non-empty configuration for this characteristic value, in connection order.
     public func subscribers(of characteristicValue: AttributeHandle) -> [(ConnectionHandle, GATTClientConfiguration)] {
         clients.compactMap { connection, client in
-            guard let configuration = client.configurations[characteristicValue], !configuration.isEmpty else { return nil }
+            guard let configuration = client.configurations[characteristicValue], !configuration.isEmpty else {
+                return nil
+            }
             return (connection, configuration)
         }.sorted { $0.0 < $1.0 }
     }
@@ -132,8 +136,10 @@ public struct GATTServer: Sendable {
     /// value is cut to ATT_MTU-3. Send it with `ATTBearer.sendUnacknowledged`.
     ///
     /// - SeeAlso: Core Spec 5.4, Vol 3, Part G, 4.10 (Characteristic Value Notification).
-    public func notification(characteristicValue: AttributeHandle, value: [UInt8],
-                             to connection: ConnectionHandle) -> ATTPDU.HandleValueNotification? {
+    public func notification(
+        characteristicValue: AttributeHandle, value: [UInt8],
+        to connection: ConnectionHandle
+    ) -> ATTPDU.HandleValueNotification? {
         guard configuration(of: connection, characteristicValue: characteristicValue).contains(.notification) else {
             return nil
         }
@@ -144,8 +150,10 @@ public struct GATTServer: Sendable {
     /// cut to ATT_MTU-3. Send it with `ATTBearer.sendIndication` (one outstanding per bearer).
     ///
     /// - SeeAlso: Core Spec 5.4, Vol 3, Part G, 4.11 (Characteristic Value Indications).
-    public func indication(characteristicValue: AttributeHandle, value: [UInt8],
-                           to connection: ConnectionHandle) -> ATTPDU.HandleValueIndication? {
+    public func indication(
+        characteristicValue: AttributeHandle, value: [UInt8],
+        to connection: ConnectionHandle
+    ) -> ATTPDU.HandleValueIndication? {
         guard configuration(of: connection, characteristicValue: characteristicValue).contains(.indication) else {
             return nil
         }
@@ -153,12 +161,16 @@ public struct GATTServer: Sendable {
     }
 
     /// The Service Changed indication for a handle range, for a client that enabled it.
-    public func serviceChangedIndication(range: ClosedRange<AttributeHandle>,
-                                         to connection: ConnectionHandle) -> ATTPDU.HandleValueIndication? {
-        let start = range.lowerBound.rawValue, end = range.upperBound.rawValue
-        return indication(characteristicValue: database.serviceChangedHandle,
-                          value: [UInt8(start & 0xFF), UInt8(start >> 8), UInt8(end & 0xFF), UInt8(end >> 8)],
-                          to: connection)
+    public func serviceChangedIndication(
+        range: ClosedRange<AttributeHandle>,
+        to connection: ConnectionHandle
+    ) -> ATTPDU.HandleValueIndication? {
+        let start = range.lowerBound.rawValue
+        let end = range.upperBound.rawValue
+        return indication(
+            characteristicValue: database.serviceChangedHandle,
+            value: [UInt8(start & 0xFF), UInt8(start >> 8), UInt8(end & 0xFF), UInt8(end >> 8)],
+            to: connection)
     }
 
     // MARK: - Requests
@@ -201,14 +213,17 @@ public struct GATTServer: Sendable {
         case .read(let opcode, let handle):
             guard result == .success else { return [error(opcode, handle, result, connection)] }
             let part = Array((value ?? []).prefix(mtu - 1))
-            let response: ATTPDU = opcode == .readRequest
+            let response: ATTPDU =
+                opcode == .readRequest
                 ? .readResponse(.init(value: part)) : .readBlobResponse(.init(partAttributeValue: part))
             return [.respond(connection, response)]
 
         case .readByType(let handle):
             guard result == .success else { return [error(.readByTypeRequest, handle, result, connection)] }
             let part = Array((value ?? []).prefix(min(mtu - 4, 253)))
-            return [.respond(connection, .readByTypeResponse(.init(attributeData: [.init(handle: handle, value: part)])))]
+            return [
+                .respond(connection, .readByTypeResponse(.init(attributeData: [.init(handle: handle, value: part)])))
+            ]
 
         case .readMultiple(let variable, let handles, var values):
             let opcode: ATTOpcode = variable ? .readMultipleVariableRequest : .readMultipleRequest
@@ -273,8 +288,10 @@ public struct GATTServer: Sendable {
         return id
     }
 
-    private func error(_ opcode: ATTOpcode, _ handle: AttributeHandle, _ code: ATTErrorCode,
-                       _ connection: ConnectionHandle) -> Action {
+    private func error(
+        _ opcode: ATTOpcode, _ handle: AttributeHandle, _ code: ATTErrorCode,
+        _ connection: ConnectionHandle
+    ) -> Action {
         .respond(connection, .errorResponse(.init(requestOpcode: opcode, handle: handle, errorCode: code)))
     }
 
@@ -291,7 +308,9 @@ public struct GATTServer: Sendable {
             let id = ask(.read(opcode: opcode, handle: handle), connection)
             return [.readRequest(id: id, connection: connection, attribute: handle, offset: offset ?? 0)]
         case .stored(let value):
-            guard let offset else { return [.respond(connection, .readResponse(.init(value: Array(value.prefix(mtu - 1)))))] }
+            guard let offset else {
+                return [.respond(connection, .readResponse(.init(value: Array(value.prefix(mtu - 1)))))]
+            }
             guard offset <= value.count else { return [error(opcode, handle, .invalidOffset, connection)] }
             let part = Array(value[offset...].prefix(mtu - 1))
             return [.respond(connection, .readBlobResponse(.init(partAttributeValue: part)))]
@@ -337,8 +356,10 @@ public struct GATTServer: Sendable {
         return [.respond(connection, .readByTypeResponse(.init(attributeData: entries)))]
     }
 
-    private mutating func readByGroupType(_ request: ATTPDU.ReadByGroupTypeRequest,
-                                          _ connection: ConnectionHandle) -> [Action] {
+    private mutating func readByGroupType(
+        _ request: ATTPDU.ReadByGroupTypeRequest,
+        _ connection: ConnectionHandle
+    ) -> [Action] {
         let opcode = ATTOpcode.readByGroupTypeRequest
         guard checkRange(request.startingHandle, request.endingHandle) else {
             return [error(opcode, request.startingHandle, .invalidHandle, connection)]
@@ -360,8 +381,10 @@ public struct GATTServer: Sendable {
             let value = Array(group.uuid.attWireBytes.prefix(min(mtu - 6, 251)))
             if let first = entries.first, first.value.count != value.count { break }
             if 2 + (entries.count + 1) * (4 + value.count) > mtu { break }
-            entries.append(.init(handle: group.handleRange.lowerBound, endGroupHandle: group.handleRange.upperBound,
-                                 value: value))
+            entries.append(
+                .init(
+                    handle: group.handleRange.lowerBound, endGroupHandle: group.handleRange.upperBound,
+                    value: value))
         }
         return [.respond(connection, .readByGroupTypeResponse(.init(attributeData: entries)))]
     }
@@ -380,11 +403,19 @@ public struct GATTServer: Sendable {
         let mtu = Int(self.mtu(of: connection))
         var information: [ATTPDU.FindInformationResponse.Information] = []
         for attribute in found {
-            guard (attribute.type.uint16 != nil) == isShort, 2 + (information.count + 1) * entryLength <= mtu else { break }
+            guard (attribute.type.uint16 != nil) == isShort, 2 + (information.count + 1) * entryLength <= mtu else {
+                break
+            }
             information.append(.init(handle: attribute.handle, type: attribute.type))
         }
-        return [.respond(connection, .findInformationResponse(.init(format: isShort ? .uuid16 : .uuid128,
-                                                                    information: information)))]
+        return [
+            .respond(
+                connection,
+                .findInformationResponse(
+                    .init(
+                        format: isShort ? .uuid16 : .uuid128,
+                        information: information)))
+        ]
     }
 
     private func findByTypeValue(_ request: ATTPDU.FindByTypeValueRequest, _ connection: ConnectionHandle) -> [Action] {
@@ -397,15 +428,20 @@ public struct GATTServer: Sendable {
         let wantedUUID = BluetoothUUID(littleEndian: request.attributeValue)
         let mtu = Int(self.mtu(of: connection))
         var entries: [ATTPDU.FindByTypeValueResponse.HandlesInformation] = []
-        for attribute in database.attributes(in: request.startingHandle...request.endingHandle) where attribute.type == type {
-            guard checkRead(attribute, connection) == nil, case .stored(let value) = readable(attribute, connection) else {
+        for attribute in database.attributes(in: request.startingHandle...request.endingHandle)
+        where attribute.type == type {
+            guard checkRead(attribute, connection) == nil, case .stored(let value) = readable(attribute, connection)
+            else {
                 continue
             }
-            let matches = isServiceType && wantedUUID != nil
+            let matches =
+                isServiceType && wantedUUID != nil
                 ? BluetoothUUID(littleEndian: value) == wantedUUID : value == request.attributeValue
             guard matches else { continue }
             guard 1 + (entries.count + 1) * 4 <= mtu else { break }
-            let end = isServiceType ? (database.service(containing: attribute.handle)?.handleRange.upperBound ?? attribute.handle)
+            let end =
+                isServiceType
+                ? (database.service(containing: attribute.handle)?.handleRange.upperBound ?? attribute.handle)
                 : attribute.handle
             entries.append(.init(foundAttributeHandle: attribute.handle, groupEndHandle: end))
         }
@@ -415,8 +451,10 @@ public struct GATTServer: Sendable {
         return [.respond(connection, .findByTypeValueResponse(.init(handlesInformation: entries)))]
     }
 
-    private mutating func readMultiple(_ handles: [AttributeHandle], variable: Bool,
-                                       _ connection: ConnectionHandle) -> [Action] {
+    private mutating func readMultiple(
+        _ handles: [AttributeHandle], variable: Bool,
+        _ connection: ConnectionHandle
+    ) -> [Action] {
         let opcode: ATTOpcode = variable ? .readMultipleVariableRequest : .readMultipleRequest
         for handle in handles {
             guard let attribute = database.attribute(at: handle) else {
@@ -427,14 +465,19 @@ public struct GATTServer: Sendable {
         return continueReadMultiple(variable: variable, handles: handles, values: [], connection)
     }
 
-    private mutating func continueReadMultiple(variable: Bool, handles: [AttributeHandle], values: [[UInt8]],
-                                               _ connection: ConnectionHandle) -> [Action] {
+    private mutating func continueReadMultiple(
+        variable: Bool, handles: [AttributeHandle], values: [[UInt8]],
+        _ connection: ConnectionHandle
+    ) -> [Action] {
         var values = values
         while values.count < handles.count {
             let handle = handles[values.count]
             guard let attribute = database.attribute(at: handle) else {
-                return [error(variable ? .readMultipleVariableRequest : .readMultipleRequest, handle, .invalidHandle,
-                              connection)]
+                return [
+                    error(
+                        variable ? .readMultipleVariableRequest : .readMultipleRequest, handle, .invalidHandle,
+                        connection)
+                ]
             }
             switch readable(attribute, connection) {
             case .stored(let value): values.append(value)
@@ -445,7 +488,9 @@ public struct GATTServer: Sendable {
         }
         let room = Int(mtu(of: connection)) - 1
         if !variable {
-            return [.respond(connection, .readMultipleResponse(.init(setOfValues: Array(values.joined().prefix(room)))))]
+            return [
+                .respond(connection, .readMultipleResponse(.init(setOfValues: Array(values.joined().prefix(room)))))
+            ]
         }
         var tuples: [ATTPDU.ReadMultipleVariableResponse.LengthValue] = []
         var used = 0
@@ -461,13 +506,17 @@ public struct GATTServer: Sendable {
     // MARK: - Private: writes
 
     /// Stores a value (stored attribute or CCCD) and reports it; the caller has checked permissions.
-    private mutating func storeWrite(_ handle: AttributeHandle, _ value: [UInt8], _ connection: ConnectionHandle) -> [Action] {
+    private mutating func storeWrite(_ handle: AttributeHandle, _ value: [UInt8], _ connection: ConnectionHandle)
+        -> [Action]
+    {
         guard let attribute = database.attribute(at: handle) else { return [] }
         if case .clientConfiguration(let valueHandle, _) = attribute.role {
             let configuration = GATTClientConfiguration(bytes: value) ?? []
             let old = clients[connection]?.configurations[valueHandle] ?? []
-            clients[connection, default: Client()].configurations[valueHandle] = configuration.isEmpty ? nil : configuration
-            return old == configuration ? [] : [.subscriptionChanged(connection, characteristicValue: valueHandle, configuration)]
+            clients[connection, default: Client()].configurations[valueHandle] =
+                configuration.isEmpty ? nil : configuration
+            return old == configuration
+                ? [] : [.subscriptionChanged(connection, characteristicValue: valueHandle, configuration)]
         }
         database.setValue(value, at: handle)
         return [.valueWritten(connection, attribute: handle, value: value)]
@@ -478,8 +527,12 @@ public struct GATTServer: Sendable {
         guard value.count <= GATTDatabase.maximumValueLength else { return .invalidAttributeValueLength }
         if case .clientConfiguration(_, let properties) = attribute.role {
             guard let configuration = GATTClientConfiguration(bytes: value) else { return .invalidAttributeValueLength }
-            if configuration.contains(.notification) && !properties.contains(.notify) { return .cccdImproperlyConfigured }
-            if configuration.contains(.indication) && !properties.contains(.indicate) { return .cccdImproperlyConfigured }
+            if configuration.contains(.notification) && !properties.contains(.notify) {
+                return .cccdImproperlyConfigured
+            }
+            if configuration.contains(.indication) && !properties.contains(.indicate) {
+                return .cccdImproperlyConfigured
+            }
             if !configuration.isSubset(of: [.notification, .indication]) { return .cccdImproperlyConfigured }
         }
         return nil
@@ -490,8 +543,10 @@ public struct GATTServer: Sendable {
         return attribute.value == nil
     }
 
-    private mutating func write(_ handle: AttributeHandle, _ value: [UInt8], _ connection: ConnectionHandle,
-                                command: Bool) -> [Action] {
+    private mutating func write(
+        _ handle: AttributeHandle, _ value: [UInt8], _ connection: ConnectionHandle,
+        command: Bool
+    ) -> [Action] {
         let opcode = ATTOpcode.writeRequest
         guard let attribute = database.attribute(at: handle) else {
             return command ? [] : [error(opcode, handle, .invalidHandle, connection)]
@@ -509,7 +564,9 @@ public struct GATTServer: Sendable {
         return command ? actions : actions + [.respond(connection, .writeResponse(.init()))]
     }
 
-    private mutating func prepareWrite(_ request: ATTPDU.PrepareWriteRequest, _ connection: ConnectionHandle) -> [Action] {
+    private mutating func prepareWrite(_ request: ATTPDU.PrepareWriteRequest, _ connection: ConnectionHandle)
+        -> [Action]
+    {
         let opcode = ATTOpcode.prepareWriteRequest
         guard let attribute = database.attribute(at: request.handle) else {
             return [error(opcode, request.handle, .invalidHandle, connection)]
@@ -520,11 +577,19 @@ public struct GATTServer: Sendable {
         }
         clients[connection, default: Client()].prepareQueue.append(
             GATTWriteRequest(attribute: request.handle, offset: Int(request.offset), value: request.partAttributeValue))
-        return [.respond(connection, .prepareWriteResponse(.init(handle: request.handle, offset: request.offset,
-                                                                  partAttributeValue: request.partAttributeValue)))]
+        return [
+            .respond(
+                connection,
+                .prepareWriteResponse(
+                    .init(
+                        handle: request.handle, offset: request.offset,
+                        partAttributeValue: request.partAttributeValue)))
+        ]
     }
 
-    private mutating func executeWrite(_ request: ATTPDU.ExecuteWriteRequest, _ connection: ConnectionHandle) -> [Action] {
+    private mutating func executeWrite(_ request: ATTPDU.ExecuteWriteRequest, _ connection: ConnectionHandle)
+        -> [Action]
+    {
         let opcode = ATTOpcode.executeWriteRequest
         let queue = clients[connection, default: Client()].prepareQueue
         clients[connection, default: Client()].prepareQueue = []

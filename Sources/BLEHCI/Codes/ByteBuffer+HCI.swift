@@ -34,7 +34,9 @@ extension ByteBuffer {
     }
 
     /// Six little-endian address bytes, of the given type.
-    mutating func hciReadAddress(type: BluetoothAddress.AddressType, _ field: @autoclosure () -> String) throws -> BluetoothAddress {
+    mutating func hciReadAddress(type: BluetoothAddress.AddressType, _ field: @autoclosure () -> String) throws
+        -> BluetoothAddress
+    {
         guard let address = readAddress(type: type) else { throw HCIError.truncated(field()) }
         return address
     }

@@ -210,22 +210,31 @@ public struct HCICoreVersion: RawRepresentable, Hashable, Sendable, CustomString
     public init(rawValue: UInt8) { self.rawValue = rawValue }
 
     /// Core 4.0.
+    // swift-format-ignore: AlwaysUseLowerCamelCase
     public static let v4_0 = HCICoreVersion(rawValue: 0x06)
     /// Core 4.1.
+    // swift-format-ignore: AlwaysUseLowerCamelCase
     public static let v4_1 = HCICoreVersion(rawValue: 0x07)
     /// Core 4.2.
+    // swift-format-ignore: AlwaysUseLowerCamelCase
     public static let v4_2 = HCICoreVersion(rawValue: 0x08)
     /// Core 5.0.
+    // swift-format-ignore: AlwaysUseLowerCamelCase
     public static let v5_0 = HCICoreVersion(rawValue: 0x09)
     /// Core 5.1.
+    // swift-format-ignore: AlwaysUseLowerCamelCase
     public static let v5_1 = HCICoreVersion(rawValue: 0x0A)
     /// Core 5.2.
+    // swift-format-ignore: AlwaysUseLowerCamelCase
     public static let v5_2 = HCICoreVersion(rawValue: 0x0B)
     /// Core 5.3.
+    // swift-format-ignore: AlwaysUseLowerCamelCase
     public static let v5_3 = HCICoreVersion(rawValue: 0x0C)
     /// Core 5.4.
+    // swift-format-ignore: AlwaysUseLowerCamelCase
     public static let v5_4 = HCICoreVersion(rawValue: 0x0D)
     /// Core 6.0.
+    // swift-format-ignore: AlwaysUseLowerCamelCase
     public static let v6_0 = HCICoreVersion(rawValue: 0x0E)
 
     public var description: String {

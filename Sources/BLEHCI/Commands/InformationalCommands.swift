@@ -23,8 +23,10 @@ public struct HCIReadLocalVersionInformation: HCISyncCommand {
         /// LMP_Subversion: manufacturer-defined revision of the link layer.
         public var lmpSubversion: UInt16
 
-        public init(hciVersion: HCICoreVersion, hciSubversion: UInt16, lmpVersion: HCICoreVersion,
-                    companyIdentifier: UInt16, lmpSubversion: UInt16) {
+        public init(
+            hciVersion: HCICoreVersion, hciSubversion: UInt16, lmpVersion: HCICoreVersion,
+            companyIdentifier: UInt16, lmpSubversion: UInt16
+        ) {
             self.hciVersion = hciVersion
             self.hciSubversion = hciSubversion
             self.lmpVersion = lmpVersion
@@ -125,8 +127,10 @@ public struct HCIReadBufferSize: HCISyncCommand {
         /// Total_Num_Synchronous_Data_Packets.
         public var totalNumSynchronousDataPackets: UInt16
 
-        public init(aclDataPacketLength: UInt16, synchronousDataPacketLength: UInt8,
-                    totalNumACLDataPackets: UInt16, totalNumSynchronousDataPackets: UInt16) {
+        public init(
+            aclDataPacketLength: UInt16, synchronousDataPacketLength: UInt8,
+            totalNumACLDataPackets: UInt16, totalNumSynchronousDataPackets: UInt16
+        ) {
             self.aclDataPacketLength = aclDataPacketLength
             self.synchronousDataPacketLength = synchronousDataPacketLength
             self.totalNumACLDataPackets = totalNumACLDataPackets

@@ -27,10 +27,13 @@ extension HCIEvent {
         }
 
         /// A successful completion of `command`, returning `returnParameters`.
-        public init<C: HCISyncCommand>(numHCICommandPackets: UInt8 = 1, completing command: C.Type,
-                                       returning returnParameters: C.ReturnParameters) {
-            self.init(numHCICommandPackets: numHCICommandPackets, opcode: C.opcode,
-                      returnParameters: [HCIStatus.success.rawValue] + returnParameters.bytes)
+        public init<C: HCISyncCommand>(
+            numHCICommandPackets: UInt8 = 1, completing command: C.Type,
+            returning returnParameters: C.ReturnParameters
+        ) {
+            self.init(
+                numHCICommandPackets: numHCICommandPackets, opcode: C.opcode,
+                returnParameters: [HCIStatus.success.rawValue] + returnParameters.bytes)
         }
 
         /// A failed completion carrying the status alone, as real controllers send it.
@@ -46,7 +49,8 @@ extension HCIEvent {
         /// for another command's completion, and `.truncated` for short parameters.
         public func decodeReturn<C: HCISyncCommand>(_ command: C.Type) throws -> C.ReturnParameters {
             guard opcode == C.opcode else {
-                throw HCIError(.unexpectedOpcode, "Command Complete for \(opcode), expected \(C.opcode)", opcode: opcode)
+                throw HCIError(
+                    .unexpectedOpcode, "Command Complete for \(opcode), expected \(C.opcode)", opcode: opcode)
             }
             guard let status else {
                 throw HCIError(.truncated, "Command Complete carries no status", opcode: opcode)

@@ -85,8 +85,10 @@ extension HCIEvent {
         /// Subversion: manufacturer-defined.
         public var subversion: UInt16
 
-        public init(status: HCIStatus = .success, handle: ConnectionHandle, version: HCICoreVersion,
-                    companyIdentifier: UInt16, subversion: UInt16) {
+        public init(
+            status: HCIStatus = .success, handle: ConnectionHandle, version: HCICoreVersion,
+            companyIdentifier: UInt16, subversion: UInt16
+        ) {
             self.status = status
             self.handle = handle
             self.version = version

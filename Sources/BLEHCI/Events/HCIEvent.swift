@@ -35,7 +35,8 @@ public enum HCIEvent: Sendable, Hashable {
         case HardwareError.eventCode: self = .hardwareError(try .init(parameters: &buffer))
         case NumberOfCompletedPackets.eventCode: self = .numberOfCompletedPackets(try .init(parameters: &buffer))
         case DataBufferOverflow.eventCode: self = .dataBufferOverflow(try .init(parameters: &buffer))
-        case EncryptionKeyRefreshComplete.eventCode: self = .encryptionKeyRefreshComplete(try .init(parameters: &buffer))
+        case EncryptionKeyRefreshComplete.eventCode:
+            self = .encryptionKeyRefreshComplete(try .init(parameters: &buffer))
         case .leMeta: self = .leMeta(try HCILEMetaEvent(parameters: &buffer))
         default: self = .unknown(packet)
         }

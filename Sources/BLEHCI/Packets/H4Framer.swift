@@ -38,7 +38,9 @@ public struct H4Decoder: Sendable {
         case .iso:
             // Handle and flags (2), then a 14-bit ISO data load length (2): Vol 4, Part E, 5.4.5.
             headerLength = 4
-            payloadLength = buffer.getInteger(at: header + 2, endianness: .little, as: UInt16.self).map { Int($0 & 0x3FFF) }
+            payloadLength = buffer.getInteger(at: header + 2, endianness: .little, as: UInt16.self).map {
+                Int($0 & 0x3FFF)
+            }
         default:
             throw HCIError.unknownPacketType(indicator)
         }

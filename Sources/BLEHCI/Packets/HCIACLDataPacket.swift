@@ -57,7 +57,8 @@ public struct HCIACLDataPacket: Sendable, Hashable, CustomStringConvertible {
         var buffer = ByteBuffer(hciBytes: bytes)
         try self.init(decoding: &buffer)
         guard buffer.readableBytes == 0 else {
-            throw HCIError.lengthMismatch("HCI ACL Data packet", declared: data.count, present: data.count + buffer.readableBytes)
+            throw HCIError.lengthMismatch(
+                "HCI ACL Data packet", declared: data.count, present: data.count + buffer.readableBytes)
         }
     }
 
@@ -80,7 +81,8 @@ public struct HCIACLDataPacket: Sendable, Hashable, CustomStringConvertible {
     /// Appends the packet (no H4 indicator). More than 65535 data bytes is a programming error.
     public func encode(into buffer: inout ByteBuffer) {
         precondition(data.count <= Int(UInt16.max), "HCI ACL data exceeds 65535 bytes")
-        let header = (handle.rawValue & 0x0FFF) | UInt16(packetBoundary.rawValue & 0b11) << 12 | UInt16(broadcast & 0b11) << 14
+        let header =
+            (handle.rawValue & 0x0FFF) | UInt16(packetBoundary.rawValue & 0b11) << 12 | UInt16(broadcast & 0b11) << 14
         buffer.writeInteger(header, endianness: .little)
         buffer.writeInteger(UInt16(data.count), endianness: .little)
         buffer.writeBytes(data)

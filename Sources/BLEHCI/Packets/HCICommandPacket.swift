@@ -26,7 +26,8 @@ public struct HCICommandPacket: Sendable, Hashable, CustomStringConvertible {
         var buffer = ByteBuffer(hciBytes: bytes)
         try self.init(decoding: &buffer)
         guard buffer.readableBytes == 0 else {
-            throw HCIError.lengthMismatch("HCI Command packet", declared: parameters.count, present: parameters.count + buffer.readableBytes)
+            throw HCIError.lengthMismatch(
+                "HCI Command packet", declared: parameters.count, present: parameters.count + buffer.readableBytes)
         }
     }
 

@@ -27,7 +27,8 @@ public struct HCIEventPacket: Sendable, Hashable, CustomStringConvertible {
         var buffer = ByteBuffer(hciBytes: bytes)
         try self.init(decoding: &buffer)
         guard buffer.readableBytes == 0 else {
-            throw HCIError.lengthMismatch("HCI Event packet", declared: parameters.count, present: parameters.count + buffer.readableBytes)
+            throw HCIError.lengthMismatch(
+                "HCI Event packet", declared: parameters.count, present: parameters.count + buffer.readableBytes)
         }
     }
 

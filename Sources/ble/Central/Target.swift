@@ -4,9 +4,10 @@ import Foundation
 
 /// TARGET and how long to look for it, shared by the commands that connect.
 struct TargetOptions: ParsableArguments {
-    @Argument(help: ArgumentHelp(
-        "The device: an address (AA:BB:CC:DD:EE:FF), a peripheral identifier (UUID), or an advertised name.",
-        valueName: "target"))
+    @Argument(
+        help: ArgumentHelp(
+            "The device: an address (AA:BB:CC:DD:EE:FF), a peripheral identifier (UUID), or an advertised name.",
+            valueName: "target"))
     var target: String
 
     @Option(help: ArgumentHelp("Seconds to scan for the target before giving up.", valueName: "seconds"))
@@ -38,8 +39,10 @@ extension ToolCentral {
                 guard !found else { return }
                 found = true
                 stopScan()
-                outcome.fail(ToolError(.noSuchDevice,
-                                       "no device matching '\(options.target)' found within \(Self.seconds(options.timeoutDuration))"))
+                outcome.fail(
+                    ToolError(
+                        .noSuchDevice,
+                        "no device matching '\(options.target)' found within \(Self.seconds(options.timeoutDuration))"))
             }
             scan(services: nil, duplicates: false) { [self] peripheral, advertisement, _ in
                 guard !found, matcher.matches(peripheral, advertisement) else { return }
@@ -47,8 +50,10 @@ extension ToolCentral {
                 timer.cancel()
                 stopScan()
                 guard advertisement.isConnectable != false else {
-                    return outcome.fail(ToolError(.notConnectable,
-                                                  "\(Self.describe(peripheral)) does not accept connections (it advertises non-connectably)"))
+                    return outcome.fail(
+                        ToolError(
+                            .notConnectable,
+                            "\(Self.describe(peripheral)) does not accept connections (it advertises non-connectably)"))
                 }
                 linkLost = { _, error in outcome.fail(error) }
                 connect(peripheral, timeout: .seconds(10)) { result in
@@ -62,15 +67,21 @@ extension ToolCentral {
     }
 
     /// Discovers the services and characteristics and finds the first characteristic of type `uuid`.
-    func findCharacteristic(_ uuid: BluetoothUUID, on peripheral: Peripheral, outcome: Outcome,
-                            _ completion: @escaping (Characteristic) -> Void) {
+    func findCharacteristic(
+        _ uuid: BluetoothUUID, on peripheral: Peripheral, outcome: Outcome,
+        _ completion: @escaping (Characteristic) -> Void
+    ) {
         discoverCharacteristicsOfAllServices(peripheral) { [self] result in
             if case .failure(let error) = result { return finish(peripheral, outcome, .failure(error)) }
             for service in peripheral.services ?? [] {
                 if let c = service.characteristics?.first(where: { $0.uuid == uuid }) { return completion(c) }
             }
-            finish(peripheral, outcome, .failure(ToolError(.noSuchCharacteristic,
-                                                          "\(Self.describe(peripheral)) has no characteristic \(uuid.labelled)")))
+            finish(
+                peripheral, outcome,
+                .failure(
+                    ToolError(
+                        .noSuchCharacteristic,
+                        "\(Self.describe(peripheral)) has no characteristic \(uuid.labelled)")))
         }
     }
 

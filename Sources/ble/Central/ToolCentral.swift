@@ -70,10 +70,12 @@ final class ToolCentral: CentralManagerDelegate, PeripheralDelegate, @unchecked 
         guard central.state == .poweredOn else { return }
         let waiting = whenPoweredOn
         whenPoweredOn.removeAll()
-        waiting.forEach { $0() }
+        for resume in waiting { resume() }
     }
 
-    func scan(services: [BluetoothUUID]?, duplicates: Bool, _ handler: @escaping (Peripheral, AdvertisementData, Int) -> Void) {
+    func scan(
+        services: [BluetoothUUID]?, duplicates: Bool, _ handler: @escaping (Peripheral, AdvertisementData, Int) -> Void
+    ) {
         discovered = handler
         manager.scanForPeripherals(withServices: services, options: .init(allowDuplicates: duplicates))
     }
@@ -83,8 +85,10 @@ final class ToolCentral: CentralManagerDelegate, PeripheralDelegate, @unchecked 
         manager.stopScan()
     }
 
-    func centralManager(_ central: CentralManager, didDiscover peripheral: Peripheral,
-                        advertisementData: AdvertisementData, rssi: Int) {
+    func centralManager(
+        _ central: CentralManager, didDiscover peripheral: Peripheral,
+        advertisementData: AdvertisementData, rssi: Int
+    ) {
         discovered?(peripheral, advertisementData, rssi)
     }
 
@@ -96,7 +100,11 @@ final class ToolCentral: CentralManagerDelegate, PeripheralDelegate, @unchecked 
         after(timeout) { [self] in
             guard let pending = connecting.removeValue(forKey: key) else { return }
             manager.cancelPeripheralConnection(peripheral)
-            pending(.failure(ToolError(.timeout, "connecting to \(Self.describe(peripheral)) timed out after \(Self.seconds(timeout))")))
+            pending(
+                .failure(
+                    ToolError(
+                        .timeout, "connecting to \(Self.describe(peripheral)) timed out after \(Self.seconds(timeout))")
+                ))
         }
     }
 
@@ -118,7 +126,8 @@ final class ToolCentral: CentralManagerDelegate, PeripheralDelegate, @unchecked 
         after(.seconds(2)) { [self] in disconnecting.removeValue(forKey: ObjectIdentifier(peripheral))?() }
     }
 
-    func centralManager(_ central: CentralManager, didDisconnectPeripheral peripheral: Peripheral, error: (any Error)?) {
+    func centralManager(_ central: CentralManager, didDisconnectPeripheral peripheral: Peripheral, error: (any Error)?)
+    {
         let key = ObjectIdentifier(peripheral)
         if let done = disconnecting.removeValue(forKey: key) { return done() }
         if let pending = connecting.removeValue(forKey: key) {
@@ -126,7 +135,7 @@ final class ToolCentral: CentralManagerDelegate, PeripheralDelegate, @unchecked 
         }
         let waiting = readyToWrite
         readyToWrite.removeAll()
-        waiting.forEach { $0() }
+        for resume in waiting { resume() }
         let reason = error.map { "\($0)" } ?? "the connection ended"
         linkLost?(peripheral, ToolError(.disconnected, "\(Self.describe(peripheral)) disconnected: \(reason)"))
     }
@@ -144,43 +153,56 @@ final class ToolCentral: CentralManagerDelegate, PeripheralDelegate, @unchecked 
         completion?(error.map { .failure(ToolError($0, doing: "discovering services")) } ?? .success(()))
     }
 
-    func discoverIncludedServices(_ peripheral: Peripheral, for service: Service, _ completion: @escaping Completion<Void>) {
+    func discoverIncludedServices(
+        _ peripheral: Peripheral, for service: Service, _ completion: @escaping Completion<Void>
+    ) {
         includedDiscovered[ObjectIdentifier(service)] = completion
         peripheral.discoverIncludedServices(nil, for: service)
     }
 
     func peripheral(_ peripheral: Peripheral, didDiscoverIncludedServicesFor service: Service, error: (any Error)?) {
         includedDiscovered.removeValue(forKey: ObjectIdentifier(service))?(
-            error.map { .failure(ToolError($0, doing: "discovering included services of \(service.uuid.uuidString)")) } ?? .success(()))
+            error.map { .failure(ToolError($0, doing: "discovering included services of \(service.uuid.uuidString)")) }
+                ?? .success(()))
     }
 
-    func discoverCharacteristics(_ peripheral: Peripheral, for service: Service, _ completion: @escaping Completion<Void>) {
+    func discoverCharacteristics(
+        _ peripheral: Peripheral, for service: Service, _ completion: @escaping Completion<Void>
+    ) {
         characteristicsDiscovered[ObjectIdentifier(service)] = completion
         peripheral.discoverCharacteristics(nil, for: service)
     }
 
     func peripheral(_ peripheral: Peripheral, didDiscoverCharacteristicsFor service: Service, error: (any Error)?) {
         characteristicsDiscovered.removeValue(forKey: ObjectIdentifier(service))?(
-            error.map { .failure(ToolError($0, doing: "discovering characteristics of \(service.uuid.uuidString)")) } ?? .success(()))
+            error.map { .failure(ToolError($0, doing: "discovering characteristics of \(service.uuid.uuidString)")) }
+                ?? .success(()))
     }
 
-    func discoverDescriptors(_ peripheral: Peripheral, for characteristic: Characteristic, _ completion: @escaping Completion<Void>) {
+    func discoverDescriptors(
+        _ peripheral: Peripheral, for characteristic: Characteristic, _ completion: @escaping Completion<Void>
+    ) {
         descriptorsDiscovered[ObjectIdentifier(characteristic)] = completion
         peripheral.discoverDescriptors(for: characteristic)
     }
 
-    func peripheral(_ peripheral: Peripheral, didDiscoverDescriptorsFor characteristic: Characteristic, error: (any Error)?) {
+    func peripheral(
+        _ peripheral: Peripheral, didDiscoverDescriptorsFor characteristic: Characteristic, error: (any Error)?
+    ) {
         descriptorsDiscovered.removeValue(forKey: ObjectIdentifier(characteristic))?(
-            error.map { .failure(ToolError($0, doing: "discovering descriptors of \(characteristic.uuid.uuidString)")) } ?? .success(()))
+            error.map { .failure(ToolError($0, doing: "discovering descriptors of \(characteristic.uuid.uuidString)")) }
+                ?? .success(()))
     }
 
     /// Discovers every service and every characteristic of each (not included services or descriptors).
     func discoverCharacteristicsOfAllServices(_ peripheral: Peripheral, _ completion: @escaping Completion<Void>) {
         discoverServices(peripheral) { [self] result in
             if case .failure = result { return completion(result) }
-            sequentially(peripheral.services ?? [], { [self] service, next in
-                discoverCharacteristics(peripheral, for: service, next)
-            }, completion)
+            sequentially(
+                peripheral.services ?? [],
+                { [self] service, next in
+                    discoverCharacteristics(peripheral, for: service, next)
+                }, completion)
         }
     }
 
@@ -198,7 +220,9 @@ final class ToolCentral: CentralManagerDelegate, PeripheralDelegate, @unchecked 
 
     func peripheral(_ peripheral: Peripheral, didUpdateValueFor characteristic: Characteristic, error: (any Error)?) {
         if let pending = characteristicReads.removeValue(forKey: ObjectIdentifier(characteristic)) {
-            if let error { return pending(.failure(ToolError(error, doing: "reading \(characteristic.uuid.uuidString)"))) }
+            if let error {
+                return pending(.failure(ToolError(error, doing: "reading \(characteristic.uuid.uuidString)")))
+            }
             return pending(.success(characteristic.value ?? Data()))
         }
         if error == nil, let value = characteristic.value { valueUpdated?(characteristic, value) }
@@ -206,11 +230,16 @@ final class ToolCentral: CentralManagerDelegate, PeripheralDelegate, @unchecked 
 
     func peripheral(_ peripheral: Peripheral, didUpdateValueFor descriptor: Descriptor, error: (any Error)?) {
         guard let pending = descriptorReads.removeValue(forKey: ObjectIdentifier(descriptor)) else { return }
-        if let error { return pending(.failure(ToolError(error, doing: "reading descriptor \(descriptor.uuid.uuidString)"))) }
+        if let error {
+            return pending(.failure(ToolError(error, doing: "reading descriptor \(descriptor.uuid.uuidString)")))
+        }
         pending(.success(descriptor.value ?? Data()))
     }
 
-    func write(_ peripheral: Peripheral, _ characteristic: Characteristic, _ value: Data, _ completion: @escaping Completion<Void>) {
+    func write(
+        _ peripheral: Peripheral, _ characteristic: Characteristic, _ value: Data,
+        _ completion: @escaping Completion<Void>
+    ) {
         writes[ObjectIdentifier(characteristic)] = completion
         peripheral.writeValue(value, for: characteristic, type: .withResponse)
     }
@@ -223,14 +252,17 @@ final class ToolCentral: CentralManagerDelegate, PeripheralDelegate, @unchecked 
     /// Sends `chunks` as writes without response, each when `canSendWriteWithoutResponse` allows; waits for
     /// room as a well-behaved app does (seed 004) instead of letting the stack drop writes.
     /// Completes with how many times it had to wait for room.
-    func writeWithoutResponse(_ peripheral: Peripheral, _ characteristic: Characteristic, _ chunks: [Data],
-                              _ completion: @escaping Completion<Int>) {
+    func writeWithoutResponse(
+        _ peripheral: Peripheral, _ characteristic: Characteristic, _ chunks: [Data],
+        _ completion: @escaping Completion<Int>
+    ) {
         var index = 0
         var waits = 0
         func pump() {
             while index < chunks.count {
                 guard peripheral.state == .connected else {
-                    return completion(.failure(ToolError(.disconnected, "the link dropped after \(index) of \(chunks.count) writes")))
+                    return completion(
+                        .failure(ToolError(.disconnected, "the link dropped after \(index) of \(chunks.count) writes")))
                 }
                 guard peripheral.canSendWriteWithoutResponse else {
                     waits += 1
@@ -248,8 +280,10 @@ final class ToolCentral: CentralManagerDelegate, PeripheralDelegate, @unchecked 
     /// Completes once every Write Command queued before it has reached the peer: ATT keeps order on the
     /// bearer, so the answer to a read sent after them comes after they were delivered. Reads the
     /// characteristic itself when it is readable, otherwise any readable characteristic (the GAP Device Name).
-    private func barrier(_ peripheral: Peripheral, preferring characteristic: Characteristic,
-                         _ completion: @escaping Completion<Void>) {
+    private func barrier(
+        _ peripheral: Peripheral, preferring characteristic: Characteristic,
+        _ completion: @escaping Completion<Void>
+    ) {
         let all = (peripheral.services ?? []).flatMap { $0.characteristics ?? [] }
         let siblings = characteristic.service?.characteristics ?? []
         guard let readable = ([characteristic] + siblings + all).first(where: { $0.properties.contains(.read) }) else {
@@ -271,24 +305,32 @@ final class ToolCentral: CentralManagerDelegate, PeripheralDelegate, @unchecked 
     func peripheralIsReady(toSendWriteWithoutResponse peripheral: Peripheral) {
         let waiting = readyToWrite
         readyToWrite.removeAll()
-        waiting.forEach { $0() }
+        for resume in waiting { resume() }
     }
 
-    func setNotify(_ peripheral: Peripheral, _ enabled: Bool, for characteristic: Characteristic, _ completion: @escaping Completion<Void>) {
+    func setNotify(
+        _ peripheral: Peripheral, _ enabled: Bool, for characteristic: Characteristic,
+        _ completion: @escaping Completion<Void>
+    ) {
         notifyChanges[ObjectIdentifier(characteristic)] = completion
         peripheral.setNotifyValue(enabled, for: characteristic)
     }
 
-    func peripheral(_ peripheral: Peripheral, didUpdateNotificationStateFor characteristic: Characteristic, error: (any Error)?) {
+    func peripheral(
+        _ peripheral: Peripheral, didUpdateNotificationStateFor characteristic: Characteristic, error: (any Error)?
+    ) {
         notifyChanges.removeValue(forKey: ObjectIdentifier(characteristic))?(
-            error.map { .failure(ToolError($0, doing: "subscribing to \(characteristic.uuid.uuidString)")) } ?? .success(()))
+            error.map { .failure(ToolError($0, doing: "subscribing to \(characteristic.uuid.uuidString)")) }
+                ?? .success(()))
     }
 
     // MARK: Helpers
 
     /// Runs `step` for each item in turn, stopping at the first failure.
-    func sequentially<T>(_ items: [T], _ step: @escaping (T, @escaping Completion<Void>) -> Void,
-                         _ completion: @escaping Completion<Void>) {
+    func sequentially<T>(
+        _ items: [T], _ step: @escaping (T, @escaping Completion<Void>) -> Void,
+        _ completion: @escaping Completion<Void>
+    ) {
         guard let first = items.first else { return completion(.success(())) }
         step(first) { [self] result in
             if case .failure = result { return completion(result) }

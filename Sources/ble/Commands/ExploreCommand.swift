@@ -6,7 +6,8 @@ import Foundation
 struct ExploreCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "explore",
-        abstract: "Connect, discover every service, characteristic and descriptor, read every readable value, and print the tree.",
+        abstract:
+            "Connect, discover every service, characteristic and descriptor, read every readable value, and print the tree.",
         discussion: """
             With --json, prints one object:
               {"address", "name", "mtu", "services": [{"uuid", "name", "primary", "handle", "includedServices": [uuid, ...],
@@ -25,7 +26,8 @@ struct ExploreCommand: AsyncParsableCommand {
     @OptionGroup var transport: TransportOptions
 
     func run() async throws {
-        let target = target, json = json
+        let target = target
+        let json = json
         try await CommandRun.central(transport) { central, outcome in
             central.connect(to: target, outcome: outcome) { peripheral in
                 let explorer = Explorer(central: central, peripheral: peripheral)
@@ -73,12 +75,14 @@ final class Explorer {
         central.discoverDescriptors(peripheral, for: characteristic) { [self] result in
             if case .failure = result { return completion(result) }
             let readDescriptors = { [self] in
-                central.sequentially(characteristic.descriptors ?? [], { [self] descriptor, next in
-                    central.read(peripheral, descriptor) { [self] value in
-                        descriptorValues[ObjectIdentifier(descriptor)] = value
-                        next(Self.continuing(value))
-                    }
-                }, completion)
+                central.sequentially(
+                    characteristic.descriptors ?? [],
+                    { [self] descriptor, next in
+                        central.read(peripheral, descriptor) { [self] value in
+                            descriptorValues[ObjectIdentifier(descriptor)] = value
+                            next(Self.continuing(value))
+                        }
+                    }, completion)
             }
             guard characteristic.properties.contains(.read) else { return readDescriptors() }
             central.read(peripheral, characteristic) { [self] value in
@@ -142,22 +146,31 @@ final class Explorer {
     func text() -> String {
         var lines: [String] = []
         let address = peripheral.address
-        lines.append("\(peripheral.name.map { "\"\($0)\"" } ?? "(no name)") \(address.string) (\(address.type.isRandom ? "random" : "public")), ATT MTU \(mtu)")
+        lines.append(
+            "\(peripheral.name.map { "\"\($0)\"" } ?? "(no name)") \(address.string) (\(address.type.isRandom ? "random" : "public")), ATT MTU \(mtu)"
+        )
         for service in peripheral.services ?? [] {
-            let range = service.handleRange.map { "\(ValueDecoding.hex16(Int($0.lowerBound)))-\(ValueDecoding.hex16(Int($0.upperBound)))" } ?? "?"
-            lines.append("\(service.isPrimary ? "Primary" : "Secondary") service \(service.uuid.labelled), handles \(range)")
+            let range =
+                service.handleRange.map {
+                    "\(ValueDecoding.hex16(Int($0.lowerBound)))-\(ValueDecoding.hex16(Int($0.upperBound)))"
+                } ?? "?"
+            lines.append(
+                "\(service.isPrimary ? "Primary" : "Secondary") service \(service.uuid.labelled), handles \(range)")
             for included in service.includedServices ?? [] {
                 lines.append("  Includes \(included.uuid.labelled)")
             }
             for c in service.characteristics ?? [] {
-                let handles = "handle \(ValueDecoding.hex16(Int(c.valueHandle ?? 0))) (declaration \(ValueDecoding.hex16(Int(c.handle ?? 0))))"
+                let handles =
+                    "handle \(ValueDecoding.hex16(Int(c.valueHandle ?? 0))) (declaration \(ValueDecoding.hex16(Int(c.handle ?? 0))))"
                 lines.append("  Characteristic \(c.uuid.labelled) \(c.properties), \(handles)")
                 if let result = characteristicValues[ObjectIdentifier(c)] {
                     lines.append("    value: " + Self.show(result, type: c.uuid))
                 }
                 for d in c.descriptors ?? [] {
                     let shown = descriptorValues[ObjectIdentifier(d)].map { Self.show($0, type: d.uuid) } ?? "not read"
-                    lines.append("    Descriptor \(d.uuid.labelled), handle \(ValueDecoding.hex16(Int(d.handle ?? 0))): \(shown)")
+                    lines.append(
+                        "    Descriptor \(d.uuid.labelled), handle \(ValueDecoding.hex16(Int(d.handle ?? 0))): \(shown)"
+                    )
                 }
             }
         }

@@ -20,8 +20,11 @@ struct ScanCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Seconds to scan; 0 scans until interrupted (Ctrl-C).", valueName: "seconds"))
     var timeout: Double = 10
 
-    @Option(name: .customLong("service"), help: ArgumentHelp(
-        "Only devices advertising this service (16-bit or 128-bit UUID); repeat for any of several.", valueName: "uuid"))
+    @Option(
+        name: .customLong("service"),
+        help: ArgumentHelp(
+            "Only devices advertising this service (16-bit or 128-bit UUID); repeat for any of several.",
+            valueName: "uuid"))
     var services: [String] = []
 
     @Flag(help: "Report every advertisement instead of each device once (and again when its data changes).")
@@ -35,12 +38,14 @@ struct ScanCommand: AsyncParsableCommand {
     func run() async throws {
         let filter = try services.map { try parseUUID($0, what: "--service") }
         let limit: Duration? = timeout > 0 ? .milliseconds(Int64(timeout * 1000)) : nil
-        let json = json, duplicates = duplicates
+        let json = json
+        let duplicates = duplicates
         let table = ScanTable(live: !json && Output.stdoutIsTerminal)
         try await CommandRun.central(transport, limit: limit, interruptedIsSuccess: true) { central, outcome in
             central.whenReady { ready in
                 if case .failure(let error) = ready { return outcome.fail(error) }
-                central.scan(services: filter.isEmpty ? nil : filter, duplicates: duplicates) { peripheral, advertisement, rssi in
+                central.scan(services: filter.isEmpty ? nil : filter, duplicates: duplicates) {
+                    peripheral, advertisement, rssi in
                     if json {
                         Output.line(ScanTable.json(peripheral, advertisement, rssi).text)
                     } else {
@@ -91,7 +96,8 @@ final class ScanTable: @unchecked Sendable {
         if !uuids.isEmpty { parts.append("services: " + uuids.map(\.labelled).joined(separator: ", ")) }
         if let m = advertisement.manufacturerData, m.count >= 2 {
             let company = CompanyIdentifier(UInt16(m[m.startIndex]) | UInt16(m[m.startIndex + 1]) << 8)
-            parts.append("manufacturer: \(company.name ?? String(format: "0x%04X", company.rawValue)) \(m.dropFirst(2).hex)")
+            parts.append(
+                "manufacturer: \(company.name ?? String(format: "0x%04X", company.rawValue)) \(m.dropFirst(2).hex)")
         }
         for (uuid, data) in (advertisement.serviceData ?? [:]).sorted(by: { $0.key < $1.key }) {
             parts.append("service data \(uuid.labelled): \(data.hex)")

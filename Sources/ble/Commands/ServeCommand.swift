@@ -33,7 +33,9 @@ struct ServeCommand: AsyncParsableCommand {
             for --duration seconds.
             """)
 
-    @Argument(help: ArgumentHelp("heart-rate, battery, thermometer, door-lock, printer, or a JSON file.", valueName: "profile"))
+    @Argument(
+        help: ArgumentHelp(
+            "heart-rate, battery, thermometer, door-lock, printer, or a JSON file.", valueName: "profile"))
     var profile: String
 
     @Option(help: "The name to advertise (and the GAP Device Name).")
@@ -56,22 +58,27 @@ struct ServeCommand: AsyncParsableCommand {
         Interrupt.shared.install()
         let session: Session
         do {
-            session = try await Session.open(transport, name: definition.deviceName,
-                                       configuration: definition.configuration)
+            session = try await Session.open(
+                transport, name: definition.deviceName,
+                configuration: definition.configuration)
         } catch {
             throw error.report()
         }
         let outcome = Outcome()
         let advertised = definition
         let system = session.system
-        let device = ServedDevice(system: system, profile: definition, log: { Output.line($0) }, onStarted: { error in
-            if let error {
-                outcome.fail(ToolError(error, doing: "publishing \(advertised.deviceName)"))
-                return
-            }
-            let services = advertised.servicesToAdvertise.map(\.uuidString).joined(separator: ", ")
-            Output.line("advertising \"\(advertised.name)\" as \(system.address?.string ?? "?") with services [\(services)]")
-        })
+        let device = ServedDevice(
+            system: system, profile: definition, log: { Output.line($0) },
+            onStarted: { error in
+                if let error {
+                    outcome.fail(ToolError(error, doing: "publishing \(advertised.deviceName)"))
+                    return
+                }
+                let services = advertised.servicesToAdvertise.map(\.uuidString).joined(separator: ", ")
+                Output.line(
+                    "advertising \"\(advertised.name)\" as \(system.address?.string ?? "?") with services [\(services)]"
+                )
+            })
         let limit: Duration? = duration.map { .milliseconds(Int64($0 * 1000)) }
         let result = try await session.run(until: outcome, limit: limit)
         device.stop()

@@ -7,7 +7,8 @@ struct ReadCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "read",
         abstract: "Read a characteristic and print its value as hex.",
-        discussion: "CHAR is a UUID (2A19, or the long form); when several characteristics share it, the first is read.")
+        discussion: "CHAR is a UUID (2A19, or the long form); when several characteristics share it, the first is read."
+    )
 
     @OptionGroup var target: TargetOptions
 
@@ -51,8 +52,10 @@ struct WriteCommand: AsyncParsableCommand {
     @Argument(help: ArgumentHelp("The characteristic's UUID.", valueName: "char"))
     var characteristic: String
 
-    @Argument(help: ArgumentHelp("Values: hex digits, optionally separated by spaces or colons; one write each.",
-                                 valueName: "hex"))
+    @Argument(
+        help: ArgumentHelp(
+            "Values: hex digits, optionally separated by spaces or colons; one write each.",
+            valueName: "hex"))
     var values: [String]
 
     @Flag(help: "Send Write Commands (no response) instead of Write Requests.")
@@ -78,7 +81,10 @@ struct WriteCommand: AsyncParsableCommand {
             }
             data.append(value)
         }
-        let target = target, withoutResponse = withoutResponse, chunk = chunk, writes = data
+        let target = target
+        let withoutResponse = withoutResponse
+        let chunk = chunk
+        let writes = data
         let total = writes.reduce(0) { $0 + $1.count }
         try await CommandRun.central(transport) { central, outcome in
             central.connect(to: target, outcome: outcome) { peripheral in
@@ -90,11 +96,15 @@ struct WriteCommand: AsyncParsableCommand {
                         central.finish(peripheral, outcome, result)
                     }
                     guard withoutResponse else {
-                        return central.sequentially(writes, { value, next in central.write(peripheral, c, value, next) }, done)
+                        return central.sequentially(
+                            writes, { value, next in central.write(peripheral, c, value, next) }, done)
                     }
                     guard c.properties.contains(.writeWithoutResponse) else {
-                        return done(.failure(ToolError(.noSuchCharacteristic,
-                                                       "\(c.uuid.labelled) does not accept writes without response")))
+                        return done(
+                            .failure(
+                                ToolError(
+                                    .noSuchCharacteristic,
+                                    "\(c.uuid.labelled) does not accept writes without response")))
                     }
                     let size = max(1, peripheral.maximumWriteValueLength(for: .withoutResponse))
                     var chunks: [Data] = []
@@ -108,12 +118,18 @@ struct WriteCommand: AsyncParsableCommand {
                         }
                     }
                     if let long = chunks.first(where: { $0.count > size }) {
-                        return done(.failure(ToolError(.failure,
-                            "a write without response carries at most \(size) bytes (ATT_MTU - 3) on this link; this value has \(long.count) (use --chunk to split it)")))
+                        return done(
+                            .failure(
+                                ToolError(
+                                    .failure,
+                                    "a write without response carries at most \(size) bytes (ATT_MTU - 3) on this link; this value has \(long.count) (use --chunk to split it)"
+                                )))
                     }
                     central.writeWithoutResponse(peripheral, c, chunks) { result in
                         if case .success(let waits) = result {
-                            Output.line("sent \(chunks.count) write\(chunks.count == 1 ? "" : "s") without response, waiting for room \(waits) time\(waits == 1 ? "" : "s")")
+                            Output.line(
+                                "sent \(chunks.count) write\(chunks.count == 1 ? "" : "s") without response, waiting for room \(waits) time\(waits == 1 ? "" : "s")"
+                            )
                         }
                         done(result.map { _ in () })
                     }
@@ -142,13 +158,17 @@ struct SubscribeCommand: AsyncParsableCommand {
 
     func run() async throws {
         let uuid = try parseUUID(characteristic, what: "CHAR")
-        let target = target, count = count
+        let target = target
+        let count = count
         try await CommandRun.central(transport, interruptedIsSuccess: true) { central, outcome in
             central.connect(to: target, outcome: outcome) { peripheral in
                 central.findCharacteristic(uuid, on: peripheral, outcome: outcome) { c in
                     guard c.properties.contains(.notify) || c.properties.contains(.indicate) else {
-                        return central.finish(peripheral, outcome, .failure(ToolError(
-                            .noSuchCharacteristic, "\(c.uuid.labelled) neither notifies nor indicates")))
+                        return central.finish(
+                            peripheral, outcome,
+                            .failure(
+                                ToolError(
+                                    .noSuchCharacteristic, "\(c.uuid.labelled) neither notifies nor indicates")))
                     }
                     var received = 0
                     central.valueUpdated = { updated, value in

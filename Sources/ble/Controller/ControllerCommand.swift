@@ -32,9 +32,11 @@ struct ControllerCommand: AsyncParsableCommand {
     @Option(help: "Seed of the simulated radio (the other commands' room uses 2024).")
     var seed: UInt64 = 2024
 
-    @Option(name: .long, help: ArgumentHelp(
-        "Record the HCI traffic between the connected host and the controller to this btsnoop file (the host's view: its commands and data sent, the controller's events and data received).",
-        valueName: "file"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Record the HCI traffic between the connected host and the controller to this btsnoop file (the host's view: its commands and data sent, the controller's events and data received).",
+            valueName: "file"))
     var btsnoop: String?
 
     /// The controller's public address (what HCI Read BD_ADDR reports).
@@ -56,7 +58,8 @@ struct ControllerCommand: AsyncParsableCommand {
     func run() async throws {
         let (host, port) = try Self.parse(transport)
         let world = ControllerWorld(seed: seed, address: Self.controllerAddress)
-        let radio = world.radio, controller = world.controller
+        let radio = world.radio
+        let controller = world.controller
 
         let listener: TCPServerTransport
         do {
@@ -71,7 +74,8 @@ struct ControllerCommand: AsyncParsableCommand {
         } catch {
             throw ValidationError("--btsnoop \(btsnoop ?? ""): \(error)")
         }
-        let link: any HCITransport = writer.map { RecordingTransport(wrapping: controller.hostTransport, writer: $0) }
+        let link: any HCITransport =
+            writer.map { RecordingTransport(wrapping: controller.hostTransport, writer: $0) }
             ?? controller.hostTransport
         // The host connected now, if any: the controller's packets go to it (and are dropped between hosts, as
         // a controller with nobody on its UART would lose them).
@@ -82,7 +86,9 @@ struct ControllerCommand: AsyncParsableCommand {
             case .closed(let reason): say("controller: closed\(reason.map { ": \($0)" } ?? "")")
             }
         }
-        say("listening on tcp-server:\(host):\(listener.port) (controller \(controller.address), world: \(world.summary))")
+        say(
+            "listening on tcp-server:\(host):\(listener.port) (controller \(controller.address), world: \(world.summary))"
+        )
 
         let signals = Self.stopOnSignals { [link, writer] signal in
             listener.close()

@@ -9,7 +9,8 @@ final class ControllerWorld: Sendable {
 
     init(seed: UInt64, address: BluetoothAddress) {
         world = World(seed: seed)
-        controller = world.radio.addController(name: "controller", address: address, position: RadioPosition(x: 0, y: 0))
+        controller = world.radio.addController(
+            name: "controller", address: address, position: RadioPosition(x: 0, y: 0))
     }
 
     var radio: SimulatedRadio { world.radio }

@@ -6,7 +6,9 @@ import Dispatch
 struct DemoCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "demo",
-        abstract: "A phone and a heart-rate sensor on a simulated radio: scan, connect, discover, read, subscribe, write, disconnect.")
+        abstract:
+            "A phone and a heart-rate sensor on a simulated radio: scan, connect, discover, read, subscribe, write, disconnect."
+    )
 
     @Flag(help: "Pace the simulation to wall-clock time instead of running as fast as possible.")
     var realtime = false

@@ -8,7 +8,8 @@ final class DemoLog: Sendable {
 
     func callAsFunction(_ who: String, _ text: String) {
         let ms = radio.now.components.seconds * 1000 + radio.now.components.attoseconds / 1_000_000_000_000_000
-        let seconds = ms / 1000, millis = ms % 1000
+        let seconds = ms / 1000
+        let millis = ms % 1000
         let stamp = "\(seconds).\(String(repeating: "0", count: 3 - String(millis).count))\(millis)s"
         let padded = String(repeating: " ", count: max(0, 8 - stamp.count)) + stamp
         let name = who + String(repeating: " ", count: max(0, 7 - who.count))

@@ -12,9 +12,12 @@ final class HeartRateSensor: PeripheralManagerDelegate, @unchecked Sendable {
     let log: DemoLog
     let queue = DispatchQueue(label: "demo.sensor")
     var manager: PeripheralManager!
-    let measurement = MutableCharacteristic(type: .heartRateMeasurement, properties: [.notify], value: nil, permissions: [])
-    let controlPoint = MutableCharacteristic(type: .heartRateControlPoint, properties: [.write], value: nil, permissions: [.writeable])
-    let batteryLevel = MutableCharacteristic(type: .batteryLevel, properties: [.read, .notify], value: nil, permissions: [.readable])
+    let measurement = MutableCharacteristic(
+        type: .heartRateMeasurement, properties: [.notify], value: nil, permissions: [])
+    let controlPoint = MutableCharacteristic(
+        type: .heartRateControlPoint, properties: [.write], value: nil, permissions: [.writeable])
+    let batteryLevel = MutableCharacteristic(
+        type: .batteryLevel, properties: [.read, .notify], value: nil, permissions: [.readable])
     var servicesPending = 0
     var timer: ScheduledTimer?
     var random: UInt64
@@ -30,21 +33,28 @@ final class HeartRateSensor: PeripheralManagerDelegate, @unchecked Sendable {
     func peripheralManagerDidUpdateState(_ peripheral: PeripheralManager) {
         guard peripheral.state == .poweredOn else { return }
         let heartRate = MutableService(type: .heartRate, primary: true)
-        let location = MutableCharacteristic(type: .bodySensorLocation, properties: [.read], value: Data([0x01]), permissions: [.readable])
+        let location = MutableCharacteristic(
+            type: .bodySensorLocation, properties: [.read], value: Data([0x01]), permissions: [.readable])
         heartRate.characteristics = [measurement, location, controlPoint]
         let battery = MutableService(type: .battery, primary: true)
         battery.characteristics = [batteryLevel]
         let info = MutableService(type: .deviceInformation, primary: true)
         info.characteristics = [
-            MutableCharacteristic(type: .manufacturerNameString, properties: [.read], value: Data("swift-ble".utf8), permissions: [.readable]),
-            MutableCharacteristic(type: .modelNumberString, properties: [.read], value: Data("HRM-1".utf8), permissions: [.readable]),
+            MutableCharacteristic(
+                type: .manufacturerNameString, properties: [.read], value: Data("swift-ble".utf8),
+                permissions: [.readable]),
+            MutableCharacteristic(
+                type: .modelNumberString, properties: [.read], value: Data("HRM-1".utf8), permissions: [.readable]),
         ]
         servicesPending = 3
         for service in [heartRate, battery, info] { peripheral.add(service) }
     }
 
     func peripheralManager(_ peripheral: PeripheralManager, didAdd service: Service, error: (any Error)?) {
-        if let error { log("sensor", "could not add \(service.uuid): \(error)"); return }
+        if let error {
+            log("sensor", "could not add \(service.uuid): \(error)")
+            return
+        }
         servicesPending -= 1
         if servicesPending == 0 {
             peripheral.startAdvertising(AdvertisementData(localName: "HRM-Demo", serviceUUIDs: [.heartRate, .battery]))
@@ -52,16 +62,22 @@ final class HeartRateSensor: PeripheralManagerDelegate, @unchecked Sendable {
     }
 
     func peripheralManagerDidStartAdvertising(_ peripheral: PeripheralManager, error: (any Error)?) {
-        log("sensor", error.map { "could not advertise: \($0)" } ?? "advertising as HRM-Demo with Heart Rate and Battery")
+        log(
+            "sensor",
+            error.map { "could not advertise: \($0)" } ?? "advertising as HRM-Demo with Heart Rate and Battery")
     }
 
-    func peripheralManager(_ peripheral: PeripheralManager, central: Central, didSubscribeTo characteristic: Characteristic) {
+    func peripheralManager(
+        _ peripheral: PeripheralManager, central: Central, didSubscribeTo characteristic: Characteristic
+    ) {
         guard characteristic.uuid == .heartRateMeasurement else { return }
         log("sensor", "a central subscribed to Heart Rate Measurement; notifying every second")
         scheduleMeasurement()
     }
 
-    func peripheralManager(_ peripheral: PeripheralManager, central: Central, didUnsubscribeFrom characteristic: Characteristic) {
+    func peripheralManager(
+        _ peripheral: PeripheralManager, central: Central, didUnsubscribeFrom characteristic: Characteristic
+    ) {
         guard characteristic.uuid == .heartRateMeasurement else { return }
         timer?.cancel()
         timer = nil
@@ -78,7 +94,7 @@ final class HeartRateSensor: PeripheralManagerDelegate, @unchecked Sendable {
 
     func sendMeasurement() {
         // Flags 0x08: 8-bit heart rate, energy expended present (Heart Rate Service 3.1.1).
-        random = random &* 6364136223846793005 &+ 1442695040888963407
+        random = random &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
         let bpm = UInt8(70 + (random >> 33) % 8)
         energyExpended &+= 1
         let value = Data([0x08, bpm, UInt8(energyExpended & 0xFF), UInt8(energyExpended >> 8)])

@@ -32,11 +32,16 @@ final class PhoneApp: CentralManagerDelegate, PeripheralDelegate, @unchecked Sen
         log("phone", "scanning for peripherals advertising Heart Rate (180D)")
     }
 
-    func centralManager(_ central: CentralManager, didDiscover peripheral: Peripheral,
-                        advertisementData: AdvertisementData, rssi: Int) {
+    func centralManager(
+        _ central: CentralManager, didDiscover peripheral: Peripheral,
+        advertisementData: AdvertisementData, rssi: Int
+    ) {
         guard sensor == nil else { return }
         let services = (advertisementData.serviceUUIDs ?? []).map(\.uuidString).joined(separator: ", ")
-        log("phone", "discovered \(advertisementData.localName ?? peripheral.name ?? "unnamed") rssi \(rssi) dBm services [\(services)]")
+        log(
+            "phone",
+            "discovered \(advertisementData.localName ?? peripheral.name ?? "unnamed") rssi \(rssi) dBm services [\(services)]"
+        )
         sensor = peripheral
         central.stopScan()
         log("phone", "stopped scanning")
@@ -54,7 +59,8 @@ final class PhoneApp: CentralManagerDelegate, PeripheralDelegate, @unchecked Sen
         finished.withLock { $0 = true }
     }
 
-    func centralManager(_ central: CentralManager, didDisconnectPeripheral peripheral: Peripheral, error: (any Error)?) {
+    func centralManager(_ central: CentralManager, didDisconnectPeripheral peripheral: Peripheral, error: (any Error)?)
+    {
         log("phone", "disconnected" + (error.map { ": \($0)" } ?? ""))
         finished.withLock { $0 = true }
     }
@@ -71,7 +77,9 @@ final class PhoneApp: CentralManagerDelegate, PeripheralDelegate, @unchecked Sen
     func peripheral(_ peripheral: Peripheral, didDiscoverCharacteristicsFor service: Service, error: (any Error)?) {
         if let error { return fail("characteristic discovery failed: \(error)") }
         let list = (service.characteristics ?? []).map { "\(describe($0.uuid)) \($0.properties)" }
-        log("phone", "characteristics of \(service.uuid.name ?? service.uuid.uuidString): " + list.joined(separator: ", "))
+        log(
+            "phone",
+            "characteristics of \(service.uuid.name ?? service.uuid.uuidString): " + list.joined(separator: ", "))
         characteristicsPending -= 1
         guard characteristicsPending == 0 else { return }
         if let location = characteristic(.bodySensorLocation, in: peripheral) {
@@ -91,8 +99,12 @@ final class PhoneApp: CentralManagerDelegate, PeripheralDelegate, @unchecked Sen
         case .heartRateMeasurement:
             guard measurements < measurementsWanted else { return }
             measurements += 1
-            log("phone", "heart rate \(Self.decodeMeasurement(value)) (measurement \(measurements) of \(measurementsWanted))")
-            if measurements == measurementsWanted, let control = self.characteristic(.heartRateControlPoint, in: peripheral) {
+            log(
+                "phone",
+                "heart rate \(Self.decodeMeasurement(value)) (measurement \(measurements) of \(measurementsWanted))")
+            if measurements == measurementsWanted,
+                let control = self.characteristic(.heartRateControlPoint, in: peripheral)
+            {
                 peripheral.writeValue(Data([0x01]), for: control, type: .withResponse)
             }
         default:
@@ -100,7 +112,9 @@ final class PhoneApp: CentralManagerDelegate, PeripheralDelegate, @unchecked Sen
         }
     }
 
-    func peripheral(_ peripheral: Peripheral, didUpdateNotificationStateFor characteristic: Characteristic, error: (any Error)?) {
+    func peripheral(
+        _ peripheral: Peripheral, didUpdateNotificationStateFor characteristic: Characteristic, error: (any Error)?
+    ) {
         if let error { return fail("changing notifications failed: \(error)") }
         if characteristic.isNotifying {
             log("phone", "subscribed to \(describe(characteristic.uuid))")

@@ -18,22 +18,27 @@ enum BuiltInProfiles {
 
     /// Battery (0x180F): Battery Level (0x2A19), read and notify, a percentage.
     static func battery(level: UInt8) -> (ProfileService, BluetoothUUID, Data) {
-        let service = ProfileService(uuid: .battery, characteristics: [
-            ProfileCharacteristic(uuid: .batteryLevel, properties: [.read, .notify], permissions: [.readable],
-                                  initial: Data([level]),
-                                  descriptors: [(.characteristicUserDescription, Data("Battery level in percent".utf8))]),
-        ])
+        let service = ProfileService(
+            uuid: .battery,
+            characteristics: [
+                ProfileCharacteristic(
+                    uuid: .batteryLevel, properties: [.read, .notify], permissions: [.readable],
+                    initial: Data([level]),
+                    descriptors: [(.characteristicUserDescription, Data("Battery level in percent".utf8))])
+            ])
         return (service, .batteryLevel, Data([level]))
     }
 
     /// Device Information (0x180A): fixed strings.
     static func deviceInformation(model: String, serial: String) -> ProfileService {
-        ProfileService(uuid: .deviceInformation, characteristics: [
-            .text(.manufacturerNameString, "swift-ble"),
-            .text(.modelNumberString, model),
-            .text(.serialNumberString, serial),
-            .text(.firmwareRevisionString, "1.0.0"),
-        ])
+        ProfileService(
+            uuid: .deviceInformation,
+            characteristics: [
+                .text(.manufacturerNameString, "swift-ble"),
+                .text(.modelNumberString, model),
+                .text(.serialNumberString, serial),
+                .text(.firmwareRevisionString, "1.0.0"),
+            ])
     }
 }
 
@@ -43,7 +48,7 @@ struct Jitter {
     init(seed: UInt64) { state = seed | 1 }
     /// A value in 0..<bound.
     mutating func next(_ bound: UInt64) -> UInt64 {
-        state = state &* 6364136223846793005 &+ 1442695040888963407
+        state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
         return (state >> 33) % bound
     }
 }
@@ -60,11 +65,14 @@ enum HeartRateProfile {
         return Profile(
             name: name,
             services: [
-                ProfileService(uuid: .heartRate, characteristics: [
-                    ProfileCharacteristic(uuid: .heartRateMeasurement, properties: [.notify], permissions: []),
-                    .fixed(.bodySensorLocation, Data([0x01])),
-                    ProfileCharacteristic(uuid: .heartRateControlPoint, properties: [.write], permissions: [.writeable]),
-                ]),
+                ProfileService(
+                    uuid: .heartRate,
+                    characteristics: [
+                        ProfileCharacteristic(uuid: .heartRateMeasurement, properties: [.notify], permissions: []),
+                        .fixed(.bodySensorLocation, Data([0x01])),
+                        ProfileCharacteristic(
+                            uuid: .heartRateControlPoint, properties: [.write], permissions: [.writeable]),
+                    ]),
                 battery,
                 BuiltInProfiles.deviceInformation(model: "HRM-1", serial: "HR-0001"),
             ],
@@ -104,7 +112,8 @@ final class HeartRateBehaviour: ProfileBehaviour, @unchecked Sendable {
             // Flags 0x08: 8-bit heart rate, Energy Expended present (Heart Rate Service 3.1.1).
             let bpm = UInt8(68 + jitter.next(10))
             energyExpended &+= 1
-            device.update(.heartRateMeasurement, Data([0x08, bpm, UInt8(energyExpended & 0xFF), UInt8(energyExpended >> 8)]))
+            device.update(
+                .heartRateMeasurement, Data([0x08, bpm, UInt8(energyExpended & 0xFF), UInt8(energyExpended >> 8)]))
             tick()
         }
     }
@@ -116,8 +125,9 @@ final class HeartRateBehaviour: ProfileBehaviour, @unchecked Sendable {
 enum BatteryProfile {
     static func make(name: String) -> Profile {
         let (battery, _, _) = BuiltInProfiles.battery(level: 100)
-        return Profile(name: name, services: [battery, BuiltInProfiles.deviceInformation(model: "BAT-1", serial: "BT-0001")],
-                       advertisedServices: [.battery], behaviour: { BatteryBehaviour() })
+        return Profile(
+            name: name, services: [battery, BuiltInProfiles.deviceInformation(model: "BAT-1", serial: "BT-0001")],
+            advertisedServices: [.battery], behaviour: { BatteryBehaviour() })
     }
 }
 
@@ -150,11 +160,13 @@ enum ThermometerProfile {
         return Profile(
             name: name,
             services: [
-                ProfileService(uuid: .healthThermometer, characteristics: [
-                    ProfileCharacteristic(uuid: .temperatureMeasurement, properties: [.indicate], permissions: []),
-                    .fixed(.temperatureType, Data([0x02]), description: "Body (general)"),
-                    .fixed(BluetoothUUID(0x2A21), Data([0x02, 0x00])),
-                ]),
+                ProfileService(
+                    uuid: .healthThermometer,
+                    characteristics: [
+                        ProfileCharacteristic(uuid: .temperatureMeasurement, properties: [.indicate], permissions: []),
+                        .fixed(.temperatureType, Data([0x02]), description: "Body (general)"),
+                        .fixed(BluetoothUUID(0x2A21), Data([0x02, 0x00])),
+                    ]),
                 battery,
                 BuiltInProfiles.deviceInformation(model: "THERMO-1", serial: "TH-0001"),
             ],
@@ -168,7 +180,9 @@ enum ThermometerProfile {
     static func measurement(tenthsOfDegree: Int32) -> Data {
         let mantissa = UInt32(bitPattern: tenthsOfDegree) & 0x00FF_FFFF
         let exponent = UInt8(bitPattern: -1)
-        return Data([0x00, UInt8(mantissa & 0xFF), UInt8((mantissa >> 8) & 0xFF), UInt8((mantissa >> 16) & 0xFF), exponent])
+        return Data([
+            0x00, UInt8(mantissa & 0xFF), UInt8((mantissa >> 8) & 0xFF), UInt8((mantissa >> 16) & 0xFF), exponent,
+        ])
     }
 }
 
@@ -214,13 +228,21 @@ enum DoorLockProfile {
             name: name,
             services: [
                 battery,
-                ProfileService(uuid: service, includes: [.battery], characteristics: [
-                    ProfileCharacteristic(uuid: lockState, properties: [.read, .notify], permissions: [.readable],
-                                          initial: Data([0x01]),
-                                          descriptors: [(.characteristicUserDescription, Data("Lock state: 01 locked, 00 unlocked".utf8))]),
-                    ProfileCharacteristic(uuid: lockCommand, properties: [.write], permissions: [.writeable],
-                                          descriptors: [(.characteristicUserDescription, Data("Lock command: 01 lock, 00 unlock".utf8))]),
-                ]),
+                ProfileService(
+                    uuid: service, includes: [.battery],
+                    characteristics: [
+                        ProfileCharacteristic(
+                            uuid: lockState, properties: [.read, .notify], permissions: [.readable],
+                            initial: Data([0x01]),
+                            descriptors: [
+                                (.characteristicUserDescription, Data("Lock state: 01 locked, 00 unlocked".utf8))
+                            ]),
+                        ProfileCharacteristic(
+                            uuid: lockCommand, properties: [.write], permissions: [.writeable],
+                            descriptors: [
+                                (.characteristicUserDescription, Data("Lock command: 01 lock, 00 unlock".utf8))
+                            ]),
+                    ]),
                 BuiltInProfiles.deviceInformation(model: "LOCK-1", serial: "DL-0001"),
             ],
             advertisedServices: [service],
@@ -255,20 +277,25 @@ enum PrinterProfile {
 
     /// The link the printer's controller and host offer: 27-byte LL payloads, the minimum ATT_MTU, and a
     /// small controller buffer.
-    static let configuration = BluetoothSystem.Configuration(preferredMTU: 23, preferredDataLength: 27,
-                                                             aclBufferLength: 27, aclBufferCount: 2)
+    static let configuration = BluetoothSystem.Configuration(
+        preferredMTU: 23, preferredDataLength: 27,
+        aclBufferLength: 27, aclBufferCount: 2)
 
     static func make(name: String) -> Profile {
         Profile(
             name: name,
             services: [
-                ProfileService(uuid: service, characteristics: [
-                    ProfileCharacteristic(uuid: printData, properties: [.writeWithoutResponse], permissions: [.writeable],
-                                          descriptors: [(.characteristicUserDescription, Data("Print data".utf8))]),
-                    ProfileCharacteristic(uuid: status, properties: [.read, .notify], permissions: [.readable],
-                                          initial: Data([0, 0, 0, 0]),
-                                          descriptors: [(.characteristicUserDescription, Data("Bytes received".utf8))]),
-                ]),
+                ProfileService(
+                    uuid: service,
+                    characteristics: [
+                        ProfileCharacteristic(
+                            uuid: printData, properties: [.writeWithoutResponse], permissions: [.writeable],
+                            descriptors: [(.characteristicUserDescription, Data("Print data".utf8))]),
+                        ProfileCharacteristic(
+                            uuid: status, properties: [.read, .notify], permissions: [.readable],
+                            initial: Data([0, 0, 0, 0]),
+                            descriptors: [(.characteristicUserDescription, Data("Bytes received".utf8))]),
+                    ]),
                 BuiltInProfiles.deviceInformation(model: "PRN-1", serial: "PR-0001"),
             ],
             advertisedServices: [service],
@@ -284,7 +311,10 @@ final class PrinterBehaviour: ProfileBehaviour, @unchecked Sendable {
     override func write(_ uuid: BluetoothUUID, value: Data) -> ATTErrorCode {
         guard uuid == PrinterProfile.printData else { return .writeNotPermitted }
         received &+= UInt32(value.count)
-        let bytes = Data([UInt8(received & 0xFF), UInt8((received >> 8) & 0xFF), UInt8((received >> 16) & 0xFF), UInt8(received >> 24)])
+        let bytes = Data([
+            UInt8(received & 0xFF), UInt8((received >> 8) & 0xFF), UInt8((received >> 16) & 0xFF),
+            UInt8(received >> 24),
+        ])
         values[PrinterProfile.status] = bytes
         return .success
     }

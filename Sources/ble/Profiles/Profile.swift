@@ -48,8 +48,9 @@ struct ProfileCharacteristic {
     var descriptors: [(uuid: BluetoothUUID, value: Data)] = []
 
     static func fixed(_ uuid: BluetoothUUID, _ value: Data, description: String? = nil) -> ProfileCharacteristic {
-        ProfileCharacteristic(uuid: uuid, properties: [.read], permissions: [.readable], value: value,
-                              descriptors: description.map { [(BluetoothUUID.characteristicUserDescription, Data($0.utf8))] } ?? [])
+        ProfileCharacteristic(
+            uuid: uuid, properties: [.read], permissions: [.readable], value: value,
+            descriptors: description.map { [(BluetoothUUID.characteristicUserDescription, Data($0.utf8))] } ?? [])
     }
 
     static func text(_ uuid: BluetoothUUID, _ text: String) -> ProfileCharacteristic {

@@ -21,8 +21,10 @@ final class ServedDevice: PeripheralManagerDelegate, @unchecked Sendable {
     private var nextService = 0
     private var pendingUpdates: [(MutableCharacteristic, Data)] = []
 
-    init(system: BluetoothSystem, profile: Profile, log: (@Sendable (String) -> Void)? = nil,
-         onStarted: (@Sendable ((any Error)?) -> Void)? = nil) {
+    init(
+        system: BluetoothSystem, profile: Profile, log: (@Sendable (String) -> Void)? = nil,
+        onStarted: (@Sendable ((any Error)?) -> Void)? = nil
+    ) {
         self.system = system
         self.profile = profile
         self.queue = DispatchQueue(label: "ble.device.\(profile.deviceName)")
@@ -44,11 +46,14 @@ final class ServedDevice: PeripheralManagerDelegate, @unchecked Sendable {
             let service = MutableService(type: definition.uuid, primary: definition.primary)
             service.includedServices = definition.includes.compactMap { byUUID[$0] }
             service.characteristics = definition.characteristics.map { c in
-                let characteristic = MutableCharacteristic(type: c.uuid, properties: c.properties, value: c.value,
-                                                           permissions: c.permissions)
+                let characteristic = MutableCharacteristic(
+                    type: c.uuid, properties: c.properties, value: c.value,
+                    permissions: c.permissions)
                 characteristic.descriptors = c.descriptors.map { MutableDescriptor(type: $0.uuid, value: $0.value) }
                 if characteristics[c.uuid] == nil { characteristics[c.uuid] = characteristic }
-                if c.value == nil, let initial = c.initial, behaviour.values[c.uuid] == nil { behaviour.values[c.uuid] = initial }
+                if c.value == nil, let initial = c.initial, behaviour.values[c.uuid] == nil {
+                    behaviour.values[c.uuid] = initial
+                }
                 return characteristic
             }
             byUUID[definition.uuid] = service
@@ -59,11 +64,12 @@ final class ServedDevice: PeripheralManagerDelegate, @unchecked Sendable {
 
     private func addNext() {
         guard nextService < services.count else {
-            manager.startAdvertising(AdvertisementData(
-                localName: profile.name.isEmpty ? nil : profile.name, manufacturerData: profile.manufacturerData,
-                serviceData: profile.serviceData,
-                serviceUUIDs: profile.servicesToAdvertise.isEmpty ? nil : profile.servicesToAdvertise,
-                isConnectable: profile.connectable ? nil : false))
+            manager.startAdvertising(
+                AdvertisementData(
+                    localName: profile.name.isEmpty ? nil : profile.name, manufacturerData: profile.manufacturerData,
+                    serviceData: profile.serviceData,
+                    serviceUUIDs: profile.servicesToAdvertise.isEmpty ? nil : profile.servicesToAdvertise,
+                    isConnectable: profile.connectable ? nil : false))
             return
         }
         manager.add(services[nextService])
@@ -120,13 +126,17 @@ final class ServedDevice: PeripheralManagerDelegate, @unchecked Sendable {
         peripheral.respond(to: first, withResult: result)
     }
 
-    func peripheralManager(_ peripheral: PeripheralManager, central: Central, didSubscribeTo characteristic: Characteristic) {
+    func peripheralManager(
+        _ peripheral: PeripheralManager, central: Central, didSubscribeTo characteristic: Characteristic
+    ) {
         let kind = characteristic.properties.contains(.notify) ? "notifications" : "indications"
         log?("\(central.identifier) subscribe \(characteristic.uuid.uuidString) \(kind)")
         behaviour.subscribed(characteristic.uuid)
     }
 
-    func peripheralManager(_ peripheral: PeripheralManager, central: Central, didUnsubscribeFrom characteristic: Characteristic) {
+    func peripheralManager(
+        _ peripheral: PeripheralManager, central: Central, didUnsubscribeFrom characteristic: Characteristic
+    ) {
         log?("\(central.identifier) unsubscribe \(characteristic.uuid.uuidString)")
         behaviour.unsubscribed(characteristic.uuid)
     }

@@ -7,8 +7,10 @@ import Foundation
 /// status.
 enum CommandRun {
     /// - Parameter interruptedIsSuccess: what Ctrl-C means (a scan ends normally; an operation is cut short).
-    static func central(_ transport: TransportOptions, limit: Duration? = nil, interruptedIsSuccess: Bool = false,
-                        _ flow: @escaping @Sendable (ToolCentral, Outcome) -> Void) async throws {
+    static func central(
+        _ transport: TransportOptions, limit: Duration? = nil, interruptedIsSuccess: Bool = false,
+        _ flow: @escaping @Sendable (ToolCentral, Outcome) -> Void
+    ) async throws {
         Output.configure()
         Interrupt.shared.install()
         let session: Session

@@ -1,16 +1,19 @@
 import ArgumentParser
 import BLE
 import BLETransportPosix
+import Dispatch
 import Foundation
 import Synchronization
-import Dispatch
 
 /// `--transport` and `--btsnoop`, which every command takes.
 struct TransportOptions: ParsableArguments {
-    @Option(name: .long, help: ArgumentHelp(
-        "Which controller to use: 'virtual' (the default: a simulated room of devices), tcp-client:HOST:PORT, tcp-server:HOST:PORT, serial:DEVICE[,BAUD[,rtscts]] or hci-socket:N.",
-        valueName: "spec"))
-    var transport: String = ProcessInfo.processInfo.environment["BLE_TRANSPORT"].flatMap { $0.isEmpty ? nil : $0 } ?? "virtual"
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Which controller to use: 'virtual' (the default: a simulated room of devices), tcp-client:HOST:PORT, tcp-server:HOST:PORT, serial:DEVICE[,BAUD[,rtscts]] or hci-socket:N.",
+            valueName: "spec"))
+    var transport: String =
+        ProcessInfo.processInfo.environment["BLE_TRANSPORT"].flatMap { $0.isEmpty ? nil : $0 } ?? "virtual"
 
     @Option(name: .long, help: ArgumentHelp("Record the HCI traffic to this btsnoop file.", valueName: "file"))
     var btsnoop: String?
@@ -37,8 +40,10 @@ final class Session: Sendable {
     /// Opens the transport. On `virtual`, builds the world and adds the tool's device to it under `name`;
     /// otherwise reaches the controller the spec names (the POSIX transports are registered here). With
     /// `--btsnoop`, the tool's own HCI traffic is recorded.
-    static func open(_ options: TransportOptions, name: String = "ble",
-                     configuration: BluetoothSystem.Configuration = .init()) async throws(ToolError) -> Session {
+    static func open(
+        _ options: TransportOptions, name: String = "ble",
+        configuration: BluetoothSystem.Configuration = .init()
+    ) async throws(ToolError) -> Session {
         let spec = options.transport
         if spec == "virtual" {
             let world = World(seed: 2024)

@@ -31,8 +31,10 @@ enum ValueDecoding {
             return temperature(b)
         case .temperatureType:
             guard b.count == 1 else { return nil }
-            let names = ["reserved", "Armpit", "Body (general)", "Ear", "Finger", "Gastro-intestinal tract", "Mouth",
-                         "Rectum", "Toe", "Tympanum"]
+            let names = [
+                "reserved", "Armpit", "Body (general)", "Ear", "Finger", "Gastro-intestinal tract", "Mouth",
+                "Rectum", "Toe", "Tympanum",
+            ]
             return Int(b[0]) < names.count ? names[Int(b[0])] : "reserved (\(b[0]))"
         case BluetoothUUID(0x2A21):
             return u16(0).map { "\($0) s" }
@@ -41,7 +43,8 @@ enum ValueDecoding {
             return "handles \(hex16(start))-\(hex16(end))"
         case .peripheralPreferredConnectionParameters:
             guard let lo = u16(0), let hi = u16(2), let latency = u16(4), let timeout = u16(6) else { return nil }
-            return "interval \(Double(lo) * 1.25)-\(Double(hi) * 1.25) ms, latency \(latency), timeout \(timeout * 10) ms"
+            return
+                "interval \(Double(lo) * 1.25)-\(Double(hi) * 1.25) ms, latency \(latency), timeout \(timeout * 10) ms"
         case .clientCharacteristicConfiguration:
             guard let v = u16(0) else { return nil }
             return "notifications \(v & 1 != 0 ? "on" : "off"), indications \(v & 2 != 0 ? "on" : "off")"

@@ -14,11 +14,15 @@ final class World: Sendable {
         radio = SimulatedRadio(seed: seed)
         var served: [ServedDevice] = []
         for device in WorldDevices.all {
-            let system = device.address.map {
-                BluetoothSystem.simulated(on: radio, name: device.profile.deviceName, address: $0, position: device.position,
-                                          configuration: device.profile.configuration)
-            } ?? BluetoothSystem.simulated(on: radio, name: device.profile.deviceName, position: device.position,
-                                           configuration: device.profile.configuration)
+            let system =
+                device.address.map {
+                    BluetoothSystem.simulated(
+                        on: radio, name: device.profile.deviceName, address: $0, position: device.position,
+                        configuration: device.profile.configuration)
+                }
+                ?? BluetoothSystem.simulated(
+                    on: radio, name: device.profile.deviceName, position: device.position,
+                    configuration: device.profile.configuration)
             served.append(ServedDevice(system: system, profile: device.profile))
         }
         devices.withLock { $0 = served }
@@ -26,7 +30,8 @@ final class World: Sendable {
 
     /// The tool's own device, at the origin.
     func addToolDevice(name: String, configuration: BluetoothSystem.Configuration) throws -> BluetoothSystem {
-        try BluetoothSystem.makeSimulated(on: radio, name: name, position: RadioPosition(x: 0, y: 0), configuration: configuration)
+        try BluetoothSystem.makeSimulated(
+            on: radio, name: name, position: RadioPosition(x: 0, y: 0), configuration: configuration)
     }
 }
 
@@ -43,28 +48,36 @@ enum WorldDevices {
 
     static let all: [Device] = [
         // Connectable devices with GATT databases.
-        Device(profile: HeartRateProfile.make(name: "HRM-Demo"), position: RadioPosition(x: 2, y: 1),
-               address: BluetoothAddress(string: "00:1B:DC:0A:12:34", type: .publicDevice)),
+        Device(
+            profile: HeartRateProfile.make(name: "HRM-Demo"), position: RadioPosition(x: 2, y: 1),
+            address: BluetoothAddress(string: "00:1B:DC:0A:12:34", type: .publicDevice)),
         Device(profile: ThermometerProfile.make(name: "Thermometer"), position: RadioPosition(x: 4, y: -2)),
-        Device(profile: DoorLockProfile.make(name: "DoorLock"), position: RadioPosition(x: 6, y: 3),
-               address: BluetoothAddress(string: "00:1B:DC:0A:56:78", type: .publicDevice)),
+        Device(
+            profile: DoorLockProfile.make(name: "DoorLock"), position: RadioPosition(x: 6, y: 3),
+            address: BluetoothAddress(string: "00:1B:DC:0A:56:78", type: .publicDevice)),
         Device(profile: PrinterProfile.make(name: "Printer"), position: RadioPosition(x: 3, y: 5)),
         // Devices that only advertise.
         Device(profile: beacon(name: "iBeacon", manufacturerData: iBeaconData), position: RadioPosition(x: 8, y: -4)),
-        Device(profile: beacon(name: "Eddystone", services: [BluetoothUUID(0xFEAA)],
-                               serviceData: [BluetoothUUID(0xFEAA): eddystoneURL]),
-               position: RadioPosition(x: 10, y: 1)),
-        Device(profile: beacon(name: "Environment Hub", advertisedName: "Environment Hub", services: [environmentService]),
-               position: RadioPosition(x: 5, y: -6)),
+        Device(
+            profile: beacon(
+                name: "Eddystone", services: [BluetoothUUID(0xFEAA)],
+                serviceData: [BluetoothUUID(0xFEAA): eddystoneURL]),
+            position: RadioPosition(x: 10, y: 1)),
+        Device(
+            profile: beacon(name: "Environment Hub", advertisedName: "Environment Hub", services: [environmentService]),
+            position: RadioPosition(x: 5, y: -6)),
     ]
 
     /// A device that advertises without accepting connections: a nameless beacon, or (with a name) a scannable
     /// device whose complete name does not fit the advertising PDU and goes into the scan response.
-    static func beacon(name: String, advertisedName: String? = nil, services: [BluetoothUUID] = [],
-                       manufacturerData: Data? = nil, serviceData: [BluetoothUUID: Data]? = nil) -> Profile {
-        Profile(name: advertisedName ?? "", services: [], advertisedServices: services,
-                manufacturerData: manufacturerData, serviceData: serviceData,
-                behaviour: { ProfileBehaviour() }, connectable: false, systemName: name)
+    static func beacon(
+        name: String, advertisedName: String? = nil, services: [BluetoothUUID] = [],
+        manufacturerData: Data? = nil, serviceData: [BluetoothUUID: Data]? = nil
+    ) -> Profile {
+        Profile(
+            name: advertisedName ?? "", services: [], advertisedServices: services,
+            manufacturerData: manufacturerData, serviceData: serviceData,
+            behaviour: { ProfileBehaviour() }, connectable: false, systemName: name)
     }
 
     /// Apple's iBeacon layout: company 0x004C, type 0x02, length 0x15, proximity UUID, major, minor, and the

@@ -13,20 +13,26 @@ struct ACLCase: Sendable, CustomTestStringConvertible {
 
 let aclCases: [ACLCase] = [
     // 0x2040: handle 0x040, PB 0b10 first flushable, BC 0
-    .init(packet: .init(handle: handle40, packetBoundary: .firstFlushable, data: [0x01, 0x00, 0x04, 0x00, 0x0A]),
-          bytes: [0x40, 0x20, /* length */ 0x05, 0x00, 0x01, 0x00, 0x04, 0x00, 0x0A]),
+    .init(
+        packet: .init(handle: handle40, packetBoundary: .firstFlushable, data: [0x01, 0x00, 0x04, 0x00, 0x0A]),
+        bytes: [0x40, 0x20, /* length */ 0x05, 0x00, 0x01, 0x00, 0x04, 0x00, 0x0A]),
     // 0x1041: handle 0x041, PB 0b01 continuing
-    .init(packet: .init(handle: ConnectionHandle(0x0041), packetBoundary: .continuing, data: [0xAA]),
-          bytes: [0x41, 0x10, 0x01, 0x00, 0xAA]),
+    .init(
+        packet: .init(handle: ConnectionHandle(0x0041), packetBoundary: .continuing, data: [0xAA]),
+        bytes: [0x41, 0x10, 0x01, 0x00, 0xAA]),
     // 0x0040: PB 0b00 first non-flushable, empty data
-    .init(packet: .init(handle: handle40, packetBoundary: .firstNonFlushable, data: []),
-          bytes: [0x40, 0x00, 0x00, 0x00]),
+    .init(
+        packet: .init(handle: handle40, packetBoundary: .firstNonFlushable, data: []),
+        bytes: [0x40, 0x00, 0x00, 0x00]),
     // 0x3EFF: the largest handle 0xEFF, PB 0b11 complete
-    .init(packet: .init(handle: ConnectionHandle(0x0EFF), packetBoundary: .complete, data: [0x01, 0x02]),
-          bytes: [0xFF, 0x3E, 0x02, 0x00, 0x01, 0x02]),
+    .init(
+        packet: .init(handle: ConnectionHandle(0x0EFF), packetBoundary: .complete, data: [0x01, 0x02]),
+        bytes: [0xFF, 0x3E, 0x02, 0x00, 0x01, 0x02]),
     // 0x4001: handle 0x001, PB 0b00, BC 0b01
-    .init(packet: .init(handle: ConnectionHandle(0x0001), packetBoundary: .firstNonFlushable, broadcast: 0b01, data: [0x07]),
-          bytes: [0x01, 0x40, 0x01, 0x00, 0x07]),
+    .init(
+        packet: .init(
+            handle: ConnectionHandle(0x0001), packetBoundary: .firstNonFlushable, broadcast: 0b01, data: [0x07]),
+        bytes: [0x01, 0x40, 0x01, 0x00, 0x07]),
 ]
 
 @Suite struct PacketTests {
@@ -57,7 +63,9 @@ let aclCases: [ACLCase] = [
     }
 
     @Test func aclLongerThanDeclaredIsRejected() {
-        let error = #expect(throws: HCIError.self) { try HCIACLDataPacket(decoding: [0x40, 0x20, 0x01, 0x00, 0xAA, 0xBB]) }
+        let error = #expect(throws: HCIError.self) {
+            try HCIACLDataPacket(decoding: [0x40, 0x20, 0x01, 0x00, 0xAA, 0xBB])
+        }
         #expect(error?.code == .lengthMismatch)
     }
 
@@ -87,13 +95,18 @@ let aclCases: [ACLCase] = [
     /// Five packets in one H4 stream: indicator then packet.
     static let stream: [(HCIPacket, [UInt8])] = [
         (.command(HCIReset().packet), [0x01, 0x03, 0x0C, 0x00]),
-        (.event(HCIEvent.CommandComplete(completing: HCIReset.self, returning: HCIEmptyReturn()).packet),
-         [0x04, 0x0E, 0x04, 0x01, 0x03, 0x0C, 0x00]),
+        (
+            .event(HCIEvent.CommandComplete(completing: HCIReset.self, returning: HCIEmptyReturn()).packet),
+            [0x04, 0x0E, 0x04, 0x01, 0x03, 0x0C, 0x00]
+        ),
         (.acl(aclCases[0].packet), [0x02] + aclCases[0].bytes),
         // SCO: handle 0x0001, length 2 (one byte)
         (.other(type: 0x03, bytes: [0x01, 0x00, 0x02, 0xAB, 0xCD]), [0x03, 0x01, 0x00, 0x02, 0xAB, 0xCD]),
         // ISO: handle 0x0002 (flags 0b10 in bits 12-13), 14-bit length 3; flag bits above the length ignored
-        (.other(type: 0x05, bytes: [0x02, 0x20, 0x03, 0xC0, 0x01, 0x02, 0x03]), [0x05, 0x02, 0x20, 0x03, 0xC0, 0x01, 0x02, 0x03]),
+        (
+            .other(type: 0x05, bytes: [0x02, 0x20, 0x03, 0xC0, 0x01, 0x02, 0x03]),
+            [0x05, 0x02, 0x20, 0x03, 0xC0, 0x01, 0x02, 0x03]
+        ),
     ]
 
     @Test func encodes() {

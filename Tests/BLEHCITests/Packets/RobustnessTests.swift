@@ -9,7 +9,7 @@ import Testing
     struct Generator {
         var state: UInt64
         mutating func next() -> UInt8 {
-            state = state &* 6364136223846793005 &+ 1442695040888963407
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
             return UInt8(truncatingIfNeeded: state >> 33)
         }
         mutating func bytes(_ count: Int) -> [UInt8] { (0..<count).map { _ in next() } }
@@ -17,9 +17,11 @@ import Testing
 
     @Test func randomEventParametersNeverTrap() {
         var generator = Generator(state: 42)
-        let codes: [HCIEventCode] = [.disconnectionComplete, .encryptionChange, .readRemoteVersionInformationComplete,
-                                     .commandComplete, .commandStatus, .hardwareError, .numberOfCompletedPackets,
-                                     .dataBufferOverflow, .encryptionKeyRefreshComplete, .leMeta]
+        let codes: [HCIEventCode] = [
+            .disconnectionComplete, .encryptionChange, .readRemoteVersionInformationComplete,
+            .commandComplete, .commandStatus, .hardwareError, .numberOfCompletedPackets,
+            .dataBufferOverflow, .encryptionKeyRefreshComplete, .leMeta,
+        ]
         for _ in 0..<2000 {
             let code = codes[Int(generator.next()) % codes.count]
             var parameters = generator.bytes(Int(generator.next()) % 40)

@@ -43,9 +43,11 @@ struct HostHarness {
 
     /// A link comes up (LE Connection Complete).
     func connect(_ handle: UInt16, role: HCIRole, peer: BluetoothAddress = HostHarness.peerAddress) {
-        controller.deliver(.connectionComplete(.init(
-            handle: ConnectionHandle(handle), role: role, peerAddress: peer,
-            connectionInterval: 24, peripheralLatency: 0, supervisionTimeout: 200)))
+        controller.deliver(
+            .connectionComplete(
+                .init(
+                    handle: ConnectionHandle(handle), role: role, peerAddress: peer,
+                    connectionInterval: 24, peripheralLatency: 0, supervisionTimeout: 200)))
     }
 
     /// A central link comes up and the peer answers the host's Exchange MTU Request with `peerMTU`; the
@@ -61,8 +63,11 @@ struct HostHarness {
     /// The controller reports `count` ACL packets on `handle` done (Number Of Completed Packets).
     func completed(_ handle: UInt16, _ count: Int) {
         guard count > 0 else { return }
-        controller.deliver(.numberOfCompletedPackets(.init(entries: [
-            .init(handle: ConnectionHandle(handle), numCompletedPackets: UInt16(count))])))
+        controller.deliver(
+            .numberOfCompletedPackets(
+                .init(entries: [
+                    .init(handle: ConnectionHandle(handle), numCompletedPackets: UInt16(count))
+                ])))
     }
 
     /// The link goes down (Disconnection Complete).

@@ -46,8 +46,10 @@ final class ManualScheduler: HostScheduler {
         let target = state.withLock { $0.now + span }
         while true {
             let next: Entry? = state.withLock { state in
-                guard let entry = state.entries.values.filter({ $0.due <= target })
-                    .min(by: { ($0.due, $0.serial) < ($1.due, $1.serial) }) else { return nil }
+                guard
+                    let entry = state.entries.values.filter({ $0.due <= target })
+                        .min(by: { ($0.due, $0.serial) < ($1.due, $1.serial) })
+                else { return nil }
                 state.entries[entry.serial] = nil
                 state.now = max(state.now, entry.due)
                 return entry

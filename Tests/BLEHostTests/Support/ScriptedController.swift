@@ -81,7 +81,10 @@ final class ScriptedController: Sendable {
     func beSilent() { respond { _ in .silent } }
 
     func answerByDefault() {
-        state.withLock { $0.custom = nil; $0.overrides.removeAll() }
+        state.withLock {
+            $0.custom = nil
+            $0.overrides.removeAll()
+        }
     }
 
     // MARK: Delivering
@@ -99,21 +102,27 @@ final class ScriptedController: Sendable {
 
     /// Hands an ACL data packet to the host now, then everything it caused.
     func deliverACL(handle: ConnectionHandle, boundary: HCIACLDataPacket.PacketBoundaryFlag, _ data: [UInt8]) {
-        state.withLock { $0.pending.append(.acl(HCIACLDataPacket(handle: handle, packetBoundary: boundary, data: data))) }
+        state.withLock {
+            $0.pending.append(.acl(HCIACLDataPacket(handle: handle, packetBoundary: boundary, data: data)))
+        }
         pump()
     }
 
     /// Hands the host one L2CAP B-frame (header added here) in ACL packets of at most `fragmentLength` bytes
     /// (nil: one packet, however long), the first flagged "first flushable" as LE controllers send.
-    func deliverL2CAP(handle: ConnectionHandle, channel: L2CAPChannelID, _ payload: [UInt8], fragmentLength: Int? = nil) {
+    func deliverL2CAP(handle: ConnectionHandle, channel: L2CAPChannelID, _ payload: [UInt8], fragmentLength: Int? = nil)
+    {
         let frame = le16(UInt16(payload.count)) + le16(channel.rawValue) + payload
         let size = fragmentLength ?? frame.count
         var offset = 0
         repeat {
             let end = min(offset + size, frame.count)
             state.withLock {
-                $0.pending.append(.acl(HCIACLDataPacket(handle: handle, packetBoundary: offset == 0 ? .firstFlushable : .continuing,
-                                                        data: Array(frame[offset..<end]))))
+                $0.pending.append(
+                    .acl(
+                        HCIACLDataPacket(
+                            handle: handle, packetBoundary: offset == 0 ? .firstFlushable : .continuing,
+                            data: Array(frame[offset..<end]))))
             }
             offset = end
         } while offset < frame.count
@@ -182,18 +191,28 @@ final class ScriptedController: Sendable {
         state.withLock { state in
             state.sent.append(packet)
             guard case .command(let command) = packet else { return }
-            let answer = state.custom?(command) ?? state.overrides[command.opcode] ?? Self.defaultAnswer(command, state.profile)
+            let answer =
+                state.custom?(command) ?? state.overrides[command.opcode] ?? Self.defaultAnswer(command, state.profile)
             let credits = state.profile.commandCredits
             switch answer {
             case .complete(let bytes):
-                state.pending.append(.event(HCIEvent.CommandComplete(
-                    numHCICommandPackets: credits, opcode: command.opcode, returnParameters: [0] + bytes).packet))
+                state.pending.append(
+                    .event(
+                        HCIEvent.CommandComplete(
+                            numHCICommandPackets: credits, opcode: command.opcode, returnParameters: [0] + bytes
+                        ).packet))
             case .completeFailure(let status):
-                state.pending.append(.event(HCIEvent.CommandComplete(
-                    numHCICommandPackets: credits, opcode: command.opcode, failure: status).packet))
+                state.pending.append(
+                    .event(
+                        HCIEvent.CommandComplete(
+                            numHCICommandPackets: credits, opcode: command.opcode, failure: status
+                        ).packet))
             case .status(let status):
-                state.pending.append(.event(HCIEvent.CommandStatus(
-                    status: status, numHCICommandPackets: credits, opcode: command.opcode).packet))
+                state.pending.append(
+                    .event(
+                        HCIEvent.CommandStatus(
+                            status: status, numHCICommandPackets: credits, opcode: command.opcode
+                        ).packet))
             case .events(let events):
                 state.pending.append(contentsOf: events.map { .event($0.packet) })
             case .silent:
@@ -206,20 +225,26 @@ final class ScriptedController: Sendable {
     static func defaultAnswer(_ command: HCICommandPacket, _ profile: ControllerProfile) -> ScriptedAnswer {
         switch command.opcode {
         case .readLocalVersionInformation:
-            return .complete(HCIReadLocalVersionInformation.ReturnParameters(
-                hciVersion: profile.hciVersion, hciSubversion: 1, lmpVersion: profile.hciVersion,
-                companyIdentifier: profile.manufacturer, lmpSubversion: 2).bytes)
+            return .complete(
+                HCIReadLocalVersionInformation.ReturnParameters(
+                    hciVersion: profile.hciVersion, hciSubversion: 1, lmpVersion: profile.hciVersion,
+                    companyIdentifier: profile.manufacturer, lmpSubversion: 2
+                ).bytes)
         case .readLocalSupportedCommands:
             return .complete(profile.supportedCommands.octets)
         case .readBDADDR:
             return .complete(HCIReadBDADDR.ReturnParameters(address: profile.address).bytes)
         case .leReadBufferSize:
-            return .complete(HCILEReadBufferSize.ReturnParameters(
-                leACLDataPacketLength: profile.leBufferLength, totalNumLEACLDataPackets: profile.leBufferCount).bytes)
+            return .complete(
+                HCILEReadBufferSize.ReturnParameters(
+                    leACLDataPacketLength: profile.leBufferLength, totalNumLEACLDataPackets: profile.leBufferCount
+                ).bytes)
         case .readBufferSize:
-            return .complete(HCIReadBufferSize.ReturnParameters(
-                aclDataPacketLength: profile.aclBufferLength, synchronousDataPacketLength: 64,
-                totalNumACLDataPackets: profile.aclBufferCount, totalNumSynchronousDataPackets: 8).bytes)
+            return .complete(
+                HCIReadBufferSize.ReturnParameters(
+                    aclDataPacketLength: profile.aclBufferLength, synchronousDataPacketLength: 64,
+                    totalNumACLDataPackets: profile.aclBufferCount, totalNumSynchronousDataPackets: 8
+                ).bytes)
         case .leReadLocalSupportedFeatures:
             return .complete(HCILEReadLocalSupportedFeatures.ReturnParameters(leFeatures: profile.leFeatures).bytes)
         case .leRand:
@@ -230,7 +255,8 @@ final class ScriptedController: Sendable {
             }
             // Commands returning the connection handle they concern get it back (their first parameter).
             if let decoded = try? decodeCommand(command) as? any HCISyncCommand, returnsHandle(decoded),
-               command.parameters.count >= 2 {
+                command.parameters.count >= 2
+            {
                 return .complete(Array(command.parameters.prefix(2)))
             }
             return .complete([])

@@ -52,16 +52,20 @@ enum CentralEvent: Sendable, CustomStringConvertible {
         case .didModifyServices(let s): return "didModifyServices \(s.map(\.uuid.uuidString))"
         case .didReadRSSI(let rssi, let error): return "didReadRSSI \(rssi)\(e(error))"
         case .didDiscoverServices(let error): return "didDiscoverServices\(e(error))"
-        case .didDiscoverIncludedServices(let s, let error): return "didDiscoverIncludedServices \(s.uuid.uuidString)\(e(error))"
-        case .didDiscoverCharacteristics(let s, let error): return "didDiscoverCharacteristics \(s.uuid.uuidString)\(e(error))"
+        case .didDiscoverIncludedServices(let s, let error):
+            return "didDiscoverIncludedServices \(s.uuid.uuidString)\(e(error))"
+        case .didDiscoverCharacteristics(let s, let error):
+            return "didDiscoverCharacteristics \(s.uuid.uuidString)\(e(error))"
         case .didDiscoverDescriptors(let c, let error): return "didDiscoverDescriptors \(c.uuid.uuidString)\(e(error))"
         case .didUpdateCharacteristicValue(let c, let v, let error):
-            return "didUpdateValue \(c.uuid.uuidString) \(v.map { $0.map { String(format: "%02x", $0) }.joined() } ?? "nil")\(e(error))"
+            return
+                "didUpdateValue \(c.uuid.uuidString) \(v.map { $0.map { String(format: "%02x", $0) }.joined() } ?? "nil")\(e(error))"
         case .didUpdateDescriptorValue(let d, let v, let error):
             return "didUpdateValue descriptor \(d.uuid.uuidString) \(v?.count ?? -1) bytes\(e(error))"
         case .didWriteCharacteristic(let c, let error): return "didWriteValue \(c.uuid.uuidString)\(e(error))"
         case .didWriteDescriptor(let d, let error): return "didWriteValue descriptor \(d.uuid.uuidString)\(e(error))"
-        case .didUpdateNotificationState(let c, let on, let error): return "didUpdateNotificationState \(c.uuid.uuidString) \(on)\(e(error))"
+        case .didUpdateNotificationState(let c, let on, let error):
+            return "didUpdateNotificationState \(c.uuid.uuidString) \(on)\(e(error))"
         case .readyToSendWriteWithoutResponse(let p): return "peripheralIsReady \(p.identifier)"
         }
     }
@@ -79,7 +83,10 @@ final class CentralRecorder: CentralManagerDelegate, PeripheralDelegate, @unchec
     /// When set, every discovered peripheral gets this recorder as its delegate.
     let adoptsPeripherals: Bool
 
-    init(system: BluetoothSystem, label: String = "central", options: CentralManager.Options? = nil, adoptsPeripherals: Bool = true) {
+    init(
+        system: BluetoothSystem, label: String = "central", options: CentralManager.Options? = nil,
+        adoptsPeripherals: Bool = true
+    ) {
         self.system = system
         self.queue = DispatchQueue(label: "test.\(label)")
         self.adoptsPeripherals = adoptsPeripherals
@@ -107,20 +114,26 @@ final class CentralRecorder: CentralManagerDelegate, PeripheralDelegate, @unchec
         events.compactMap { if case .didDiscover(let p, let a, let r) = $0 { return (p, a, r) } else { return nil } }
     }
     var valueUpdates: [(characteristic: Characteristic, value: Data?, error: BluetoothError?)] {
-        events.compactMap { if case .didUpdateCharacteristicValue(let c, let v, let e) = $0 { return (c, v, e) } else { return nil } }
+        events.compactMap {
+            if case .didUpdateCharacteristicValue(let c, let v, let e) = $0 { return (c, v, e) } else { return nil }
+        }
     }
     var writes: [(characteristic: Characteristic, error: BluetoothError?)] {
         events.compactMap { if case .didWriteCharacteristic(let c, let e) = $0 { return (c, e) } else { return nil } }
     }
     var disconnections: [(peripheral: Peripheral, error: BluetoothError?, time: Duration)] {
-        log.compactMap { if case .didDisconnect(let p, let e) = $0.event { return (p, e, $0.time) } else { return nil } }
+        log.compactMap {
+            if case .didDisconnect(let p, let e) = $0.event { return (p, e, $0.time) } else { return nil }
+        }
     }
 
     // MARK: CentralManagerDelegate
 
     func centralManagerDidUpdateState(_ central: CentralManager) { record(.didUpdateState(central.state)) }
 
-    func centralManager(_ central: CentralManager, didDiscover peripheral: Peripheral, advertisementData: AdvertisementData, rssi: Int) {
+    func centralManager(
+        _ central: CentralManager, didDiscover peripheral: Peripheral, advertisementData: AdvertisementData, rssi: Int
+    ) {
         if adoptsPeripherals { peripheral.delegate = self }
         record(.didDiscover(peripheral, advertisementData, rssi: rssi))
     }
@@ -134,7 +147,8 @@ final class CentralRecorder: CentralManagerDelegate, PeripheralDelegate, @unchec
         record(.didFailToConnect(peripheral, bluetoothError(error)))
     }
 
-    func centralManager(_ central: CentralManager, didDisconnectPeripheral peripheral: Peripheral, error: (any Error)?) {
+    func centralManager(_ central: CentralManager, didDisconnectPeripheral peripheral: Peripheral, error: (any Error)?)
+    {
         record(.didDisconnect(peripheral, bluetoothError(error)))
     }
 
@@ -144,6 +158,7 @@ final class CentralRecorder: CentralManagerDelegate, PeripheralDelegate, @unchec
     func peripheral(_ peripheral: Peripheral, didModifyServices invalidatedServices: [Service]) {
         record(.didModifyServices(invalidatedServices))
     }
+    // swift-format-ignore: AlwaysUseLowerCamelCase
     func peripheral(_ peripheral: Peripheral, didReadRSSI RSSI: Int, error: (any Error)?) {
         record(.didReadRSSI(RSSI, bluetoothError(error)))
     }
@@ -156,7 +171,9 @@ final class CentralRecorder: CentralManagerDelegate, PeripheralDelegate, @unchec
     func peripheral(_ peripheral: Peripheral, didDiscoverCharacteristicsFor service: Service, error: (any Error)?) {
         record(.didDiscoverCharacteristics(service, bluetoothError(error)))
     }
-    func peripheral(_ peripheral: Peripheral, didDiscoverDescriptorsFor characteristic: Characteristic, error: (any Error)?) {
+    func peripheral(
+        _ peripheral: Peripheral, didDiscoverDescriptorsFor characteristic: Characteristic, error: (any Error)?
+    ) {
         record(.didDiscoverDescriptors(characteristic, bluetoothError(error)))
     }
     func peripheral(_ peripheral: Peripheral, didUpdateValueFor characteristic: Characteristic, error: (any Error)?) {
@@ -171,8 +188,11 @@ final class CentralRecorder: CentralManagerDelegate, PeripheralDelegate, @unchec
     func peripheral(_ peripheral: Peripheral, didWriteValueFor descriptor: Descriptor, error: (any Error)?) {
         record(.didWriteDescriptor(descriptor, bluetoothError(error)))
     }
-    func peripheral(_ peripheral: Peripheral, didUpdateNotificationStateFor characteristic: Characteristic, error: (any Error)?) {
-        record(.didUpdateNotificationState(characteristic, isNotifying: characteristic.isNotifying, bluetoothError(error)))
+    func peripheral(
+        _ peripheral: Peripheral, didUpdateNotificationStateFor characteristic: Characteristic, error: (any Error)?
+    ) {
+        record(
+            .didUpdateNotificationState(characteristic, isNotifying: characteristic.isNotifying, bluetoothError(error)))
     }
     func peripheralIsReady(toSendWriteWithoutResponse peripheral: Peripheral) {
         record(.readyToSendWriteWithoutResponse(peripheral))

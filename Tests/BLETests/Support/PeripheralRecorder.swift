@@ -24,7 +24,9 @@ enum PeripheralManagerEvent: Sendable, CustomStringConvertible {
         case .didUnsubscribe(let c, let ch): return "didUnsubscribe \(c.identifier) \(ch.uuid.uuidString)"
         case .didReceiveRead(let r): return "didReceiveRead \(r.characteristic.uuid.uuidString) offset=\(r.offset)"
         case .didReceiveWrite(let rs):
-            return "didReceiveWrite " + rs.map { "\($0.characteristic.uuid.uuidString)@\($0.offset)+\($0.value?.count ?? 0)" }.joined(separator: ",")
+            return "didReceiveWrite "
+                + rs.map { "\($0.characteristic.uuid.uuidString)@\($0.offset)+\($0.value?.count ?? 0)" }.joined(
+                    separator: ",")
         case .readyToUpdateSubscribers: return "peripheralManagerIsReady"
         }
     }
@@ -80,8 +82,12 @@ final class PeripheralRecorder: PeripheralManagerDelegate, @unchecked Sendable {
     var lines: [String] { events.map(\.description) }
     func clear() { entries.withLock { $0.removeAll() } }
 
-    var reads: [ATTRequest] { events.compactMap { if case .didReceiveRead(let r) = $0 { return r } else { return nil } } }
-    var writeBatches: [[ATTRequest]] { events.compactMap { if case .didReceiveWrite(let r) = $0 { return r } else { return nil } } }
+    var reads: [ATTRequest] {
+        events.compactMap { if case .didReceiveRead(let r) = $0 { return r } else { return nil } }
+    }
+    var writeBatches: [[ATTRequest]] {
+        events.compactMap { if case .didReceiveWrite(let r) = $0 { return r } else { return nil } }
+    }
 
     private func record(_ event: PeripheralManagerEvent) {
         entries.withLock { $0.append(Logged(time: system.now, event: event)) }
@@ -97,10 +103,14 @@ final class PeripheralRecorder: PeripheralManagerDelegate, @unchecked Sendable {
     func peripheralManager(_ peripheral: PeripheralManager, didAdd service: Service, error: (any Error)?) {
         record(.didAdd(service, bluetoothError(error)))
     }
-    func peripheralManager(_ peripheral: PeripheralManager, central: Central, didSubscribeTo characteristic: Characteristic) {
+    func peripheralManager(
+        _ peripheral: PeripheralManager, central: Central, didSubscribeTo characteristic: Characteristic
+    ) {
         record(.didSubscribe(central, characteristic))
     }
-    func peripheralManager(_ peripheral: PeripheralManager, central: Central, didUnsubscribeFrom characteristic: Characteristic) {
+    func peripheralManager(
+        _ peripheral: PeripheralManager, central: Central, didUnsubscribeFrom characteristic: Characteristic
+    ) {
         record(.didUnsubscribe(central, characteristic))
     }
 
@@ -138,5 +148,7 @@ final class PeripheralRecorder: PeripheralManagerDelegate, @unchecked Sendable {
         record(.didReceiveWrite(requests))
     }
 
-    func peripheralManagerIsReady(toUpdateSubscribers peripheral: PeripheralManager) { record(.readyToUpdateSubscribers) }
+    func peripheralManagerIsReady(toUpdateSubscribers peripheral: PeripheralManager) {
+        record(.readyToUpdateSubscribers)
+    }
 }

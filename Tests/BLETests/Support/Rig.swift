@@ -29,14 +29,21 @@ final class Sensor: Sendable {
     let secondary: MutableService
     let primary: MutableService
     let battery: MutableService
-    let dynamic = MutableCharacteristic(type: Profile.dynamic, properties: [.read, .write, .writeWithoutResponse],
-                                        value: nil, permissions: [.readable, .writeable])
-    let fixed = MutableCharacteristic(type: Profile.fixed, properties: [.read], value: Profile.fixedValue, permissions: [.readable])
-    let notifier = MutableCharacteristic(type: Profile.notifier, properties: [.notify, .read], value: nil, permissions: [.readable])
-    let indicator = MutableCharacteristic(type: Profile.indicator, properties: [.indicate], value: nil, permissions: [.readable])
-    let described = MutableCharacteristic(type: Profile.described, properties: [.read], value: Data([0x2A]), permissions: [.readable])
-    let includedValue = MutableCharacteristic(type: Profile.includedValue, properties: [.read], value: Data([7]), permissions: [.readable])
-    let batteryLevel = MutableCharacteristic(type: .batteryLevel, properties: [.read], value: Data([88]), permissions: [.readable])
+    let dynamic = MutableCharacteristic(
+        type: Profile.dynamic, properties: [.read, .write, .writeWithoutResponse],
+        value: nil, permissions: [.readable, .writeable])
+    let fixed = MutableCharacteristic(
+        type: Profile.fixed, properties: [.read], value: Profile.fixedValue, permissions: [.readable])
+    let notifier = MutableCharacteristic(
+        type: Profile.notifier, properties: [.notify, .read], value: nil, permissions: [.readable])
+    let indicator = MutableCharacteristic(
+        type: Profile.indicator, properties: [.indicate], value: nil, permissions: [.readable])
+    let described = MutableCharacteristic(
+        type: Profile.described, properties: [.read], value: Data([0x2A]), permissions: [.readable])
+    let includedValue = MutableCharacteristic(
+        type: Profile.includedValue, properties: [.read], value: Data([7]), permissions: [.readable])
+    let batteryLevel = MutableCharacteristic(
+        type: .batteryLevel, properties: [.read], value: Data([88]), permissions: [.readable])
 
     var manager: PeripheralManager { recorder.manager }
 
@@ -45,7 +52,9 @@ final class Sensor: Sendable {
         secondary = MutableService(type: Profile.includedService, primary: false)
         secondary.characteristics = [includedValue]
         primary = MutableService(type: Profile.service, primary: true)
-        described.descriptors = [MutableDescriptor(type: .characteristicUserDescription, string: Profile.userDescription)]
+        described.descriptors = [
+            MutableDescriptor(type: .characteristicUserDescription, string: Profile.userDescription)
+        ]
         primary.characteristics = [dynamic, fixed, notifier, indicator, described]
         primary.includedServices = [secondary]
         battery = MutableService(type: .battery, primary: true)
@@ -73,15 +82,19 @@ final class Rig: Sendable {
 
     var central: CentralManager { phone.central }
 
-    init(seed: UInt64 = 42,
-         phone phoneConfiguration: BluetoothSystem.Configuration = .init(),
-         sensor sensorConfiguration: BluetoothSystem.Configuration = .init(),
-         sensorPosition: RadioPosition = RadioPosition(x: 2, y: 0)) {
+    init(
+        seed: UInt64 = 42,
+        phone phoneConfiguration: BluetoothSystem.Configuration = .init(),
+        sensor sensorConfiguration: BluetoothSystem.Configuration = .init(),
+        sensorPosition: RadioPosition = RadioPosition(x: 2, y: 0)
+    ) {
         radio = SimulatedRadio(seed: seed)
-        phoneSystem = BluetoothSystem.simulated(on: radio, name: "phone", position: RadioPosition(x: 0, y: 0),
-                                                configuration: phoneConfiguration)
-        sensorSystem = BluetoothSystem.simulated(on: radio, name: "sensor", position: sensorPosition,
-                                                 configuration: sensorConfiguration)
+        phoneSystem = BluetoothSystem.simulated(
+            on: radio, name: "phone", position: RadioPosition(x: 0, y: 0),
+            configuration: phoneConfiguration)
+        sensorSystem = BluetoothSystem.simulated(
+            on: radio, name: "sensor", position: sensorPosition,
+            configuration: sensorConfiguration)
         phone = CentralRecorder(system: phoneSystem)
         sensor = Sensor(system: sensorSystem)
     }
@@ -94,8 +107,10 @@ final class Rig: Sendable {
     /// Advances virtual time in small steps until `condition` holds; records an issue and returns false if
     /// `limit` of virtual time passes first.
     @discardableResult
-    func run(until condition: () -> Bool, within limit: Duration = .seconds(10), step: Duration = .milliseconds(5),
-             _ what: String = "condition", sourceLocation: SourceLocation = #_sourceLocation) async throws -> Bool {
+    func run(
+        until condition: () -> Bool, within limit: Duration = .seconds(10), step: Duration = .milliseconds(5),
+        _ what: String = "condition", sourceLocation: SourceLocation = #_sourceLocation
+    ) async throws -> Bool {
         let deadline = radio.now + limit
         // Settle first: a callback the test's own call dispatched (an operation that completed at once) must be
         // delivered before the condition is read, or whether it was would depend on thread timing.
@@ -115,8 +130,9 @@ final class Rig: Sendable {
         try await run(until: { central.state == .poweredOn && sensor.manager.state == .poweredOn }, "power on")
         sensor.publish()
         if let advertisement { sensor.manager.startAdvertising(advertisement) }
-        try await run(until: { sensor.recorder.lines.contains { $0.hasPrefix("didStartAdvertising") } || advertisement == nil },
-                      "advertising")
+        try await run(
+            until: { sensor.recorder.lines.contains { $0.hasPrefix("didStartAdvertising") } || advertisement == nil },
+            "advertising")
     }
 
     /// Scans (for the profile's service), connects to the first sensor found and returns its peripheral.
@@ -126,8 +142,12 @@ final class Rig: Sendable {
         let peripheral = try #require(phone.discoveries.first?.peripheral)
         central.stopScan()
         central.connect(peripheral, options: nil)
-        try await run(until: { peripheral.state == .connected && phone.events.contains { if case .didConnect = $0 { true } else { false } } },
-                      "connection")
+        try await run(
+            until: {
+                peripheral.state == .connected
+                    && phone.events.contains { if case .didConnect = $0 { true } else { false } }
+            },
+            "connection")
         // Let the MTU exchange and the data length update settle.
         try await run(.milliseconds(500))
         return peripheral
@@ -137,29 +157,40 @@ final class Rig: Sendable {
     func discoverAll(_ peripheral: Peripheral) async throws {
         let before = phone.events.count
         peripheral.discoverServices(nil)
-        try await run(until: { phone.events.dropFirst(before).contains { if case .didDiscoverServices = $0 { true } else { false } } },
-                      "service discovery")
+        try await run(
+            until: {
+                phone.events.dropFirst(before).contains { if case .didDiscoverServices = $0 { true } else { false } }
+            },
+            "service discovery")
         for service in peripheral.services ?? [] {
             let mark = phone.events.count
             peripheral.discoverCharacteristics(nil, for: service)
-            try await run(until: {
-                phone.events.dropFirst(mark).contains { if case .didDiscoverCharacteristics(let s, _) = $0 { s === service } else { false } }
-            }, "characteristic discovery")
+            try await run(
+                until: {
+                    phone.events.dropFirst(mark).contains {
+                        if case .didDiscoverCharacteristics(let s, _) = $0 { s === service } else { false }
+                    }
+                }, "characteristic discovery")
             for characteristic in service.characteristics ?? [] {
                 let mark = phone.events.count
                 peripheral.discoverDescriptors(for: characteristic)
-                try await run(until: {
-                    phone.events.dropFirst(mark).contains { if case .didDiscoverDescriptors(let c, _) = $0 { c === characteristic } else { false } }
-                }, "descriptor discovery")
+                try await run(
+                    until: {
+                        phone.events.dropFirst(mark).contains {
+                            if case .didDiscoverDescriptors(let c, _) = $0 { c === characteristic } else { false }
+                        }
+                    }, "descriptor discovery")
             }
         }
     }
 
     /// A sensor advertising, a phone connected to it, its whole GATT tree discovered; the logs cleared.
-    static func connected(seed: UInt64 = 42,
-                          phone: BluetoothSystem.Configuration = .init(),
-                          sensor: BluetoothSystem.Configuration = .init(),
-                          discover: Bool = true) async throws -> (Rig, Peripheral) {
+    static func connected(
+        seed: UInt64 = 42,
+        phone: BluetoothSystem.Configuration = .init(),
+        sensor: BluetoothSystem.Configuration = .init(),
+        discover: Bool = true
+    ) async throws -> (Rig, Peripheral) {
         let rig = Rig(seed: seed, phone: phone, sensor: sensor)
         try await rig.startSensor()
         let peripheral = try await rig.connect()
@@ -170,17 +201,23 @@ final class Rig: Sendable {
     }
 
     /// The discovered characteristic of type `uuid` on `peripheral`.
-    func characteristic(_ uuid: BluetoothUUID, on peripheral: Peripheral,
-                        sourceLocation: SourceLocation = #_sourceLocation) throws -> Characteristic {
+    func characteristic(
+        _ uuid: BluetoothUUID, on peripheral: Peripheral,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) throws -> Characteristic {
         let all = (peripheral.services ?? []).flatMap { $0.characteristics ?? [] }
-        return try #require(all.first { $0.uuid == uuid }, "characteristic \(uuid.uuidString) not discovered",
-                            sourceLocation: sourceLocation)
+        return try #require(
+            all.first { $0.uuid == uuid }, "characteristic \(uuid.uuidString) not discovered",
+            sourceLocation: sourceLocation)
     }
 
     /// The discovered service of type `uuid` on `peripheral`.
-    func service(_ uuid: BluetoothUUID, on peripheral: Peripheral, sourceLocation: SourceLocation = #_sourceLocation) throws -> Service {
-        try #require(peripheral.services?.first { $0.uuid == uuid }, "service \(uuid.uuidString) not discovered",
-                     sourceLocation: sourceLocation)
+    func service(_ uuid: BluetoothUUID, on peripheral: Peripheral, sourceLocation: SourceLocation = #_sourceLocation)
+        throws -> Service
+    {
+        try #require(
+            peripheral.services?.first { $0.uuid == uuid }, "service \(uuid.uuidString) not discovered",
+            sourceLocation: sourceLocation)
     }
 }
 
@@ -191,7 +228,9 @@ extension CentralEvent {
 
 extension Rig {
     /// Another simulated device on the rig's radio that publishes nothing and advertises `advertisement`.
-    func addAdvertiser(name: String, position: RadioPosition, advertisement: AdvertisementData) async throws -> PeripheralRecorder {
+    func addAdvertiser(name: String, position: RadioPosition, advertisement: AdvertisementData) async throws
+        -> PeripheralRecorder
+    {
         let system = BluetoothSystem.simulated(on: radio, name: name, position: position)
         let recorder = PeripheralRecorder(system: system, label: name)
         try await run(until: { recorder.manager.state == .poweredOn }, "\(name) power on")

@@ -24,12 +24,14 @@ public struct HCILESetAdvertisingParameters: HCISyncCommand {
     /// Advertising_Filter_Policy.
     public var advertisingFilterPolicy: HCIAdvertisingFilterPolicy
 
-    public init(advertisingIntervalMin: UInt16 = 0x0800, advertisingIntervalMax: UInt16 = 0x0800,
-                advertisingType: HCIAdvertisingType = .advInd,
-                ownAddressType: BluetoothAddress.AddressType = .publicDevice,
-                peerAddress: BluetoothAddress = .zero,
-                advertisingChannelMap: HCIAdvertisingChannelMap = .all,
-                advertisingFilterPolicy: HCIAdvertisingFilterPolicy = .acceptAll) {
+    public init(
+        advertisingIntervalMin: UInt16 = 0x0800, advertisingIntervalMax: UInt16 = 0x0800,
+        advertisingType: HCIAdvertisingType = .advInd,
+        ownAddressType: BluetoothAddress.AddressType = .publicDevice,
+        peerAddress: BluetoothAddress = .zero,
+        advertisingChannelMap: HCIAdvertisingChannelMap = .all,
+        advertisingFilterPolicy: HCIAdvertisingFilterPolicy = .acceptAll
+    ) {
         self.advertisingIntervalMin = advertisingIntervalMin
         self.advertisingIntervalMax = advertisingIntervalMax
         self.advertisingType = advertisingType
@@ -45,8 +47,10 @@ public struct HCILESetAdvertisingParameters: HCISyncCommand {
         advertisingType = HCIAdvertisingType(rawValue: try parameters.hciRead(UInt8.self, "Advertising_Type"))
         ownAddressType = .init(rawValue: try parameters.hciRead(UInt8.self, "Own_Address_Type"))
         peerAddress = try parameters.hciReadTypedAddress("Peer_Address_Type and Peer_Address")
-        advertisingChannelMap = HCIAdvertisingChannelMap(rawValue: try parameters.hciRead(UInt8.self, "Advertising_Channel_Map"))
-        advertisingFilterPolicy = HCIAdvertisingFilterPolicy(rawValue: try parameters.hciRead(UInt8.self, "Advertising_Filter_Policy"))
+        advertisingChannelMap = HCIAdvertisingChannelMap(
+            rawValue: try parameters.hciRead(UInt8.self, "Advertising_Channel_Map"))
+        advertisingFilterPolicy = HCIAdvertisingFilterPolicy(
+            rawValue: try parameters.hciRead(UInt8.self, "Advertising_Filter_Policy"))
     }
 
     public func encodeParameters(into buffer: inout ByteBuffer) {

@@ -32,11 +32,13 @@ public struct HCILECreateConnection: HCIAsyncCommand {
     /// Max_CE_Length: units of 0.625 ms, 0x0000...0xFFFF (a hint).
     public var maxCELength: UInt16
 
-    public init(scanInterval: UInt16, scanWindow: UInt16,
-                initiatorFilterPolicy: HCIInitiatorFilterPolicy = .usePeerAddress,
-                peerAddress: BluetoothAddress, ownAddressType: BluetoothAddress.AddressType = .publicDevice,
-                connectionIntervalMin: UInt16, connectionIntervalMax: UInt16, maxLatency: UInt16,
-                supervisionTimeout: UInt16, minCELength: UInt16 = 0, maxCELength: UInt16 = 0) {
+    public init(
+        scanInterval: UInt16, scanWindow: UInt16,
+        initiatorFilterPolicy: HCIInitiatorFilterPolicy = .usePeerAddress,
+        peerAddress: BluetoothAddress, ownAddressType: BluetoothAddress.AddressType = .publicDevice,
+        connectionIntervalMin: UInt16, connectionIntervalMax: UInt16, maxLatency: UInt16,
+        supervisionTimeout: UInt16, minCELength: UInt16 = 0, maxCELength: UInt16 = 0
+    ) {
         self.scanInterval = scanInterval
         self.scanWindow = scanWindow
         self.initiatorFilterPolicy = initiatorFilterPolicy
@@ -53,7 +55,8 @@ public struct HCILECreateConnection: HCIAsyncCommand {
     public init(parameters: inout ByteBuffer) throws {
         scanInterval = try parameters.hciRead(UInt16.self, "LE_Scan_Interval")
         scanWindow = try parameters.hciRead(UInt16.self, "LE_Scan_Window")
-        initiatorFilterPolicy = HCIInitiatorFilterPolicy(rawValue: try parameters.hciRead(UInt8.self, "Initiator_Filter_Policy"))
+        initiatorFilterPolicy = HCIInitiatorFilterPolicy(
+            rawValue: try parameters.hciRead(UInt8.self, "Initiator_Filter_Policy"))
         peerAddress = try parameters.hciReadTypedAddress("Peer_Address_Type and Peer_Address")
         ownAddressType = .init(rawValue: try parameters.hciRead(UInt8.self, "Own_Address_Type"))
         connectionIntervalMin = try parameters.hciRead(UInt16.self, "Connection_Interval_Min")
@@ -115,8 +118,10 @@ public struct HCILEConnectionUpdate: HCIAsyncCommand {
     /// Max_CE_Length: units of 0.625 ms.
     public var maxCELength: UInt16
 
-    public init(handle: ConnectionHandle, connectionIntervalMin: UInt16, connectionIntervalMax: UInt16,
-                maxLatency: UInt16, supervisionTimeout: UInt16, minCELength: UInt16 = 0, maxCELength: UInt16 = 0) {
+    public init(
+        handle: ConnectionHandle, connectionIntervalMin: UInt16, connectionIntervalMax: UInt16,
+        maxLatency: UInt16, supervisionTimeout: UInt16, minCELength: UInt16 = 0, maxCELength: UInt16 = 0
+    ) {
         self.handle = handle
         self.connectionIntervalMin = connectionIntervalMin
         self.connectionIntervalMax = connectionIntervalMax
@@ -189,8 +194,10 @@ public struct HCILERemoteConnectionParameterRequestReply: HCISyncCommand {
     /// Max_CE_Length: units of 0.625 ms.
     public var maxCELength: UInt16
 
-    public init(handle: ConnectionHandle, intervalMin: UInt16, intervalMax: UInt16, maxLatency: UInt16,
-                timeout: UInt16, minCELength: UInt16 = 0, maxCELength: UInt16 = 0) {
+    public init(
+        handle: ConnectionHandle, intervalMin: UInt16, intervalMax: UInt16, maxLatency: UInt16,
+        timeout: UInt16, minCELength: UInt16 = 0, maxCELength: UInt16 = 0
+    ) {
         self.handle = handle
         self.intervalMin = intervalMin
         self.intervalMax = intervalMax

@@ -76,8 +76,10 @@ public struct HCILEReadBufferSizeV2: HCISyncCommand {
         /// Total_Num_ISO_Data_Packets.
         public var totalNumISODataPackets: UInt8
 
-        public init(leACLDataPacketLength: UInt16, totalNumLEACLDataPackets: UInt8,
-                    isoDataPacketLength: UInt16, totalNumISODataPackets: UInt8) {
+        public init(
+            leACLDataPacketLength: UInt16, totalNumLEACLDataPackets: UInt8,
+            isoDataPacketLength: UInt16, totalNumISODataPackets: UInt8
+        ) {
             self.leACLDataPacketLength = leACLDataPacketLength
             self.totalNumLEACLDataPackets = totalNumLEACLDataPackets
             self.isoDataPacketLength = isoDataPacketLength

@@ -116,8 +116,10 @@ public struct HCILEReadMaximumDataLength: HCISyncCommand {
         /// Supported_Max_RX_Time: microseconds, 0x0148...0x4290.
         public var supportedMaxRxTime: UInt16
 
-        public init(supportedMaxTxOctets: UInt16, supportedMaxTxTime: UInt16,
-                    supportedMaxRxOctets: UInt16, supportedMaxRxTime: UInt16) {
+        public init(
+            supportedMaxTxOctets: UInt16, supportedMaxTxTime: UInt16,
+            supportedMaxRxOctets: UInt16, supportedMaxRxTime: UInt16
+        ) {
             self.supportedMaxTxOctets = supportedMaxTxOctets
             self.supportedMaxTxTime = supportedMaxTxTime
             self.supportedMaxRxOctets = supportedMaxRxOctets
@@ -235,8 +237,10 @@ public struct HCILESetPHY: HCIAsyncCommand {
     /// PHY_Options: for LE Coded, 0 no preference, 1 prefers S=2, 2 prefers S=8 (bits 0-1).
     public var phyOptions: UInt16
 
-    public init(handle: ConnectionHandle, allPHYs: HCIAllPHYsPreference = [], txPHYs: HCIPHYPreferences,
-                rxPHYs: HCIPHYPreferences, phyOptions: UInt16 = 0) {
+    public init(
+        handle: ConnectionHandle, allPHYs: HCIAllPHYsPreference = [], txPHYs: HCIPHYPreferences,
+        rxPHYs: HCIPHYPreferences, phyOptions: UInt16 = 0
+    ) {
         self.handle = handle
         self.allPHYs = allPHYs
         self.txPHYs = txPHYs

@@ -19,9 +19,11 @@ public struct HCILESetScanParameters: HCISyncCommand {
     /// Scanning_Filter_Policy.
     public var scanningFilterPolicy: HCIScanningFilterPolicy
 
-    public init(scanType: HCIScanType = .passive, scanInterval: UInt16 = 0x0010, scanWindow: UInt16 = 0x0010,
-                ownAddressType: BluetoothAddress.AddressType = .publicDevice,
-                scanningFilterPolicy: HCIScanningFilterPolicy = .basicUnfiltered) {
+    public init(
+        scanType: HCIScanType = .passive, scanInterval: UInt16 = 0x0010, scanWindow: UInt16 = 0x0010,
+        ownAddressType: BluetoothAddress.AddressType = .publicDevice,
+        scanningFilterPolicy: HCIScanningFilterPolicy = .basicUnfiltered
+    ) {
         self.scanType = scanType
         self.scanInterval = scanInterval
         self.scanWindow = scanWindow
@@ -34,7 +36,8 @@ public struct HCILESetScanParameters: HCISyncCommand {
         scanInterval = try parameters.hciRead(UInt16.self, "LE_Scan_Interval")
         scanWindow = try parameters.hciRead(UInt16.self, "LE_Scan_Window")
         ownAddressType = .init(rawValue: try parameters.hciRead(UInt8.self, "Own_Address_Type"))
-        scanningFilterPolicy = HCIScanningFilterPolicy(rawValue: try parameters.hciRead(UInt8.self, "Scanning_Filter_Policy"))
+        scanningFilterPolicy = HCIScanningFilterPolicy(
+            rawValue: try parameters.hciRead(UInt8.self, "Scanning_Filter_Policy"))
     }
 
     public func encodeParameters(into buffer: inout ByteBuffer) {

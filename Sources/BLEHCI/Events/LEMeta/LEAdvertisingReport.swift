@@ -23,7 +23,8 @@ extension HCILEMetaEvent {
             /// RSSI[i]: dBm, -127...20; 127 when not available.
             public var rssi: Int8
 
-            public init(eventType: HCIAdvertisingReportEventType, address: BluetoothAddress, data: [UInt8], rssi: Int8) {
+            public init(eventType: HCIAdvertisingReportEventType, address: BluetoothAddress, data: [UInt8], rssi: Int8)
+            {
                 self.eventType = eventType
                 self.address = address
                 self.data = data
@@ -41,7 +42,8 @@ extension HCILEMetaEvent {
             var reports: [Report] = []
             reports.reserveCapacity(count)
             for index in 0..<count {
-                let eventType = HCIAdvertisingReportEventType(rawValue: try parameters.hciRead(UInt8.self, "Event_Type[\(index)]"))
+                let eventType = HCIAdvertisingReportEventType(
+                    rawValue: try parameters.hciRead(UInt8.self, "Event_Type[\(index)]"))
                 let address = try parameters.hciReadTypedAddress("Address_Type[\(index)] and Address[\(index)]")
                 let length = Int(try parameters.hciRead(UInt8.self, "Data_Length[\(index)]"))
                 guard length <= 31 else {

@@ -25,9 +25,11 @@ extension HCILEMetaEvent {
         /// Central_Clock_Accuracy (meaningful on the peripheral; 0x00 on the central).
         public var centralClockAccuracy: HCIClockAccuracy
 
-        public init(status: HCIStatus = .success, handle: ConnectionHandle, role: HCIRole, peerAddress: BluetoothAddress,
-                    connectionInterval: UInt16, peripheralLatency: UInt16, supervisionTimeout: UInt16,
-                    centralClockAccuracy: HCIClockAccuracy = .ppm500) {
+        public init(
+            status: HCIStatus = .success, handle: ConnectionHandle, role: HCIRole, peerAddress: BluetoothAddress,
+            connectionInterval: UInt16, peripheralLatency: UInt16, supervisionTimeout: UInt16,
+            centralClockAccuracy: HCIClockAccuracy = .ppm500
+        ) {
             self.status = status
             self.handle = handle
             self.role = role
@@ -46,7 +48,8 @@ extension HCILEMetaEvent {
             connectionInterval = try parameters.hciRead(UInt16.self, "Connection_Interval")
             peripheralLatency = try parameters.hciRead(UInt16.self, "Peripheral_Latency")
             supervisionTimeout = try parameters.hciRead(UInt16.self, "Supervision_Timeout")
-            centralClockAccuracy = HCIClockAccuracy(rawValue: try parameters.hciRead(UInt8.self, "Central_Clock_Accuracy"))
+            centralClockAccuracy = HCIClockAccuracy(
+                rawValue: try parameters.hciRead(UInt8.self, "Central_Clock_Accuracy"))
         }
 
         public func encodeParameters(into buffer: inout ByteBuffer) {
@@ -86,11 +89,15 @@ extension HCILEMetaEvent {
         public var supervisionTimeout: UInt16
         public var centralClockAccuracy: HCIClockAccuracy
 
-        public init(status: HCIStatus = .success, handle: ConnectionHandle, role: HCIRole, peerAddress: BluetoothAddress,
-                    localResolvablePrivateAddress: BluetoothAddress = BluetoothAddress(bytes: [0, 0, 0, 0, 0, 0], type: .randomDevice),
-                    peerResolvablePrivateAddress: BluetoothAddress = BluetoothAddress(bytes: [0, 0, 0, 0, 0, 0], type: .randomDevice),
-                    connectionInterval: UInt16, peripheralLatency: UInt16, supervisionTimeout: UInt16,
-                    centralClockAccuracy: HCIClockAccuracy = .ppm500) {
+        public init(
+            status: HCIStatus = .success, handle: ConnectionHandle, role: HCIRole, peerAddress: BluetoothAddress,
+            localResolvablePrivateAddress: BluetoothAddress = BluetoothAddress(
+                bytes: [0, 0, 0, 0, 0, 0], type: .randomDevice),
+            peerResolvablePrivateAddress: BluetoothAddress = BluetoothAddress(
+                bytes: [0, 0, 0, 0, 0, 0], type: .randomDevice),
+            connectionInterval: UInt16, peripheralLatency: UInt16, supervisionTimeout: UInt16,
+            centralClockAccuracy: HCIClockAccuracy = .ppm500
+        ) {
             self.status = status
             self.handle = handle
             self.role = role
@@ -108,12 +115,15 @@ extension HCILEMetaEvent {
             handle = try parameters.hciReadHandle()
             role = HCIRole(rawValue: try parameters.hciRead(UInt8.self, "Role"))
             peerAddress = try parameters.hciReadTypedAddress("Peer_Address_Type and Peer_Address")
-            localResolvablePrivateAddress = try parameters.hciReadAddress(type: .randomDevice, "Local_Resolvable_Private_Address")
-            peerResolvablePrivateAddress = try parameters.hciReadAddress(type: .randomDevice, "Peer_Resolvable_Private_Address")
+            localResolvablePrivateAddress = try parameters.hciReadAddress(
+                type: .randomDevice, "Local_Resolvable_Private_Address")
+            peerResolvablePrivateAddress = try parameters.hciReadAddress(
+                type: .randomDevice, "Peer_Resolvable_Private_Address")
             connectionInterval = try parameters.hciRead(UInt16.self, "Connection_Interval")
             peripheralLatency = try parameters.hciRead(UInt16.self, "Peripheral_Latency")
             supervisionTimeout = try parameters.hciRead(UInt16.self, "Supervision_Timeout")
-            centralClockAccuracy = HCIClockAccuracy(rawValue: try parameters.hciRead(UInt8.self, "Central_Clock_Accuracy"))
+            centralClockAccuracy = HCIClockAccuracy(
+                rawValue: try parameters.hciRead(UInt8.self, "Central_Clock_Accuracy"))
         }
 
         public func encodeParameters(into buffer: inout ByteBuffer) {
@@ -146,8 +156,10 @@ extension HCILEMetaEvent {
         /// Supervision_Timeout: units of 10 ms, 0x000A...0x0C80.
         public var supervisionTimeout: UInt16
 
-        public init(status: HCIStatus = .success, handle: ConnectionHandle, connectionInterval: UInt16,
-                    peripheralLatency: UInt16, supervisionTimeout: UInt16) {
+        public init(
+            status: HCIStatus = .success, handle: ConnectionHandle, connectionInterval: UInt16,
+            peripheralLatency: UInt16, supervisionTimeout: UInt16
+        ) {
             self.status = status
             self.handle = handle
             self.connectionInterval = connectionInterval
@@ -254,7 +266,9 @@ extension HCILEMetaEvent {
         /// Timeout: supervision timeout, units of 10 ms, 0x000A...0x0C80.
         public var timeout: UInt16
 
-        public init(handle: ConnectionHandle, intervalMin: UInt16, intervalMax: UInt16, maxLatency: UInt16, timeout: UInt16) {
+        public init(
+            handle: ConnectionHandle, intervalMin: UInt16, intervalMax: UInt16, maxLatency: UInt16, timeout: UInt16
+        ) {
             self.handle = handle
             self.intervalMin = intervalMin
             self.intervalMax = intervalMax
@@ -296,7 +310,9 @@ extension HCILEMetaEvent {
         /// Max_RX_Time: microseconds, 0x0148...0x4290.
         public var maxRxTime: UInt16
 
-        public init(handle: ConnectionHandle, maxTxOctets: UInt16, maxTxTime: UInt16, maxRxOctets: UInt16, maxRxTime: UInt16) {
+        public init(
+            handle: ConnectionHandle, maxTxOctets: UInt16, maxTxTime: UInt16, maxRxOctets: UInt16, maxRxTime: UInt16
+        ) {
             self.handle = handle
             self.maxTxOctets = maxTxOctets
             self.maxTxTime = maxTxTime

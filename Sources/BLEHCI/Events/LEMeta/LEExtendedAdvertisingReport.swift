@@ -48,9 +48,11 @@ extension HCILEMetaEvent {
             /// Data[i]: 0...229 octets.
             public var data: [UInt8]
 
-            public init(eventType: EventType, address: BluetoothAddress, primaryPHY: UInt8 = 1, secondaryPHY: UInt8 = 0,
-                        advertisingSID: UInt8 = 0xFF, txPower: Int8 = 127, rssi: Int8,
-                        periodicAdvertisingInterval: UInt16 = 0, directAddress: BluetoothAddress = .zero, data: [UInt8]) {
+            public init(
+                eventType: EventType, address: BluetoothAddress, primaryPHY: UInt8 = 1, secondaryPHY: UInt8 = 0,
+                advertisingSID: UInt8 = 0xFF, txPower: Int8 = 127, rssi: Int8,
+                periodicAdvertisingInterval: UInt16 = 0, directAddress: BluetoothAddress = .zero, data: [UInt8]
+            ) {
                 self.eventType = eventType
                 self.address = address
                 self.primaryPHY = primaryPHY
@@ -81,15 +83,18 @@ extension HCILEMetaEvent {
                 let txPower = try parameters.hciRead(Int8.self, "TX_Power[\(index)]")
                 let rssi = try parameters.hciRead(Int8.self, "RSSI[\(index)]")
                 let interval = try parameters.hciRead(UInt16.self, "Periodic_Advertising_Interval[\(index)]")
-                let direct = try parameters.hciReadTypedAddress("Direct_Address_Type[\(index)] and Direct_Address[\(index)]")
+                let direct = try parameters.hciReadTypedAddress(
+                    "Direct_Address_Type[\(index)] and Direct_Address[\(index)]")
                 let length = Int(try parameters.hciRead(UInt8.self, "Data_Length[\(index)]"))
                 guard length <= 229 else {
                     throw HCIError.invalidParameter("Data_Length[\(index)] \(length) exceeds 229")
                 }
                 let data = try parameters.hciReadBytes(length, "Data[\(index)]")
-                reports.append(Report(eventType: eventType, address: address, primaryPHY: primary, secondaryPHY: secondary,
-                                      advertisingSID: sid, txPower: txPower, rssi: rssi,
-                                      periodicAdvertisingInterval: interval, directAddress: direct, data: data))
+                reports.append(
+                    Report(
+                        eventType: eventType, address: address, primaryPHY: primary, secondaryPHY: secondary,
+                        advertisingSID: sid, txPower: txPower, rssi: rssi,
+                        periodicAdvertisingInterval: interval, directAddress: direct, data: data))
             }
             self.reports = reports
         }
