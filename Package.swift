@@ -2,7 +2,7 @@
 //
 // swift-ble: a Bluetooth Low Energy host stack, a virtual controller on a simulated radio, and a
 // CoreBluetooth-shaped public API. Layers and their allowed directions are drawn in ARCHITECTURE.md;
-// `Scripts/check-layers.sh` enforces them from `swift package describe --type json`.
+// `Scripts/check-layers.py` enforces them from `swift package describe --type json`.
 import PackageDescription
 
 let strict: [SwiftSetting] = [
@@ -87,7 +87,9 @@ let package = Package(
             name: "BLEHostTests",
             dependencies: ["BLEHost", "BLETransport", "BLEHCI", "BLEL2CAP", "BLEATT", "BLEGATT", "BLECore", nioCore],
             swiftSettings: strict),
-        .testTarget(name: "BLETests", dependencies: ["BLE", "BLETransport"], swiftSettings: strict),
+        .testTarget(
+            name: "BLETests", dependencies: ["BLE", "BLETransport", "BLEHCI", "BLEVirtualController"],
+            swiftSettings: strict),
         .testTarget(
             name: "BLETransportTests", dependencies: ["BLETransport", "BLEHCI", "BLECore", nioCore],
             swiftSettings: strict),

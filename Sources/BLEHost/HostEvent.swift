@@ -7,7 +7,7 @@ import DequeModule
 import Synchronization
 
 /// Everything the host tells the layer above, in the order it happened.
-public enum HostEvent: Sendable {
+public enum HostEvent: Sendable, Hashable {
     /// An advertising report while scanning.
     case advertisingReport(AdvertisingReport)
     /// A link came up (either role).

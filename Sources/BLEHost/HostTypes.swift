@@ -54,6 +54,8 @@ public struct HostError: Error, Sendable, Hashable, CustomStringConvertible {
         case protocolError
         /// The controller does not support what was asked.
         case unsupported
+        /// A later request overtook this one before it took effect (a scan stopped before it started).
+        case cancelled
     }
 
     public let code: Code

@@ -28,7 +28,7 @@ public protocol SystemSession: AnyObject, Sendable {
 /// it, and routes host events to them.
 public final class SystemCore: Sendable {
     public let name: String
-    public let host: Host
+    public let host: HostDriver
     public let scheduler: any HostScheduler
     public let identifiers: IdentifierStore
 
@@ -50,7 +50,7 @@ public final class SystemCore: Sendable {
         self.name = name
         self.scheduler = scheduler
         self.identifiers = IdentifierStore(salt: name)
-        self.host = Host(transport: transport, scheduler: scheduler, configuration: configuration)
+        self.host = HostDriver(transport: transport, scheduler: scheduler, configuration: configuration)
         host.setEventHandler { [weak self] event in self?.route(event) }
         host.start { [weak self] result in
             switch result {

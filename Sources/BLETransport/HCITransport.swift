@@ -17,8 +17,10 @@ public protocol HCITransport: AnyObject, Sendable {
     /// Installs the receiver of controller packets and the close notification. Called once, before `send`.
     func setReceiver(_ receiver: @escaping @Sendable (HCITransportEvent) -> Void)
     /// Sends one packet to the controller. After `close`, or once the link has failed, packets are dropped
-    /// (the receiver has been told `.closed`). It must not call the receiver synchronously: a host sends while
-    /// holding its lock, so that packets leave in order whichever thread produced them.
+    /// (the receiver has been told `.closed`). A host calls it from one thread at a time, in the order its
+    /// packets must leave. It should not call the receiver synchronously: a host copes (what the receiver feeds
+    /// in is queued behind the work in progress), but a transport that answers before `send` returns hides the
+    /// ordering real controllers have.
     func send(_ packet: HCIPacket)
     /// Closes the link; the receiver gets `.closed(reason: nil)` once.
     func close()

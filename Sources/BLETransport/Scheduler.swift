@@ -17,7 +17,8 @@ public protocol HostScheduler: Sendable {
     /// Time since this scheduler's origin (process start for wall-clock schedulers, radio start in a
     /// simulation).
     var now: Duration { get }
-    /// Runs `work` once, `delay` from now, unless cancelled first.
+    /// Runs `work` once, `delay` from now, unless cancelled first. Never runs it before returning, whatever the
+    /// delay: a host schedules while holding its lock.
     @discardableResult
     func schedule(after delay: Duration, _ work: @escaping @Sendable () -> Void) -> any ScheduledWork
     /// Runs `work` asynchronously on `queue` (a manager's delegate queue).

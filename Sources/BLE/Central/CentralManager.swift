@@ -91,7 +91,9 @@ public final class CentralManager: Sendable, SystemSession {
         let parameters = ScanParameters(active: true, interval: 0x0060, window: 0x0030, filterDuplicates: false)
         system.core.host.startScan(parameters) { [weak self] result in
             // CoreBluetooth has no callback for a scan that could not start; `isScanning` turns false.
-            if case .failure = result { self?.locked.withLock { $0.scan = nil } }
+            // Cancelled: stopScan came before the controller scanned, and already cleared the session (or a
+            // later scanForPeripherals made a new one, which must stay).
+            if case .failure(let error) = result, error.code != .cancelled { self?.locked.withLock { $0.scan = nil } }
         }
     }
 

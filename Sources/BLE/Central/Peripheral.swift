@@ -98,7 +98,7 @@ public final class Peripheral: Sendable, Hashable, CustomStringConvertible {
     }
 
     private func discoverServicesSequentially(
-        host: BLEHost.Host, handle: ConnectionHandle, remaining: [BluetoothUUID?],
+        host: BLEHost.HostDriver, handle: ConnectionHandle, remaining: [BluetoothUUID?],
         found: [GATTService]
     ) {
         guard let first = remaining.first else {
@@ -394,7 +394,7 @@ public final class Peripheral: Sendable, Hashable, CustomStringConvertible {
 
     // MARK: Internals
 
-    var host: BLEHost.Host? { manager?.system.core.host }
+    var host: BLEHost.HostDriver? { manager?.system.core.host }
     var handle: ConnectionHandle? { locked.withLock { $0.handle } }
     var currentState: PeripheralState { locked.withLock { $0.state } }
     var isCancelled: Bool { locked.withLock { $0.cancelled } }
@@ -432,7 +432,7 @@ public final class Peripheral: Sendable, Hashable, CustomStringConvertible {
     private func link(
         orReport report: @escaping @Sendable (Peripheral, (any PeripheralDelegate)?, BluetoothError) -> Void
     )
-        -> (BLEHost.Host, ConnectionHandle)?
+        -> (BLEHost.HostDriver, ConnectionHandle)?
     {
         if let handle = locked.withLock({ $0.state == .connected ? $0.handle : nil }), let host {
             return (host, handle)
@@ -605,6 +605,7 @@ extension BluetoothError {
         case .invalidParameters: self.init(.invalidParameters, error.message)
         case .protocolError: self.init(.unknown, error.message)
         case .unsupported: self.init(.operationNotSupported, error.message)
+        case .cancelled: self.init(.operationCancelled, error.message)
         case .hci: self.init(.unknown, error.message)
         }
     }

@@ -147,7 +147,9 @@ public final class PeripheralManager: Sendable, SystemSession {
                 locked.withLock { $0.isAdvertising = true }
                 deliver { m, d in d?.peripheralManagerDidStartAdvertising(m, error: nil) }
             case .failure(let error):
-                locked.withLock { $0.advertising = nil }
+                // Cancelled: stopAdvertising came before the controller advertised, and the state is already
+                // what that call made it (or what a later startAdvertising made it since).
+                if error.code != .cancelled { locked.withLock { $0.advertising = nil } }
                 deliver { m, d in d?.peripheralManagerDidStartAdvertising(m, error: BluetoothError(error)) }
             }
         }
@@ -333,7 +335,9 @@ public final class PeripheralManager: Sendable, SystemSession {
                 Self.parameters(for: data, scanResponse: scanResponse), data: adv,
                 scanResponse: scanResponse
             ) { [self] result in
-                if case .failure = result { locked.withLock { $0.isAdvertising = false } }
+                if case .failure(let error) = result, error.code != .cancelled {
+                    locked.withLock { $0.isAdvertising = false }
+                }
             }
         case .advertisingReport, .connected, .connectionFailed, .valueUpdated, .readyToWriteWithoutResponse,
             .transportClosed:

@@ -8,7 +8,7 @@ import Testing
 struct HostHarness {
     let scheduler = ManualScheduler()
     let controller: ScriptedController
-    let host: Host
+    let host: HostDriver
     let log = EventLog()
 
     static let peerAddress = BluetoothAddress(bytes: [0x11, 0x22, 0x33, 0x44, 0x55, 0x66], type: .randomDevice)
@@ -17,7 +17,7 @@ struct HostHarness {
         var configuration = HostConfiguration()
         configure(&configuration)
         controller = ScriptedController(profile: profile)
-        host = Host(transport: controller.transport, scheduler: scheduler, configuration: configuration)
+        host = HostDriver(transport: controller.transport, scheduler: scheduler, configuration: configuration)
         host.setEventHandler { [log] event in log.record(event) }
     }
 

@@ -1,0 +1,179 @@
+import BLECore
+import BLEHCI
+import BLETransport
+import DequeModule
+import Synchronization
+
+/// Drives one ``HostMachine``: it owns the transport, the timers and the completions, feeds every event into
+/// the machine, and performs the machine's actions strictly in the order the machine produced them.
+///
+/// ### Function
+/// Events arrive on many threads: packets on the transport's (a NIO event loop, the HCI user channel's reading
+/// queue, the simulated radio's run loop), timers on the scheduler's, requests on whatever queue or task the
+/// application calls from. Each one steps the machine under the driver's lock, in the order the lock is taken,
+/// and appends the actions it produced to one ordered outbox in the same lock section. The outbox is drained
+/// by one thread at a time: whichever thread finds nobody draining becomes the drainer and performs actions
+/// until the outbox is empty, outside the lock. So the driver is the host's one serial executor: the machine
+/// sees one event at a time, and packets, timers, completions and events leave in the order the machine
+/// produced them, whichever thread fed it.
+///
+/// Work stays on the thread that brought it rather than hopping to a queue of its own. On the simulated radio
+/// that thread is the radio's run loop, so a host's whole reaction to an event is done before the radio takes
+/// its next event, and two hosts on one radio never race: that is what keeps a simulated run deterministic.
+///
+/// A completion or event handler may call straight back into the driver: its request steps the machine at
+/// once, and its actions join the outbox behind the ones being performed.
+///
+/// ### Implementation
+/// The machine is a value inside the lock; the driver keeps what the machine may not hold: the completion of
+/// each operation id, the scheduled work of each timer id, the transport and the event handler. A timer that
+/// fires after it was cancelled reaches the machine with an id it no longer knows and changes nothing.
+public final class HostDriver: Sendable {
+    let transport: any HCITransport
+    let scheduler: any HostScheduler
+    public let configuration: HostConfiguration
+
+    /// What a request's caller hears, once.
+    typealias Completion = @Sendable (Result<HostOutput, HostError>) -> Void
+
+    /// The event receiver, boxed: a bare closure kept in a `Mutex` is re-abstracted on every access, and the
+    /// thunks pile up (measured: a third of a notification stream's time went to nested thunks).
+    final class EventHandler: Sendable {
+        let call: @Sendable (HostEvent) -> Void
+        init(_ call: @escaping @Sendable (HostEvent) -> Void) { self.call = call }
+    }
+
+    struct State {
+        var machine: HostMachine
+        var outbox: Deque<HostAction> = []
+        var draining = false
+        var nextOperation: UInt64 = 1
+        var completions: [HostOperationID: Completion] = [:]
+        var timers: [HostTimerID: any ScheduledWork] = [:]
+        var handler: EventHandler?
+    }
+
+    let state: Mutex<State>
+
+    public init(
+        transport: any HCITransport, scheduler: any HostScheduler,
+        configuration: HostConfiguration = HostConfiguration()
+    ) {
+        self.transport = transport
+        self.scheduler = scheduler
+        self.configuration = configuration
+        self.state = Mutex(State(machine: HostMachine(configuration: configuration)))
+        transport.setReceiver { [weak self] event in self?.received(event) }
+    }
+
+    /// Installs the receiver of host events (the system). Events are delivered in the order the machine
+    /// produced them, one at a time, never under the driver's lock.
+    public func setEventHandler(_ handler: @escaping @Sendable (HostEvent) -> Void) {
+        let box = EventHandler(handler)
+        state.withLock { $0.handler = box }
+    }
+
+    /// What the controller reported during initialisation (nil until `start` succeeds).
+    public var controllerInfo: ControllerInfo? { state.withLock { $0.machine.info } }
+
+    /// Whether the transport is still open.
+    public var isOpen: Bool { state.withLock { !$0.machine.isClosed } }
+
+    /// The links up now.
+    public var links: [LinkInfo] { state.withLock { $0.machine.linkInfos } }
+
+    // MARK: Feeding the machine
+
+    /// Starts a request: `completion` hears its result once, in the order the machine completed it.
+    func request(_ request: HostRequest, completion: @escaping Completion) {
+        step { state in
+            let id = HostOperationID(rawValue: state.nextOperation)
+            state.nextOperation += 1
+            state.completions[id] = completion
+            return ((), state.machine.requested(request, id: id))
+        }
+    }
+
+    /// Steps the machine with `body` under the lock, queues the actions it produced, and performs them unless
+    /// another thread is already doing so (it will perform these too, in order).
+    func step<T>(_ body: (inout State) -> (T, [HostAction])) -> T {
+        let (value, drain) = state.withLock { state -> (T, Bool) in
+            let (value, actions) = body(&state)
+            state.outbox.append(contentsOf: actions)
+            guard !state.draining, !state.outbox.isEmpty else { return (value, false) }
+            state.draining = true
+            return (value, true)
+        }
+        if drain { drainOutbox() }
+        return value
+    }
+
+    /// Performs queued actions until the outbox is empty. Only one thread drains at a time.
+    private func drainOutbox() {
+        while true {
+            let next = state.withLock { state -> Performable? in
+                guard let action = state.outbox.popFirst() else {
+                    state.draining = false
+                    return nil
+                }
+                return Self.prepare(action, &state, driver: self)
+            }
+            guard let next else { return }
+            switch next {
+            case .send(let packet):
+                transport.send(packet)
+            case .complete(let completion, let result):
+                completion(result)
+            case .emit(let handler, let event):
+                handler.call(event)
+            case .nothing:
+                break
+            }
+        }
+    }
+
+    /// What is left to do outside the lock once an action was taken from the outbox.
+    private enum Performable {
+        case send(HCIPacket)
+        case complete(Completion, Result<HostOutput, HostError>)
+        case emit(EventHandler, HostEvent)
+        case nothing
+    }
+
+    /// Timers are started and cancelled under the lock (a `HostScheduler` never runs work synchronously), so the
+    /// handle is stored before the timer can fire; the rest is handed out to be performed outside it.
+    private static func prepare(_ action: HostAction, _ state: inout State, driver: HostDriver) -> Performable {
+        switch action {
+        case .send(let packet):
+            return .send(packet)
+        case .startTimer(let id, let delay):
+            state.timers[id] = driver.scheduler.schedule(after: delay) { [weak driver] in driver?.timerFired(id) }
+            return .nothing
+        case .cancelTimer(let id):
+            state.timers.removeValue(forKey: id)?.cancel()
+            return .nothing
+        case .complete(let id, let result):
+            guard let completion = state.completions.removeValue(forKey: id) else { return .nothing }
+            return .complete(completion, result)
+        case .emit(let event):
+            guard let handler = state.handler else { return .nothing }
+            return .emit(handler, event)
+        }
+    }
+
+    private func timerFired(_ id: HostTimerID) {
+        step { state in
+            state.timers[id] = nil
+            return ((), state.machine.timerFired(id))
+        }
+    }
+
+    private func received(_ event: HCITransportEvent) {
+        switch event {
+        case .packet(let packet):
+            step { ((), $0.machine.received(packet)) }
+        case .closed(let reason):
+            step { ((), $0.machine.transportClosed(reason: reason)) }
+        }
+    }
+}

@@ -1,0 +1,79 @@
+import BLECore
+import BLEGATT
+import BLEHCI
+
+/// Names one request of the layer above, from the moment it is made to its one completion.
+///
+/// The driver hands out ids; the machine only carries them, so two requests never share one and a completion
+/// can only reach the request it belongs to.
+public struct HostOperationID: RawRepresentable, Hashable, Sendable, Comparable, CustomStringConvertible {
+    public let rawValue: UInt64
+    public init(rawValue: UInt64) { self.rawValue = rawValue }
+    public static func < (a: Self, b: Self) -> Bool { a.rawValue < b.rawValue }
+    public var description: String { "op#\(rawValue)" }
+}
+
+/// Names one timer the machine started. A timer that fires after it was cancelled or restarted carries an id
+/// the machine no longer knows, and is ignored.
+public struct HostTimerID: RawRepresentable, Hashable, Sendable, Comparable, CustomStringConvertible {
+    public let rawValue: UInt64
+    public init(rawValue: UInt64) { self.rawValue = rawValue }
+    public static func < (a: Self, b: Self) -> Bool { a.rawValue < b.rawValue }
+    public var description: String { "timer#\(rawValue)" }
+}
+
+/// A request of the layer above, carried into the machine with its operation id.
+public enum HostRequest: Sendable, Hashable {
+    /// Reset and initialise the controller; completes with `.controller(info)`.
+    case start
+    /// Send a raw HCI command; completes with `.command(answer)` (the caller decodes the return parameters).
+    case command(HCICommandPacket)
+    /// Scan with these parameters; completes when the controller scans, or fails.
+    case startScan(ScanParameters)
+    /// Stop scanning; completes when the controller has stopped.
+    case stopScan
+    /// Advertise; completes when the controller advertises.
+    case startAdvertising(AdvertisingParameters, data: [UInt8], scanResponse: [UInt8])
+    /// Stop advertising; completes when the controller has stopped.
+    case stopAdvertising
+    /// LE Create Connection; completes when the controller accepted the request (`.connected` or
+    /// `.connectionFailed` follows as an event).
+    case connect(BluetoothAddress, ConnectionParameters)
+    /// LE Create Connection Cancel; completes when the controller answered.
+    case cancelConnect
+    /// Disconnect a link; completes when the controller accepted (`.disconnected` follows as an event).
+    case disconnect(ConnectionHandle, reason: HCIStatus)
+    /// Read a link's RSSI; completes with `.rssi(dBm)`.
+    case readRSSI(ConnectionHandle)
+    /// Run a GATT client procedure on a link; completes with `.gatt(result)`.
+    case gatt(GATTOperation, on: ConnectionHandle)
+}
+
+/// How the controller answered a raw command.
+public enum HCICommandAnswer: Sendable, Hashable {
+    case complete(HCIEvent.CommandComplete)
+    case status(HCIEvent.CommandStatus)
+}
+
+/// What a request produced.
+public enum HostOutput: Sendable, Hashable {
+    case done
+    case controller(ControllerInfo)
+    case command(HCICommandAnswer)
+    case rssi(Int)
+    case gatt(GATTResult)
+}
+
+/// What the machine asks its driver to do, in order.
+public enum HostAction: Sendable, Hashable {
+    /// Hand this packet to the transport.
+    case send(HCIPacket)
+    /// Start a timer; feed `timerFired(id)` when it expires.
+    case startTimer(HostTimerID, after: Duration)
+    /// Cancel a timer (it may still fire: the machine then ignores it).
+    case cancelTimer(HostTimerID)
+    /// The request with this id is over.
+    case complete(HostOperationID, Result<HostOutput, HostError>)
+    /// Tell the layer above.
+    case emit(HostEvent)
+}

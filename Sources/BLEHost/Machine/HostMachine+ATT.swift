@@ -1,0 +1,185 @@
+import BLEATT
+import BLECore
+import BLEGATT
+import BLEHCI
+import BLEL2CAP
+
+extension GATTError.Code {
+    /// The host's transport closed under a pending operation (reported as `HostError.Code.transportClosed`).
+    static let hostTransportClosed = GATTError.Code(rawValue: "transport closed")
+}
+
+extension HostMachine {
+    /// Performs an ATT bearer's actions on one link. `kind` tags the PDUs sent (Write Commands and notifications
+    /// count against their queue depths).
+    mutating func runBearer(_ actions: [ATTBearer.Action], on handle: ConnectionHandle, kind: OutgoingFragment.Kind) {
+        for action in actions {
+            guard links[handle] != nil else { return }
+            switch action {
+            case .send(let pdu):
+                queueL2CAP(pdu, channel: .att, kind: kind, on: handle)
+            case .startTimer(let timer, _):
+                // Both ATT timers are the transaction timeout (Vol 3, Part F, 3.3.3): the configured one.
+                if let running = links[handle]?.attTimers[timer] { cancelTimer(running) }
+                let id = startTimer(.att(handle, timer), after: configuration.attTransactionTimeout)
+                links[handle]?.attTimers[timer] = id
+            case .cancelTimer(let timer):
+                if let running = links[handle]?.attTimers.removeValue(forKey: timer) { cancelTimer(running) }
+            case .complete(let request, let result):
+                let clientActions = links[handle]?.client.requestCompleted(request, result) ?? []
+                runClient(clientActions, on: handle)
+            case .indicationComplete:
+                if let pending = links[handle]?.pendingIndications {
+                    links[handle]?.pendingIndications = max(0, pending - 1)
+                }
+                checkNotifyRoom()
+            case .request(let pdu), .command(let pdu):
+                runServer(server.received(pdu, from: handle))
+            case .notification(let notification):
+                emit(
+                    .valueUpdated(
+                        handle, attribute: notification.handle, value: notification.value, isIndication: false))
+            case .indication(let indication):
+                emit(.valueUpdated(handle, attribute: indication.handle, value: indication.value, isIndication: true))
+            case .mtuChanged(let mtu):
+                links[handle]?.client.mtuChanged(mtu)
+                server.mtuChanged(handle, to: mtu)
+                emit(.mtuChanged(handle, mtu: Int(mtu)))
+            case .closeBearer:
+                // The bearer is unusable (transaction timeout or a protocol violation): no ATT PDU may be sent on
+                // this link any more, so the link goes (Vol 3, Part F, 3.3.3).
+                let disconnect = HCIDisconnect(handle: handle, reason: .remoteUserTerminatedConnection)
+                enqueue(disconnect.packet, for: .none)
+            }
+        }
+    }
+
+    mutating func runClient(_ actions: [GATTClient.Action], on handle: ConnectionHandle) {
+        for action in actions {
+            switch action {
+            case .sendRequest(let pdu, let request):
+                let bearerActions = links[handle]?.bearer.sendRequest(pdu, id: request) ?? []
+                runBearer(bearerActions, on: handle, kind: .other)
+            case .complete(let operation, let result):
+                guard let waiting = clientOperations.removeValue(forKey: operation), let id = waiting else { continue }
+                complete(id, result.map { .gatt($0) }.mapError(Self.hostError))
+            }
+        }
+    }
+
+    mutating func runServer(_ actions: [GATTServer.Action]) {
+        for action in actions {
+            switch action {
+            case .respond(let connection, let pdu):
+                let bearerActions = links[connection]?.bearer.sendResponse(pdu) ?? []
+                runBearer(bearerActions, on: connection, kind: .other)
+            case .readRequest(let id, let connection, let attribute, let offset):
+                emit(.serverRead(id, connection, attribute: attribute, offset: offset))
+            case .writeRequests(let id, let connection, let writes):
+                emit(.serverWrite(id, connection, writes))
+            case .subscriptionChanged(let connection, let value, let configuration):
+                emit(
+                    .subscriptionChanged(
+                        connection, attribute: value, notify: configuration.contains(.notification),
+                        indicate: configuration.contains(.indication)))
+            case .valueWritten:
+                break
+            }
+        }
+    }
+
+    /// After notifications drained: tell the application it may update subscribers again, if it was refused.
+    mutating func checkNotifyRoom() {
+        guard notifyRefused else { return }
+        let depth = configuration.notificationQueueDepth
+        let full = links.values.contains { $0.queuedNotifications + $0.pendingIndications >= depth }
+        if !full {
+            notifyRefused = false
+            emit(.readyToNotify)
+        }
+    }
+
+    // MARK: GATT client
+
+    /// Starts a GATT client procedure on a link; `id` nil for the machine's own, whose result nobody hears.
+    mutating func startClientOperation(_ operation: GATTOperation, on handle: ConnectionHandle, id: HostOperationID?) {
+        guard links[handle] != nil else {
+            if let id { complete(id, .failure(HostError(.invalidState, "no link \(handle)"))) }
+            return
+        }
+        let operationID = GATTOperationID(nextClientOperation)
+        nextClientOperation += 1
+        clientOperations[operationID] = .some(id)
+        let actions = links[handle]?.client.start(operation, id: operationID) ?? []
+        runClient(actions, on: handle)
+        pumpACL()
+    }
+
+    static func hostError(_ error: GATTError) -> HostError {
+        switch error.code {
+        case .errorResponse:
+            let code = error.attErrorCode ?? .unlikelyError
+            return HostError(
+                .att(code),
+                "the peer refused: \(code.name ?? code.description)" + (error.handle.map { " (handle \($0))" } ?? ""))
+        case .disconnected:
+            return HostError(.disconnected, "the link went down before the operation completed")
+        case .hostTransportClosed:
+            return HostError(.transportClosed, "the controller's transport closed before the operation completed")
+        case .transactionTimeout:
+            return HostError(.timeout, "the peer did not answer within the ATT transaction timeout (30 s)")
+        case .bearerClosed:
+            return HostError(.protocolError, "the ATT bearer closed: \(error)")
+        case .rejected:
+            return HostError(.invalidParameters, "\(error)")
+        default:
+            return HostError(.protocolError, "\(error)")
+        }
+    }
+
+    /// Queues a Write Command. Returns false, sending nothing, when the link's queue is full or the value does
+    /// not fit ATT_MTU-3; `.readyToWriteWithoutResponse` follows once there is room, after a refusal or after a
+    /// write that filled the queue.
+    public mutating func writeWithoutResponse(
+        on handle: ConnectionHandle, attribute: AttributeHandle, value: [UInt8]
+    ) -> (accepted: Bool, actions: [HostAction]) {
+        let accepted = queueWriteCommand(on: handle, attribute: attribute, value: value)
+        return (accepted, takeActions())
+    }
+
+    private mutating func queueWriteCommand(on handle: ConnectionHandle, attribute: AttributeHandle, value: [UInt8])
+        -> Bool
+    {
+        guard let queued = links[handle]?.queuedWriteCommands else { return false }
+        let depth = configuration.writeWithoutResponseQueueDepth
+        guard queued < depth else {
+            links[handle]?.writeCommandsRefused = true
+            return false
+        }
+        guard let pdu = try? links[handle]?.client.writeWithoutResponse(attribute, value: value),
+            let actions = try? links[handle]?.bearer.sendUnacknowledged(pdu)
+        else { return false }
+        runBearer(actions, on: handle, kind: .writeCommand)
+        pumpACL()
+        // The queue is now full: whoever queues Write Commands will wait for room, whether or not it tries (and is
+        // refused) first, so `.readyToWriteWithoutResponse` must follow when it drains.
+        if let after = links[handle]?.queuedWriteCommands, after >= depth {
+            links[handle]?.writeCommandsRefused = true
+        }
+        return true
+    }
+
+    /// Whether a Write Command can be queued on this link now.
+    public func canWriteWithoutResponse(on handle: ConnectionHandle) -> Bool {
+        guard let queued = links[handle]?.queuedWriteCommands else { return false }
+        return queued < configuration.writeWithoutResponseQueueDepth
+    }
+
+    /// The ATT_MTU of a link (23 until an exchange raised it).
+    public func mtu(on handle: ConnectionHandle) -> Int {
+        Int(links[handle]?.bearer.mtu ?? 23)
+    }
+
+    /// The links up now, by handle.
+    public var linkInfos: [LinkInfo] { links.values.map(\.info).sorted { $0.handle < $1.handle } }
+}

@@ -1,0 +1,177 @@
+import BLECore
+import BLEGATT
+import BLEHCI
+
+extension HostMachine {
+    // MARK: Scanning and advertising
+
+    var ownAddressType: BluetoothAddress.AddressType {
+        (info?.address.type ?? .publicDevice).isRandom ? .randomDevice : .publicDevice
+    }
+
+    /// Performs the scan machine's outputs: its one command, and the requests it completed.
+    mutating func runScan(_ outputs: [ScanMachine.Output]) {
+        for output in outputs {
+            switch output {
+            case .send(.setParameters(let parameters)):
+                let command = HCILESetScanParameters(
+                    scanType: parameters.active ? .active : .passive, scanInterval: parameters.interval,
+                    scanWindow: parameters.window, ownAddressType: ownAddressType)
+                enqueue(command.packet, for: .scan)
+            case .send(.enable(let filterDuplicates)):
+                enqueue(HCILESetScanEnable(enable: true, filterDuplicates: filterDuplicates).packet, for: .scan)
+            case .send(.disable):
+                enqueue(HCILESetScanEnable(enable: false).packet, for: .scan)
+            case .complete(let id, let result):
+                complete(id, result.map { .done })
+            }
+        }
+    }
+
+    /// Performs the advertising machine's outputs.
+    mutating func runAdvertising(_ outputs: [AdvertisingMachine.Output]) {
+        for output in outputs {
+            switch output {
+            case .send(.setParameters(let parameters)):
+                let type: HCIAdvertisingType =
+                    switch parameters.kind {
+                    case .connectable: .advInd
+                    case .scannable: .advScanInd
+                    case .nonConnectable: .advNonconnInd
+                    }
+                let command = HCILESetAdvertisingParameters(
+                    advertisingIntervalMin: parameters.intervalMin, advertisingIntervalMax: parameters.intervalMax,
+                    advertisingType: type, ownAddressType: ownAddressType)
+                enqueue(command.packet, for: .advertising)
+            case .send(.setData(let data)):
+                enqueue(HCILESetAdvertisingData(advertisingData: data).packet, for: .advertising)
+            case .send(.setScanResponse(let data)):
+                enqueue(HCILESetScanResponseData(scanResponseData: data).packet, for: .advertising)
+            case .send(.enable):
+                enqueue(HCILESetAdvertisingEnable(enable: true).packet, for: .advertising)
+            case .send(.disable):
+                enqueue(HCILESetAdvertisingEnable(enable: false).packet, for: .advertising)
+            case .complete(let id, let result):
+                complete(id, result.map { .done })
+            }
+        }
+    }
+
+    // MARK: Connections
+
+    /// LE Create Connection. One initiation at a time: a second request fails at once.
+    mutating func connect(to peer: BluetoothAddress, parameters: ConnectionParameters, id: HostOperationID) {
+        guard initiating == nil else {
+            complete(id, .failure(HostError(.invalidState, "a connection is already being initiated")))
+            return
+        }
+        initiating = (peer, id)
+        let command = HCILECreateConnection(
+            scanInterval: 0x0060, scanWindow: 0x0030, initiatorFilterPolicy: .usePeerAddress, peerAddress: peer,
+            ownAddressType: ownAddressType, connectionIntervalMin: parameters.intervalMin,
+            connectionIntervalMax: parameters.intervalMax, maxLatency: parameters.latency,
+            supervisionTimeout: parameters.supervisionTimeout, minCELength: 0, maxCELength: 0)
+        enqueue(command.packet, for: .connect(id))
+    }
+
+    /// The controller answered LE Create Connection: the request completes; a refusal ends the initiation.
+    mutating func connectAnswered(id: HostOperationID, _ result: Result<Void, HostError>) {
+        if case .failure = result, initiating?.id == id { initiating = nil }
+        complete(id, result.map { .done })
+    }
+
+    // MARK: HCI events
+
+    mutating func handle(_ event: HCIEvent) {
+        switch event {
+        case .commandComplete(let complete):
+            commandAnswered(opcode: complete.opcode, credits: complete.numHCICommandPackets, .complete(complete))
+        case .commandStatus(let status):
+            commandAnswered(opcode: status.opcode, credits: status.numHCICommandPackets, .status(status))
+        case .disconnectionComplete(let event):
+            guard event.status == .success else { return }
+            linkDown(
+                event.handle, reason: event.reason,
+                error: HostError(.disconnected, "the link went down: \(event.reason)"),
+                emit: true)
+        case .numberOfCompletedPackets(let event):
+            for entry in event.entries {
+                guard let inFlight = links[entry.handle]?.inFlight else { continue }
+                let done = min(Int(entry.numCompletedPackets), inFlight)
+                links[entry.handle]?.inFlight -= done
+                acl.credits = min(acl.credits + done, acl.total)
+            }
+            pumpACL()
+        case .leMeta(let meta):
+            handleLEMeta(meta)
+        case .encryptionChange(let event):
+            server.encryptionChanged(event.handle, isEncrypted: event.isEncrypted && event.status == .success)
+        case .hardwareError, .dataBufferOverflow, .encryptionKeyRefreshComplete,
+            .readRemoteVersionInformationComplete, .unknown:
+            break
+        }
+    }
+
+    private mutating func handleLEMeta(_ meta: HCILEMetaEvent) {
+        switch meta {
+        case .advertisingReport(let event):
+            guard scan.isScanning else { return }
+            for report in event.reports {
+                guard let kind = AdvertisingReport.Kind(rawValue: report.eventType.rawValue) else { continue }
+                emit(
+                    .advertisingReport(
+                        AdvertisingReport(
+                            kind: kind, address: report.address, rssi: report.rssi == 127 ? nil : Int(report.rssi),
+                            data: report.data)))
+            }
+        case .extendedAdvertisingReport(let event):
+            guard scan.isScanning else { return }
+            for report in event.reports where report.eventType.dataStatus == 0 {
+                guard let kind = Self.kind(of: report.eventType) else { continue }
+                emit(
+                    .advertisingReport(
+                        AdvertisingReport(
+                            kind: kind, address: report.address, rssi: report.rssi == 127 ? nil : Int(report.rssi),
+                            data: report.data)))
+            }
+        case .connectionComplete(let event):
+            connectionComplete(
+                status: event.status, handle: event.handle, role: event.role, peer: event.peerAddress,
+                interval: event.connectionInterval, latency: event.peripheralLatency, timeout: event.supervisionTimeout)
+        case .enhancedConnectionComplete(let event):
+            connectionComplete(
+                status: event.status, handle: event.handle, role: event.role, peer: event.peerAddress,
+                interval: event.connectionInterval, latency: event.peripheralLatency, timeout: event.supervisionTimeout)
+        case .connectionUpdateComplete(let event):
+            guard event.status == .success, links[event.handle] != nil else { return }
+            links[event.handle]?.info.interval = event.connectionInterval
+            links[event.handle]?.info.latency = event.peripheralLatency
+            links[event.handle]?.info.supervisionTimeout = event.supervisionTimeout
+        case .remoteConnectionParameterRequest(let request):
+            // Accept what the peer asks for when it is valid: the controller checked the ranges.
+            let reply = HCILERemoteConnectionParameterRequestReply(
+                handle: request.handle, intervalMin: request.intervalMin, intervalMax: request.intervalMax,
+                maxLatency: request.maxLatency, timeout: request.timeout, minCELength: 0, maxCELength: 0)
+            enqueue(reply.packet, for: .none)
+        case .dataLengthChange(let event):
+            links[event.handle]?.maxTxOctets = Int(event.maxTxOctets)
+        case .longTermKeyRequest(let request):
+            // No bonding yet (security is a later layer): refuse, so the peer learns the key is missing.
+            enqueue(HCILELongTermKeyRequestNegativeReply(handle: request.handle).packet, for: .none)
+        case .readRemoteFeaturesComplete, .phyUpdateComplete, .unknown:
+            break
+        }
+    }
+
+    /// The legacy report kind of an extended report's event type (Vol 4, Part E, 7.7.65.13: legacy PDUs have
+    /// fixed bit patterns; extended ones are classified by their connectable and scannable bits).
+    static func kind(of type: HCILEMetaEvent.ExtendedAdvertisingReport.EventType) -> AdvertisingReport.Kind? {
+        if type.contains(.scanResponse) { return .scanResponse }
+        if type.contains(.directed) {
+            return type.contains(.connectable) ? .connectableDirected : .nonConnectableUndirected
+        }
+        if type.contains(.connectable) { return .connectableUndirected }
+        if type.contains(.scannable) { return .scannableUndirected }
+        return .nonConnectableUndirected
+    }
+}

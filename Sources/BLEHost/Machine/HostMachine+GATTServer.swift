@@ -1,0 +1,101 @@
+import BLEATT
+import BLECore
+import BLEGATT
+
+/// Where a published service landed in the database.
+public struct PublishedService: Sendable, Hashable {
+    public var serviceHandle: AttributeHandle
+    /// The value handle of each characteristic, in definition order.
+    public var characteristicValueHandles: [AttributeHandle]
+}
+
+extension HostMachine {
+    /// Adds a service to the GATT server. Connected clients that enabled Service Changed indications are told
+    /// about the new handle range (Core Spec 5.4, Vol 3, Part G, 7.1).
+    public mutating func addService(_ definition: GATTServiceDefinition) -> (
+        Result<PublishedService, HostError>, actions: [HostAction]
+    ) {
+        do throws(GATTError) {
+            let layout = try server.database.add(definition)
+            indicateServiceChanged(layout.service.handleRange)
+            let published = PublishedService(
+                serviceHandle: layout.service.handleRange.lowerBound,
+                characteristicValueHandles: layout.characteristics.map(\.characteristic.valueHandle))
+            return (.success(published), takeActions())
+        } catch {
+            return (.failure(HostError(.invalidParameters, "the service cannot be published: \(error)")), [])
+        }
+    }
+
+    /// Removes the service declared at `handle`; connected clients that enabled Service Changed indications are
+    /// told about the handle range it occupied.
+    public mutating func removeService(at handle: AttributeHandle) -> [HostAction] {
+        guard let removed = server.database.removeService(at: handle) else { return [] }
+        indicateServiceChanged(removed.handleRange)
+        return takeActions()
+    }
+
+    /// Sets the GAP Device Name the server shows.
+    public mutating func setDeviceName(_ name: String) {
+        server.database.deviceName = name
+    }
+
+    /// Answers a `.serverRead` or `.serverWrite` request.
+    public mutating func respond(to request: GATTServerRequestID, result: ATTErrorCode, value: [UInt8]?)
+        -> [HostAction]
+    {
+        runServer(server.respond(to: request, result: result, value: value))
+        pumpACL()
+        return takeActions()
+    }
+
+    /// Sends `value` to the clients subscribed to the characteristic whose value handle is `attribute` (all of
+    /// them, or those in `connections`): a notification or an indication, as each client configured. Returns
+    /// false, sending nothing, when any target's queue is full; `.readyToNotify` follows.
+    public mutating func notify(attribute: AttributeHandle, value: [UInt8], to connections: [ConnectionHandle]?)
+        -> (sent: Bool, actions: [HostAction])
+    {
+        let depth = configuration.notificationQueueDepth
+        let targets = server.subscribers(of: attribute).filter { connections?.contains($0.0) ?? true }
+        for (handle, _) in targets {
+            guard let link = links[handle] else { continue }
+            if link.queuedNotifications + link.pendingIndications >= depth {
+                notifyRefused = true
+                return (false, takeActions())
+            }
+        }
+        for (handle, configuration) in targets where links[handle] != nil {
+            if configuration.contains(.notification),
+                let notification = server.notification(characteristicValue: attribute, value: value, to: handle),
+                let actions = try? links[handle]?.bearer.sendUnacknowledged(.handleValueNotification(notification))
+            {
+                runBearer(actions, on: handle, kind: .notification)
+            } else if configuration.contains(.indication),
+                let indication = server.indication(characteristicValue: attribute, value: value, to: handle)
+            {
+                sendIndication(indication, on: handle)
+            }
+        }
+        pumpACL()
+        return (true, takeActions())
+    }
+
+    /// Sends a Service Changed indication for `range` on every link whose client enabled it.
+    /// - SeeAlso: Core Spec 5.4, Vol 3, Part G, 7.1 (Service Changed).
+    private mutating func indicateServiceChanged(_ range: ClosedRange<AttributeHandle>) {
+        for handle in links.keys.sorted() {
+            guard let indication = server.serviceChangedIndication(range: range, to: handle) else { continue }
+            sendIndication(indication, on: handle)
+        }
+        pumpACL()
+    }
+
+    /// Hands an indication to the link's bearer (one outstanding at a time; it counts against the queue depth
+    /// until confirmed).
+    private mutating func sendIndication(_ indication: ATTPDU.HandleValueIndication, on handle: ConnectionHandle) {
+        nextIndication += 1
+        links[handle]?.pendingIndications += 1
+        let actions = links[handle]?.bearer.sendIndication(indication, id: ATTRequestID(nextIndication)) ?? []
+        runBearer(actions, on: handle, kind: .other)
+    }
+}

@@ -1,0 +1,213 @@
+import BLEATT
+import BLECore
+import BLEGATT
+import BLEHCI
+import BLEL2CAP
+import DequeModule
+import NIOCore
+
+extension HostMachine {
+    /// LE Connection Complete (either form): a link is up, or an initiation ended.
+    mutating func connectionComplete(
+        status: HCIStatus, handle: ConnectionHandle, role: HCIRole, peer: BluetoothAddress,
+        interval: UInt16, latency: UInt16, timeout: UInt16
+    ) {
+        guard status == .success else {
+            // An initiation that failed or was cancelled (0x02 after LE Create Connection Cancel), or directed
+            // advertising that timed out (peripheral role: nothing to report upward but the end of advertising).
+            if role == .central || initiating != nil, let target = initiating {
+                initiating = nil
+                let error =
+                    status == .unknownConnectionIdentifier
+                    ? HostError(.hci(status), "the connection attempt was cancelled")
+                    : HostError(.hci(status), "the connection failed: \(status)")
+                emit(.connectionFailed(peer: target.peer, error: error))
+            } else {
+                advertisingEnded()
+            }
+            return
+        }
+        let linkRole: LinkRole = role == .central ? .central : .peripheral
+        let info = LinkInfo(
+            handle: handle, role: linkRole, peer: peer, interval: interval, latency: latency,
+            supervisionTimeout: timeout)
+        if linkRole == .central { initiating = nil }
+        links[handle] = Link(info: info, preferredMTU: configuration.preferredMTU)
+        acl.order.append(handle)
+        server.connected(handle)
+        emit(.connected(info))
+        // Legacy advertising stops when a central connects (Vol 6, Part B, 4.4.2).
+        if linkRole == .peripheral { advertisingEnded() }
+        if linkRole == .central {
+            // As iOS does, the central offers its MTU at once; requests the application makes meanwhile queue
+            // behind the exchange.
+            startClientOperation(
+                .exchangeMTU(clientRxMTU: UInt16(clamping: configuration.preferredMTU)), on: handle, id: nil)
+        }
+        if let info = self.info,
+            HCISupportedCommands(octets: info.supportedCommands).supports(HCILESetDataLength.opcode),
+            configuration.preferredDataLength > 27
+        {
+            let octets = UInt16(clamping: configuration.preferredDataLength)
+            let command = HCILESetDataLength(handle: handle, txOctets: octets, txTime: StartupSequence.txTime(octets))
+            enqueue(command.packet, for: .none)
+        }
+        pumpACL()
+    }
+
+    /// The controller stopped advertising on its own: tell the layer above if it wanted advertising.
+    mutating func advertisingEnded() {
+        let (wasAdvertising, outputs) = advertising.ended()
+        if wasAdvertising { emit(.advertisingEnded) }
+        runAdvertising(outputs)
+    }
+
+    /// A link went down (or the transport closed): every operation pending on it completes with an error
+    /// before `.disconnected` is emitted.
+    mutating func linkDown(_ handle: ConnectionHandle, reason: HCIStatus, error: HostError, emit shouldEmit: Bool) {
+        guard var link = links.removeValue(forKey: handle) else { return }
+        acl.order.removeAll { $0 == handle }
+        if acl.nextTurn >= acl.order.count { acl.nextTurn = 0 }
+        for timer in link.attTimers.values.sorted() { cancelTimer(timer) }
+        for timer in link.signalingTimers.values.sorted() { cancelTimer(timer) }
+        // The controller frees the buffers of a closed link (Vol 4, Part E, 4.3).
+        acl.credits = min(acl.credits + link.inFlight, acl.total)
+        // Fail what the client was doing, then let the bearer and client wind down.
+        let failure =
+            error.code == .transportClosed
+            ? HostError(.transportClosed, "the controller's transport closed before the operation completed")
+            : HostError(.disconnected, "the link went down before the operation completed")
+        for action in link.client.linkDisconnected() {
+            guard case .complete(let operation, _) = action,
+                let waiting = clientOperations.removeValue(forKey: operation)
+            else { continue }
+            if let id = waiting { complete(id, .failure(failure)) }
+        }
+        _ = link.bearer.linkDisconnected()
+        _ = link.signaling.linkDisconnected()
+        server.disconnected(handle)
+        if shouldEmit { emit(.disconnected(handle, reason: reason)) }
+        pumpACL()
+        // An application refused because this link's queue was full must not wait for it to drain.
+        checkNotifyRoom()
+    }
+
+    // MARK: ACL out
+
+    /// Queues an L2CAP PDU on a link, fragmented to the controller's LE ACL buffer size.
+    mutating func queueL2CAP(
+        _ payload: ByteBuffer, channel: L2CAPChannelID, kind: OutgoingFragment.Kind, on handle: ConnectionHandle
+    ) {
+        guard links[handle] != nil else { return }
+        let frame = L2CAPBasicFrame(channelID: channel, payload: payload)
+        let fragments = L2CAPFragmenter(maximumFragmentLength: acl.length).fragments(of: frame)
+        for (i, fragment) in fragments.enumerated() {
+            let packet = HCIACLDataPacket(
+                handle: handle, packetBoundary: .init(rawValue: fragment.boundary.rawValue),
+                data: Array(fragment.data.readableBytesView))
+            links[handle]?.outgoing.append(.init(packet: packet, kind: kind, isLast: i == fragments.count - 1))
+        }
+        switch kind {
+        case .writeCommand: links[handle]?.queuedWriteCommands += 1
+        case .notification: links[handle]?.queuedNotifications += 1
+        case .other: break
+        }
+    }
+
+    /// Hands queued fragments to the controller while it has free buffers, taking links in turn.
+    mutating func pumpACL() {
+        var notificationsDrained = false
+        while acl.credits > 0, !acl.order.isEmpty {
+            var sent = false
+            for step in 0..<acl.order.count {
+                let index = (acl.nextTurn + step) % acl.order.count
+                let handle = acl.order[index]
+                guard let next = links[handle]?.outgoing.popFirst() else { continue }
+                acl.credits -= 1
+                links[handle]?.inFlight += 1
+                send(.acl(next.packet))
+                if next.isLast {
+                    switch next.kind {
+                    case .writeCommand:
+                        writeCommandLeft(handle)
+                    case .notification:
+                        links[handle]?.queuedNotifications -= 1
+                        notificationsDrained = true
+                    case .other:
+                        break
+                    }
+                }
+                acl.nextTurn = (index + 1) % acl.order.count
+                sent = true
+                break
+            }
+            if !sent { break }
+        }
+        if notificationsDrained { checkNotifyRoom() }
+    }
+
+    private mutating func writeCommandLeft(_ handle: ConnectionHandle) {
+        links[handle]?.queuedWriteCommands -= 1
+        guard links[handle]?.writeCommandsRefused == true,
+            let queued = links[handle]?.queuedWriteCommands, queued < configuration.writeWithoutResponseQueueDepth
+        else { return }
+        links[handle]?.writeCommandsRefused = false
+        emit(.readyToWriteWithoutResponse(handle))
+    }
+
+    // MARK: ACL in
+
+    mutating func receivedACL(_ packet: HCIACLDataPacket) {
+        guard links[packet.handle] != nil,
+            let boundary = L2CAPPacketBoundary(rawValue: packet.packetBoundary.rawValue)
+        else { return }
+        let handle = packet.handle
+        guard let output = links[handle]?.recombiner.receive(ByteBuffer(bytes: packet.data), boundary: boundary),
+            let frame = output.frame
+        else { return }
+        switch frame.channelID {
+        case .att:
+            let actions = links[handle]?.bearer.received(frame.payload) ?? []
+            runBearer(actions, on: handle, kind: .other)
+        case .leSignaling:
+            let actions = links[handle]?.signaling.received(frame.payload) ?? []
+            runSignaling(actions, on: handle)
+        case .smp:
+            // Pairing is a later layer: refuse politely (Pairing Failed, Pairing Not Supported 0x05) so the peer
+            // does not wait for its SMP timeout. Never answer a Pairing Failed.
+            if let code = frame.payload.getInteger(at: frame.payload.readerIndex, as: UInt8.self), code != 0x05 {
+                queueL2CAP(ByteBuffer(bytes: [0x05, 0x05]), channel: .smp, kind: .other, on: handle)
+            }
+        default:
+            break  // Unknown fixed channels are dropped (Vol 3, Part A, 2.1).
+        }
+        pumpACL()
+    }
+
+    // MARK: Signalling
+
+    mutating func runSignaling(_ actions: [L2CAPSignalingChannel.Action], on handle: ConnectionHandle) {
+        for action in actions {
+            switch action {
+            case .send(let command):
+                queueL2CAP(command.encoded, channel: .leSignaling, kind: .other, on: handle)
+            case .startTimer(let timer, let after):
+                guard links[handle] != nil else { continue }
+                if let running = links[handle]?.signalingTimers[timer] { cancelTimer(running) }
+                let id = startTimer(.signaling(handle, timer), after: after)
+                links[handle]?.signalingTimers[timer] = id
+            case .cancelTimer(let timer):
+                if let running = links[handle]?.signalingTimers.removeValue(forKey: timer) { cancelTimer(running) }
+            case .requestConnectionUpdate(let parameters, let identifier):
+                // Central: apply the peripheral's request through the controller, then answer.
+                let update = HCILEConnectionUpdate(
+                    handle: handle, connectionIntervalMin: parameters.minimumInterval,
+                    connectionIntervalMax: parameters.maximumInterval, maxLatency: parameters.peripheralLatency,
+                    supervisionTimeout: parameters.supervisionTimeout, minCELength: 0, maxCELength: 0)
+                enqueue(update.packet, for: .connectionUpdate(handle, identifier))
+            case .connectionParameterUpdateCompleted:
+                break
+            }
+        }
+    }
+}

@@ -1,0 +1,217 @@
+import BLEATT
+import BLECore
+import BLEGATT
+import BLEHCI
+import BLEL2CAP
+import DequeModule
+
+/// The host for one controller as one value: every rule of the host stack, and none of its I/O.
+///
+/// ### Overview
+/// The machine composes the pure machines below it (per link: the L2CAP recombiner and signalling channel,
+/// the ATT bearer, the GATT client; once: the GATT server) with the host's own bookkeeping: HCI command
+/// credits, LE ACL credits and fragmentation, the link table, the scan and advertising machines, the start-up
+/// sequence and the connection being initiated. It holds no closures, no timer handles, no transport, no lock.
+///
+/// ### Function
+/// Events come in through a handful of mutating methods: `requested(_:id:)` (a request of the layer above,
+/// carrying the operation id the driver gave it), `received(_:)` (an HCI packet from the controller),
+/// `timerFired(_:)` and `transportClosed(reason:)`; and a few requests that answer at once
+/// (`writeWithoutResponse`, `notify`, `addService`, ...). Each returns the `HostAction`s it produced, in
+/// order: packets to send, timers to start or cancel by id, operations to complete, events to emit. The
+/// driver performs them in that order, and feeds in the next event only through these methods.
+///
+/// ### Implementation
+/// Within one event, helpers append to `pending`, which the entry point hands back whole. A link is changed in
+/// place in `links`, never copied out and written back. HCI commands queue with what they are for
+/// (`CommandPurpose`) instead of a callback, and timers carry what they are for (`TimerPurpose`) under an id
+/// that is never reused, so a late expiry of a cancelled timer finds nothing and is ignored.
+public struct HostMachine: Sendable {
+    public let configuration: HostConfiguration
+    /// What the controller reported during initialisation (nil until the start-up sequence finished).
+    public internal(set) var info: ControllerInfo?
+    /// Whether the transport closed: the machine then refuses every request.
+    public private(set) var isClosed = false
+
+    var commands = CommandFlow()
+    var acl = ACLFlow()
+    var links: [ConnectionHandle: Link] = [:]
+    var scan = ScanMachine()
+    var advertising = AdvertisingMachine()
+    /// The LE Create Connection this host has under way, and the request that made it.
+    var initiating: (peer: BluetoothAddress, id: HostOperationID)?
+    var startup: StartupSequence?
+
+    var server: GATTServer
+    /// GATT client operations by the id the client knows them by; nil for the machine's own (the MTU exchange
+    /// a central starts on connecting), whose results nobody waits for.
+    var clientOperations: [GATTOperationID: HostOperationID?] = [:]
+    var nextClientOperation: UInt64 = 1
+    /// Indication ids, kept apart from the ids the GATT clients give their ATT requests.
+    var nextIndication: UInt64 = 1 << 62
+    /// `notify` refused because a queue was full: `.readyToNotify` follows when there is room.
+    var notifyRefused = false
+
+    var timers: [HostTimerID: TimerPurpose] = [:]
+    var nextTimer: UInt64 = 1
+
+    /// What the current event produced so far.
+    var pending: [HostAction] = []
+
+    public init(configuration: HostConfiguration = HostConfiguration()) {
+        self.configuration = configuration
+        self.server = GATTServer(
+            database: GATTDatabase(deviceName: configuration.deviceName, appearance: configuration.appearance))
+    }
+
+    // MARK: Events in
+
+    /// A request of the layer above. Every request completes exactly once with `id`, through a
+    /// `.complete(id, _)` action, possibly among the ones returned here.
+    public mutating func requested(_ request: HostRequest, id: HostOperationID) -> [HostAction] {
+        guard !isClosed else {
+            complete(id, .failure(HostError(.transportClosed, "\(request.name) was refused: the transport is closed")))
+            return takeActions()
+        }
+        switch request {
+        case .start:
+            startInitialisation(id: id)
+        case .command(let packet):
+            enqueue(packet, for: .operation(id))
+        case .startScan(let parameters):
+            runScan(scan.start(parameters, id: id))
+        case .stopScan:
+            runScan(scan.stop(id: id))
+        case .startAdvertising(let parameters, let data, let scanResponse):
+            let set = AdvertisingSet(parameters: parameters, data: data, scanResponse: scanResponse)
+            runAdvertising(advertising.start(set, id: id))
+        case .stopAdvertising:
+            runAdvertising(advertising.stop(id: id))
+        case .connect(let peer, let parameters):
+            connect(to: peer, parameters: parameters, id: id)
+        case .cancelConnect:
+            enqueue(HCILECreateConnectionCancel().packet, for: .operation(id))
+        case .disconnect(let handle, let reason):
+            enqueue(HCIDisconnect(handle: handle, reason: reason).packet, for: .operation(id))
+        case .readRSSI(let handle):
+            enqueue(HCIReadRSSI(handle: handle).packet, for: .readRSSI(id))
+        case .gatt(let operation, let handle):
+            startClientOperation(operation, on: handle, id: id)
+        }
+        return takeActions()
+    }
+
+    /// A packet from the controller.
+    public mutating func received(_ packet: HCIPacket) -> [HostAction] {
+        switch packet {
+        case .event(let packet):
+            // A malformed event from the controller: nothing sensible can be done with it. A command it might
+            // have completed times out and its credit is reclaimed.
+            if let event = try? HCIEvent(packet) { handle(event) }
+        case .acl(let packet):
+            receivedACL(packet)
+        default:
+            break
+        }
+        return takeActions()
+    }
+
+    /// A timer the machine started has expired.
+    public mutating func timerFired(_ id: HostTimerID) -> [HostAction] {
+        guard let purpose = timers.removeValue(forKey: id) else { return [] }
+        switch purpose {
+        case .command:
+            commandTimedOut(timer: id)
+        case .att(let handle, let timer):
+            guard links[handle]?.attTimers[timer] == id else { break }
+            links[handle]?.attTimers[timer] = nil
+            let actions = links[handle]?.bearer.timerFired(timer) ?? []
+            runBearer(actions, on: handle, kind: .other)
+            pumpACL()
+        case .signaling(let handle, let timer):
+            guard links[handle]?.signalingTimers[timer] == id else { break }
+            links[handle]?.signalingTimers[timer] = nil
+            let actions = links[handle]?.signaling.timerFired(timer) ?? []
+            runSignaling(actions, on: handle)
+            pumpACL()
+        }
+        return takeActions()
+    }
+
+    /// The transport to the controller closed: every pending request fails, every link goes down (without a
+    /// `.disconnected` each), and `.transportClosed` is the last event.
+    public mutating func transportClosed(reason: String?) -> [HostAction] {
+        guard !isClosed else { return [] }
+        isClosed = true
+        let error = HostError(.transportClosed, "the controller's transport closed" + (reason.map { ": \($0)" } ?? ""))
+        // The scan and advertising machines let go of their commands first, so failing those commands below
+        // finds nothing in flight there.
+        runScan(scan.closed(error))
+        runAdvertising(advertising.closed(error))
+        for command in commands.removeAll() {
+            if let timer = command.timer { cancelTimer(timer) }
+            commandFinished(command.purpose, opcode: command.opcode, .failure(error))
+        }
+        for handle in links.keys.sorted() {
+            linkDown(handle, reason: .connectionTerminatedByLocalHost, error: error, emit: false)
+        }
+        emit(.transportClosed(reason))
+        return takeActions()
+    }
+
+    // MARK: Actions out
+
+    mutating func takeActions() -> [HostAction] {
+        defer { pending = [] }
+        return pending
+    }
+
+    mutating func send(_ packet: HCIPacket) { pending.append(.send(packet)) }
+    mutating func emit(_ event: HostEvent) { pending.append(.emit(event)) }
+
+    mutating func complete(_ id: HostOperationID, _ result: Result<HostOutput, HostError>) {
+        pending.append(.complete(id, result))
+    }
+
+    mutating func startTimer(_ purpose: TimerPurpose, after delay: Duration) -> HostTimerID {
+        let id = HostTimerID(rawValue: nextTimer)
+        nextTimer += 1
+        timers[id] = purpose
+        pending.append(.startTimer(id, after: delay))
+        return id
+    }
+
+    mutating func cancelTimer(_ id: HostTimerID) {
+        guard timers.removeValue(forKey: id) != nil else { return }
+        pending.append(.cancelTimer(id))
+    }
+}
+
+/// What a timer is for.
+enum TimerPurpose: Sendable, Hashable {
+    /// An HCI command's answer timeout (the command in flight holds the id).
+    case command
+    /// An ATT bearer's transaction timer on a link.
+    case att(ConnectionHandle, ATTTimer)
+    /// An L2CAP signalling channel's response timer on a link.
+    case signaling(ConnectionHandle, L2CAPSignalingChannel.Timer)
+}
+
+extension HostRequest {
+    /// How a refusal names the request.
+    var name: String {
+        switch self {
+        case .start: "controller initialisation"
+        case .command(let packet): "\(packet.opcode)"
+        case .startScan: "starting a scan"
+        case .stopScan: "stopping the scan"
+        case .startAdvertising: "starting advertising"
+        case .stopAdvertising: "stopping advertising"
+        case .connect: "connecting"
+        case .cancelConnect: "cancelling the connection attempt"
+        case .disconnect: "disconnecting"
+        case .readRSSI: "reading the RSSI"
+        case .gatt: "the GATT operation"
+        }
+    }
+}

@@ -1,0 +1,59 @@
+import BLEATT
+import BLECore
+import BLEGATT
+import BLEHCI
+import BLEL2CAP
+import DequeModule
+
+/// One link and the machines that run on it.
+struct Link: Sendable {
+    var info: LinkInfo
+    var recombiner = L2CAPRecombiner()
+    var signaling: L2CAPSignalingChannel
+    var bearer: ATTBearer
+    var client: GATTClient
+    /// ACL fragments waiting for a controller buffer, and what each is (for queue-depth accounting).
+    var outgoing: Deque<OutgoingFragment> = []
+    /// ACL packets the controller holds for this link (not yet reported by Number Of Completed Packets).
+    var inFlight = 0
+    /// Current LL payload limit, from LE Data Length Change.
+    var maxTxOctets = 27
+    /// Write Commands queued in `outgoing` (their last fragment not yet handed to the controller).
+    var queuedWriteCommands = 0
+    /// A Write Command was refused (or filled the queue): `.readyToWriteWithoutResponse` follows when it drains.
+    var writeCommandsRefused = false
+    var queuedNotifications = 0
+    /// Indications handed to the bearer and not yet confirmed.
+    var pendingIndications = 0
+    /// The running timers of the bearer and the signalling channel, by the ids the machine gave them.
+    var attTimers: [ATTTimer: HostTimerID] = [:]
+    var signalingTimers: [L2CAPSignalingChannel.Timer: HostTimerID] = [:]
+
+    init(info: LinkInfo, preferredMTU: Int) {
+        self.info = info
+        self.signaling = L2CAPSignalingChannel(role: info.role == .central ? .central : .peripheral)
+        self.bearer = ATTBearer(localRxMTU: UInt16(clamping: preferredMTU))
+        self.client = GATTClient(firstRequestID: 1)
+    }
+}
+
+/// One ACL fragment waiting to go out.
+struct OutgoingFragment: Sendable {
+    enum Kind: Sendable { case other, writeCommand, notification }
+    var packet: HCIACLDataPacket
+    var kind: Kind
+    /// Whether this is the last fragment of its PDU (the queue counters drop when it leaves).
+    var isLast: Bool
+}
+
+/// LE ACL flow control (Core Spec 5.4, Vol 4, Part E, 4.1.1): credits are the controller's free LE ACL
+/// buffers; links take turns for them.
+struct ACLFlow: Sendable {
+    /// The controller's LE ACL buffer size: fragments are cut to it.
+    var length = 27
+    var total = 1
+    var credits = 1
+    /// Links in the order they take turns sending.
+    var order: [ConnectionHandle] = []
+    var nextTurn = 0
+}

@@ -1,0 +1,189 @@
+import BLECore
+import BLEHCI
+
+/// Resetting and initialising the controller, one command at a time.
+///
+/// Core Spec 5.4, Vol 3, Part C fixes no order; this is the usual one: Reset; scanning and advertising disabled
+/// (Reset should leave the controller idle, but some do not: Bumble's Reset does nothing, and a refusal to
+/// disable what is off is ignored); local version; supported commands; BD_ADDR; event masks; LE buffer sizes,
+/// with the fallback to the shared ACL buffers when the LE size is 0 (Vol 4, Part E, 7.8.2); LE features; a
+/// random static address when the controller has no public one; the suggested data length when supported.
+/// Optional commands are sent only when the controller claims them; a failed optional read is skipped.
+struct StartupSequence: Sendable {
+    enum Step: Sendable, Hashable {
+        case reset
+        case disableScan
+        case disableAdvertising
+        case readVersion
+        case readCommands
+        case readAddress
+        case setEventMask
+        case setLEEventMask
+        case readLEBufferSize
+        case readBufferSize
+        case readFeatures
+        case setRandomAddress(BluetoothAddress)
+        case writeDataLength
+    }
+
+    /// What to do after an answer.
+    enum Next: Sendable, Hashable {
+        case send(HCICommandPacket)
+        case finished(ControllerInfo)
+        case failed(HostError)
+    }
+
+    let id: HostOperationID
+    let preferredDataLength: Int
+    let randomSeed: UInt64
+    private(set) var step: Step = .reset
+    private var info = ControllerInfo(address: .zero)
+    private var supported: HCISupportedCommands?
+
+    init(id: HostOperationID, configuration: HostConfiguration) {
+        self.id = id
+        self.preferredDataLength = configuration.preferredDataLength
+        self.randomSeed = configuration.randomSeed
+    }
+
+    /// The first command.
+    var first: HCICommandPacket { HCIReset().packet }
+
+    /// The controller answered the current step.
+    mutating func answered(_ result: Result<HCICommandAnswer, HostError>) -> Next {
+        switch step {
+        case .reset:
+            if case .failure(let error) = HostMachine.decode(HCIReset.self, result) { return fail(error) }
+            return go(.disableScan, HCILESetScanEnable(enable: false).packet)
+        case .disableScan:
+            return go(.disableAdvertising, HCILESetAdvertisingEnable(enable: false).packet)
+        case .disableAdvertising:
+            return go(.readVersion, HCIReadLocalVersionInformation().packet)
+        case .readVersion:
+            if case .success(let version) = HostMachine.decode(HCIReadLocalVersionInformation.self, result) {
+                info.hciVersion = version.hciVersion.rawValue
+                info.manufacturer = version.companyIdentifier
+            }
+            return go(.readCommands, HCIReadLocalSupportedCommands().packet)
+        case .readCommands:
+            if case .success(let commands) = HostMachine.decode(HCIReadLocalSupportedCommands.self, result) {
+                supported = commands.supportedCommands
+                info.supportedCommands = commands.supportedCommands.octets
+            }
+            return go(.readAddress, HCIReadBDADDR().packet)
+        case .readAddress:
+            if case .success(let bd) = HostMachine.decode(HCIReadBDADDR.self, result) { info.address = bd.address }
+            let mask: HCIEventMask = [
+                .disconnectionComplete, .encryptionChange, .readRemoteVersionInformationComplete,
+                .hardwareError, .dataBufferOverflow, .encryptionKeyRefreshComplete, .leMeta,
+            ]
+            return go(.setEventMask, HCISetEventMask(eventMask: mask).packet)
+        case .setEventMask:
+            if case .failure(let error) = HostMachine.decode(HCISetEventMask.self, result) { return fail(error) }
+            let mask: HCILEEventMask = [
+                .connectionComplete, .advertisingReport, .connectionUpdateComplete, .readRemoteFeaturesComplete,
+                .longTermKeyRequest, .remoteConnectionParameterRequest, .dataLengthChange, .phyUpdateComplete,
+            ]
+            return go(.setLEEventMask, HCILESetEventMask(leEventMask: mask).packet)
+        case .setLEEventMask:
+            if case .failure(let error) = HostMachine.decode(HCILESetEventMask.self, result) { return fail(error) }
+            return go(.readLEBufferSize, HCILEReadBufferSize().packet)
+        case .readLEBufferSize:
+            switch HostMachine.decode(HCILEReadBufferSize.self, result) {
+            case .success(let size) where size.leACLDataPacketLength > 0 && size.totalNumLEACLDataPackets > 0:
+                info.leBufferLength = Int(size.leACLDataPacketLength)
+                info.leBufferCount = Int(size.totalNumLEACLDataPackets)
+                return go(.readFeatures, HCILEReadLocalSupportedFeatures().packet)
+            case .success:
+                // 0 means LE shares the BR/EDR buffers (Vol 4, Part E, 7.8.2): ask Read Buffer Size.
+                return go(.readBufferSize, HCIReadBufferSize().packet)
+            case .failure(let error):
+                return fail(error)
+            }
+        case .readBufferSize:
+            if case .success(let size) = HostMachine.decode(HCIReadBufferSize.self, result),
+                size.aclDataPacketLength > 0, size.totalNumACLDataPackets > 0
+            {
+                info.leBufferLength = Int(size.aclDataPacketLength)
+                info.leBufferCount = Int(size.totalNumACLDataPackets)
+            }
+            return go(.readFeatures, HCILEReadLocalSupportedFeatures().packet)
+        case .readFeatures:
+            if case .success(let features) = HostMachine.decode(HCILEReadLocalSupportedFeatures.self, result) {
+                info.leFeatures = features.leFeatures.rawValue
+            }
+            return afterFeatures()
+        case .setRandomAddress(let address):
+            if case .success = HostMachine.decode(HCILESetRandomAddress.self, result) { info.address = address }
+            return afterAddress()
+        case .writeDataLength:
+            return .finished(info)
+        }
+    }
+
+    private mutating func go(_ next: Step, _ packet: HCICommandPacket) -> Next {
+        step = next
+        return .send(packet)
+    }
+
+    private func fail(_ error: HostError) -> Next {
+        .failed(HostError(error.code, "controller initialisation failed: \(error.message)"))
+    }
+
+    private mutating func afterFeatures() -> Next {
+        guard info.address.bytes == [0, 0, 0, 0, 0, 0] else { return afterAddress() }
+        // No public address: use a random static one (two top bits set, Vol 6, Part B, 1.3.2.1).
+        var seed = randomSeed
+        var bytes: [UInt8] = []
+        for _ in 0..<6 {
+            seed = seed &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            bytes.append(UInt8(truncatingIfNeeded: seed >> 33))
+        }
+        bytes[0] |= 0xC0
+        let address = BluetoothAddress(bytes: bytes, type: .randomDevice)
+        return go(.setRandomAddress(address), HCILESetRandomAddress(randomAddress: address).packet)
+    }
+
+    private mutating func afterAddress() -> Next {
+        guard supported?.supports(HCILEWriteSuggestedDefaultDataLength.opcode) == true else { return .finished(info) }
+        let octets = UInt16(clamping: preferredDataLength)
+        let command = HCILEWriteSuggestedDefaultDataLength(
+            suggestedMaxTxOctets: octets, suggestedMaxTxTime: Self.txTime(octets))
+        return go(.writeDataLength, command.packet)
+    }
+
+    /// The 1M PHY time for `octets` of LL payload (Vol 6, Part B, 4.5.10): (octets + 14) * 8 us.
+    static func txTime(_ octets: UInt16) -> UInt16 { (octets + 14) * 8 }
+}
+
+extension HostMachine {
+    mutating func startInitialisation(id: HostOperationID) {
+        guard startup == nil else {
+            complete(id, .failure(HostError(.invalidState, "the controller is already being initialised")))
+            return
+        }
+        let sequence = StartupSequence(id: id, configuration: configuration)
+        startup = sequence
+        enqueue(sequence.first, for: .startup)
+    }
+
+    mutating func startupAnswered(_ result: Result<HCICommandAnswer, HostError>) {
+        guard var sequence = startup else { return }
+        let next = sequence.answered(result)
+        startup = sequence
+        switch next {
+        case .send(let packet):
+            enqueue(packet, for: .startup)
+        case .finished(let info):
+            startup = nil
+            self.info = info
+            acl.length = info.leBufferLength
+            acl.total = info.leBufferCount
+            acl.credits = info.leBufferCount
+            complete(sequence.id, .success(.controller(info)))
+        case .failed(let error):
+            startup = nil
+            complete(sequence.id, .failure(error))
+        }
+    }
+}
