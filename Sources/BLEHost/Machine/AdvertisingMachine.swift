@@ -53,10 +53,14 @@ struct AdvertisingMachine: Sendable {
 
     private(set) var desired: AdvertisingSet?
     private(set) var controller = ControllerState()
-    private(set) var inFlight: Command?
+    /// The command on the wire, if any, and the wish it was sent for.
+    private var sent: (command: Command, wish: AdvertisingSet?)?
     /// Requests waiting for the controller; all want `desired` (the others were overtaken when it changed).
     private var waiting: [(id: HostOperationID, wants: AdvertisingSet?)] = []
     private var disallowed = 0
+
+    /// The command on the wire, if any.
+    var inFlight: Command? { sent?.command }
 
     init() {}
 
@@ -89,47 +93,72 @@ struct AdvertisingMachine: Sendable {
         return (was, out)
     }
 
+    /// The controller answered the command in flight, or it timed out. As in ``ScanMachine``: a refusal means
+    /// no effect, a timeout an unknown one, and waiting requests fail only for a command sent for what is still
+    /// desired.
     mutating func answered(_ result: Result<Void, HostError>) -> [Output] {
-        guard let command = inFlight else { return [] }
-        inFlight = nil
+        guard let (command, wish) = sent else { return [] }
+        sent = nil
         var out: [Output] = []
-        switch (command, result) {
-        case (.disable, _):
-            controller.enabled = false
-        case (.setParameters(let parameters), .success):
-            controller.parameters = parameters
-            disallowed = 0
-        case (.setParameters, .failure(let error)) where error.code == .hci(.commandDisallowed) && disallowed == 0:
-            // It advertises on someone else's account: stop it, then try again.
-            disallowed += 1
-            controller.enabled = nil
-        case (.setData(let data), .success):
-            controller.data = data
-        case (.setScanResponse(let data), .success):
-            controller.scanResponse = data
-        case (.enable, .success):
-            controller.enabled = true
-        case (_, .failure(let error)):
-            disallowed = 0
+        switch result {
+        case .success:
             switch command {
-            case .setParameters: controller.parameters = nil
-            case .setData: controller.data = nil
-            case .setScanResponse: controller.scanResponse = nil
-            case .enable, .disable: break
+            case .disable: controller.enabled = false
+            case .enable: controller.enabled = true
+            case .setParameters(let parameters):
+                controller.parameters = parameters
+                disallowed = 0
+            case .setData(let data): controller.data = data
+            case .setScanResponse(let data): controller.scanResponse = data
             }
-            out += waiting.map { .complete($0.id, .failure(error)) }
-            waiting = []
-            desired = nil
+        case .failure(let error) where error.code == .timeout:
+            forget(what: command)
+            out += giveUp(wish, error)
+        case .failure(let error):
+            switch command {
+            case .disable:
+                // A controller that refuses to disable what is off: take it at its word.
+                controller.enabled = false
+            case .setParameters where error.code == .hci(.commandDisallowed) && disallowed == 0:
+                // It advertises on someone else's account: stop it, then try again.
+                disallowed += 1
+                controller.enabled = nil
+            case .setParameters, .setData, .setScanResponse, .enable:
+                disallowed = 0
+                if command != .enable { forget(what: command) }
+                out += giveUp(wish, error)
+            }
         }
         out += advance()
         return out
     }
 
+    /// What the controller holds for the field `command` sets is no longer known.
+    private mutating func forget(what command: Command) {
+        switch command {
+        case .enable, .disable: controller.enabled = nil
+        case .setParameters: controller.parameters = nil
+        case .setData: controller.data = nil
+        case .setScanResponse: controller.scanResponse = nil
+        }
+    }
+
+    /// A command sent for `wish` failed: if that is still what is desired, the requests waiting for it fail and
+    /// the wish is dropped rather than retried forever.
+    private mutating func giveUp(_ wish: AdvertisingSet?, _ error: HostError) -> [Output] {
+        guard wish == desired else { return [] }
+        let failed = waiting.map { Output.complete($0.id, .failure(error)) }
+        waiting = []
+        desired = nil
+        return failed
+    }
+
     mutating func closed(_ error: HostError) -> [Output] {
         let out = waiting.map { Output.complete($0.id, .failure(error)) }
         waiting = []
-        inFlight = nil
+        sent = nil
         desired = nil
+        disallowed = 0
         controller = ControllerState()
         return out
     }
@@ -164,9 +193,9 @@ struct AdvertisingMachine: Sendable {
     }
 
     private mutating func advance() -> [Output] {
-        guard inFlight == nil else { return [] }
+        guard sent == nil else { return [] }
         if let next = nextCommand() {
-            inFlight = next
+            sent = (next, desired)
             return [.send(next)]
         }
         let done = waiting

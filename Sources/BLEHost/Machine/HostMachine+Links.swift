@@ -116,6 +116,8 @@ extension HostMachine {
 
     /// Hands queued fragments to the controller while it has free buffers, taking links in turn.
     mutating func pumpACL() {
+        // Nothing leaves once the transport closed (tearing the links down frees credits).
+        guard !isClosed else { return }
         var notificationsDrained = false
         while acl.credits > 0, !acl.order.isEmpty {
             var sent = false

@@ -14,14 +14,18 @@ import BLEHCI
 /// Each request carries an operation id. A start completes when the controller scans with its parameters; a
 /// stop when the controller has stopped. A request overtaken by a later one before it took effect completes
 /// with `HostError.Code.cancelled` (a start overtaken by a stop) or success (a stop overtaken by a start: the
-/// stop is moot, nothing was left running on its account).
+/// stop is moot, nothing was left running on its account). A command the controller refuses, or does not
+/// answer, fails the requests waiting only when it was sent for what is still desired; then the wish is dropped
+/// (`desired` becomes nil) rather than retried. A command sent for a wish since overtaken fails nobody.
 ///
 /// ### Implementation
 /// The controller's state is kept field by field (enabled, parameters, duplicate filter), each `nil` when
 /// unknown. LE Set Scan Parameters is refused with Command Disallowed while the controller scans (Core Spec
 /// 5.4, Vol 4, Part E, 7.8.10); a controller another host left scanning answers so, and the machine then
 /// marks it enabled, disables it and tries once more. Disabling is never refused on its account: a
-/// controller that refuses to disable what is already off is taken at its word that it is off.
+/// controller that refuses to disable what is already off is taken at its word that it is off. A command that
+/// times out leaves the field it sets unknown, so the next step sends it (or a disable) again: the machine
+/// keeps asking, one command timeout apart, until the controller answers or the transport closes.
 struct ScanMachine: Sendable {
     /// One command toward the desired state.
     enum Command: Sendable, Hashable {
@@ -60,8 +64,8 @@ struct ScanMachine: Sendable {
     /// What the layer above wants: nil for no scan.
     private(set) var desired: ScanParameters?
     private(set) var controller = ControllerState()
-    /// The command on the wire, if any.
-    private(set) var inFlight: Command?
+    /// The command on the wire, if any, and the wish it was sent for.
+    private var sent: (command: Command, wish: ScanParameters?)?
     /// Requests waiting for the controller: the scan they asked for (nil: stopped). All want `desired`: the
     /// others were overtaken when it changed.
     private var waiting: [(id: HostOperationID, wants: ScanParameters?)] = []
@@ -72,6 +76,9 @@ struct ScanMachine: Sendable {
 
     /// Whether the layer above wants a scan (advertising reports are passed up only then).
     var isScanning: Bool { desired != nil }
+
+    /// The command on the wire, if any.
+    var inFlight: Command? { sent?.command }
 
     /// Whether nothing is in flight and the controller does what is desired.
     var isSettled: Bool { inFlight == nil && waiting.isEmpty && nextCommand() == nil }
@@ -92,44 +99,74 @@ struct ScanMachine: Sendable {
         return out
     }
 
-    /// The controller answered the command in flight.
+    /// The controller answered the command in flight, or it timed out.
+    ///
+    /// A refusal means the command had no effect (a refused disable is taken to mean the controller is off); a
+    /// timeout means its effect is unknown, and the machine finds out by sending a command again, one command
+    /// timeout later: it keeps trying until the controller answers or the transport closes, so that once the
+    /// controller answers again, it does what the API says. Either
+    /// way, the requests waiting fail only when the command was sent for what is still desired: a command
+    /// sent for a wish since overtaken fails nobody, and the machine goes on toward the current one.
     mutating func answered(_ result: Result<Void, HostError>) -> [Output] {
-        guard let command = inFlight else { return [] }
-        inFlight = nil
+        guard let (command, wish) = sent else { return [] }
+        sent = nil
         var out: [Output] = []
-        switch (command, result) {
-        case (.disable, _):
-            // Success, or a refusal to disable what is off: either way it does not scan.
-            controller.enabled = false
-        case (.setParameters(let parameters), .success):
-            controller.parameters = parameters
-            disallowed = 0
-        case (.setParameters, .failure(let error)) where error.code == .hci(.commandDisallowed) && disallowed == 0:
-            // It scans on someone else's account: stop it, then set the parameters again.
-            disallowed += 1
-            controller.enabled = nil
-        case (.enable(let filterDuplicates), .success):
-            controller.enabled = true
-            controller.filterDuplicates = filterDuplicates
-        case (.setParameters, .failure(let error)), (.enable, .failure(let error)):
-            // The controller will not scan as desired: give the wish up rather than retry forever.
-            // (After a failed LE Set Scan Parameters, what the controller holds is unknown.)
-            disallowed = 0
-            if case .setParameters = command { controller.parameters = nil }
-            out += waiting.map { .complete($0.id, .failure(error)) }
-            waiting = []
-            desired = nil
+        switch result {
+        case .success:
+            switch command {
+            case .disable:
+                controller.enabled = false
+            case .setParameters(let parameters):
+                controller.parameters = parameters
+                disallowed = 0
+            case .enable(let filterDuplicates):
+                controller.enabled = true
+                controller.filterDuplicates = filterDuplicates
+            }
+        case .failure(let error) where error.code == .timeout:
+            switch command {
+            case .disable, .enable: controller.enabled = nil
+            case .setParameters: controller.parameters = nil
+            }
+            out += giveUp(wish, error)
+        case .failure(let error):
+            switch command {
+            case .disable:
+                // A controller that refuses to disable what is off: take it at its word.
+                controller.enabled = false
+            case .setParameters where error.code == .hci(.commandDisallowed) && disallowed == 0:
+                // It scans on someone else's account: stop it, then set the parameters again.
+                disallowed += 1
+                controller.enabled = nil
+            case .setParameters:
+                disallowed = 0
+                controller.parameters = nil
+                out += giveUp(wish, error)
+            case .enable:
+                out += giveUp(wish, error)
+            }
         }
         out += advance()
         return out
+    }
+
+    /// A command sent for `wish` failed: if that is still what is desired, the controller will not do it, so
+    /// the requests waiting for it fail and the wish is dropped rather than retried forever.
+    private mutating func giveUp(_ wish: ScanParameters?, _ error: HostError) -> [Output] {
+        guard wish == desired else { return [] }
+        let failed = waiting.map { Output.complete($0.id, .failure(error)) }
+        waiting = []
+        desired = nil
+        return failed
     }
 
     /// The transport closed: every request fails with `error`; nothing more can be sent.
     mutating func closed(_ error: HostError) -> [Output] {
         let out = waiting.map { Output.complete($0.id, .failure(error)) }
         waiting = []
-        inFlight = nil
+        sent = nil
         desired = nil
+        disallowed = 0
         controller = ControllerState(enabled: false)
         return out
     }
@@ -165,9 +202,9 @@ struct ScanMachine: Sendable {
 
     /// The next command toward `desired`, or the completions when it is reached.
     private mutating func advance() -> [Output] {
-        guard inFlight == nil else { return [] }
+        guard sent == nil else { return [] }
         if let next = nextCommand() {
-            inFlight = next
+            sent = (next, desired)
             return [.send(next)]
         }
         let done = waiting
