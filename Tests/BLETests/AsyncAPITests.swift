@@ -117,30 +117,58 @@ struct AsyncAPITests {
         }
     }
 
-    @Test func concurrentReadsCompleteInRequestOrderAndNotificationsStayApart() async throws {
+    @Test func delegateAndAsyncReadsMixedOnOneCharacteristicEachGetTheirOwnAnswer() async throws {
         let rig = AsyncRig()
+        let recorder = ValueRecorder()
         try await rig.drive {
             try await rig.startServer()
             let (peripheral, counter, _) = try await rig.connect()
+            peripheral.delegate = recorder
             let stream = peripheral.notifications(for: counter)
             try await rig.waitUntil { counter.isNotifying }
             // Before answering the first read, the server notifies 0xAA on the same characteristic.
             rig.server.notifyBeforeFirstRead.withLock { $0 = true }
-            let results = await rig.paused {
-                // Issue three reads of the same characteristic, one after the other, while the radio stands
-                // still, so all three are outstanding at once.
-                var tasks: [Task<Data, any Error>] = []
-                for n in 1...3 {
-                    tasks.append(Task { try await peripheral.readValue(for: counter, timeout: .seconds(10)) })
-                    while peripheral.asyncObserver.pendingCount(.readCharacteristic, counter) < n { await Task.yield() }
-                }
-                return tasks
+            let answers = AsyncLocked<[Int: Data]>([:])
+            rig.pause.withLock { $0 = true }
+            // Four reads of one characteristic, outstanding at once, in this order: delegate-style, two made the
+            // way the async API makes them (each with its own reply), delegate-style again.
+            peripheral.readValue(for: counter)
+            for n in 2...3 {
+                peripheral.readValue(
+                    for: counter, reply: .task { result in answers.mutate { $0[n] = try? result.get() } })
             }
-            var values: [Data] = []
-            for t in results { values.append(try await t.value) }
-            #expect(values == [Data([1]), Data([2]), Data([3])])
+            peripheral.readValue(for: counter)
+            rig.pause.withLock { $0 = false }
+            try await rig.waitUntil { answers.value.count == 2 && recorder.values.value.count == 5 }
+            // Each async request got the answer to its own request...
+            #expect(answers.value == [2: Data([2]), 3: Data([3])])
+            // ...and the delegate was told of every new value, whoever asked, the notification among them.
+            #expect(recorder.values.value == [Data([0xAA]), Data([1]), Data([2]), Data([3]), Data([4])])
+            #expect(recorder.errors.value == 0)
             var iterator = stream.makeAsyncIterator()
             #expect(try await iterator.next() == Data([0xAA]))
+        }
+    }
+
+    @Test func concurrentAsyncRequestsOfEveryKindOnOnePeripheralEachGetTheirOwnAnswer() async throws {
+        let rig = AsyncRig()
+        try await rig.drive {
+            try await rig.startServer()
+            let (peripheral, counter, sink) = try await rig.connect()
+            async let read = peripheral.readValue(for: counter, timeout: .seconds(5))
+            async let descriptors = peripheral.discoverDescriptors(for: counter, timeout: .seconds(5))
+            async let write: Void = peripheral.writeValue(
+                Data([7]), for: sink, type: .withResponse, timeout: .seconds(5))
+            async let rssi = peripheral.readRSSI(timeout: .seconds(5))
+            async let services = peripheral.discoverServices(nil, timeout: .seconds(5))
+            async let secondRead = peripheral.readValue(for: counter, timeout: .seconds(5))
+            let values = try await [read, secondRead]
+            #expect(Set(values) == [Data([1]), Data([2])])
+            #expect(try await descriptors.contains { $0.uuid == .clientCharacteristicConfiguration })
+            try await write
+            #expect(rig.server.writes.value == [Data([7])])
+            #expect(try await rssi < 20)
+            #expect(try await services.contains { $0.uuid == AsyncAPITests.service })
         }
     }
 
@@ -357,6 +385,16 @@ final class AsyncTestServer: Sendable {
             defer { h = [] }
             return h
         }) { answer(r) }
+    }
+}
+
+/// Records the values a peripheral's delegate is told of.
+final class ValueRecorder: PeripheralDelegate, Sendable {
+    let values = AsyncLocked<[Data]>([])
+    let errors = AsyncLocked(0)
+    func peripheral(_ peripheral: Peripheral, didUpdateValueFor characteristic: Characteristic, error: (any Error)?) {
+        if error != nil { errors.mutate { $0 += 1 } }
+        values.mutate { $0.append(characteristic.value ?? Data()) }
     }
 }
 

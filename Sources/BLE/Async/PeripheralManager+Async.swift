@@ -1,8 +1,8 @@
 import Foundation
 import Synchronization
 
-// The async face of `PeripheralManager`: each operation issues the delegate-style request on the same manager
-// and completes on the delegate event that reports it (a delegate, if set, receives it as well).
+// The async face of `PeripheralManager`: each operation makes the same request as its delegate-style namesake,
+// with the awaiting task as its reply (see `Reply`); the delegate does not hear it.
 //
 // Timeouts run in the system's time (virtual time in a simulation). Task cancellation ends a wait at once
 // with `CancellationError` (an advertising or add request already made is not withdrawn).
@@ -26,18 +26,14 @@ extension PeripheralManager {
     /// - Throws: the error `didAdd` reports (`.invalidParameters`, `.uuidNotAllowed`, ...); `.timeout`;
     ///   `CancellationError`.
     public func add(_ service: MutableService, timeout: Duration?) async throws {
-        try await perform(.addService, on: service, timeout: timeout, what: "add(\(service.uuid.uuidString))") {
-            add(service)
-        }
+        try await perform(timeout: timeout, what: "add(\(service.uuid.uuidString))") { add(service, reply: $0) }
     }
 
     /// Starts advertising and returns once `peripheralManagerDidStartAdvertising(_:error:)` reported success.
     /// - Throws: its error (`.alreadyAdvertising`, `.invalidParameters` when not powered on, ...); `.timeout`;
     ///   `CancellationError`.
     public func startAdvertising(_ advertisementData: AdvertisementData?, timeout: Duration?) async throws {
-        try await perform(.startAdvertising, on: nil, timeout: timeout, what: "startAdvertising") {
-            startAdvertising(advertisementData)
-        }
+        try await perform(timeout: timeout, what: "startAdvertising") { startAdvertising(advertisementData, reply: $0) }
     }
 
     /// Sends `value` to the subscribed centrals (all, or those in `centrals`), waiting for room: where the
@@ -101,20 +97,12 @@ extension PeripheralManager {
 
     // MARK: Internals
 
-    private func perform(
-        _ kind: CompletionQueues.Kind, on object: AnyObject?, timeout: Duration?, what: String,
-        issue request: () -> Void
-    ) async throws {
+    /// Makes one request with this task as its reply, and waits for its answer, the timeout or the task's
+    /// cancellation, whichever comes first.
+    private func perform(timeout: Duration?, what: String, _ request: (Reply<Void>) -> Void) async throws {
         try Task.checkCancellation()
-        let observer = asyncObserver
         let waiter = Waiter<Void>()
-        let entry = CompletionQueues.Entry(waiter: waiter) { error, _ in
-            if let error { waiter.fail(error) } else { waiter.resume(.success(())) }
-        }
-        observer.issueLock.withLock { _ in
-            observer.enqueue(entry, kind: kind, object: object)
-            request()
-        }
+        request(.task { result in waiter.resume(result.mapError { $0 }) })
         waiter.arm(timeout: timeout, system: system, queue: queue, what: what)
         try await waiter.value()
     }

@@ -1,15 +1,13 @@
 import Foundation
 import Synchronization
 
-/// The async layer's observer of one `PeripheralManager`: it finishes the waiters of `waitUntilPoweredOn`,
-/// `add`, `startAdvertising` and flow-controlled `updateValue`, and feeds the `requests` and `subscriptions`
+/// The async layer's observer of one `PeripheralManager`: it finishes the waiters of `waitUntilPoweredOn` and
+/// flow-controlled `updateValue`, and feeds the `requests` and `subscriptions`
 /// streams. Its methods run on the manager's queue; the state is a `Mutex`, never held while a waiter is
 /// resumed or a stream is fed.
 final class PeripheralManagerAsyncObserver: PeripheralManagerObserver {
     struct State {
         var poweredOn = WaiterSet<Void>()
-        /// `didAdd` per service and `didStartAdvertising`, first in first out.
-        var completions = CompletionQueues()
         /// Flow-controlled updates waiting for `peripheralManagerIsReady(toUpdateSubscribers:)`.
         var ready = WaiterSet<Void>()
         var requests: [UInt64: AsyncStream<PeripheralManagerRequest>.Continuation] = [:]
@@ -18,8 +16,6 @@ final class PeripheralManagerAsyncObserver: PeripheralManagerObserver {
     }
 
     let state = Mutex(State())
-    /// Held while a completion entry is queued and its request issued (see `PeripheralAsyncObserver`).
-    let issueLock = Mutex(())
 
     init() {}
 
@@ -28,17 +24,6 @@ final class PeripheralManagerAsyncObserver: PeripheralManagerObserver {
             s.nextID += 1
             return s.nextID
         }
-    }
-
-    func enqueue(_ entry: CompletionQueues.Entry, kind: CompletionQueues.Kind, object: AnyObject?) {
-        let key = CompletionQueues.Key(kind: kind, object: object.map(ObjectIdentifier.init))
-        state.withLock { $0.completions.append(entry, for: key) }
-    }
-
-    private func complete(_ kind: CompletionQueues.Kind, _ object: AnyObject?, error: (any Error)?) {
-        let key = CompletionQueues.Key(kind: kind, object: object.map(ObjectIdentifier.init))
-        let entry = state.withLock { $0.completions.popFirst(key) }
-        entry?.finish(error, 0)
     }
 
     // MARK: Events
@@ -55,14 +40,6 @@ final class PeripheralManagerAsyncObserver: PeripheralManagerObserver {
             let waiters = state.withLock { $0.poweredOn.takeAll() + $0.ready.takeAll() }
             for w in waiters { w.fail(error) }
         }
-    }
-
-    func peripheralManagerDidStartAdvertising(_ peripheral: PeripheralManager, error: (any Error)?) {
-        complete(.startAdvertising, nil, error: error)
-    }
-
-    func peripheralManager(_ peripheral: PeripheralManager, didAdd service: Service, error: (any Error)?) {
-        complete(.addService, service, error: error)
     }
 
     func peripheralManager(

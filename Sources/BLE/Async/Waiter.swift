@@ -140,58 +140,6 @@ struct WaiterSet<Value: Sendable> {
     var isEmpty: Bool { waiters.isEmpty }
 }
 
-/// Operations awaiting their completion events, first in first out per key.
-///
-/// CoreBluetooth reports completions per object (`didUpdateValueFor` a characteristic, `didDiscoverServices`
-/// for the peripheral), and the stack answers requests on one object in the order they were made (one ATT
-/// transaction at a time per bearer), so the n-th completion for a key belongs to the n-th request. An entry
-/// whose waiter timed out or was cancelled stays queued until its completion arrives, then is dropped: the
-/// request cannot be withdrawn from the bearer, and removing it would shift every later completion onto
-/// the wrong request.
-struct CompletionQueues {
-    /// What a completion event is about.
-    enum Kind: Hashable, Sendable {
-        case services, includedServices, characteristics, descriptors
-        case readCharacteristic, readDescriptor, writeCharacteristic, writeDescriptor, notificationState
-        case rssi
-        case addService, startAdvertising
-    }
-
-    struct Key: Hashable, Sendable {
-        let kind: Kind
-        let object: ObjectIdentifier?
-    }
-
-    /// One pending request: `finish` maps the event (nil error: success; `number` is the RSSI of
-    /// `didReadRSSI`, 0 for every other event) to the waiter's result.
-    struct Entry: Sendable {
-        let waiter: any AnyWaiter
-        let finish: @Sendable (_ error: (any Error)?, _ number: Int) -> Void
-    }
-
-    private var queues: [Key: [Entry]] = [:]
-
-    mutating func append(_ entry: Entry, for key: Key) {
-        queues[key, default: []].append(entry)
-    }
-
-    /// The oldest entry for `key`, removed.
-    mutating func popFirst(_ key: Key) -> Entry? {
-        guard var list = queues[key], !list.isEmpty else { return nil }
-        let first = list.removeFirst()
-        queues[key] = list.isEmpty ? nil : list
-        return first
-    }
-
-    /// Every entry, removed (a link loss fails them all).
-    mutating func removeAll() -> [Entry] {
-        defer { queues.removeAll() }
-        return queues.values.flatMap { $0 }
-    }
-
-    func count(_ key: Key) -> Int { queues[key]?.count ?? 0 }
-}
-
 extension Waiter where Value == Void {
     /// The wait behind both managers' `waitUntilPoweredOn`: registered with the manager's observer first (so a
     /// state change after the check below is not missed), then finished at once for a state that is already

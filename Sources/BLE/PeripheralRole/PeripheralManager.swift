@@ -72,6 +72,10 @@ public final class PeripheralManager: Sendable, SystemSession {
     /// is added by the stack to every notifying or indicating characteristic. Services listed in
     /// `includedServices` must have been added first; the first published service of each type is included.
     public func add(_ service: MutableService) {
+        add(service, reply: .delegate)
+    }
+
+    func add(_ service: MutableService, reply: Reply<Void>) {
         let result = Self.definition(of: service).flatMap { definition -> Result<PublishedService, BluetoothError> in
             system.core.host.addService(definition).mapError { BluetoothError($0) }
         }
@@ -87,9 +91,9 @@ public final class PeripheralManager: Sendable, SystemSession {
                 $0.published.append(
                     Published(service: service, serviceHandle: published.serviceHandle, characteristics: map))
             }
-            deliver { m, d in d?.peripheralManager(m, didAdd: service, error: nil) }
+            report(reply, nil) { m, d, e in d?.peripheralManager(m, didAdd: service, error: e) }
         case .failure(let error):
-            deliver { m, d in d?.peripheralManager(m, didAdd: service, error: error) }
+            report(reply, error) { m, d, e in d?.peripheralManager(m, didAdd: service, error: e) }
         }
     }
 
@@ -117,13 +121,16 @@ public final class PeripheralManager: Sendable, SystemSession {
     /// what does not fit the 31-byte advertising PDU goes into the scan response.
     /// `peripheralManagerDidStartAdvertising` reports the outcome.
     public func startAdvertising(_ advertisementData: AdvertisementData?) {
+        startAdvertising(advertisementData, reply: .delegate)
+    }
+
+    func startAdvertising(_ advertisementData: AdvertisementData?, reply: Reply<Void>) {
+        let tell: @Sendable (PeripheralManager, (any PeripheralManagerDelegate)?, BluetoothError?) -> Void = {
+            m, d, e in d?.peripheralManagerDidStartAdvertising(m, error: e)
+        }
         let data = advertisementData ?? AdvertisementData()
         guard state == .poweredOn else {
-            deliver { m, d in
-                d?.peripheralManagerDidStartAdvertising(
-                    m, error: BluetoothError(.invalidParameters, "the manager is not powered on"))
-            }
-            return
+            return report(reply, BluetoothError(.invalidParameters, "the manager is not powered on"), tell)
         }
         let alreadyAdvertising = locked.withLock { s -> Bool in
             if s.isAdvertising { return true }
@@ -131,11 +138,7 @@ public final class PeripheralManager: Sendable, SystemSession {
             return false
         }
         if alreadyAdvertising {
-            deliver { m, d in
-                d?.peripheralManagerDidStartAdvertising(
-                    m, error: BluetoothError(.alreadyAdvertising, "already advertising"))
-            }
-            return
+            return report(reply, BluetoothError(.alreadyAdvertising, "already advertising"), tell)
         }
         let (adv, scanResponse) = data.encodedForAdvertising()
         system.core.host.startAdvertising(
@@ -144,13 +147,13 @@ public final class PeripheralManager: Sendable, SystemSession {
         ) { [self] result in
             switch result {
             case .success:
-                locked.withLock { $0.isAdvertising = true }
-                deliver { m, d in d?.peripheralManagerDidStartAdvertising(m, error: nil) }
+                // `isAdvertising` turns true on the manager's queue, just before the callback that says so.
+                report(reply, nil, tell) { m in m.locked.withLock { $0.isAdvertising = $0.advertising != nil } }
             case .failure(let error):
                 // Cancelled: stopAdvertising came before the controller advertised, and the state is already
                 // what that call made it (or what a later startAdvertising made it since).
                 if error.code != .cancelled { locked.withLock { $0.advertising = nil } }
-                deliver { m, d in d?.peripheralManagerDidStartAdvertising(m, error: BluetoothError(error)) }
+                report(reply, BluetoothError(error), tell)
             }
         }
     }
@@ -211,6 +214,20 @@ public final class PeripheralManager: Sendable, SystemSession {
 
     func deliver(_ body: @escaping @Sendable (PeripheralManager, (any PeripheralManagerDelegate)?) -> Void) {
         system.core.scheduler.dispatch(on: queue) { [self] in body(self, deliveryTarget) }
+    }
+
+    /// Reports a request's outcome (nil: success) on the manager's queue: `apply` first, on success; then the
+    /// delegate, if the request was the delegate's; then the task, if it was a task's.
+    func report(
+        _ reply: Reply<Void>, _ error: BluetoothError?,
+        _ tell: @escaping @Sendable (PeripheralManager, (any PeripheralManagerDelegate)?, BluetoothError?) -> Void,
+        apply: @escaping @Sendable (PeripheralManager) -> Void = { _ in }
+    ) {
+        deliver { m, d in
+            if error == nil { apply(m) }
+            if reply.isDelegate { tell(m, d, error) }
+            reply.finish(error.map { .failure($0) } ?? .success(()))
+        }
     }
 
     // MARK: Async observation

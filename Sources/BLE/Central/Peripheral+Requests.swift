@@ -1,0 +1,335 @@
+import BLEATT
+import BLECore
+import BLEGATT
+import BLEHost
+import Foundation
+import Synchronization
+
+// The requests a central makes of a peripheral. Each public method (the CoreBluetooth-style one here, the
+// async one in Async/Peripheral+Async.swift) makes one request of the host, which completes it once; the
+// completion is reported on the manager's queue to the request's `Reply`: the delegate or the awaiting task.
+
+extension Peripheral {
+    /// A delegate callback reporting one kind of request, given the error (nil on success).
+    typealias DelegateReport = @Sendable (Peripheral, (any PeripheralDelegate)?, BluetoothError?) -> Void
+
+    // MARK: Discovery
+
+    /// Discovers the peripheral's primary services: all of them when `serviceUUIDs` is nil or empty, else those
+    /// of these types (one request: Discover Primary Service By Service UUID for one type, Discover All Primary
+    /// Services filtered here for several). `didDiscoverServices` reports it.
+    public func discoverServices(_ serviceUUIDs: [BluetoothUUID]?) {
+        discoverServices(serviceUUIDs, reply: .delegate)
+    }
+
+    func discoverServices(_ serviceUUIDs: [BluetoothUUID]?, reply: Reply<[Service]>) {
+        let tell: DelegateReport = { p, d, e in d?.peripheral(p, didDiscoverServices: e) }
+        guard let (host, handle) = link(reply, tell) else { return }
+        let wanted = serviceUUIDs?.isEmpty == false ? serviceUUIDs : nil
+        let single = wanted?.count == 1 ? wanted?.first : nil
+        host.discoverServices(on: handle, uuid: single) { [self] result in
+            report(reply, result, delegate: tell) { p, found in
+                p.mergeServices(found.filter { wanted?.contains($0.uuid) ?? true })
+                return (p.services ?? []).filter { wanted?.contains($0.uuid) ?? true }
+            }
+        }
+    }
+
+    /// Discovers services included by `service`, filtered by `includedServiceUUIDs` when given;
+    /// `didDiscoverIncludedServicesFor` reports it.
+    public func discoverIncludedServices(_ includedServiceUUIDs: [BluetoothUUID]?, for service: Service) {
+        discoverIncludedServices(includedServiceUUIDs, for: service, reply: .delegate)
+    }
+
+    func discoverIncludedServices(_ uuids: [BluetoothUUID]?, for service: Service, reply: Reply<[Service]>) {
+        let tell: DelegateReport = { p, d, e in d?.peripheral(p, didDiscoverIncludedServicesFor: service, error: e) }
+        guard let (host, handle) = link(reply, tell), let remote = discovered(service, reply, tell) else { return }
+        host.discoverIncludedServices(on: handle, in: remote) { [self] result in
+            report(reply, result, delegate: tell) { p, found in
+                let objects = found.filter { uuids?.isEmpty != false || uuids!.contains($0.uuid) }
+                    .map { p.serviceObject(for: $0) }
+                service.state.withLock { $0.includedServices = objects }
+                return objects
+            }
+        }
+    }
+
+    /// Discovers the characteristics of `service`, filtered by `characteristicUUIDs` when given;
+    /// `didDiscoverCharacteristicsFor` reports it.
+    public func discoverCharacteristics(_ characteristicUUIDs: [BluetoothUUID]?, for service: Service) {
+        discoverCharacteristics(characteristicUUIDs, for: service, reply: .delegate)
+    }
+
+    func discoverCharacteristics(_ uuids: [BluetoothUUID]?, for service: Service, reply: Reply<[Characteristic]>) {
+        let tell: DelegateReport = { p, d, e in d?.peripheral(p, didDiscoverCharacteristicsFor: service, error: e) }
+        guard let (host, handle) = link(reply, tell), let remote = discovered(service, reply, tell) else { return }
+        let wanted = uuids?.isEmpty == false ? uuids : nil
+        host.discoverCharacteristics(on: handle, in: remote, uuid: wanted?.count == 1 ? wanted?.first : nil) {
+            [self] result in
+            report(reply, result, delegate: tell) { p, found in
+                p.mergeCharacteristics(found.filter { wanted?.contains($0.uuid) ?? true }, into: service)
+                return (service.characteristics ?? []).filter { wanted?.contains($0.uuid) ?? true }
+            }
+        }
+    }
+
+    /// Discovers the descriptors of `characteristic`; `didDiscoverDescriptorsFor` reports it.
+    public func discoverDescriptors(for characteristic: Characteristic) {
+        discoverDescriptors(for: characteristic, reply: .delegate)
+    }
+
+    func discoverDescriptors(for characteristic: Characteristic, reply: Reply<[Descriptor]>) {
+        let tell: DelegateReport = { p, d, e in d?.peripheral(p, didDiscoverDescriptorsFor: characteristic, error: e) }
+        guard let (host, handle) = link(reply, tell), let remote = discovered(characteristic, reply, tell) else {
+            return
+        }
+        host.discoverDescriptors(on: handle, of: remote) { [self] result in
+            report(reply, result, delegate: tell) { p, found in
+                p.mergeDescriptors(found, into: characteristic)
+                return characteristic.descriptors ?? []
+            }
+        }
+    }
+
+    // MARK: Reading and writing
+
+    /// Reads the characteristic's value (with Read Blob for values longer than one response);
+    /// `didUpdateValueFor` reports it.
+    public func readValue(for characteristic: Characteristic) {
+        readValue(for: characteristic, reply: .delegate)
+    }
+
+    /// The delegate hears the new value whoever asked for it (a value change); a failure only when it asked.
+    func readValue(for characteristic: Characteristic, reply: Reply<Data>) {
+        let tell: DelegateReport = { p, d, e in d?.peripheral(p, didUpdateValueFor: characteristic, error: e) }
+        guard let (host, handle) = link(reply, tell), let remote = discovered(characteristic, reply, tell) else {
+            return
+        }
+        host.read(on: handle, attribute: remote.valueHandle) { [self] result in
+            report(reply, result, valueChanged: true, delegate: tell) { _, bytes in
+                let value = Data(bytes)
+                characteristic.state.withLock { $0.value = value }
+                return value
+            }
+        }
+    }
+
+    /// Reads a descriptor's value; `didUpdateValueFor descriptor` reports it.
+    public func readValue(for descriptor: Descriptor) {
+        readValue(for: descriptor, reply: .delegate)
+    }
+
+    func readValue(for descriptor: Descriptor, reply: Reply<Data>) {
+        let tell: DelegateReport = { p, d, e in d?.peripheral(p, didUpdateValueFor: descriptor, error: e) }
+        guard let (host, handle) = link(reply, tell), let remote = discovered(descriptor, reply, tell) else { return }
+        host.read(on: handle, attribute: remote.handle) { [self] result in
+            report(reply, result, valueChanged: true, delegate: tell) { _, bytes in
+                let value = Data(bytes)
+                descriptor.state.withLock { $0.value = value }
+                return value
+            }
+        }
+    }
+
+    /// Writes a characteristic value. With `.withResponse`, values longer than ATT_MTU - 3 use the long-write
+    /// procedure (up to 512 bytes) and `didWriteValueFor` reports the outcome. With `.withoutResponse` nothing
+    /// is reported; a value longer than `maximumWriteValueLength(for: .withoutResponse)`, or a write while
+    /// `canSendWriteWithoutResponse` is false, is dropped, as CoreBluetooth drops it.
+    public func writeValue(_ data: Data, for characteristic: Characteristic, type: CharacteristicWriteType) {
+        switch type {
+        case .withResponse: writeValue(data, for: characteristic, reply: .delegate)
+        case .withoutResponse: _ = writeWithoutResponse(data, for: characteristic)
+        }
+    }
+
+    func writeValue(_ data: Data, for characteristic: Characteristic, reply: Reply<Void>) {
+        let tell: DelegateReport = { p, d, e in d?.peripheral(p, didWriteValueFor: characteristic, error: e) }
+        guard let (host, handle) = link(reply, tell), let remote = discovered(characteristic, reply, tell) else {
+            return
+        }
+        guard data.count <= 512 else {
+            let error = BluetoothError(
+                .att(.invalidAttributeValueLength), "a value is at most 512 bytes; this one has \(data.count)")
+            return fail(reply, error, tell)
+        }
+        host.write(on: handle, attribute: remote.valueHandle, value: Array(data)) { [self] result in
+            report(reply, result, delegate: tell) { _, _ in () }
+        }
+    }
+
+    /// Queues a Write Command; whether it was queued. Refused (sending nothing) when not connected, when the
+    /// value is longer than ATT_MTU - 3 or when the link's queue is full. A refusal, or a write that fills the
+    /// queue, makes `canSendWriteWithoutResponse` false until `peripheralIsReady(toSendWriteWithoutResponse:)`.
+    func writeWithoutResponse(_ data: Data, for characteristic: Characteristic) -> Bool {
+        guard let handle = locked.withLock({ $0.state == .connected ? $0.handle : nil }), let host,
+            let remote = characteristic.state.withLock({ $0.remote }),
+            data.count <= host.mtu(on: handle) - 3
+        else { return false }
+        let accepted = host.writeWithoutResponse(on: handle, attribute: remote.valueHandle, value: Array(data))
+        if !accepted || !host.canWriteWithoutResponse(on: handle) {
+            locked.withLock { $0.writeWithoutResponseRefused = true }
+        }
+        return accepted
+    }
+
+    /// Writes a descriptor value (with response). The Client Characteristic Configuration descriptor is written
+    /// through `setNotifyValue(_:for:)`, as CoreBluetooth requires.
+    public func writeValue(_ data: Data, for descriptor: Descriptor) {
+        writeValue(data, for: descriptor, reply: .delegate)
+    }
+
+    func writeValue(_ data: Data, for descriptor: Descriptor, reply: Reply<Void>) {
+        let tell: DelegateReport = { p, d, e in d?.peripheral(p, didWriteValueFor: descriptor, error: e) }
+        guard let (host, handle) = link(reply, tell), let remote = discovered(descriptor, reply, tell) else { return }
+        guard descriptor.uuid != .clientCharacteristicConfiguration else {
+            let error = BluetoothError(
+                .operationNotSupported, "the Client Characteristic Configuration is written with setNotifyValue(_:for:)"
+            )
+            return fail(reply, error, tell)
+        }
+        host.write(on: handle, attribute: remote.handle, value: Array(data)) { [self] result in
+            report(reply, result, delegate: tell) { _, _ in descriptor.state.withLock { $0.value = data } }
+        }
+    }
+
+    /// Enables or disables notifications (or indications, when the characteristic only indicates) by writing its
+    /// Client Characteristic Configuration descriptor, discovering it first if needed;
+    /// `didUpdateNotificationStateFor` reports the outcome.
+    public func setNotifyValue(_ enabled: Bool, for characteristic: Characteristic) {
+        setNotifyValue(enabled, for: characteristic, reply: .delegate)
+    }
+
+    func setNotifyValue(_ enabled: Bool, for characteristic: Characteristic, reply: Reply<Void>) {
+        let tell: DelegateReport = { p, d, e in
+            d?.peripheral(p, didUpdateNotificationStateFor: characteristic, error: e)
+        }
+        guard let (host, handle) = link(reply, tell), let remote = discovered(characteristic, reply, tell) else {
+            return
+        }
+        let properties = characteristic.properties
+        guard properties.contains(.notify) || properties.contains(.indicate) else {
+            let error = BluetoothError(
+                .operationNotSupported, "\(characteristic.uuid.uuidString) neither notifies nor indicates")
+            return fail(reply, error, tell)
+        }
+        let value: UInt16 = !enabled ? 0 : (properties.contains(.notify) ? 0x0001 : 0x0002)
+        let write: @Sendable (AttributeHandle) -> Void = { [self] cccd in
+            host.write(on: handle, attribute: cccd, value: [UInt8(value & 0xFF), UInt8(value >> 8)]) { [self] result in
+                report(reply, result, delegate: tell) { _, _ in
+                    characteristic.state.withLock { $0.isNotifying = enabled }
+                }
+            }
+        }
+        if let cccd = characteristic.descriptors?.first(where: { $0.uuid == .clientCharacteristicConfiguration }),
+            let cccdHandle = cccd.state.withLock({ $0.remote?.handle })
+        {
+            return write(cccdHandle)
+        }
+        host.discoverDescriptors(on: handle, of: remote) { [self] result in
+            switch result {
+            case .success(let found):
+                guard let cccd = found.first(where: { $0.uuid == .clientCharacteristicConfiguration }) else {
+                    let error = BluetoothError(
+                        .att(.attributeNotFound),
+                        "\(characteristic.uuid.uuidString) has no Client Characteristic Configuration descriptor")
+                    return fail(reply, error, tell)
+                }
+                write(cccd.handle)
+            case .failure(let error):
+                report(reply, Result<Void, HostError>.failure(error), delegate: tell) { _, _ in () }
+            }
+        }
+    }
+
+    /// Reads the link's RSSI; `didReadRSSI` reports it.
+    public func readRSSI() {
+        readRSSI(reply: .delegate)
+    }
+
+    func readRSSI(reply: Reply<Int>) {
+        // swift-format-ignore: AlwaysUseLowerCamelCase
+        let tell: @Sendable (Peripheral, (any PeripheralDelegate)?, Int, BluetoothError?) -> Void = { p, d, rssi, e in
+            d?.peripheral(p, didReadRSSI: rssi, error: e)
+        }
+        guard let (host, handle) = link(reply, { p, d, e in tell(p, d, 127, e) }) else { return }
+        host.readRSSI(on: handle) { [self] result in
+            let rssi = (try? result.get()) ?? 127
+            report(reply, result, delegate: { p, d, e in tell(p, d, rssi, e) }) { _, rssi in rssi }
+        }
+    }
+
+    // MARK: Reporting
+
+    /// The live link, or the request reported at once with `.notConnected`.
+    func link<T: Sendable>(_ reply: Reply<T>, _ tell: @escaping DelegateReport) -> (HostDriver, ConnectionHandle)? {
+        if let handle = locked.withLock({ $0.state == .connected ? $0.handle : nil }), let host {
+            return (host, handle)
+        }
+        fail(reply, BluetoothError(.notConnected, "the peripheral is not connected"), tell)
+        return nil
+    }
+
+    /// The remote attribute behind a discovered object, or the request reported at once with `.invalidParameters`.
+    func discovered<T: Sendable, Remote>(
+        _ attribute: some RemoteBacked<Remote>, _ reply: Reply<T>, _ tell: @escaping DelegateReport
+    ) -> Remote? {
+        if let remote = attribute.remoteAttribute, attribute.owner === self { return remote }
+        fail(reply, BluetoothError(.invalidParameters, "\(attribute) is not a discovered attribute of \(self)"), tell)
+        return nil
+    }
+
+    /// Reports a request that failed before it reached the host, on the manager's queue.
+    func fail<T: Sendable>(_ reply: Reply<T>, _ error: BluetoothError, _ tell: @escaping DelegateReport) {
+        deliver { p, d in
+            if reply.isDelegate { tell(p, d, error) }
+            reply.finish(.failure(error))
+        }
+    }
+
+    /// Reports a request's outcome on the manager's queue. On success `apply` changes the objects and gives the
+    /// reply's value; then the delegate hears the outcome if the request was the delegate's (or, with
+    /// `valueChanged`, a success whoever asked: the delegate is told of every new value); then the task does.
+    func report<Outcome: Sendable, Failure: Error, T: Sendable>(
+        _ reply: Reply<T>, _ result: Result<Outcome, Failure>, valueChanged: Bool = false,
+        delegate tell: @escaping DelegateReport, apply: @escaping @Sendable (Peripheral, Outcome) -> T
+    ) {
+        let result = result.mapError { error -> BluetoothError in
+            if let host = error as? HostError { return BluetoothError(host) }
+            return error as? BluetoothError ?? BluetoothError(.unknown, "\(error)")
+        }
+        deliver { p, d in
+            switch result {
+            case .success(let outcome):
+                let value = apply(p, outcome)
+                if reply.isDelegate || valueChanged { tell(p, d, nil) }
+                reply.finish(.success(value))
+            case .failure(let error):
+                if reply.isDelegate { tell(p, d, error) }
+                reply.finish(.failure(error))
+            }
+        }
+    }
+}
+
+/// A public attribute object and the remote attribute discovery gave it.
+protocol RemoteBacked<Remote>: CustomStringConvertible {
+    associatedtype Remote
+    var remoteAttribute: Remote? { get }
+    /// The peripheral the attribute was discovered on.
+    var owner: Peripheral? { get }
+}
+
+extension Service: RemoteBacked {
+    var remoteAttribute: GATTService? { state.withLock { $0.remote } }
+    var owner: Peripheral? { peripheral }
+}
+
+extension Characteristic: RemoteBacked {
+    var remoteAttribute: GATTCharacteristic? { state.withLock { $0.remote } }
+    var owner: Peripheral? { service?.peripheral }
+}
+
+extension Descriptor: RemoteBacked {
+    var remoteAttribute: GATTDescriptor? { state.withLock { $0.remote } }
+    var owner: Peripheral? { characteristic?.service?.peripheral }
+}
