@@ -1,6 +1,7 @@
 import BLECore
 import BLEHCI
 import BLETransport
+import DequeModule
 import Dispatch
 import Synchronization
 
@@ -64,6 +65,8 @@ public final class SimulatedRadio: HostScheduler, Sendable {
         var outstanding = 0
         var waiter: CheckedContinuation<Void, Never>?
         var running = false
+        /// Jobs of tasks that prefer the radio as their executor, in the order they were enqueued.
+        var jobs: Deque<UnownedJob> = []
     }
 
     /// A radio whose every random choice derives from `seed`.
@@ -242,7 +245,7 @@ public final class SimulatedRadio: HostScheduler, Sendable {
         let end = VirtualTime.nanos(deadline)
         let wallStart = ContinuousClock.now
         let virtualStart = world.withLock { $0.now }
-        await awaitDispatches()
+        await settle()
         while true {
             try Task.checkCancellation()
             if pacing == .realtime {
@@ -262,7 +265,21 @@ public final class SimulatedRadio: HostScheduler, Sendable {
             }
             guard let effects else { break }
             if !effects.isEmpty { perform(effects) }
+            await settle()
+        }
+    }
+
+    /// Waits until nothing is left to do at this instant: no dispatched callback outstanding and no job of a
+    /// task on the radio's executor queued. Jobs run here, on the run loop, one at a time in the order they were
+    /// enqueued; what they do (requests, more callbacks, more jobs) is settled before time moves on.
+    private func settle() async {
+        while true {
             await awaitDispatches()
+            guard let job = dispatchState.withLock({ $0.jobs.popFirst() }) else {
+                if dispatchState.withLock({ $0.outstanding == 0 && $0.jobs.isEmpty }) { return }
+                continue
+            }
+            job.runSynchronously(on: asUnownedTaskExecutor())
         }
     }
 
@@ -282,6 +299,83 @@ public final class SimulatedRadio: HostScheduler, Sendable {
                 pipe.closeFromController(reason: reason)
             }
         }
+    }
+}
+
+// MARK: - The radio as a task executor
+
+/// Async code under the radio's clock: a task started with `Task(executorPreference: radio)` (and its child
+/// tasks, and every continuation it awaits) runs its jobs on the radio's run loop, between events, and virtual
+/// time does not move while one is queued. A scenario written with async/await and driven by one plain
+/// `radio.run(for:)` therefore finishes within the run, and the same seed gives the same trace.
+///
+/// What stays outside the radio's knowledge: a plain `Task {}` (it runs on the global executor, in wall-clock
+/// time, while the radio may move on), `@MainActor` code and other actors (they run on their own executors; a
+/// call into one leaves the radio until it returns, and the radio does not wait for it). Bring such work in by
+/// starting it as a task that prefers the radio, or by awaiting it from one. Do not call `run` from a task on
+/// the radio's executor: the run loop is what runs those tasks.
+///
+/// A task on the radio that loops on `Task.yield()` keeps the run loop busy at one instant for ever: wait for
+/// an event instead, or for virtual time with `sleep(for:)`.
+extension SimulatedRadio: TaskExecutor {
+    public func enqueue(_ job: consuming ExecutorJob) {
+        let unowned = UnownedJob(job)
+        dispatchState.withLock { $0.jobs.append(unowned) }
+        // A run loop waiting for dispatched callbacks re-checks once they are done; nothing to wake here.
+    }
+
+    /// Suspends the calling task for `duration` of virtual time (`Task.sleep` measures wall-clock time, which
+    /// the radio does not follow). Throws `CancellationError` at once if the task is or becomes cancelled.
+    public func sleep(for duration: Duration) async throws {
+        try Task.checkCancellation()
+        let sleeper = VirtualSleeper()
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                sleeper.start(continuation, work: schedule(after: max(duration, .zero)) { sleeper.finish(nil) })
+            }
+        } onCancel: {
+            sleeper.finish(CancellationError())
+        }
+    }
+}
+
+/// One `sleep(for:)`: resumed once, by its timer or by cancellation, whichever comes first.
+private final class VirtualSleeper: Sendable {
+    private struct State {
+        var continuation: CheckedContinuation<Void, any Error>?
+        var work: (any ScheduledWork)?
+        var outcome: (any Error)??
+    }
+    private let state = Mutex(State())
+
+    func start(_ continuation: CheckedContinuation<Void, any Error>, work: any ScheduledWork) {
+        let early = state.withLock { s -> (any Error)?? in
+            guard let outcome = s.outcome else {
+                s.continuation = continuation
+                s.work = work
+                return nil
+            }
+            return .some(outcome)
+        }
+        if let early {
+            work.cancel()
+            continuation.resume(with: early.map { .failure($0) } ?? .success(()))
+        }
+    }
+
+    func finish(_ error: (any Error)?) {
+        let (continuation, work) = state.withLock {
+            s -> (CheckedContinuation<Void, any Error>?, (any ScheduledWork)?) in
+            guard s.outcome == nil else { return (nil, nil) }
+            s.outcome = .some(error)
+            defer {
+                s.continuation = nil
+                s.work = nil
+            }
+            return (s.continuation, s.work)
+        }
+        if error != nil { work?.cancel() }
+        continuation?.resume(with: error.map { .failure($0) } ?? .success(()))
     }
 }
 

@@ -5,9 +5,9 @@ import Testing
 
 @testable import BLE
 
-// The async/await layer on two devices of a simulated radio. The radio only moves when someone runs it, so
-// every test body runs under `drive`, which advances virtual time in small steps beside it until the body
-// returns. Timeouts are in virtual time.
+// The async/await layer on two devices of a simulated radio. Every test body runs under `drive`, as a task that
+// prefers the radio as its executor, driven by one plain `radio.run`: the body's code runs between radio
+// events, virtual time stands still while it has work, and timeouts are in virtual time.
 
 @Suite("AsyncAPI")
 struct AsyncAPITests {
@@ -85,7 +85,7 @@ struct AsyncAPITests {
             let elapsed = rig.radio.now - start
             #expect(elapsed >= .seconds(3) && elapsed < .seconds(4))
             // The attempt was cancelled: the peripheral is disconnected again once the cancel is through.
-            while ghost.state != .disconnected { await Task.yield() }
+            try await rig.waitUntil { ghost.state == .disconnected }
             #expect(ghost.state == .disconnected)
         }
     }
@@ -98,7 +98,9 @@ struct AsyncAPITests {
             rig.server.holdReads.withLock { $0 = true }
             let notifications = peripheral.notifications(for: counter)
             try await rig.waitUntil { counter.isNotifying }
-            let read = Task { try await peripheral.readValue(for: counter, timeout: nil) }
+            let read = Task(executorPreference: rig.radio) {
+                try await peripheral.readValue(for: counter, timeout: nil)
+            }
             try await rig.waitUntil { rig.server.held.withLock { !$0.isEmpty } }
             // The sensor's battery dies: the central's link times out and everything pending fails.
             rig.sensorSystem.vanish()
@@ -129,16 +131,15 @@ struct AsyncAPITests {
             // Before answering the first read, the server notifies 0xAA on the same characteristic.
             rig.server.notifyBeforeFirstRead.withLock { $0 = true }
             let answers = AsyncLocked<[Int: Data]>([:])
-            rig.pause.withLock { $0 = true }
-            // Four reads of one characteristic, outstanding at once, in this order: delegate-style, two made the
-            // way the async API makes them (each with its own reply), delegate-style again.
+            // Four reads of one characteristic, outstanding at once (the radio stands still while this task
+            // runs), in this order: delegate-style, two made the way the async API makes them (each with its own
+            // reply), delegate-style again.
             peripheral.readValue(for: counter)
             for n in 2...3 {
                 peripheral.readValue(
                     for: counter, reply: .task { result in answers.mutate { $0[n] = try? result.get() } })
             }
             peripheral.readValue(for: counter)
-            rig.pause.withLock { $0 = false }
             try await rig.waitUntil { answers.value.count == 2 && recorder.values.value.count == 5 }
             // Each async request got the answer to its own request...
             #expect(answers.value == [2: Data([2]), 3: Data([3])])
@@ -178,7 +179,9 @@ struct AsyncAPITests {
             try await rig.startServer()
             let (peripheral, counter, _) = try await rig.connect()
             rig.server.holdReads.withLock { $0 = true }
-            let read = Task { try await peripheral.readValue(for: counter, timeout: nil) }
+            let read = Task(executorPreference: rig.radio) {
+                try await peripheral.readValue(for: counter, timeout: nil)
+            }
             try await rig.waitUntil { rig.server.held.withLock { !$0.isEmpty } }
             read.cancel()
             await #expect(throws: CancellationError.self) { try await read.value }
@@ -259,8 +262,6 @@ final class AsyncRig: Sendable {
     let sensorSystem: BluetoothSystem
     let central: CentralManager
     let server: AsyncTestServer
-    /// While set, the driver holds the radio still.
-    let pause = Mutex(false)
 
     init(
         configuration: BluetoothSystem.Configuration = .init(),
@@ -271,7 +272,7 @@ final class AsyncRig: Sendable {
             on: radio, name: "sensor", position: RadioPosition(x: 2, y: 0),
             configuration: sensorConfiguration)
         central = CentralManager(delegate: nil, queue: DispatchQueue(label: "phone"), options: nil, system: phoneSystem)
-        server = AsyncTestServer(system: sensorSystem)
+        server = AsyncTestServer(system: sensorSystem, radio: radio)
     }
 
     func startServer() async throws { try await server.start() }
@@ -296,18 +297,15 @@ final class AsyncRig: Sendable {
     }
 
     /// Waits (in wall time, while the radio runs) until `condition` holds.
-    func waitUntil(_ condition: @Sendable () -> Bool) async throws {
+    /// Waits, in virtual time, until `condition` holds (checked every millisecond of it); fails after `limit`.
+    func waitUntil(limit: Duration = .seconds(30), _ condition: @Sendable () -> Bool) async throws {
+        let deadline = radio.now + limit
         while !condition() {
-            try Task.checkCancellation()
-            try await Task.sleep(for: .microseconds(200))
+            guard radio.now < deadline else {
+                throw BluetoothError(.timeout, "the condition did not hold within \(limit) of virtual time")
+            }
+            try await radio.sleep(for: .milliseconds(1))
         }
-    }
-
-    /// Runs `body` with the radio held still.
-    func paused<T: Sendable>(_ body: () async -> T) async -> T {
-        pause.withLock { $0 = true }
-        defer { pause.withLock { $0 = false } }
-        return await body()
     }
 }
 
@@ -326,8 +324,10 @@ final class AsyncTestServer: Sendable {
     let held = Mutex<[ATTRequest]>([])
     let notifyBeforeFirstRead = Mutex(false)
     let task = Mutex<Task<Void, Never>?>(nil)
+    let radio: SimulatedRadio
 
-    init(system: BluetoothSystem) {
+    init(system: BluetoothSystem, radio: SimulatedRadio) {
+        self.radio = radio
         manager = PeripheralManager(delegate: nil, queue: DispatchQueue(label: "sensor"), options: nil, system: system)
     }
 
@@ -340,7 +340,7 @@ final class AsyncTestServer: Sendable {
         try await manager.add(service, timeout: .seconds(1))
         let requests = manager.requests
         task.withLock {
-            $0 = Task { [self] in
+            $0 = Task(executorPreference: radio) { [self] in
                 for await request in requests { await handle(request) }
             }
         }
@@ -419,34 +419,22 @@ final class AsyncLocked<T: Sendable>: Sendable {
 }
 
 extension AsyncRig {
-    /// Runs `body` while advancing the radio in 5 ms steps of virtual time (held still while `paused`),
-    /// until `body` returns; fails when `limit` of virtual time passes first.
-    func drive<T: Sendable>(limit: Duration = .seconds(300), _ body: @escaping @Sendable () async throws -> T)
+    /// Runs `body` as a task on the radio's executor, and the radio for `limit` of virtual time beside it: one
+    /// plain run, no stepping. The body must be done by then.
+    func drive<T: Sendable>(limit: Duration = .seconds(120), _ body: @escaping @Sendable () async throws -> T)
         async throws -> T
     {
-        let done = AsyncLocked(false)
-        return try await withThrowingTaskGroup(of: T?.self) { group in
-            group.addTask {
-                defer { done.mutate { $0 = true } }
-                return try await body()
-            }
-            group.addTask { [self] in
-                while !done.value {
-                    guard radio.now < limit else {
-                        throw BluetoothError(.timeout, "the test did not finish within \(limit) of virtual time")
-                    }
-                    if pause.withLock({ $0 }) {
-                        try await Task.sleep(for: .microseconds(100))
-                        continue
-                    }
-                    try await radio.run(for: .milliseconds(5))
-                    await Task.yield()
-                }
-                return nil
-            }
-            var result: T?
-            for try await value in group where value != nil { result = value }
-            return result!
+        let finished = AsyncLocked(false)
+        let task = Task(executorPreference: radio) {
+            defer { finished.mutate { $0 = true } }
+            return try await body()
         }
+        try await radio.run(for: limit)
+        guard finished.value else {
+            // Its remaining jobs would run only if the radio ran again: leave it cancelled.
+            task.cancel()
+            throw BluetoothError(.timeout, "the test did not finish within \(limit) of virtual time")
+        }
+        return try await task.value
     }
 }
