@@ -88,7 +88,7 @@ let package = Package(
             dependencies: ["BLEHost", "BLETransport", "BLEHCI", "BLEL2CAP", "BLEATT", "BLEGATT", "BLECore", nioCore],
             swiftSettings: strict),
         .testTarget(
-            name: "BLETests", dependencies: ["BLE", "BLETransport", "BLEHCI", "BLEVirtualController"],
+            name: "BLETests", dependencies: ["BLE", "BLETransport", "BLEHCI", "BLEHost", "BLEVirtualController"],
             swiftSettings: strict),
         .testTarget(
             name: "BLETransportTests", dependencies: ["BLETransport", "BLEHCI", "BLECore", nioCore],

@@ -122,6 +122,18 @@ public struct LinkInfo: Sendable, Hashable {
     public var latency: UInt16
     /// Supervision timeout in units of 10 ms.
     public var supervisionTimeout: UInt16
+
+    public init(
+        handle: ConnectionHandle, role: LinkRole, peer: BluetoothAddress, interval: UInt16, latency: UInt16,
+        supervisionTimeout: UInt16
+    ) {
+        self.handle = handle
+        self.role = role
+        self.peer = peer
+        self.interval = interval
+        self.latency = latency
+        self.supervisionTimeout = supervisionTimeout
+    }
 }
 
 /// Scan settings (Core Spec 5.4, Vol 4, Part E, 7.8.10).

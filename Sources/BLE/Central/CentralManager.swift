@@ -26,9 +26,12 @@ public final class CentralManager: Sendable, SystemSession {
         /// Peripherals asked to connect, in order; the host initiates one at a time.
         var connectQueue: [Peripheral] = []
         var initiating: Peripheral?
+        var nextScanID: UInt64 = 1
     }
 
     struct ScanSession {
+        /// Which `scanForPeripherals` call made it: a discovery is delivered only while its session lasts.
+        var id: UInt64 = 0
         var services: [BluetoothUUID]?
         var options: ScanOptions?
         /// What was last reported per peripheral (coalescing), and ADV data waiting for its scan response.
@@ -84,7 +87,8 @@ public final class CentralManager: Sendable, SystemSession {
         guard currentState == .poweredOn else { return }
         let wasScanning = locked.withLock { s -> Bool in
             let was = s.scan != nil
-            s.scan = ScanSession(services: serviceUUIDs, options: options)
+            s.scan = ScanSession(id: s.nextScanID, services: serviceUUIDs, options: options)
+            s.nextScanID += 1
             return was
         }
         if wasScanning { return }
@@ -133,12 +137,16 @@ public final class CentralManager: Sendable, SystemSession {
         let action = locked.withLock { s -> Action in
             switch peripheral.currentState {
             case .connecting:
-                if s.initiating === peripheral {
-                    peripheral.setCancelled(true)
-                    return .cancelInitiation
+                // The call's own effect, at once: `.disconnecting`; `.disconnected` follows on the manager's
+                // queue, just before `didDisconnectPeripheral`.
+                peripheral.setState(.disconnecting)
+                peripheral.setCancelled(true)
+                if s.initiating === peripheral { return .cancelInitiation }
+                if let handle = peripheral.handle {
+                    // The link is up but `didConnect` was not delivered yet: it will not be.
+                    return .disconnect(handle)
                 }
                 s.connectQueue.removeAll { $0 === peripheral }
-                peripheral.setState(.disconnected)
                 return .dropQueued
             case .connected:
                 guard let handle = peripheral.handle else { return .none }
@@ -154,6 +162,7 @@ public final class CentralManager: Sendable, SystemSession {
         case .cancelInitiation: system.core.host.cancelConnect()
         case .dropQueued:
             deliver { manager, delegate in
+                peripheral.announceDisconnected()
                 delegate?.centralManager(manager, didDisconnectPeripheral: peripheral, error: nil)
             }
         case .disconnect(let handle):
@@ -214,8 +223,8 @@ public final class CentralManager: Sendable, SystemSession {
             if s.initiating === peripheral { s.initiating = nil }
             return peripheral.isCancelled
         }
-        peripheral.setState(.disconnected)
         deliver { manager, delegate in
+            peripheral.announceDisconnected()
             if cancelled {
                 delegate?.centralManager(manager, didDisconnectPeripheral: peripheral, error: nil)
             } else {
@@ -311,8 +320,8 @@ public final class CentralManager: Sendable, SystemSession {
             decodingAdvertisement: adv, scanResponse: scanResponse, connectable: connectable)
         let peripheral = peripheral(for: report.address)
         let rssi = report.rssi ?? 127
-        let deliverIt = locked.withLock { s -> Bool in
-            guard var scan = s.scan else { return false }
+        let session = locked.withLock { s -> UInt64? in
+            guard var scan = s.scan else { return nil }
             defer { s.scan = scan }
             if let filter = scan.services, !filter.isEmpty {
                 let advertised = (advertisement.serviceUUIDs ?? []) + (advertisement.overflowServiceUUIDs ?? [])
@@ -320,16 +329,18 @@ public final class CentralManager: Sendable, SystemSession {
                 let wantedSolicited = scan.options?.solicitedServiceUUIDs ?? []
                 let matches =
                     advertised.contains(where: filter.contains) || solicited.contains(where: wantedSolicited.contains)
-                if !matches { return false }
+                if !matches { return nil }
             }
             if scan.options?.allowDuplicates != true {
-                if scan.reported[peripheral.identifier] == advertisement { return false }
+                if scan.reported[peripheral.identifier] == advertisement { return nil }
             }
             scan.reported[peripheral.identifier] = advertisement
-            return true
+            return scan.id
         }
-        guard deliverIt else { return }
+        guard let session else { return }
         deliver { manager, delegate in
+            // Not after `stopScan` (or a new scan) returned on this queue.
+            guard manager.locked.withLock({ $0.scan?.id == session }) else { return }
             if let name = advertisement.localName { peripheral.updateName(name) }
             delegate?.centralManager(manager, didDiscover: peripheral, advertisementData: advertisement, rssi: rssi)
         }
@@ -350,11 +361,14 @@ public final class CentralManager: Sendable, SystemSession {
         peripheral.linkUp(handle: link.handle)
         if cancelled {
             // Cancelled while the controller was already completing the connection: take the link down.
-            peripheral.setState(.disconnecting)
             system.core.host.disconnect(link.handle, reason: .remoteUserTerminatedConnection)
         } else {
             peripheral.watchServiceChanges()
-            deliver { manager, delegate in delegate?.centralManager(manager, didConnect: peripheral) }
+            deliver { manager, delegate in
+                // `.connected` here, on the manager's queue, just before the callback that announces it.
+                guard peripheral.announceConnected() else { return }
+                delegate?.centralManager(manager, didConnect: peripheral)
+            }
         }
         initiateNext()
     }
@@ -371,8 +385,9 @@ public final class CentralManager: Sendable, SystemSession {
         guard let peripheral = locked.withLock({ $0.byHandle.removeValue(forKey: handle) }) else { return }
         let local = peripheral.isCancelled
         let error: BluetoothError? = local ? nil : Self.disconnectError(reason)
-        peripheral.linkDown(error: error ?? BluetoothError(.operationCancelled, "the connection was cancelled"))
+        peripheral.linkDown()
         deliver { manager, delegate in
+            peripheral.announceDisconnected()
             delegate?.centralManager(manager, didDisconnectPeripheral: peripheral, error: error)
         }
     }
@@ -387,8 +402,11 @@ public final class CentralManager: Sendable, SystemSession {
             return Array(s.byHandle.values) + (s.initiating.map { [$0] } ?? []) + s.connectQueue
         }
         for p in links {
-            p.linkDown(error: error)
-            deliver { manager, delegate in delegate?.centralManager(manager, didDisconnectPeripheral: p, error: error) }
+            p.linkDown()
+            deliver { manager, delegate in
+                p.announceDisconnected()
+                delegate?.centralManager(manager, didDisconnectPeripheral: p, error: error)
+            }
         }
     }
 

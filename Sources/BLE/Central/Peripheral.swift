@@ -59,9 +59,11 @@ public final class Peripheral: Sendable, Hashable, CustomStringConvertible {
 
     /// Whether a write without response can be queued now. When it is false, wait for
     /// `peripheralIsReady(toSendWriteWithoutResponse:)`.
+    ///
+    /// It turns false as soon as a write is refused or fills the link's queue (the write's own effect), and
+    /// true again on the manager's queue, just before `peripheralIsReady(toSendWriteWithoutResponse:)`.
     public var canSendWriteWithoutResponse: Bool {
-        guard let handle = locked.withLock({ $0.handle }), let host else { return false }
-        return host.canWriteWithoutResponse(on: handle)
+        locked.withLock { $0.state == .connected && !$0.writeWithoutResponseRefused }
     }
 
     /// The longest value one write can carry: 512 with response (the long-write procedure splits it),
@@ -91,20 +93,39 @@ public final class Peripheral: Sendable, Hashable, CustomStringConvertible {
     func setState(_ s: PeripheralState) { locked.withLock { $0.state = s } }
     func setCancelled(_ c: Bool) { locked.withLock { $0.cancelled = c } }
 
+    /// The link is up, on the host's side: events for it reach this peripheral from now on. `state` stays
+    /// `.connecting` until `announceConnected()`, on the manager's queue.
     func linkUp(handle: ConnectionHandle) {
         locked.withLock {
             $0.handle = handle
-            $0.state = .connected
             $0.writeWithoutResponseRefused = false
         }
     }
 
-    /// The link is gone: pending operations were already failed by the host; notifications stop.
-    func linkDown(error: BluetoothError) {
-        let characteristics = locked.withLock { s -> [Characteristic] in
+    /// On the manager's queue, just before `didConnect`: the peripheral becomes `.connected`, unless the
+    /// application cancelled meanwhile (then its disconnection follows instead). Returns whether it did.
+    func announceConnected() -> Bool {
+        locked.withLock { s -> Bool in
+            guard s.state == .connecting, !s.cancelled, s.handle != nil else { return false }
+            s.state = .connected
+            return true
+        }
+    }
+
+    /// The link is gone, on the host's side: pending operations were already failed by the host, and no new
+    /// request reaches it. `state` changes in `announceDisconnected()`, on the manager's queue.
+    func linkDown() {
+        locked.withLock { s in
             s.handle = nil
-            s.state = .disconnected
             s.serviceChangedHandle = nil
+        }
+    }
+
+    /// On the manager's queue, just before `didDisconnectPeripheral` (or `didFailToConnect`): the peripheral is
+    /// `.disconnected` and its characteristics stop notifying.
+    func announceDisconnected() {
+        let characteristics = locked.withLock { s -> [Characteristic] in
+            s.state = .disconnected
             return Array(s.characteristicsByValue.values)
         }
         for c in characteristics { c.state.withLock { $0.isNotifying = false } }
@@ -206,12 +227,17 @@ public final class Peripheral: Sendable, Hashable, CustomStringConvertible {
     }
 
     func handleReadyToWrite() {
-        let wasRefused = locked.withLock { s -> Bool in
-            defer { s.writeWithoutResponseRefused = false }
-            return s.writeWithoutResponseRefused
+        guard locked.withLock({ $0.writeWithoutResponseRefused }) else { return }
+        deliver { p, d in
+            // `canSendWriteWithoutResponse` turns true here, just before the callback that says so.
+            guard
+                p.locked.withLock({ s -> Bool in
+                    defer { s.writeWithoutResponseRefused = false }
+                    return s.writeWithoutResponseRefused
+                })
+            else { return }
+            d?.peripheralIsReady(toSendWriteWithoutResponse: p)
         }
-        guard wasRefused else { return }
-        deliver { p, d in d?.peripheralIsReady(toSendWriteWithoutResponse: p) }
     }
 
     /// Called on the manager's queue: keeps existing objects for services found again.
