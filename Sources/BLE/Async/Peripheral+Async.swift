@@ -82,12 +82,13 @@ extension Peripheral {
     /// `.withResponse` returns when the peripheral has acknowledged the write (`didWriteValueFor`), using
     /// the long-write procedure for values longer than ATT_MTU - 3 (up to 512 bytes).
     ///
-    /// `.withoutResponse` is flow-controlled: it queues the Write Command when the link has room and returns;
-    /// when the link's queue is full (`canSendWriteWithoutResponse` is false) the delegate-style write is
-    /// refused, and this waits for `peripheralIsReady(toSendWriteWithoutResponse:)` and tries again, so a loop
-    /// of these writes sends every chunk, in order, as fast as the link allows. Returning means the command
-    /// is queued, not that the peripheral received it (no write without response is acknowledged). Several
-    /// tasks writing without response at once are each delivered, in no promised order among them.
+    /// `.withoutResponse` is flow-controlled: it queues the Write Command when the link has room; when the link's
+    /// queue is full (`canSendWriteWithoutResponse` is false) it waits for
+    /// `peripheralIsReady(toSendWriteWithoutResponse:)` and tries again. It returns once the command is delivered:
+    /// the controller reported its last packet completed, which means the peer's link layer acknowledged it (no
+    /// ATT response exists for it; whether the peer's application used it is not known). A loop of these writes
+    /// therefore sends every chunk, in order, each delivered before the next is queued; several tasks writing at
+    /// once share the link's queue, in no promised order among them.
     /// - Throws: for `.withoutResponse` also `.invalidParameters` when `data` is longer than
     ///   `maximumWriteValueLength(for: .withoutResponse)`, and `.notConnected`.
     public func writeValue(
@@ -194,9 +195,17 @@ extension Peripheral {
             // Registered before writing, so a "ready" that follows the refusal at once is not missed.
             let ready = Waiter<Void>()
             observer.addReadyWaiter(ready)
-            if writeWithoutResponse(data, for: characteristic) {
+            let delivered = Waiter<Void>()
+            if writeWithoutResponse(
+                data, for: characteristic, delivered: .task { delivered.resume($0.mapError { $0 }) })
+            {
                 observer.removeReadyWaiter(ready)
-                return
+                if let deadline {
+                    delivered.arm(
+                        timeout: deadline - manager.system.now, system: manager.system, queue: manager.queue,
+                        what: "writeValue(for: \(characteristic.uuid.uuidString), type: .withoutResponse)")
+                }
+                return try await delivered.value()
             }
             if let deadline {
                 ready.arm(

@@ -160,12 +160,23 @@ extension Peripheral {
     /// Queues a Write Command; whether it was queued. Refused (sending nothing) when not connected, when the
     /// value is longer than ATT_MTU - 3 or when the link's queue is full. A refusal, or a write that fills the
     /// queue, makes `canSendWriteWithoutResponse` false until `peripheralIsReady(toSendWriteWithoutResponse:)`.
-    func writeWithoutResponse(_ data: Data, for characteristic: Characteristic) -> Bool {
+    /// When queued, `delivered` (a task's) hears once the peer's link layer acknowledged the command, or why not.
+    func writeWithoutResponse(
+        _ data: Data, for characteristic: Characteristic, delivered: Reply<Void>? = nil
+    ) -> Bool {
         guard let handle = locked.withLock({ $0.state == .connected ? $0.handle : nil }), let host,
             let remote = characteristic.state.withLock({ $0.remote }),
             data.count <= host.mtu(on: handle) - 3
         else { return false }
-        let accepted = host.writeWithoutResponse(on: handle, attribute: remote.valueHandle, value: Array(data))
+        var onDelivered: (@Sendable (Result<Void, HostError>) -> Void)?
+        if let delivered {
+            let silent: DelegateReport = { _, _, _ in }
+            onDelivered = { [self] result in
+                report(delivered, result, delegate: silent) { (_: Peripheral, _: Void) in () }
+            }
+        }
+        let accepted = host.writeWithoutResponse(
+            on: handle, attribute: remote.valueHandle, value: Array(data), delivered: onDelivered)
         if !accepted || !host.canWriteWithoutResponse(on: handle) {
             locked.withLock { $0.writeWithoutResponseRefused = true }
         }

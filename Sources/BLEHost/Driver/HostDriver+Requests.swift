@@ -175,8 +175,25 @@ extension HostDriver {
     /// Queues a Write Command. Returns false, sending nothing, when the link's queue is full or the value does not
     /// fit ATT_MTU-3; `.readyToWriteWithoutResponse` follows once there is room, after a refusal or after a write
     /// that filled the queue.
-    public func writeWithoutResponse(on handle: ConnectionHandle, attribute: AttributeHandle, value: [UInt8]) -> Bool {
-        step { $0.machine.writeWithoutResponse(on: handle, attribute: attribute, value: value) }
+    ///
+    /// `delivered`, when given, hears once whether an accepted command was delivered: the controller reported its
+    /// last packet completed (the peer's link layer acknowledged it), or the link went down first. A refused
+    /// command does not call it: the `false` says so.
+    public func writeWithoutResponse(
+        on handle: ConnectionHandle, attribute: AttributeHandle, value: [UInt8],
+        delivered: (@Sendable (Result<Void, HostError>) -> Void)? = nil
+    ) -> Bool {
+        step { state in
+            var id: HostOperationID?
+            if delivered != nil {
+                id = HostOperationID(rawValue: state.nextOperation)
+                state.nextOperation += 1
+            }
+            let (accepted, actions) = state.machine.writeWithoutResponse(
+                on: handle, attribute: attribute, value: value, delivery: id)
+            if accepted, let id, let delivered { state.completions[id] = { delivered($0.map { _ in () }) } }
+            return (accepted, actions)
+        }
     }
 
     /// Whether a Write Command can be queued on this link now.

@@ -12,12 +12,16 @@ extension GATTError.Code {
 extension HostMachine {
     /// Performs an ATT bearer's actions on one link. `kind` tags the PDUs sent (Write Commands and notifications
     /// count against their queue depths).
-    mutating func runBearer(_ actions: [ATTBearer.Action], on handle: ConnectionHandle, kind: OutgoingFragment.Kind) {
+    /// `delivery` names the operation completed when the PDU sent here is delivered (a Write Command's).
+    mutating func runBearer(
+        _ actions: [ATTBearer.Action], on handle: ConnectionHandle, kind: OutgoingFragment.Kind,
+        delivery: HostOperationID? = nil
+    ) {
         for action in actions {
             guard links[handle] != nil else { return }
             switch action {
             case .send(let pdu):
-                queueL2CAP(pdu, channel: .att, kind: kind, on: handle)
+                queueL2CAP(pdu, channel: .att, kind: kind, on: handle, delivery: delivery)
             case .startTimer(let timer, _):
                 // Both ATT timers are the transaction timeout (Vol 3, Part F, 3.3.3): the configured one.
                 if let running = links[handle]?.attTimers[timer] { cancelTimer(running) }
@@ -139,17 +143,19 @@ extension HostMachine {
 
     /// Queues a Write Command. Returns false, sending nothing, when the link's queue is full or the value does
     /// not fit ATT_MTU-3; `.readyToWriteWithoutResponse` follows once there is room, after a refusal or after a
-    /// write that filled the queue.
+    /// write that filled the queue. When accepted and `delivery` is given, that operation completes once the
+    /// controller reports the command's last packet delivered (Number Of Completed Packets: the peer's link layer
+    /// acknowledged it), or fails when the link goes down first.
     public mutating func writeWithoutResponse(
-        on handle: ConnectionHandle, attribute: AttributeHandle, value: [UInt8]
+        on handle: ConnectionHandle, attribute: AttributeHandle, value: [UInt8], delivery: HostOperationID? = nil
     ) -> (accepted: Bool, actions: [HostAction]) {
-        let accepted = queueWriteCommand(on: handle, attribute: attribute, value: value)
+        let accepted = queueWriteCommand(on: handle, attribute: attribute, value: value, delivery: delivery)
         return (accepted, takeActions())
     }
 
-    private mutating func queueWriteCommand(on handle: ConnectionHandle, attribute: AttributeHandle, value: [UInt8])
-        -> Bool
-    {
+    private mutating func queueWriteCommand(
+        on handle: ConnectionHandle, attribute: AttributeHandle, value: [UInt8], delivery: HostOperationID?
+    ) -> Bool {
         guard let queued = links[handle]?.queuedWriteCommands else { return false }
         let depth = configuration.writeWithoutResponseQueueDepth
         guard queued < depth else {
@@ -159,7 +165,7 @@ extension HostMachine {
         guard let pdu = try? links[handle]?.client.writeWithoutResponse(attribute, value: value),
             let actions = try? links[handle]?.bearer.sendUnacknowledged(pdu)
         else { return false }
-        runBearer(actions, on: handle, kind: .writeCommand)
+        runBearer(actions, on: handle, kind: .writeCommand, delivery: delivery)
         pumpACL()
         // The queue is now full: whoever queues Write Commands will wait for room, whether or not it tries (and is
         // refused) first, so `.readyToWriteWithoutResponse` must follow when it drains.

@@ -1,6 +1,7 @@
 import BLECore
 import BLEGATT
 import BLEHCI
+import DequeModule
 
 extension HostMachine {
     // MARK: Scanning and advertising
@@ -96,9 +97,14 @@ extension HostMachine {
                 emit: true)
         case .numberOfCompletedPackets(let event):
             for entry in event.entries {
-                guard let inFlight = links[entry.handle]?.inFlight else { continue }
+                guard let inFlight = links[entry.handle]?.inFlight.count else { continue }
                 let done = min(Int(entry.numCompletedPackets), inFlight)
-                links[entry.handle]?.inFlight -= done
+                for _ in 0..<done {
+                    // A controller completes a link's packets in the order it took them.
+                    if let delivered = links[entry.handle]?.inFlight.popFirst(), let id = delivered {
+                        complete(id, .success(.done))
+                    }
+                }
                 acl.credits = min(acl.credits + done, acl.total)
             }
             pumpACL()

@@ -71,7 +71,7 @@ extension HostMachine {
         for timer in link.attTimers.values.sorted() { cancelTimer(timer) }
         for timer in link.signalingTimers.values.sorted() { cancelTimer(timer) }
         // The controller frees the buffers of a closed link (Vol 4, Part E, 4.3).
-        acl.credits = min(acl.credits + link.inFlight, acl.total)
+        acl.credits = min(acl.credits + link.inFlight.count, acl.total)
         // Fail what the client was doing, then let the bearer and client wind down.
         let failure =
             error.code == .transportClosed
@@ -82,6 +82,10 @@ extension HostMachine {
                 let waiting = clientOperations.removeValue(forKey: operation)
             else { continue }
             if let id = waiting { complete(id, .failure(failure)) }
+        }
+        // Data waiting to be delivered never will be.
+        for id in link.inFlight.compactMap({ $0 }) + link.outgoing.compactMap(\.delivery) {
+            complete(id, .failure(failure))
         }
         _ = link.bearer.linkDisconnected()
         _ = link.signaling.linkDisconnected()
@@ -96,7 +100,8 @@ extension HostMachine {
 
     /// Queues an L2CAP PDU on a link, fragmented to the controller's LE ACL buffer size.
     mutating func queueL2CAP(
-        _ payload: ByteBuffer, channel: L2CAPChannelID, kind: OutgoingFragment.Kind, on handle: ConnectionHandle
+        _ payload: ByteBuffer, channel: L2CAPChannelID, kind: OutgoingFragment.Kind, on handle: ConnectionHandle,
+        delivery: HostOperationID? = nil
     ) {
         guard links[handle] != nil else { return }
         let frame = L2CAPBasicFrame(channelID: channel, payload: payload)
@@ -105,7 +110,9 @@ extension HostMachine {
             let packet = HCIACLDataPacket(
                 handle: handle, packetBoundary: .init(rawValue: fragment.boundary.rawValue),
                 data: Array(fragment.data.readableBytesView))
-            links[handle]?.outgoing.append(.init(packet: packet, kind: kind, isLast: i == fragments.count - 1))
+            let isLast = i == fragments.count - 1
+            links[handle]?.outgoing.append(
+                .init(packet: packet, kind: kind, isLast: isLast, delivery: isLast ? delivery : nil))
         }
         switch kind {
         case .writeCommand: links[handle]?.queuedWriteCommands += 1
@@ -126,7 +133,7 @@ extension HostMachine {
                 let handle = acl.order[index]
                 guard let next = links[handle]?.outgoing.popFirst() else { continue }
                 acl.credits -= 1
-                links[handle]?.inFlight += 1
+                links[handle]?.inFlight.append(next.delivery)
                 send(.acl(next.packet))
                 if next.isLast {
                     switch next.kind {

@@ -14,8 +14,9 @@ struct Link: Sendable {
     var client: GATTClient
     /// ACL fragments waiting for a controller buffer, and what each is (for queue-depth accounting).
     var outgoing: Deque<OutgoingFragment> = []
-    /// ACL packets the controller holds for this link (not yet reported by Number Of Completed Packets).
-    var inFlight = 0
+    /// ACL packets the controller holds for this link, oldest first (not yet reported by Number Of Completed
+    /// Packets): for each, the operation waiting for its delivery, if any.
+    var inFlight: Deque<HostOperationID?> = []
     /// Current LL payload limit, from LE Data Length Change.
     var maxTxOctets = 27
     /// Write Commands queued in `outgoing` (their last fragment not yet handed to the controller).
@@ -44,6 +45,8 @@ struct OutgoingFragment: Sendable {
     var kind: Kind
     /// Whether this is the last fragment of its PDU (the queue counters drop when it leaves).
     var isLast: Bool
+    /// On the last fragment: the operation completed once the controller reports the packet delivered.
+    var delivery: HostOperationID? = nil
 }
 
 /// LE ACL flow control (Core Spec 5.4, Vol 4, Part E, 4.1.1): credits are the controller's free LE ACL

@@ -211,6 +211,44 @@ import Testing
         #expect(rig.events.contains(.readyToNotify))
     }
 
+    @Test func aWriteCommandIsDeliveredWhenTheControllerReportsItsLastPacketCompleted() throws {
+        var rig = MachineRig()
+        rig.profile.leBufferLength = 27
+        rig.profile.leBufferCount = 4
+        try rig.started()
+        rig.connect(1, role: .central)
+        rig.feedACL(Self.link, channel: 0x0004, [0x03, 0x05, 0x02])  // Exchange MTU Response: 517
+        rig.answerCommands()
+        rig.feed(.numberOfCompletedPackets(.init(entries: [.init(handle: Self.link, numCompletedPackets: 1)])))
+        rig.forget()
+        // 40 bytes: a 47-byte B-frame, two fragments.
+        let delivery = HostOperationID(rawValue: 900)
+        let (accepted, actions) = rig.machine.writeWithoutResponse(
+            on: Self.link, attribute: AttributeHandle(0x0010), value: [UInt8](repeating: 1, count: 40),
+            delivery: delivery)
+        rig.record(actions)
+        #expect(accepted)
+        #expect(rig.acl.count == 2)
+        #expect(rig.result(of: delivery) == nil)
+        // The first fragment completed: not yet.
+        rig.feed(.numberOfCompletedPackets(.init(entries: [.init(handle: Self.link, numCompletedPackets: 1)])))
+        #expect(rig.result(of: delivery) == nil)
+        rig.feed(.numberOfCompletedPackets(.init(entries: [.init(handle: Self.link, numCompletedPackets: 1)])))
+        #expect(rig.result(of: delivery) == .success(.done))
+
+        // One the link loses before the controller reports it fails, once.
+        let lost = HostOperationID(rawValue: 901)
+        let (again, more) = rig.machine.writeWithoutResponse(
+            on: Self.link, attribute: AttributeHandle(0x0010), value: [2], delivery: lost)
+        rig.record(more)
+        #expect(again)
+        rig.feed(.disconnectionComplete(.init(handle: Self.link, reason: .connectionTimeout)))
+        #expect(rig.completions(of: lost) == 1)
+        #expect(
+            rig.result(of: lost).map { if case .failure(let e) = $0 { e.code == .disconnected } else { false } } == true
+        )
+    }
+
     // MARK: Scanning
 
     @Test func aScanStoppedAtOnceLeavesOnlyTheParametersOnTheWireAndNoReportsPassUp() throws {
