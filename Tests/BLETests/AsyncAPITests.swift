@@ -173,6 +173,27 @@ struct AsyncAPITests {
         }
     }
 
+    @Test func anAsyncRespondReturnsOnceTheResponseIsHandedOverAndASecondOneFails() async throws {
+        let rig = AsyncRig()
+        try await rig.drive {
+            try await rig.startServer()
+            let (peripheral, counter, _) = try await rig.connect()
+            rig.server.holdReads.withLock { $0 = true }
+            let read = Task(executorPreference: rig.radio) {
+                try await peripheral.readValue(for: counter, timeout: .seconds(5))
+            }
+            try await rig.waitUntil { rig.server.held.withLock { !$0.isEmpty } }
+            let request = try #require(rig.server.held.withLock { $0.first })
+            request.value = Data([0x5A])
+            try await rig.server.manager.respond(to: request, withResult: .success, timeout: .seconds(1))
+            #expect(try await read.value == Data([0x5A]))
+            let again = await #expect(throws: BluetoothError.self) {
+                try await rig.server.manager.respond(to: request, withResult: .success, timeout: .seconds(1))
+            }
+            #expect(again?.code == .invalidParameters)
+        }
+    }
+
     @Test func cancellingATaskAwaitingAReadEndsItsWaitOnly() async throws {
         let rig = AsyncRig()
         try await rig.drive {

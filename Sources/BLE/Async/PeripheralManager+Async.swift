@@ -39,7 +39,9 @@ extension PeripheralManager {
     /// Sends `value` to the subscribed centrals (all, or those in `centrals`), waiting for room: where the
     /// delegate-style `updateValue` returns false because the transmit queue is full, this waits for
     /// `peripheralManagerIsReady(toUpdateSubscribers:)` and sends again, so a loop of updates delivers every
-    /// value in order. Returns once the value is queued for every target.
+    /// value in order. Returns once every target received it: each notification acknowledged by the central's
+    /// link layer (Number Of Completed Packets), each indication confirmed by the central; with no subscriber,
+    /// at once.
     /// - Throws: `BluetoothError` `.invalidParameters` when `characteristic` is not published by this manager;
     ///   the power state's error when the manager powers off while waiting; `.timeout`; `CancellationError`.
     public func updateValue(
@@ -57,9 +59,16 @@ extension PeripheralManager {
             // Registered before sending, so a "ready" that follows the refusal at once is not missed.
             let ready = Waiter<Void>()
             observer.addReadyWaiter(ready)
-            if send(value, for: characteristic, to: centrals) {
+            let delivered = Waiter<Void>()
+            let reply = Reply<Void>.task { delivered.resume($0.mapError { $0 }) }
+            if updateValue(value, for: characteristic, onSubscribedCentrals: centrals, delivered: reply) {
                 observer.removeReadyWaiter(ready)
-                return
+                if let deadline {
+                    delivered.arm(
+                        timeout: deadline - system.now, system: system, queue: queue,
+                        what: "updateValue(for: \(characteristic.uuid.uuidString))")
+                }
+                return try await delivered.value()
             }
             if let deadline {
                 ready.arm(
@@ -68,6 +77,15 @@ extension PeripheralManager {
             }
             try await ready.value()
         }
+    }
+
+    /// Answers a read or write request (as `respond(to:withResult:)` does) and returns once the response was
+    /// handed to the central's ATT bearer. ATT does not acknowledge a response, so that is as far as it can be
+    /// followed.
+    /// - Throws: `.invalidParameters` when the request was already answered or is not this manager's;
+    ///   `.notConnected` (or the link-loss error) when the central's link is gone; `.timeout`; `CancellationError`.
+    public func respond(to request: ATTRequest, withResult result: ATTErrorCode, timeout: Duration?) async throws {
+        try await perform(timeout: timeout, what: "respond") { respond(to: request, withResult: result, reply: $0) }
     }
 
     /// Read and write requests from remote centrals, as `didReceiveRead` and `didReceiveWrite` deliver them.
@@ -105,11 +123,6 @@ extension PeripheralManager {
         request(.task { result in waiter.resume(result.mapError { $0 }) })
         waiter.arm(timeout: timeout, system: system, queue: queue, what: what)
         try await waiter.value()
-    }
-
-    /// The delegate-style `updateValue`, from a synchronous context (where overload resolution picks it).
-    private func send(_ value: Data, for characteristic: MutableCharacteristic, to centrals: [Central]?) -> Bool {
-        updateValue(value, for: characteristic, onSubscribedCentrals: centrals)
     }
 
     private func isPublished(_ characteristic: MutableCharacteristic) -> Bool {

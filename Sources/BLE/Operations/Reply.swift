@@ -26,3 +26,11 @@ enum Reply<Value: Sendable>: Sendable {
         if case .task(let body) = self { body(result) }
     }
 }
+
+extension Result {
+    /// The error, when this is a failure.
+    var failure: Failure? {
+        if case .failure(let error) = self { return error }
+        return nil
+    }
+}

@@ -183,11 +183,23 @@ public final class PeripheralManager: Sendable, SystemSession {
     /// Answers a read or write request. For a read, set `request.value` first (the bytes from
     /// `request.offset` on); for a long write, answer through the first request of the array.
     public func respond(to request: ATTRequest, withResult result: ATTErrorCode) {
+        respond(to: request, withResult: result, reply: nil)
+    }
+
+    /// `reply` (a task's) hears once whether the response was handed to the central's bearer, or why not: the
+    /// request was already answered or is not one of this manager's, or its link is gone.
+    func respond(to request: ATTRequest, withResult result: ATTErrorCode, reply: Reply<Void>?) {
         guard let id = request.id,
             let serverID = locked.withLock({ $0.pendingRequests.removeValue(forKey: id) })
-        else { return }
+        else {
+            let error = BluetoothError(.invalidParameters, "\(request) was already answered, or is not this manager's")
+            if let reply { report(reply, error, { _, _, _ in }) }
+            return
+        }
         let value = result == .success ? request.value.map { Array($0) } : nil
-        system.core.host.respond(to: serverID, result: result, value: value)
+        var completion: (@Sendable (Result<Void, HostError>) -> Void)?
+        if let reply { completion = hostCompletion(reporting: reply) }
+        system.core.host.respond(to: serverID, result: result, value: value, completion: completion)
     }
 
     /// Sends `value` to subscribed centrals (all of them, or those in `centrals`) as a notification or
@@ -197,6 +209,15 @@ public final class PeripheralManager: Sendable, SystemSession {
     public func updateValue(
         _ value: Data, for characteristic: MutableCharacteristic, onSubscribedCentrals centrals: [Central]?
     ) -> Bool {
+        updateValue(value, for: characteristic, onSubscribedCentrals: centrals, delivered: nil)
+    }
+
+    /// When sent, `delivered` (a task's) hears once whether every target received the value: each notification
+    /// acknowledged by the central's link layer, each indication confirmed, or a target's link gone first.
+    func updateValue(
+        _ value: Data, for characteristic: MutableCharacteristic, onSubscribedCentrals centrals: [Central]?,
+        delivered: Reply<Void>?
+    ) -> Bool {
         let handle = locked.withLock { s -> AttributeHandle? in
             for p in s.published {
                 if let (h, _) = p.characteristics.first(where: { $0.value === characteristic }) { return h }
@@ -205,7 +226,10 @@ public final class PeripheralManager: Sendable, SystemSession {
         }
         guard let handle else { return false }
         let targets = centrals.map { list in list.map { ConnectionHandle($0.handle.withLock { $0 }) } }
-        let sent = system.core.host.notify(attribute: handle, value: Array(value), to: targets)
+        var completion: (@Sendable (Result<Void, HostError>) -> Void)?
+        if let delivered { completion = hostCompletion(reporting: delivered) }
+        let sent = system.core.host.notify(
+            attribute: handle, value: Array(value), to: targets, delivered: completion)
         if !sent { locked.withLock { $0.updateRefused = true } }
         return sent
     }
@@ -214,6 +238,14 @@ public final class PeripheralManager: Sendable, SystemSession {
 
     func deliver(_ body: @escaping @Sendable (PeripheralManager, (any PeripheralManagerDelegate)?) -> Void) {
         system.core.scheduler.dispatch(on: queue) { [self] in body(self, deliveryTarget) }
+    }
+
+    /// A host completion that reports to a task's reply on the manager's queue (the delegate hears nothing).
+    func hostCompletion(reporting reply: Reply<Void>) -> @Sendable (Result<Void, HostError>) -> Void {
+        let silent: @Sendable (PeripheralManager, (any PeripheralManagerDelegate)?, BluetoothError?) -> Void = {
+            _, _, _ in
+        }
+        return { [self] result in report(reply, result.failure.map { BluetoothError($0) }, silent) }
     }
 
     /// Reports a request's outcome (nil: success) on the manager's queue: `apply` first, on success; then the

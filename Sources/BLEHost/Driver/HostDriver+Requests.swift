@@ -184,11 +184,7 @@ extension HostDriver {
         delivered: (@Sendable (Result<Void, HostError>) -> Void)? = nil
     ) -> Bool {
         step { state in
-            var id: HostOperationID?
-            if delivered != nil {
-                id = HostOperationID(rawValue: state.nextOperation)
-                state.nextOperation += 1
-            }
+            let id = delivered.map { _ in state.reserveOperation() }
             let (accepted, actions) = state.machine.writeWithoutResponse(
                 on: handle, attribute: attribute, value: value, delivery: id)
             if accepted, let id, let delivered { state.completions[id] = { delivered($0.map { _ in () }) } }
@@ -225,16 +221,36 @@ extension HostDriver {
         state.withLock { $0.machine.setDeviceName(name) }
     }
 
-    /// Answers a `.serverRead` or `.serverWrite` request.
-    public func respond(to request: GATTServerRequestID, result: ATTErrorCode, value: [UInt8]?) {
-        step { ((), $0.machine.respond(to: request, result: result, value: value)) }
+    /// Answers a `.serverRead` or `.serverWrite` request. `completion`, when given, hears once whether the response
+    /// was handed to the bearer, or why not (the request is unknown or already answered, or its link is gone).
+    public func respond(
+        to request: GATTServerRequestID, result: ATTErrorCode, value: [UInt8]?,
+        completion: (@Sendable (Result<Void, HostError>) -> Void)? = nil
+    ) {
+        step { state in
+            let id = completion.map { completion in state.register { completion($0.map { _ in () }) } }
+            return ((), state.machine.respond(to: request, result: result, value: value, id: id))
+        }
     }
 
     /// Sends `value` to the clients subscribed to the characteristic whose value handle is `attribute` (all of
     /// them, or those in `connections`): a notification or an indication, as each client configured. Returns
     /// false, sending nothing, when any target's queue is full; `.readyToNotify` follows.
-    public func notify(attribute: AttributeHandle, value: [UInt8], to connections: [ConnectionHandle]?) -> Bool {
-        step { $0.machine.notify(attribute: attribute, value: value, to: connections) }
+    ///
+    /// `delivered`, when given and the value was sent, hears once whether every target received it: the controller
+    /// reported each notification's packet completed (the peer's link layer acknowledged it) and each client
+    /// confirmed its indication, or a target's link went down first.
+    public func notify(
+        attribute: AttributeHandle, value: [UInt8], to connections: [ConnectionHandle]?,
+        delivered: (@Sendable (Result<Void, HostError>) -> Void)? = nil
+    ) -> Bool {
+        step { state in
+            let id = delivered.map { _ in state.reserveOperation() }
+            let (sent, actions) = state.machine.notify(
+                attribute: attribute, value: value, to: connections, delivery: id)
+            if sent, let id, let delivered { state.completions[id] = { delivered($0.map { _ in () }) } }
+            return (sent, actions)
+        }
     }
 
     // MARK: Helpers

@@ -51,6 +51,19 @@ public final class HostDriver: Sendable {
         var completions: [HostOperationID: Completion] = [:]
         var timers: [HostTimerID: any ScheduledWork] = [:]
         var handler: EventHandler?
+
+        /// A new operation id, its completion not yet known (registered only if the machine takes the request).
+        mutating func reserveOperation() -> HostOperationID {
+            defer { nextOperation += 1 }
+            return HostOperationID(rawValue: nextOperation)
+        }
+
+        /// A new operation id whose completion is `completion`.
+        mutating func register(_ completion: @escaping Completion) -> HostOperationID {
+            let id = reserveOperation()
+            completions[id] = completion
+            return id
+        }
     }
 
     let state: Mutex<State>
@@ -87,9 +100,7 @@ public final class HostDriver: Sendable {
     /// Starts a request: `completion` hears its result once, in the order the machine completed it.
     func request(_ request: HostRequest, completion: @escaping Completion) {
         step { state in
-            let id = HostOperationID(rawValue: state.nextOperation)
-            state.nextOperation += 1
-            state.completions[id] = completion
+            let id = state.register(completion)
             return ((), state.machine.requested(request, id: id))
         }
     }

@@ -32,7 +32,14 @@ extension HostMachine {
             case .complete(let request, let result):
                 let clientActions = links[handle]?.client.requestCompleted(request, result) ?? []
                 runClient(clientActions, on: handle)
-            case .indicationComplete:
+            case .indicationComplete(let request, let failure):
+                if let (_, id) = indicationDeliveries.removeValue(forKey: request) {
+                    if failure == nil {
+                        packetDelivered(for: id)
+                    } else if pendingDeliveries.removeValue(forKey: id) != nil {
+                        complete(id, .failure(HostError(.timeout, "the client did not confirm the indication")))
+                    }
+                }
                 if let pending = links[handle]?.pendingIndications {
                     links[handle]?.pendingIndications = max(0, pending - 1)
                 }

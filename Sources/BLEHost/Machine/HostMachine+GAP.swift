@@ -81,6 +81,17 @@ extension HostMachine {
         complete(id, result.map { .done })
     }
 
+    /// One packet `id` waits for was delivered; the operation completes with its last.
+    mutating func packetDelivered(for id: HostOperationID) {
+        guard let remaining = pendingDeliveries[id] else { return }
+        if remaining > 1 {
+            pendingDeliveries[id] = remaining - 1
+        } else {
+            pendingDeliveries[id] = nil
+            complete(id, .success(.done))
+        }
+    }
+
     // MARK: HCI events
 
     mutating func handle(_ event: HCIEvent) {
@@ -102,7 +113,7 @@ extension HostMachine {
                 for _ in 0..<done {
                     // A controller completes a link's packets in the order it took them.
                     if let delivered = links[entry.handle]?.inFlight.popFirst(), let id = delivered {
-                        complete(id, .success(.done))
+                        packetDelivered(for: id)
                     }
                 }
                 acl.credits = min(acl.credits + done, acl.total)

@@ -41,20 +41,40 @@ extension HostMachine {
     }
 
     /// Answers a `.serverRead` or `.serverWrite` request.
-    public mutating func respond(to request: GATTServerRequestID, result: ATTErrorCode, value: [UInt8]?)
-        -> [HostAction]
-    {
-        runServer(server.respond(to: request, result: result, value: value))
+    ///
+    /// With `id`, that operation completes once the response is handed to the bearer, or fails when there is
+    /// nothing to answer (the request is unknown or already answered, or its link is gone).
+    public mutating func respond(
+        to request: GATTServerRequestID, result: ATTErrorCode, value: [UInt8]?, id: HostOperationID? = nil
+    ) -> [HostAction] {
+        let actions = server.respond(to: request, result: result, value: value)
+        let handedOver = actions.contains { action in
+            if case .respond(let connection, _) = action { return links[connection] != nil }
+            return false
+        }
+        runServer(actions)
         pumpACL()
+        if let id {
+            complete(
+                id,
+                handedOver
+                    ? .success(.done)
+                    : .failure(
+                        HostError(.invalidState, "nothing to answer: the request is unknown or its link is gone")))
+        }
         return takeActions()
     }
 
     /// Sends `value` to the clients subscribed to the characteristic whose value handle is `attribute` (all of
     /// them, or those in `connections`): a notification or an indication, as each client configured. Returns
-    /// false, sending nothing, when any target's queue is full; `.readyToNotify` follows.
-    public mutating func notify(attribute: AttributeHandle, value: [UInt8], to connections: [ConnectionHandle]?)
-        -> (sent: Bool, actions: [HostAction])
-    {
+    /// false, sending nothing, when any target's queue is full; `.readyToNotify` follows. When sent and `delivery`
+    /// is given, that operation completes once the controller reports every target's packet completed (the peers'
+    /// link layers acknowledged them; at once when there is no target), or fails when a target's link goes down
+    /// first.
+    public mutating func notify(
+        attribute: AttributeHandle, value: [UInt8], to connections: [ConnectionHandle]?,
+        delivery: HostOperationID? = nil
+    ) -> (sent: Bool, actions: [HostAction]) {
         let depth = configuration.notificationQueueDepth
         let targets = server.subscribers(of: attribute).filter { connections?.contains($0.0) ?? true }
         for (handle, _) in targets {
@@ -69,13 +89,14 @@ extension HostMachine {
                 let notification = server.notification(characteristicValue: attribute, value: value, to: handle),
                 let actions = try? links[handle]?.bearer.sendUnacknowledged(.handleValueNotification(notification))
             {
-                runBearer(actions, on: handle, kind: .notification)
+                runBearer(actions, on: handle, kind: .notification, delivery: delivery)
             } else if configuration.contains(.indication),
                 let indication = server.indication(characteristicValue: attribute, value: value, to: handle)
             {
-                sendIndication(indication, on: handle)
+                sendIndication(indication, on: handle, delivery: delivery)
             }
         }
+        if let delivery, pendingDeliveries[delivery] == nil { complete(delivery, .success(.done)) }
         pumpACL()
         return (true, takeActions())
     }
@@ -92,10 +113,18 @@ extension HostMachine {
 
     /// Hands an indication to the link's bearer (one outstanding at a time; it counts against the queue depth
     /// until confirmed).
-    private mutating func sendIndication(_ indication: ATTPDU.HandleValueIndication, on handle: ConnectionHandle) {
+    private mutating func sendIndication(
+        _ indication: ATTPDU.HandleValueIndication, on handle: ConnectionHandle, delivery: HostOperationID? = nil
+    ) {
         nextIndication += 1
+        let request = ATTRequestID(nextIndication)
         links[handle]?.pendingIndications += 1
-        let actions = links[handle]?.bearer.sendIndication(indication, id: ATTRequestID(nextIndication)) ?? []
+        if let delivery {
+            // An indication is delivered when the client confirms it (Vol 3, Part F, 3.4.7.3).
+            pendingDeliveries[delivery, default: 0] += 1
+            indicationDeliveries[request] = (handle, delivery)
+        }
+        let actions = links[handle]?.bearer.sendIndication(indication, id: request) ?? []
         runBearer(actions, on: handle, kind: .other)
     }
 }

@@ -83,9 +83,15 @@ extension HostMachine {
             else { continue }
             if let id = waiting { complete(id, .failure(failure)) }
         }
-        // Data waiting to be delivered never will be.
-        for id in link.inFlight.compactMap({ $0 }) + link.outgoing.compactMap(\.delivery) {
+        // Data waiting to be delivered never will be: its operation fails (once, however many packets it had).
+        for id in link.inFlight.compactMap({ $0 }) + link.outgoing.compactMap(\.delivery)
+        where pendingDeliveries.removeValue(forKey: id) != nil {
             complete(id, .failure(failure))
+        }
+        for (request, waiting) in indicationDeliveries.sorted(by: { $0.key.rawValue < $1.key.rawValue })
+        where waiting.link == handle {
+            indicationDeliveries[request] = nil
+            if pendingDeliveries.removeValue(forKey: waiting.id) != nil { complete(waiting.id, .failure(failure)) }
         }
         _ = link.bearer.linkDisconnected()
         _ = link.signaling.linkDisconnected()
@@ -111,6 +117,7 @@ extension HostMachine {
                 handle: handle, packetBoundary: .init(rawValue: fragment.boundary.rawValue),
                 data: Array(fragment.data.readableBytesView))
             let isLast = i == fragments.count - 1
+            if isLast, let delivery { pendingDeliveries[delivery, default: 0] += 1 }
             links[handle]?.outgoing.append(
                 .init(packet: packet, kind: kind, isLast: isLast, delivery: isLast ? delivery : nil))
         }

@@ -51,6 +51,11 @@ public struct HostMachine: Sendable {
     var nextIndication: UInt64 = 1 << 62
     /// `notify` refused because a queue was full: `.readyToNotify` follows when there is room.
     var notifyRefused = false
+    /// Operations waiting for data to be delivered, and how many of their packets the controller has yet to
+    /// report completed (a notification to three subscribers waits for three).
+    var pendingDeliveries: [HostOperationID: Int] = [:]
+    /// Indications an operation waits on: delivered when the client confirms them.
+    var indicationDeliveries: [ATTRequestID: (link: ConnectionHandle, id: HostOperationID)] = [:]
 
     var timers: [HostTimerID: TimerPurpose] = [:]
     var nextTimer: UInt64 = 1

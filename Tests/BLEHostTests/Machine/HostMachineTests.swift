@@ -249,6 +249,73 @@ import Testing
         )
     }
 
+    @Test func aNotificationToTwoCentralsIsDeliveredWhenBothPacketsAreCompleted() throws {
+        var rig = MachineRig()
+        rig.profile.leBufferCount = 8
+        try rig.started()
+        let definition = GATTServiceDefinition(
+            uuid: BluetoothUUID(UInt16(0x180D)),
+            characteristics: [
+                GATTCharacteristicDefinition(
+                    uuid: BluetoothUUID(UInt16(0x2A37)), properties: [.notify, .indicate], permissions: [.readable],
+                    value: [])
+            ])
+        let (published, _) = rig.machine.addService(definition)
+        let value = try published.get().characteristicValueHandles[0]
+        // Central 1 subscribes to notifications, central 2 to indications.
+        for (handle, configuration) in [(UInt16(1), UInt8(0x01)), (2, 0x02)] {
+            rig.connect(handle, role: .peripheral)
+            rig.feedACL(
+                ConnectionHandle(handle), channel: 0x0004, [0x12] + le16(value.rawValue + 1) + [configuration, 0])
+        }
+        rig.answerCommands()
+        rig.forget()
+        let delivery = HostOperationID(rawValue: 700)
+        let (sent, actions) = rig.machine.notify(attribute: value, value: [9], to: nil, delivery: delivery)
+        rig.record(actions)
+        #expect(sent)
+        // The notification's packet completed: the indication is still unconfirmed.
+        rig.feed(
+            .numberOfCompletedPackets(.init(entries: [.init(handle: ConnectionHandle(1), numCompletedPackets: 2)])))
+        #expect(rig.result(of: delivery) == nil)
+        rig.feedACL(ConnectionHandle(2), channel: 0x0004, [0x1E])  // Handle Value Confirmation
+        #expect(rig.result(of: delivery) == .success(.done))
+        #expect(rig.completions(of: delivery) == 1)
+
+        // A value whose indication's link goes down before the confirmation fails, once.
+        let lost = HostOperationID(rawValue: 701)
+        let (again, more) = rig.machine.notify(attribute: value, value: [10], to: nil, delivery: lost)
+        rig.record(more)
+        #expect(again)
+        rig.feed(.disconnectionComplete(.init(handle: ConnectionHandle(2), reason: .connectionTimeout)))
+        #expect(rig.completions(of: lost) == 1)
+        #expect(rig.result(of: lost).map { if case .failure = $0 { true } else { false } } == true)
+    }
+
+    @Test func aResponseCompletesWhenHandedToTheBearerAndAnUnknownOneFails() throws {
+        var rig = MachineRig()
+        try rig.started()
+        let definition = GATTServiceDefinition(
+            uuid: BluetoothUUID(UInt16(0x180F)),
+            characteristics: [
+                GATTCharacteristicDefinition(
+                    uuid: BluetoothUUID(UInt16(0x2A19)), properties: [.read], permissions: [.readable], value: nil)
+            ])
+        let (published, _) = rig.machine.addService(definition)
+        let value = try published.get().characteristicValueHandles[0]
+        rig.connect(1, role: .peripheral)
+        rig.feedACL(Self.link, channel: 0x0004, [0x0A] + le16(value.rawValue))  // Read Request
+        let request = try #require(
+            rig.events.compactMap { if case .serverRead(let id, _, _, _) = $0 { id } else { nil } }.first)
+        let answered = HostOperationID(rawValue: 800)
+        rig.record(rig.machine.respond(to: request, result: .success, value: [88], id: answered))
+        #expect(rig.result(of: answered) == .success(.done))
+        #expect(rig.att(on: Self.link).last == [0x0B, 88])
+        let again = HostOperationID(rawValue: 801)
+        rig.record(rig.machine.respond(to: request, result: .success, value: [88], id: again))
+        #expect(rig.result(of: again).map { if case .failure = $0 { true } else { false } } == true)
+    }
+
     // MARK: Scanning
 
     @Test func aScanStoppedAtOnceLeavesOnlyTheParametersOnTheWireAndNoReportsPassUp() throws {
