@@ -194,6 +194,22 @@ struct AsyncAPITests {
         }
     }
 
+    @Test func cancellingTheConnectionFailsAPendingReadAsCancelled() async throws {
+        let rig = AsyncRig()
+        try await rig.drive {
+            try await rig.startServer()
+            let (peripheral, counter, _) = try await rig.connect()
+            rig.server.holdReads.withLock { $0 = true }
+            let read = Task(executorPreference: rig.radio) {
+                try await peripheral.readValue(for: counter, timeout: nil)
+            }
+            try await rig.waitUntil { rig.server.held.withLock { !$0.isEmpty } }
+            try await rig.central.disconnect(peripheral)
+            let error = await #expect(throws: BluetoothError.self) { try await read.value }
+            #expect(error?.code == .operationCancelled)
+        }
+    }
+
     @Test func cancellingATaskAwaitingAReadEndsItsWaitOnly() async throws {
         let rig = AsyncRig()
         try await rig.drive {

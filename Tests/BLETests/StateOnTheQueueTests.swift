@@ -45,6 +45,11 @@ import Testing
             seen.withLock { $0.append("didConnect: \(peripheral.state)") }
         }
         func centralManager(
+            _ central: CentralManager, didFailToConnect peripheral: Peripheral, error: (any Error)?
+        ) {
+            seen.withLock { $0.append("didFailToConnect: \(peripheral.state)") }
+        }
+        func centralManager(
             _ central: CentralManager, didDisconnectPeripheral peripheral: Peripheral, error: (any Error)?
         ) {
             seen.withLock { $0.append("didDisconnect: \(peripheral.state)") }
@@ -100,6 +105,19 @@ import Testing
         setup.central.systemReceived(.disconnected(ConnectionHandle(9), reason: .connectionTerminatedByLocalHost))
         setup.drain()
         #expect(setup.seen.withLock { $0 } == ["didDisconnect: disconnected"])
+    }
+
+    @Test func aLinkThatDropsBeforeDidConnectWasDeliveredIsAFailedConnection() async throws {
+        let setup = try await Setup()
+        let peripheral = setup.central.peripheral(for: Self.peer)
+        setup.central.connect(peripheral)
+        let gate = setup.closeQueue()
+        setup.central.systemReceived(.connected(Self.link(11)))
+        setup.central.systemReceived(.disconnected(ConnectionHandle(11), reason: .connectionFailedToBeEstablished))
+        gate.signal()
+        setup.drain()
+        #expect(setup.seen.withLock { $0 } == ["didFailToConnect: disconnected"])
+        #expect(peripheral.state == .disconnected)
     }
 
     @Test func noDiscoveryIsDeliveredAfterStopScanReturnedOnTheQueue() async throws {

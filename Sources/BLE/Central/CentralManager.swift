@@ -120,6 +120,7 @@ public final class CentralManager: Sendable, SystemSession {
         let start = locked.withLock { s -> Bool in
             guard peripheral.currentState == .disconnected else { return false }
             peripheral.setState(.connecting)
+            peripheral.setCancelled(false)
             s.peripherals[peripheral.identifier] = peripheral
             s.connectQueue.append(peripheral)
             return s.initiating == nil
@@ -212,9 +213,17 @@ public final class CentralManager: Sendable, SystemSession {
             return p
         }
         guard let next else { return }
-        next.setCancelled(false)
         system.core.host.connect(to: next.address, parameters: ConnectionParameters()) { [weak self] result in
-            if case .failure(let error) = result { self?.initiationEnded(next, error: error) }
+            switch result {
+            case .failure(let error):
+                self?.initiationEnded(next, error: error)
+            case .success where next.isCancelled:
+                // Cancelled after this initiation was chosen: a cancel sent before the controller took the
+                // request found nothing to cancel, so cancel now that there is something.
+                self?.system.core.host.cancelConnect()
+            case .success:
+                break
+            }
         }
     }
 
@@ -347,18 +356,19 @@ public final class CentralManager: Sendable, SystemSession {
     }
 
     private func handleConnected(_ link: LinkInfo) {
-        let peripheral = locked.withLock { s -> Peripheral? in
+        // In one lock section with `cancelPeripheralConnection`'s: a cancel sees either the initiation or the
+        // link's handle, never neither.
+        let found = locked.withLock { s -> (Peripheral, Bool)? in
             guard let p = s.initiating, p.address == link.peer else { return nil }
             s.initiating = nil
             s.byHandle[link.handle] = p
-            return p
+            p.linkUp(handle: link.handle)
+            return (p, p.isCancelled)
         }
-        guard let peripheral else {
+        guard let (peripheral, cancelled) = found else {
             // Not ours (another manager on this system initiated it): nothing to do here.
             return
         }
-        let cancelled = peripheral.isCancelled
-        peripheral.linkUp(handle: link.handle)
         if cancelled {
             // Cancelled while the controller was already completing the connection: take the link down.
             system.core.host.disconnect(link.handle, reason: .remoteUserTerminatedConnection)
@@ -387,8 +397,17 @@ public final class CentralManager: Sendable, SystemSession {
         let error: BluetoothError? = local ? nil : Self.disconnectError(reason)
         peripheral.linkDown()
         deliver { manager, delegate in
+            // A link that dropped before its didConnect was delivered was never announced: for the
+            // application the connection failed.
+            let announced = peripheral.currentState != .connecting
             peripheral.announceDisconnected()
-            delegate?.centralManager(manager, didDisconnectPeripheral: peripheral, error: error)
+            if announced {
+                delegate?.centralManager(manager, didDisconnectPeripheral: peripheral, error: error)
+            } else {
+                delegate?.centralManager(
+                    manager, didFailToConnect: peripheral,
+                    error: BluetoothError(.connectionFailed, "the link dropped as it came up: \(reason)"))
+            }
         }
     }
 

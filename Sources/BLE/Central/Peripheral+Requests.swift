@@ -175,12 +175,10 @@ extension Peripheral {
                 report(delivered, result, delegate: silent) { (_: Peripheral, _: Void) in () }
             }
         }
-        let accepted = host.writeWithoutResponse(
-            on: handle, attribute: remote.valueHandle, value: Array(data), delivered: onDelivered)
-        if !accepted || !host.canWriteWithoutResponse(on: handle) {
-            locked.withLock { $0.writeWithoutResponseRefused = true }
-        }
-        return accepted
+        // Marked under the host's lock, before the "ready" that clears it can be produced.
+        return host.writeWithoutResponse(
+            on: handle, attribute: remote.valueHandle, value: Array(data), delivered: onDelivered,
+            whenFull: { [self] in locked.withLock { $0.writeWithoutResponseRefused = true } })
     }
 
     /// Writes a descriptor value (with response). The Client Characteristic Configuration descriptor is written
@@ -291,6 +289,7 @@ extension Peripheral {
 
     /// Reports a request that failed before it reached the host, on the manager's queue.
     func fail<T: Sendable>(_ reply: Reply<T>, _ error: BluetoothError, _ tell: @escaping DelegateReport) {
+        guard manager != nil else { return reply.finish(.failure(Self.managerGone)) }
         deliver { p, d in
             if reply.isDelegate { tell(p, d, error) }
             reply.finish(.failure(error))
@@ -304,9 +303,19 @@ extension Peripheral {
         _ reply: Reply<T>, _ result: Result<Outcome, Failure>, valueChanged: Bool = false,
         delegate tell: @escaping DelegateReport, apply: @escaping @Sendable (Peripheral, Outcome) -> T
     ) {
-        let result = result.mapError { error -> BluetoothError in
-            if let host = error as? HostError { return BluetoothError(host) }
+        let result = result.mapError { [self] error -> BluetoothError in
+            if let host = error as? HostError {
+                // The link went down because the application cancelled the connection.
+                if host.code == .disconnected, isCancelled {
+                    return BluetoothError(.operationCancelled, "the connection was cancelled: \(host.message)")
+                }
+                return BluetoothError(host)
+            }
             return error as? BluetoothError ?? BluetoothError(.unknown, "\(error)")
+        }
+        guard manager != nil else {
+            // Nobody is left to deliver on the manager's queue: a waiting task still hears, at once.
+            return reply.finish(result.flatMap { _ in .failure(Self.managerGone) })
         }
         deliver { p, d in
             switch result {
@@ -320,6 +329,10 @@ extension Peripheral {
             }
         }
     }
+}
+
+extension Peripheral {
+    static let managerGone = BluetoothError(.invalidParameters, "the peripheral's central manager no longer exists")
 }
 
 /// A public attribute object and the remote attribute discovery gave it.

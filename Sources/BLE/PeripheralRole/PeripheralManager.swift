@@ -228,10 +228,10 @@ public final class PeripheralManager: Sendable, SystemSession {
         let targets = centrals.map { list in list.map { ConnectionHandle($0.handle.withLock { $0 }) } }
         var completion: (@Sendable (Result<Void, HostError>) -> Void)?
         if let delivered { completion = hostCompletion(reporting: delivered) }
-        let sent = system.core.host.notify(
-            attribute: handle, value: Array(value), to: targets, delivered: completion)
-        if !sent { locked.withLock { $0.updateRefused = true } }
-        return sent
+        // Marked under the host's lock, before the "ready" that clears it can be produced.
+        return system.core.host.notify(
+            attribute: handle, value: Array(value), to: targets, delivered: completion,
+            whenRefused: { [self] in locked.withLock { $0.updateRefused = true } })
     }
 
     // MARK: Internals
@@ -378,7 +378,9 @@ public final class PeripheralManager: Sendable, SystemSession {
         case .advertisingEnded:
             // Legacy connectable advertising stops when a central connects; keep advertising as the
             // application asked, the way iOS does.
-            guard let data = locked.withLock({ $0.isAdvertising ? $0.advertising : nil }) else { return }
+            // What the application asked for (set at once by its calls), not `isAdvertising`, which turns true
+            // only when the start's callback runs on the queue and may not have run yet.
+            guard let data = locked.withLock({ $0.advertising }) else { return }
             let (adv, scanResponse) = data.encodedForAdvertising()
             system.core.host.startAdvertising(
                 Self.parameters(for: data, scanResponse: scanResponse), data: adv,

@@ -179,15 +179,20 @@ extension HostDriver {
     /// `delivered`, when given, hears once whether an accepted command was delivered: the controller reported its
     /// last packet completed (the peer's link layer acknowledged it), or the link went down first. A refused
     /// command does not call it: the `false` says so.
+    ///
+    /// `whenFull` runs, under the driver's lock, when the command was refused or left the link's queue full:
+    /// before `.readyToWriteWithoutResponse` can possibly be emitted, so a caller that records "refused" there
+    /// cannot miss the event that clears it.
     public func writeWithoutResponse(
         on handle: ConnectionHandle, attribute: AttributeHandle, value: [UInt8],
-        delivered: (@Sendable (Result<Void, HostError>) -> Void)? = nil
+        delivered: (@Sendable (Result<Void, HostError>) -> Void)? = nil, whenFull: (() -> Void)? = nil
     ) -> Bool {
         step { state in
             let id = delivered.map { _ in state.reserveOperation() }
             let (accepted, actions) = state.machine.writeWithoutResponse(
                 on: handle, attribute: attribute, value: value, delivery: id)
             if accepted, let id, let delivered { state.completions[id] = { delivered($0.map { _ in () }) } }
+            if !accepted || !state.machine.canWriteWithoutResponse(on: handle) { whenFull?() }
             return (accepted, actions)
         }
     }
@@ -240,15 +245,19 @@ extension HostDriver {
     /// `delivered`, when given and the value was sent, hears once whether every target received it: the controller
     /// reported each notification's packet completed (the peer's link layer acknowledged it) and each client
     /// confirmed its indication, or a target's link went down first.
+    ///
+    /// `whenRefused` runs, under the driver's lock, when the value was refused: before `.readyToNotify` can
+    /// possibly be emitted.
     public func notify(
         attribute: AttributeHandle, value: [UInt8], to connections: [ConnectionHandle]?,
-        delivered: (@Sendable (Result<Void, HostError>) -> Void)? = nil
+        delivered: (@Sendable (Result<Void, HostError>) -> Void)? = nil, whenRefused: (() -> Void)? = nil
     ) -> Bool {
         step { state in
             let id = delivered.map { _ in state.reserveOperation() }
             let (sent, actions) = state.machine.notify(
                 attribute: attribute, value: value, to: connections, delivery: id)
             if sent, let id, let delivered { state.completions[id] = { delivered($0.map { _ in () }) } }
+            if !sent { whenRefused?() }
             return (sent, actions)
         }
     }

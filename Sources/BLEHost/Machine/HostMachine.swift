@@ -95,6 +95,11 @@ public struct HostMachine: Sendable {
         case .connect(let peer, let parameters):
             connect(to: peer, parameters: parameters, id: id)
         case .cancelConnect:
+            guard initiating != nil else {
+                // Nothing to cancel: the controller would refuse LE Create Connection Cancel (Command Disallowed).
+                complete(id, .failure(HostError(.invalidState, "no connection is being initiated")))
+                break
+            }
             enqueue(HCILECreateConnectionCancel().packet, for: .operation(id))
         case .disconnect(let handle, let reason):
             enqueue(HCIDisconnect(handle: handle, reason: reason).packet, for: .operation(id))
@@ -108,6 +113,8 @@ public struct HostMachine: Sendable {
 
     /// A packet from the controller.
     public mutating func received(_ packet: HCIPacket) -> [HostAction] {
+        // After the transport closed, nothing it still delivers counts.
+        guard !isClosed else { return [] }
         switch packet {
         case .event(let packet):
             // A malformed event from the controller: nothing sensible can be done with it. A command it might
