@@ -89,4 +89,26 @@ import Testing
             #expect(outcome.trace == first.trace, "run \(n + 1) put other packets on the wire")
         }
     }
+
+    @Test func sleepingInTheSystemsTimeOnTheRadioTakesExactlyThatVirtualTime() async throws {
+        let radio = SimulatedRadio(seed: 3)
+        let phone = BluetoothSystem.simulated(on: radio, name: "phone")
+        let times = AsyncLocked<[Duration]>([])
+        let sleeper = Task(executorPreference: radio) {
+            let start = radio.now
+            try await phone.sleep(for: .milliseconds(1500))
+            times.mutate { $0.append(radio.now - start) }
+            try await radio.sleep(for: .milliseconds(250))
+            times.mutate { $0.append(radio.now - start) }
+        }
+        try await radio.run(for: .seconds(2))
+        try await sleeper.value
+        #expect(times.value == [.milliseconds(1500), .milliseconds(1750)])
+
+        // A cancelled sleep ends at once, with CancellationError, without waiting for its time.
+        let cancelled = Task(executorPreference: radio) { try await phone.sleep(for: .seconds(3600)) }
+        cancelled.cancel()
+        try await radio.run(for: .milliseconds(10))
+        await #expect(throws: CancellationError.self) { try await cancelled.value }
+    }
 }
