@@ -136,9 +136,11 @@ extension Peripheral {
         return AsyncThrowingStream { continuation in
             let id = observer.nextID()
             continuation.onTermination = { [weak self] _ in
-                guard observer.removeNotifications(id, for: characteristic), let self, self.state == .connected else {
-                    return
-                }
+                // The last stream of a characteristic still subscribed (by the stream or by delegate code, and not
+                // unsubscribed meanwhile) unsubscribes.
+                guard observer.removeNotifications(id, for: characteristic), let self, self.state == .connected,
+                    characteristic.isNotifying
+                else { return }
                 self.setNotifyValue(false, for: characteristic, reply: .task { _ in })
             }
             observer.addNotifications(id, continuation, for: characteristic)

@@ -2,8 +2,10 @@ import BLE
 import Dispatch
 import Foundation
 
-/// The tool's central: a `CentralManager` and the delegate of every `Peripheral` it touches, turned into
-/// operations that take a completion. Completions run on `queue` (the manager's delegate queue) inside the
+/// What is left of the tool's delegate-style central, for `write --without-response` only (the other commands
+/// use `CentralTool`, on the async API): a `CentralManager` and the delegate of every `Peripheral` it touches,
+/// turned into operations that take a completion. It goes once the API has a pipelined send for bulk writes
+/// without response (the async write waits for each write's delivery, which would serialize them). Completions run on `queue` (the manager's delegate queue) inside the
 /// callback that finished the operation, so a flow that starts its next step from a completion never lets
 /// the simulated clock move in between: the same world gives the same run.
 final class ToolCentral: CentralManagerDelegate, PeripheralDelegate, @unchecked Sendable {
@@ -21,16 +23,9 @@ final class ToolCentral: CentralManagerDelegate, PeripheralDelegate, @unchecked 
     /// Called when a connected peripheral drops without being asked to.
     var linkLost: ((Peripheral, ToolError) -> Void)?
     private var servicesDiscovered: Completion<Void>?
-    private var includedDiscovered: [ObjectIdentifier: Completion<Void>] = [:]
     private var characteristicsDiscovered: [ObjectIdentifier: Completion<Void>] = [:]
-    private var descriptorsDiscovered: [ObjectIdentifier: Completion<Void>] = [:]
     private var characteristicReads: [ObjectIdentifier: Completion<Data>] = [:]
-    private var descriptorReads: [ObjectIdentifier: Completion<Data>] = [:]
-    private var writes: [ObjectIdentifier: Completion<Void>] = [:]
-    private var notifyChanges: [ObjectIdentifier: Completion<Void>] = [:]
     private var readyToWrite: [() -> Void] = []
-    /// Values that arrive unasked: notifications and indications.
-    var valueUpdated: ((Characteristic, Data) -> Void)?
 
     init(system: BluetoothSystem) {
         self.system = system
@@ -153,19 +148,6 @@ final class ToolCentral: CentralManagerDelegate, PeripheralDelegate, @unchecked 
         completion?(error.map { .failure(ToolError($0, doing: "discovering services")) } ?? .success(()))
     }
 
-    func discoverIncludedServices(
-        _ peripheral: Peripheral, for service: Service, _ completion: @escaping Completion<Void>
-    ) {
-        includedDiscovered[ObjectIdentifier(service)] = completion
-        peripheral.discoverIncludedServices(nil, for: service)
-    }
-
-    func peripheral(_ peripheral: Peripheral, didDiscoverIncludedServicesFor service: Service, error: (any Error)?) {
-        includedDiscovered.removeValue(forKey: ObjectIdentifier(service))?(
-            error.map { .failure(ToolError($0, doing: "discovering included services of \(service.uuid.uuidString)")) }
-                ?? .success(()))
-    }
-
     func discoverCharacteristics(
         _ peripheral: Peripheral, for service: Service, _ completion: @escaping Completion<Void>
     ) {
@@ -176,21 +158,6 @@ final class ToolCentral: CentralManagerDelegate, PeripheralDelegate, @unchecked 
     func peripheral(_ peripheral: Peripheral, didDiscoverCharacteristicsFor service: Service, error: (any Error)?) {
         characteristicsDiscovered.removeValue(forKey: ObjectIdentifier(service))?(
             error.map { .failure(ToolError($0, doing: "discovering characteristics of \(service.uuid.uuidString)")) }
-                ?? .success(()))
-    }
-
-    func discoverDescriptors(
-        _ peripheral: Peripheral, for characteristic: Characteristic, _ completion: @escaping Completion<Void>
-    ) {
-        descriptorsDiscovered[ObjectIdentifier(characteristic)] = completion
-        peripheral.discoverDescriptors(for: characteristic)
-    }
-
-    func peripheral(
-        _ peripheral: Peripheral, didDiscoverDescriptorsFor characteristic: Characteristic, error: (any Error)?
-    ) {
-        descriptorsDiscovered.removeValue(forKey: ObjectIdentifier(characteristic))?(
-            error.map { .failure(ToolError($0, doing: "discovering descriptors of \(characteristic.uuid.uuidString)")) }
                 ?? .success(()))
     }
 
@@ -213,11 +180,6 @@ final class ToolCentral: CentralManagerDelegate, PeripheralDelegate, @unchecked 
         peripheral.readValue(for: characteristic)
     }
 
-    func read(_ peripheral: Peripheral, _ descriptor: Descriptor, _ completion: @escaping Completion<Data>) {
-        descriptorReads[ObjectIdentifier(descriptor)] = completion
-        peripheral.readValue(for: descriptor)
-    }
-
     func peripheral(_ peripheral: Peripheral, didUpdateValueFor characteristic: Characteristic, error: (any Error)?) {
         if let pending = characteristicReads.removeValue(forKey: ObjectIdentifier(characteristic)) {
             if let error {
@@ -225,28 +187,6 @@ final class ToolCentral: CentralManagerDelegate, PeripheralDelegate, @unchecked 
             }
             return pending(.success(characteristic.value ?? Data()))
         }
-        if error == nil, let value = characteristic.value { valueUpdated?(characteristic, value) }
-    }
-
-    func peripheral(_ peripheral: Peripheral, didUpdateValueFor descriptor: Descriptor, error: (any Error)?) {
-        guard let pending = descriptorReads.removeValue(forKey: ObjectIdentifier(descriptor)) else { return }
-        if let error {
-            return pending(.failure(ToolError(error, doing: "reading descriptor \(descriptor.uuid.uuidString)")))
-        }
-        pending(.success(descriptor.value ?? Data()))
-    }
-
-    func write(
-        _ peripheral: Peripheral, _ characteristic: Characteristic, _ value: Data,
-        _ completion: @escaping Completion<Void>
-    ) {
-        writes[ObjectIdentifier(characteristic)] = completion
-        peripheral.writeValue(value, for: characteristic, type: .withResponse)
-    }
-
-    func peripheral(_ peripheral: Peripheral, didWriteValueFor characteristic: Characteristic, error: (any Error)?) {
-        writes.removeValue(forKey: ObjectIdentifier(characteristic))?(
-            error.map { .failure(ToolError($0, doing: "writing \(characteristic.uuid.uuidString)")) } ?? .success(()))
     }
 
     /// Sends `chunks` as writes without response, each when `canSendWriteWithoutResponse` allows; waits for
@@ -306,22 +246,6 @@ final class ToolCentral: CentralManagerDelegate, PeripheralDelegate, @unchecked 
         let waiting = readyToWrite
         readyToWrite.removeAll()
         for resume in waiting { resume() }
-    }
-
-    func setNotify(
-        _ peripheral: Peripheral, _ enabled: Bool, for characteristic: Characteristic,
-        _ completion: @escaping Completion<Void>
-    ) {
-        notifyChanges[ObjectIdentifier(characteristic)] = completion
-        peripheral.setNotifyValue(enabled, for: characteristic)
-    }
-
-    func peripheral(
-        _ peripheral: Peripheral, didUpdateNotificationStateFor characteristic: Characteristic, error: (any Error)?
-    ) {
-        notifyChanges.removeValue(forKey: ObjectIdentifier(characteristic))?(
-            error.map { .failure(ToolError($0, doing: "subscribing to \(characteristic.uuid.uuidString)")) }
-                ?? .success(()))
     }
 
     // MARK: Helpers

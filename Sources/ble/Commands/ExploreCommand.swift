@@ -28,75 +28,82 @@ struct ExploreCommand: AsyncParsableCommand {
     func run() async throws {
         let target = target
         let json = json
-        try await CommandRun.central(transport) { central, outcome in
-            central.connect(to: target, outcome: outcome) { peripheral in
-                let explorer = Explorer(central: central, peripheral: peripheral)
-                explorer.run { result in
-                    if case .success = result {
-                        Output.line(json ? explorer.json().text : explorer.text())
-                    }
-                    central.finish(peripheral, outcome, result)
-                }
+        try await CommandRun.flow(transport) { tool in
+            let peripheral = try await tool.connect(to: target)
+            try await tool.using(peripheral) {
+                let explorer = Explorer(tool: tool, peripheral: peripheral)
+                try await explorer.run()
+                Output.line(json ? explorer.json().text : explorer.text())
             }
         }
     }
 }
 
 /// Walks a connected peripheral's database and remembers what each read gave.
-final class Explorer {
-    let central: ToolCentral
+final class Explorer: @unchecked Sendable {
+    // @unchecked Sendable: the values are written by `run`, one step at a time in one task, and read by the
+    // printers after it returned.
+    let tool: CentralTool
     let peripheral: Peripheral
     private var characteristicValues: [ObjectIdentifier: Result<Data, ToolError>] = [:]
     private var descriptorValues: [ObjectIdentifier: Result<Data, ToolError>] = [:]
 
-    init(central: ToolCentral, peripheral: Peripheral) {
-        self.central = central
+    init(tool: CentralTool, peripheral: Peripheral) {
+        self.tool = tool
         self.peripheral = peripheral
     }
 
-    func run(_ completion: @escaping ToolCentral.Completion<Void>) {
-        central.discoverServices(peripheral) { [self] result in
-            if case .failure = result { return completion(result) }
-            central.sequentially(peripheral.services ?? [], explore, completion)
+    /// Discovers every service (with its included services), characteristic and descriptor, and reads every
+    /// readable value. A refused read is part of the picture; a lost link or a timeout ends the walk.
+    func run() async throws {
+        let services = try await tool.run("discovering services") {
+            try await peripheral.discoverServices(nil, timeout: nil)
+        }
+        for service in services {
+            let uuid = service.uuid.uuidString
+            _ = try await tool.run("discovering included services of \(uuid)") {
+                try await peripheral.discoverIncludedServices(nil, for: service, timeout: nil)
+            }
+            let characteristics = try await tool.run("discovering characteristics of \(uuid)") {
+                try await peripheral.discoverCharacteristics(nil, for: service, timeout: nil)
+            }
+            for characteristic in characteristics { try await explore(characteristic) }
         }
     }
 
-    private func explore(_ service: Service, _ completion: @escaping ToolCentral.Completion<Void>) {
-        central.discoverIncludedServices(peripheral, for: service) { [self] result in
-            if case .failure = result { return completion(result) }
-            central.discoverCharacteristics(peripheral, for: service) { [self] result in
-                if case .failure = result { return completion(result) }
-                central.sequentially(service.characteristics ?? [], explore, completion)
+    private func explore(_ characteristic: Characteristic) async throws {
+        let descriptors = try await tool.run("discovering descriptors of \(characteristic.uuid.uuidString)") {
+            try await peripheral.discoverDescriptors(for: characteristic, timeout: nil)
+        }
+        if characteristic.properties.contains(.read) {
+            let value = await read("reading \(characteristic.uuid.uuidString)") {
+                try await self.peripheral.readValue(for: characteristic, timeout: nil)
             }
+            characteristicValues[ObjectIdentifier(characteristic)] = value
+            try Self.continuing(value)
+        }
+        for descriptor in descriptors {
+            let value = await read("reading descriptor \(descriptor.uuid.uuidString)") {
+                try await self.peripheral.readValue(for: descriptor, timeout: nil)
+            }
+            descriptorValues[ObjectIdentifier(descriptor)] = value
+            try Self.continuing(value)
         }
     }
 
-    private func explore(_ characteristic: Characteristic, _ completion: @escaping ToolCentral.Completion<Void>) {
-        central.discoverDescriptors(peripheral, for: characteristic) { [self] result in
-            if case .failure = result { return completion(result) }
-            let readDescriptors = { [self] in
-                central.sequentially(
-                    characteristic.descriptors ?? [],
-                    { [self] descriptor, next in
-                        central.read(peripheral, descriptor) { [self] value in
-                            descriptorValues[ObjectIdentifier(descriptor)] = value
-                            next(Self.continuing(value))
-                        }
-                    }, completion)
-            }
-            guard characteristic.properties.contains(.read) else { return readDescriptors() }
-            central.read(peripheral, characteristic) { [self] value in
-                characteristicValues[ObjectIdentifier(characteristic)] = value
-                if case .failure = Self.continuing(value) { return completion(Self.continuing(value)) }
-                readDescriptors()
-            }
+    private func read(_ what: String, _ request: () async throws -> Data) async -> Result<Data, ToolError> {
+        do {
+            return .success(try await request())
+        } catch let error as ToolError {
+            return .failure(error)
+        } catch {
+            return .failure(ToolError(error, doing: what))
         }
     }
 
     /// A refused read is part of the picture; a lost link or a timeout ends the walk.
-    private static func continuing(_ value: Result<Data, ToolError>) -> Result<Void, ToolError> {
-        if case .failure(let error) = value, error.kind != .attError { return .failure(error) }
-        return .success(())
+    private static func continuing(_ value: Result<Data, ToolError>) throws {
+        if case .failure(let error) = value, error.kind != .attError { throw error }
     }
 
     var mtu: Int { peripheral.maximumWriteValueLength(for: .withoutResponse) + 3 }

@@ -41,16 +41,16 @@ struct ScanCommand: AsyncParsableCommand {
         let json = json
         let duplicates = duplicates
         let table = ScanTable(live: !json && Output.stdoutIsTerminal)
-        try await CommandRun.central(transport, limit: limit, interruptedIsSuccess: true) { central, outcome in
-            central.whenReady { ready in
-                if case .failure(let error) = ready { return outcome.fail(error) }
-                central.scan(services: filter.isEmpty ? nil : filter, duplicates: duplicates) {
-                    peripheral, advertisement, rssi in
-                    if json {
-                        Output.line(ScanTable.json(peripheral, advertisement, rssi).text)
-                    } else {
-                        table.update(peripheral, advertisement, rssi)
-                    }
+        try await CommandRun.flow(transport, limit: limit, interruptedIsSuccess: true) { tool in
+            try await tool.ready()
+            let discoveries = tool.manager.scan(
+                withServices: filter.isEmpty ? nil : filter, options: .init(allowDuplicates: duplicates))
+            // Until the session's time is up or Ctrl-C: both cancel this task, which ends the stream and the scan.
+            for await found in discoveries {
+                if json {
+                    Output.line(ScanTable.json(found.peripheral, found.advertisementData, found.rssi).text)
+                } else {
+                    table.update(found.peripheral, found.advertisementData, found.rssi)
                 }
             }
         }
@@ -60,7 +60,7 @@ struct ScanCommand: AsyncParsableCommand {
 
 /// The scan's human-readable output: a table redrawn in place on a terminal, or one line per report.
 final class ScanTable: @unchecked Sendable {
-    // @unchecked: `update` runs on the central's queue only; `finish` after the run loop ended.
+    // @unchecked: `update` runs in the scan's one task only; `finish` after the run loop ended.
     let live: Bool
     private var order: [UUID] = []
     private var rows: [UUID: String] = [:]

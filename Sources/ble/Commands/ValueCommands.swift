@@ -20,14 +20,14 @@ struct ReadCommand: AsyncParsableCommand {
     func run() async throws {
         let uuid = try parseUUID(characteristic, what: "CHAR")
         let target = target
-        try await CommandRun.central(transport) { central, outcome in
-            central.connect(to: target, outcome: outcome) { peripheral in
-                central.findCharacteristic(uuid, on: peripheral, outcome: outcome) { c in
-                    central.read(peripheral, c) { result in
-                        if case .success(let value) = result { Output.line(value.hex) }
-                        central.finish(peripheral, outcome, result.map { _ in () })
-                    }
+        try await CommandRun.flow(transport) { tool in
+            let peripheral = try await tool.connect(to: target)
+            try await tool.using(peripheral) {
+                let c = try await tool.findCharacteristic(uuid, on: peripheral)
+                let value = try await tool.run("reading \(c.uuid.uuidString)") {
+                    try await peripheral.readValue(for: c, timeout: nil)
                 }
+                Output.line(value.hex)
             }
         }
     }
@@ -86,6 +86,22 @@ struct WriteCommand: AsyncParsableCommand {
         let chunk = chunk
         let writes = data
         let total = writes.reduce(0) { $0 + $1.count }
+        guard withoutResponse else {
+            try await CommandRun.flow(transport) { tool in
+                let peripheral = try await tool.connect(to: target)
+                try await tool.using(peripheral) {
+                    let c = try await tool.findCharacteristic(uuid, on: peripheral)
+                    for value in writes {
+                        try await tool.run("writing \(c.uuid.uuidString)") {
+                            try await peripheral.writeValue(value, for: c, type: .withResponse, timeout: nil)
+                        }
+                    }
+                    Output.line("wrote \(total) byte\(total == 1 ? "" : "s") to \(c.uuid.labelled)")
+                }
+            }
+            return
+        }
+        // Writes without response still go through ToolCentral's pacing until the API has a pipelined send.
         try await CommandRun.central(transport) { central, outcome in
             central.connect(to: target, outcome: outcome) { peripheral in
                 central.findCharacteristic(uuid, on: peripheral, outcome: outcome) { c in
@@ -94,10 +110,6 @@ struct WriteCommand: AsyncParsableCommand {
                             Output.line("wrote \(total) byte\(total == 1 ? "" : "s") to \(c.uuid.labelled)")
                         }
                         central.finish(peripheral, outcome, result)
-                    }
-                    guard withoutResponse else {
-                        return central.sequentially(
-                            writes, { value, next in central.write(peripheral, c, value, next) }, done)
                     }
                     guard c.properties.contains(.writeWithoutResponse) else {
                         return done(
@@ -160,28 +172,22 @@ struct SubscribeCommand: AsyncParsableCommand {
         let uuid = try parseUUID(characteristic, what: "CHAR")
         let target = target
         let count = count
-        try await CommandRun.central(transport, interruptedIsSuccess: true) { central, outcome in
-            central.connect(to: target, outcome: outcome) { peripheral in
-                central.findCharacteristic(uuid, on: peripheral, outcome: outcome) { c in
-                    guard c.properties.contains(.notify) || c.properties.contains(.indicate) else {
-                        return central.finish(
-                            peripheral, outcome,
-                            .failure(
-                                ToolError(
-                                    .noSuchCharacteristic, "\(c.uuid.labelled) neither notifies nor indicates")))
-                    }
-                    var received = 0
-                    central.valueUpdated = { updated, value in
-                        guard updated === c, count == 0 || received < count else { return }
+        try await CommandRun.flow(transport, interruptedIsSuccess: true) { tool in
+            let peripheral = try await tool.connect(to: target)
+            try await tool.using(peripheral) {
+                let c = try await tool.findCharacteristic(uuid, on: peripheral)
+                guard c.properties.contains(.notify) || c.properties.contains(.indicate) else {
+                    throw ToolError(.noSuchCharacteristic, "\(c.uuid.labelled) neither notifies nor indicates")
+                }
+                var received = 0
+                try await tool.run("subscribing to \(c.uuid.uuidString)") {
+                    for try await value in peripheral.notifications(for: c) {
                         received += 1
                         Output.line(value.hex)
-                        guard count > 0, received == count else { return }
-                        central.setNotify(peripheral, false, for: c) { _ in
-                            central.finish(peripheral, outcome, .success(()))
-                        }
-                    }
-                    central.setNotify(peripheral, true, for: c) { result in
-                        if case .failure(let error) = result { central.finish(peripheral, outcome, .failure(error)) }
+                        guard count > 0, received == count else { continue }
+                        // Unsubscribe before the stream ends, so the stream has nothing left to undo.
+                        try? await peripheral.setNotifyValue(false, for: c, timeout: .seconds(5))
+                        break
                     }
                 }
             }

@@ -34,4 +34,51 @@ enum CommandRun {
             if Interrupt.shared.fired && !interruptedIsSuccess { throw ExitCode(130) }
         }
     }
+
+    /// The same frame for a command written on the async API: `flow` runs as a task (on the simulated room, one
+    /// that prefers the radio as its executor, so it runs between radio events and the run repeats exactly)
+    /// while the session drives the world; what it throws becomes the command's one line and exit status.
+    static func flow(
+        _ transport: TransportOptions, limit: Duration? = nil, interruptedIsSuccess: Bool = false,
+        _ flow: @escaping @Sendable (CentralTool) async throws -> Void
+    ) async throws {
+        Output.configure()
+        Interrupt.shared.install()
+        let session: Session
+        do {
+            session = try await Session.open(transport)
+        } catch {
+            throw error.report()
+        }
+        let tool = CentralTool(system: session.system)
+        let outcome = Outcome()
+        let work: @Sendable () async -> Void = {
+            do {
+                try await flow(tool)
+                outcome.succeed()
+            } catch let error as ToolError {
+                outcome.fail(error)
+            } catch is CancellationError {
+                // Out of time or interrupted: the session says which.
+            } catch {
+                outcome.fail(ToolError(.failure, "\(error)"))
+            }
+        }
+        let task: Task<Void, Never>
+        if let radio = session.world?.radio {
+            task = Task(executorPreference: radio, operation: work)
+        } else {
+            task = Task(operation: work)
+        }
+        let result = try await session.run(until: outcome, limit: limit)
+        if result == nil { task.cancel() }
+        switch result {
+        case .success?:
+            return
+        case .failure(let error)?:
+            throw error.report()
+        case nil:
+            if Interrupt.shared.fired && !interruptedIsSuccess { throw ExitCode(130) }
+        }
+    }
 }

@@ -1,0 +1,144 @@
+import BLE
+import Dispatch
+import Foundation
+
+/// The tool's central on the public async API: a `CentralManager` and the steps the commands share. Every wait
+/// is the API's own (power-on, scanning, connecting, each GATT request); timeouts count in the system's time,
+/// so on the simulated room they are virtual and a run repeats exactly.
+struct CentralTool: Sendable {
+    let system: BluetoothSystem
+    let manager: CentralManager
+
+    init(system: BluetoothSystem) {
+        self.system = system
+        manager = CentralManager(
+            delegate: nil, queue: DispatchQueue(label: "ble.central"), options: nil, system: system)
+    }
+
+    /// Waits for the controller to power on.
+    func ready() async throws {
+        do {
+            try await manager.waitUntilPoweredOn(timeout: .seconds(5))
+        } catch is CancellationError {
+            throw CancellationError()
+        } catch {
+            throw ToolError(.transport, "the controller did not power on (state \(manager.state))")
+        }
+    }
+
+    /// The first discovery `accept` takes within `limit` of the system's time, or nil. Scans while waiting.
+    func firstDiscovery(
+        services: [BluetoothUUID]? = nil, within limit: Duration,
+        where accept: @escaping @Sendable (DiscoveredPeripheral) -> Bool
+    ) async throws -> DiscoveredPeripheral? {
+        try await withThrowingTaskGroup(of: DiscoveredPeripheral?.self) { group in
+            group.addTask { [manager] in
+                for await discovery in manager.scan(withServices: services) where accept(discovery) {
+                    return discovery
+                }
+                return nil
+            }
+            group.addTask { [system] in
+                try await system.sleep(for: limit)
+                return nil
+            }
+            defer { group.cancelAll() }
+            return try await group.next() ?? nil
+        }
+    }
+
+    /// Scans until an advertiser matches `target`, then connects to it; fails clearly when it advertises
+    /// non-connectably.
+    func connect(to target: TargetOptions) async throws -> Peripheral {
+        try await ready()
+        let matcher = TargetMatcher(text: target.target)
+        guard
+            let found = try await firstDiscovery(
+                within: target.timeoutDuration, where: { matcher.matches($0.peripheral, $0.advertisementData) })
+        else {
+            throw ToolError(
+                .noSuchDevice,
+                "no device matching '\(target.target)' found within \(Self.seconds(target.timeoutDuration))")
+        }
+        let peripheral = found.peripheral
+        guard found.advertisementData.isConnectable != false else {
+            throw ToolError(
+                .notConnectable,
+                "\(Self.describe(peripheral)) does not accept connections (it advertises non-connectably)")
+        }
+        let limit: Duration = .seconds(10)
+        do {
+            try await manager.connect(peripheral, timeout: limit)
+        } catch let error as BluetoothError where error.code == .timeout {
+            throw ToolError(
+                .timeout, "connecting to \(Self.describe(peripheral)) timed out after \(Self.seconds(limit))")
+        } catch is CancellationError {
+            throw CancellationError()
+        } catch {
+            throw ToolError(.notConnectable, "could not connect to \(Self.describe(peripheral)): \(error)")
+        }
+        return peripheral
+    }
+
+    /// Runs `body` on a connected peripheral, then disconnects politely (whatever `body` did), waiting at most
+    /// two seconds of the system's time for a peer that vanished.
+    func using<T: Sendable>(_ peripheral: Peripheral, _ body: () async throws -> T) async throws -> T {
+        let result: Result<T, any Error>
+        do {
+            result = .success(try await body())
+        } catch {
+            result = .failure(error)
+        }
+        if peripheral.state != .disconnected {
+            _ = try? await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask { [manager] in try await manager.disconnect(peripheral) }
+                group.addTask { [system] in try await system.sleep(for: .seconds(2)) }
+                defer { group.cancelAll() }
+                try await group.next()
+            }
+        }
+        return try result.get()
+    }
+
+    /// Discovers every service and the characteristics of each.
+    func discoverCharacteristicsOfAllServices(_ peripheral: Peripheral) async throws {
+        let services = try await run("discovering services") {
+            try await peripheral.discoverServices(nil, timeout: nil)
+        }
+        for service in services {
+            _ = try await run("discovering characteristics of \(service.uuid.uuidString)") {
+                try await peripheral.discoverCharacteristics(nil, for: service, timeout: nil)
+            }
+        }
+    }
+
+    /// The first characteristic of type `uuid`, after discovering the database.
+    func findCharacteristic(_ uuid: BluetoothUUID, on peripheral: Peripheral) async throws -> Characteristic {
+        try await discoverCharacteristicsOfAllServices(peripheral)
+        for service in peripheral.services ?? [] {
+            if let c = service.characteristics?.first(where: { $0.uuid == uuid }) { return c }
+        }
+        throw ToolError(.noSuchCharacteristic, "\(Self.describe(peripheral)) has no characteristic \(uuid.labelled)")
+    }
+
+    /// Runs one request of the API, turning its error into the tool's (`what` names the request).
+    func run<T: Sendable>(_ what: String, _ request: () async throws -> T) async throws -> T {
+        do {
+            return try await request()
+        } catch let error as ToolError {
+            throw error
+        } catch is CancellationError {
+            throw CancellationError()
+        } catch {
+            throw ToolError(error, doing: what)
+        }
+    }
+
+    static func describe(_ peripheral: Peripheral) -> String {
+        ToolCentral.describe(peripheral)
+    }
+
+    static func seconds(_ d: Duration) -> String {
+        ToolCentral.seconds(d)
+    }
+}
