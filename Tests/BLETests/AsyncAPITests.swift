@@ -210,6 +210,50 @@ struct AsyncAPITests {
         }
     }
 
+    @Test func sendWithoutResponseDeliversEveryChunkInOrderPacedByTheLink() async throws {
+        let rig = AsyncRig(configuration: .init(writeWithoutResponseQueueDepth: 2))
+        try await rig.drive {
+            try await rig.startServer()
+            let (peripheral, _, sink) = try await rig.connect()
+            let data = Data((0..<800).map { UInt8($0 % 251) })
+            var progress: [SendProgress] = []
+            for try await step in peripheral.send(data, to: sink, type: .withoutResponse, chunkSize: 20) {
+                progress.append(step)
+            }
+            #expect(progress.map(\.bytesAcknowledged) == Array(stride(from: 20, through: 800, by: 20)))
+            #expect(progress.allSatisfy { $0.totalBytes == 800 })
+            // 40 chunks into a link that holds far fewer: the sender waited for room, it did not drop.
+            #expect((progress.last?.timesWaitedForRoom ?? 0) > 0)
+            try await rig.waitUntil { rig.server.writes.value.count == 40 }
+            #expect(rig.server.writes.value.reduce(Data(), +) == data)
+        }
+    }
+
+    @Test func sendWithResponseWritesOneChunkAtATimeAndHonoursTheInterval() async throws {
+        let rig = AsyncRig()
+        try await rig.drive {
+            try await rig.startServer()
+            let (peripheral, _, sink) = try await rig.connect()
+            let start = rig.radio.now
+            var acknowledged: [Int] = []
+            let stream = peripheral.send(
+                Data(repeating: 7, count: 50), to: sink, type: .withResponse, chunkSize: 20,
+                interval: .milliseconds(40))
+            for try await step in stream { acknowledged.append(step.bytesAcknowledged) }
+            #expect(acknowledged == [20, 40, 50])
+            #expect(
+                rig.server.writes.value == [
+                    Data(repeating: 7, count: 20), Data(repeating: 7, count: 20), Data(repeating: 7, count: 10),
+                ])
+            #expect(rig.radio.now - start >= .milliseconds(80))
+            // A chunk larger than one write can carry is refused before anything is sent.
+            let refused = await #expect(throws: BluetoothError.self) {
+                for try await _ in peripheral.send(Data(count: 600), to: sink, type: .withResponse, chunkSize: 600) {}
+            }
+            #expect(refused?.code == .invalidParameters)
+        }
+    }
+
     @Test func cancellingATaskAwaitingAReadEndsItsWaitOnly() async throws {
         let rig = AsyncRig()
         try await rig.drive {

@@ -135,10 +135,11 @@ struct CentralTool: Sendable {
     }
 
     static func describe(_ peripheral: Peripheral) -> String {
-        ToolCentral.describe(peripheral)
+        peripheral.name.map { "\($0) (\(peripheral.address.string))" } ?? peripheral.address.string
     }
 
     static func seconds(_ d: Duration) -> String {
-        ToolCentral.seconds(d)
+        let s = Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
+        return s == s.rounded() ? "\(Int(s)) s" : "\(s) s"
     }
 }

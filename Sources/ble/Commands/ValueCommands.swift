@@ -101,51 +101,39 @@ struct WriteCommand: AsyncParsableCommand {
             }
             return
         }
-        // Writes without response still go through ToolCentral's pacing until the API has a pipelined send.
-        try await CommandRun.central(transport) { central, outcome in
-            central.connect(to: target, outcome: outcome) { peripheral in
-                central.findCharacteristic(uuid, on: peripheral, outcome: outcome) { c in
-                    let done: ToolCentral.Completion<Void> = { result in
-                        if case .success = result {
-                            Output.line("wrote \(total) byte\(total == 1 ? "" : "s") to \(c.uuid.labelled)")
-                        }
-                        central.finish(peripheral, outcome, result)
-                    }
-                    guard c.properties.contains(.writeWithoutResponse) else {
-                        return done(
-                            .failure(
-                                ToolError(
-                                    .noSuchCharacteristic,
-                                    "\(c.uuid.labelled) does not accept writes without response")))
-                    }
-                    let size = max(1, peripheral.maximumWriteValueLength(for: .withoutResponse))
-                    var chunks: [Data] = []
-                    for value in writes {
-                        if value.count <= size || !chunk {
-                            chunks.append(value)
-                        } else {
-                            chunks += stride(from: 0, to: value.count, by: size).map {
-                                value.subdata(in: $0..<min(value.count, $0 + size))
-                            }
-                        }
-                    }
-                    if let long = chunks.first(where: { $0.count > size }) {
-                        return done(
-                            .failure(
-                                ToolError(
-                                    .failure,
-                                    "a write without response carries at most \(size) bytes (ATT_MTU - 3) on this link; this value has \(long.count) (use --chunk to split it)"
-                                )))
-                    }
-                    central.writeWithoutResponse(peripheral, c, chunks) { result in
-                        if case .success(let waits) = result {
-                            Output.line(
-                                "sent \(chunks.count) write\(chunks.count == 1 ? "" : "s") without response, waiting for room \(waits) time\(waits == 1 ? "" : "s")"
-                            )
-                        }
-                        done(result.map { _ in () })
-                    }
+        try await CommandRun.flow(transport) { tool in
+            let peripheral = try await tool.connect(to: target)
+            try await tool.using(peripheral) {
+                let c = try await tool.findCharacteristic(uuid, on: peripheral)
+                guard c.properties.contains(.writeWithoutResponse) else {
+                    throw ToolError(.noSuchCharacteristic, "\(c.uuid.labelled) does not accept writes without response")
                 }
+                let size = max(1, peripheral.maximumWriteValueLength(for: .withoutResponse))
+                if !chunk, let long = writes.first(where: { $0.count > size }) {
+                    throw ToolError(
+                        .failure,
+                        "a write without response carries at most \(size) bytes (ATT_MTU - 3) on this link; this value has \(long.count) (use --chunk to split it)"
+                    )
+                }
+                // Each value is one send: one Write Command, or with --chunk pieces of at most ATT_MTU - 3 bytes,
+                // paced by the link and finished once the peer's link layer acknowledged every one.
+                var sent = 0
+                var waits = 0
+                for value in writes where !value.isEmpty {
+                    let piece = chunk ? size : value.count
+                    var last: SendProgress?
+                    try await tool.run("writing \(c.uuid.uuidString)") {
+                        for try await step in peripheral.send(value, to: c, type: .withoutResponse, chunkSize: piece) {
+                            last = step
+                        }
+                    }
+                    sent += (value.count + piece - 1) / piece
+                    waits += last?.timesWaitedForRoom ?? 0
+                }
+                Output.line(
+                    "sent \(sent) write\(sent == 1 ? "" : "s") without response, waiting for room \(waits) time\(waits == 1 ? "" : "s")"
+                )
+                Output.line("wrote \(total) byte\(total == 1 ? "" : "s") to \(c.uuid.labelled)")
             }
         }
     }

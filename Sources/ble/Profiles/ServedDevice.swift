@@ -180,3 +180,10 @@ final class ServedDevice: PeripheralManagerDelegate, @unchecked Sendable {
         }
     }
 }
+
+/// A value made on a serial queue and used only on that same queue, handed through an API that asks for
+/// `Sendable` (the system's timers): `@unchecked` because the queue, not the type, keeps it single-threaded.
+struct QueueBound<T>: @unchecked Sendable {
+    let value: T
+    init(_ value: T) { self.value = value }
+}

@@ -2,40 +2,10 @@ import ArgumentParser
 import BLE
 import Foundation
 
-/// The frame every command runs in: opens the transport, starts the tool's central, runs `flow` from the
-/// central's queue, drives the world until the flow reports, and turns a failure into its one line and exit
-/// status.
+/// The frame every central command runs in: opens the transport, runs the command's flow on the async API while
+/// the session drives the world, and turns a failure into its one line and exit status.
 enum CommandRun {
-    /// - Parameter interruptedIsSuccess: what Ctrl-C means (a scan ends normally; an operation is cut short).
-    static func central(
-        _ transport: TransportOptions, limit: Duration? = nil, interruptedIsSuccess: Bool = false,
-        _ flow: @escaping @Sendable (ToolCentral, Outcome) -> Void
-    ) async throws {
-        Output.configure()
-        Interrupt.shared.install()
-        let session: Session
-        do {
-            session = try await Session.open(transport)
-        } catch {
-            throw error.report()
-        }
-        let central = ToolCentral(system: session.system)
-        let outcome = Outcome()
-        central.start { flow(central, outcome) }
-        let result = try await session.run(until: outcome, limit: limit)
-        withExtendedLifetime(central) {}
-        switch result {
-        case .success?:
-            return
-        case .failure(let error)?:
-            throw error.report()
-        case nil:
-            // Out of time (a scan's --timeout) or interrupted.
-            if Interrupt.shared.fired && !interruptedIsSuccess { throw ExitCode(130) }
-        }
-    }
-
-    /// The same frame for a command written on the async API: `flow` runs as a task (on the simulated room, one
+    /// Opens the transport, starts the tool's central and runs `flow` as a task (on the simulated room, one
     /// that prefers the radio as its executor, so it runs between radio events and the run repeats exactly)
     /// while the session drives the world; what it throws becomes the command's one line and exit status.
     static func flow(
