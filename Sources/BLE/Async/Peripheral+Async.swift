@@ -174,47 +174,38 @@ extension Peripheral {
         return try await waiter.value()
     }
 
-    /// Flow-controlled write without response: write; if refused, wait for "ready" and write again.
+    /// A write without response is a `send` of one chunk: the one place where writes wait for room. `timeout`
+    /// bounds the whole wait, room and delivery.
     private func writeWithoutResponse(_ data: Data, for characteristic: Characteristic, timeout: Duration?) async throws
     {
-        guard let manager else {
-            throw BluetoothError(.invalidParameters, "the peripheral's central manager no longer exists")
+        guard let manager else { throw Self.managerGone }
+        try Task.checkCancellation()
+        guard state == .connected else { throw BluetoothError(.notConnected, "the peripheral is not connected") }
+        let limit = maximumWriteValueLength(for: .withoutResponse)
+        guard data.count <= limit else {
+            throw BluetoothError(
+                .invalidParameters,
+                "a write without response carries at most \(limit) bytes here; this one has \(data.count)")
         }
-        let observer = asyncObserver
-        let deadline = timeout.map { manager.system.now + $0 }
-        while true {
-            try Task.checkCancellation()
-            guard state == .connected else { throw BluetoothError(.notConnected, "the peripheral is not connected") }
-            guard characteristic.remoteAttribute != nil, characteristic.owner === self else {
-                throw BluetoothError(.invalidParameters, "\(characteristic) is not a discovered attribute of \(self)")
+        let stream = send(data, to: characteristic, type: .withoutResponse, chunkSize: max(1, data.count))
+        guard let timeout else {
+            for try await _ in stream {}
+            return
+        }
+        let what = "writeValue(for: \(characteristic.uuid.uuidString), type: .withoutResponse)"
+        try await withThrowingTaskGroup(of: Bool.self) { group in
+            group.addTask {
+                for try await _ in stream {}
+                return true
             }
-            let limit = maximumWriteValueLength(for: .withoutResponse)
-            guard data.count <= limit else {
-                throw BluetoothError(
-                    .invalidParameters,
-                    "a write without response carries at most \(limit) bytes here; this one has \(data.count)")
+            group.addTask {
+                try await manager.system.sleep(for: timeout)
+                return false
             }
-            // Registered before writing, so a "ready" that follows the refusal at once is not missed.
-            let ready = Waiter<Void>()
-            observer.addReadyWaiter(ready)
-            let delivered = Waiter<Void>()
-            if writeWithoutResponse(
-                data, for: characteristic, delivered: .task { delivered.resume($0.mapError { $0 }) })
-            {
-                observer.removeReadyWaiter(ready)
-                if let deadline {
-                    delivered.arm(
-                        timeout: deadline - manager.system.now, system: manager.system, queue: manager.queue,
-                        what: "writeValue(for: \(characteristic.uuid.uuidString), type: .withoutResponse)")
-                }
-                return try await delivered.value()
+            defer { group.cancelAll() }
+            guard try await group.next() == true else {
+                throw BluetoothError(.timeout, "\(what) did not complete within \(timeout)")
             }
-            if let deadline {
-                ready.arm(
-                    timeout: deadline - manager.system.now, system: manager.system, queue: manager.queue,
-                    what: "writeValue(for: \(characteristic.uuid.uuidString), type: .withoutResponse)")
-            }
-            try await ready.value()
         }
     }
 }

@@ -51,9 +51,13 @@ extension Peripheral {
                         .invalidParameters, "\(characteristic) is not a discovered attribute of \(self)"))
                 return
             }
-            let chunks = stride(from: 0, to: data.count, by: size).map {
-                data.subdata(in: data.startIndex + $0..<data.startIndex + min(data.count, $0 + size))
-            }
+            // An empty value is one empty write (ATT allows it), not none.
+            let chunks =
+                data.isEmpty
+                ? [Data()]
+                : stride(from: 0, to: data.count, by: size).map {
+                    data.subdata(in: data.startIndex + $0..<data.startIndex + min(data.count, $0 + size))
+                }
             let sender = Sender(
                 peripheral: self, characteristic: characteristic, type: type, chunks: chunks, interval: interval,
                 system: manager.system, queue: manager.queue, continuation: continuation)
@@ -112,7 +116,6 @@ private final class Sender: Sendable {
 
     /// Sends what may be sent now. Only one pump runs at a time; a call while one runs is absorbed by it.
     func pump() {
-        if chunks.isEmpty { return finish(nil) }
         guard
             state.withLock({ s -> Bool in
                 guard !s.pumping, !s.done, !s.paused else { return false }

@@ -14,8 +14,6 @@ final class PeripheralAsyncObserver: PeripheralObserver {
     typealias Notifications = AsyncThrowingStream<Data, any Error>.Continuation
 
     struct State {
-        /// Flow-controlled writes waiting for `peripheralIsReady(toSendWriteWithoutResponse:)`.
-        var ready = WaiterSet<Void>()
         /// Senders waiting for room: called once on the next "ready", or with the error when the link drops.
         var readyCallbacks: [@Sendable ((any Error)?) -> Void] = []
         /// Notification streams per characteristic.
@@ -46,24 +44,20 @@ final class PeripheralAsyncObserver: PeripheralObserver {
     }
 
     func peripheralIsReady(toSendWriteWithoutResponse peripheral: Peripheral) {
-        let (waiters, callbacks) = state.withLock { s in
+        let callbacks = state.withLock { s in
             defer { s.readyCallbacks = [] }
-            return (s.ready.takeAll(), s.readyCallbacks)
+            return s.readyCallbacks
         }
-        for w in waiters { w.resume(.success(())) }
         for c in callbacks { c(nil) }
-    }
-
-    /// Calls `body` once, on the manager's queue: on the next "ready to send", or with the error when the link
-    /// drops first.
-    func whenReady(_ body: @escaping @Sendable ((any Error)?) -> Void) {
-        state.withLock { $0.readyCallbacks.append(body) }
     }
 
     // MARK: Write without response
 
-    func addReadyWaiter(_ waiter: Waiter<Void>) { state.withLock { $0.ready.insert(waiter) } }
-    func removeReadyWaiter(_ waiter: Waiter<Void>) { state.withLock { $0.ready.remove(waiter) } }
+    /// Calls `body` once, on the manager's queue: on the next "ready to send", or with the error when the link
+    /// drops first. `send` waits for room this way; it is the one place writes without response do.
+    func whenReady(_ body: @escaping @Sendable ((any Error)?) -> Void) {
+        state.withLock { $0.readyCallbacks.append(body) }
+    }
 
     // MARK: Notification streams
 
@@ -90,15 +84,14 @@ final class PeripheralAsyncObserver: PeripheralObserver {
     /// stop waiting and notification streams finish with `error`. Requests need nothing here: the host has
     /// completed each of them with an error already.
     func linkLost(_ error: BluetoothError) {
-        let (ready, streams, callbacks) = state.withLock { s in
+        let (streams, callbacks) = state.withLock { s in
             defer {
                 s.notifications.removeAll()
                 s.readyCallbacks = []
             }
-            return (s.ready.takeAll(), s.notifications.values.flatMap { $0.values }, s.readyCallbacks)
+            return (s.notifications.values.flatMap { $0.values }, s.readyCallbacks)
         }
         for c in callbacks { c(error) }
-        for w in ready { w.fail(error) }
         for c in streams { c.finish(throwing: error) }
     }
 }
