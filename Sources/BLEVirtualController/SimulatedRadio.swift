@@ -234,6 +234,23 @@ public final class SimulatedRadio: HostScheduler, Sendable {
     /// sequence) order, waiting after each for the callbacks it dispatched; returns with `now == deadline`
     /// (or later, if `deadline` had already passed). Throws `CancellationError` if the task is cancelled.
     public func run(until deadline: Duration, pacing: SimulationPacing = .asFastAsPossible) async throws {
+        _ = try await run(until: deadline, pacing: pacing, stoppingWhen: nil)
+    }
+
+    /// Runs for at most `limit` of virtual time, and stops as soon as `condition` holds once everything due at
+    /// that instant has settled (checked before the first event and after each one); returns whether it did.
+    /// Virtual time then stays at that instant rather than moving on to the end of `limit`. The condition is
+    /// read on the run loop, between events, when no callback or radio task is running.
+    @discardableResult
+    public func run(
+        for limit: Duration, until condition: @escaping () -> Bool, pacing: SimulationPacing = .asFastAsPossible
+    ) async throws -> Bool {
+        try await run(until: now + limit, pacing: pacing, stoppingWhen: condition)
+    }
+
+    private func run(
+        until deadline: Duration, pacing: SimulationPacing, stoppingWhen condition: (() -> Bool)?
+    ) async throws -> Bool {
         let claimed = dispatchState.withLock { s in
             if s.running { return false }
             s.running = true
@@ -247,6 +264,7 @@ public final class SimulatedRadio: HostScheduler, Sendable {
         let virtualStart = world.withLock { $0.now }
         await settle()
         while true {
+            if let condition, condition() { return true }
             try Task.checkCancellation()
             if pacing == .realtime {
                 let next = world.withLock { w in min(w.clock.nextTime() ?? end, end) }
@@ -267,6 +285,7 @@ public final class SimulatedRadio: HostScheduler, Sendable {
             if !effects.isEmpty { perform(effects) }
             await settle()
         }
+        return condition?() ?? false
     }
 
     /// Waits until nothing is left to do at this instant: no dispatched callback outstanding and no job of a

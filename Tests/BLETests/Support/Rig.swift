@@ -104,25 +104,20 @@ final class Rig: Sendable {
         try await radio.run(for: duration)
     }
 
-    /// Advances virtual time in small steps until `condition` holds; records an issue and returns false if
-    /// `limit` of virtual time passes first.
+    /// Runs the radio until `condition` holds (checked between events, once everything due has settled);
+    /// records an issue and returns false if `limit` of virtual time passes first.
     @discardableResult
     func run(
-        until condition: () -> Bool, within limit: Duration = .seconds(10), step: Duration = .milliseconds(5),
-        _ what: String = "condition", sourceLocation: SourceLocation = #_sourceLocation
+        until condition: () -> Bool, within limit: Duration = .seconds(10), _ what: String = "condition",
+        sourceLocation: SourceLocation = #_sourceLocation
     ) async throws -> Bool {
-        let deadline = radio.now + limit
-        // Settle first: a callback the test's own call dispatched (an operation that completed at once) must be
-        // delivered before the condition is read, or whether it was would depend on thread timing.
-        try await radio.run(for: .zero)
-        while !condition() {
-            if radio.now >= deadline {
-                Issue.record("\(what) did not happen within \(limit) of virtual time", sourceLocation: sourceLocation)
-                return false
-            }
-            try await radio.run(for: step)
+        let held = try await withoutActuallyEscaping(condition) { condition in
+            try await radio.run(for: limit, until: condition)
         }
-        return true
+        if !held {
+            Issue.record("\(what) did not happen within \(limit) of virtual time", sourceLocation: sourceLocation)
+        }
+        return held
     }
 
     /// Both managers powered on, the sensor's services published and advertising.
