@@ -29,19 +29,7 @@ struct AdvertisingMachine: Sendable {
         case disable
     }
 
-    enum Output: Sendable, Equatable {
-        case send(Command)
-        case complete(HostOperationID, Result<Void, HostError>)
-
-        static func == (a: Self, b: Self) -> Bool {
-            switch (a, b) {
-            case (.send(let x), .send(let y)): x == y
-            case (.complete(let x, .success), .complete(let y, .success)): x == y
-            case (.complete(let x, .failure(let e)), .complete(let y, .failure(let f))): x == y && e == f
-            default: false
-            }
-        }
-    }
+    typealias Output = DesiredStateOutput<Command>
 
     /// What the controller holds, as far as its answers tell (nil: unknown).
     struct ControllerState: Sendable, Hashable {
@@ -51,54 +39,46 @@ struct AdvertisingMachine: Sendable {
         var scanResponse: [UInt8]?
     }
 
-    private(set) var desired: AdvertisingSet?
+    private var wishes = DesiredState<AdvertisingSet, Command>()
     private(set) var controller = ControllerState()
-    /// The command on the wire, if any, and the wish it was sent for.
-    private var sent: (command: Command, wish: AdvertisingSet?)?
-    /// Requests waiting for the controller; all want `desired` (the others were overtaken when it changed).
-    private var waiting: [(id: HostOperationID, wants: AdvertisingSet?)] = []
     private var disallowed = 0
 
-    /// The command on the wire, if any.
-    var inFlight: Command? { sent?.command }
-
     init() {}
+
+    /// What the layer above wants: nil for no advertising.
+    var desired: AdvertisingSet? { wishes.desired }
+
+    /// The command on the wire, if any.
+    var inFlight: Command? { wishes.sent?.command }
 
     /// Whether the layer above wants to advertise.
     var isAdvertising: Bool { desired != nil }
 
-    var isSettled: Bool { inFlight == nil && waiting.isEmpty && nextCommand() == nil }
+    var isSettled: Bool { inFlight == nil && !wishes.hasWaiting && nextCommand() == nil }
 
     mutating func start(_ set: AdvertisingSet, id: HostOperationID) -> [Output] {
-        var out = supersede(with: set)
-        waiting.append((id, set))
-        out += advance()
-        return out
+        wishes.request(set, id: id, overtaken: Self.overtaken) + advance()
     }
 
     mutating func stop(id: HostOperationID) -> [Output] {
-        var out = supersede(with: nil)
-        waiting.append((id, nil))
-        out += advance()
-        return out
+        wishes.request(nil, id: id, overtaken: Self.overtaken) + advance()
     }
+
+    private static let overtaken = "advertising was stopped or replaced before it started"
 
     /// The controller stopped advertising on its own (a central connected, or directed advertising timed
     /// out). Returns whether the layer above wanted advertising (and should hear that it ended).
     mutating func ended() -> (wasAdvertising: Bool, out: [Output]) {
         let was = desired != nil
         controller.enabled = false
-        var out = supersede(with: nil)
-        out += advance()
-        return (was, out)
+        return (was, wishes.change(to: nil, overtaken: Self.overtaken) + advance())
     }
 
     /// The controller answered the command in flight, or it timed out. As in ``ScanMachine``: a refusal means
     /// no effect, a timeout an unknown one, and waiting requests fail only for a command sent for what is still
     /// desired.
     mutating func answered(_ result: Result<Void, HostError>) -> [Output] {
-        guard let (command, wish) = sent else { return [] }
-        sent = nil
+        guard let (command, wish) = wishes.takeSent() else { return [] }
         var out: [Output] = []
         switch result {
         case .success:
@@ -113,7 +93,7 @@ struct AdvertisingMachine: Sendable {
             }
         case .failure(let error) where error.code == .timeout:
             forget(what: command)
-            out += giveUp(wish, error)
+            out += wishes.giveUp(wish, error)
         case .failure(let error):
             switch command {
             case .disable:
@@ -126,7 +106,7 @@ struct AdvertisingMachine: Sendable {
             case .setParameters, .setData, .setScanResponse, .enable:
                 disallowed = 0
                 if command != .enable { forget(what: command) }
-                out += giveUp(wish, error)
+                out += wishes.giveUp(wish, error)
             }
         }
         out += advance()
@@ -143,43 +123,13 @@ struct AdvertisingMachine: Sendable {
         }
     }
 
-    /// A command sent for `wish` failed: if that is still what is desired, the requests waiting for it fail and
-    /// the wish is dropped rather than retried forever.
-    private mutating func giveUp(_ wish: AdvertisingSet?, _ error: HostError) -> [Output] {
-        guard wish == desired else { return [] }
-        let failed = waiting.map { Output.complete($0.id, .failure(error)) }
-        waiting = []
-        desired = nil
-        return failed
-    }
-
     mutating func closed(_ error: HostError) -> [Output] {
-        let out = waiting.map { Output.complete($0.id, .failure(error)) }
-        waiting = []
-        sent = nil
-        desired = nil
         disallowed = 0
         controller = ControllerState()
-        return out
+        return wishes.closed(error)
     }
 
     // MARK: Steps
-
-    private mutating func supersede(with wanted: AdvertisingSet?) -> [Output] {
-        desired = wanted
-        var out: [Output] = []
-        waiting.removeAll { request in
-            guard request.wants != wanted else { return false }
-            if request.wants == nil {
-                out.append(.complete(request.id, .success(())))
-            } else {
-                let error = HostError(.cancelled, "advertising was stopped or replaced before it started")
-                out.append(.complete(request.id, .failure(error)))
-            }
-            return true
-        }
-        return out
-    }
 
     private func nextCommand() -> Command? {
         guard let wanted = desired else { return controller.enabled == false ? nil : .disable }
@@ -193,13 +143,6 @@ struct AdvertisingMachine: Sendable {
     }
 
     private mutating func advance() -> [Output] {
-        guard sent == nil else { return [] }
-        if let next = nextCommand() {
-            sent = (next, desired)
-            return [.send(next)]
-        }
-        let done = waiting
-        waiting = []
-        return done.map { .complete($0.id, .success(())) }
+        wishes.advance(nextCommand())
     }
 }

@@ -34,22 +34,7 @@ struct ScanMachine: Sendable {
         case disable
     }
 
-    /// What the machine asks of the host.
-    enum Output: Sendable, Equatable {
-        /// Send this command; answer it with `answered(_:)`.
-        case send(Command)
-        /// The request with this id is over.
-        case complete(HostOperationID, Result<Void, HostError>)
-
-        static func == (a: Self, b: Self) -> Bool {
-            switch (a, b) {
-            case (.send(let x), .send(let y)): x == y
-            case (.complete(let x, .success), .complete(let y, .success)): x == y
-            case (.complete(let x, .failure(let e)), .complete(let y, .failure(let f))): x == y && e == f
-            default: false
-            }
-        }
-    }
+    typealias Output = DesiredStateOutput<Command>
 
     /// What the controller is doing, as far as its answers tell.
     struct ControllerState: Sendable, Hashable {
@@ -61,43 +46,36 @@ struct ScanMachine: Sendable {
         var filterDuplicates = false
     }
 
-    /// What the layer above wants: nil for no scan.
-    private(set) var desired: ScanParameters?
+    private var wishes = DesiredState<ScanParameters, Command>()
     private(set) var controller = ControllerState()
-    /// The command on the wire, if any, and the wish it was sent for.
-    private var sent: (command: Command, wish: ScanParameters?)?
-    /// Requests waiting for the controller: the scan they asked for (nil: stopped). All want `desired`: the
-    /// others were overtaken when it changed.
-    private var waiting: [(id: HostOperationID, wants: ScanParameters?)] = []
     /// Command Disallowed answers to LE Set Scan Parameters since the last success: the second gives up.
     private var disallowed = 0
 
     init() {}
 
+    /// What the layer above wants: nil for no scan.
+    var desired: ScanParameters? { wishes.desired }
+
     /// Whether the layer above wants a scan (advertising reports are passed up only then).
     var isScanning: Bool { desired != nil }
 
     /// The command on the wire, if any.
-    var inFlight: Command? { sent?.command }
+    var inFlight: Command? { wishes.sent?.command }
 
     /// Whether nothing is in flight and the controller does what is desired.
-    var isSettled: Bool { inFlight == nil && waiting.isEmpty && nextCommand() == nil }
+    var isSettled: Bool { inFlight == nil && !wishes.hasWaiting && nextCommand() == nil }
 
     /// Scan with `parameters` (replacing any earlier ones).
     mutating func start(_ parameters: ScanParameters, id: HostOperationID) -> [Output] {
-        var out = supersede(with: parameters)
-        waiting.append((id, parameters))
-        out += advance()
-        return out
+        wishes.request(parameters, id: id, overtaken: Self.overtaken) + advance()
     }
 
     /// Stop scanning.
     mutating func stop(id: HostOperationID) -> [Output] {
-        var out = supersede(with: nil)
-        waiting.append((id, nil))
-        out += advance()
-        return out
+        wishes.request(nil, id: id, overtaken: Self.overtaken) + advance()
     }
+
+    private static let overtaken = "the scan was stopped before it started"
 
     /// The controller answered the command in flight, or it timed out.
     ///
@@ -108,8 +86,7 @@ struct ScanMachine: Sendable {
     /// way, the requests waiting fail only when the command was sent for what is still desired: a command
     /// sent for a wish since overtaken fails nobody, and the machine goes on toward the current one.
     mutating func answered(_ result: Result<Void, HostError>) -> [Output] {
-        guard let (command, wish) = sent else { return [] }
-        sent = nil
+        guard let (command, wish) = wishes.takeSent() else { return [] }
         var out: [Output] = []
         switch result {
         case .success:
@@ -128,7 +105,7 @@ struct ScanMachine: Sendable {
             case .disable, .enable: controller.enabled = nil
             case .setParameters: controller.parameters = nil
             }
-            out += giveUp(wish, error)
+            out += wishes.giveUp(wish, error)
         case .failure(let error):
             switch command {
             case .disable:
@@ -141,34 +118,20 @@ struct ScanMachine: Sendable {
             case .setParameters:
                 disallowed = 0
                 controller.parameters = nil
-                out += giveUp(wish, error)
+                out += wishes.giveUp(wish, error)
             case .enable:
-                out += giveUp(wish, error)
+                out += wishes.giveUp(wish, error)
             }
         }
         out += advance()
         return out
     }
 
-    /// A command sent for `wish` failed: if that is still what is desired, the controller will not do it, so
-    /// the requests waiting for it fail and the wish is dropped rather than retried forever.
-    private mutating func giveUp(_ wish: ScanParameters?, _ error: HostError) -> [Output] {
-        guard wish == desired else { return [] }
-        let failed = waiting.map { Output.complete($0.id, .failure(error)) }
-        waiting = []
-        desired = nil
-        return failed
-    }
-
     /// The transport closed: every request fails with `error`; nothing more can be sent.
     mutating func closed(_ error: HostError) -> [Output] {
-        let out = waiting.map { Output.complete($0.id, .failure(error)) }
-        waiting = []
-        sent = nil
-        desired = nil
         disallowed = 0
         controller = ControllerState(enabled: false)
-        return out
+        return wishes.closed(error)
     }
 
     // MARK: Steps
@@ -183,32 +146,8 @@ struct ScanMachine: Sendable {
         return nil
     }
 
-    /// `desired` changes: requests for something else are overtaken.
-    private mutating func supersede(with wanted: ScanParameters?) -> [Output] {
-        desired = wanted
-        var out: [Output] = []
-        waiting.removeAll { request in
-            guard request.wants != wanted else { return false }
-            if request.wants == nil {
-                out.append(.complete(request.id, .success(())))
-            } else {
-                out.append(
-                    .complete(request.id, .failure(HostError(.cancelled, "the scan was stopped before it started"))))
-            }
-            return true
-        }
-        return out
-    }
-
     /// The next command toward `desired`, or the completions when it is reached.
     private mutating func advance() -> [Output] {
-        guard sent == nil else { return [] }
-        if let next = nextCommand() {
-            sent = (next, desired)
-            return [.send(next)]
-        }
-        let done = waiting
-        waiting = []
-        return done.map { .complete($0.id, .success(())) }
+        wishes.advance(nextCommand())
     }
 }
