@@ -254,6 +254,25 @@ struct AsyncAPITests {
         }
     }
 
+    @Test func aWriteWithoutResponseCancelledWhileWaitingForRoomThrowsCancellation() async throws {
+        let rig = AsyncRig(configuration: .init(writeWithoutResponseQueueDepth: 1))
+        try await rig.drive {
+            try await rig.startServer()
+            let (peripheral, _, sink) = try await rig.connect()
+            // A bulk send fills the link, so the write below has to wait for room.
+            let bulk = peripheral.send(Data(count: 2000), to: sink, type: .withoutResponse, chunkSize: 20)
+            try await rig.radio.sleep(for: .milliseconds(1))
+            #expect(!peripheral.canSendWriteWithoutResponse)
+            let write = Task(executorPreference: rig.radio) {
+                try await peripheral.writeValue(Data([1]), for: sink, type: .withoutResponse, timeout: nil)
+            }
+            try await rig.radio.sleep(for: .milliseconds(1))
+            write.cancel()
+            await #expect(throws: CancellationError.self) { try await write.value }
+            for try await _ in bulk {}
+        }
+    }
+
     @Test func cancellingATaskAwaitingAReadEndsItsWaitOnly() async throws {
         let rig = AsyncRig()
         try await rig.drive {

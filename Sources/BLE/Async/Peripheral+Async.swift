@@ -188,14 +188,16 @@ extension Peripheral {
                 "a write without response carries at most \(limit) bytes here; this one has \(data.count)")
         }
         let stream = send(data, to: characteristic, type: .withoutResponse, chunkSize: max(1, data.count))
-        guard let timeout else {
-            for try await _ in stream {}
-            return
+        // A stream's iteration ends quietly when the task is cancelled: only the acknowledgement means delivered.
+        let delivered: @Sendable () async throws -> Void = {
+            for try await progress in stream where progress.bytesAcknowledged == progress.totalBytes { return }
+            throw CancellationError()
         }
+        guard let timeout else { return try await delivered() }
         let what = "writeValue(for: \(characteristic.uuid.uuidString), type: .withoutResponse)"
         try await withThrowingTaskGroup(of: Bool.self) { group in
             group.addTask {
-                for try await _ in stream {}
+                try await delivered()
                 return true
             }
             group.addTask {

@@ -37,6 +37,10 @@ extension Peripheral {
         interval: Duration? = nil
     ) -> AsyncThrowingStream<SendProgress, any Error> {
         AsyncThrowingStream { continuation in
+            guard state == .connected else {
+                continuation.finish(throwing: BluetoothError(.notConnected, "the peripheral is not connected"))
+                return
+            }
             let limit = maximumWriteValueLength(for: type)
             let size = chunkSize ?? limit
             guard size > 0, size <= limit else {
@@ -167,6 +171,7 @@ private final class Sender: Sendable {
 
     /// After a write with response, or a chunk without: goes on, after the interval if there is one.
     private func resume() {
+        guard state.withLock({ !$0.done && $0.next < chunks.count }) else { return }
         guard let interval else {
             state.withLock { $0.paused = false }
             return pump()

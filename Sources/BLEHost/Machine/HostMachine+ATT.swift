@@ -36,8 +36,8 @@ extension HostMachine {
                 if let (_, id) = indicationDeliveries.removeValue(forKey: request) {
                     if failure == nil {
                         packetDelivered(for: id)
-                    } else if pendingDeliveries.removeValue(forKey: id) != nil {
-                        complete(id, .failure(HostError(.timeout, "the client did not confirm the indication")))
+                    } else if let failure, pendingDeliveries.removeValue(forKey: id) != nil {
+                        complete(id, .failure(Self.indicationError(failure)))
                     }
                 }
                 if let pending = links[handle]?.pendingIndications {
@@ -126,6 +126,18 @@ extension HostMachine {
         pumpACL()
     }
 
+    /// Why an indication was not confirmed.
+    static func indicationError(_ failure: ATTRequestFailure) -> HostError {
+        switch failure {
+        case .disconnected: HostError(.disconnected, "the link went down before the client confirmed the indication")
+        case .bearerClosed(let error) where error.code == .transactionTimeout:
+            HostError(.timeout, "the client did not confirm the indication within the ATT transaction timeout")
+        case .bearerClosed(let error): HostError(.protocolError, "the ATT bearer closed: \(error)")
+        case .rejected(let error): HostError(.invalidParameters, "the indication was refused: \(error)")
+        case .errorResponse(let response): HostError(.att(response.errorCode), "the client refused the indication")
+        }
+    }
+
     static func hostError(_ error: GATTError) -> HostError {
         switch error.code {
         case .errorResponse:
@@ -172,7 +184,9 @@ extension HostMachine {
         guard let pdu = try? links[handle]?.client.writeWithoutResponse(attribute, value: value),
             let actions = try? links[handle]?.bearer.sendUnacknowledged(pdu)
         else { return false }
+        if let delivery { beginDelivery(delivery) }
         runBearer(actions, on: handle, kind: .writeCommand, delivery: delivery)
+        if let delivery { endDelivery(delivery) }
         pumpACL()
         // The queue is now full: whoever queues Write Commands will wait for room, whether or not it tries (and is
         // refused) first, so `.readyToWriteWithoutResponse` must follow when it drains.

@@ -81,6 +81,23 @@ extension HostMachine {
         complete(id, result.map { .done })
     }
 
+    /// An operation starts waiting for deliveries. It holds one count of its own until `endDelivery`, so that a
+    /// packet delivered (or failed) while it is still being queued cannot complete it early, and a failure,
+    /// which removes the entry, stops every later packet from bringing it back.
+    mutating func beginDelivery(_ id: HostOperationID) {
+        pendingDeliveries[id] = 1
+    }
+
+    /// One more packet (or indication) `id` waits for, unless it already failed.
+    mutating func addDelivery(_ id: HostOperationID) {
+        if let count = pendingDeliveries[id] { pendingDeliveries[id] = count + 1 }
+    }
+
+    /// Everything `id` waits for is queued: it completes when the rest is delivered (at once if nothing is).
+    mutating func endDelivery(_ id: HostOperationID) {
+        packetDelivered(for: id)
+    }
+
     /// One packet `id` waits for was delivered; the operation completes with its last.
     mutating func packetDelivered(for id: HostOperationID) {
         guard let remaining = pendingDeliveries[id] else { return }

@@ -84,6 +84,7 @@ extension HostMachine {
                 return (false, takeActions())
             }
         }
+        if let delivery { beginDelivery(delivery) }
         for (handle, configuration) in targets where links[handle] != nil {
             if configuration.contains(.notification),
                 let notification = server.notification(characteristicValue: attribute, value: value, to: handle),
@@ -96,7 +97,7 @@ extension HostMachine {
                 sendIndication(indication, on: handle, delivery: delivery)
             }
         }
-        if let delivery, pendingDeliveries[delivery] == nil { complete(delivery, .success(.done)) }
+        if let delivery { endDelivery(delivery) }
         pumpACL()
         return (true, takeActions())
     }
@@ -121,7 +122,7 @@ extension HostMachine {
         links[handle]?.pendingIndications += 1
         if let delivery {
             // An indication is delivered when the client confirms it (Vol 3, Part F, 3.4.7.3).
-            pendingDeliveries[delivery, default: 0] += 1
+            addDelivery(delivery)
             indicationDeliveries[request] = (handle, delivery)
         }
         let actions = links[handle]?.bearer.sendIndication(indication, id: request) ?? []

@@ -117,7 +117,7 @@ extension HostMachine {
                 handle: handle, packetBoundary: .init(rawValue: fragment.boundary.rawValue),
                 data: Array(fragment.data.readableBytesView))
             let isLast = i == fragments.count - 1
-            if isLast, let delivery { pendingDeliveries[delivery, default: 0] += 1 }
+            if isLast, let delivery { addDelivery(delivery) }
             links[handle]?.outgoing.append(
                 .init(packet: packet, kind: kind, isLast: isLast, delivery: isLast ? delivery : nil))
         }

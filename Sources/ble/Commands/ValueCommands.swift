@@ -119,16 +119,19 @@ struct WriteCommand: AsyncParsableCommand {
                 // paced by the link and finished once the peer's link layer acknowledged every one.
                 var sent = 0
                 var waits = 0
-                for value in writes where !value.isEmpty {
-                    let piece = chunk ? size : value.count
+                for value in writes {
+                    // An empty value is one empty Write Command.
+                    let piece = max(1, chunk ? size : value.count)
                     var last: SendProgress?
                     try await tool.run("writing \(c.uuid.uuidString)") {
                         for try await step in peripheral.send(value, to: c, type: .withoutResponse, chunkSize: piece) {
                             last = step
                         }
                     }
-                    sent += (value.count + piece - 1) / piece
-                    waits += last?.timesWaitedForRoom ?? 0
+                    // The iteration ends quietly when the task is cancelled: only the last acknowledgement counts.
+                    guard let last, last.bytesAcknowledged == last.totalBytes else { throw CancellationError() }
+                    sent += max(1, (value.count + piece - 1) / piece)
+                    waits += last.timesWaitedForRoom
                 }
                 Output.line(
                     "sent \(sent) write\(sent == 1 ? "" : "s") without response, waiting for room \(waits) time\(waits == 1 ? "" : "s")"
