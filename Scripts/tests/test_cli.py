@@ -232,6 +232,39 @@ class ErrorTests(unittest.TestCase):
         self.assertOneLine(ble("scan", "--transport", "nonsense"), 2, "not a transport")
 
 
+class BadInputTests(unittest.TestCase):
+    """Numbers and values a new user might type: each ends at once with a usage error (status 64) that names the
+    option and shows the subcommand's usage; none traps, none runs for ever."""
+
+    CASES = [
+        (("scan", "--timeout", "inf"), "--timeout"),
+        (("scan", "--timeout", "1e18"), "--timeout"),
+        (("scan", "--timeout=-1"), "--timeout"),
+        (("scan", "--timeout", "-1"), "--timeout"),
+        (("scan", "--timeout", "nan"), "--timeout"),
+        (("read", "HRM-Demo", "2A38", "--timeout", "1e300"), "--timeout"),
+        (("read", "HRM-Demo", "2A38", "--timeout", "0"), "--timeout"),
+        (("explore", "HRM-Demo", "--timeout", "inf"), "--timeout"),
+        (("serve", "heart-rate", "--duration", "nan"), "--duration"),
+        (("serve", "heart-rate", "--duration", "inf"), "--duration"),
+        (("serve", "heart-rate", "--duration", "1e300"), "--duration"),
+        (("serve", "heart-rate", "--duration=-1"), "--duration"),
+        (("subscribe", "HRM-Demo", "2A37", "--count=-1"), "--count"),
+        (("demo", "--measurements", "0"), "--measurements"),
+        (("read", "HRM-Demo", "notauuid"), "CHAR"),
+        (("write", "HRM-Demo", "2A39", "zz"), "HEX"),
+    ]
+
+    def test_bad_numbers_and_values_are_usage_errors_naming_the_option(self):
+        for args, option in self.CASES:
+            with self.subTest(args=" ".join(args)):
+                result = ble(*args, timeout=20)
+                self.assertEqual(result.returncode, 64, result.stderr)
+                first = result.stderr.strip().splitlines()[0]
+                self.assertIn(option, first)
+                self.assertIn("Usage: ble " + args[0], result.stderr)
+
+
 class ServeTests(unittest.TestCase):
     def test_serve_door_lock(self):
         result = ble("serve", "door-lock", "--duration", "2")

@@ -10,10 +10,16 @@ struct TargetOptions: ParsableArguments {
             valueName: "target"))
     var target: String
 
-    @Option(help: ArgumentHelp("Seconds to scan for the target before giving up.", valueName: "seconds"))
+    @Option(
+        parsing: .unconditional,
+        help: ArgumentHelp("Seconds to scan for the target before giving up.", valueName: "seconds"))
     var timeout: Double = 10
 
-    var timeoutDuration: Duration { .milliseconds(Int64(max(0, timeout) * 1000)) }
+    func validate() throws {
+        try CommandLineNumbers.checkSeconds(timeout, option: "--timeout", zeroAllowed: false)
+    }
+
+    var timeoutDuration: Duration { CommandLineNumbers.duration(seconds: timeout) }
 }
 
 /// Matches advertisements against a TARGET string.

@@ -17,7 +17,9 @@ struct ScanCommand: AsyncParsableCommand {
             manufacturerData starts with the company identifier, little-endian.
             """)
 
-    @Option(help: ArgumentHelp("Seconds to scan; 0 scans until interrupted (Ctrl-C).", valueName: "seconds"))
+    @Option(
+        parsing: .unconditional,
+        help: ArgumentHelp("Seconds to scan; 0 scans until interrupted (Ctrl-C).", valueName: "seconds"))
     var timeout: Double = 10
 
     @Option(
@@ -35,9 +37,14 @@ struct ScanCommand: AsyncParsableCommand {
 
     @OptionGroup var transport: TransportOptions
 
+    func validate() throws {
+        try CommandLineNumbers.checkSeconds(timeout, option: "--timeout")
+        for service in services { _ = try parseUUID(service, what: "--service") }
+    }
+
     func run() async throws {
         let filter = try services.map { try parseUUID($0, what: "--service") }
-        let limit: Duration? = timeout > 0 ? .milliseconds(Int64(timeout * 1000)) : nil
+        let limit: Duration? = timeout > 0 ? CommandLineNumbers.duration(seconds: timeout) : nil
         let json = json
         let duplicates = duplicates
         let table = ScanTable(live: !json && Output.stdoutIsTerminal)

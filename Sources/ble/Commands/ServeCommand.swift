@@ -41,8 +41,14 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "The name to advertise (and the GAP Device Name).")
     var name: String?
 
-    @Option(help: ArgumentHelp("Stop after this many seconds (default: run until interrupted).", valueName: "seconds"))
+    @Option(
+        parsing: .unconditional,
+        help: ArgumentHelp("Stop after this many seconds (default: run until interrupted).", valueName: "seconds"))
     var duration: Double?
+
+    func validate() throws {
+        if let duration { try CommandLineNumbers.checkSeconds(duration, option: "--duration", zeroAllowed: false) }
+    }
 
     @OptionGroup var transport: TransportOptions
 
@@ -79,7 +85,7 @@ struct ServeCommand: AsyncParsableCommand {
                     "advertising \"\(advertised.name)\" as \(system.address?.string ?? "?") with services [\(services)]"
                 )
             })
-        let limit: Duration? = duration.map { .milliseconds(Int64($0 * 1000)) }
+        let limit: Duration? = duration.map { CommandLineNumbers.duration(seconds: $0) }
         let result = try await session.run(until: outcome, limit: limit)
         device.stop()
         if case .failure(let error)? = result { throw error.report() }

@@ -17,6 +17,10 @@ struct ReadCommand: AsyncParsableCommand {
 
     @OptionGroup var transport: TransportOptions
 
+    func validate() throws {
+        _ = try parseUUID(characteristic, what: "CHAR")
+    }
+
     func run() async throws {
         let uuid = try parseUUID(characteristic, what: "CHAR")
         let target = target
@@ -69,6 +73,13 @@ struct WriteCommand: AsyncParsableCommand {
     func validate() throws {
         if values.isEmpty { throw ValidationError("give the value to write (HEX)") }
         if chunk && !withoutResponse { throw ValidationError("--chunk goes with --without-response") }
+        _ = try parseUUID(characteristic, what: "CHAR")
+        for text in values {
+            guard let value = Data(hexArgument: text) else { throw ValidationError("HEX '\(text)' is not hex digits") }
+            if !withoutResponse && value.count > 512 {
+                throw ValidationError("a value is at most 512 bytes; this one has \(value.count)")
+            }
+        }
     }
 
     func run() async throws {
@@ -154,8 +165,15 @@ struct SubscribeCommand: AsyncParsableCommand {
     @Argument(help: ArgumentHelp("The characteristic's UUID.", valueName: "char"))
     var characteristic: String
 
-    @Option(help: ArgumentHelp("Stop after this many values (0: until interrupted).", valueName: "n"))
+    @Option(
+        parsing: .unconditional,
+        help: ArgumentHelp("Stop after this many values (0: until interrupted).", valueName: "n"))
     var count: Int = 0
+
+    func validate() throws {
+        _ = try parseUUID(characteristic, what: "CHAR")
+        try CommandLineNumbers.checkCount(count, option: "--count", minimum: 0)
+    }
 
     @OptionGroup var transport: TransportOptions
 

@@ -16,8 +16,12 @@ struct DemoCommand: AsyncParsableCommand {
     @Option(help: "Seed of the simulated radio: the same seed gives the same run.")
     var seed: UInt64 = 42
 
-    @Option(help: "Heart-rate measurements to receive before writing the control point.")
+    @Option(parsing: .unconditional, help: "Heart-rate measurements to receive before writing the control point.")
     var measurements = 5
+
+    func validate() throws {
+        try CommandLineNumbers.checkCount(measurements, option: "--measurements", minimum: 1)
+    }
 
     func run() async throws {
         let radio = SimulatedRadio(seed: seed)
