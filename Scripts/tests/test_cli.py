@@ -47,7 +47,8 @@ class ScanTests(unittest.TestCase):
         self.assertEqual(len({r["address"] for r in self.records}), 7)
 
     def test_exact_keys_and_types(self):
-        keys = ["address", "addressType", "identifier", "name", "rssi", "serviceUUIDs", "manufacturerData", "connectable"]
+        keys = ["address", "addressType", "identifier", "name", "rssi", "serviceUUIDs", "manufacturerData",
+                "serviceData", "connectable"]
         for r in self.records:
             self.assertEqual(list(r.keys()), keys)
             self.assertRegex(r["address"], r"^([0-9A-F]{2}:){5}[0-9A-F]{2}$")
@@ -60,6 +61,10 @@ class ScanTests(unittest.TestCase):
             for uuid in r["serviceUUIDs"]:
                 self.assertRegex(uuid, UUID_FORM)
             self.assertTrue(r["manufacturerData"] is None or HEX_LINE.match(r["manufacturerData"]))
+            self.assertTrue(r["serviceData"] is None or isinstance(r["serviceData"], dict))
+            for uuid, data in (r["serviceData"] or {}).items():
+                self.assertRegex(uuid, UUID_FORM)
+                self.assertRegex(data, HEX_LINE)
             self.assertIsInstance(r["connectable"], bool)
 
     def test_devices_differ_as_a_room_would(self):
@@ -74,6 +79,9 @@ class ScanTests(unittest.TestCase):
         self.assertEqual(len(beacon), 1, "an iBeacon with Apple's company identifier")
         self.assertFalse(beacon[0]["connectable"])
         self.assertTrue(any("FEAA" in r["serviceUUIDs"] for r in self.records), "an Eddystone beacon")
+        self.assertTrue(
+            any((r["serviceData"] or {}).get("FEAA", "").startswith("10") for r in self.records),
+            "the Eddystone beacon's URL frame (type 0x10) in its service data")
         self.assertGreater(len({r["rssi"] for r in self.records}), 3, "devices at different distances")
 
     def test_service_filter(self):

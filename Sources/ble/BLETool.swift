@@ -4,6 +4,9 @@ import ArgumentParser
 /// only.
 @main
 struct BLETool: AsyncParsableCommand {
+    /// The tool's version (`ble --version`): the package's, raised with each wave of work.
+    static let version = "0.2.0"
+
     static let configuration = CommandConfiguration(
         commandName: "ble",
         abstract: "Scan, explore and talk to Bluetooth Low Energy devices, or run a simulated world of them.",
@@ -20,6 +23,7 @@ struct BLETool: AsyncParsableCommand {
             refused with an ATT error; 6 timeout; 7 no such characteristic, or it does not allow the operation; \
             8 the link dropped; 64 bad arguments; 130 interrupted. Failures print one line to stderr.
             """,
+        version: BLETool.version,
         subcommands: [
             ScanCommand.self, ExploreCommand.self, ReadCommand.self, WriteCommand.self, SubscribeCommand.self,
             ServeCommand.self, DemoCommand.self, ControllerCommand.self,

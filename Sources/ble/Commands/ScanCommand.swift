@@ -12,7 +12,8 @@ struct ScanCommand: AsyncParsableCommand {
             changed device is printed as a line. With --json, each report is one JSON object per line:
               {"address": "AA:BB:CC:DD:EE:FF", "addressType": "public" | "random", "identifier": "<UUID>",
                "name": "<name>" | null, "rssi": -52, "serviceUUIDs": ["180D", ...],
-               "manufacturerData": "<hex>" | null, "connectable": true | false}
+               "manufacturerData": "<hex>" | null, "serviceData": {"FEAA": "<hex>", ...} | null,
+               "connectable": true | false}
             UUIDs are printed as CoreBluetooth prints them (4 hex digits for 16-bit ones, the long form otherwise); \
             manufacturerData starts with the company identifier, little-endian.
             """)
@@ -122,6 +123,12 @@ final class ScanTable: @unchecked Sendable {
             ("rssi", .number(rssi)),
             ("serviceUUIDs", .array(services(advertisement).map { .string($0.uuidString) })),
             ("manufacturerData", .optional(advertisement.manufacturerData?.hex)),
+            (
+                "serviceData",
+                advertisement.serviceData.map { data in
+                    .object(data.sorted { $0.key < $1.key }.map { ($0.key.uuidString, .string($0.value.hex)) })
+                } ?? .null
+            ),
             ("connectable", .bool(advertisement.isConnectable ?? true)),
         ])
     }
