@@ -236,6 +236,13 @@ class ErrorTests(unittest.TestCase):
     def test_no_such_characteristic(self):
         self.assertOneLine(ble("read", "HRM-Demo", "2A1C"), EXIT_NO_SUCH_CHARACTERISTIC, "2A1C")
 
+    def test_names_match_without_regard_to_case(self):
+        result = ble("read", "hrm-demo", "2A38")
+        self.assertEqual((result.returncode, result.stdout), (0, "01\n"), result.stderr)
+
+    def test_a_near_miss_is_suggested(self):
+        self.assertOneLine(ble("read", "HRM-Dem", "2A38", "--timeout", "2"), EXIT_NO_SUCH_DEVICE, "did you mean 'HRM-Demo'?")
+
     def test_unavailable_transport(self):
         self.assertOneLine(ble("scan", "--transport", "nonsense"), 2, "not a transport")
 

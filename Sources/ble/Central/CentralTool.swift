@@ -1,6 +1,7 @@
 import BLE
 import Dispatch
 import Foundation
+import Synchronization
 
 /// The tool's central on the public async API: a `CentralManager` and the steps the commands share. Every wait
 /// is the API's own (power-on, scanning, connecting, each GATT request); timeouts count in the system's time,
@@ -52,13 +53,24 @@ struct CentralTool: Sendable {
     func connect(to target: TargetOptions) async throws -> Peripheral {
         try await ready()
         let matcher = TargetMatcher(text: target.target)
+        let seen = Mutex<Set<String>>([])
         guard
             let found = try await firstDiscovery(
-                within: target.timeoutDuration, where: { matcher.matches($0.peripheral, $0.advertisementData) })
+                within: target.timeoutDuration,
+                where: { discovery in
+                    if let name = discovery.advertisementData.localName ?? discovery.peripheral.name {
+                        seen.withLock { _ = $0.insert(name) }
+                    }
+                    return matcher.matches(discovery.peripheral, discovery.advertisementData)
+                })
         else {
+            let suggestions = matcher.nearMisses(among: seen.withLock { $0 })
+            let hint =
+                suggestions.isEmpty
+                ? "" : "; did you mean " + suggestions.map { "'\($0)'" }.joined(separator: " or ") + "?"
             throw ToolError(
                 .noSuchDevice,
-                "no device matching '\(target.target)' found within \(Self.seconds(target.timeoutDuration))")
+                "no device matching '\(target.target)' found within \(Self.seconds(target.timeoutDuration))\(hint)")
         }
         let peripheral = found.peripheral
         guard found.advertisementData.isConnectable != false else {

@@ -22,14 +22,49 @@ struct TargetOptions: ParsableArguments {
     var timeoutDuration: Duration { CommandLineNumbers.duration(seconds: timeout) }
 }
 
-/// Matches advertisements against a TARGET string.
-struct TargetMatcher {
+/// Matches advertisements against a TARGET string: an address, an identifier, or a name, compared without
+/// regard to case.
+struct TargetMatcher: Sendable {
     let text: String
 
     func matches(_ peripheral: Peripheral, _ advertisement: AdvertisementData) -> Bool {
         if let address = BluetoothAddress(string: text), address.bytes == peripheral.address.bytes { return true }
         if let id = UUID(uuidString: text), id == peripheral.identifier { return true }
-        return advertisement.localName == text || peripheral.name == text
+        return [advertisement.localName, peripheral.name].contains { name in
+            name.map { $0.caseInsensitiveCompare(text) == .orderedSame } ?? false
+        }
+    }
+
+    /// The names seen that look like what was typed (a few edits away, or one containing the other), closest
+    /// first: what a "did you mean" offers.
+    func nearMisses(among names: Set<String>) -> [String] {
+        let typed = text.lowercased()
+        let scored = names.compactMap { name -> (String, Int)? in
+            let lower = name.lowercased()
+            let distance = Self.editDistance(typed, lower)
+            guard distance <= max(2, typed.count / 3) || lower.contains(typed) || typed.contains(lower) else {
+                return nil
+            }
+            return (name, distance)
+        }
+        return scored.sorted { ($0.1, $0.0) < ($1.1, $1.0) }.prefix(3).map(\.0)
+    }
+
+    /// Levenshtein distance between two strings, by characters.
+    static func editDistance(_ a: String, _ b: String) -> Int {
+        let a = Array(a)
+        let b = Array(b)
+        guard !a.isEmpty else { return b.count }
+        guard !b.isEmpty else { return a.count }
+        var previous = Array(0...b.count)
+        for i in 1...a.count {
+            var current = [i] + Array(repeating: 0, count: b.count)
+            for j in 1...b.count {
+                current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1))
+            }
+            previous = current
+        }
+        return previous[b.count]
     }
 }
 
