@@ -306,6 +306,42 @@ class ServeTests(unittest.TestCase):
         self.assertIn('advertising "Custom"', result.stdout)
         self.assertIn("[181A]", result.stdout)
 
+    def serve_profile(self, text):
+        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+            f.write(text)
+        try:
+            return ble("serve", f.name, "--duration", "1", timeout=20)
+        finally:
+            os.unlink(f.name)
+
+    def test_json_profiles_are_checked_strictly(self):
+        battery = '{"uuid": "180F", "characteristics": [{"uuid": "2A19", "properties": ["read"], "value": "57"}]}'
+        cases = [
+            ('{"services": [{"uuid": "180F", "characteristics": [{"uuid": "2A19", "properties": ["read"], '
+             '"valu": "57"}]}]}', 'unknown key "valu"'),
+            ('{"services": [{"uuid": "180D", "includes": ["180F"], "characteristics": []}]}', "includes names 180F"),
+            ('{"services": [%s, %s]}' % (battery, battery), "listed twice"),
+            ('{"services": [{"uuid": "180F", "characteristics": [{"uuid": "2A19", "properties": []}]}]}',
+             "at least one property"),
+            ('{"services": [{"uuid": "181A", "characteristics": [{"uuid": "2A6E", "properties": ["read"], '
+             '"descriptors": [{"uuid": "2904", "value": "0e0000272701"}]}]}]}', "7 bytes"),
+            ('{"services": [\n  {"uuid": "180D",, }\n]}', "line 2, column"),
+            ('{"services": [%s], "advertise": ["180F", "180F"]}' % battery, "twice"),
+        ]
+        for text, expected in cases:
+            with self.subTest(expected=expected):
+                result = self.serve_profile(text)
+                self.assertEqual(result.returncode, 64, result.stderr)
+                self.assertIn(expected, result.stderr.strip().splitlines()[0])
+                self.assertIn("Usage: ble serve", result.stderr)
+
+    def test_the_readme_profile_example_is_served(self):
+        readme = open(os.path.join(ROOT, "README.md")).read()
+        start = readme.index("The JSON file:")
+        block = readme[readme.index("```json", start) + len("```json"):readme.index("```", readme.index("```json", start) + 7)]
+        result = self.serve_profile(block)
+        self.assertEqual(result.returncode, 0, result.stderr)
+
     def test_serve_rejects_unknown_profile(self):
         self.assertNotEqual(ble("serve", "no-such-profile").returncode, 0)
 

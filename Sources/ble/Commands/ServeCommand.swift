@@ -23,7 +23,7 @@ struct ServeCommand: AsyncParsableCommand {
                "services": [{"uuid": "180D", "primary": true, "includes": [],
                  "characteristics": [{"uuid": "2A37", "properties": ["read", "write", "writeWithoutResponse", "notify", "indicate"],
                    "permissions": ["readable", "writeable"], "value": "0801" | null,
-                   "descriptors": [{"uuid": "2901", "text": "Heart rate"}, {"uuid": "2904", "value": "04000027ad0100"}]}]}]}
+                   "descriptors": [{"uuid": "2901", "text": "Heart rate"}, {"uuid": "2904", "value": "0400ad27010000"}]}]}]}
             "advertise" defaults to the primary services and "permissions" to what the properties need. A \
             characteristic with only "read" and a hex "value" is fixed (the stack answers its reads); any other is \
             dynamic: reads answer its current value (the hex "value" or empty), writes replace it, and subscribers \
@@ -48,6 +48,8 @@ struct ServeCommand: AsyncParsableCommand {
 
     func validate() throws {
         if let duration { try CommandLineNumbers.checkSeconds(duration, option: "--duration", zeroAllowed: false) }
+        // A profile file is checked here too, so that its error comes with this command's usage.
+        if BuiltInProfiles.named(profile) == nil { _ = try JSONProfile.load(path: profile, name: name) }
     }
 
     @OptionGroup var transport: TransportOptions

@@ -41,32 +41,106 @@ enum JSONProfile {
         do {
             root = try JSONSerialization.jsonObject(with: data)
         } catch {
-            throw ValidationError("\(path): not JSON (\(error.localizedDescription))")
+            throw ValidationError("\(path): not JSON\(Self.position(of: error, in: data))")
         }
         guard let object = root as? [String: Any] else {
             throw ValidationError("\(path): the top level must be an object")
         }
-        let services = try (object["services"] as? [Any] ?? []).enumerated().map {
+        try checkKeys(object, allowed: ["name", "advertise", "services"], at: "the top level", in: path)
+        let services = try list(object["services"], at: "services", in: path).enumerated().map {
             try service($0.element, at: "services[\($0.offset)]", in: path)
         }
         guard !services.isEmpty else { throw ValidationError("\(path): \"services\" must list at least one service") }
-        var profile = Profile(name: name ?? (object["name"] as? String) ?? "ble", services: services)
-        if let advertise = object["advertise"] as? [Any] {
-            profile.advertisedServices = try advertise.map { try uuid($0, at: "advertise", in: path) }
+        var seen: [BluetoothUUID] = []
+        for (i, service) in services.enumerated() {
+            for include in service.includes where !seen.contains(include) {
+                throw ValidationError(
+                    "\(path): services[\(i)].includes names \(include.uuidString), which is not a service listed before it"
+                )
+            }
+            guard !seen.contains(service.uuid) else {
+                throw ValidationError("\(path): services[\(i)]: \(service.uuid.uuidString) is listed twice")
+            }
+            seen.append(service.uuid)
+        }
+        let profileName = try optional(object["name"], String.self, at: "name", in: path)
+        var profile = Profile(name: name ?? profileName ?? "ble", services: services)
+        if object["advertise"] != nil {
+            var advertised: [BluetoothUUID] = []
+            for text in try list(object["advertise"], at: "advertise", in: path) {
+                let uuid = try uuid(text, at: "advertise", in: path)
+                guard !advertised.contains(uuid) else {
+                    throw ValidationError("\(path): advertise lists \(uuid.uuidString) twice")
+                }
+                advertised.append(uuid)
+            }
+            profile.advertisedServices = advertised
         }
         return profile
     }
 
     private static func service(_ any: Any, at place: String, in path: String) throws -> ProfileService {
         guard let o = any as? [String: Any] else { throw ValidationError("\(path): \(place) must be an object") }
-        let characteristics = try (o["characteristics"] as? [Any] ?? []).enumerated().map {
+        try checkKeys(o, allowed: ["uuid", "primary", "includes", "characteristics"], at: place, in: path)
+        let characteristics = try list(o["characteristics"], at: "\(place).characteristics", in: path).enumerated().map
+        {
             try characteristic($0.element, at: "\(place).characteristics[\($0.offset)]", in: path)
         }
         return ProfileService(
             uuid: try uuid(o["uuid"] as Any, at: "\(place).uuid", in: path),
-            primary: o["primary"] as? Bool ?? true,
-            includes: try (o["includes"] as? [Any] ?? []).map { try uuid($0, at: "\(place).includes", in: path) },
+            primary: try optional(o["primary"], Bool.self, at: "\(place).primary", in: path) ?? true,
+            includes: try list(o["includes"], at: "\(place).includes", in: path).map {
+                try uuid($0, at: "\(place).includes", in: path)
+            },
             characteristics: characteristics)
+    }
+
+    // MARK: Checks
+
+    /// Refuses keys the format does not have: a typo ("valu") must not lose a value in silence.
+    private static func checkKeys(_ object: [String: Any], allowed: [String], at place: String, in path: String) throws
+    {
+        for key in object.keys.sorted() where !allowed.contains(key) {
+            let near = allowed.min { TargetMatcher.editDistance(key, $0) < TargetMatcher.editDistance(key, $1) }
+            let hint = near.map { TargetMatcher.editDistance(key, $0) <= 2 ? "; did you mean \"\($0)\"?" : "" } ?? ""
+            throw ValidationError(
+                "\(path): \(place): unknown key \"\(key)\" (known: \(allowed.joined(separator: ", ")))\(hint)")
+        }
+    }
+
+    /// An optional list: absent is empty, anything but a list is an error.
+    private static func list(_ any: Any?, at place: String, in path: String) throws -> [Any] {
+        guard let any else { return [] }
+        guard let list = any as? [Any] else { throw ValidationError("\(path): \(place) must be a list") }
+        return list
+    }
+
+    /// An optional value of one type: absent is nil, another type is an error.
+    private static func optional<T>(_ any: Any?, _ type: T.Type, at place: String, in path: String) throws -> T? {
+        guard let any, !(any is NSNull) else { return nil }
+        guard let value = any as? T else {
+            throw ValidationError("\(path): \(place) must be \(T.self == Bool.self ? "true or false" : "a string")")
+        }
+        return value
+    }
+
+    /// " at line L, column C" for a syntax error, from the character offset Foundation reports.
+    private static func position(of error: any Error, in data: Data) -> String {
+        let text = ((error as NSError).userInfo[NSDebugDescriptionErrorKey] as? String) ?? "\(error)"
+        guard let range = text.range(of: #"character (\d+)"#, options: .regularExpression),
+            let offset = Int(text[range].split(separator: " ")[1])
+        else { return " (\(text))" }
+        var line = 1
+        var column = 1
+        for byte in data.prefix(offset) {
+            if byte == UInt8(ascii: "\n") {
+                line += 1
+                column = 1
+            } else if byte & 0xC0 != 0x80 {
+                column += 1
+            }
+        }
+        return " (a syntax error at line \(line), column \(column))"
     }
 
     static let propertyNames: [String: CharacteristicProperties] = [
@@ -81,8 +155,12 @@ enum JSONProfile {
 
     private static func characteristic(_ any: Any, at place: String, in path: String) throws -> ProfileCharacteristic {
         guard let o = any as? [String: Any] else { throw ValidationError("\(path): \(place) must be an object") }
+        try checkKeys(o, allowed: ["uuid", "properties", "permissions", "value", "descriptors"], at: place, in: path)
         var properties: CharacteristicProperties = []
-        for name in o["properties"] as? [String] ?? [] {
+        guard let propertyList = o["properties"] as? [String], !propertyList.isEmpty else {
+            throw ValidationError("\(path): \(place).properties must list at least one property")
+        }
+        for name in propertyList {
             guard let p = propertyNames[name] else {
                 throw ValidationError(
                     "\(path): \(place): unknown property '\(name)' (use \(propertyNames.keys.sorted().joined(separator: ", ")))"
@@ -91,7 +169,10 @@ enum JSONProfile {
             properties.insert(p)
         }
         var permissions: AttributePermissions = []
-        if let names = o["permissions"] as? [String] {
+        if o["permissions"] != nil {
+            guard let names = o["permissions"] as? [String] else {
+                throw ValidationError("\(path): \(place).permissions must be a list of strings")
+            }
             for name in names {
                 guard let p = permissionNames[name] else {
                     throw ValidationError(
@@ -107,23 +188,34 @@ enum JSONProfile {
             }
         }
         var value: Data?
-        if let text = o["value"] as? String {
+        if let text = try optional(o["value"], String.self, at: "\(place).value", in: path) {
             guard let v = Data(hexArgument: text) else { throw ValidationError("\(path): \(place).value is not hex") }
             value = v
         }
         var descriptors: [(uuid: BluetoothUUID, value: Data)] = []
-        for (i, d) in (o["descriptors"] as? [Any] ?? []).enumerated() {
-            guard let d = d as? [String: Any] else {
-                throw ValidationError("\(path): \(place).descriptors[\(i)] must be an object")
-            }
-            let type = try uuid(d["uuid"] as Any, at: "\(place).descriptors[\(i)].uuid", in: path)
-            if let text = d["text"] as? String {
-                descriptors.append((type, Data(text.utf8)))
-            } else if let hex = d["value"] as? String, let v = Data(hexArgument: hex) {
-                descriptors.append((type, v))
+        for (i, d) in try list(o["descriptors"], at: "\(place).descriptors", in: path).enumerated() {
+            let at = "\(place).descriptors[\(i)]"
+            guard let d = d as? [String: Any] else { throw ValidationError("\(path): \(at) must be an object") }
+            try checkKeys(d, allowed: ["uuid", "value", "text"], at: at, in: path)
+            let type = try uuid(d["uuid"] as Any, at: "\(at).uuid", in: path)
+            let bytes: Data
+            if let text = try optional(d["text"], String.self, at: "\(at).text", in: path), d["value"] == nil {
+                bytes = Data(text.utf8)
+            } else if let hex = try optional(d["value"], String.self, at: "\(at).value", in: path), d["text"] == nil,
+                let v = Data(hexArgument: hex)
+            {
+                bytes = v
             } else {
-                throw ValidationError("\(path): \(place).descriptors[\(i)] needs a hex \"value\" or a \"text\"")
+                throw ValidationError("\(path): \(at) needs a hex \"value\" or a \"text\", one of them")
             }
+            // Characteristic Presentation Format (Core Spec Supplement, Part B; GATT 3.3.3.5): format, exponent,
+            // unit (2, little-endian), name space, description (2): 7 bytes.
+            if type == BluetoothUUID(0x2904) && bytes.count != 7 {
+                throw ValidationError(
+                    "\(path): \(at): a Presentation Format (2904) value is 7 bytes (format, exponent, unit, name space, description), not \(bytes.count)"
+                )
+            }
+            descriptors.append((type, bytes))
         }
         let fixed = value != nil && properties.subtracting([.read, .broadcast, .extendedProperties]).isEmpty
         return ProfileCharacteristic(
