@@ -243,6 +243,16 @@ class ErrorTests(unittest.TestCase):
     def test_a_near_miss_is_suggested(self):
         self.assertOneLine(ble("read", "HRM-Dem", "2A38", "--timeout", "2"), EXIT_NO_SUCH_DEVICE, "did you mean 'HRM-Demo'?")
 
+    def test_a_bad_transport_is_blamed_on_the_variable_that_gave_it(self):
+        env = dict(ENV, BLE_TRANSPORT="garbage")
+        result = subprocess.run([BLE, "scan"], capture_output=True, text=True, timeout=20, env=env)
+        self.assertOneLine(result, 2, "BLE_TRANSPORT: 'garbage' is not a transport kind")
+
+    def test_a_refused_connection_says_so_once(self):
+        result = ble("scan", "--transport", "tcp-client:127.0.0.1:1", timeout=20)
+        self.assertOneLine(result, 2, "cannot connect to 127.0.0.1:1: Connection refused")
+        self.assertEqual(result.stderr.count("tcp-client:127.0.0.1:1"), 1, result.stderr)
+
     def test_unavailable_transport(self):
         self.assertOneLine(ble("scan", "--transport", "nonsense"), 2, "not a transport")
 

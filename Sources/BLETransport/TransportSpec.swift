@@ -273,6 +273,8 @@ public struct TransportSpecError: Error, Hashable, Sendable, CustomStringConvert
     public func hash(into hasher: inout Hasher) { hasher.combine(code) }
 
     public var description: String {
-        "'\(spec)' is not a transport spec: \(problem). Use \(TransportSpec.acceptedForms)"
+        // The problem may already quote the whole spec ("'garbage' is not a transport kind"): say it once.
+        if problem.contains("'\(spec)'") { return "\(problem). Use \(TransportSpec.acceptedForms)" }
+        return "'\(spec)' is not a transport spec: \(problem). Use \(TransportSpec.acceptedForms)"
     }
 }

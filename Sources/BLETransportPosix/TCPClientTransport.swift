@@ -56,7 +56,8 @@ enum PosixErrorText {
             return "no address to connect to"
         }
         if let io = error as? IOError {
-            return "\(io.description)"
+            // The system's own words ("Connection refused"), not NIO's description of the failed call.
+            return String(cString: strerror(io.errnoCode))
         }
         if case .connectTimeout(let amount)? = error as? ChannelError {
             return "timed out after \(amount.nanoseconds / 1_000_000) ms"

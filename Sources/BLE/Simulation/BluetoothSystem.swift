@@ -176,7 +176,7 @@ public final class BluetoothSystem: Sendable, CustomStringConvertible {
             throw BluetoothError(
                 error.code == .notRegistered ? .operationNotSupported : .connectionFailed, error.message)
         } catch {
-            throw BluetoothError(.connectionFailed, "\(parsed): \(error)")
+            throw BluetoothError(.connectionFailed, "\(parsed): \(error)")  // names the spec, as TransportError does
         }
         if let recording { transport = try recorded(transport, to: recording, clock: BTSnoopWriter.wallClock) }
         var configuration = HostConfiguration()

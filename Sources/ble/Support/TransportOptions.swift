@@ -8,12 +8,23 @@ import Synchronization
 /// `--transport` and `--btsnoop`, which every command takes.
 struct TransportOptions: ParsableArguments {
     @Option(
-        name: .long,
+        name: .customLong("transport"),
         help: ArgumentHelp(
             "Which controller to use: 'virtual' (the default: a simulated room of devices), tcp-client:HOST:PORT, tcp-server:HOST:PORT, serial:DEVICE[,BAUD[,rtscts]] or hci-socket:N.",
             valueName: "spec"))
-    var transport: String =
-        ProcessInfo.processInfo.environment["BLE_TRANSPORT"].flatMap { $0.isEmpty ? nil : $0 } ?? "virtual"
+    var transportOption: String?
+
+    /// The spec in force: `--transport`, else `BLE_TRANSPORT`, else `virtual`.
+    var transport: String { transportOption ?? Self.environmentTransport ?? "virtual" }
+
+    /// Where the spec came from, for error messages: the flag or the variable actually used.
+    var transportSource: String {
+        transportOption != nil ? "--transport" : Self.environmentTransport != nil ? "BLE_TRANSPORT" : "--transport"
+    }
+
+    static var environmentTransport: String? {
+        ProcessInfo.processInfo.environment["BLE_TRANSPORT"].flatMap { $0.isEmpty ? nil : $0 }
+    }
 
     @Option(name: .long, help: ArgumentHelp("Record the HCI traffic to this btsnoop file.", valueName: "file"))
     var btsnoop: String?
@@ -61,7 +72,9 @@ final class Session: Sendable {
             let system = try await BluetoothSystem.connect(transport: spec, btsnoop: options.btsnoop, name: name)
             return Session(system: system, world: nil, pacing: .realtime)
         } catch {
-            throw ToolError(.transport, "--transport \(spec): \(error)")
+            // The library's message names the spec (once); say which flag or variable gave it.
+            let message = (error as? BluetoothError)?.message ?? "\(spec): \(error)"
+            throw ToolError(.transport, "\(options.transportSource): \(message)")
         }
     }
 
