@@ -273,6 +273,30 @@ struct AsyncAPITests {
         }
     }
 
+    @Test func requestsTheCharacteristicsPropertiesDoNotAllowAreRefusedWithoutAsking() async throws {
+        let rig = AsyncRig()
+        try await rig.drive {
+            try await rig.startServer()
+            let (peripheral, counter, sink) = try await rig.connect()
+            // The sink is written, not read; the counter is read and notifies, never written.
+            let read = await #expect(throws: BluetoothError.self) {
+                try await peripheral.readValue(for: sink, timeout: .seconds(1))
+            }
+            #expect(read?.code == .att(.readNotPermitted))
+            let write = await #expect(throws: BluetoothError.self) {
+                try await peripheral.writeValue(Data([1]), for: counter, type: .withResponse, timeout: .seconds(1))
+            }
+            #expect(write?.code == .att(.writeNotPermitted))
+            let command = await #expect(throws: BluetoothError.self) {
+                try await peripheral.writeValue(Data([1]), for: counter, type: .withoutResponse, timeout: .seconds(1))
+            }
+            #expect(command?.code == .att(.writeNotPermitted))
+            // Nothing reached the server: its next read answer is still the first.
+            #expect(try await peripheral.readValue(for: counter, timeout: .seconds(1)) == Data([1]))
+            #expect(rig.server.writes.value.isEmpty)
+        }
+    }
+
     @Test func cancellingATaskAwaitingAReadEndsItsWaitOnly() async throws {
         let rig = AsyncRig()
         try await rig.drive {

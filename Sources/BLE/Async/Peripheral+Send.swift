@@ -41,6 +41,15 @@ extension Peripheral {
                 continuation.finish(throwing: BluetoothError(.notConnected, "the peripheral is not connected"))
                 return
             }
+            let needed: CharacteristicProperties = type == .withResponse ? .write : .writeWithoutResponse
+            guard characteristic.properties.contains(needed) else {
+                continuation.finish(
+                    throwing: Self.notPermitted(
+                        .writeNotPermitted,
+                        type == .withResponse ? "written with response" : "written without response",
+                        characteristic))
+                return
+            }
             let limit = maximumWriteValueLength(for: type)
             let size = chunkSize ?? limit
             guard size > 0, size <= limit else {

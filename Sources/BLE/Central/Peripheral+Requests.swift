@@ -105,6 +105,10 @@ extension Peripheral {
         guard let (host, handle) = link(reply, tell), let remote = discovered(characteristic, reply, tell) else {
             return
         }
+        // As a server refuses it (Core Spec 5.4, Vol 3, Part G, 3.3.1.1), and without asking it.
+        guard characteristic.properties.contains(.read) else {
+            return fail(reply, Self.notPermitted(.readNotPermitted, "read", characteristic), tell)
+        }
         host.read(on: handle, attribute: remote.valueHandle) { [self] result in
             report(reply, result, valueChanged: true, delegate: tell) { _, bytes in
                 let value = Data(bytes)
@@ -147,6 +151,9 @@ extension Peripheral {
         guard let (host, handle) = link(reply, tell), let remote = discovered(characteristic, reply, tell) else {
             return
         }
+        guard characteristic.properties.contains(.write) else {
+            return fail(reply, Self.notPermitted(.writeNotPermitted, "written with response", characteristic), tell)
+        }
         guard data.count <= 512 else {
             let error = BluetoothError(
                 .att(.invalidAttributeValueLength), "a value is at most 512 bytes; this one has \(data.count)")
@@ -166,6 +173,7 @@ extension Peripheral {
     ) -> Bool {
         guard let handle = locked.withLock({ $0.state == .connected ? $0.handle : nil }), let host,
             let remote = characteristic.state.withLock({ $0.remote }),
+            characteristic.properties.contains(.writeWithoutResponse),
             data.count <= host.mtu(on: handle) - 3
         else { return false }
         var onDelivered: (@Sendable (Result<Void, HostError>) -> Void)?
@@ -332,6 +340,14 @@ extension Peripheral {
 }
 
 extension Peripheral {
+    /// A request the characteristic's properties do not allow, refused locally with the ATT code its server
+    /// would answer.
+    static func notPermitted(_ code: ATTErrorCode, _ what: String, _ characteristic: Characteristic) -> BluetoothError {
+        BluetoothError(
+            .att(code),
+            "\(characteristic.uuid.uuidString) cannot be \(what): its properties are \(characteristic.properties)")
+    }
+
     static let managerGone = BluetoothError(.invalidParameters, "the peripheral's central manager no longer exists")
 }
 

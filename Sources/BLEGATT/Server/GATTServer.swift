@@ -257,7 +257,12 @@ public struct GATTServer: Sendable {
         }
     }
 
+    /// A characteristic value is read only when the characteristic has the Read property, whatever its
+    /// permissions (Core Spec 5.4, Vol 3, Part G, 3.3.1.1): the same rule a client applies before asking.
     private func checkRead(_ attribute: GATTAttribute, _ connection: ConnectionHandle) -> ATTErrorCode? {
+        if case .characteristicValue(let properties) = attribute.role, !properties.contains(.read) {
+            return .readNotPermitted
+        }
         guard attribute.permissions.allowsRead else { return .readNotPermitted }
         if attribute.permissions.contains(.readEncryptionRequired) && !(clients[connection]?.isEncrypted ?? false) {
             return .insufficientEncryption
@@ -265,7 +270,16 @@ public struct GATTServer: Sendable {
         return nil
     }
 
-    private func checkWrite(_ attribute: GATTAttribute, _ connection: ConnectionHandle) -> ATTErrorCode? {
+    /// A characteristic value takes a Write Request (or Prepare Write) only with the Write property, and a Write
+    /// Command only with Write Without Response (Core Spec 5.4, Vol 3, Part G, 3.3.1.1).
+    private func checkWrite(_ attribute: GATTAttribute, _ connection: ConnectionHandle, command: Bool = false)
+        -> ATTErrorCode?
+    {
+        if case .characteristicValue(let properties) = attribute.role,
+            !properties.contains(command ? .writeWithoutResponse : .write)
+        {
+            return .writeNotPermitted
+        }
         guard !attribute.isDeclaration, attribute.permissions.allowsWrite else { return .writeNotPermitted }
         if attribute.permissions.contains(.writeEncryptionRequired) && !(clients[connection]?.isEncrypted ?? false) {
             return .insufficientEncryption
@@ -551,7 +565,7 @@ public struct GATTServer: Sendable {
         guard let attribute = database.attribute(at: handle) else {
             return command ? [] : [error(opcode, handle, .invalidHandle, connection)]
         }
-        if let code = checkWrite(attribute, connection) ?? checkValue(attribute, value) {
+        if let code = checkWrite(attribute, connection, command: command) ?? checkValue(attribute, value) {
             return command ? [] : [error(opcode, handle, code, connection)]
         }
         if isDynamic(attribute) {

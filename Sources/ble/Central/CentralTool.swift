@@ -133,6 +133,19 @@ struct CentralTool: Sendable {
         throw ToolError(.noSuchCharacteristic, "\(Self.describe(peripheral)) has no characteristic \(uuid.labelled)")
     }
 
+    /// Refuses, before asking, an operation the characteristic's properties do not allow: with the ATT code the
+    /// stack (and a server) would give, worded as what it is, a local refusal.
+    func require(_ property: CharacteristicProperties, of c: Characteristic, code: ATTErrorCode, for what: String)
+        throws
+    {
+        guard !c.properties.contains(property) else { return }
+        let has = c.properties.names.joined(separator: ", ")
+        throw ToolError(
+            .attError,
+            "\(what): \(c.uuid.labelled) does not allow it (its properties: \(has.isEmpty ? "none" : has)), so it was not sent: \(ToolError.describe(code))"
+        )
+    }
+
     /// Runs one request of the API, turning its error into the tool's (`what` names the request).
     func run<T: Sendable>(_ what: String, _ request: () async throws -> T) async throws -> T {
         do {

@@ -28,6 +28,7 @@ struct ReadCommand: AsyncParsableCommand {
             let peripheral = try await tool.connect(to: target)
             try await tool.using(peripheral) {
                 let c = try await tool.findCharacteristic(uuid, on: peripheral)
+                try tool.require(.read, of: c, code: .readNotPermitted, for: "reading \(c.uuid.uuidString)")
                 let value = try await tool.run("reading \(c.uuid.uuidString)") {
                     try await peripheral.readValue(for: c, timeout: nil)
                 }
@@ -102,6 +103,7 @@ struct WriteCommand: AsyncParsableCommand {
                 let peripheral = try await tool.connect(to: target)
                 try await tool.using(peripheral) {
                     let c = try await tool.findCharacteristic(uuid, on: peripheral)
+                    try tool.require(.write, of: c, code: .writeNotPermitted, for: "writing \(c.uuid.uuidString)")
                     for value in writes {
                         try await tool.run("writing \(c.uuid.uuidString)") {
                             try await peripheral.writeValue(value, for: c, type: .withResponse, timeout: nil)
