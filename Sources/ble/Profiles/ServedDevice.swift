@@ -20,6 +20,8 @@ final class ServedDevice: PeripheralManagerDelegate, @unchecked Sendable {
     private var services: [MutableService] = []
     private var nextService = 0
     private var pendingUpdates: [(MutableCharacteristic, Data)] = []
+    /// Updates a write caused, held while the write is handled so that its line is logged before theirs.
+    private var updatesCausedByWrite: [(BluetoothUUID, Data)]?
 
     init(
         system: BluetoothSystem, profile: Profile, log: (@Sendable (String) -> Void)? = nil,
@@ -120,10 +122,16 @@ final class ServedDevice: PeripheralManagerDelegate, @unchecked Sendable {
             if part.offset > value.count { value.append(Data(count: part.offset - value.count)) }
             value.replaceSubrange(part.offset..<min(value.count, part.offset + data.count), with: data)
         }
+        // The behaviour may notify a change the write makes (a lock's state): hold that until the write itself is
+        // logged and answered, so the log shows the cause before its effect.
+        updatesCausedByWrite = []
         let result = behaviour.write(uuid, value: value)
+        let caused = updatesCausedByWrite ?? []
+        updatesCausedByWrite = nil
         let outcome = result == .success ? "" : " -> \(ToolError.describe(result))"
         log?("\(first.central.identifier) write \(uuid.uuidString) \(value.hex)\(outcome)")
         peripheral.respond(to: first, withResult: result)
+        for (updated, data) in caused { update(updated, data) }
     }
 
     func peripheralManager(
@@ -151,6 +159,10 @@ final class ServedDevice: PeripheralManagerDelegate, @unchecked Sendable {
     /// Notifies or indicates `value` to the centrals subscribed to `uuid` (nothing when there are none);
     /// queues it when the transmit queue is full.
     func update(_ uuid: BluetoothUUID, _ value: Data) {
+        if updatesCausedByWrite != nil {
+            updatesCausedByWrite?.append((uuid, value))
+            return
+        }
         guard let characteristic = characteristics[uuid], isSubscribed(uuid) else { return }
         let kind = characteristic.properties.contains(.notify) ? "notify" : "indicate"
         log?("* \(kind) \(uuid.uuidString) \(value.hex)")
