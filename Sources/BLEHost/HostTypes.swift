@@ -40,8 +40,10 @@ public struct HostError: Error, Sendable, Hashable, CustomStringConvertible {
         case hci(HCIStatus)
         /// The peer answered an ATT request with this error (the failure reaches that request only).
         case att(ATTErrorCode)
-        /// No answer in time (a command, or the ATT transaction timeout: the bearer is then unusable).
-        case timeout
+        /// The controller did not answer an HCI command within the command timeout (its credit is reclaimed).
+        case commandTimeout
+        /// The peer did not answer within the ATT transaction timeout (the bearer is then unusable).
+        case transactionTimeout
         /// The link went down while the operation was pending.
         case disconnected
         /// The transport to the controller closed.

@@ -96,8 +96,8 @@ import Testing
         #expect(!harness.controller.opcodes.contains(.disconnect))
 
         harness.scheduler.advance(by: .milliseconds(1))
-        #expect(first.value.flatMap(errorCode) == .timeout)
-        #expect(second.value.flatMap(errorCode) == .timeout)
+        #expect(first.value.flatMap(errorCode) == .transactionTimeout)
+        #expect(second.value.flatMap(errorCode) == .transactionTimeout)
         // No ATT PDU may be sent on the bearer any more (Vol 3, Part F, 3.3.3): the host drops the link.
         let disconnect = try HCIDisconnect(packet: try #require(harness.controller.commands.last))
         #expect(disconnect.handle == Self.link)
@@ -120,7 +120,7 @@ import Testing
         harness.scheduler.advance(by: .seconds(5) - .milliseconds(1))
         #expect(read.value == nil)
         harness.scheduler.advance(by: .milliseconds(1))
-        #expect(read.value.flatMap(errorCode) == .timeout)
+        #expect(read.value.flatMap(errorCode) == .transactionTimeout)
     }
 
     @Test func answeredRequestCancelsItsTimer() throws {

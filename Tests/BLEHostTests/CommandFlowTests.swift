@@ -89,7 +89,7 @@ import Testing
         #expect(harness.controller.opcodes == [.readRSSI])
 
         harness.scheduler.advance(by: .milliseconds(1))
-        #expect(lost.value.flatMap(errorCode) == .timeout)
+        #expect(lost.value.flatMap(errorCode) == .commandTimeout)
         #expect(harness.controller.opcodes == [.readRSSI, .leRand])  // the credit came back
         harness.controller.pump()
         #expect((try? next.value?.get()) != nil)
@@ -103,7 +103,7 @@ import Testing
         let lost = Outcome<RandResult>()
         harness.host.send(HCILERand(), completion: lost.handler)
         harness.scheduler.advance(by: harness.host.configuration.commandTimeout)
-        #expect(lost.value.flatMap(errorCode) == .timeout)
+        #expect(lost.value.flatMap(errorCode) == .commandTimeout)
 
         let newer = Outcome<RandResult>()
         harness.host.send(HCILERand(), completion: newer.handler)
@@ -131,7 +131,7 @@ import Testing
         harness.scheduler.advance(by: .milliseconds(249))
         #expect(lost.value == nil)
         harness.scheduler.advance(by: .milliseconds(1))
-        #expect(lost.value.flatMap(errorCode) == .timeout)
+        #expect(lost.value.flatMap(errorCode) == .commandTimeout)
     }
 
     @Test func statusOnlyCommandCompleteWithAnErrorFailsTheCommand() throws {

@@ -80,7 +80,7 @@ private func refused(_ status: HCIStatus) -> Result<Void, HostError> {
     .failure(HostError(.hci(status), "refused with \(status)"))
 }
 
-private let timedOut: Result<Void, HostError> = .failure(HostError(.timeout, "no answer in time"))
+private let timedOut: Result<Void, HostError> = .failure(HostError(.commandTimeout, "no answer in time"))
 
 // MARK: - Fake scanner
 

@@ -132,7 +132,7 @@ import Testing
             Issue.record("start succeeded without a Reset answer")
             return
         }
-        #expect(error.code == .timeout)
+        #expect(error.code == .commandTimeout)
         #expect(error.message.contains("initialisation"))
     }
 

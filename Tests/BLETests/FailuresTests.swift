@@ -133,7 +133,7 @@ import Testing
     }
 
     /// Named case: a server app that never answers a read. After the ATT transaction timeout (30 s) the read
-    /// fails with `.timeout`, and the link is dropped (no more ATT is allowed on that bearer).
+    /// fails with `.transactionTimeout`, and the link is dropped (no more ATT is allowed on that bearer).
     @Test func attTransactionTimeout() async throws {
         let (rig, peripheral) = try await Rig.connected()
         rig.sensor.recorder.answer = .ignore
@@ -150,7 +150,7 @@ import Testing
             return
         }
         #expect(c === dynamic)
-        #expect(error?.code == .timeout)
+        #expect(error?.code == .transactionTimeout)
         let elapsed = failure.time - start
         #expect(elapsed >= .seconds(30) && elapsed <= .seconds(30.1), "failed after \(elapsed)")
         try await rig.run(.seconds(1))

@@ -14,8 +14,10 @@ import Synchronization
 //   `CancellationError` at once, and the operation's answer, when it comes, is dropped. ATT cannot withdraw a
 //   request already sent: a read or write still reaches the peripheral, and its effect stays (a write is
 //   written, a subscription made); requests queued behind it wait for it as usual.
-// - Errors: the `BluetoothError` of the operation (ATT errors as `.att(code)`, `.notConnected`, `.timeout` for
-//   the stack's ATT timeout, `.peripheralDisconnected` when the link goes down first); `.invalidParameters`
+// - Errors: the `BluetoothError` of the operation (ATT errors as `.att(code)`, `.notConnected`,
+//   `.transactionTimeout` when the peer does not answer within ATT's 30 s, `.controllerTimeout` when the controller
+//   does not answer, `.peripheralDisconnected` when the link goes down first); `.timeout` when the caller's own
+//   `timeout` passes first; `.invalidParameters`
 //   for an object that does not belong to this connected peripheral; `CancellationError` when the task is
 //   cancelled.
 // - The `timeout:` label has no default, on purpose: with one, every async operation here would shadow its

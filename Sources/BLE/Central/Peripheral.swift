@@ -301,7 +301,8 @@ extension BluetoothError {
     init(_ error: HostError) {
         switch error.code {
         case .att(let code): self.init(.att(code), error.message)
-        case .timeout: self.init(.timeout, error.message)
+        case .commandTimeout: self.init(.controllerTimeout, error.message)
+        case .transactionTimeout: self.init(.transactionTimeout, error.message)
         case .disconnected: self.init(.peripheralDisconnected, error.message)
         case .transportClosed: self.init(.transportClosed, error.message)
         case .invalidState: self.init(.notConnected, error.message)

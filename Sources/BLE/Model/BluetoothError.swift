@@ -20,9 +20,14 @@ public struct BluetoothError: Error, Sendable, Hashable, CustomStringConvertible
         case unknownDevice
         case operationNotSupported
         case encryptionTimedOut
-        /// The operation did not complete within the time the caller allowed (async layer) or the peer did not
-        /// answer within the ATT transaction timeout (30 s).
+        /// The operation did not complete within the time the caller allowed (an async call's `timeout:`).
         case timeout
+        /// The peer did not answer an ATT request (or confirm an indication) within the ATT transaction timeout,
+        /// 30 s (Core Spec 5.4, Vol 3, Part F, 3.3.3); the link is then dropped, as ATT requires.
+        case transactionTimeout
+        /// The controller did not answer an HCI command in time (the host's command timeout): the controller or its
+        /// transport is not well.
+        case controllerTimeout
         /// The controller or its transport went away.
         case transportClosed
         /// The peer answered with an ATT error (`CBATTError`).

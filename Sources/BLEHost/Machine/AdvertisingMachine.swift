@@ -91,7 +91,7 @@ struct AdvertisingMachine: Sendable {
             case .setData(let data): controller.data = data
             case .setScanResponse(let data): controller.scanResponse = data
             }
-        case .failure(let error) where error.code == .timeout:
+        case .failure(let error) where error.code == .commandTimeout:
             forget(what: command)
             out += wishes.giveUp(wish, error)
         case .failure(let error):

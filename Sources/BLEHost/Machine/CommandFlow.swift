@@ -99,7 +99,7 @@ extension HostMachine {
         // may still come late.
         commands.credits = max(commands.credits, 1)
         commands.abandoned[command.opcode, default: 0] += 1
-        let error = HostError(.timeout, "\(command.opcode) got no answer within \(configuration.commandTimeout)")
+        let error = HostError(.commandTimeout, "\(command.opcode) got no answer within \(configuration.commandTimeout)")
         commandFinished(command.purpose, opcode: command.opcode, .failure(error))
         pumpCommands()
     }

@@ -131,7 +131,8 @@ extension HostMachine {
         switch failure {
         case .disconnected: HostError(.disconnected, "the link went down before the client confirmed the indication")
         case .bearerClosed(let error) where error.code == .transactionTimeout:
-            HostError(.timeout, "the client did not confirm the indication within the ATT transaction timeout")
+            HostError(
+                .transactionTimeout, "the client did not confirm the indication within the ATT transaction timeout")
         case .bearerClosed(let error): HostError(.protocolError, "the ATT bearer closed: \(error)")
         case .rejected(let error): HostError(.invalidParameters, "the indication was refused: \(error)")
         case .errorResponse(let response): HostError(.att(response.errorCode), "the client refused the indication")
@@ -150,7 +151,7 @@ extension HostMachine {
         case .hostTransportClosed:
             return HostError(.transportClosed, "the controller's transport closed before the operation completed")
         case .transactionTimeout:
-            return HostError(.timeout, "the peer did not answer within the ATT transaction timeout (30 s)")
+            return HostError(.transactionTimeout, "the peer did not answer within the ATT transaction timeout (30 s)")
         case .bearerClosed:
             return HostError(.protocolError, "the ATT bearer closed: \(error)")
         case .rejected:

@@ -100,7 +100,7 @@ struct ScanMachine: Sendable {
                 controller.enabled = true
                 controller.filterDuplicates = filterDuplicates
             }
-        case .failure(let error) where error.code == .timeout:
+        case .failure(let error) where error.code == .commandTimeout:
             switch command {
             case .disable, .enable: controller.enabled = nil
             case .setParameters: controller.parameters = nil

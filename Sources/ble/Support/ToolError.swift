@@ -44,7 +44,7 @@ struct ToolError: Error, CustomStringConvertible {
         switch error.code {
         case .att(let code):
             self.init(.attError, "\(what): the peer refused with \(Self.describe(code))")
-        case .timeout, .connectionTimeout:
+        case .timeout, .connectionTimeout, .transactionTimeout, .controllerTimeout:
             self.init(.timeout, "\(what): timed out (\(error.message))")
         case .peripheralDisconnected, .notConnected, .operationCancelled:
             self.init(.disconnected, "\(what): the link dropped (\(error.message))")

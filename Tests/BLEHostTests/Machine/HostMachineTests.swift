@@ -71,7 +71,7 @@ import Testing
             Issue.record("expected a timeout")
             return
         }
-        #expect(error.code == .timeout)
+        #expect(error.code == .commandTimeout)
         // The credit came back: a new command with the same opcode goes out at once.
         let next = rig.request(.command(HCIReadRSSI(handle: Self.link).packet))
         #expect(rig.opcodes == [.readRSSI, .readRSSI])
