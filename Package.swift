@@ -13,6 +13,7 @@ let strict: [SwiftSetting] = [
 let nioCore: Target.Dependency = .product(name: "NIOCore", package: "swift-nio")
 let collections: Target.Dependency = .product(name: "DequeModule", package: "swift-collections")
 let heap: Target.Dependency = .product(name: "HeapModule", package: "swift-collections")
+let logging: Target.Dependency = .product(name: "Logging", package: "swift-log")
 
 let package = Package(
     name: "swift-ble",
@@ -25,6 +26,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio", from: "2.80.0"),
         .package(url: "https://github.com/apple/swift-collections", from: "1.1.0"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.0"),
     ],
     targets: [
         // Pure layers: no I/O, no clocks, no un-injected randomness.
@@ -40,7 +42,9 @@ let package = Package(
         // The host: composes the pure machines, owns credits, buffers, timers.
         .target(
             name: "BLEHost",
-            dependencies: ["BLECore", "BLEHCI", "BLEL2CAP", "BLEATT", "BLEGATT", "BLETransport", nioCore, collections],
+            dependencies: [
+                "BLECore", "BLEHCI", "BLEL2CAP", "BLEATT", "BLEGATT", "BLETransport", nioCore, collections, logging,
+            ],
             swiftSettings: strict),
         .target(name: "BLESystem", dependencies: ["BLECore", "BLEHost", "BLETransport"], swiftSettings: strict),
 
@@ -48,7 +52,7 @@ let package = Package(
         .target(
             name: "BLETransportPosix",
             dependencies: [
-                "BLECore", "BLEHCI", "BLETransport", nioCore, .product(name: "NIOPosix", package: "swift-nio"),
+                "BLECore", "BLEHCI", "BLETransport", nioCore, .product(name: "NIOPosix", package: "swift-nio"), logging,
             ],
             swiftSettings: strict),
 
@@ -62,14 +66,14 @@ let package = Package(
         .target(
             name: "BLE",
             dependencies: [
-                "BLECore", "BLESystem", "BLEHost", "BLEGATT", "BLEATT", "BLETransport", "BLEVirtualController",
+                "BLECore", "BLESystem", "BLEHost", "BLEGATT", "BLEATT", "BLETransport", "BLEVirtualController", logging,
             ],
             swiftSettings: strict),
 
         .executableTarget(
             name: "ble",
             dependencies: [
-                "BLE", "BLETransportPosix", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "BLE", "BLETransportPosix", .product(name: "ArgumentParser", package: "swift-argument-parser"), logging,
             ],
             swiftSettings: strict),
 

@@ -45,6 +45,10 @@ PURE_FORBIDDEN_TOKENS = [
 ]
 
 
+CONSOLE_TOKENS = [r"FileHandle\.standard(Error|Output)", r"\bprint\(", r"\bfputs\(", r"\bputs\(",
+                  r"STD(ERR|OUT)_FILENO", r"\bwrite\(\s*[12]\s*,", r"\bdebugPrint\("]
+
+
 def describe(path):
     if path:
         with open(path) as f:
@@ -106,6 +110,19 @@ def main():
                         if re.search(pattern, code):
                             problems.append(f"{target['path']}/{source}:{number}: {name} is a pure layer; "
                                             f"'{re.search(pattern, code).group(0)}' is I/O, time or randomness")
+
+        # The library never writes to stdout or stderr itself: it logs through swift-log, and the application
+        # (the ble tool) picks where logs go.
+        if name != "ble":
+            for source in target.get("sources", []):
+                with open(os.path.join(root, target["path"], source), encoding="utf-8") as f:
+                    lines = f.read().splitlines()
+                for number, line in enumerate(lines, 1):
+                    code = line.split("//", 1)[0]
+                    for pattern in CONSOLE_TOKENS:
+                        if re.search(pattern, code):
+                            problems.append(f"{target['path']}/{source}:{number}: {name} is a library; "
+                                            f"'{re.search(pattern, code).group(0)}' writes to the console (log instead)")
 
     test_targets = {n for n, t in targets.items() if t.get("type") == "test"}
     for product in package.get("products", []):

@@ -1,4 +1,5 @@
 import BLETransport
+import Logging
 import NIOCore
 import NIOPosix
 
@@ -23,11 +24,10 @@ public enum PosixTransports {
     /// port 0, where the system picks the port).
     public typealias ListeningHandler = @Sendable (TransportSpec) -> Void
 
-    /// Writes "ble: waiting for a controller to connect to tcp-server:HOST:PORT" on standard error.
-    public static let reportOnStandardError: ListeningHandler = { spec in
-        let line = "ble: waiting for a controller to connect to \(spec)\n"
-        let bytes = Array(line.utf8)
-        _ = bytes.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
+    /// Logs "waiting for a controller to connect to tcp-server:HOST:PORT" (notice): the library writes nothing to
+    /// stdout or stderr itself; an application that wants the line on its terminal passes its own handler.
+    public static let logWaiting: ListeningHandler = { spec in
+        Logger(label: "swift-ble.transport").notice("waiting for a controller to connect to \(spec)")
     }
 
     /// Registers openers for every kind in `kinds` in `registry`.
@@ -37,7 +37,7 @@ public enum PosixTransports {
     ///   - acceptTimeout: how long a `tcp-server` opener waits for the controller; nil waits until cancelled.
     public static func register(
         in registry: TransportRegistry,
-        onListening: ListeningHandler? = reportOnStandardError,
+        onListening: ListeningHandler? = logWaiting,
         acceptTimeout: Duration? = nil
     ) {
         for kind in kinds {
@@ -48,8 +48,8 @@ public enum PosixTransports {
     }
 
     /// Registers the openers in `TransportRegistry.shared`.
-    public static func install() {
-        register(in: .shared)
+    public static func install(onListening: ListeningHandler? = logWaiting) {
+        register(in: .shared, onListening: onListening)
     }
 
     /// Opens the transport `spec` names.

@@ -140,7 +140,7 @@ import Testing
                 if let id {
                     work += server.respond(to: id, result: g.chance(80) ? .success : ATTErrorCode(rawValue: g.next()))
                 }
-            case .subscriptionChanged, .valueWritten:
+            case .subscriptionChanged, .valueWritten, .writeCommandRefused:
                 break
             }
         }

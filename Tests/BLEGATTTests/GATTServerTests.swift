@@ -235,8 +235,14 @@ private func error(_ opcode: ATTOpcode, _ handle: UInt16, _ code: ATTErrorCode) 
     @Test func writesAndCommands() throws {
         var server = try server()
         // Write Command to a value that cannot be written: nothing at all.
-        #expect(server.received(.writeCommand(.init(handle: h(15), value: [2])), from: c1) == [])
-        #expect(server.received(.writeCommand(.init(handle: h(99), value: [2])), from: c1) == [])
+        #expect(
+            server.received(.writeCommand(.init(handle: h(15), value: [2])), from: c1) == [
+                .writeCommandRefused(c1, attribute: h(15), .writeNotPermitted)
+            ])
+        #expect(
+            server.received(.writeCommand(.init(handle: h(99), value: [2])), from: c1) == [
+                .writeCommandRefused(c1, attribute: h(99), .invalidHandle)
+            ])
         // Write Command to a dynamic value: the app gets it, with no id to answer.
         #expect(
             server.received(.writeCommand(.init(handle: h(28), value: [2])), from: c1) == [

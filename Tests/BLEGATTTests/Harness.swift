@@ -160,7 +160,7 @@ struct World {
                     appValues[write.attribute] = value
                 }
                 if let id { perform(server: server.respond(to: id, result: .success)) }
-            case .subscriptionChanged, .valueWritten:
+            case .subscriptionChanged, .valueWritten, .writeCommandRefused:
                 appEvents.append(action)
             }
         }

@@ -57,7 +57,10 @@ import Testing
         var (server, handles) = try Self.server()
         let writeOnly = handles[1]
         // Commands are never answered: refused, it changes nothing.
-        #expect(server.received(.writeCommand(.init(handle: writeOnly, value: [9])), from: Self.connection).isEmpty)
+        #expect(
+            server.received(.writeCommand(.init(handle: writeOnly, value: [9])), from: Self.connection) == [
+                .writeCommandRefused(Self.connection, attribute: writeOnly, .writeNotPermitted)
+            ])
         #expect(
             server.received(.readRequest(.init(handle: writeOnly)), from: Self.connection)
                 == Self.refused(.readRequest, writeOnly, .readNotPermitted))

@@ -4,6 +4,7 @@ import BLESystem
 import BLETransport
 import BLEVirtualController
 import Foundation
+import Logging
 import Synchronization
 
 /// One Bluetooth controller with its host stack: what a `CentralManager` or `PeripheralManager` runs on.
@@ -29,6 +30,9 @@ public final class BluetoothSystem: Sendable, CustomStringConvertible {
 
     public var description: String { "<BluetoothSystem \(name)>" }
 
+    /// Where the systems say what no call reports (a capture that cannot be written, say).
+    static let logger = Logger(label: "swift-ble.system")
+
     /// A virtual controller and a host on `radio`, at `position`. The host starts initialising at once; managers
     /// created on the system report `poweredOn` once the radio has run long enough for that (a few
     /// milliseconds of virtual time).
@@ -40,11 +44,12 @@ public final class BluetoothSystem: Sendable, CustomStringConvertible {
         do {
             return try makeSimulated(on: radio, name: name, position: position, configuration: configuration)
         } catch {
-            // Only a btsnoop file that cannot be created gets here: run unrecorded and say so. Call
-            // `makeSimulated` to get the error instead.
-            FileHandle.standardError.write(Data("ble: \(error)\n".utf8))
+            // Only a btsnoop file that cannot be created gets here: run unrecorded and say so (in the log; the
+            // library writes nothing to stdout or stderr itself). Call `makeSimulated` to get the error instead.
+            logger.error("\(name) runs unrecorded: \(error)")
             var unrecorded = configuration
             unrecorded.btsnoop = nil
+            // `try!` cannot trap: without a btsnoop file, making a simulated system throws nothing.
             return try! makeSimulated(on: radio, name: name, position: position, configuration: unrecorded)
         }
     }
@@ -261,7 +266,7 @@ public final class BluetoothSystem: Sendable, CustomStringConvertible {
                 }
             } catch {
                 let reason = "BLE_TRANSPORT=\(spec): \(error)"
-                FileHandle.standardError.write(Data("ble: \(reason)\n".utf8))
+                logger.error("the default system has no controller: \(reason)")
                 let core = SystemCore(
                     name: name, transport: UnavailableTransport(reason: reason),
                     scheduler: DispatchHostScheduler())

@@ -1,6 +1,7 @@
 import BLECore
 import BLEVirtualController
 import Foundation
+import Logging
 
 extension BluetoothSystem {
     /// A simulated device with a chosen identity address: a public address (what a device with an IEEE-assigned
@@ -18,9 +19,10 @@ extension BluetoothSystem {
             return try makeSimulated(
                 on: radio, name: name, address: address, position: position, configuration: configuration)
         } catch {
-            FileHandle.standardError.write(Data("ble: \(error)\n".utf8))
+            logger.error("\(name) runs unrecorded: \(error)")
             var unrecorded = configuration
             unrecorded.btsnoop = nil
+            // `try!` cannot trap: without a btsnoop file, making a simulated system throws nothing.
             return try! makeSimulated(
                 on: radio, name: name, address: address, position: position, configuration: unrecorded)
         }

@@ -55,6 +55,9 @@ public struct GATTServer: Sendable {
         case subscriptionChanged(ConnectionHandle, characteristicValue: AttributeHandle, GATTClientConfiguration)
         /// A client wrote a stored (non-dynamic) value; the database already holds it.
         case valueWritten(ConnectionHandle, attribute: AttributeHandle, value: [UInt8])
+        /// A Write Command was refused for this reason. ATT never answers a command, so the client does not
+        /// learn it: the host should say so (log it) rather than drop it in silence.
+        case writeCommandRefused(ConnectionHandle, attribute: AttributeHandle, ATTErrorCode)
     }
 
     private struct Client: Sendable {
@@ -563,10 +566,14 @@ public struct GATTServer: Sendable {
     ) -> [Action] {
         let opcode = ATTOpcode.writeRequest
         guard let attribute = database.attribute(at: handle) else {
-            return command ? [] : [error(opcode, handle, .invalidHandle, connection)]
+            return command
+                ? [.writeCommandRefused(connection, attribute: handle, .invalidHandle)]
+                : [error(opcode, handle, .invalidHandle, connection)]
         }
         if let code = checkWrite(attribute, connection, command: command) ?? checkValue(attribute, value) {
-            return command ? [] : [error(opcode, handle, code, connection)]
+            return command
+                ? [.writeCommandRefused(connection, attribute: handle, code)]
+                : [error(opcode, handle, code, connection)]
         }
         if isDynamic(attribute) {
             let writes = [GATTWriteRequest(attribute: handle, offset: 0, value: value)]

@@ -2,6 +2,7 @@ import BLECore
 import BLEHCI
 import BLETransport
 import DequeModule
+import Logging
 import Synchronization
 
 /// Drives one ``HostMachine``: it owns the transport, the timers and the completions, feeds every event into
@@ -32,6 +33,8 @@ public final class HostDriver: Sendable {
     let transport: any HCITransport
     let scheduler: any HostScheduler
     public let configuration: HostConfiguration
+    /// Where the machine's `.log` actions go, with the link and the operation as metadata.
+    let logger: Logger
 
     /// What a request's caller hears, once.
     typealias Completion = @Sendable (Result<HostOutput, HostError>) -> Void
@@ -70,11 +73,14 @@ public final class HostDriver: Sendable {
 
     public init(
         transport: any HCITransport, scheduler: any HostScheduler,
-        configuration: HostConfiguration = HostConfiguration()
+        configuration: HostConfiguration = HostConfiguration(), logger: Logger = Logger(label: "swift-ble.host")
     ) {
         self.transport = transport
         self.scheduler = scheduler
         self.configuration = configuration
+        var logger = logger
+        logger[metadataKey: "host"] = "\(configuration.deviceName)"
+        self.logger = logger
         self.state = Mutex(State(machine: HostMachine(configuration: configuration)))
         transport.setReceiver { [weak self] event in self?.received(event) }
     }
@@ -88,6 +94,9 @@ public final class HostDriver: Sendable {
 
     /// What the controller reported during initialisation (nil until `start` succeeds).
     public var controllerInfo: ControllerInfo? { state.withLock { $0.machine.info } }
+
+    /// What the host dropped or gave up on, so far (each one is also logged).
+    public var counters: HostCounters { state.withLock { $0.machine.counters } }
 
     /// Whether the transport is still open.
     public var isOpen: Bool { state.withLock { !$0.machine.isClosed } }
@@ -137,6 +146,8 @@ public final class HostDriver: Sendable {
                 completion(result)
             case .emit(let handler, let event):
                 handler.call(event)
+            case .log(let entry):
+                log(entry)
             case .nothing:
                 break
             }
@@ -148,6 +159,7 @@ public final class HostDriver: Sendable {
         case send(HCIPacket)
         case complete(Completion, Result<HostOutput, HostError>)
         case emit(EventHandler, HostEvent)
+        case log(HostLogEntry)
         case nothing
     }
 
@@ -169,7 +181,24 @@ public final class HostDriver: Sendable {
         case .emit(let event):
             guard let handler = state.handler else { return .nothing }
             return .emit(handler, event)
+        case .log(let entry):
+            return .log(entry)
         }
+    }
+
+    private func log(_ entry: HostLogEntry) {
+        var metadata: Logger.Metadata = [:]
+        if let connection = entry.connection { metadata["connection"] = "\(connection)" }
+        if let operation = entry.operation { metadata["operation"] = "\(operation)" }
+        let level: Logger.Level =
+            switch entry.level {
+            case .debug: .debug
+            case .info: .info
+            case .notice: .notice
+            case .warning: .warning
+            case .error: .error
+            }
+        logger.log(level: level, "\(entry.message)", metadata: metadata)
     }
 
     private func timerFired(_ id: HostTimerID) {

@@ -84,10 +84,16 @@ extension HostMachine {
             // The late answer to a command that already timed out: it must not complete a newer command with
             // the same opcode.
             commands.abandoned[opcode] = stale > 1 ? stale - 1 : nil
+            counters.unexpectedCommandAnswers += 1
+            log(.notice, "discarded a late answer to \(opcode), which had already timed out")
         } else if let index = commands.inFlight.firstIndex(where: { $0.opcode == opcode }) {
             let command = commands.inFlight.remove(at: index)
             if let timer = command.timer { cancelTimer(timer) }
             commandFinished(command.purpose, opcode: opcode, .success(answer))
+        } else if opcode.rawValue != 0 {
+            // (Opcode 0 only returns credits: Vol 4, Part E, 7.7.14.)
+            counters.unexpectedCommandAnswers += 1
+            log(.notice, "ignored an answer to \(opcode), which the host did not send")
         }
         pumpCommands()
     }
@@ -99,7 +105,9 @@ extension HostMachine {
         // may still come late.
         commands.credits = max(commands.credits, 1)
         commands.abandoned[command.opcode, default: 0] += 1
+        counters.commandTimeouts += 1
         let error = HostError(.commandTimeout, "\(command.opcode) got no answer within \(configuration.commandTimeout)")
+        log(.warning, "the controller did not answer \(command.opcode) within \(configuration.commandTimeout)")
         commandFinished(command.purpose, opcode: command.opcode, .failure(error))
         pumpCommands()
     }

@@ -64,6 +64,43 @@ public enum HostOutput: Sendable, Hashable {
     case gatt(GATTResult)
 }
 
+/// Something the host noticed that no request or event reports: the driver logs it (the machine holds no
+/// logger). Nothing the host drops is dropped in silence.
+public struct HostLogEntry: Sendable, Hashable {
+    public enum Level: Sendable, Hashable { case debug, info, notice, warning, error }
+    public var level: Level
+    public var message: String
+    /// The link it concerns, if any.
+    public var connection: ConnectionHandle?
+    /// The operation it concerns, if any.
+    public var operation: HostOperationID?
+
+    public init(
+        _ level: Level, _ message: String, connection: ConnectionHandle? = nil, operation: HostOperationID? = nil
+    ) {
+        self.level = level
+        self.message = message
+        self.connection = connection
+        self.operation = operation
+    }
+}
+
+/// What the host dropped or gave up on, counted since it started (the log says each one).
+public struct HostCounters: Sendable, Hashable {
+    /// HCI events the controller sent that could not be decoded.
+    public var malformedEvents = 0
+    /// ACL data dropped: for a link the host does not know, or that did not reassemble.
+    public var droppedACLPackets = 0
+    /// HCI commands the controller did not answer in time.
+    public var commandTimeouts = 0
+    /// Answers that came for no command in flight (late answers to timed-out commands among them).
+    public var unexpectedCommandAnswers = 0
+    /// Write Commands our GATT server refused (a Write Command is never answered, so only this says so).
+    public var refusedWriteCommands = 0
+
+    public init() {}
+}
+
 /// What the machine asks its driver to do, in order.
 public enum HostAction: Sendable, Hashable {
     /// Hand this packet to the transport.
@@ -76,4 +113,6 @@ public enum HostAction: Sendable, Hashable {
     case complete(HostOperationID, Result<HostOutput, HostError>)
     /// Tell the layer above.
     case emit(HostEvent)
+    /// Log this.
+    case log(HostLogEntry)
 }

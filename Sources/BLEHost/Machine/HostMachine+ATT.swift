@@ -95,6 +95,12 @@ extension HostMachine {
                         indicate: configuration.contains(.indication)))
             case .valueWritten:
                 break
+            case .writeCommandRefused(let connection, let attribute, let code):
+                counters.refusedWriteCommands += 1
+                log(
+                    .notice,
+                    "refused a Write Command to \(attribute): \(code.name ?? code.description) (never answered)",
+                    connection: connection)
             }
         }
     }

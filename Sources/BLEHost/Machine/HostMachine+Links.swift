@@ -174,13 +174,22 @@ extension HostMachine {
     // MARK: ACL in
 
     mutating func receivedACL(_ packet: HCIACLDataPacket) {
-        guard links[packet.handle] != nil,
-            let boundary = L2CAPPacketBoundary(rawValue: packet.packetBoundary.rawValue)
-        else { return }
         let handle = packet.handle
-        guard let output = links[handle]?.recombiner.receive(ByteBuffer(bytes: packet.data), boundary: boundary),
-            let frame = output.frame
+        guard links[handle] != nil else {
+            counters.droppedACLPackets += 1
+            return log(.notice, "dropped ACL data for \(handle), which is not a link", connection: handle)
+        }
+        guard let boundary = L2CAPPacketBoundary(rawValue: packet.packetBoundary.rawValue) else {
+            counters.droppedACLPackets += 1
+            return log(.warning, "dropped ACL data with an invalid packet boundary flag", connection: handle)
+        }
+        guard let output = links[handle]?.recombiner.receive(ByteBuffer(bytes: packet.data), boundary: boundary)
         else { return }
+        for error in output.errors {
+            counters.droppedACLPackets += 1
+            log(.warning, "dropped ACL data that did not reassemble: \(error)", connection: handle)
+        }
+        guard let frame = output.frame else { return }
         switch frame.channelID {
         case .att:
             let actions = links[handle]?.bearer.received(frame.payload) ?? []
@@ -195,7 +204,10 @@ extension HostMachine {
                 queueL2CAP(ByteBuffer(bytes: [0x05, 0x05]), channel: .smp, kind: .other, on: handle)
             }
         default:
-            break  // Unknown fixed channels are dropped (Vol 3, Part A, 2.1).
+            // Unknown fixed channels are dropped (Vol 3, Part A, 2.1).
+            log(
+                .debug, "dropped a frame on channel \(frame.channelID), which this host does not serve",
+                connection: handle)
         }
         pumpACL()
     }

@@ -57,6 +57,9 @@ public struct HostMachine: Sendable {
     /// Indications an operation waits on: delivered when the client confirms them.
     var indicationDeliveries: [ATTRequestID: (link: ConnectionHandle, id: HostOperationID)] = [:]
 
+    /// What the host dropped or gave up on, so far.
+    public internal(set) var counters = HostCounters()
+
     var timers: [HostTimerID: TimerPurpose] = [:]
     var nextTimer: UInt64 = 1
 
@@ -117,9 +120,14 @@ public struct HostMachine: Sendable {
         guard !isClosed else { return [] }
         switch packet {
         case .event(let packet):
-            // A malformed event from the controller: nothing sensible can be done with it. A command it might
-            // have completed times out and its credit is reclaimed.
-            if let event = try? HCIEvent(packet) { handle(event) }
+            do {
+                handle(try HCIEvent(packet))
+            } catch {
+                // Nothing sensible can be done with it; a command it might have completed times out and its
+                // credit is reclaimed. But it is said and counted.
+                counters.malformedEvents += 1
+                log(.warning, "dropped a malformed HCI event from the controller (\(error)): \(packet)")
+            }
         case .acl(let packet):
             receivedACL(packet)
         default:
@@ -179,6 +187,13 @@ public struct HostMachine: Sendable {
     }
 
     mutating func send(_ packet: HCIPacket) { pending.append(.send(packet)) }
+
+    mutating func log(
+        _ level: HostLogEntry.Level, _ message: String, connection: ConnectionHandle? = nil,
+        operation: HostOperationID? = nil
+    ) {
+        pending.append(.log(HostLogEntry(level, message, connection: connection, operation: operation)))
+    }
     mutating func emit(_ event: HostEvent) { pending.append(.emit(event)) }
 
     mutating func complete(_ id: HostOperationID, _ result: Result<HostOutput, HostError>) {

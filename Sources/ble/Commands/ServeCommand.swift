@@ -63,6 +63,7 @@ struct ServeCommand: AsyncParsableCommand {
             definition = try JSONProfile.load(path: profile, name: name)
         }
         Output.configure()
+        transport.log.install()
         Interrupt.shared.install()
         let session: Session
         do {

@@ -5,6 +5,7 @@ import BLETransport
 import BLETransportPosix
 import Dispatch
 import Foundation
+import Logging
 import Synchronization
 
 /// `ble controller tcp-server:HOST:PORT`: one virtual controller of the simulated world, reachable over H4/TCP
@@ -56,6 +57,8 @@ struct ControllerCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        // What the stack notices goes to stderr, never into this command's output.
+        Logs.install(.warning)
         let (host, port) = try Self.parse(transport)
         let world = ControllerWorld(seed: seed, address: Self.controllerAddress)
         let radio = world.radio

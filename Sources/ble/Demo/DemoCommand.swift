@@ -1,6 +1,7 @@
 import ArgumentParser
 import BLE
 import Dispatch
+import Logging
 
 /// `ble demo`: a heart-rate sensor and a phone on a simulated radio walk the whole central flow.
 struct DemoCommand: AsyncParsableCommand {
@@ -24,6 +25,8 @@ struct DemoCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        // What the stack notices goes to stderr, never into this command's output.
+        Logs.install(.warning)
         let radio = SimulatedRadio(seed: seed)
         let log = DemoLog(radio: radio)
         let sensorSystem = BluetoothSystem.simulated(on: radio, name: "HRM-Demo", position: RadioPosition(x: 2, y: 1))

@@ -13,6 +13,7 @@ enum CommandRun {
         _ flow: @escaping @Sendable (CentralTool) async throws -> Void
     ) async throws {
         Output.configure()
+        transport.log.install()
         Interrupt.shared.install()
         let session: Session
         do {

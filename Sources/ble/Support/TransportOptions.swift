@@ -29,6 +29,8 @@ struct TransportOptions: ParsableArguments {
     @Option(name: .long, help: ArgumentHelp("Record the HCI traffic to this btsnoop file.", valueName: "file"))
     var btsnoop: String?
 
+    @OptionGroup var log: LogOptions
+
     /// `BLE_SIM_SPEED=fast`: run the simulated world as fast as possible instead of in wall-clock time.
     static var simulationPacing: SimulationPacing {
         ProcessInfo.processInfo.environment["BLE_SIM_SPEED"] == "fast" ? .asFastAsPossible : .realtime
@@ -67,7 +69,10 @@ final class Session: Sendable {
                 throw ToolError(.transport, "--btsnoop \(options.btsnoop ?? ""): \(error)")
             }
         }
-        PosixTransports.install()
+        // The tool, not the library, tells its user on stderr that it waits for a controller.
+        PosixTransports.install(onListening: { spec in
+            FileHandle.standardError.write(Data("ble: waiting for a controller to connect to \(spec)\n".utf8))
+        })
         do {
             let system = try await BluetoothSystem.connect(transport: spec, btsnoop: options.btsnoop, name: name)
             return Session(system: system, world: nil, pacing: .realtime)

@@ -316,6 +316,47 @@ import Testing
         #expect(rig.result(of: again).map { if case .failure = $0 { true } else { false } } == true)
     }
 
+    // MARK: Nothing dropped in silence
+
+    @Test func aMalformedEventIsLoggedAndCounted() throws {
+        var rig = MachineRig()
+        try rig.started()
+        // Command Complete with one byte of parameters: too short to decode.
+        rig.record(rig.machine.received(.event(HCIEventPacket(code: .commandComplete, parameters: [0x01]))))
+        #expect(rig.machine.counters.malformedEvents == 1)
+        let logged = rig.actions.compactMap { if case .log(let entry) = $0 { entry } else { nil } }
+        #expect(logged.count == 1)
+        #expect(logged.first?.level == .warning)
+        #expect(logged.first?.message.contains("malformed HCI event") == true)
+    }
+
+    @Test func aLateAnswerAndDataForNoLinkAreLoggedAndCounted() throws {
+        var rig = MachineRig()
+        try rig.started()
+        rig.request(.command(HCIReadBDADDR().packet))
+        let timer = try #require(rig.runningTimers.first)
+        rig.fire(timer)
+        #expect(rig.machine.counters.commandTimeouts == 1)
+        rig.answerNext()  // the late answer
+        #expect(rig.machine.counters.unexpectedCommandAnswers == 1)
+        rig.feedACL(ConnectionHandle(0x0042), channel: 0x0004, [0x0A, 0x03, 0x00])
+        #expect(rig.machine.counters.droppedACLPackets == 1)
+        let logged = rig.actions.compactMap { if case .log(let entry) = $0 { entry } else { nil } }
+        #expect(logged.map(\.level) == [.warning, .notice, .notice])
+        #expect(logged.last?.connection == ConnectionHandle(0x0042))
+    }
+
+    @Test func aWriteCommandOurServerRefusesIsLoggedAndCounted() throws {
+        var rig = MachineRig()
+        try rig.started()
+        rig.connect(1, role: .peripheral)
+        // A Write Command to the GAP Device Name, which is read-only.
+        rig.feedACL(Self.link, channel: 0x0004, [0x52, 0x03, 0x00, 0x41])
+        #expect(rig.machine.counters.refusedWriteCommands == 1)
+        let logged = rig.actions.compactMap { if case .log(let entry) = $0 { entry } else { nil } }
+        #expect(logged.contains { $0.connection == Self.link && $0.message.contains("Write Command") })
+    }
+
     // MARK: Scanning
 
     @Test func aScanStoppedAtOnceLeavesOnlyTheParametersOnTheWireAndNoReportsPassUp() throws {
