@@ -46,7 +46,9 @@ PURE_FORBIDDEN_TOKENS = [
 
 
 CONSOLE_TOKENS = [r"FileHandle\.standard(Error|Output)", r"\bprint\(", r"\bfputs\(", r"\bputs\(",
-                  r"STD(ERR|OUT)_FILENO", r"\bwrite\(\s*[12]\s*,", r"\bdebugPrint\("]
+                  r"STD(ERR|OUT)_FILENO", r"\bwrite\(\s*[12]\s*,", r"\bdebugPrint\(", r"\bfwrite\(",
+                  r"\bfprintf\(", r"\bNSLog\(", r"FileHandle\(fileDescriptor:\s*[12]\b",
+                  r"FileDescriptor\.standard(Error|Output)"]
 
 
 def describe(path):

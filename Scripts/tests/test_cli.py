@@ -275,6 +275,7 @@ class BadInputTests(unittest.TestCase):
         (("serve", "heart-rate", "--duration", "1e300"), "--duration"),
         (("serve", "heart-rate", "--duration=-1"), "--duration"),
         (("subscribe", "HRM-Demo", "2A37", "--count=-1"), "--count"),
+        (("serve", "heart-rate", "--duration", "0.0004"), "--duration"),
         (("demo", "--measurements", "0"), "--measurements"),
         (("read", "HRM-Demo", "notauuid"), "CHAR"),
         (("write", "HRM-Demo", "2A39", "zz"), "HEX"),
@@ -344,6 +345,13 @@ class ServeTests(unittest.TestCase):
                 self.assertEqual(result.returncode, 64, result.stderr)
                 self.assertIn(expected, result.stderr.strip().splitlines()[0])
                 self.assertIn("Usage: ble serve", result.stderr)
+
+    def test_null_means_absent_in_a_profile(self):
+        result = self.serve_profile(
+            '{"name": null, "advertise": null, "services": [{"uuid": "180F", "primary": null, "includes": null, '
+            '"characteristics": [{"uuid": "2A19", "properties": ["read"], "permissions": null, "value": "57", '
+            '"descriptors": [{"uuid": "2901", "text": "Level", "value": null}]}]}]}')
+        self.assertEqual(result.returncode, 0, result.stderr)
 
     def test_the_readme_profile_example_is_served(self):
         readme = open(os.path.join(ROOT, "README.md")).read()

@@ -260,12 +260,13 @@ private func error(_ opcode: ATTOpcode, _ handle: UInt16, _ code: ATTErrorCode) 
             return
         }
         #expect(server.respond(to: id, result: ATTErrorCode(0x80)) == error(.writeRequest, 17, ATTErrorCode(0x80)))
-        // Signed writes are not verified, so they are ignored; other requests are not supported.
+        // Signed writes are not verified, so they are refused (never answered, but reported to the host to log);
+        // other requests are not supported.
         #expect(
             server.received(
                 .signedWriteCommand(
                     .init(handle: h(24), value: [1], authenticationSignature: Array(repeating: 0, count: 12))), from: c1
-            ) == [])
+            ) == [.writeCommandRefused(c1, attribute: h(24), .requestNotSupported)])
         #expect(server.received(.handleValueConfirmation(.init()), from: c1) == [])
     }
 

@@ -196,8 +196,9 @@ public struct GATTServer: Sendable {
         case .writeCommand(let command): return write(command.handle, command.value, connection, command: true)
         case .prepareWriteRequest(let request): return prepareWrite(request, connection)
         case .executeWriteRequest(let request): return executeWrite(request, connection)
-        case .signedWriteCommand:
-            return []  // signatures are not verified by this stack, so signed writes are ignored
+        case .signedWriteCommand(let command):
+            // Signatures are not verified by this stack, so a signed write is refused (and never answered).
+            return [.writeCommandRefused(connection, attribute: command.handle, .requestNotSupported)]
         default:
             if pdu.opcode.kind == .request {
                 return [error(pdu.opcode, AttributeHandle(0), .requestNotSupported, connection)]

@@ -97,10 +97,12 @@ extension HostMachine {
                 break
             case .writeCommandRefused(let connection, let attribute, let code):
                 counters.refusedWriteCommands += 1
-                log(
-                    .notice,
-                    "refused a Write Command to \(attribute): \(code.name ?? code.description) (never answered)",
-                    connection: connection)
+                if Self.worthLogging(counters.refusedWriteCommands) {
+                    log(
+                        .notice,
+                        "refused a Write Command to \(attribute): \(code.name ?? code.description) (never answered; \(counters.refusedWriteCommands) so far)",
+                        connection: connection)
+                }
             }
         }
     }

@@ -126,15 +126,25 @@ public struct HostMachine: Sendable {
                 // Nothing sensible can be done with it; a command it might have completed times out and its
                 // credit is reclaimed. But it is said and counted.
                 counters.malformedEvents += 1
-                log(.warning, "dropped a malformed HCI event from the controller (\(error)): \(packet)")
+                if Self.worthLogging(counters.malformedEvents) {
+                    log(
+                        .warning,
+                        "dropped a malformed HCI event from the controller (\(error)): \(packet) (\(counters.malformedEvents) so far)"
+                    )
+                }
             }
         case .acl(let packet):
             receivedACL(packet)
         default:
-            break
+            // A command or SCO/ISO packet from the controller: nothing this host takes.
+            log(.debug, "ignored a packet a controller does not send to an LE host: \(packet)")
         }
         return takeActions()
     }
+
+    /// Whether the n-th occurrence of something that can repeat at the peer's pace is logged: the first ones and
+    /// then ever more rarely (1, 2, 4, 8, ...), so that a peer cannot flood the log; the counters keep them all.
+    static func worthLogging(_ n: Int) -> Bool { n > 0 && n & (n - 1) == 0 }
 
     /// A timer the machine started has expired.
     public mutating func timerFired(_ id: HostTimerID) -> [HostAction] {

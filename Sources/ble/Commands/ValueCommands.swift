@@ -118,9 +118,9 @@ struct WriteCommand: AsyncParsableCommand {
             let peripheral = try await tool.connect(to: target)
             try await tool.using(peripheral) {
                 let c = try await tool.findCharacteristic(uuid, on: peripheral)
-                guard c.properties.contains(.writeWithoutResponse) else {
-                    throw ToolError(.noSuchCharacteristic, "\(c.uuid.labelled) does not accept writes without response")
-                }
+                try tool.require(
+                    .writeWithoutResponse, of: c, code: .writeNotPermitted,
+                    for: "writing \(c.uuid.uuidString) without response")
                 let size = max(1, peripheral.maximumWriteValueLength(for: .withoutResponse))
                 if !chunk, let long = writes.first(where: { $0.count > size }) {
                     throw ToolError(

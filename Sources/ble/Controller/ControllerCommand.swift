@@ -43,6 +43,8 @@ struct ControllerCommand: AsyncParsableCommand {
     /// The controller's public address (what HCI Read BD_ADDR reports).
     static let controllerAddress = BluetoothAddress(bytes: [0x5A, 0x11, 0xB1, 0xE0, 0x00, 0x01])
 
+    @OptionGroup var log: LogOptions
+
     func validate() throws {
         _ = try Self.parse(transport)
     }
@@ -58,7 +60,7 @@ struct ControllerCommand: AsyncParsableCommand {
 
     func run() async throws {
         // What the stack notices goes to stderr, never into this command's output.
-        Logs.install(.warning)
+        log.install()
         let (host, port) = try Self.parse(transport)
         let world = ControllerWorld(seed: seed, address: Self.controllerAddress)
         let radio = world.radio

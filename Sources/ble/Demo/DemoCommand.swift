@@ -20,13 +20,15 @@ struct DemoCommand: AsyncParsableCommand {
     @Option(parsing: .unconditional, help: "Heart-rate measurements to receive before writing the control point.")
     var measurements = 5
 
+    @OptionGroup var log: LogOptions
+
     func validate() throws {
         try CommandLineNumbers.checkCount(measurements, option: "--measurements", minimum: 1)
     }
 
     func run() async throws {
         // What the stack notices goes to stderr, never into this command's output.
-        Logs.install(.warning)
+        log.install()
         let radio = SimulatedRadio(seed: seed)
         let log = DemoLog(radio: radio)
         let sensorSystem = BluetoothSystem.simulated(on: radio, name: "HRM-Demo", position: RadioPosition(x: 2, y: 1))

@@ -110,7 +110,7 @@ enum JSONProfile {
 
     /// An optional list: absent is empty, anything but a list is an error.
     private static func list(_ any: Any?, at place: String, in path: String) throws -> [Any] {
-        guard let any else { return [] }
+        guard let any, !(any is NSNull) else { return [] }
         guard let list = any as? [Any] else { throw ValidationError("\(path): \(place) must be a list") }
         return list
     }
@@ -157,7 +157,10 @@ enum JSONProfile {
         guard let o = any as? [String: Any] else { throw ValidationError("\(path): \(place) must be an object") }
         try checkKeys(o, allowed: ["uuid", "properties", "permissions", "value", "descriptors"], at: place, in: path)
         var properties: CharacteristicProperties = []
-        guard let propertyList = o["properties"] as? [String], !propertyList.isEmpty else {
+        guard let propertyList = o["properties"] as? [String] else {
+            throw ValidationError("\(path): \(place).properties must be a list of property names")
+        }
+        guard !propertyList.isEmpty else {
             throw ValidationError("\(path): \(place).properties must list at least one property")
         }
         for name in propertyList {
@@ -169,7 +172,7 @@ enum JSONProfile {
             properties.insert(p)
         }
         var permissions: AttributePermissions = []
-        if o["permissions"] != nil {
+        if let given = o["permissions"], !(given is NSNull) {
             guard let names = o["permissions"] as? [String] else {
                 throw ValidationError("\(path): \(place).permissions must be a list of strings")
             }
@@ -199,9 +202,11 @@ enum JSONProfile {
             try checkKeys(d, allowed: ["uuid", "value", "text"], at: at, in: path)
             let type = try uuid(d["uuid"] as Any, at: "\(at).uuid", in: path)
             let bytes: Data
-            if let text = try optional(d["text"], String.self, at: "\(at).text", in: path), d["value"] == nil {
+            let hasValue = d["value"].map { !($0 is NSNull) } ?? false
+            let hasText = d["text"].map { !($0 is NSNull) } ?? false
+            if let text = try optional(d["text"], String.self, at: "\(at).text", in: path), !hasValue {
                 bytes = Data(text.utf8)
-            } else if let hex = try optional(d["value"], String.self, at: "\(at).value", in: path), d["text"] == nil,
+            } else if let hex = try optional(d["value"], String.self, at: "\(at).value", in: path), !hasText,
                 let v = Data(hexArgument: hex)
             {
                 bytes = v

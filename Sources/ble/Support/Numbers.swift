@@ -14,6 +14,9 @@ enum CommandLineNumbers {
             throw ValidationError(
                 "\(option) must be \(zeroAllowed ? "0 or more" : "more than 0") seconds, not \(format(value))")
         }
+        guard value == 0 || value >= 0.001 else {
+            throw ValidationError("\(option) must be at least 0.001 seconds (a millisecond), not \(value)")
+        }
         guard value <= maximumSeconds else {
             throw ValidationError(
                 "\(option) must be at most \(Int(maximumSeconds)) seconds (a year), not \(format(value))")

@@ -77,9 +77,16 @@ final class Session: Sendable {
             let system = try await BluetoothSystem.connect(transport: spec, btsnoop: options.btsnoop, name: name)
             return Session(system: system, world: nil, pacing: .realtime)
         } catch {
-            // The library's message names the spec (once); say which flag or variable gave it.
-            let message = (error as? BluetoothError)?.message ?? "\(spec): \(error)"
-            throw ToolError(.transport, "\(options.transportSource): \(message)")
+            // The library's message usually names the spec (once); say which flag or variable gave it, and add
+            // the spec when the message does not name it (a controller that does not answer, say). A capture that
+            // cannot be written is the btsnoop setting's fault, not the transport's.
+            let message = (error as? BluetoothError)?.message ?? "\(error)"
+            if message.hasPrefix("cannot record to ") {
+                let source = options.btsnoop != nil ? "--btsnoop" : "BLE_BTSNOOP"
+                throw ToolError(.transport, "\(source): \(message)")
+            }
+            let named = message.contains(spec) || message.contains("'") ? message : "\(spec): \(message)"
+            throw ToolError(.transport, "\(options.transportSource): \(named)")
         }
     }
 
