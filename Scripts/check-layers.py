@@ -78,6 +78,18 @@ def main():
                 imported.add(m.group(1))
         return declared | (imported & set(RANK)), external, imported
 
+    def scan_code(target, patterns, who, why):
+        """Reports each use of one of `patterns` in a target's code (comments after // are left out)."""
+        for source in target.get("sources", []):
+            with open(os.path.join(root, target["path"], source), encoding="utf-8") as f:
+                lines = f.read().splitlines()
+            for number, line in enumerate(lines, 1):
+                code = line.split("//", 1)[0]
+                for pattern in patterns:
+                    found = re.search(pattern, code)
+                    if found:
+                        problems.append(f"{target['path']}/{source}:{number}: {who}; '{found.group(0)}' {why}")
+
     for name, target in sorted(targets.items()):
         is_test = target.get("type") == "test"
         project, external, imported = uses(target)
@@ -103,28 +115,12 @@ def main():
             for ext in sorted(external):
                 if ext not in PURE_EXTERNAL:
                     problems.append(f"{name} is a pure layer but depends on {ext}")
-            for source in target.get("sources", []):
-                with open(os.path.join(root, target["path"], source), encoding="utf-8") as f:
-                    lines = f.read().splitlines()
-                for number, line in enumerate(lines, 1):
-                    code = line.split("//", 1)[0]
-                    for pattern in PURE_FORBIDDEN_TOKENS:
-                        if re.search(pattern, code):
-                            problems.append(f"{target['path']}/{source}:{number}: {name} is a pure layer; "
-                                            f"'{re.search(pattern, code).group(0)}' is I/O, time or randomness")
+            scan_code(target, PURE_FORBIDDEN_TOKENS, f"{name} is a pure layer", "is I/O, time or randomness")
 
         # The library never writes to stdout or stderr itself: it logs through swift-log, and the application
         # (the ble tool) picks where logs go.
         if name != "ble":
-            for source in target.get("sources", []):
-                with open(os.path.join(root, target["path"], source), encoding="utf-8") as f:
-                    lines = f.read().splitlines()
-                for number, line in enumerate(lines, 1):
-                    code = line.split("//", 1)[0]
-                    for pattern in CONSOLE_TOKENS:
-                        if re.search(pattern, code):
-                            problems.append(f"{target['path']}/{source}:{number}: {name} is a library; "
-                                            f"'{re.search(pattern, code).group(0)}' writes to the console (log instead)")
+            scan_code(target, CONSOLE_TOKENS, f"{name} is a library", "writes to the console (log instead)")
 
     test_targets = {n for n, t in targets.items() if t.get("type") == "test"}
     for product in package.get("products", []):
