@@ -335,7 +335,8 @@ public final class SimulatedRadio: HostScheduler, Sendable {
 /// the radio's executor: the run loop is what runs those tasks.
 ///
 /// A task on the radio that loops on `Task.yield()` keeps the run loop busy at one instant for ever: wait for
-/// an event instead, or for virtual time with `sleep(for:)`.
+/// an event instead, or for virtual time with `sleep(for:)` (every `HostScheduler` has it; the radio's counts
+/// virtual time).
 extension SimulatedRadio: TaskExecutor {
     public func enqueue(_ job: consuming ExecutorJob) {
         let unowned = UnownedJob(job)
@@ -344,57 +345,10 @@ extension SimulatedRadio: TaskExecutor {
     }
 
     /// Suspends the calling task for `duration` of virtual time (`Task.sleep` measures wall-clock time, which
-    /// the radio does not follow). Throws `CancellationError` at once if the task is or becomes cancelled.
+    /// the radio does not follow). Throws `CancellationError` at once if the task is or becomes cancelled. The
+    /// radio's own name for `HostScheduler.sleep(for:)`, so that `import BLE` alone reaches it.
     public func sleep(for duration: Duration) async throws {
-        try Task.checkCancellation()
-        let sleeper = VirtualSleeper()
-        try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-                sleeper.start(continuation, work: schedule(after: max(duration, .zero)) { sleeper.finish(nil) })
-            }
-        } onCancel: {
-            sleeper.finish(CancellationError())
-        }
-    }
-}
-
-/// One `sleep(for:)`: resumed once, by its timer or by cancellation, whichever comes first.
-private final class VirtualSleeper: Sendable {
-    private struct State {
-        var continuation: CheckedContinuation<Void, any Error>?
-        var work: (any ScheduledWork)?
-        var outcome: (any Error)??
-    }
-    private let state = Mutex(State())
-
-    func start(_ continuation: CheckedContinuation<Void, any Error>, work: any ScheduledWork) {
-        let early = state.withLock { s -> (any Error)?? in
-            guard let outcome = s.outcome else {
-                s.continuation = continuation
-                s.work = work
-                return nil
-            }
-            return .some(outcome)
-        }
-        if let early {
-            work.cancel()
-            continuation.resume(with: early.map { .failure($0) } ?? .success(()))
-        }
-    }
-
-    func finish(_ error: (any Error)?) {
-        let (continuation, work) = state.withLock {
-            s -> (CheckedContinuation<Void, any Error>?, (any ScheduledWork)?) in
-            guard s.outcome == nil else { return (nil, nil) }
-            s.outcome = .some(error)
-            defer {
-                s.continuation = nil
-                s.work = nil
-            }
-            return (s.continuation, s.work)
-        }
-        if error != nil { work?.cancel() }
-        continuation?.resume(with: error.map { .failure($0) } ?? .success(()))
+        try await (self as any HostScheduler).sleep(for: duration)
     }
 }
 
