@@ -95,13 +95,9 @@ struct AsyncAPITests {
         try await rig.drive {
             try await rig.startServer()
             let (peripheral, counter, _) = try await rig.connect()
-            rig.server.holdReads.withLock { $0 = true }
             let notifications = peripheral.notifications(for: counter)
             try await rig.waitUntil { counter.isNotifying }
-            let read = Task(executorPreference: rig.radio) {
-                try await peripheral.readValue(for: counter, timeout: nil)
-            }
-            try await rig.waitUntil { rig.server.held.withLock { !$0.isEmpty } }
+            let read = try await rig.heldRead(of: counter, on: peripheral)
             // The sensor's battery dies: the central's link times out and everything pending fails.
             rig.sensorSystem.vanish()
             let readError = await #expect(throws: BluetoothError.self) { try await read.value }
@@ -178,11 +174,7 @@ struct AsyncAPITests {
         try await rig.drive {
             try await rig.startServer()
             let (peripheral, counter, _) = try await rig.connect()
-            rig.server.holdReads.withLock { $0 = true }
-            let read = Task(executorPreference: rig.radio) {
-                try await peripheral.readValue(for: counter, timeout: .seconds(5))
-            }
-            try await rig.waitUntil { rig.server.held.withLock { !$0.isEmpty } }
+            let read = try await rig.heldRead(of: counter, on: peripheral, timeout: .seconds(5))
             let request = try #require(rig.server.held.withLock { $0.first })
             request.value = Data([0x5A])
             try await rig.server.manager.respond(to: request, withResult: .success, timeout: .seconds(1))
@@ -199,11 +191,7 @@ struct AsyncAPITests {
         try await rig.drive {
             try await rig.startServer()
             let (peripheral, counter, _) = try await rig.connect()
-            rig.server.holdReads.withLock { $0 = true }
-            let read = Task(executorPreference: rig.radio) {
-                try await peripheral.readValue(for: counter, timeout: nil)
-            }
-            try await rig.waitUntil { rig.server.held.withLock { !$0.isEmpty } }
+            let read = try await rig.heldRead(of: counter, on: peripheral)
             try await rig.central.disconnect(peripheral)
             let error = await #expect(throws: BluetoothError.self) { try await read.value }
             #expect(error?.code == .operationCancelled)
@@ -302,11 +290,7 @@ struct AsyncAPITests {
         try await rig.drive {
             try await rig.startServer()
             let (peripheral, counter, _) = try await rig.connect()
-            rig.server.holdReads.withLock { $0 = true }
-            let read = Task(executorPreference: rig.radio) {
-                try await peripheral.readValue(for: counter, timeout: nil)
-            }
-            try await rig.waitUntil { rig.server.held.withLock { !$0.isEmpty } }
+            let read = try await rig.heldRead(of: counter, on: peripheral)
             read.cancel()
             await #expect(throws: CancellationError.self) { try await read.value }
             // The request was still answered on the link (value 1); that late completion is discarded and the
@@ -421,6 +405,17 @@ final class AsyncRig: Sendable {
     }
 
     /// Waits (in wall time, while the radio runs) until `condition` holds.
+    /// A read of `counter` that the server holds unanswered (until `releaseHeld()`): the read is under way when
+    /// this returns. Later reads are held too.
+    func heldRead(of counter: Characteristic, on peripheral: Peripheral, timeout: Duration? = nil) async throws
+        -> Task<Data, any Error>
+    {
+        server.holdReads.withLock { $0 = true }
+        let read = Task(executorPreference: radio) { try await peripheral.readValue(for: counter, timeout: timeout) }
+        try await waitUntil { server.held.withLock { !$0.isEmpty } }
+        return read
+    }
+
     /// Waits, in virtual time, until `condition` holds (checked every millisecond of it); fails after `limit`.
     func waitUntil(limit: Duration = .seconds(30), _ condition: @Sendable () -> Bool) async throws {
         let deadline = radio.now + limit
