@@ -197,11 +197,6 @@ extension HostDriver {
         }
     }
 
-    /// Whether a Write Command can be queued on this link now.
-    public func canWriteWithoutResponse(on handle: ConnectionHandle) -> Bool {
-        state.withLock { $0.machine.canWriteWithoutResponse(on: handle) }
-    }
-
     /// The ATT_MTU of a link (23 until an exchange raised it).
     public func mtu(on handle: ConnectionHandle) -> Int {
         state.withLock { $0.machine.mtu(on: handle) }

@@ -152,21 +152,13 @@ extension HostMachine {
             guard scan.isScanning else { return }
             for report in event.reports {
                 guard let kind = AdvertisingReport.Kind(rawValue: report.eventType.rawValue) else { continue }
-                emit(
-                    .advertisingReport(
-                        AdvertisingReport(
-                            kind: kind, address: report.address, rssi: report.rssi == 127 ? nil : Int(report.rssi),
-                            data: report.data)))
+                emitReport(kind, report.address, report.rssi, report.data)
             }
         case .extendedAdvertisingReport(let event):
             guard scan.isScanning else { return }
             for report in event.reports where report.eventType.dataStatus == 0 {
                 guard let kind = Self.kind(of: report.eventType) else { continue }
-                emit(
-                    .advertisingReport(
-                        AdvertisingReport(
-                            kind: kind, address: report.address, rssi: report.rssi == 127 ? nil : Int(report.rssi),
-                            data: report.data)))
+                emitReport(kind, report.address, report.rssi, report.data)
             }
         case .connectionComplete(let event):
             connectionComplete(
@@ -195,6 +187,15 @@ extension HostMachine {
         case .readRemoteFeaturesComplete, .phyUpdateComplete, .unknown:
             break
         }
+    }
+
+    /// Passes one advertising report up; an RSSI of 127 means "not available" (Vol 4, Part E, 7.7.65.2).
+    private mutating func emitReport(
+        _ kind: AdvertisingReport.Kind, _ address: BluetoothAddress, _ rssi: Int8, _ data: [UInt8]
+    ) {
+        emit(
+            .advertisingReport(
+                AdvertisingReport(kind: kind, address: address, rssi: rssi == 127 ? nil : Int(rssi), data: data)))
     }
 
     /// The legacy report kind of an extended report's event type (Vol 4, Part E, 7.7.65.13: legacy PDUs have
