@@ -2,10 +2,14 @@
 //
 // BLECore's identifier types (BluetoothUUID, BluetoothAddress, AdvertisingData, ...) are part of every
 // signature here, so the module is re-exported whole. From the lower layers only the types the contract
-// names are re-exported: the ATT error codes a peripheral manager answers with, and the simulation API.
+// names are re-exported: the ATT error codes a peripheral manager answers with, the HCI status a
+// `BluetoothError` carries, and the simulation API (with the packet type its trace handler receives).
 @_exported import BLECore
 
 @_exported import struct BLEATT.ATTErrorCode
+@_exported import enum BLEHCI.HCIPacket
+@_exported import struct BLEHCI.HCIStatus
+@_exported import enum BLEVirtualController.HCITraceDirection
 @_exported import struct BLEVirtualController.RadioPosition
 @_exported import class BLEVirtualController.SimulatedRadio
 @_exported import enum BLEVirtualController.SimulationPacing

@@ -34,41 +34,90 @@ public struct HostConfiguration: Sendable {
 }
 
 /// What went wrong in the host, and how far the failure reaches.
-public struct HostError: Error, Sendable, Hashable, CustomStringConvertible {
-    public enum Code: Sendable, Hashable {
+///
+/// Two errors are equal when their codes are equal; a refusal's code includes the peer's status (HCI or ATT).
+/// The message and where the error was made are diagnostics.
+public struct HostError: Error, Sendable, Hashable, CustomStringConvertible, CustomDebugStringConvertible {
+    /// What went wrong. An open set: a `switch` over codes needs a `default`.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        private enum Base: Hashable, Sendable {
+            case hci(HCIStatus)
+            case att(ATTErrorCode)
+            case commandTimeout, transactionTimeout, disconnected, transportClosed, invalidState, invalidParameters
+            case protocolError, unsupported, cancelled
+        }
+        private let base: Base
+        private init(_ base: Base) { self.base = base }
+
         /// The controller answered a command with this status.
-        case hci(HCIStatus)
+        public static func hci(_ status: HCIStatus) -> Code { Code(.hci(status)) }
         /// The peer answered an ATT request with this error (the failure reaches that request only).
-        case att(ATTErrorCode)
+        public static func att(_ code: ATTErrorCode) -> Code { Code(.att(code)) }
         /// The controller did not answer an HCI command within the command timeout (its credit is reclaimed).
-        case commandTimeout
+        public static let commandTimeout = Code(.commandTimeout)
         /// The peer did not answer within the ATT transaction timeout (the bearer is then unusable).
-        case transactionTimeout
+        public static let transactionTimeout = Code(.transactionTimeout)
         /// The link went down while the operation was pending.
-        case disconnected
+        public static let disconnected = Code(.disconnected)
         /// The transport to the controller closed.
-        case transportClosed
+        public static let transportClosed = Code(.transportClosed)
         /// The operation does not fit the current state (not connected, already scanning, ...).
-        case invalidState
+        public static let invalidState = Code(.invalidState)
         /// Bad arguments (a value too long, an unknown handle, ...).
-        case invalidParameters
+        public static let invalidParameters = Code(.invalidParameters)
         /// The peer broke the protocol (an unexpected or malformed PDU).
-        case protocolError
+        public static let protocolError = Code(.protocolError)
         /// The controller does not support what was asked.
-        case unsupported
+        public static let unsupported = Code(.unsupported)
         /// A later request overtook this one before it took effect (a scan stopped before it started).
-        case cancelled
+        public static let cancelled = Code(.cancelled)
+
+        /// The controller's status of an ``hci(_:)`` code.
+        public var hciStatus: HCIStatus? {
+            if case .hci(let status) = base { return status }
+            return nil
+        }
+
+        /// The peer's ATT code of an ``att(_:)`` code.
+        public var attErrorCode: ATTErrorCode? {
+            if case .att(let code) = base { return code }
+            return nil
+        }
+
+        public var description: String {
+            switch base {
+            case .hci(let status): return "hci(\(status))"
+            case .att(let code): return "att(\(code))"
+            default: return "\(base)"
+            }
+        }
     }
 
     public let code: Code
-    public let message: String
+    private let diagnostics: Diagnostics
 
-    public init(_ code: Code, _ message: String) {
-        self.code = code
-        self.message = message
+    private struct Diagnostics: Sendable {
+        var message: String
+        var file: String
+        var line: UInt
     }
 
-    public var description: String { message }
+    public init(_ code: Code, _ message: String, file: String = #fileID, line: UInt = #line) {
+        self.code = code
+        self.diagnostics = Diagnostics(message: message, file: file, line: line)
+    }
+
+    /// What happened, in words.
+    public var message: String { diagnostics.message }
+    /// The controller's status, when the controller refused.
+    public var hciStatus: HCIStatus? { code.hciStatus }
+    /// The peer's ATT code, when the peer refused.
+    public var attErrorCode: ATTErrorCode? { code.attErrorCode }
+
+    public var description: String { diagnostics.message }
+    public var debugDescription: String {
+        "HostError.\(code): \(diagnostics.message) [\(diagnostics.file):\(diagnostics.line)]"
+    }
     public static func == (a: HostError, b: HostError) -> Bool { a.code == b.code }
     public func hash(into hasher: inout Hasher) { hasher.combine(code) }
 }

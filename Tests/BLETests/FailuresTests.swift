@@ -121,6 +121,10 @@ import Testing
         let disconnection = try #require(rig.phone.disconnections.first)
         #expect(rig.phone.events.count == 1)
         #expect(disconnection.error?.code == .connectionTimeout)
+        #expect(disconnection.error?.hciStatus == .connectionTimeout)
+        #expect(
+            disconnection.error?.description
+                == "the connection timed out (supervision timeout) (HCI status \(HCIStatus.connectionTimeout))")
         // 5 s supervision timeout, counted from the last packet received (at most one 50 ms connection
         // interval before the move), detected at a connection event (at most one interval after).
         let elapsed = disconnection.time - departure

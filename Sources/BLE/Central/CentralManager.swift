@@ -239,7 +239,7 @@ public final class CentralManager: Sendable, SystemSession {
             } else {
                 delegate?.centralManager(
                     manager, didFailToConnect: peripheral,
-                    error: BluetoothError(.connectionFailed, "could not connect: \(error.message)"))
+                    error: Self.connectFailure(error))
             }
         }
         initiateNext()
@@ -406,7 +406,8 @@ public final class CentralManager: Sendable, SystemSession {
             } else {
                 delegate?.centralManager(
                     manager, didFailToConnect: peripheral,
-                    error: BluetoothError(.connectionFailed, "the link dropped as it came up: \(reason)"))
+                    error: BluetoothError(
+                        .connectionFailed, "the link dropped as it came up: \(reason)", hciStatus: reason))
             }
         }
     }
@@ -429,11 +430,21 @@ public final class CentralManager: Sendable, SystemSession {
         }
     }
 
+    /// `didFailToConnect`'s error: `.connectionFailed` unless the controller's status says more (a connection
+    /// limit, an existing link), with the status kept.
+    static func connectFailure(_ error: HostError) -> BluetoothError {
+        let message = "could not connect: \(error.message)"
+        guard let status = error.hciStatus else { return BluetoothError(.connectionFailed, message) }
+        let mapped = BluetoothError.fromLinkStatus(status, message)
+        return mapped.code == .connectionLimitReached
+            ? mapped : BluetoothError(.connectionFailed, message, hciStatus: status)
+    }
+
     static func disconnectError(_ reason: HCIStatus) -> BluetoothError {
         if reason == .connectionTimeout {
-            return BluetoothError(.connectionTimeout, "the connection timed out (supervision timeout)")
+            return .fromLinkStatus(reason, "the connection timed out (supervision timeout)")
         }
-        return BluetoothError(.peripheralDisconnected, "the peripheral disconnected: \(reason)")
+        return .fromLinkStatus(reason, "the peripheral disconnected: \(reason)")
     }
 }
 

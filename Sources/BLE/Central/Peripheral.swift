@@ -297,20 +297,29 @@ public final class Peripheral: Sendable, Hashable, CustomStringConvertible {
 }
 
 extension BluetoothError {
-    /// Maps a host failure to the public error, keeping ATT codes as `CBATTError` does.
-    init(_ error: HostError) {
+    /// Maps a host failure to the public error, keeping ATT codes as `CBATTError` does and the controller's
+    /// status in ``BluetoothError/hciStatus``.
+    init(_ error: HostError, file: String = #fileID, line: UInt = #line) {
+        let code: Code
         switch error.code {
-        case .att(let code): self.init(.att(code), error.message)
-        case .commandTimeout: self.init(.controllerTimeout, error.message)
-        case .transactionTimeout: self.init(.transactionTimeout, error.message)
-        case .disconnected: self.init(.peripheralDisconnected, error.message)
-        case .transportClosed: self.init(.transportClosed, error.message)
-        case .invalidState: self.init(.notConnected, error.message)
-        case .invalidParameters: self.init(.invalidParameters, error.message)
-        case .protocolError: self.init(.unknown, error.message)
-        case .unsupported: self.init(.operationNotSupported, error.message)
-        case .cancelled: self.init(.operationCancelled, error.message)
-        case .hci: self.init(.unknown, error.message)
+        case .commandTimeout: code = .controllerTimeout
+        case .transactionTimeout: code = .transactionTimeout
+        case .disconnected: code = .peripheralDisconnected
+        case .transportClosed: code = .transportClosed
+        case .invalidState: code = .notConnected
+        case .invalidParameters: code = .invalidParameters
+        case .unsupported: code = .operationNotSupported
+        case .cancelled: code = .operationCancelled
+        default:
+            if let att = error.attErrorCode {
+                code = .att(att)
+            } else if let status = error.hciStatus {
+                self = .fromLinkStatus(status, error.message, file: file, line: line)
+                return
+            } else {
+                code = .unknown
+            }
         }
+        self.init(code, error.message, file: file, line: line)
     }
 }

@@ -1,56 +1,158 @@
 import BLEATT
 import BLECore
+import BLEHCI
 
-/// An error from the public API, shaped like CoreBluetooth's `CBError` and `CBATTError`: a code to switch on
-/// (equality is by code) and a message saying what happened.
+/// An error from the public API, shaped like CoreBluetooth's `CBError` and `CBATTError`: a code to compare with
+/// (`error.code == .connectionTimeout`), the peer's ATT code when a peer refused, the controller's HCI status when
+/// the controller or the link's end gave one, and a description that says what happened in words.
+///
+/// Two errors are equal when their codes are equal (an ATT refusal's code includes its ATT code); the
+/// description and where the error was made are diagnostics, not part of equality.
 public struct BluetoothError: Error, Sendable, Hashable, CustomStringConvertible {
-    public enum Code: Sendable, Hashable {
-        case unknown
-        case invalidParameters
-        case invalidHandle
-        case notConnected
-        case outOfSpace
-        case operationCancelled
-        case connectionTimeout
-        case peripheralDisconnected
-        case uuidNotAllowed
-        case alreadyAdvertising
-        case connectionFailed
-        case connectionLimitReached
-        case unknownDevice
-        case operationNotSupported
-        case encryptionTimedOut
+    /// What went wrong. An open set: later versions may add codes, so a `switch` over codes needs a `default`.
+    /// The names are `CBError.Code`'s; the ones CoreBluetooth lacks say which cause a `CBError` would blur.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        private enum Base: Hashable, Sendable {
+            case unknown, invalidParameters, invalidHandle, notConnected, outOfSpace, operationCancelled
+            case connectionTimeout, peripheralDisconnected, uuidNotAllowed, alreadyAdvertising, connectionFailed
+            case connectionLimitReached, unknownDevice, operationNotSupported, peerRemovedPairingInformation
+            case encryptionTimedOut, tooManyLEPairedDevices
+            case timeout, transactionTimeout, controllerTimeout, transportClosed
+            case att(ATTErrorCode)
+        }
+        private let base: Base
+        private init(_ base: Base) { self.base = base }
+
+        /// Nothing more specific is known; the description and ``BluetoothError/hciStatus`` say what is.
+        public static let unknown = Code(.unknown)
+        /// An argument is out of range or does not fit the call.
+        public static let invalidParameters = Code(.invalidParameters)
+        /// The attribute is not (or no longer) on the peer.
+        public static let invalidHandle = Code(.invalidHandle)
+        /// The peripheral is not connected.
+        public static let notConnected = Code(.notConnected)
+        /// The device has no room for what was asked (an attribute database full).
+        public static let outOfSpace = Code(.outOfSpace)
+        /// The operation was cancelled: by the application, or because the connection it needed was cancelled.
+        public static let operationCancelled = Code(.operationCancelled)
+        /// The link's supervision timeout expired: the peer went out of range or stopped answering.
+        public static let connectionTimeout = Code(.connectionTimeout)
+        /// The peripheral ended the connection.
+        public static let peripheralDisconnected = Code(.peripheralDisconnected)
+        /// The UUID is one the system reserves.
+        public static let uuidNotAllowed = Code(.uuidNotAllowed)
+        /// The peripheral manager is already advertising.
+        public static let alreadyAdvertising = Code(.alreadyAdvertising)
+        /// The connection could not be established.
+        public static let connectionFailed = Code(.connectionFailed)
+        /// The controller has no room for another link (HCI Connection Limit Exceeded).
+        public static let connectionLimitReached = Code(.connectionLimitReached)
+        /// The device is not known to the system.
+        public static let unknownDevice = Code(.unknownDevice)
+        /// The controller or the peer does not support the operation.
+        public static let operationNotSupported = Code(.operationNotSupported)
+        /// The peer no longer has the keys of its bond with this device.
+        public static let peerRemovedPairingInformation = Code(.peerRemovedPairingInformation)
+        /// Encryption of the link did not complete in time.
+        public static let encryptionTimedOut = Code(.encryptionTimedOut)
+        /// The system holds as many bonds as it can.
+        public static let tooManyLEPairedDevices = Code(.tooManyLEPairedDevices)
         /// The operation did not complete within the time the caller allowed (an async call's `timeout:`).
-        case timeout
+        public static let timeout = Code(.timeout)
         /// The peer did not answer an ATT request (or confirm an indication) within the ATT transaction timeout,
         /// 30 s (Core Spec 5.4, Vol 3, Part F, 3.3.3); the link is then dropped, as ATT requires.
-        case transactionTimeout
-        /// The controller did not answer an HCI command in time (the host's command timeout): the controller or its
-        /// transport is not well.
-        case controllerTimeout
+        public static let transactionTimeout = Code(.transactionTimeout)
+        /// The controller did not answer an HCI command in time (the host's command timeout): the controller or
+        /// its transport is not well.
+        public static let controllerTimeout = Code(.controllerTimeout)
         /// The controller or its transport went away.
-        case transportClosed
-        /// The peer answered with an ATT error (`CBATTError`).
-        case att(ATTErrorCode)
+        public static let transportClosed = Code(.transportClosed)
+        /// The peer answered with this ATT error (`CBATTError`); ``BluetoothError/attErrorCode`` gives it back.
+        public static func att(_ code: ATTErrorCode) -> Code { Code(.att(code)) }
+
+        /// The ATT code of an ``att(_:)`` code.
+        public var attErrorCode: ATTErrorCode? {
+            if case .att(let code) = base { return code }
+            return nil
+        }
+
+        public var description: String {
+            switch base {
+            case .att(let code): return "att(\(code))"
+            default: return "\(base)"
+            }
+        }
     }
 
     public let code: Code
-    /// What happened, in words; not part of equality.
-    public let message: String
+    /// The controller's HCI status when the failure came from the controller or from the link's end (a
+    /// disconnection's reason, a refused command). Not part of equality.
+    public let hciStatus: HCIStatus?
+    private let diagnostics: Diagnostics
 
-    public init(_ code: Code, _ message: String) {
+    /// Where and why an error was made; shown by ``description``, not part of equality.
+    private struct Diagnostics: Sendable {
+        var message: String
+        var file: String
+        var line: UInt
+    }
+
+    public init(
+        _ code: Code, _ message: String, hciStatus: HCIStatus? = nil, file: String = #fileID, line: UInt = #line
+    ) {
         self.code = code
-        self.message = message
+        self.hciStatus = hciStatus
+        self.diagnostics = Diagnostics(message: message, file: file, line: line)
     }
 
-    /// The ATT error code, when the peer refused with one.
-    public var attErrorCode: ATTErrorCode? {
-        if case .att(let c) = code { return c }
-        return nil
+    /// The ATT error code, when the peer refused with one (`CBATTError.code`).
+    public var attErrorCode: ATTErrorCode? { code.attErrorCode }
+
+    /// What happened, in words, without the code or where it was made: for a user interface.
+    public var message: String { diagnostics.message }
+
+    /// What happened, in words; with the HCI status when there is one and it is not already in the words.
+    public var description: String {
+        guard let hciStatus, !diagnostics.message.contains("\(hciStatus)") else { return diagnostics.message }
+        return "\(diagnostics.message) (HCI status \(hciStatus))"
     }
 
-    public var description: String { message }
+    /// The code, the message, and where in the library the error was made: for a bug report.
+    public var debugDescription: String {
+        var text = "BluetoothError.\(code): \(diagnostics.message)"
+        if let hciStatus { text += " [HCI status \(hciStatus)]" }
+        return text + " [\(diagnostics.file):\(diagnostics.line)]"
+    }
 
     public static func == (a: BluetoothError, b: BluetoothError) -> Bool { a.code == b.code }
     public func hash(into hasher: inout Hasher) { hasher.combine(code) }
+}
+
+extension BluetoothError: CustomDebugStringConvertible {}
+
+extension BluetoothError {
+    /// The public error for a link's end or a connection's failure, from the controller's reason: the `CBError`
+    /// code iOS gives for it, the status kept in ``hciStatus``.
+    static func fromLinkStatus(_ status: HCIStatus, _ message: String, file: String = #fileID, line: UInt = #line)
+        -> BluetoothError
+    {
+        let code: Code
+        switch status {
+        case .connectionTimeout, .llResponseTimeout: code = .connectionTimeout
+        case .connectionLimitExceeded: code = .connectionLimitReached
+        case .pinOrKeyMissing: code = .peerRemovedPairingInformation
+        case .connectionFailedToBeEstablished, .connectionRejectedLimitedResources,
+            .connectionRejectedSecurityReasons, .connectionRejectedUnacceptableAddress,
+            .connectionAcceptTimeoutExceeded, .connectionAlreadyExists:
+            code = .connectionFailed
+        case .unknownConnectionIdentifier: code = .notConnected
+        case .unsupportedRemoteFeature, .unsupportedFeatureOrParameterValue: code = .operationNotSupported
+        case .operationCancelledByHost: code = .operationCancelled
+        case .remoteUserTerminatedConnection, .remoteDeviceTerminatedConnectionLowResources,
+            .remoteDeviceTerminatedConnectionPowerOff, .connectionTerminatedMICFailure:
+            code = .peripheralDisconnected
+        default: code = .unknown
+        }
+        return BluetoothError(code, message, hciStatus: status, file: file, line: line)
+    }
 }

@@ -41,19 +41,21 @@ struct ToolError: Error, CustomStringConvertible {
             self.init(.failure, "\(what): \(error)")
             return
         }
-        switch error.code {
-        case .att(let code):
+        if let code = error.attErrorCode {
             self.init(.attError, "\(what): the peer refused with \(Self.describe(code))")
+            return
+        }
+        switch error.code {
         case .timeout, .connectionTimeout, .transactionTimeout, .controllerTimeout:
-            self.init(.timeout, "\(what): timed out (\(error.message))")
+            self.init(.timeout, "\(what): timed out (\(error))")
         case .peripheralDisconnected, .notConnected, .operationCancelled:
-            self.init(.disconnected, "\(what): the link dropped (\(error.message))")
+            self.init(.disconnected, "\(what): the link dropped (\(error))")
         case .connectionFailed:
-            self.init(.notConnectable, "\(what): \(error.message)")
+            self.init(.notConnectable, "\(what): \(error)")
         case .transportClosed:
-            self.init(.transport, "\(what): \(error.message)")
+            self.init(.transport, "\(what): \(error)")
         default:
-            self.init(.failure, "\(what): \(error.message)")
+            self.init(.failure, "\(what): \(error)")
         }
     }
 
