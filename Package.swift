@@ -104,5 +104,8 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
             ],
             swiftSettings: strict),
+        // The tool's own parts (profiles, served devices, target matching), tested in process on a simulated radio;
+        // Scripts/tests/test_cli.py checks the built tool from outside.
+        .testTarget(name: "bleTests", dependencies: ["ble", "BLE"], swiftSettings: strict),
     ]
 )

@@ -6,6 +6,8 @@ Standard library only."""
 import json
 import os
 import re
+import select
+import socket
 import subprocess
 import tempfile
 import unittest
@@ -30,6 +32,14 @@ EXIT_NO_SUCH_CHARACTERISTIC = 7
 
 def ble(*args, timeout=60):
     return subprocess.run([BLE, *args], capture_output=True, text=True, timeout=timeout, env=ENV)
+
+
+def read_line_within(stream, seconds):
+    """One line of a child's output, or a failure after `seconds` (never an endless wait)."""
+    ready, _, _ = select.select([stream], [], [], seconds)
+    if not ready:
+        raise AssertionError(f"no output within {seconds} s")
+    return stream.readline()
 
 
 class ScanTests(unittest.TestCase):
@@ -252,6 +262,28 @@ class ErrorTests(unittest.TestCase):
         result = ble("scan", "--transport", "tcp-client:127.0.0.1:1", timeout=20)
         self.assertOneLine(result, 2, "cannot connect to 127.0.0.1:1: Connection refused")
         self.assertEqual(result.stderr.count("tcp-client:127.0.0.1:1"), 1, result.stderr)
+
+    def test_a_second_host_on_ble_controller_hears_busy(self):
+        controller = subprocess.Popen([BLE, "controller", "tcp-server:127.0.0.1:0"], stdout=subprocess.PIPE,
+                                      stderr=subprocess.STDOUT, text=True, env=ENV)
+        try:
+            first_line = read_line_within(controller.stdout, 20)
+            match = re.search(r"listening on tcp-server:127\.0\.0\.1:(\d+)", first_line)
+            self.assertIsNotNone(match, first_line)
+            port = int(match.group(1))
+            # The first host holds the controller (a plain connection is enough: it is attached at once).
+            with socket.create_connection(("127.0.0.1", port), timeout=10):
+                self.assertRegex(read_line_within(controller.stdout, 20), r"^host connected from 127\.0\.0\.1:\d+")
+                result = ble("scan", "--transport", f"tcp-client:127.0.0.1:{port}", "--timeout", "3", timeout=20)
+            self.assertOneLine(result, 2, "the controller is busy (another host is using it)")
+            self.assertIn("Controller Busy (0x3A)", result.stderr)
+        finally:
+            controller.terminate()
+            try:
+                controller.wait(10)
+            except subprocess.TimeoutExpired:
+                controller.kill()
+                controller.wait(10)
 
     def test_unavailable_transport(self):
         self.assertOneLine(ble("scan", "--transport", "nonsense"), 2, "not a transport")

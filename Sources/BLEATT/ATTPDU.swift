@@ -137,7 +137,7 @@ public enum ATTPDU: Sendable, Hashable {
     /// The PDU's opcode.
     public var opcode: ATTOpcode {
         if case .unknown(let opcode, _) = self { return opcode }
-        return type(of: message!).opcode
+        return type(of: message!).opcode  // `message` is nil only for `.unknown`, handled above
     }
 
     /// Appends the opcode and parameters to `buffer`.
@@ -146,7 +146,7 @@ public enum ATTPDU: Sendable, Hashable {
         if case .unknown(_, let bytes) = self {
             buffer.writeBytes(bytes)
         } else {
-            message!.encodeParameters(into: &buffer)
+            message!.encodeParameters(into: &buffer)  // `message` is nil only for `.unknown`, handled above
         }
     }
 

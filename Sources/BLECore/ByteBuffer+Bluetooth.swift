@@ -39,7 +39,7 @@ extension ByteBuffer {
     /// A UUID in its little-endian wire form of `length` bytes (2, 4 or 16).
     public mutating func readUUID(length: Int) -> BluetoothUUID? {
         guard length == 2 || length == 4 || length == 16, readableBytes >= length else { return nil }
-        let bytes = readBytes(length: length)!
+        let bytes = readBytes(length: length)!  // cannot fail: the guard checked `length` readable bytes
         return BluetoothUUID(littleEndian: bytes)
     }
 

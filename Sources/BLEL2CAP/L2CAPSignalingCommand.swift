@@ -89,6 +89,7 @@ public struct L2CAPSignalingIdentifier: RawRepresentable, Hashable, Sendable, Co
 
     /// The next identifier, wrapping from 0xFF to 0x01.
     public var next: L2CAPSignalingIdentifier {
+        // Never 0: 0xFF wraps to 0x01, and anything below it plus one is at most 0xFF.
         L2CAPSignalingIdentifier(rawValue: rawValue == 0xFF ? 0x01 : rawValue + 1)!
     }
 

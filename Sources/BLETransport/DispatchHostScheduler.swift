@@ -1,3 +1,4 @@
+import BLECore
 import Dispatch
 import Synchronization
 
@@ -15,9 +16,7 @@ public final class DispatchHostScheduler: HostScheduler {
     @discardableResult
     public func schedule(after delay: Duration, _ work: @escaping @Sendable () -> Void) -> any ScheduledWork {
         let item = DispatchWorkItem(block: work)
-        let (seconds, attoseconds) = delay.components
-        let nanos = max(0, seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
-        timerQueue.asyncAfter(deadline: .now() + .nanoseconds(Int(nanos)), execute: item)
+        timerQueue.asyncAfter(deadline: .now() + .nanoseconds(Int(delay.clampedNanoseconds)), execute: item)
         return DispatchScheduledWork(item: item)
     }
 

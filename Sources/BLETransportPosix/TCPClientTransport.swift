@@ -1,3 +1,4 @@
+import BLECore
 import BLETransport
 import NIOCore
 import NIOPosix
@@ -38,8 +39,7 @@ public enum TCPClientTransport {
 
 extension TimeAmount {
     init(_ duration: Duration) {
-        let (seconds, attoseconds) = duration.components
-        self = .nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
+        self = .nanoseconds(duration.clampedNanoseconds)
     }
 }
 

@@ -1,3 +1,4 @@
+import BLEHCI
 import BLETransport
 import NIOCore
 import NIOPosix
@@ -5,7 +6,8 @@ import Synchronization
 
 /// `tcp-server:HOST:PORT`: we listen, and the controller connects to us (Bumble's `tcp-client` transport, a
 /// board bridged to TCP). One controller at a time: while one is attached, further connections are accepted
-/// and closed at once.
+/// and closed at once, or, for a listener that plays the controller (`ble controller`), told the controller is
+/// busy (``BusyAnswer``).
 ///
 /// ```swift
 /// let server = try await TCPServerTransport.bind(host: "127.0.0.1", port: 0)   // port 0: any free port
@@ -21,6 +23,21 @@ public final class TCPServerTransport: Sendable {
     /// The bound port (the system's choice when 0 was asked for).
     public let port: Int
     private let serverChannel: any Channel
+    private let whenBusy: BusyAnswer
+
+    /// What a connection that arrives while another is attached is told before it is closed.
+    public enum BusyAnswer: Sendable, Hashable {
+        /// Nothing: it is closed at once. What a second controller connecting to a host gets.
+        case close
+        /// Its first HCI command is answered with a Command Complete carrying this status (Controller Busy,
+        /// 0x3A, Core Spec 5.4, Vol 1, Part F, 2.58), then it is closed: what a second host connecting to a
+        /// controller gets, so that it can say why it was turned away. A connection that sends no command
+        /// within ``busyAnswerDeadline`` is closed.
+        case failCommands(HCIStatus)
+    }
+
+    /// How long a turned-away connection may take to send its first command.
+    public static let busyAnswerDeadline: TimeAmount = .seconds(5)
 
     private struct State {
         /// The controller whose link is open, if any.
@@ -36,21 +53,24 @@ public final class TCPServerTransport: Sendable {
 
     private let state: Mutex<State>
 
-    private init(host: String, port: Int, serverChannel: any Channel) {
+    private init(host: String, port: Int, serverChannel: any Channel, whenBusy: BusyAnswer) {
         self.host = host
         self.port = port
         self.serverChannel = serverChannel
+        self.whenBusy = whenBusy
         self.state = Mutex(State())
     }
 
     /// The spec with the bound port: what a controller is told to connect to.
     public var spec: TransportSpec { .tcpServer(host: host, port: port) }
 
-    /// Starts listening on `host:port` (0: a free port, see `port`).
+    /// Starts listening on `host:port` (0: a free port, see `port`). `whenBusy` says what a connection that
+    /// arrives while another is attached is told before it is closed.
     ///
     /// - Throws: `TransportError` `.connectionFailed` naming the address when it cannot be bound.
     public static func bind(
-        host: String, port: Int, group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
+        host: String, port: Int, whenBusy: BusyAnswer = .close,
+        group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
     ) async throws -> TCPServerTransport {
         let requested = TransportSpec.tcpServer(host: host, port: port)
         let box = ListenerBox()
@@ -71,7 +91,7 @@ public final class TCPServerTransport: Sendable {
                 .connectionFailed, "\(requested): cannot listen on \(host):\(port): \(PosixErrorText.describe(error))")
         }
         let bound = channel.localAddress?.port ?? port
-        let listener = TCPServerTransport(host: host, port: bound, serverChannel: channel)
+        let listener = TCPServerTransport(host: host, port: bound, serverChannel: channel, whenBusy: whenBusy)
         box.listener.withLock { $0 = listener }
         return listener
     }
@@ -152,7 +172,7 @@ public final class TCPServerTransport: Sendable {
             state.attached = transport
             return true
         }
-        guard accepted else { return child.close() }
+        guard accepted else { return turnAway(child) }
         do {
             try child.pipeline.syncOperations.addHandler(H4FramingHandler(transport: transport))
         } catch {
@@ -176,6 +196,66 @@ public final class TCPServerTransport: Sendable {
         }
         waiter?.resume(returning: transport)
         return child.eventLoop.makeSucceededVoidFuture()
+    }
+}
+
+extension TCPServerTransport {
+    /// Closes a connection that came while another is attached, after telling it so if `whenBusy` asks.
+    fileprivate func turnAway(_ child: any Channel) -> EventLoopFuture<Void> {
+        guard case .failCommands(let status) = whenBusy, !state.withLock({ $0.closed }) else { return child.close() }
+        do {
+            try child.pipeline.syncOperations.addHandler(BusyAnswerHandler(status: status))
+        } catch {
+            return child.close()
+        }
+        child.eventLoop.scheduleTask(in: Self.busyAnswerDeadline) { child.close(promise: nil) }
+        return child.eventLoop.makeSucceededVoidFuture()
+    }
+}
+
+/// Answers the first HCI command of a turned-away connection with a failure status, then closes it. Anything
+/// else it sends (or bytes that are not H4) closes it at once.
+private final class BusyAnswerHandler: ChannelInboundHandler {
+    typealias InboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
+
+    private let status: HCIStatus
+    private var decoder = H4Decoder()
+    private var cumulation: ByteBuffer?
+    private var done = false
+
+    init(status: HCIStatus) { self.status = status }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard !done else { return }
+        var incoming = Self.unwrapInboundIn(data)
+        if var buffer = cumulation {
+            cumulation = nil
+            buffer.writeBuffer(&incoming)
+            incoming = buffer
+        }
+        let packet: HCIPacket?
+        do {
+            packet = try decoder.decode(&incoming)
+        } catch {
+            done = true
+            context.close(promise: nil)
+            return
+        }
+        guard let packet else {
+            cumulation = incoming
+            return
+        }
+        done = true
+        guard case .command(let command) = packet else {
+            context.close(promise: nil)
+            return
+        }
+        let answer = HCIEvent.CommandComplete(opcode: command.opcode, failure: status)
+        var buffer = context.channel.allocator.buffer(capacity: 8)
+        H4Encoder.encode(.event(answer.packet), into: &buffer)
+        let channel = context.channel
+        context.writeAndFlush(Self.wrapOutboundOut(buffer)).whenComplete { _ in channel.close(promise: nil) }
     }
 }
 

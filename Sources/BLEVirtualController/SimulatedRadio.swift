@@ -177,7 +177,8 @@ public final class SimulatedRadio: HostScheduler, Sendable {
     @discardableResult
     public func schedule(after delay: Duration, _ work: @escaping @Sendable () -> Void) -> any ScheduledWork {
         let delayNanos = VirtualTime.nanos(delay)
-        let sequence = world.withLock { w in w.clock.schedule(at: w.now + delayNanos, .hostWork(work)) }
+        let sequence = world.withLock { w in w.clock.schedule(at: VirtualTime.after(w.now, delayNanos), .hostWork(work))
+        }
         return RadioScheduledWork(radio: self, sequence: sequence)
     }
 
@@ -226,8 +227,9 @@ public final class SimulatedRadio: HostScheduler, Sendable {
     // MARK: Running
 
     /// Processes every event due in the next `duration` of virtual time; returns with `now` advanced by it.
+    /// Virtual time ends at `Int64.max / 2` nanoseconds (about 146 years): a run or a delay past it stops there.
     public func run(for duration: Duration, pacing: SimulationPacing = .asFastAsPossible) async throws {
-        try await run(until: now + duration, pacing: pacing)
+        try await run(until: Self.later(now, by: duration), pacing: pacing)
     }
 
     /// Processes every event due up to `deadline` (virtual time since the radio started), in (time,
@@ -245,7 +247,12 @@ public final class SimulatedRadio: HostScheduler, Sendable {
     public func run(
         for limit: Duration, until condition: @escaping () -> Bool, pacing: SimulationPacing = .asFastAsPossible
     ) async throws -> Bool {
-        try await run(until: now + limit, pacing: pacing, stoppingWhen: condition)
+        try await run(until: Self.later(now, by: limit), pacing: pacing, stoppingWhen: condition)
+    }
+
+    /// `time + span` in whole nanoseconds, saturating: a run "forever" (`.seconds(Int64.max)`) cannot overflow.
+    static func later(_ time: Duration, by span: Duration) -> Duration {
+        VirtualTime.duration(VirtualTime.after(VirtualTime.nanos(time), VirtualTime.nanos(span)))
     }
 
     private func run(

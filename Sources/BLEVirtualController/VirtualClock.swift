@@ -1,3 +1,4 @@
+import BLECore
 import HeapModule
 
 /// Virtual time for the simulated radio: nanoseconds since the radio started, as a plain integer.
@@ -12,12 +13,13 @@ enum VirtualTime {
 
     static func duration(_ nanos: Int64) -> Duration { .nanoseconds(nanos) }
 
-    /// Whole nanoseconds of a `Duration` (sub-nanosecond parts are dropped; negative values clamp to zero).
-    static func nanos(_ duration: Duration) -> Int64 {
-        let (seconds, attoseconds) = duration.components
-        let total = seconds.multipliedReportingOverflow(by: second)
-        if total.overflow { return seconds < 0 ? 0 : Int64.max / 2 }
-        return max(0, total.partialValue + attoseconds / 1_000_000_000)
+    /// Whole nanoseconds of a `Duration` (`Duration.clampedNanoseconds`: negative is zero, far is `Int64.max / 2`).
+    static func nanos(_ duration: Duration) -> Int64 { duration.clampedNanoseconds }
+
+    /// `time + delay`, saturating at `Int64.max` (a time that far away never comes).
+    static func after(_ time: Int64, _ delay: Int64) -> Int64 {
+        let (sum, overflow) = time.addingReportingOverflow(delay)
+        return overflow ? Int64.max : sum
     }
 }
 

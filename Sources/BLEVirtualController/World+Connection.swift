@@ -57,7 +57,6 @@ extension World {
         let t = now
         applyInstants(link, counter: counter, at: t)
 
-        var exchanged = false
         if canCommunicate(link) {
             var used: Int64 = 0
             while !link.closed {
@@ -80,7 +79,6 @@ extension World {
                 // already has it and will discard the retransmission.
                 if lost() { break }
                 link.sides[0].lastReceived = start
-                exchanged = true
                 // The central's host learns of the link when the first packet from the peripheral arrives,
                 // before anything that packet carries (an LL_LENGTH_REQ's Data Length Change, say).
                 if !link.established { establish(link) }

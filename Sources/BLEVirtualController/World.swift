@@ -90,6 +90,8 @@ final class World {
     /// The RSSI `receiver` reports for a packet from `sender`: mean power plus seeded ±2 dB jitter.
     func reportedRSSI(from sender: ControllerState, to receiver: ControllerState) -> Int8 {
         let mean = RadioPropagation.meanReceivedPower(txPower: sender.txPower, distance: distance(sender, receiver))
+        // A position at infinity (or not a number) is out of range: the weakest RSSI HCI can report.
+        guard mean.isFinite else { return -127 }
         let jitter = (random.unit() * 2 - 1) * RadioPropagation.reportedJitter
         return Int8(clamping: Int((mean + jitter).rounded()))
     }

@@ -61,3 +61,14 @@ import Testing
         #expect([0x0A, 0xFF].hexString == "0aff")
     }
 }
+
+@Suite struct DurationNanosecondsTests {
+    @Test func timersClampInsteadOfOverflowing() {
+        #expect(Duration.milliseconds(1500).clampedNanoseconds == 1_500_000_000)
+        #expect(Duration.nanoseconds(7).clampedNanoseconds == 7)
+        #expect(Duration.seconds(-3).clampedNanoseconds == 0)
+        #expect(Duration.seconds(Int64.max).clampedNanoseconds == Int64.max / 2)
+        #expect((Duration.seconds(9_223_372_036) + .milliseconds(900)).clampedNanoseconds == Int64.max / 2)
+        #expect(Duration.seconds(4_611_686_018).clampedNanoseconds == 4_611_686_018_000_000_000)
+    }
+}

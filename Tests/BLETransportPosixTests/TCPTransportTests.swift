@@ -200,6 +200,37 @@ import Testing
         #expect(await eventually { third.received == Packets.resetH4 })
     }
 
+    @Test func aListenerPlayingTheControllerTellsASecondHostItIsBusy() async throws {
+        let listener = try await TCPServerTransport.bind(
+            host: "127.0.0.1", port: 0, whenBusy: .failCommands(.controllerBusy))
+        defer { listener.close() }
+        let first = PeerLog()
+        let host = try await Loopback.connect(port: listener.port, first)
+        defer { host.close(promise: nil) }
+        let transport = try await listener.accept(timeout: .seconds(5))
+        defer { transport.close() }
+
+        // The second host's HCI_Reset, sent a byte at a time, is answered with Controller Busy; then it is closed.
+        let second = PeerLog()
+        let intruder = try await Loopback.connect(port: listener.port, second)
+        defer { intruder.close(promise: nil) }
+        try await Loopback.writeSlowly(Packets.resetH4, to: intruder)
+        #expect(await eventually { second.inactiveCount == 1 })
+        #expect(second.received == [0x04, 0x0E, 0x04, 0x01, 0x03, 0x0C, 0x3A])
+
+        // A third that sends something other than a command is closed with no answer.
+        let third = PeerLog()
+        let stranger = try await Loopback.connect(port: listener.port, third)
+        defer { stranger.close(promise: nil) }
+        try await Loopback.writeSlowly(Packets.aclH4, to: stranger)
+        #expect(await eventually { third.inactiveCount == 1 })
+        #expect(third.received.isEmpty)
+
+        // The first host was not disturbed.
+        transport.send(Packets.resetComplete)
+        #expect(await eventually { first.received == Packets.resetCompleteH4 })
+    }
+
     @Test func acceptTimesOut() async throws {
         let listener = try await TCPServerTransport.bind(host: "127.0.0.1", port: 0)
         defer { listener.close() }

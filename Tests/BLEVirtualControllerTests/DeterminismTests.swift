@@ -78,3 +78,21 @@ import Testing
         #expect(pair.central.events(code: 0x05).isEmpty)
     }
 }
+
+/// A caller's "forever" (`.seconds(Int64.max)`) as a delay or a run length saturates; it never traps.
+@Suite struct FarFutureTests {
+    @Test func aDelayOrARunOfForeverSaturates() async throws {
+        let radio = SimulatedRadio(seed: 3)
+        let fired = Mutex(false)
+        radio.schedule(after: .seconds(Int64.max)) { fired.withLock { $0 = true } }
+        try await radio.run(for: .seconds(1))
+        #expect(radio.now == .seconds(1))
+        #expect(!fired.withLock { $0 })
+        let stopped = try await radio.run(for: .seconds(Int64.max), until: { fired.withLock { $0 } })
+        #expect(stopped)
+        #expect(radio.now == .nanoseconds(Int64.max / 2))  // where "forever" was clamped to, about 146 years
+        // Virtual time ends there: a later run returns at once rather than overflow.
+        try await radio.run(for: .seconds(Int64.max))
+        #expect(radio.now == .nanoseconds(Int64.max / 2))
+    }
+}

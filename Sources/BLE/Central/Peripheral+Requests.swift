@@ -46,7 +46,7 @@ extension Peripheral {
         guard let (host, handle) = link(reply, tell), let remote = discovered(service, reply, tell) else { return }
         host.discoverIncludedServices(on: handle, in: remote) { [self] result in
             report(reply, result, delegate: tell) { p, found in
-                let objects = found.filter { uuids?.isEmpty != false || uuids!.contains($0.uuid) }
+                let objects = found.filter { uuid in uuids.map { $0.isEmpty || $0.contains(uuid.uuid) } ?? true }
                     .map { p.serviceObject(for: $0) }
                 service.state.withLock { $0.includedServices = objects }
                 return objects

@@ -53,7 +53,9 @@ extension AdvertisementData {
             }
         }
 
-        if let name = localName, adv.completeLocalName != name {
+        // Each field is checked against what a legacy PDU holds before it becomes an AD structure, which holds at
+        // most 254 octets: a longer field could not be placed anyway.
+        if let name = localName, adv.completeLocalName != name, name.utf8.count <= limit - 2 {
             var named = AdvertisingData()
             named.addLocalName(name, complete: true)
             if let s = named.structures.first, s.encodedLength <= limit - scan.count { scan.append(s) }
@@ -70,17 +72,17 @@ extension AdvertisementData {
             d.addTxPowerLevel(Int8(clamping: tx))
             d.structures.forEach(place)
         }
-        if let m = manufacturerData, m.count >= 2 {
+        if let m = manufacturerData, m.count >= 2, m.count <= limit - 2 {
             place(ADStructure(type: .manufacturerSpecificData, data: Array(m)))
         }
-        for (uuid, value) in (serviceData ?? [:]).sorted(by: { $0.key < $1.key }) {
+        for (uuid, value) in (serviceData ?? [:]).sorted(by: { $0.key < $1.key }) where value.count <= limit - 4 {
             var d = AdvertisingData()
             d.addServiceData(Array(value), for: uuid)
             d.structures.forEach(place)
         }
         if let solicited = solicitedServiceUUIDs, !solicited.isEmpty {
             var d = AdvertisingData()
-            d.addSolicitedServiceUUIDs(solicited)
+            d.addSolicitedServiceUUIDs(Array(solicited.prefix(limit / 2)))
             d.structures.forEach(place)
         }
         return (adv.bytes, scan.bytes)

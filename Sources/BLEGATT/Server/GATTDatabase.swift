@@ -92,7 +92,7 @@ public struct GATTDatabase: Sendable {
             characteristics: [
                 GATTCharacteristicDefinition(
                     uuid: .deviceName, properties: [.read], permissions: [.readable],
-                    value: Array(deviceName.utf8)),
+                    value: Self.deviceNameValue(deviceName)),
                 GATTCharacteristicDefinition(
                     uuid: .appearance, properties: [.read], permissions: [.readable],
                     value: [UInt8(appearance & 0xFF), UInt8(appearance >> 8)]),
@@ -104,7 +104,8 @@ public struct GATTDatabase: Sendable {
                     uuid: .serviceChanged, properties: [.indicate], permissions: [],
                     value: [0x00, 0x00, 0x00, 0x00])
             ])
-        // Neither definition can fail on an empty database.
+        // Neither definition can fail on an empty database: their handles are the first seven, and every value
+        // is within 512 octets (the name is cut to 248 above).
         let gapLayout = try! add(gap)
         let gattLayout = try! add(gatt)
         deviceNameHandle = gapLayout.characteristics[0].characteristic.valueHandle
@@ -115,13 +116,26 @@ public struct GATTDatabase: Sendable {
     /// The GAP Device Name, UTF-8.
     public var deviceName: String {
         get { String(decoding: attribute(at: deviceNameHandle)?.value ?? [], as: UTF8.self) }
-        set { setValue(Array(newValue.utf8.prefix(248)), at: deviceNameHandle) }
+        set { setValue(Self.deviceNameValue(newValue), at: deviceNameHandle) }
+    }
+
+    /// A name as the Device Name characteristic holds it: UTF-8, at most 248 octets (Core Spec 5.4, Vol 3,
+    /// Part C, 12.1), cut after the last whole character that fits.
+    static func deviceNameValue(_ name: String) -> [UInt8] {
+        var bytes: [UInt8] = []
+        for character in name {
+            let utf8 = Array(String(character).utf8)
+            guard bytes.count + utf8.count <= 248 else { break }
+            bytes += utf8
+        }
+        return bytes
     }
 
     /// The GAP Appearance (Assigned Numbers 2.6).
     public var appearance: UInt16 {
         get {
-            let bytes = attribute(at: appearanceHandle)?.value ?? [0, 0]
+            let bytes = attribute(at: appearanceHandle)?.value ?? []
+            guard bytes.count >= 2 else { return 0 }
             return UInt16(bytes[0]) | UInt16(bytes[1]) << 8
         }
         set { setValue([UInt8(newValue & 0xFF), UInt8(newValue >> 8)], at: appearanceHandle) }

@@ -231,8 +231,10 @@ public struct GATTServer: Sendable {
 
         case .readMultiple(let variable, let handles, var values):
             let opcode: ATTOpcode = variable ? .readMultipleVariableRequest : .readMultipleRequest
+            // handles[values.count] exists: a pending Read Multiple is made only while values.count < handles.count.
             guard result == .success else { return [error(opcode, handles[values.count], result, connection)] }
-            values.append(value ?? [])
+            // An attribute value is at most 512 octets (Vol 3, Part F, 3.2.9); an app's longer answer is cut there.
+            values.append(Array((value ?? []).prefix(GATTDatabase.maximumValueLength)))
             return continueReadMultiple(variable: variable, handles: handles, values: values, connection)
 
         case .write(let handle):
@@ -515,7 +517,7 @@ public struct GATTServer: Sendable {
         for value in values {
             guard room - used >= 2 else { break }
             let part = Array(value.prefix(room - used - 2))
-            tuples.append(.init(valueLength: UInt16(value.count), value: part))
+            tuples.append(.init(valueLength: UInt16(clamping: value.count), value: part))
             used += 2 + part.count
         }
         return [.respond(connection, .readMultipleVariableResponse(.init(lengthValueTupleList: tuples)))]
@@ -629,6 +631,11 @@ public struct GATTServer: Sendable {
                 return [error(opcode, part.attribute, .invalidHandle, connection)]
             }
             if isDynamic(attribute) {
+                // Vol 3, Part F, 3.4.6.3: a prepared value longer than the attribute can hold fails the whole
+                // queue with Invalid Attribute Value Length.
+                guard part.offset + part.value.count <= GATTDatabase.maximumValueLength else {
+                    return [error(opcode, part.attribute, .invalidAttributeValueLength, connection)]
+                }
                 dynamicWrites.append(part)
                 continue
             }

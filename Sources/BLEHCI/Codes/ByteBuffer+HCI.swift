@@ -44,6 +44,7 @@ extension ByteBuffer {
     /// An address type byte followed by six little-endian address bytes; consumes nothing when short.
     mutating func hciReadTypedAddress(_ field: @autoclosure () -> String) throws -> BluetoothAddress {
         guard readableBytes >= 7 else { throw HCIError.truncated(field()) }
+        // Neither read can fail: the guard checked 7 readable bytes (the type and six address bytes).
         let type = BluetoothAddress.AddressType(rawValue: readInteger(as: UInt8.self)!)
         return readAddress(type: type)!
     }

@@ -111,6 +111,7 @@ extension HostMachine {
     ) {
         guard links[handle] != nil else { return }
         let frame = L2CAPBasicFrame(channelID: channel, payload: payload)
+        // acl.length > 0: start-up adopts only a non-zero buffer length the controller gives (else the default 27).
         let fragments = L2CAPFragmenter(maximumFragmentLength: acl.length).fragments(of: frame)
         for (i, fragment) in fragments.enumerated() {
             let packet = HCIACLDataPacket(

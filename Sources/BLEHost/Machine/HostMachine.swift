@@ -91,6 +91,16 @@ public struct HostMachine: Sendable {
         case .stopScan:
             runScan(scan.stop(id: id))
         case .startAdvertising(let parameters, let data, let scanResponse):
+            guard data.count <= 31, scanResponse.count <= 31 else {
+                complete(
+                    id,
+                    .failure(
+                        HostError(
+                            .invalidParameters,
+                            "legacy advertising data and scan responses hold at most 31 octets each "
+                                + "(\(data.count) and \(scanResponse.count) given)")))
+                return takeActions()
+            }
             let set = AdvertisingSet(parameters: parameters, data: data, scanResponse: scanResponse)
             runAdvertising(advertising.start(set, id: id))
         case .stopAdvertising:

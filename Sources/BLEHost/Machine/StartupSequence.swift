@@ -127,7 +127,13 @@ struct StartupSequence: Sendable {
     }
 
     private func fail(_ error: HostError) -> Next {
-        .failed(HostError(error.code, "controller initialisation failed: \(error.message)"))
+        if error.hciStatus == .controllerBusy {
+            // What a controller shared over a network answers a second host (`ble controller`, others).
+            return .failed(
+                HostError(
+                    error.code, "the controller is busy (another host is using it): \(error.message)"))
+        }
+        return .failed(HostError(error.code, "controller initialisation failed: \(error.message)"))
     }
 
     private mutating func afterFeatures() -> Next {
@@ -153,7 +159,7 @@ struct StartupSequence: Sendable {
     }
 
     /// The 1M PHY time for `octets` of LL payload (Vol 6, Part B, 4.5.10): (octets + 14) * 8 us.
-    static func txTime(_ octets: UInt16) -> UInt16 { (octets + 14) * 8 }
+    static func txTime(_ octets: UInt16) -> UInt16 { UInt16(clamping: (Int(octets) + 14) * 8) }
 }
 
 extension HostMachine {

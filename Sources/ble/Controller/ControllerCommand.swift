@@ -68,7 +68,8 @@ struct ControllerCommand: AsyncParsableCommand {
 
         let listener: TCPServerTransport
         do {
-            listener = try await TCPServerTransport.bind(host: host, port: Int(port))
+            listener = try await TCPServerTransport.bind(
+                host: host, port: Int(port), whenBusy: .failCommands(.controllerBusy))
         } catch {
             throw ValidationError("\(error)")
         }
@@ -102,7 +103,8 @@ struct ControllerCommand: AsyncParsableCommand {
             say("stopped (\(signal == SIGINT ? "SIGINT" : "SIGTERM"))")
             Foundation.exit(0)
         }
-        // One host at a time; the next is accepted when it leaves (the listener refuses others meanwhile).
+        // One host at a time; the next is accepted when it leaves. Meanwhile the listener answers another
+        // host's first command with Controller Busy (0x3A), then closes its connection.
         let hosts = Task {
             while !Task.isCancelled {
                 let hostLink = try await listener.accept()

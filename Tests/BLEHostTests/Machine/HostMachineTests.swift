@@ -49,6 +49,35 @@ import Testing
         #expect(rig.opcodes == [.reset])
     }
 
+    @Test func aBusyControllerSaysSo() {
+        var rig = MachineRig()
+        let id = rig.request(.start)
+        rig.answerNext(with: .completeFailure(.controllerBusy))
+        guard case .failure(let error) = rig.result(of: id) else {
+            Issue.record("expected a failure, got \(String(describing: rig.result(of: id)))")
+            return
+        }
+        #expect(error.hciStatus == .controllerBusy)
+        #expect(error.message.hasPrefix("the controller is busy (another host is using it)"))
+    }
+
+    @Test func advertisingDataLongerThanALegacyPDUIsRefusedBeforeAnythingIsSent() throws {
+        var rig = MachineRig()
+        try rig.started()
+        for (data, scanResponse) in [
+            ([UInt8](repeating: 0, count: 32), [UInt8]()), ([], [UInt8](repeating: 0, count: 40)),
+        ] {
+            let id = rig.request(.startAdvertising(AdvertisingParameters(), data: data, scanResponse: scanResponse))
+            guard case .failure(let error) = rig.result(of: id) else {
+                Issue.record("expected a refusal, got \(String(describing: rig.result(of: id)))")
+                continue
+            }
+            #expect(error.code == .invalidParameters)
+            #expect(error.message.contains("at most 31 octets"))
+        }
+        #expect(rig.sent.isEmpty)
+    }
+
     @Test func commandsWaitForTheControllersCredit() throws {
         var rig = MachineRig()
         try rig.started()

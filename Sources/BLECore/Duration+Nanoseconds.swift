@@ -1,0 +1,13 @@
+extension Duration {
+    /// Whole nanoseconds for a timer: sub-nanosecond parts dropped, a negative duration is 0, and anything
+    /// beyond `Int64.max / 2` (about 146 years) is `Int64.max / 2`. A delay that long never fires in practice,
+    /// and adding it to a clock's reading cannot overflow; a caller's "forever" (`.seconds(Int64.max)`) is safe.
+    public var clampedNanoseconds: Int64 {
+        let limit = Int64.max / 2
+        let (seconds, attoseconds) = components
+        guard seconds >= 0 else { return 0 }
+        let whole = seconds.multipliedReportingOverflow(by: 1_000_000_000)
+        guard !whole.overflow, whole.partialValue <= limit else { return limit }
+        return min(limit, whole.partialValue + attoseconds / 1_000_000_000)
+    }
+}
