@@ -61,6 +61,17 @@ import Testing
             ])
     }
 
+    @Test func anMTUBelowTheMinimumIsTakenAs23() throws {
+        var server = try server()
+        server.mtuChanged(c1, to: 0)
+        let read = server.received(.readRequest(.init(handle: AttributeHandle(24))), from: c1)
+        guard case .respond(_, .readResponse(let response)) = read.first else {
+            Issue.record("expected a read response, got \(read)")
+            return
+        }
+        #expect(response.value.count == 22)
+    }
+
     @Test func aDeviceNameIsCutToWholeCharactersWithin248Octets() {
         let database = GATTDatabase(deviceName: String(repeating: "é", count: 300))  // 600 octets
         #expect(database.deviceName == String(repeating: "é", count: 124))

@@ -109,8 +109,9 @@ public struct GATTClient: Sendable {
     }
 
     /// The bearer's ATT_MTU changed.
+    /// An ATT_MTU below 23 is taken as 23, the least ATT allows (the requests' lengths count on it).
     public mutating func mtuChanged(_ mtu: UInt16) {
-        self.mtu = mtu
+        self.mtu = max(23, mtu)
     }
 
     /// The link is gone: the running and queued operations fail with ``GATTError/Code/disconnected``.

@@ -102,8 +102,9 @@ public struct GATTServer: Sendable {
     }
 
     /// The connection's bearer reported a new ATT_MTU.
+    /// An ATT_MTU below 23 is taken as 23, the least ATT allows (the responses' lengths count on it).
     public mutating func mtuChanged(_ connection: ConnectionHandle, to mtu: UInt16) {
-        clients[connection, default: Client()].mtu = mtu
+        clients[connection, default: Client()].mtu = max(23, mtu)
     }
 
     /// The link's encryption changed.

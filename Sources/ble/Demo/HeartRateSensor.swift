@@ -11,6 +11,7 @@ final class HeartRateSensor: PeripheralManagerDelegate, @unchecked Sendable {
     let system: BluetoothSystem
     let log: DemoLog
     let queue = DispatchQueue(label: "demo.sensor")
+    /// Set inside `queue.sync` in `init`, before any delegate callback (all of which arrive on `queue`).
     var manager: PeripheralManager!
     let measurement = MutableCharacteristic(
         type: .heartRateMeasurement, properties: [.notify], value: nil, permissions: [])

@@ -11,6 +11,7 @@ final class PhoneApp: CentralManagerDelegate, PeripheralDelegate, @unchecked Sen
     let log: DemoLog
     let queue = DispatchQueue(label: "demo.phone")
     let measurementsWanted: Int
+    /// Set inside `queue.sync` in `init`, before any delegate callback (all of which arrive on `queue`).
     var central: CentralManager!
     var sensor: Peripheral?
     var characteristicsPending = 0

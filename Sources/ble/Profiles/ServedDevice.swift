@@ -15,6 +15,7 @@ final class ServedDevice: PeripheralManagerDelegate, @unchecked Sendable {
     let log: (@Sendable (String) -> Void)?
     /// Called once advertising started (nil) or failed (the error).
     let onStarted: (@Sendable ((any Error)?) -> Void)?
+    /// Set inside `queue.sync` in `init`, before any delegate callback (all of which arrive on `queue`).
     var manager: PeripheralManager!
     var characteristics: [BluetoothUUID: MutableCharacteristic] = [:]
     private var services: [MutableService] = []
