@@ -3,6 +3,7 @@ import BLECore
 import BLEGATT
 import BLEHost
 import Foundation
+import Logging
 import Synchronization
 
 // The requests a central makes of a peripheral. Each public method (the CoreBluetooth-style one here, the
@@ -137,8 +138,9 @@ extension Peripheral {
 
     /// Writes a characteristic value. With `.withResponse`, values longer than ATT_MTU - 3 use the long-write
     /// procedure (up to 512 bytes) and `didWriteValueFor` reports the outcome. With `.withoutResponse` nothing
-    /// is reported; a value longer than `maximumWriteValueLength(for: .withoutResponse)`, or a write while
-    /// `canSendWriteWithoutResponse` is false, is dropped, as CoreBluetooth drops it.
+    /// is reported; a value longer than `maximumWriteValueLength(for: .withoutResponse)`, a characteristic
+    /// without the write-without-response property, or a write while `canSendWriteWithoutResponse` is false, is
+    /// dropped, as CoreBluetooth drops it; the first two are logged as the misuse they are.
     public func writeValue(_ data: Data, for characteristic: Characteristic, type: CharacteristicWriteType) {
         switch type {
         case .withResponse: writeValue(data, for: characteristic, reply: .delegate)
@@ -154,7 +156,7 @@ extension Peripheral {
         guard characteristic.properties.contains(.write) else {
             return fail(reply, Self.notPermitted(.writeNotPermitted, "written with response", characteristic), tell)
         }
-        guard data.count <= 512 else {
+        guard data.count <= GATTDatabase.maximumValueLength else {
             let error = BluetoothError(
                 .att(.invalidAttributeValueLength), "a value is at most 512 bytes; this one has \(data.count)")
             return fail(reply, error, tell)
@@ -171,11 +173,30 @@ extension Peripheral {
     func writeWithoutResponse(
         _ data: Data, for characteristic: Characteristic, delivered: Reply<Void>? = nil
     ) -> Bool {
-        guard let handle = locked.withLock({ $0.state == .connected ? $0.handle : nil }), let host,
-            let remote = characteristic.state.withLock({ $0.remote }),
-            characteristic.properties.contains(.writeWithoutResponse),
-            data.count <= host.mtu(on: handle) - 3
-        else { return false }
+        guard let handle = locked.withLock({ $0.state == .connected ? $0.handle : nil }), let host else {
+            Self.logger.warning(
+                "a write without response to \(characteristic.uuid.uuidString) was dropped: \(self) is not connected")
+            return false
+        }
+        guard let remote = characteristic.state.withLock({ $0.remote }) else {
+            Self.logger.warning(
+                "a write without response to \(characteristic.uuid.uuidString) was dropped: it is not a discovered characteristic of \(self)"
+            )
+            return false
+        }
+        guard characteristic.properties.contains(.writeWithoutResponse) else {
+            Self.logger.warning(
+                "a write without response to \(characteristic.uuid.uuidString) was dropped: the characteristic does not allow writes without response"
+            )
+            return false
+        }
+        let limit = min(host.mtu(on: handle) - 3, GATTDatabase.maximumValueLength)
+        guard data.count <= limit else {
+            Self.logger.warning(
+                "a write without response of \(data.count) bytes to \(characteristic.uuid.uuidString) was dropped: longer than maximumWriteValueLength(for: .withoutResponse), \(limit)"
+            )
+            return false
+        }
         var onDelivered: (@Sendable (Result<Void, HostError>) -> Void)?
         if let delivered {
             let silent: DelegateReport = { _, _, _ in }

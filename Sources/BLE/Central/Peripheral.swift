@@ -6,6 +6,7 @@ import BLESystem
 import BLETransport
 import Dispatch
 import Foundation
+import Logging
 import Synchronization
 
 /// A remote peripheral seen or connected by a `CentralManager` (`CBPeripheral`).
@@ -67,15 +68,19 @@ public final class Peripheral: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// The longest value one write can carry: 512 with response (the long-write procedure splits it),
-    /// ATT_MTU - 3 without.
+    /// ATT_MTU - 3 without, but never more than 512, the longest attribute value (Core Spec 5.4, Vol 3, Part F,
+    /// 3.2.9): at ATT_MTU 517 that is 512, not 514.
     public func maximumWriteValueLength(for type: CharacteristicWriteType) -> Int {
         switch type {
-        case .withResponse: return 512
+        case .withResponse: return GATTDatabase.maximumValueLength
         case .withoutResponse:
             guard let handle = locked.withLock({ $0.handle }), let host else { return 20 }
-            return host.mtu(on: handle) - 3
+            return min(host.mtu(on: handle) - 3, GATTDatabase.maximumValueLength)
         }
     }
+
+    /// Misuse of the API that CoreBluetooth drops and logs (a write without response too long or not allowed).
+    static let logger = Logger(label: "swift-ble.peripheral")
 
     public var description: String {
         "<Peripheral \(identifier) name=\(name ?? "nil") state=\(state)>"

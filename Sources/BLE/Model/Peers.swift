@@ -15,8 +15,9 @@ public final class Central: Sendable, Hashable, CustomStringConvertible {
         self.mtu = Mutex(mtu)
     }
 
-    /// The longest value one notification or indication carries to this central: ATT_MTU - 3.
-    public var maximumUpdateValueLength: Int { mtu.withLock { $0 } - 3 }
+    /// The longest value one notification or indication carries to this central: ATT_MTU - 3, but never more
+    /// than 512, the longest attribute value (Core Spec 5.4, Vol 3, Part F, 3.2.9).
+    public var maximumUpdateValueLength: Int { min(mtu.withLock { $0 } - 3, 512) }
 
     public var description: String { "<Central \(identifier)>" }
     public static func == (a: Central, b: Central) -> Bool { a.identifier == b.identifier }

@@ -1,0 +1,76 @@
+import BLE
+import Foundation
+import Testing
+
+/// What code ported from CoreBluetooth relies on, checked where a port of Apple's sample found it missing.
+@Suite struct FidelityTests {
+    /// The values of every write without response the sensor received, in order.
+    static func writesReceived(_ rig: Rig) -> [Data] {
+        rig.sensor.recorder.events.flatMap { event -> [Data] in
+            guard case .didReceiveWrite(let requests) = event else { return [] }
+            return requests.compactMap(\.value)
+        }
+    }
+
+    /// At ATT_MTU 517 a write without response carries 512 bytes, the longest attribute value, not 514: a 64 KiB
+    /// transfer in chunks of `maximumWriteValueLength(for: .withoutResponse)`, paced by
+    /// `canSendWriteWithoutResponse` as Apple's sample paces it, arrives whole and in order.
+    @Test func sixtyFourKibibytesInChunksOfTheMaximumWriteLengthArriveWhole() async throws {
+        let (rig, peripheral) = try await Rig.connected()
+        let dynamic = try rig.characteristic(Profile.dynamic, on: peripheral)
+        #expect(peripheral.maximumWriteValueLength(for: .withoutResponse) == 512)
+        #expect(peripheral.maximumWriteValueLength(for: .withResponse) == 512)
+        rig.sensor.recorder.clear()
+
+        let payload = Data((0..<65_536).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ $0 >> 9) })
+        var offset = 0
+        while offset < payload.count {
+            while offset < payload.count, peripheral.canSendWriteWithoutResponse {
+                let length = min(peripheral.maximumWriteValueLength(for: .withoutResponse), payload.count - offset)
+                peripheral.writeValue(payload[offset..<offset + length], for: dynamic, type: .withoutResponse)
+                offset += length
+            }
+            try await rig.run(until: { peripheral.canSendWriteWithoutResponse }, within: .seconds(1), "room to write")
+        }
+        try await rig.run(.seconds(1))
+        let received = Self.writesReceived(rig)
+        #expect(received.count == 128)
+        #expect(received.allSatisfy { $0.count == 512 })
+        #expect(Data(received.joined()) == payload)
+    }
+
+    /// A notification carries at most 512 bytes too: `maximumUpdateValueLength` at ATT_MTU 517 is 512.
+    @Test func theLongestUpdateIsTheLongestAttributeValue() async throws {
+        let (rig, peripheral) = try await Rig.connected()
+        let notifier = try rig.characteristic(Profile.notifier, on: peripheral)
+        peripheral.setNotifyValue(true, for: notifier)
+        try await rig.run(.seconds(1))
+        let central = try #require(
+            rig.sensor.recorder.events.lazy.compactMap { event -> Central? in
+                if case .didSubscribe(let central, _) = event { return central } else { return nil }
+            }.first)
+        #expect(central.maximumUpdateValueLength == 512)
+    }
+
+    /// A write without response longer than `maximumWriteValueLength(for: .withoutResponse)` is not sent (and is
+    /// logged), as CoreBluetooth drops it; a write with response longer than 512 bytes fails with Invalid
+    /// Attribute Value Length.
+    @Test func writesLongerThanAnAttributeAreRefusedAtTheCall() async throws {
+        let (rig, peripheral) = try await Rig.connected()
+        let dynamic = try rig.characteristic(Profile.dynamic, on: peripheral)
+        rig.sensor.recorder.clear()
+        rig.phone.clear()
+        peripheral.writeValue(Data(count: 514), for: dynamic, type: .withoutResponse)
+        peripheral.writeValue(Data(count: 513), for: dynamic, type: .withResponse)
+        try await rig.run(.seconds(1))
+        #expect(Self.writesReceived(rig).isEmpty)
+        #expect(
+            rig.phone.lines == [
+                "didWriteValue \(Profile.dynamic.uuidString) error=att(\(ATTErrorCode.invalidAttributeValueLength))"
+            ])
+        // The link is still good for writes that fit.
+        peripheral.writeValue(Data(count: 512), for: dynamic, type: .withoutResponse)
+        try await rig.run(.seconds(1))
+        #expect(Self.writesReceived(rig).map(\.count) == [512])
+    }
+}
