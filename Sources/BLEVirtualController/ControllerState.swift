@@ -90,6 +90,8 @@ final class ControllerState {
     var txPower: Int8
     let aclBufferLength: Int
     let aclBufferCount: Int
+    /// Links this controller can hold at once, in both roles (Connection Limit Exceeded beyond).
+    let maximumConnections: Int
     var powered = true
 
     // HCI configuration
@@ -97,6 +99,8 @@ final class ControllerState {
     var leEventMask: UInt64 = 0x0000_0000_0000_001F
     var eventMaskPage2: UInt64 = 0
     var leHostSupported = false
+    /// The name Read Local Name reports (UTF-8): the controller's name until Write Local Name changes it.
+    var localName: [UInt8] = []
     var randomAddress: [UInt8]?
     var acceptList = Set<LinkAddress>()
     var suggestedTxOctets = 27
@@ -129,8 +133,9 @@ final class ControllerState {
 
     init(
         index: Int, name: String, pipe: HCIPipe, identity: BluetoothAddress, position: RadioPosition,
-        txPower: Int8, aclBufferLength: Int, aclBufferCount: Int
+        txPower: Int8, aclBufferLength: Int, aclBufferCount: Int, maximumConnections: Int = 32
     ) {
+        self.maximumConnections = maximumConnections
         self.index = index
         self.name = name
         self.pipe = pipe
@@ -165,6 +170,7 @@ final class ControllerState {
         leEventMask = 0x1F
         eventMaskPage2 = 0
         leHostSupported = false
+        localName = Array(name.utf8.prefix(248))
         randomAddress = identity.type.isRandom ? identity.bytes : nil
         acceptList = []
         suggestedTxOctets = 27

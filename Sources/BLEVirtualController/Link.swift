@@ -141,6 +141,8 @@ final class Link {
     var pendingParamRequestFromPeer = false
     /// The advertiser's address, for the central's LE Connection Complete.
     var centralPeer = LinkAddress.none
+    /// The initiator's address, as the peripheral knows it.
+    var peripheralPeer = LinkAddress.none
     var closed = false
 
     var supervisionTimeout: Int64 { Int64(timeoutUnits) * 10 * VirtualTime.millisecond }

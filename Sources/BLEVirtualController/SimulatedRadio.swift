@@ -101,10 +101,13 @@ public final class SimulatedRadio: HostScheduler, Sendable {
     ///     and HCI Reset restores it, as for a controller with a factory-programmed static address).
     ///   - aclBufferLength: `LE_ACL_Data_Packet_Length` (default 251).
     ///   - aclBufferCount: `Total_Num_LE_ACL_Data_Packets` (default 8).
+    ///   - maximumConnections: the links it holds at once, as central and peripheral together (default 32, at
+    ///     least 1); beyond, LE Create Connection answers Connection Limit Exceeded (0x09) and its advertising
+    ///     takes no connection.
     public func addController(
         name: String, address: BluetoothAddress? = nil,
         position: RadioPosition = .init(x: 0, y: 0), txPower: Int8 = 0,
-        aclBufferLength: Int = 251, aclBufferCount: Int = 8
+        aclBufferLength: Int = 251, aclBufferCount: Int = 8, maximumConnections: Int = 32
     ) -> VirtualController {
         let identity = address ?? Self.staticAddress(seed: seed, name: name)
         let pipe = HCIPipe()
@@ -113,7 +116,8 @@ public final class SimulatedRadio: HostScheduler, Sendable {
             w.controllers.append(
                 ControllerState(
                     index: index, name: name, pipe: pipe, identity: identity, position: position, txPower: txPower,
-                    aclBufferLength: max(27, aclBufferLength), aclBufferCount: max(1, aclBufferCount)))
+                    aclBufferLength: max(27, aclBufferLength), aclBufferCount: max(1, aclBufferCount),
+                    maximumConnections: max(1, maximumConnections)))
             return index
         }
         pipe.attachController { [weak self] packet in

@@ -147,6 +147,14 @@ extension World {
         emitLEEvent(s, subevent: 0x02, w.bytes)
     }
 
+    /// Whether `c` has a link to the device at `peer`, in either role.
+    func isConnected(_ c: ControllerState, to peer: LinkAddress) -> Bool {
+        c.linkByHandle.values.contains { id in
+            guard let link = links[id], !link.closed else { return false }
+            return (link.sides[0].controller == c.index ? link.centralPeer : link.peripheralPeer) == peer
+        }
+    }
+
     /// An initiator heard an advertising PDU: if it is connectable and from the peer it wants, it sends
     /// CONNECT_IND; if the advertiser hears it, both enter the connection state.
     func tryConnect(initiator s: ControllerState, advertiser c: ControllerState, advA: LinkAddress, at time: Int64)
@@ -162,6 +170,9 @@ extension World {
         }
         if type.isDirected && c.advertisingParameters.peerAddress != initA { return false }
         if c.advertisingParameters.filterPolicy & 2 != 0 && !c.acceptList.contains(initA) { return false }
+        // An advertiser with no room for another link does not answer (its controller would refuse the
+        // connection), and neither does one already connected to this initiator.
+        guard c.linkByHandle.count < c.maximumConnections, !isConnected(c, to: initA) else { return false }
         guard delivered(from: s, to: c) else { return false }
         // CONNECT_IND (34-byte payload) sent T_IFS after the advertising PDU; the first anchor follows
         // transmitWindowDelay (1.25 ms) with a zero transmitWindowOffset (Vol 6, Part B, 4.5.3).
@@ -192,6 +203,7 @@ extension World {
             c, status: Status.success, handle: peripheral.handle, role: 1, peer: initA,
             interval: link.intervalUnits, latency: link.latency, timeout: link.timeoutUnits)
         link.centralPeer = advA
+        link.peripheralPeer = initA
         schedule(link, counter: 0)
         return true
     }

@@ -7,6 +7,8 @@ enum Status {
     static let success: UInt8 = 0x00
     static let unknownCommand: UInt8 = 0x01
     static let unknownConnection: UInt8 = 0x02
+    static let connectionLimitExceeded: UInt8 = 0x09
+    static let connectionAlreadyExists: UInt8 = 0x0B
     static let commandDisallowed: UInt8 = 0x0C
     static let unsupportedFeature: UInt8 = 0x11
     static let invalidParameters: UInt8 = 0x12
@@ -38,6 +40,8 @@ let supportedCommandBits: [(octet: Int, bit: Int)] = [
     (2, 7),  // Read Remote Version Information
     (5, 6),  // Set Event Mask
     (5, 7),  // Reset
+    (7, 0),  // Write Local Name
+    (7, 1),  // Read Local Name
     (14, 3),  // Read Local Version Information
     (14, 5),  // Read Local Supported Features
     (14, 7),  // Read Buffer Size
@@ -90,6 +94,8 @@ enum Opcode {
     static let readRemoteVersionInformation: UInt16 = 0x041D
     static let setEventMask: UInt16 = 0x0C01
     static let reset: UInt16 = 0x0C03
+    static let writeLocalName: UInt16 = 0x0C13
+    static let readLocalName: UInt16 = 0x0C14
     static let setEventMaskPage2: UInt16 = 0x0C63
     static let readLEHostSupport: UInt16 = 0x0C6C
     static let writeLEHostSupport: UInt16 = 0x0C6D
@@ -171,6 +177,16 @@ extension World {
             guard let le = r.u8(), r.u8() != nil, le <= 1 else { return fail(Status.invalidParameters) }
             c.leHostSupported = le == 1
             ok()
+
+        case Opcode.writeLocalName:
+            // Vol 4, Part E, 7.3.11: 248 octets, UTF-8, ended by a NUL when shorter.
+            guard let name = r.bytes(248) else { return fail(Status.invalidParameters) }
+            c.localName = Array(name.prefix { $0 != 0 })
+            ok()
+
+        case Opcode.readLocalName:
+            // Vol 4, Part E, 7.3.12: the status, then the name in 248 octets, padded with NULs.
+            ok(Array(c.localName.prefix(248)) + [UInt8](repeating: 0, count: 248 - min(248, c.localName.count)))
 
         case Opcode.readLocalVersionInformation:
             var w = ByteWriter()
@@ -304,6 +320,14 @@ extension World {
                 validConnectionParameters(min: minI, max: maxI, latency: latency, timeout: timeout),
                 c.ownAddress(type: own) != nil
             else { return commandStatus(c, op, Status.invalidParameters) }
+            // Vol 4, Part E, 7.8.12 and Vol 1, Part F, 2.9/2.11: a controller at its limit of links answers
+            // Connection Limit Exceeded; one already connected to the peer answers Connection Already Exists.
+            guard c.linkByHandle.count < c.maximumConnections else {
+                return commandStatus(c, op, Status.connectionLimitExceeded)
+            }
+            if policy == 0, isConnected(c, to: LinkAddress(bytes: peer.reversed(), isRandom: peerType & 1 == 1)) {
+                return commandStatus(c, op, Status.connectionAlreadyExists)
+            }
             c.initiating = InitiatingParameters(
                 scanInterval: scanInterval, scanWindow: scanWindow, useAcceptList: policy == 1,
                 peer: LinkAddress(bytes: peer.reversed(), isRandom: peerType & 1 == 1), ownAddressType: own,

@@ -1,5 +1,6 @@
 import BLE
 import Foundation
+import Synchronization
 import Testing
 
 /// What code ported from CoreBluetooth relies on, checked where a port of Apple's sample found it missing.
@@ -72,5 +73,50 @@ import Testing
         peripheral.writeValue(Data(count: 512), for: dynamic, type: .withoutResponse)
         try await rig.run(.seconds(1))
         #expect(Self.writesReceived(rig).map(\.count) == [512])
+    }
+
+    /// A phone whose controller holds one link fails the second connection with `.connectionLimitReached`, the
+    /// controller's status kept.
+    @Test func aConnectionBeyondTheControllersLimitFailsWithConnectionLimitReached() async throws {
+        let radio = SimulatedRadio(seed: 8)
+        let phone = BluetoothSystem.simulated(
+            on: radio, name: "phone", configuration: .init(maximumConnections: 1))
+        let sensors = (0..<2).map { i in
+            BluetoothSystem.simulated(on: radio, name: "sensor\(i)", position: RadioPosition(x: 2, y: Double(i)))
+        }
+        let servers = sensors.map {
+            PeripheralManager(delegate: nil, queue: DispatchQueue(label: "sensor"), options: nil, system: $0)
+        }
+        let central = CentralManager(delegate: nil, queue: DispatchQueue(label: "phone"), options: nil, system: phone)
+        let outcome = Mutex<Result<BluetoothError?, any Error>?>(nil)
+        let scenario = Task(executorPreference: radio) { () -> BluetoothError? in
+            for (i, server) in servers.enumerated() {
+                try await server.waitUntilPoweredOn(timeout: .seconds(1))
+                try await server.startAdvertising(AdvertisementData(localName: "sensor\(i)"), timeout: nil)
+            }
+            try await central.waitUntilPoweredOn(timeout: .seconds(1))
+            var found: [String: Peripheral] = [:]
+            for await discovery in central.scan(withServices: nil) {
+                if let name = discovery.advertisementData.localName { found[name] = discovery.peripheral }
+                if found.count == 2 { break }
+            }
+            try await central.connect(found["sensor0"]!, timeout: .seconds(5))
+            do {
+                try await central.connect(found["sensor1"]!, timeout: .seconds(5))
+                return nil
+            } catch let error as BluetoothError {
+                return error
+            }
+        }
+        Task(executorPreference: radio) {
+            let result = await scenario.result
+            outcome.withLock { $0 = result }
+        }
+        try await radio.run(for: .seconds(30))
+        scenario.cancel()
+        let result = try #require(outcome.withLock { $0 }, "the scenario did not finish")
+        let error = try #require(try result.get(), "the second connection succeeded")
+        #expect(error.code == .connectionLimitReached)
+        #expect(error.hciStatus == .connectionLimitExceeded)
     }
 }

@@ -68,7 +68,7 @@ public final class BluetoothSystem: Sendable, CustomStringConvertible {
         let controller = radio.addController(
             name: name, address: address, position: position, txPower: configuration.txPower,
             aclBufferLength: configuration.aclBufferLength,
-            aclBufferCount: configuration.aclBufferCount)
+            aclBufferCount: configuration.aclBufferCount, maximumConnections: configuration.maximumConnections)
         var transport = controller.hostTransport
         if let path = configuration.btsnoop {
             // Virtual time, from a fixed origin: the same run gives the same capture, byte for byte.
@@ -103,14 +103,18 @@ public final class BluetoothSystem: Sendable, CustomStringConvertible {
         /// Simulated controllers: LE ACL buffer size and count (HCI LE Read Buffer Size).
         public var aclBufferLength: Int = 251
         public var aclBufferCount: Int = 8
+        /// Simulated controllers: the links the controller holds at once, as central and peripheral together;
+        /// beyond, a connection fails with `.connectionLimitReached` (HCI Connection Limit Exceeded, 0x09).
+        public var maximumConnections: Int = 32
         /// Record every HCI packet of this system to this file in the btsnoop format (Wireshark reads it).
         public var btsnoop: String?
 
         public init(
             preferredMTU: Int = 517, preferredDataLength: Int = 251, writeWithoutResponseQueueDepth: Int = 8,
             notificationQueueDepth: Int = 8, txPower: Int8 = 0, aclBufferLength: Int = 251, aclBufferCount: Int = 8,
-            btsnoop: String? = nil
+            maximumConnections: Int = 32, btsnoop: String? = nil
         ) {
+            self.maximumConnections = maximumConnections
             self.btsnoop = btsnoop
             self.preferredMTU = preferredMTU
             self.preferredDataLength = preferredDataLength
