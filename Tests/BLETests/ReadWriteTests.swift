@@ -158,7 +158,8 @@ import Testing
         #expect((-90 ... -20).contains(rssi))
     }
 
-    @Test(arguments: [(23, 20), (185, 182), (247, 244), (517, 514)])
+    /// ATT_MTU - 3, but never more than 512, the longest attribute value: at 517 that is 512, not 514.
+    @Test(arguments: [(23, 20), (185, 182), (247, 244), (515, 512), (517, 512)])
     func maximumWriteValueLengthFollowsTheMTU(mtu: Int, expected: Int) async throws {
         let (rig, peripheral) = try await Rig.connected(phone: .init(preferredMTU: mtu))
         #expect(peripheral.maximumWriteValueLength(for: .withResponse) == 512)
