@@ -5,6 +5,9 @@
 // names are re-exported: the ATT error codes a peripheral manager answers with, the HCI status a
 // `BluetoothError` carries, and the simulation API (with the packet type its trace handler receives).
 @_exported import BLECore
+// As `import CoreBluetooth` does: values are Data, identifiers UUID, and delegates run on a DispatchQueue.
+@_exported import Dispatch
+@_exported import Foundation
 
 @_exported import struct BLEATT.ATTErrorCode
 @_exported import enum BLEHCI.HCIPacket

@@ -13,6 +13,20 @@ public enum SystemPowerState: Sendable, Hashable {
     case unsupported(reason: String)
     /// The transport closed or the controller failed; `reason` says what happened.
     case poweredOff(reason: String)
+    /// The controller may be fine, but the user has not allowed Bluetooth (``SystemAuthorization``).
+    case unauthorized
+}
+
+/// Whether the user allowed Bluetooth, as iOS asks on first use (`CBManagerAuthorization`).
+public enum SystemAuthorization: Sendable, Hashable {
+    /// Not asked yet: managers stay `.unknown` until it is answered.
+    case notDetermined
+    /// Not allowed, and the user cannot change it (a device policy).
+    case restricted
+    /// The user said no: managers are `.unauthorized`.
+    case denied
+    /// Allowed: managers follow the controller.
+    case allowedAlways
 }
 
 /// A manager (central or peripheral role) attached to a system.
@@ -34,7 +48,17 @@ public final class SystemCore: Sendable {
 
     private struct State {
         var power: SystemPowerState = .unknown
+        var authorization = SystemAuthorization.allowedAlways
         var sessions: [WeakSession] = []
+
+        /// What managers see: the controller's state when Bluetooth is allowed.
+        var visible: SystemPowerState {
+            switch authorization {
+            case .allowedAlways: power
+            case .notDetermined: .unknown
+            case .restricted, .denied: .unauthorized
+            }
+        }
     }
     private let state = Mutex(State())
 
@@ -65,14 +89,25 @@ public final class SystemCore: Sendable {
         }
     }
 
+    /// The controller's state, whatever the authorization.
     public var powerState: SystemPowerState { state.withLock { $0.power } }
 
-    /// Attaches a manager; it is told the current power state at once unless that is still `.unknown`.
+    /// Whether the user allowed Bluetooth. Real controllers start `.allowedAlways` (nothing here asks a user);
+    /// a simulation sets it to test an app's permission flow.
+    public var authorization: SystemAuthorization { state.withLock { $0.authorization } }
+
+    /// Changes the authorization (the user answered the prompt, or changed the setting): every manager whose
+    /// visible state changes is told.
+    public func setAuthorization(_ authorization: SystemAuthorization) {
+        update { $0.authorization = authorization }
+    }
+
+    /// Attaches a manager; it is told its state at once unless that is still `.unknown`.
     public func register(_ session: any SystemSession) {
         let power = state.withLock { s -> SystemPowerState in
             s.sessions.removeAll { $0.session == nil }
             s.sessions.append(WeakSession(session: session))
-            return s.power
+            return s.visible
         }
         if power != .unknown { session.systemPowerStateChanged(power) }
     }
@@ -86,13 +121,18 @@ public final class SystemCore: Sendable {
     }
 
     private func setPower(_ power: SystemPowerState) {
-        let changed = state.withLock { s -> Bool in
-            if s.power == power { return false }
-            s.power = power
-            return true
+        update { $0.power = power }
+    }
+
+    /// Applies `change` and tells every manager the state it now sees, if that changed.
+    private func update(_ change: (inout State) -> Void) {
+        let visible = state.withLock { s -> SystemPowerState? in
+            let before = s.visible
+            change(&s)
+            return s.visible == before ? nil : s.visible
         }
-        guard changed else { return }
-        for session in liveSessions { session.systemPowerStateChanged(power) }
+        guard let visible else { return }
+        for session in liveSessions { session.systemPowerStateChanged(visible) }
     }
 
     private func route(_ event: HostEvent) {

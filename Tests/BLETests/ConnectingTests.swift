@@ -24,7 +24,8 @@ import Testing
         try await rig.run(.seconds(2))
         #expect(peripheral.state == .connected)
         #expect(rig.phone.lines == ["didConnect \(peripheral.identifier)"])
-        #expect(rig.central.retrieveConnectedPeripherals(withServices: []) == [peripheral])
+        // iOS requires the service list: an empty one returns nothing (IOS-RULES 8.9).
+        #expect(rig.central.retrieveConnectedPeripherals(withServices: []).isEmpty)
     }
 
     @Test func connectionRequestDoesNotTimeOut() async throws {
@@ -117,6 +118,7 @@ import Testing
         #expect(rig.central.retrieveConnectedPeripherals(withServices: [Profile.service]) == [peripheral])
         #expect(rig.central.retrieveConnectedPeripherals(withServices: [.battery, .heartRate]) == [peripheral])
         #expect(rig.central.retrieveConnectedPeripherals(withServices: [.heartRate]).isEmpty)
+        #expect(rig.central.retrieveConnectedPeripherals(withServices: []).isEmpty)  // iOS: the list is required
         rig.central.cancelPeripheralConnection(peripheral)
         try await rig.run(.seconds(1))
         #expect(rig.central.retrieveConnectedPeripherals(withServices: [Profile.service]).isEmpty)

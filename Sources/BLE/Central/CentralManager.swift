@@ -182,12 +182,14 @@ public final class CentralManager: Sendable, SystemSession {
     }
 
     /// Peripherals connected through this system that have any of `serviceUUIDs` among their discovered
-    /// services (all connected ones when `serviceUUIDs` is empty).
+    /// services. Empty when `serviceUUIDs` is empty or the manager is not `.poweredOn`, as on iOS.
     public func retrieveConnectedPeripherals(withServices serviceUUIDs: [BluetoothUUID]) -> [Peripheral] {
+        // iOS requires the service list: an empty one returns nothing (IOS-RULES 8.9), and so does a call
+        // before `.poweredOn` (8.8).
+        guard !serviceUUIDs.isEmpty, currentState == .poweredOn else { return [] }
         let connected = locked.withLock { Array($0.byHandle.values) }.sorted {
             $0.identifier.uuidString < $1.identifier.uuidString
         }
-        guard !serviceUUIDs.isEmpty else { return connected }
         return connected.filter { p in (p.services ?? []).contains { serviceUUIDs.contains($0.uuid) } }
     }
 

@@ -209,7 +209,7 @@ public final class BluetoothSystem: Sendable, CustomStringConvertible {
         }
         core.unregister(waiter)
         switch power {
-        case .poweredOn, .unknown: return
+        case .poweredOn, .unknown, .unauthorized: return
         case .unsupported(let reason): throw BluetoothError(.operationNotSupported, reason)
         case .poweredOff(let reason): throw BluetoothError(.transportClosed, reason)
         }
