@@ -119,4 +119,47 @@ import Testing
         #expect(error.code == .connectionLimitReached)
         #expect(error.hciStatus == .connectionLimitExceeded)
     }
+
+    /// A delegate written with CoreBluetooth's `NSNumber` RSSI is called (the typed form comes first).
+    @Test func theBridgedRSSIFormIsCalled() async throws {
+        final class Bridged: PeripheralDelegate, @unchecked Sendable {
+            let readings = Mutex<[Int]>([])
+            // swift-format-ignore: AlwaysUseLowerCamelCase
+            func peripheral(_ peripheral: Peripheral, didReadRSSI RSSI: NSNumber, error: (any Error)?) {
+                readings.withLock { $0.append(RSSI.intValue) }
+            }
+        }
+        let (rig, peripheral) = try await Rig.connected()
+        let bridged = Bridged()
+        peripheral.delegate = bridged
+        peripheral.readRSSI()
+        try await rig.run(.milliseconds(100))
+        let readings = bridged.readings.withLock { $0 }
+        #expect(readings.count == 1)
+        #expect(readings.allSatisfy { (-90 ... -20).contains($0) })
+    }
+
+    /// Dictionary literals with CoreBluetooth's keys build the typed options; a key this library does not know
+    /// is left out (and logged), not guessed at.
+    @Test func dictionaryLiteralsWithCoreBluetoothsKeysBuildTheTypedOptions() {
+        let scan: CentralManager.ScanOptions = [
+            CentralManagerScanOptionAllowDuplicatesKey: true,
+            CentralManagerScanOptionSolicitedServiceUUIDsKey: [BluetoothUUID.heartRate],
+        ]
+        #expect(scan == CentralManager.ScanOptions(allowDuplicates: true, solicitedServiceUUIDs: [.heartRate]))
+        let connect: CentralManager.ConnectOptions = [
+            ConnectPeripheralOptionNotifyOnDisconnectionKey: NSNumber(value: true), "kCBUnknownKey": 1,
+        ]
+        #expect(connect == CentralManager.ConnectOptions(notifyOnDisconnection: true))
+        let advertisement: AdvertisementData = [
+            AdvertisementDataLocalNameKey: "lamp", AdvertisementDataServiceUUIDsKey: [BluetoothUUID.battery],
+            AdvertisementDataTxPowerLevelKey: "loud",
+        ]
+        #expect(advertisement == AdvertisementData(localName: "lamp", serviceUUIDs: [.battery]))
+        let back = advertisement.dictionary
+        #expect(back[AdvertisementDataLocalNameKey] as? String == "lamp")
+        #expect(back[AdvertisementDataServiceUUIDsKey] as? [BluetoothUUID] == [.battery])
+        #expect(back.count == 2)
+        #expect(CentralManager.Options() == CentralManager.Options(showPowerAlert: nil, restoreIdentifier: nil))
+    }
 }

@@ -124,7 +124,7 @@ final class CentralManagerFanOut: CentralManagerDelegate {
         _ central: CentralManager, didDiscover peripheral: Peripheral,
         advertisementData: AdvertisementData, rssi: Int
     ) {
-        delegate?.centralManager(central, didDiscover: peripheral, advertisementData: advertisementData, rssi: rssi)
+        delegate?.announceDiscovery(central, peripheral, advertisementData, rssi)
         for o in observers {
             o.centralManager(central, didDiscover: peripheral, advertisementData: advertisementData, rssi: rssi)
         }
@@ -171,7 +171,7 @@ final class PeripheralFanOut: PeripheralDelegate {
 
     // swift-format-ignore: AlwaysUseLowerCamelCase
     func peripheral(_ peripheral: Peripheral, didReadRSSI RSSI: Int, error: (any Error)?) {
-        delegate?.peripheral(peripheral, didReadRSSI: RSSI, error: error)
+        delegate?.announceRSSI(peripheral, RSSI, error)
         for o in observers { o.peripheral(peripheral, didReadRSSI: RSSI, error: error) }
     }
 

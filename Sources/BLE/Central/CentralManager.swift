@@ -353,7 +353,7 @@ public final class CentralManager: Sendable, SystemSession {
             // Not after `stopScan` (or a new scan) returned on this queue.
             guard manager.locked.withLock({ $0.scan?.id == session }) else { return }
             if let name = advertisement.localName { peripheral.updateName(name) }
-            delegate?.centralManager(manager, didDiscover: peripheral, advertisementData: advertisement, rssi: rssi)
+            delegate?.announceDiscovery(manager, peripheral, advertisement, rssi)
         }
     }
 

@@ -287,7 +287,7 @@ extension Peripheral {
     func readRSSI(reply: Reply<Int>) {
         // swift-format-ignore: AlwaysUseLowerCamelCase
         let tell: @Sendable (Peripheral, (any PeripheralDelegate)?, Int, BluetoothError?) -> Void = { p, d, rssi, e in
-            d?.peripheral(p, didReadRSSI: rssi, error: e)
+            d?.announceRSSI(p, rssi, e)
         }
         guard let (host, handle) = link(reply, { p, d, e in tell(p, d, 127, e) }) else { return }
         host.readRSSI(on: handle) { [self] result in

@@ -1,4 +1,5 @@
 import BLECore
+import Foundation
 
 /// Receives a central manager's events (`CBCentralManagerDelegate`). Only `centralManagerDidUpdateState` is
 /// required; every other method has an empty default, as CoreBluetooth's optional methods.
@@ -8,6 +9,13 @@ public protocol CentralManagerDelegate: AnyObject {
     func centralManager(
         _ central: CentralManager, didDiscover peripheral: Peripheral,
         advertisementData: AdvertisementData, rssi: Int)
+    /// CoreBluetooth's own form of the discovery, for code ported as it is: called right after the typed one
+    /// with the same discovery, the dictionary keyed by `AdvertisementDataLocalNameKey` and its siblings and
+    /// the RSSI as an `NSNumber`. Implement one of the two.
+    // swift-format-ignore: AlwaysUseLowerCamelCase
+    func centralManager(
+        _ central: CentralManager, didDiscover peripheral: Peripheral,
+        advertisementData: [String: Any], rssi RSSI: NSNumber)
     func centralManager(_ central: CentralManager, didConnect peripheral: Peripheral)
     func centralManager(_ central: CentralManager, didFailToConnect peripheral: Peripheral, error: (any Error)?)
     func centralManager(_ central: CentralManager, didDisconnectPeripheral peripheral: Peripheral, error: (any Error)?)
@@ -19,6 +27,21 @@ extension CentralManagerDelegate {
         _ central: CentralManager, didDiscover peripheral: Peripheral,
         advertisementData: AdvertisementData, rssi: Int
     ) {}
+    // swift-format-ignore: AlwaysUseLowerCamelCase
+    public func centralManager(
+        _ central: CentralManager, didDiscover peripheral: Peripheral,
+        advertisementData: [String: Any], rssi RSSI: NSNumber
+    ) {}
+
+    /// Both forms of a discovery, typed first.
+    func announceDiscovery(
+        _ central: CentralManager, _ peripheral: Peripheral, _ advertisementData: AdvertisementData, _ rssi: Int
+    ) {
+        centralManager(central, didDiscover: peripheral, advertisementData: advertisementData, rssi: rssi)
+        centralManager(
+            central, didDiscover: peripheral, advertisementData: advertisementData.dictionary,
+            rssi: NSNumber(value: rssi))
+    }
     public func centralManager(_ central: CentralManager, didConnect peripheral: Peripheral) {}
     public func centralManager(_ central: CentralManager, didFailToConnect peripheral: Peripheral, error: (any Error)?)
     {}
@@ -33,6 +56,10 @@ public protocol PeripheralDelegate: AnyObject {
     func peripheral(_ peripheral: Peripheral, didModifyServices invalidatedServices: [Service])
     // swift-format-ignore: AlwaysUseLowerCamelCase
     func peripheral(_ peripheral: Peripheral, didReadRSSI RSSI: Int, error: (any Error)?)
+    /// CoreBluetooth's own form, for code ported as it is: called right after the typed one, the RSSI as an
+    /// `NSNumber`. Implement one of the two.
+    // swift-format-ignore: AlwaysUseLowerCamelCase
+    func peripheral(_ peripheral: Peripheral, didReadRSSI RSSI: NSNumber, error: (any Error)?)
     func peripheral(_ peripheral: Peripheral, didDiscoverServices error: (any Error)?)
     func peripheral(_ peripheral: Peripheral, didDiscoverIncludedServicesFor service: Service, error: (any Error)?)
     func peripheral(_ peripheral: Peripheral, didDiscoverCharacteristicsFor service: Service, error: (any Error)?)
@@ -52,6 +79,14 @@ extension PeripheralDelegate {
     public func peripheral(_ peripheral: Peripheral, didModifyServices invalidatedServices: [Service]) {}
     // swift-format-ignore: AlwaysUseLowerCamelCase
     public func peripheral(_ peripheral: Peripheral, didReadRSSI RSSI: Int, error: (any Error)?) {}
+    // swift-format-ignore: AlwaysUseLowerCamelCase
+    public func peripheral(_ peripheral: Peripheral, didReadRSSI RSSI: NSNumber, error: (any Error)?) {}
+
+    /// Both forms of an RSSI reading, typed first.
+    func announceRSSI(_ peripheral: Peripheral, _ rssi: Int, _ error: (any Error)?) {
+        self.peripheral(peripheral, didReadRSSI: rssi, error: error)
+        self.peripheral(peripheral, didReadRSSI: NSNumber(value: rssi), error: error)
+    }
     public func peripheral(_ peripheral: Peripheral, didDiscoverServices error: (any Error)?) {}
     public func peripheral(
         _ peripheral: Peripheral, didDiscoverIncludedServicesFor service: Service, error: (any Error)?
