@@ -145,6 +145,13 @@ final class CentralManagerFanOut: CentralManagerDelegate {
         delegate?.centralManager(central, didDisconnectPeripheral: peripheral, error: error)
         for o in observers { o.centralManager(central, didDisconnectPeripheral: peripheral, error: error) }
     }
+
+    func centralManager(
+        _ central: CentralManager, connectionEventDidOccur event: ConnectionEvent, for peripheral: Peripheral
+    ) {
+        delegate?.centralManager(central, connectionEventDidOccur: event, for: peripheral)
+        for o in observers { o.centralManager(central, connectionEventDidOccur: event, for: peripheral) }
+    }
 }
 
 /// Forwards one delivered peripheral event to the delegate, then to each observer.

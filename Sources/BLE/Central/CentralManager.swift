@@ -27,6 +27,12 @@ public final class CentralManager: Sendable, SystemSession {
         var connectQueue: [Peripheral] = []
         var initiating: Peripheral?
         var nextScanID: UInt64 = 1
+        /// What `registerForConnectionEvents(options:)` asked for (nil: not registered).
+        var connectionEvents: ConnectionEventMatchingOptions?
+        /// The peer of every central-role link on the system, for the connection events of its end.
+        var linkPeers: [ConnectionHandle: BluetoothAddress] = [:]
+        /// The services each device last advertised, for matching connection events by service.
+        var advertisedServices: [BluetoothAddress: [BluetoothUUID]] = [:]
     }
 
     struct ScanSession {
@@ -278,9 +284,13 @@ public final class CentralManager: Sendable, SystemSession {
     public func systemReceived(_ event: HostEvent) {
         switch event {
         case .advertisingReport(let report): handleReport(report)
-        case .connected(let link) where link.role == .central: handleConnected(link)
+        case .connected(let link) where link.role == .central:
+            handleConnected(link)
+            connectionEvent(.peerConnected, handle: link.handle, peer: link.peer)
         case .connectionFailed(let peer, let error): handleConnectionFailed(peer: peer, error: error)
-        case .disconnected(let handle, let reason): handleDisconnected(handle, reason: reason)
+        case .disconnected(let handle, let reason):
+            handleDisconnected(handle, reason: reason)
+            connectionEvent(.peerDisconnected, handle: handle, peer: nil)
         case .valueUpdated(let handle, let attribute, let value, _):
             peripheralOn(handle)?.handleValueUpdate(attribute: attribute, value: value)
         case .readyToWriteWithoutResponse(let handle): peripheralOn(handle)?.handleReadyToWrite()
@@ -295,7 +305,14 @@ public final class CentralManager: Sendable, SystemSession {
     }
 
     private func handleReport(_ report: AdvertisingReport) {
-        guard locked.withLock({ $0.scan != nil }) else { return }
+        let (scanning, registered) = locked.withLock { ($0.scan != nil, $0.connectionEvents != nil) }
+        if registered && !scanning {
+            // Connection events match by advertised service, also when this manager does not scan.
+            let heard = AdvertisementData(decodingAdvertisement: report.data, scanResponse: nil, connectable: false)
+            let services = (heard.serviceUUIDs ?? []) + (heard.overflowServiceUUIDs ?? [])
+            if !services.isEmpty { locked.withLock { $0.advertisedServices[report.address] = services } }
+        }
+        guard scanning else { return }
         // Merge an advertisement with its scan response: hold a scannable advertisement until the response
         // arrives (or the next advertisement shows it was lost).
         enum Step {
@@ -332,6 +349,8 @@ public final class CentralManager: Sendable, SystemSession {
         let peripheral = peripheral(for: report.address)
         let rssi = report.rssi ?? 127
         let session = locked.withLock { s -> UInt64? in
+            let services = (advertisement.serviceUUIDs ?? []) + (advertisement.overflowServiceUUIDs ?? [])
+            if !services.isEmpty { s.advertisedServices[report.address] = services }
             guard var scan = s.scan else { return nil }
             defer { s.scan = scan }
             if let filter = scan.services, !filter.isEmpty {

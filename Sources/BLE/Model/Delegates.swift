@@ -19,6 +19,9 @@ public protocol CentralManagerDelegate: AnyObject {
     func centralManager(_ central: CentralManager, didConnect peripheral: Peripheral)
     func centralManager(_ central: CentralManager, didFailToConnect peripheral: Peripheral, error: (any Error)?)
     func centralManager(_ central: CentralManager, didDisconnectPeripheral peripheral: Peripheral, error: (any Error)?)
+    /// A peer matching `registerForConnectionEvents(options:)` connected to or disconnected from the system.
+    func centralManager(
+        _ central: CentralManager, connectionEventDidOccur event: ConnectionEvent, for peripheral: Peripheral)
 }
 
 extension CentralManagerDelegate {
@@ -47,6 +50,9 @@ extension CentralManagerDelegate {
     {}
     public func centralManager(
         _ central: CentralManager, didDisconnectPeripheral peripheral: Peripheral, error: (any Error)?
+    ) {}
+    public func centralManager(
+        _ central: CentralManager, connectionEventDidOccur event: ConnectionEvent, for peripheral: Peripheral
     ) {}
 }
 
