@@ -106,6 +106,9 @@ let package = Package(
             swiftSettings: strict),
         // The tool's own parts (profiles, served devices, target matching), tested in process on a simulated radio;
         // Scripts/tests/test_cli.py checks the built tool from outside.
-        .testTarget(name: "bleTests", dependencies: ["ble", "BLE"], swiftSettings: strict),
+        .testTarget(
+            name: "bleTests",
+            dependencies: ["ble", "BLE", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            swiftSettings: strict),
     ]
 )

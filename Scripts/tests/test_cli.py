@@ -10,6 +10,7 @@ import select
 import socket
 import subprocess
 import tempfile
+import time
 import unittest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -34,12 +35,27 @@ def ble(*args, timeout=60):
     return subprocess.run([BLE, *args], capture_output=True, text=True, timeout=timeout, env=ENV)
 
 
-def read_line_within(stream, seconds):
-    """One line of a child's output, or a failure after `seconds` (never an endless wait)."""
-    ready, _, _ = select.select([stream], [], [], seconds)
-    if not ready:
-        raise AssertionError(f"no output within {seconds} s")
-    return stream.readline()
+class LineReader:
+    """Lines of a child's output, read from its file descriptor without buffering, each within a deadline
+    (never an endless wait)."""
+
+    def __init__(self, stream):
+        self.fd = stream.fileno()
+        self.pending = b""
+
+    def line(self, seconds):
+        deadline = time.monotonic() + seconds
+        while b"\n" not in self.pending:
+            left = deadline - time.monotonic()
+            ready, _, _ = select.select([self.fd], [], [], max(0, left))
+            if not ready:
+                raise AssertionError(f"no whole line within {seconds} s (so far: {self.pending!r})")
+            chunk = os.read(self.fd, 4096)
+            if not chunk:
+                raise AssertionError(f"the output ended (so far: {self.pending!r})")
+            self.pending += chunk
+        line, self.pending = self.pending.split(b"\n", 1)
+        return line.decode()
 
 
 class ScanTests(unittest.TestCase):
@@ -264,26 +280,29 @@ class ErrorTests(unittest.TestCase):
         self.assertEqual(result.stderr.count("tcp-client:127.0.0.1:1"), 1, result.stderr)
 
     def test_a_second_host_on_ble_controller_hears_busy(self):
-        controller = subprocess.Popen([BLE, "controller", "tcp-server:127.0.0.1:0"], stdout=subprocess.PIPE,
-                                      stderr=subprocess.STDOUT, text=True, env=ENV)
-        try:
-            first_line = read_line_within(controller.stdout, 20)
-            match = re.search(r"listening on tcp-server:127\.0\.0\.1:(\d+)", first_line)
-            self.assertIsNotNone(match, first_line)
-            port = int(match.group(1))
-            # The first host holds the controller (a plain connection is enough: it is attached at once).
-            with socket.create_connection(("127.0.0.1", port), timeout=10):
-                self.assertRegex(read_line_within(controller.stdout, 20), r"^host connected from 127\.0\.0\.1:\d+")
-                result = ble("scan", "--transport", f"tcp-client:127.0.0.1:{port}", "--timeout", "3", timeout=20)
-            self.assertOneLine(result, 2, "the controller is busy (another host is using it)")
-            self.assertIn("Controller Busy (0x3A)", result.stderr)
-        finally:
-            controller.terminate()
+        with tempfile.TemporaryFile() as errors:
+            controller = subprocess.Popen([BLE, "controller", "tcp-server:127.0.0.1:0"], stdout=subprocess.PIPE,
+                                          stderr=errors, env=ENV)
             try:
-                controller.wait(10)
-            except subprocess.TimeoutExpired:
-                controller.kill()
-                controller.wait(10)
+                lines = LineReader(controller.stdout)
+                first_line = lines.line(20)
+                match = re.search(r"listening on tcp-server:127\.0\.0\.1:(\d+)", first_line)
+                self.assertIsNotNone(match, first_line)
+                port = int(match.group(1))
+                # The first host holds the controller (a plain connection is enough: it is attached at once).
+                with socket.create_connection(("127.0.0.1", port), timeout=10):
+                    self.assertRegex(lines.line(20), r"^host connected from 127\.0\.0\.1:\d+")
+                    result = ble("scan", "--transport", f"tcp-client:127.0.0.1:{port}", "--timeout", "3", timeout=20)
+                self.assertOneLine(result, 2, "the controller is busy (another host is using it)")
+                self.assertIn("Controller Busy (0x3A)", result.stderr)
+            finally:
+                controller.terminate()
+                try:
+                    controller.wait(10)
+                except subprocess.TimeoutExpired:
+                    controller.kill()
+                    controller.wait(10)
+                controller.stdout.close()
 
     def test_unavailable_transport(self):
         self.assertOneLine(ble("scan", "--transport", "nonsense"), 2, "not a transport")

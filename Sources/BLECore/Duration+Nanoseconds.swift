@@ -4,8 +4,8 @@ extension Duration {
     /// and adding it to a clock's reading cannot overflow; a caller's "forever" (`.seconds(Int64.max)`) is safe.
     public var clampedNanoseconds: Int64 {
         let limit = Int64.max / 2
+        guard self > .zero else { return 0 }
         let (seconds, attoseconds) = components
-        guard seconds >= 0 else { return 0 }
         let whole = seconds.multipliedReportingOverflow(by: 1_000_000_000)
         guard !whole.overflow, whole.partialValue <= limit else { return limit }
         return min(limit, whole.partialValue + attoseconds / 1_000_000_000)

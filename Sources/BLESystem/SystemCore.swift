@@ -124,15 +124,17 @@ public final class SystemCore: Sendable {
         update { $0.power = power }
     }
 
-    /// Applies `change` and tells every manager the state it now sees, if that changed.
+    /// Applies `change` and tells every manager the state it now sees, if that changed. Each manager is told
+    /// the state as it is when it is told, so two changes racing on two threads (the host's power, a user's
+    /// authorization) cannot leave a manager with the earlier one; a manager ignores a state it already has.
     private func update(_ change: (inout State) -> Void) {
-        let visible = state.withLock { s -> SystemPowerState? in
+        let changed = state.withLock { s -> Bool in
             let before = s.visible
             change(&s)
-            return s.visible == before ? nil : s.visible
+            return s.visible != before
         }
-        guard let visible else { return }
-        for session in liveSessions { session.systemPowerStateChanged(visible) }
+        guard changed else { return }
+        for session in liveSessions { session.systemPowerStateChanged(state.withLock { $0.visible }) }
     }
 
     private func route(_ event: HostEvent) {

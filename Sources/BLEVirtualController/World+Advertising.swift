@@ -173,6 +173,8 @@ extension World {
         // An advertiser with no room for another link does not answer (its controller would refuse the
         // connection), and neither does one already connected to this initiator.
         guard c.linkByHandle.count < c.maximumConnections, !isConnected(c, to: initA) else { return false }
+        // Nor does an initiator that gained a link (as a peripheral) since it was asked to connect.
+        guard s.linkByHandle.count < s.maximumConnections else { return false }
         guard delivered(from: s, to: c) else { return false }
         // CONNECT_IND (34-byte payload) sent T_IFS after the advertising PDU; the first anchor follows
         // transmitWindowDelay (1.25 ms) with a zero transmitWindowOffset (Vol 6, Part B, 4.5.3).

@@ -1,5 +1,6 @@
 import BLE
 import Foundation
+import Synchronization
 import Testing
 
 /// The permission flow of an app, played on a simulated system: not asked, denied, then allowed.
@@ -39,16 +40,18 @@ import Testing
         let phone = BluetoothSystem.simulated(on: radio, name: "phone")
         phone.authorization = .restricted
         let central = CentralManager(delegate: nil, queue: DispatchQueue(label: "phone"), options: nil, system: phone)
-        let task = Task(executorPreference: radio) { () -> BluetoothError? in
+        let outcome = Mutex<BluetoothError??>(nil)
+        Task(executorPreference: radio) {
             do {
                 try await central.waitUntilPoweredOn(timeout: .seconds(5))
-                return nil
+                outcome.withLock { $0 = .some(nil) }
             } catch let error as BluetoothError {
-                return error
+                outcome.withLock { $0 = .some(error) }
             }
         }
         try await radio.run(for: .seconds(10))  // past the 5 s timeout: the task has ended either way
-        let error = try #require(await task.value)
+        let waited = try #require(outcome.withLock { $0 }, "the wait did not end")
+        let error = try #require(waited, "the wait succeeded")
         #expect(error.code == .operationNotSupported)
         #expect(error.message == "the application is not authorized to use Bluetooth")
     }
@@ -56,5 +59,41 @@ import Testing
     @Test func aSystemOnItsOwnIsAllowed() {
         #expect(CentralManager.authorization == .allowedAlways)
         #expect(PeripheralManager.authorization == .allowedAlways)
+    }
+
+    /// Denied while connected and scanning: the link ends on the controller too (the sensor advertises again),
+    /// the scan stops, and the app hears it; allowed again, it finds the sensor.
+    @Test func aDenialEndsTheAppsLinksAndScan() async throws {
+        let (rig, peripheral) = try await Rig.connected()
+        rig.central.scanForPeripherals(withServices: nil)
+        rig.phoneSystem.authorization = .denied
+        try await rig.run(.seconds(1))
+        #expect(peripheral.state == .disconnected)
+        #expect(!rig.central.isScanning)
+        #expect(rig.phone.lines.contains("didUpdateState unauthorized"))
+        #expect(rig.phone.disconnections.count == 1)
+
+        rig.phoneSystem.authorization = .allowedAlways
+        try await rig.run(.milliseconds(100))
+        rig.phone.clear()
+        rig.central.scanForPeripherals(withServices: [Profile.service])
+        try await rig.run(
+            until: { !rig.phone.discoveries.isEmpty }, within: .seconds(5), "the sensor advertising again")
+    }
+
+    /// A peripheral app denied while advertising stops advertising.
+    @Test func aDeniedPeripheralAppStopsAdvertising() async throws {
+        let rig = Rig()
+        try await rig.startSensor()
+        rig.central.scanForPeripherals(withServices: nil, options: .init(allowDuplicates: true))
+        try await rig.run(.seconds(1))
+        #expect(!rig.phone.discoveries.isEmpty)
+        rig.sensorSystem.authorization = .denied
+        try await rig.run(.milliseconds(100))
+        rig.phone.clear()
+        try await rig.run(.seconds(2))
+        #expect(rig.phone.discoveries.isEmpty)
+        #expect(rig.sensor.manager.state == .unauthorized)
+        #expect(!rig.sensor.manager.isAdvertising)
     }
 }

@@ -164,6 +164,7 @@ import Testing
         let (rig, peripheral) = try await Rig.connected(phone: .init(preferredMTU: mtu))
         #expect(peripheral.maximumWriteValueLength(for: .withResponse) == 512)
         #expect(peripheral.maximumWriteValueLength(for: .withoutResponse) == expected)
+        #expect(peripheral.attMTU == mtu)
         // The sensor sees the same ATT_MTU for this central.
         rig.sensor.recorder[Profile.dynamic] = Data([1])
         peripheral.readValue(for: try rig.characteristic(Profile.dynamic, on: peripheral))

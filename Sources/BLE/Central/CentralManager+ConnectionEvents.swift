@@ -96,7 +96,7 @@ extension CentralManager {
             }
             return (address, s.connectionEvents, s.advertisedServices[address] ?? [])
         }
-        guard let (address, options, advertised) = found, let options else { return }
+        guard let (address, options, advertised) = found, let options, currentState != .unauthorized else { return }
         let peripheral = peripheral(for: address)
         let services = advertised + (peripheral.services ?? []).map(\.uuid)
         guard options.matches(identifier: peripheral.identifier, services: services) else { return }

@@ -31,9 +31,21 @@ public final class CentralManager: Sendable, SystemSession {
         var connectionEvents: ConnectionEventMatchingOptions?
         /// The peer of every central-role link on the system, for the connection events of its end.
         var linkPeers: [ConnectionHandle: BluetoothAddress] = [:]
-        /// The services each device last advertised, for matching connection events by service.
+        /// The services each device last advertised, for matching connection events by service; kept only
+        /// while registered, and for at most `advertisedServicesLimit` devices (rotating addresses would grow it
+        /// without end).
         var advertisedServices: [BluetoothAddress: [BluetoothUUID]] = [:]
+
+        mutating func remember(_ services: [BluetoothUUID], _ address: BluetoothAddress) {
+            guard !services.isEmpty else { return }
+            if advertisedServices[address] == nil, advertisedServices.count >= CentralManager.advertisedServicesLimit {
+                advertisedServices.removeAll(keepingCapacity: true)
+            }
+            advertisedServices[address] = services
+        }
     }
+
+    static let advertisedServicesLimit = 1024
 
     struct ScanSession {
         /// Which `scanForPeripherals` call made it: a discovery is delivered only while its session lasts.
@@ -187,8 +199,9 @@ public final class CentralManager: Sendable, SystemSession {
         }
     }
 
-    /// Peripherals connected through this system that have any of `serviceUUIDs` among their discovered
-    /// services. Empty when `serviceUUIDs` is empty or the manager is not `.poweredOn`, as on iOS.
+    /// Peripherals this manager connected that have any of `serviceUUIDs` among their discovered services.
+    /// Empty when `serviceUUIDs` is empty or the manager is not `.poweredOn`, as on iOS. (iOS lists what any app
+    /// of the device connected; that comes with apps sharing one system.)
     public func retrieveConnectedPeripherals(withServices serviceUUIDs: [BluetoothUUID]) -> [Peripheral] {
         // iOS requires the service list: an empty one returns nothing (IOS-RULES 8.9), and so does a call
         // before `.poweredOn` (8.8).
@@ -270,14 +283,30 @@ public final class CentralManager: Sendable, SystemSession {
 
     public func systemPowerStateChanged(_ power: SystemPowerState) {
         let new = ManagerState(power)
-        let changed = locked.withLock { s -> Bool in
-            guard s.managerState != new else { return false }
+        let change = locked.withLock {
+            s -> (changed: Bool, wasScanning: Bool, links: [ConnectionHandle], initiating: Bool) in
+            guard s.managerState != new else { return (false, false, [], false) }
             s.managerState = new
+            let wasScanning = s.scan != nil
             if new != .poweredOn { s.scan = nil }
-            return true
+            return (true, wasScanning, Array(s.byHandle.keys), s.initiating != nil)
         }
-        guard changed else { return }
-        if new == .poweredOff { failAllLinks(BluetoothError(.transportClosed, "the controller went away")) }
+        guard change.changed else { return }
+        switch new {
+        case .poweredOff:
+            failAllLinks(BluetoothError(.transportClosed, "the controller went away"))
+        case .unauthorized:
+            // The controller still works, but this app may no longer use it: its scan stops and its links and
+            // connection attempts end on the controller too (IOS-RULES 6.7).
+            if change.wasScanning { system.core.host.stopScan { _ in } }
+            if change.initiating { system.core.host.cancelConnect() }
+            for handle in change.links {
+                system.core.host.disconnect(handle, reason: .remoteUserTerminatedConnection)
+            }
+            failAllLinks(BluetoothError(.operationNotSupported, "the application is not authorized to use Bluetooth"))
+        default:
+            break
+        }
         deliver { manager, delegate in delegate?.centralManagerDidUpdateState(manager) }
     }
 
@@ -294,8 +323,14 @@ public final class CentralManager: Sendable, SystemSession {
         case .valueUpdated(let handle, let attribute, let value, _):
             peripheralOn(handle)?.handleValueUpdate(attribute: attribute, value: value)
         case .readyToWriteWithoutResponse(let handle): peripheralOn(handle)?.handleReadyToWrite()
+        case .transportClosed:
+            // Every link ended with the transport, though the host reports no disconnection for each.
+            let handles = locked.withLock { Array($0.linkPeers.keys) }
+            for handle in handles.sorted(by: { $0.rawValue < $1.rawValue }) {
+                connectionEvent(.peerDisconnected, handle: handle, peer: nil)
+            }
         case .mtuChanged, .connected, .serverRead, .serverWrite, .subscriptionChanged, .readyToNotify,
-            .advertisingEnded, .transportClosed:
+            .advertisingEnded:
             break
         }
     }
@@ -310,7 +345,7 @@ public final class CentralManager: Sendable, SystemSession {
             // Connection events match by advertised service, also when this manager does not scan.
             let heard = AdvertisementData(decodingAdvertisement: report.data, scanResponse: nil, connectable: false)
             let services = (heard.serviceUUIDs ?? []) + (heard.overflowServiceUUIDs ?? [])
-            if !services.isEmpty { locked.withLock { $0.advertisedServices[report.address] = services } }
+            locked.withLock { $0.remember(services, report.address) }
         }
         guard scanning else { return }
         // Merge an advertisement with its scan response: hold a scannable advertisement until the response
@@ -349,8 +384,10 @@ public final class CentralManager: Sendable, SystemSession {
         let peripheral = peripheral(for: report.address)
         let rssi = report.rssi ?? 127
         let session = locked.withLock { s -> UInt64? in
-            let services = (advertisement.serviceUUIDs ?? []) + (advertisement.overflowServiceUUIDs ?? [])
-            if !services.isEmpty { s.advertisedServices[report.address] = services }
+            if s.connectionEvents != nil {
+                s.remember(
+                    (advertisement.serviceUUIDs ?? []) + (advertisement.overflowServiceUUIDs ?? []), report.address)
+            }
             guard var scan = s.scan else { return nil }
             defer { s.scan = scan }
             if let filter = scan.services, !filter.isEmpty {
@@ -461,11 +498,14 @@ public final class CentralManager: Sendable, SystemSession {
             ? mapped : BluetoothError(.connectionFailed, message, hciStatus: status)
     }
 
+    /// `didDisconnectPeripheral`'s error for a link the app did not end: `.connectionTimeout` for a supervision
+    /// or LL response timeout, `.peripheralDisconnected` for every other reason, the reason kept in `hciStatus`.
     static func disconnectError(_ reason: HCIStatus) -> BluetoothError {
-        if reason == .connectionTimeout {
+        let mapped = BluetoothError.fromLinkStatus(reason, "the peripheral disconnected: \(reason)")
+        if mapped.code == .connectionTimeout {
             return .fromLinkStatus(reason, "the connection timed out (supervision timeout)")
         }
-        return .fromLinkStatus(reason, "the peripheral disconnected: \(reason)")
+        return BluetoothError(.peripheralDisconnected, "the peripheral disconnected: \(reason)", hciStatus: reason)
     }
 }
 

@@ -140,7 +140,8 @@ extension Peripheral {
     /// procedure (up to 512 bytes) and `didWriteValueFor` reports the outcome. With `.withoutResponse` nothing
     /// is reported; a value longer than `maximumWriteValueLength(for: .withoutResponse)`, a characteristic
     /// without the write-without-response property, or a write while `canSendWriteWithoutResponse` is false, is
-    /// dropped, as CoreBluetooth drops it; the first two are logged as the misuse they are.
+    /// dropped, as CoreBluetooth drops it; all but the last (which `peripheralIsReady` answers) are logged as
+    /// the misuse they are.
     public func writeValue(_ data: Data, for characteristic: Characteristic, type: CharacteristicWriteType) {
         switch type {
         case .withResponse: writeValue(data, for: characteristic, reply: .delegate)

@@ -79,6 +79,14 @@ public final class Peripheral: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
+    /// The link's ATT_MTU as the MTU exchange left it (23 when not connected). CoreBluetooth does not show it;
+    /// `maximumWriteValueLength(for: .withoutResponse)` is derived from it (minus 3, at most 512). Tools that
+    /// report the link, as LightBlue does, read it here.
+    public var attMTU: Int {
+        guard let handle = locked.withLock({ $0.state == .connected ? $0.handle : nil }), let host else { return 23 }
+        return host.mtu(on: handle)
+    }
+
     /// Misuse of the API that CoreBluetooth drops and logs (a write without response too long or not allowed).
     static let logger = Logger(label: "swift-ble.peripheral")
 

@@ -56,15 +56,21 @@ extension BluetoothSystem {
 }
 
 extension CentralManager {
-    /// The app's authorization (`CBManager.authorization`): the process default system's.
-    public static var authorization: ManagerAuthorization { BluetoothSystem.processDefault.authorization }
+    /// The app's authorization (`CBManager.authorization`): the process default system's, or `.allowedAlways`
+    /// when no manager has made it yet (asking opens no transport).
+    public static var authorization: ManagerAuthorization {
+        BluetoothSystem.existingProcessDefault?.authorization ?? .allowedAlways
+    }
     /// This manager's system's authorization (CoreBluetooth's deprecated instance property, kept for ports).
     public var authorization: ManagerAuthorization { system.authorization }
 }
 
 extension PeripheralManager {
-    /// The app's authorization (`CBManager.authorization`): the process default system's.
-    public static var authorization: ManagerAuthorization { BluetoothSystem.processDefault.authorization }
+    /// The app's authorization (`CBManager.authorization`): the process default system's, or `.allowedAlways`
+    /// when no manager has made it yet (asking opens no transport).
+    public static var authorization: ManagerAuthorization {
+        BluetoothSystem.existingProcessDefault?.authorization ?? .allowedAlways
+    }
     /// This manager's system's authorization (CoreBluetooth's deprecated instance property, kept for ports).
     public var authorization: ManagerAuthorization { system.authorization }
 }

@@ -30,7 +30,7 @@ public let AdvertisementDataSolicitedServiceUUIDsKey = "kCBAdvDataSolicitedServi
 /// `CBCentralManagerOptionShowPowerAlertKey`: a Bool.
 public let CentralManagerOptionShowPowerAlertKey = "kCBInitOptionShowPowerAlert"
 /// `CBCentralManagerOptionRestoreIdentifierKey`: a `String`.
-public let CentralManagerOptionRestoreIdentifierKey = "kCBRestoreIdentifierKey"
+public let CentralManagerOptionRestoreIdentifierKey = "kCBInitOptionRestoreIdentifier"
 /// `CBCentralManagerScanOptionAllowDuplicatesKey`: a Bool.
 public let CentralManagerScanOptionAllowDuplicatesKey = "kCBScanOptionAllowDuplicates"
 /// `CBCentralManagerScanOptionSolicitedServiceUUIDsKey`: `[BluetoothUUID]`.
@@ -44,7 +44,7 @@ public let ConnectPeripheralOptionNotifyOnNotificationKey = "kCBConnectOptionNot
 /// `CBPeripheralManagerOptionShowPowerAlertKey`: a Bool.
 public let PeripheralManagerOptionShowPowerAlertKey = "kCBInitOptionShowPowerAlert"
 /// `CBPeripheralManagerOptionRestoreIdentifierKey`: a `String`.
-public let PeripheralManagerOptionRestoreIdentifierKey = "kCBRestoreIdentifierKey"
+public let PeripheralManagerOptionRestoreIdentifierKey = "kCBInitOptionRestoreIdentifier"
 
 /// Reads a CoreBluetooth-style dictionary into typed fields; what does not fit is logged.
 struct DictionaryReader {

@@ -45,6 +45,12 @@ extension PeripheralManager {
     /// a refusal by our own controller (a link gone, another update under way) is logged.
     public func setDesiredConnectionLatency(_ latency: PeripheralManagerConnectionLatency, for central: Central) {
         let handle = ConnectionHandle(central.handle.withLock { $0 })
+        // Only a central still connected to this manager: a handle outlives its link and may be reused.
+        guard locked.withLock({ $0.centrals[handle] === central }) else {
+            Self.latencyLogger.warning(
+                "the \(latency) connection latency was not asked for: \(central) is not connected")
+            return
+        }
         let p = latency.parameters
         let update = HCILEConnectionUpdate(
             handle: handle, connectionIntervalMin: p.intervalMin, connectionIntervalMax: p.intervalMax,

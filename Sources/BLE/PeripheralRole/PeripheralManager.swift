@@ -288,17 +288,28 @@ public final class PeripheralManager: Sendable, SystemSession {
 
     public func systemPowerStateChanged(_ power: SystemPowerState) {
         let new = ManagerState(power)
-        let changed = locked.withLock { s -> Bool in
-            guard s.managerState != new else { return false }
+        let change = locked.withLock { s -> (changed: Bool, wasAdvertising: Bool, links: [ConnectionHandle]) in
+            guard s.managerState != new else { return (false, false, []) }
             s.managerState = new
+            let wasAdvertising = s.advertising != nil
+            let links = Array(s.centrals.keys)
             if new != .poweredOn {
                 s.isAdvertising = false
                 s.advertising = nil
                 s.centrals.removeAll()
             }
-            return true
+            return (true, wasAdvertising, links)
         }
-        if changed { deliver { m, d in d?.peripheralManagerDidUpdateState(m) } }
+        guard change.changed else { return }
+        if new == .unauthorized {
+            // The controller still works, but this app may no longer use it: its advertising stops and the
+            // links centrals made to it end on the controller too.
+            if change.wasAdvertising { system.core.host.stopAdvertising { _ in } }
+            for handle in change.links {
+                system.core.host.disconnect(handle, reason: .remoteUserTerminatedConnection)
+            }
+        }
+        deliver { m, d in d?.peripheralManagerDidUpdateState(m) }
     }
 
     public func systemReceived(_ event: HostEvent) {

@@ -151,6 +151,9 @@ public final class BluetoothSystem: Sendable, CustomStringConvertible {
 
     private static let defaultSystem = Mutex<BluetoothSystem?>(nil)
 
+    /// The process default system if something has made it already; nil otherwise (nothing is opened).
+    static var existingProcessDefault: BluetoothSystem? { defaultSystem.withLock { $0 } }
+
     /// A system on the controller a transport spec string names (ARCHITECTURE.md, "Transports"):
     /// `virtual` (a device on a private simulated radio running in real time), `tcp-client:HOST:PORT`,
     /// `tcp-server:HOST:PORT`, `serial:DEVICE[,BAUD[,rtscts]]` or `hci-socket:N`.

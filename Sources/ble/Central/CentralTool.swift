@@ -27,24 +27,61 @@ struct CentralTool: Sendable {
         }
     }
 
-    /// The first discovery `accept` takes within `limit` of the system's time, or nil. Scans while waiting.
-    func firstDiscovery(
-        services: [BluetoothUUID]? = nil, within limit: Duration,
-        where accept: @escaping @Sendable (DiscoveredPeripheral) -> Bool
-    ) async throws -> DiscoveredPeripheral? {
-        try await withThrowingTaskGroup(of: DiscoveredPeripheral?.self) { group in
+    /// What `bestDiscovery`'s tasks share: the names seen and the first match in another case.
+    final class BestDiscoveryState: Sendable {
+        let seen = Mutex<Set<String>>([])
+        let fallback = Mutex<DiscoveredPeripheral?>(nil)
+    }
+
+    /// How long a match in another case waits for one spelled exactly as typed.
+    static let exactMatchGrace: Duration = .milliseconds(1500)
+
+    /// The advertiser `matcher` prefers, within `limit`: the first exact match, or else the first match in
+    /// another case once `exactMatchGrace` has passed without an exact one (or `limit` ends); and the names
+    /// seen, for suggestions.
+    func bestDiscovery(
+        of matcher: TargetMatcher, within limit: Duration
+    ) async throws -> (found: DiscoveredPeripheral?, names: Set<String>) {
+        let shared = BestDiscoveryState()
+        let looseFound = AsyncStream<Void>.makeStream()
+        return try await withThrowingTaskGroup(of: DiscoveredPeripheral?.self) { group in
             group.addTask { [manager] in
-                for await discovery in manager.scan(withServices: services) where accept(discovery) {
-                    return discovery
+                for await discovery in manager.scan(withServices: nil) {
+                    if let name = discovery.advertisementData.localName ?? discovery.peripheral.name {
+                        shared.seen.withLock { _ = $0.insert(name) }
+                    }
+                    switch matcher.match(discovery.peripheral, discovery.advertisementData) {
+                    case .exact: return discovery
+                    case .caseInsensitive:
+                        let first = shared.fallback.withLock { held -> Bool in
+                            guard held == nil else { return false }
+                            held = discovery
+                            return true
+                        }
+                        if first { looseFound.continuation.yield() }
+                    case nil: continue
+                    }
                 }
+                return shared.fallback.withLock { $0 }
+            }
+            group.addTask { [system] in
+                for await _ in looseFound.stream {
+                    try await system.sleep(for: Self.exactMatchGrace)
+                    return shared.fallback.withLock { $0 }
+                }
+                try await system.sleep(for: limit)  // the stream ended: leave the answer to the others
                 return nil
             }
             group.addTask { [system] in
                 try await system.sleep(for: limit)
-                return nil
+                return shared.fallback.withLock { $0 }
             }
-            defer { group.cancelAll() }
-            return try await group.next() ?? nil
+            defer {
+                looseFound.continuation.finish()
+                group.cancelAll()
+            }
+            let found = try await group.next() ?? nil
+            return (found, shared.seen.withLock { $0 })
         }
     }
 
@@ -53,18 +90,9 @@ struct CentralTool: Sendable {
     func connect(to target: TargetOptions) async throws -> Peripheral {
         try await ready()
         let matcher = TargetMatcher(text: target.target)
-        let seen = Mutex<Set<String>>([])
-        guard
-            let found = try await firstDiscovery(
-                within: target.timeoutDuration,
-                where: { discovery in
-                    if let name = discovery.advertisementData.localName ?? discovery.peripheral.name {
-                        seen.withLock { _ = $0.insert(name) }
-                    }
-                    return matcher.matches(discovery.peripheral, discovery.advertisementData)
-                })
-        else {
-            let suggestions = matcher.nearMisses(among: seen.withLock { $0 })
+        let (best, seen) = try await bestDiscovery(of: matcher, within: target.timeoutDuration)
+        guard let found = best else {
+            let suggestions = matcher.nearMisses(among: seen)
             let hint =
                 suggestions.isEmpty
                 ? "" : "; did you mean " + suggestions.map { "'\($0)'" }.joined(separator: " or ") + "?"

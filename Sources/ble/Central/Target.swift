@@ -23,16 +23,25 @@ struct TargetOptions: ParsableArguments {
 }
 
 /// Matches advertisements against a TARGET string: an address, an identifier, or a name, compared without
-/// regard to case.
+/// regard to case; a name spelled exactly as typed is the better match.
 struct TargetMatcher: Sendable {
     let text: String
 
-    func matches(_ peripheral: Peripheral, _ advertisement: AdvertisementData) -> Bool {
-        if let address = BluetoothAddress(string: text), address.bytes == peripheral.address.bytes { return true }
-        if let id = UUID(uuidString: text), id == peripheral.identifier { return true }
-        return [advertisement.localName, peripheral.name].contains { name in
-            name.map { $0.caseInsensitiveCompare(text) == .orderedSame } ?? false
-        }
+    /// How well an advertiser matches.
+    enum Match: Sendable, Hashable {
+        /// The address, the identifier, or the name exactly as typed.
+        case exact
+        /// The name, in another case.
+        case caseInsensitive
+    }
+
+    func match(_ peripheral: Peripheral, _ advertisement: AdvertisementData) -> Match? {
+        if let address = BluetoothAddress(string: text), address.bytes == peripheral.address.bytes { return .exact }
+        if let id = UUID(uuidString: text), id == peripheral.identifier { return .exact }
+        let names = [advertisement.localName, peripheral.name].compactMap { $0 }
+        if names.contains(text) { return .exact }
+        if names.contains(where: { $0.caseInsensitiveCompare(text) == .orderedSame }) { return .caseInsensitive }
+        return nil
     }
 
     /// The names seen that look like what was typed (a few edits away, or one containing the other), closest

@@ -15,7 +15,7 @@ struct ExploreCommand: AsyncParsableCommand {
                 "notify", "indicate", ...], "value": "<hex>" | null, "descriptors": [{"uuid", "handle", "value"}]}]}]}
             "name" is the SIG name (null when unknown); a service's "handle" is its first handle, a characteristic's \
             "handle" its value handle, a descriptor's its own; "value" is null when the characteristic is not \
-            readable or the read was refused; "mtu" is the ATT_MTU (maximumWriteValueLength(for: .withoutResponse) + 3).
+            readable or the read was refused; "mtu" is the link's ATT_MTU (Peripheral.attMTU).
             """)
 
     @OptionGroup var target: TargetOptions
@@ -106,7 +106,7 @@ final class Explorer: @unchecked Sendable {
         if case .failure(let error) = value, error.kind != .attError { throw error }
     }
 
-    var mtu: Int { peripheral.maximumWriteValueLength(for: .withoutResponse) + 3 }
+    var mtu: Int { peripheral.attMTU }
 
     // MARK: Printing
 
