@@ -130,6 +130,9 @@ final class Link {
     /// Event counter of the last connection event processed (-1 before the first).
     var lastCounter = -1
     var scheduled = false
+    /// The connection event under way, if any: its counter, its anchor, the air time its exchanges used before
+    /// the one in flight, and that one's start and length.
+    var event: (counter: Int, anchor: Int64, used: Int64, start: Int64, pair: Int64)?
     var generation: UInt64 = 0
     var established = false
     var phyCentralToPeripheral = LEPhy.le1M

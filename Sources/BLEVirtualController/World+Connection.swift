@@ -7,6 +7,11 @@ import DequeModule
 /// `T(central PDU) + T_IFS + T(peripheral PDU) + T_IFS`, and an event may use the whole interval: the last
 /// exchange's trailing T_IFS is the margin before the next anchor. That gives exactly
 /// `N = floor(interval / T_pair)` full-size exchanges per event, the bound of the throughput formula.
+///
+/// The exchanges take their time: each is an entry of the agenda at its end, where its PDUs are delivered and
+/// acknowledged and Number Of Completed Packets reports what completed. A host that hands over data then (it
+/// got its buffers back) has it sent in a later exchange of the same event, so a link whose host keeps the
+/// controller's buffers filled uses the whole event. What is sent next is chosen when an exchange starts.
 /// Peripheral latency is accepted and reported but not used: the peripheral listens at every event.
 ///
 /// - SeeAlso: Core Spec 5.4, Vol 6, Part B, 4.5 (connection state), 5.1 (LL control procedures).
@@ -23,7 +28,7 @@ extension World {
     /// that succeeded (the link was in range and lossless, or it would not have been idle), so both sides
     /// count the last skipped anchor as their last reception.
     func wake(_ link: Link) {
-        guard !link.scheduled, !link.closed else { return }
+        guard !link.scheduled, link.event == nil, !link.closed else { return }
         let counter = link.nextCounter(notBefore: now)
         let skipped = counter - 1
         if link.lastCounter >= 0, skipped > link.lastCounter {
@@ -56,43 +61,79 @@ extension World {
         link.lastCounter = counter
         let t = now
         applyInstants(link, counter: counter, at: t)
+        guard canCommunicate(link) else { return endEvent(link, counter: counter, anchor: t) }
+        link.event = (counter, t, 0, t, 0)
+        startExchange(link)
+    }
 
-        if canCommunicate(link) {
-            var used: Int64 = 0
-            while !link.closed {
-                link.sides[0].pickNext()
-                link.sides[1].pickNext()
-                stampInstant(link, side: 0, counter: counter)
-                let pair =
-                    link.phyCentralToPeripheral.airTime(payload: link.sides[0].currentPayloadLength)
-                    + link.phyPeripheralToCentral.airTime(payload: link.sides[1].currentPayloadLength)
-                    + 2 * interFrameSpace
-                if used > 0 && used + pair > link.interval { break }
-                let start = t + used
-                used += pair
-                // Central -> peripheral. A lost packet ends the event: the peripheral does not answer.
-                if lost() { break }
-                link.sides[1].lastReceived = start
-                deliverCurrent(link, from: 0, counter: counter)
-                if link.closed { break }
-                // Peripheral -> central. A lost answer leaves the central's PDU unacknowledged; the peripheral
-                // already has it and will discard the retransmission.
-                if lost() { break }
-                link.sides[0].lastReceived = start
-                // The central's host learns of the link when the first packet from the peripheral arrives,
-                // before anything that packet carries (an LL_LENGTH_REQ's Data Length Change, say).
-                if !link.established { establish(link) }
-                acknowledge(link, side: 0)
-                deliverCurrent(link, from: 1, counter: counter)
-                if link.closed { break }
-                acknowledge(link, side: 1)
-                if !link.sides[0].hasPendingTraffic && !link.sides[1].hasPendingTraffic { break }
-            }
+    /// Chooses what each side sends next and starts the exchange, or ends the event when there is nothing to
+    /// send (after the first exchange, which always happens) or the exchange would not fit before the next
+    /// anchor.
+    func startExchange(_ link: Link) {
+        guard var event = link.event else { return }
+        link.sides[0].pickNext()
+        link.sides[1].pickNext()
+        let idle = !link.sides[0].hasPendingTraffic && !link.sides[1].hasPendingTraffic
+        stampInstant(link, side: 0, counter: event.counter)
+        let pair =
+            link.phyCentralToPeripheral.airTime(payload: link.sides[0].currentPayloadLength)
+            + link.phyPeripheralToCentral.airTime(payload: link.sides[1].currentPayloadLength)
+            + 2 * interFrameSpace
+        if event.used > 0 && (idle || event.used + pair > link.interval) {
+            return endEvent(link, counter: event.counter, anchor: event.anchor)
         }
+        event.start = event.anchor + event.used
+        event.pair = pair
+        link.event = event
+        link.generation &+= 1
+        clock.schedule(at: event.start + pair, .exchange(link: link.id, generation: link.generation))
+    }
 
-        superviseTimeouts(link, at: t)
+    /// The exchange in flight is over: its PDUs reach the other side (unless lost), the acknowledged ones
+    /// complete, and the next exchange starts.
+    func exchangeEnded(_ link: Link) {
+        guard var event = link.event else { return }
+        let start = event.start
+        event.used += event.pair
+        link.event = event
+        let counter = event.counter
+        var lostOne = false
+        exchange: do {
+            // Central -> peripheral. A lost packet ends the event: the peripheral does not answer.
+            if lost() {
+                lostOne = true
+                break exchange
+            }
+            link.sides[1].lastReceived = start
+            deliverCurrent(link, from: 0, counter: counter)
+            if link.closed { break exchange }
+            // Peripheral -> central. A lost answer leaves the central's PDU unacknowledged; the peripheral
+            // already has it and will discard the retransmission.
+            if lost() {
+                lostOne = true
+                break exchange
+            }
+            link.sides[0].lastReceived = start
+            // The central's host learns of the link when the first packet from the peripheral arrives,
+            // before anything that packet carries (an LL_LENGTH_REQ's Data Length Change, say).
+            if !link.established { establish(link) }
+            acknowledge(link, side: 0)
+            deliverCurrent(link, from: 1, counter: counter)
+            if link.closed { break exchange }
+            acknowledge(link, side: 1)
+        }
         emitCompletedPackets(link)
+        if link.closed || lostOne || !canCommunicate(link) {
+            return endEvent(link, counter: counter, anchor: event.anchor)
+        }
+        startExchange(link)
+    }
 
+    /// The event is over: supervision, and the next event if the link needs one.
+    func endEvent(_ link: Link, counter: Int, anchor: Int64) {
+        link.event = nil
+        superviseTimeouts(link, at: anchor)
+        emitCompletedPackets(link)
         if link.closed { return }
         if needsEvents(link) { schedule(link, counter: counter + 1) }
     }

@@ -14,6 +14,8 @@ enum RadioEvent {
     case advertisingTimeout(controller: Int, generation: UInt64)
     /// A connection event (anchor point) of a link.
     case connection(link: Int, counter: Int, generation: UInt64)
+    /// The end of one exchange of a connection event (the central's PDU, T_IFS, the peripheral's, T_IFS).
+    case exchange(link: Int, generation: UInt64)
 }
 
 /// What processing an event asks the radio to do once its lock is released, in order.
@@ -64,6 +66,9 @@ final class World {
         case .connection(let id, let counter, let generation):
             guard let link = links[id], link.generation == generation, link.scheduled else { return }
             connectionEvent(link, counter: counter)
+        case .exchange(let id, let generation):
+            guard let link = links[id], link.generation == generation, link.event != nil else { return }
+            exchangeEnded(link)
         }
     }
 

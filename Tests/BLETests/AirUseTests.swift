@@ -1,0 +1,39 @@
+import BLE
+import Foundation
+import Synchronization
+import Testing
+
+/// How much of the air a busy link uses, in virtual time, against the air-time model of shared/PEERS.md §3:
+/// `N · P · 8 / CI` with `N = floor(CI / T_pair)`. Deterministic (virtual time), so an assertion, not a
+/// benchmark.
+@Suite struct AirUseTests {
+    /// Notifications of 244 bytes (ATT_MTU 247, 251-byte LL payloads, LE 1M) from a sensor whose app refills on
+    /// every `peripheralManagerIsReady`: the model gives 781 kbit/s at a 30 ms interval.
+    @Test func notificationsFillTheConnectionEvents() async throws {
+        let (rig, peripheral) = try await Rig.connected(phone: .init(preferredMTU: 247))
+        let notifier = try rig.characteristic(Profile.notifier, on: peripheral)
+        peripheral.setNotifyValue(true, for: notifier)
+        try await rig.run(.seconds(1))
+        let chunk = Data(repeating: 0xA5, count: 244)
+        let pump: @Sendable () -> Void = {
+            while rig.sensor.manager.updateValue(chunk, for: rig.sensor.notifier, onSubscribedCentrals: nil) {}
+        }
+        rig.sensor.recorder.onEvent { _, event in
+            if case .readyToUpdateSubscribers = event { pump() }
+        }
+        let count = Mutex(0)
+        rig.phone.onEvent { _, event in
+            if case .didUpdateCharacteristicValue = event { count.withLock { $0 += 1 } }
+        }
+        rig.sensorSystem.schedule(after: .zero, on: rig.sensor.recorder.queue) { pump() }
+        try await rig.run(.seconds(1))  // the pipeline fills
+        let before = count.withLock { $0 }
+        try await rig.run(.seconds(10))
+        let received = count.withLock { $0 } - before
+        let kbits = Double(received * 244 * 8) / 10 / 1000
+        // T_pair = (8·(1+4+2+251+3) + 150 + 80 + 150) µs = 2468 µs; N = floor(30 ms / 2468 µs) = 12 per event.
+        let model = Double(12 * 244 * 8) / 30.0
+        #expect(kbits >= 0.98 * model, "\(kbits) kbit/s of a \(model) kbit/s model")
+        #expect(kbits <= model * 1.0001, "\(kbits) kbit/s is more than the air carries (\(model))")
+    }
+}
