@@ -24,7 +24,10 @@ extension World {
             clock.schedule(
                 at: now + Self.highDutyDuration, .advertisingTimeout(controller: c.index, generation: generation))
         } else {
-            clock.schedule(at: now + advertisingDelay(), .advertising(controller: c.index, generation: generation))
+            // The first event comes one interval and one advDelay after the enable, as every later one does
+            // after its predecessor: a scanner does not hear a new advertiser at the instant it starts.
+            let first = now + Int64(c.advertisingParameters.intervalMin) * Self.advertisingUnit + advertisingDelay()
+            clock.schedule(at: first, .advertising(controller: c.index, generation: generation))
         }
     }
 

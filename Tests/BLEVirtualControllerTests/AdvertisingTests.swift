@@ -27,6 +27,25 @@ import Testing
         #expect(Set(reports.map(\.rssi)).count > 1)  // jitter
     }
 
+    /// The first advertising event comes one interval and one advDelay after the enable, not at once.
+    @Test func theFirstAdvertisementComesAfterAnIntervalAndADelay() async throws {
+        for seed: UInt64 in [1, 2, 3, 4] {
+            let radio = SimulatedRadio(seed: seed)
+            let advertiser = TestHost(radio.addController(name: "adv"))
+            let scanner = TestHost(radio.addController(name: "scan", position: .init(x: 5, y: 0)))
+            try await advertiser.setUp()
+            try await scanner.setUp()
+            try await advertiser.setAdvertising(type: 0, interval: 0x00A0, data: [2, 1, 6])
+            try await scanner.startScan(active: false)
+            let enabled = radio.now
+            try await advertiser.enableAdvertising()
+            try await radio.run(for: .seconds(1))
+            let first = try #require(scanner.reports.first).time - enabled
+            // 0x00A0 × 0.625 ms = 100 ms, then advDelay 0...10 ms (and the 1 ms the enable command took).
+            #expect(first >= .milliseconds(100) && first <= .milliseconds(112), "first report after \(first)")
+        }
+    }
+
     @Test func activeScanningAddsScanResponses() async throws {
         let radio = SimulatedRadio(seed: 7)
         let advertiser = TestHost(radio.addController(name: "adv"))
