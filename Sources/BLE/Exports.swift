@@ -13,6 +13,7 @@
 @_exported import enum BLEHCI.HCIPacket
 @_exported import struct BLEHCI.HCIStatus
 @_exported import enum BLEVirtualController.HCITraceDirection
+@_exported import enum BLEVirtualController.HostControllerLink
 @_exported import struct BLEVirtualController.RadioPosition
 @_exported import class BLEVirtualController.SimulatedRadio
 @_exported import enum BLEVirtualController.SimulationPacing

@@ -92,6 +92,10 @@ final class ControllerState {
     let aclBufferCount: Int
     /// Links this controller can hold at once, in both roles (Connection Limit Exceeded beyond).
     let maximumConnections: Int
+    /// How long HCI packets take to and from the host, and when each direction is next free.
+    let hostLink: HostControllerLink
+    var hostToControllerFree: Int64 = 0
+    var controllerToHostFree: Int64 = 0
     var powered = true
 
     // HCI configuration
@@ -133,8 +137,10 @@ final class ControllerState {
 
     init(
         index: Int, name: String, pipe: HCIPipe, identity: BluetoothAddress, position: RadioPosition,
-        txPower: Int8, aclBufferLength: Int, aclBufferCount: Int, maximumConnections: Int = 32
+        txPower: Int8, aclBufferLength: Int, aclBufferCount: Int, maximumConnections: Int = 32,
+        hostLink: HostControllerLink = .ideal
     ) {
+        self.hostLink = hostLink
         self.maximumConnections = maximumConnections
         self.index = index
         self.name = name

@@ -104,10 +104,12 @@ public final class SimulatedRadio: HostScheduler, Sendable {
     ///   - maximumConnections: the links it holds at once, as central and peripheral together (default 32, at
     ///     least 1); beyond, LE Create Connection answers Connection Limit Exceeded (0x09) and its advertising
     ///     takes no connection.
+    ///   - hostLink: how long HCI packets take between it and its host (default: no time).
     public func addController(
         name: String, address: BluetoothAddress? = nil,
         position: RadioPosition = .init(x: 0, y: 0), txPower: Int8 = 0,
-        aclBufferLength: Int = 251, aclBufferCount: Int = 8, maximumConnections: Int = 32
+        aclBufferLength: Int = 251, aclBufferCount: Int = 8, maximumConnections: Int = 32,
+        hostLink: HostControllerLink = .ideal
     ) -> VirtualController {
         let identity = address ?? Self.staticAddress(seed: seed, name: name)
         let pipe = HCIPipe()
@@ -117,7 +119,7 @@ public final class SimulatedRadio: HostScheduler, Sendable {
                 ControllerState(
                     index: index, name: name, pipe: pipe, identity: identity, position: position, txPower: txPower,
                     aclBufferLength: max(27, aclBufferLength), aclBufferCount: max(1, aclBufferCount),
-                    maximumConnections: max(1, maximumConnections)))
+                    maximumConnections: max(1, maximumConnections), hostLink: hostLink))
             return index
         }
         pipe.attachController { [weak self] packet in
@@ -221,10 +223,14 @@ public final class SimulatedRadio: HostScheduler, Sendable {
         }
     }
 
-    /// A packet from a host: queued at the current virtual time, after everything already due then.
+    /// A packet from a host: queued for when its bytes have crossed the host link (at once on an ideal one),
+    /// after everything already due then.
     func hostSent(controller index: Int, _ packet: HCIPacket) {
         world.withLock { w in
-            _ = w.clock.schedule(at: w.now, .hostPacket(controller: index, packet))
+            let c = w.controllers[index]
+            let arrival = VirtualTime.after(max(w.now, c.hostToControllerFree), c.hostLink.transferTime(of: packet))
+            if c.hostLink != .ideal { c.hostToControllerFree = arrival }
+            _ = w.clock.schedule(at: arrival, .hostPacket(controller: index, packet))
         }
     }
 

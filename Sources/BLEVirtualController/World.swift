@@ -16,6 +16,8 @@ enum RadioEvent {
     case connection(link: Int, counter: Int, generation: UInt64)
     /// The end of one exchange of a connection event (the central's PDU, T_IFS, the peripheral's, T_IFS).
     case exchange(link: Int, generation: UInt64)
+    /// A packet for a host whose bytes have crossed a slow host link.
+    case toHost(controller: Int, HCIPacket)
 }
 
 /// What processing an event asks the radio to do once its lock is released, in order.
@@ -69,6 +71,9 @@ final class World {
         case .exchange(let id, let generation):
             guard let link = links[id], link.generation == generation, link.event != nil else { return }
             exchangeEnded(link)
+        case .toHost(let index, let packet):
+            let controller = controllers[index]
+            effects.append(.toHost(pipe: controller.pipe, name: controller.name, packet))
         }
     }
 
@@ -115,8 +120,20 @@ final class World {
         default: bit = nil  // Command Complete/Status, Number Of Completed Packets: never masked
         }
         if let bit, controller.eventMask & (1 << bit) == 0 { return }
-        effects.append(
-            .toHost(pipe: controller.pipe, name: controller.name, makeEventPacket(code: code, parameters: parameters)))
+        send(controller, makeEventPacket(code: code, parameters: parameters))
+    }
+
+    /// Hands a packet to `controller`'s host: at once on an ideal host link, else once its bytes have crossed,
+    /// after the packets ahead of it.
+    func send(_ controller: ControllerState, _ packet: HCIPacket) {
+        guard controller.hostLink != .ideal else {
+            effects.append(.toHost(pipe: controller.pipe, name: controller.name, packet))
+            return
+        }
+        let arrival = VirtualTime.after(
+            max(now, controller.controllerToHostFree), controller.hostLink.transferTime(of: packet))
+        controller.controllerToHostFree = arrival
+        clock.schedule(at: arrival, .toHost(controller: controller.index, packet))
     }
 
     /// Whether an LE meta subevent would reach the host.
@@ -131,10 +148,7 @@ final class World {
     }
 
     func emitACL(_ controller: ControllerState, handle: UInt16, boundary: UInt8, data: [UInt8]) {
-        effects.append(
-            .toHost(
-                pipe: controller.pipe, name: controller.name,
-                makeACLPacket(handle: handle, boundary: boundary, data: data)))
+        send(controller, makeACLPacket(handle: handle, boundary: boundary, data: data))
     }
 
     /// Command Complete with `Num_HCI_Command_Packets` = 1.

@@ -100,3 +100,44 @@ final class LockedLog: Sendable {
     func append(_ s: String) { state.withLock { $0.append(s) } }
     var entries: [String] { state.withLock { $0 } }
 }
+
+/// HCI packets over a slow host link take the time their bytes take, one after another in each direction.
+@Suite struct HostLinkTimingTests {
+    @Test func aResetOverAOneMegabaudUARTTakesItsBytesTime() async throws {
+        let radio = SimulatedRadio(seed: 1)
+        let host = TestHost(radio.addController(name: "dongle", hostLink: .uart(baud: 1_000_000)))
+        let sent = radio.now
+        host.send(0x0C03)
+        try await radio.run(for: .milliseconds(5))
+        let complete = try #require(host.events(code: 0x0E).first)
+        // 4 bytes of command (01 03 0C 00) then 7 of Command Complete (04 0E 04 01 03 0C 00), 10 µs each.
+        #expect(complete.time - sent == .microseconds(110))
+    }
+
+    @Test func packetsQueueBehindEachOtherOnTheWire() async throws {
+        let radio = SimulatedRadio(seed: 1)
+        let host = TestHost(radio.addController(name: "dongle", hostLink: .uart(baud: 115_200)))
+        let sent = radio.now
+        host.send(0x0C03)
+        host.send(0x1001)  // Read Local Version Information, sent at the same instant
+        try await radio.run(for: .milliseconds(10))
+        let answers = host.events(code: 0x0E).map { $0.time - sent }
+        #expect(answers.count == 2)
+        // At 115200 baud a byte takes 86.8 µs: the second command waits for the first on the way in, and its
+        // 15-byte answer for the first answer on the way out.
+        func bytes(_ n: Int64) -> Duration { .nanoseconds(n * 10 * 1_000_000_000 / 115_200) }
+        // Each packet's time is rounded down to a whole nanosecond: a few nanoseconds of slack.
+        func near(_ a: Duration, _ b: Duration) -> Bool { abs((a - b) / .nanoseconds(1)) <= 5 }
+        #expect(near(answers[0], bytes(4 + 7)), "\(answers[0])")  // command 1 in, answer 1 out
+        #expect(near(answers[1], bytes(4 + 7 + 15)), "\(answers[1])")  // answer 2 follows answer 1 out
+    }
+
+    @Test func anIdealLinkTakesNoTime() async throws {
+        let radio = SimulatedRadio(seed: 1)
+        let host = TestHost(radio.addController(name: "phone"))
+        let sent = radio.now
+        host.send(0x0C03)
+        try await radio.run(for: .milliseconds(1))
+        #expect(try #require(host.events(code: 0x0E).first).time == sent)
+    }
+}

@@ -68,7 +68,8 @@ public final class BluetoothSystem: Sendable, CustomStringConvertible {
         let controller = radio.addController(
             name: name, address: address, position: position, txPower: configuration.txPower,
             aclBufferLength: configuration.aclBufferLength,
-            aclBufferCount: configuration.aclBufferCount, maximumConnections: configuration.maximumConnections)
+            aclBufferCount: configuration.aclBufferCount, maximumConnections: configuration.maximumConnections,
+            hostLink: configuration.hostLink)
         var transport = controller.hostTransport
         if let path = configuration.btsnoop {
             // Virtual time, from a fixed origin: the same run gives the same capture, byte for byte.
@@ -106,15 +107,19 @@ public final class BluetoothSystem: Sendable, CustomStringConvertible {
         /// Simulated controllers: the links the controller holds at once, as central and peripheral together;
         /// beyond, a connection fails with `.connectionLimitReached` (HCI Connection Limit Exceeded, 0x09).
         public var maximumConnections: Int = 32
+        /// Simulated controllers: how long HCI packets take between host and controller (`.ideal`, as inside a
+        /// phone, or `.uart(baud:)`).
+        public var hostLink: HostControllerLink = .ideal
         /// Record every HCI packet of this system to this file in the btsnoop format (Wireshark reads it).
         public var btsnoop: String?
 
         public init(
             preferredMTU: Int = 517, preferredDataLength: Int = 251, writeWithoutResponseQueueDepth: Int = 8,
             notificationQueueDepth: Int = 8, txPower: Int8 = 0, aclBufferLength: Int = 251, aclBufferCount: Int = 8,
-            maximumConnections: Int = 32, btsnoop: String? = nil
+            maximumConnections: Int = 32, hostLink: HostControllerLink = .ideal, btsnoop: String? = nil
         ) {
             self.maximumConnections = maximumConnections
+            self.hostLink = hostLink
             self.btsnoop = btsnoop
             self.preferredMTU = preferredMTU
             self.preferredDataLength = preferredDataLength
