@@ -12,6 +12,7 @@
 @_exported import struct BLEATT.ATTErrorCode
 @_exported import enum BLEHCI.HCIPacket
 @_exported import struct BLEHCI.HCIStatus
+@_exported import enum BLEHost.LinkPHY
 @_exported import enum BLEVirtualController.HCITraceDirection
 @_exported import enum BLEVirtualController.HostControllerLink
 @_exported import struct BLEVirtualController.RadioPosition

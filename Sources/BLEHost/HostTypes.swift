@@ -15,6 +15,12 @@ public struct HostConfiguration: Sendable {
     public var preferredMTU: Int = 517
     /// The LL payload this host asks for with LE Set Data Length after connecting, 27...251.
     public var preferredDataLength: Int = 251
+    /// The PHY this host prefers on its links (nil: the controller's choice). It is set as the default PHY at
+    /// start-up, so a peer's PHY request meets it, and a central asks for it with LE Set PHY after connecting
+    /// (Vol 6, Part B, 5.1.10).
+    public var preferredPHY: LinkPHY?
+    /// What a central asks for in LE Create Connection: interval range, peripheral latency, supervision timeout.
+    public var connectionParameters = ConnectionParameters()
     /// Write Commands queued in the host per link before `canSendWriteWithoutResponse` turns false. These
     /// wait behind what the controller's LE ACL buffers already hold, so an application sees the refusal
     /// only after the controller's buffers and this queue are both full.
@@ -163,7 +169,41 @@ public enum LinkRole: Sendable, Hashable {
     case peripheral
 }
 
-/// A link as it was established.
+/// An LE physical layer (Core Spec 5.4, Vol 6, Part A, 3.2).
+public enum LinkPHY: Sendable, Hashable, CustomStringConvertible {
+    case le1M
+    case le2M
+    /// LE Coded, long range (asked for with S=8 coding).
+    case leCoded
+
+    var preferences: HCIPHYPreferences {
+        switch self {
+        case .le1M: .le1M
+        case .le2M: .le2M
+        case .leCoded: .leCoded
+        }
+    }
+
+    init?(_ phy: HCIPHY) {
+        switch phy {
+        case .le1M: self = .le1M
+        case .le2M: self = .le2M
+        case .leCoded: self = .leCoded
+        default: return nil
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .le1M: "LE 1M"
+        case .le2M: "LE 2M"
+        case .leCoded: "LE Coded"
+        }
+    }
+}
+
+/// A link: as it was established, then as the LL procedures changed it (connection update, PHY update, data
+/// length change).
 public struct LinkInfo: Sendable, Hashable {
     public var handle: ConnectionHandle
     public var role: LinkRole
@@ -173,6 +213,12 @@ public struct LinkInfo: Sendable, Hashable {
     public var latency: UInt16
     /// Supervision timeout in units of 10 ms.
     public var supervisionTimeout: UInt16
+    /// The PHYs this side transmits and receives on.
+    public var txPHY: LinkPHY = .le1M
+    public var rxPHY: LinkPHY = .le1M
+    /// The LL payloads each direction carries at most (27 until a data length update).
+    public var maxTxOctets = 27
+    public var maxRxOctets = 27
 
     public init(
         handle: ConnectionHandle, role: LinkRole, peer: BluetoothAddress, interval: UInt16, latency: UInt16,

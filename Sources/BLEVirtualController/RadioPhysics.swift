@@ -46,21 +46,44 @@ public enum RadioPropagation {
     }
 }
 
-/// The LE physical layers the virtual controller implements.
+/// The LE physical layers the virtual controller implements; the raw value is HCI's PHY number. LE Coded is
+/// modelled with S=8 coding (125 kbit/s), the long-range one.
 enum LEPhy: UInt8 {
     case le1M = 1
     case le2M = 2
+    case leCoded = 3
+
+    /// The PHY's bit in LL_PHY_REQ/RSP/UPDATE_IND and in HCI's PHY preference masks (Vol 6, Part B, 2.4.2.22).
+    var bit: UInt8 {
+        switch self {
+        case .le1M: 1
+        case .le2M: 2
+        case .leCoded: 4
+        }
+    }
+
+    init?(bit: UInt8) {
+        switch bit {
+        case 1: self = .le1M
+        case 2: self = .le2M
+        case 4: self = .leCoded
+        default: return nil
+        }
+    }
 
     /// Air time in nanoseconds of a packet with `payload` bytes of PDU payload (after the 2-byte header).
     ///
     /// 1M: `8 · (1 + 4 + 2 + L + MIC + 3)` µs; 2M: `4 · (2 + 4 + 2 + L + MIC + 3)` µs (preamble, access
-    /// address, header, payload, MIC, CRC).
-    /// - SeeAlso: Core Spec 5.4, Vol 6, Part B, 2.1 (Packet format), Vol 6, Part A, 3.2 (symbol rates).
+    /// address, header, payload, MIC, CRC). Coded S=8: 80 µs preamble, 256 µs access address, 16 µs CI and 24 µs
+    /// TERM1, then `64 · (2 + L + MIC + 3)` µs and 24 µs TERM2.
+    /// - SeeAlso: Core Spec 5.4, Vol 6, Part B, 2.1 and 2.2 (Packet formats), Vol 6, Part A, 3.2 (symbol rates).
     func airTime(payload: Int, mic: Bool = false) -> Int64 {
         let micBytes = mic ? 4 : 0
         switch self {
         case .le1M: return Int64(8 * (1 + 4 + 2 + payload + micBytes + 3)) * VirtualTime.microsecond
         case .le2M: return Int64(4 * (2 + 4 + 2 + payload + micBytes + 3)) * VirtualTime.microsecond
+        case .leCoded:
+            return Int64(80 + 256 + 16 + 24 + 64 * (2 + payload + micBytes + 3) + 24) * VirtualTime.microsecond
         }
     }
 

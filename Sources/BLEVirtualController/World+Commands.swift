@@ -30,8 +30,9 @@ enum ControllerVersion {
 
 /// LE features this controller implements (Vol 6, Part B, 4.6): bit 1 Connection Parameters Request
 /// procedure, bit 2 Extended Reject Indication, bit 3 Peripheral-initiated Features Exchange, bit 5 LE Data
-/// Packet Length Extension, bit 8 LE 2M PHY. Encryption is not implemented, so bit 0 is clear.
-let leLocalFeatures: UInt64 = (1 << 1) | (1 << 2) | (1 << 3) | (1 << 5) | (1 << 8)
+/// Packet Length Extension, bit 8 LE 2M PHY, bit 11 LE Coded PHY. Encryption is not implemented, so bit 0 is
+/// clear.
+let leLocalFeatures: UInt64 = (1 << 1) | (1 << 2) | (1 << 3) | (1 << 5) | (1 << 8) | (1 << 11)
 
 /// The commands this controller implements, as (octet, bit) of the Supported_Commands bitmask.
 /// - SeeAlso: Core Spec 5.4, Vol 4, Part E, 6.27 (Supported commands).

@@ -380,8 +380,8 @@ extension World {
                 for s in 0..<2 where link.sides[s].awaitingPhy { emitPhyUpdateComplete(link, side: s) }
             } else {
                 link.pendingPhy = (
-                    LEPhy(rawValue: c2p) ?? link.phyCentralToPeripheral,
-                    LEPhy(rawValue: p2c) ?? link.phyPeripheralToCentral,
+                    LEPhy(bit: c2p) ?? link.phyCentralToPeripheral,
+                    LEPhy(bit: p2c) ?? link.phyPeripheralToCentral,
                     instant ?? counter + 6, 0
                 )
             }
@@ -451,17 +451,19 @@ extension World {
     /// The central chooses the PHYs from both sides' preferences (2M where both allow it) and sends
     /// LL_PHY_UPDATE_IND (Vol 6, Part B, 5.1.10).
     func decidePhy(_ link: Link) {
+        // The fastest PHY both ends allow: 2M, then 1M, then Coded; no common one keeps the current PHY.
         func choose(_ tx: UInt8, _ rx: UInt8, current: LEPhy) -> LEPhy {
-            let allowed = (tx == 0 ? 0b11 : tx) & (rx == 0 ? 0b11 : rx)
-            if allowed & 0b10 != 0 { return .le2M }
-            if allowed & 0b01 != 0 { return .le1M }
+            let allowed = (tx == 0 ? 0b111 : tx) & (rx == 0 ? 0b111 : rx)
+            if allowed & 0b010 != 0 { return .le2M }
+            if allowed & 0b001 != 0 { return .le1M }
+            if allowed & 0b100 != 0 { return .leCoded }
             return current
         }
         let c2p = choose(link.sides[0].preferredTx, link.sides[1].preferredRx, current: link.phyCentralToPeripheral)
         let p2c = choose(link.sides[1].preferredTx, link.sides[0].preferredRx, current: link.phyPeripheralToCentral)
         link.sides[0].control.append(
             .phyUpdateInd(
-                centralToPeripheral: c2p == link.phyCentralToPeripheral ? 0 : c2p.rawValue,
-                peripheralToCentral: p2c == link.phyPeripheralToCentral ? 0 : p2c.rawValue, instant: nil))
+                centralToPeripheral: c2p == link.phyCentralToPeripheral ? 0 : c2p.bit,
+                peripheralToCentral: p2c == link.phyPeripheralToCentral ? 0 : p2c.bit, instant: nil))
     }
 }

@@ -234,7 +234,8 @@ public final class CentralManager: Sendable, SystemSession {
             return p
         }
         guard let next else { return }
-        system.core.host.connect(to: next.address, parameters: ConnectionParameters()) { [weak self] result in
+        let parameters = system.core.host.configuration.connectionParameters
+        system.core.host.connect(to: next.address, parameters: parameters) { [weak self] result in
             switch result {
             case .failure(let error):
                 self?.initiationEnded(next, error: error)

@@ -1,4 +1,5 @@
 import BLECore
+import BLEHost
 import Foundation
 import Synchronization
 
@@ -8,11 +9,23 @@ public final class Central: Sendable, Hashable, CustomStringConvertible {
     public let identifier: UUID
     let handle: Mutex<UInt16>
     let mtu: Mutex<Int>
+    /// The host of the link, to read its parameters.
+    let host: HostDriver?
+    /// Cleared when the link ends: its handle may then name another link.
+    let isLinked = Mutex(true)
 
-    init(identifier: UUID, handle: UInt16, mtu: Int) {
+    init(identifier: UUID, handle: UInt16, mtu: Int, host: HostDriver? = nil) {
         self.identifier = identifier
         self.handle = Mutex(handle)
         self.mtu = Mutex(mtu)
+        self.host = host
+    }
+
+    /// The link's current parameters (see `LinkParameters`); nil once the central is gone.
+    public var link: LinkParameters? {
+        let handle = ConnectionHandle(handle.withLock { $0 })
+        guard isLinked.withLock({ $0 }), let host, let info = host.linkInfo(on: handle) else { return nil }
+        return LinkParameters(info, mtu: host.mtu(on: handle))
     }
 
     /// The longest value one notification or indication carries to this central: ATT_MTU - 3, but never more

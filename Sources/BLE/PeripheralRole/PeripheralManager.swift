@@ -296,6 +296,7 @@ public final class PeripheralManager: Sendable, SystemSession {
             if new != .poweredOn {
                 s.isAdvertising = false
                 s.advertising = nil
+                for central in s.centrals.values { central.isLinked.withLock { $0 = false } }
                 s.centrals.removeAll()
             }
             return (true, wasAdvertising, links)
@@ -317,10 +318,11 @@ public final class PeripheralManager: Sendable, SystemSession {
         case .connected(let link) where link.role == .peripheral:
             let central = Central(
                 identifier: system.core.identifiers.identifier(for: link.peer),
-                handle: link.handle.rawValue, mtu: 23)
+                handle: link.handle.rawValue, mtu: 23, host: system.core.host)
             locked.withLock { $0.centrals[link.handle] = central }
         case .disconnected(let handle, _):
             guard let central = locked.withLock({ $0.centrals.removeValue(forKey: handle) }) else { return }
+            central.isLinked.withLock { $0 = false }
             // A central that goes away is no longer subscribed to anything.
             let all = locked.withLock { $0.published.flatMap { Array($0.characteristics.values) } }
             for c in all {

@@ -110,16 +110,32 @@ public final class BluetoothSystem: Sendable, CustomStringConvertible {
         /// Simulated controllers: how long HCI packets take between host and controller (`.ideal`, as inside a
         /// phone, or `.uart(baud:)`).
         public var hostLink: HostControllerLink = .ideal
+        /// Link preferences (our own, not CoreBluetooth API), applied by the host through the LL procedures: the
+        /// PHY (set as the controller's default and asked for by a central after connecting; nil leaves it to
+        /// the controllers), and what a central asks for in LE Create Connection. The interval is rounded to
+        /// 1.25 ms and kept within 7.5 ms...4 s, the latency within 0...499 events and the timeout within
+        /// 100 ms...32 s; parameters the controller finds inconsistent (a timeout not above
+        /// `(1 + latency) · interval · 2`) fail the connection with the controller's status.
+        public var preferredPHY: LinkPHY?
+        public var connectionInterval: ClosedRange<Duration> = .milliseconds(30) ... .milliseconds(50)
+        public var peripheralLatency: Int = 0
+        public var supervisionTimeout: Duration = .seconds(5)
         /// Record every HCI packet of this system to this file in the btsnoop format (Wireshark reads it).
         public var btsnoop: String?
 
         public init(
             preferredMTU: Int = 517, preferredDataLength: Int = 251, writeWithoutResponseQueueDepth: Int = 8,
             notificationQueueDepth: Int = 8, txPower: Int8 = 0, aclBufferLength: Int = 251, aclBufferCount: Int = 8,
-            maximumConnections: Int = 32, hostLink: HostControllerLink = .ideal, btsnoop: String? = nil
+            maximumConnections: Int = 32, hostLink: HostControllerLink = .ideal, preferredPHY: LinkPHY? = nil,
+            connectionInterval: ClosedRange<Duration> = .milliseconds(30) ... .milliseconds(50),
+            peripheralLatency: Int = 0, supervisionTimeout: Duration = .seconds(5), btsnoop: String? = nil
         ) {
             self.maximumConnections = maximumConnections
             self.hostLink = hostLink
+            self.preferredPHY = preferredPHY
+            self.connectionInterval = connectionInterval
+            self.peripheralLatency = peripheralLatency
+            self.supervisionTimeout = supervisionTimeout
             self.btsnoop = btsnoop
             self.preferredMTU = preferredMTU
             self.preferredDataLength = preferredDataLength
@@ -137,6 +153,16 @@ public final class BluetoothSystem: Sendable, CustomStringConvertible {
             host.preferredDataLength = min(251, max(27, preferredDataLength))
             host.writeWithoutResponseQueueDepth = max(1, writeWithoutResponseQueueDepth)
             host.notificationQueueDepth = max(1, notificationQueueDepth)
+            host.preferredPHY = preferredPHY
+            func units(_ duration: Duration, of unit: Duration, within range: ClosedRange<Int64>) -> UInt16 {
+                let count = (duration.clampedNanoseconds + unit.clampedNanoseconds / 2) / unit.clampedNanoseconds
+                return UInt16(min(max(count, range.lowerBound), range.upperBound))
+            }
+            host.connectionParameters = ConnectionParameters(
+                intervalMin: units(connectionInterval.lowerBound, of: .microseconds(1250), within: 6...3200),
+                intervalMax: units(connectionInterval.upperBound, of: .microseconds(1250), within: 6...3200),
+                latency: UInt16(min(max(peripheralLatency, 0), 499)),
+                supervisionTimeout: units(supervisionTimeout, of: .milliseconds(10), within: 10...3200))
             host.randomSeed = name.utf8.reduce(0xCBF2_9CE4_8422_2325) { ($0 ^ UInt64($1)) &* 0x100_0000_01B3 }
             return host
         }

@@ -202,6 +202,11 @@ extension HostDriver {
         state.withLock { $0.machine.mtu(on: handle) }
     }
 
+    /// A link's parameters as the LL procedures left them (interval, latency, timeout, PHYs, data length).
+    public func linkInfo(on handle: ConnectionHandle) -> LinkInfo? {
+        state.withLock { $0.machine.linkInfo(on: handle) }
+    }
+
     // MARK: GATT server
 
     /// Adds a service to this host's GATT server. Connected clients that enabled Service Changed indications are

@@ -216,6 +216,9 @@ extension HostMachine {
         Int(links[handle]?.bearer.mtu ?? 23)
     }
 
+    /// A link's parameters as the LL procedures left them; nil when there is no such link.
+    public func linkInfo(on handle: ConnectionHandle) -> LinkInfo? { links[handle]?.info }
+
     /// The links up now, by handle.
     public var linkInfos: [LinkInfo] { links.values.map(\.info).sorted { $0.handle < $1.handle } }
 }

@@ -181,10 +181,16 @@ extension HostMachine {
             enqueue(reply.packet, for: .none)
         case .dataLengthChange(let event):
             links[event.handle]?.maxTxOctets = Int(event.maxTxOctets)
+            links[event.handle]?.info.maxTxOctets = Int(event.maxTxOctets)
+            links[event.handle]?.info.maxRxOctets = Int(event.maxRxOctets)
+        case .phyUpdateComplete(let event):
+            guard event.status == .success else { return }
+            if let tx = LinkPHY(event.txPHY) { links[event.handle]?.info.txPHY = tx }
+            if let rx = LinkPHY(event.rxPHY) { links[event.handle]?.info.rxPHY = rx }
         case .longTermKeyRequest(let request):
             // No bonding yet (security is a later layer): refuse, so the peer learns the key is missing.
             enqueue(HCILELongTermKeyRequestNegativeReply(handle: request.handle).packet, for: .none)
-        case .readRemoteFeaturesComplete, .phyUpdateComplete, .unknown:
+        case .readRemoteFeaturesComplete, .unknown:
             break
         }
     }

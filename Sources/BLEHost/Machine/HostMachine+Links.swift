@@ -52,6 +52,14 @@ extension HostMachine {
             let command = HCILESetDataLength(handle: handle, txOctets: octets, txTime: StartupSequence.txTime(octets))
             enqueue(command.packet, for: .none)
         }
+        if linkRole == .central, let phy = configuration.preferredPHY, let info = self.info,
+            HCISupportedCommands(octets: info.supportedCommands).supports(HCILESetPHY.opcode)
+        {
+            let command = HCILESetPHY(
+                handle: handle, txPHYs: phy.preferences, rxPHYs: phy.preferences,
+                phyOptions: phy == .leCoded ? 2 : 0)
+            enqueue(command.packet, for: .none)
+        }
         pumpACL()
     }
 

@@ -24,6 +24,7 @@ struct StartupSequence: Sendable {
         case readFeatures
         case setRandomAddress(BluetoothAddress)
         case writeDataLength
+        case setDefaultPHY
     }
 
     /// What to do after an answer.
@@ -35,6 +36,7 @@ struct StartupSequence: Sendable {
 
     let id: HostOperationID
     let preferredDataLength: Int
+    let preferredPHY: LinkPHY?
     let randomSeed: UInt64
     private(set) var step: Step = .reset
     private var info = ControllerInfo(address: .zero)
@@ -43,6 +45,7 @@ struct StartupSequence: Sendable {
     init(id: HostOperationID, configuration: HostConfiguration) {
         self.id = id
         self.preferredDataLength = configuration.preferredDataLength
+        self.preferredPHY = configuration.preferredPHY
         self.randomSeed = configuration.randomSeed
     }
 
@@ -117,6 +120,8 @@ struct StartupSequence: Sendable {
             if case .success = HostMachine.decode(HCILESetRandomAddress.self, result) { info.address = address }
             return afterAddress()
         case .writeDataLength:
+            return afterDataLength()
+        case .setDefaultPHY:
             return .finished(info)
         }
     }
@@ -151,11 +156,19 @@ struct StartupSequence: Sendable {
     }
 
     private mutating func afterAddress() -> Next {
-        guard supported?.supports(HCILEWriteSuggestedDefaultDataLength.opcode) == true else { return .finished(info) }
+        guard supported?.supports(HCILEWriteSuggestedDefaultDataLength.opcode) == true else { return afterDataLength() }
         let octets = UInt16(clamping: preferredDataLength)
         let command = HCILEWriteSuggestedDefaultDataLength(
             suggestedMaxTxOctets: octets, suggestedMaxTxTime: Self.txTime(octets))
         return go(.writeDataLength, command.packet)
+    }
+
+    /// The preferred PHY as the controller's default, so that a peer's PHY request meets it.
+    private mutating func afterDataLength() -> Next {
+        guard let phy = preferredPHY, supported?.supports(HCILESetDefaultPHY.opcode) == true else {
+            return .finished(info)
+        }
+        return go(.setDefaultPHY, HCILESetDefaultPHY(txPHYs: phy.preferences, rxPHYs: phy.preferences).packet)
     }
 
     /// The 1M PHY time for `octets` of LL payload (Vol 6, Part B, 4.5.10): (octets + 14) * 8 us.
