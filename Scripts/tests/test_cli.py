@@ -342,6 +342,24 @@ class BadInputTests(unittest.TestCase):
                 self.assertIn("Usage: ble " + args[0], result.stderr)
 
 
+class BenchTests(unittest.TestCase):
+    def test_bench_link_json_rows_match_the_model(self):
+        result = ble("bench", "link", "--kind", "notifications", "--seconds", "1", "--json", timeout=300)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        rows = [json.loads(line) for line in result.stdout.splitlines()]
+        self.assertEqual(len(rows), 2 * 2 * 5)  # PHYs x LL payloads x intervals
+        for row in rows:
+            self.assertEqual(list(row), ["kind", "phy", "llPayload", "intervalMs", "measuredKbps", "modelKbps"])
+            self.assertEqual(row["kind"], "notifications")
+            self.assertIn(row["phy"], ("1M", "2M"))
+            self.assertAlmostEqual(row["measuredKbps"], row["modelKbps"], delta=0.02 * row["modelKbps"])
+
+    def test_bench_link_refuses_an_unknown_kind(self):
+        result = ble("bench", "link", "--kind", "bulk", timeout=20)
+        self.assertEqual(result.returncode, 64, result.stderr)
+        self.assertIn("--kind", result.stderr.splitlines()[0])
+
+
 class ServeTests(unittest.TestCase):
     def test_serve_door_lock(self):
         result = ble("serve", "door-lock", "--duration", "2")

@@ -40,6 +40,8 @@ extension Data {
 indirect enum JSON {
     case string(String)
     case number(Int)
+    /// A finite number with a fraction (non-finite ones are written as null).
+    case double(Double)
     case bool(Bool)
     case null
     case array([JSON])
@@ -52,6 +54,7 @@ indirect enum JSON {
         switch self {
         case .string(let s): return Self.quote(s)
         case .number(let n): return String(n)
+        case .double(let d): return d.isFinite ? String(d) : "null"
         case .bool(let b): return b ? "true" : "false"
         case .null: return "null"
         case .array(let items): return "[" + items.map(\.text).joined(separator: ",") + "]"

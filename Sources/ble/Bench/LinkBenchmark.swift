@@ -1,0 +1,200 @@
+import BLE
+import Dispatch
+import Foundation
+import Synchronization
+
+/// One measurement of `ble bench link`: payload throughput of one kind of transfer over one link of the
+/// simulated radio, in virtual time, through the public API, next to the air-time model of shared/PEERS.md §3.
+struct LinkBenchmark: Sendable, Hashable {
+    enum Kind: String, Sendable, Hashable, CaseIterable {
+        case notifications
+        case writesWithoutResponse = "writes-without-response"
+        case writes
+        case indications
+
+        var isAcknowledged: Bool { self == .writes || self == .indications }
+    }
+
+    var kind: Kind
+    var phy: LinkPHY
+    /// The LL payload both ends allow (27...251); ATT_MTU is this minus 4, so one ATT PDU fills one LL PDU.
+    var payload: Int
+    var interval: Duration
+
+    /// The application payload one ATT PDU carries: ATT_MTU - 3.
+    var valueLength: Int { payload - 4 - 3 }
+
+    /// The model's kbit/s (shared/PEERS.md §3.1). Unacknowledged: `N · P · 8 / CI` with
+    /// `N = floor(CI / T_pair)`, `T_pair = T_pkt(L) + T_IFS + T_pkt(0) + T_IFS`. Acknowledged: one value every
+    /// two intervals, `P · 8 / (2 · CI)`.
+    var model: Double {
+        let ci = Double(interval.clampedNanoseconds) / 1e3  // µs
+        let p = Double(valueLength)
+        if kind.isAcknowledged { return p * 8 / (2 * ci) * 1e3 }
+        func packet(_ octets: Int) -> Double {
+            switch phy {
+            case .le1M: Double(8 * (1 + 4 + 2 + octets + 3))
+            case .le2M: Double(4 * (2 + 4 + 2 + octets + 3))
+            case .leCoded: Double(80 + 256 + 16 + 24 + 64 * (2 + octets + 3) + 24)
+            }
+        }
+        let pair = packet(payload) + 150 + packet(0) + 150
+        let n = (ci / pair).rounded(.down)
+        return n * p * 8 / ci * 1e3
+    }
+
+    /// Runs the transfer for `seconds` of virtual time after a second of warm-up and returns kbit/s of payload.
+    func measure(seconds: Int, seed: UInt64) async throws -> Double {
+        let radio = SimulatedRadio(seed: seed)
+        let link = BluetoothSystem.Configuration(
+            preferredMTU: payload - 4, preferredDataLength: payload, preferredPHY: phy,
+            connectionInterval: interval...interval, supervisionTimeout: .seconds(6))
+        let phoneSystem = BluetoothSystem.simulated(on: radio, name: "phone", configuration: link)
+        let sensorSystem = BluetoothSystem.simulated(
+            on: radio, name: "sensor", position: RadioPosition(x: 1, y: 0), configuration: link)
+        let sensor = BenchPeripheral(system: sensorSystem, valueLength: valueLength, kind: kind)
+        let central = CentralManager(
+            delegate: nil, queue: DispatchQueue(label: "bench.phone"), options: nil, system: phoneSystem)
+        let meter = BenchMeter(radio: radio)
+        let kind = self.kind
+        let valueLength = self.valueLength
+        let flow = Task(executorPreference: radio) {
+            try await central.waitUntilPoweredOn(timeout: .seconds(5))
+            var found: Peripheral?
+            for await discovery in central.scan(withServices: [BenchPeripheral.service]) {
+                found = discovery.peripheral
+                break
+            }
+            guard let peripheral = found else { return }
+            try await central.connect(peripheral, timeout: .seconds(10))
+            let services = try await peripheral.discoverServices([BenchPeripheral.service], timeout: .seconds(10))
+            let characteristics = try await peripheral.discoverCharacteristics(
+                nil, for: services[0], timeout: .seconds(10))
+            func characteristic(_ uuid: BluetoothUUID) throws -> Characteristic {
+                guard let found = characteristics.first(where: { $0.uuid == uuid }) else {
+                    throw BluetoothError(.invalidHandle, "the bench characteristic \(uuid) is missing")
+                }
+                return found
+            }
+            switch kind {
+            case .notifications, .indications:
+                let source = try characteristic(
+                    kind == .notifications ? BenchPeripheral.stream : BenchPeripheral.confirmed)
+                let values = peripheral.notifications(for: source)
+                try await peripheral.setNotifyValue(true, for: source, timeout: .seconds(10))
+                for try await value in values { meter.received(value.count) }
+            case .writesWithoutResponse:
+                let sink = try characteristic(BenchPeripheral.sink)
+                let data = Data(repeating: 0x5A, count: valueLength * 100_000)
+                for try await _ in peripheral.send(data, to: sink, type: .withoutResponse, chunkSize: valueLength) {}
+            case .writes:
+                let sink = try characteristic(BenchPeripheral.sink)
+                let value = Data(repeating: 0x5A, count: valueLength)
+                while true { try await peripheral.writeValue(value, for: sink, type: .withResponse, timeout: nil) }
+            }
+        }
+        sensor.meter = meter
+        try await radio.run(for: .seconds(5), until: { meter.started })
+        let begin = radio.now + .seconds(1)
+        try await radio.run(for: .seconds(1))
+        meter.open(at: begin)
+        try await radio.run(for: .seconds(Int64(seconds)))
+        let bytes = meter.close()
+        flow.cancel()
+        withExtendedLifetime((sensor, central, phoneSystem, sensorSystem)) {}
+        return Double(bytes * 8) / Double(seconds) / 1000
+    }
+}
+
+/// Counts payload bytes received while its window is open, in the radio's time.
+final class BenchMeter: Sendable {
+    private struct State {
+        var started = false
+        var open = false
+        var bytes = 0
+    }
+    private let state = Mutex(State())
+    let radio: SimulatedRadio
+
+    init(radio: SimulatedRadio) { self.radio = radio }
+
+    var started: Bool { state.withLock { $0.started } }
+
+    func received(_ count: Int) {
+        state.withLock { s in
+            s.started = true
+            if s.open { s.bytes += count }
+        }
+    }
+
+    func open(at time: Duration) { state.withLock { $0.open = true } }
+
+    func close() -> Int {
+        state.withLock { s in
+            s.open = false
+            return s.bytes
+        }
+    }
+}
+
+/// The sending or receiving device of a link benchmark: one service with a notifying, an indicating and a
+/// writable characteristic; it keeps the transmit queue full while a central subscribes, and counts writes.
+final class BenchPeripheral: PeripheralManagerDelegate, @unchecked Sendable {
+    // @unchecked: the fields below the lets are touched on `queue` only, the manager's delegate queue; `meter` is
+    // set before the radio runs.
+    static let service = BluetoothUUID(string: "B3C40001-5E1D-4F7A-9A0B-2C3D4E5F6071")!
+    static let stream = BluetoothUUID(string: "B3C40002-5E1D-4F7A-9A0B-2C3D4E5F6071")!
+    static let confirmed = BluetoothUUID(string: "B3C40003-5E1D-4F7A-9A0B-2C3D4E5F6071")!
+    static let sink = BluetoothUUID(string: "B3C40004-5E1D-4F7A-9A0B-2C3D4E5F6071")!
+
+    let queue = DispatchQueue(label: "bench.sensor")
+    let value: Data
+    let kind: LinkBenchmark.Kind
+    var meter: BenchMeter?
+    /// Set inside `queue.sync` in `init`, before any delegate callback (all of which arrive on `queue`).
+    var manager: PeripheralManager!
+    let streamCharacteristic = MutableCharacteristic(
+        type: stream, properties: [.notify], value: nil, permissions: [.readable])
+    let confirmedCharacteristic = MutableCharacteristic(
+        type: confirmed, properties: [.indicate], value: nil, permissions: [.readable])
+    let sinkCharacteristic = MutableCharacteristic(
+        type: sink, properties: [.write, .writeWithoutResponse], value: nil, permissions: [.writeable])
+    private var subscribed: MutableCharacteristic?
+
+    init(system: BluetoothSystem, valueLength: Int, kind: LinkBenchmark.Kind) {
+        value = Data(repeating: 0xA5, count: valueLength)
+        self.kind = kind
+        queue.sync {
+            manager = PeripheralManager(delegate: self, queue: queue, options: nil, system: system)
+        }
+    }
+
+    func peripheralManagerDidUpdateState(_ peripheral: PeripheralManager) {
+        guard peripheral.state == .poweredOn else { return }
+        let service = MutableService(type: Self.service, primary: true)
+        service.characteristics = [streamCharacteristic, confirmedCharacteristic, sinkCharacteristic]
+        peripheral.add(service)
+        peripheral.startAdvertising(AdvertisementData(localName: "bench", serviceUUIDs: [Self.service]))
+    }
+
+    func peripheralManager(
+        _ peripheral: PeripheralManager, central: Central, didSubscribeTo characteristic: Characteristic
+    ) {
+        subscribed = characteristic.uuid == Self.stream ? streamCharacteristic : confirmedCharacteristic
+        pump()
+    }
+
+    func peripheralManagerIsReady(toUpdateSubscribers peripheral: PeripheralManager) { pump() }
+
+    /// Keeps the transmit queue full: notifications until `updateValue` refuses; indications one at a time
+    /// (the stack holds the next until the previous is confirmed, and refuses beyond its queue).
+    private func pump() {
+        guard let subscribed else { return }
+        while manager.updateValue(value, for: subscribed, onSubscribedCentrals: nil) {}
+    }
+
+    func peripheralManager(_ peripheral: PeripheralManager, didReceiveWrite requests: [ATTRequest]) {
+        for request in requests { meter?.received(request.value?.count ?? 0) }
+        if let first = requests.first { peripheral.respond(to: first, withResult: .success) }
+    }
+}
