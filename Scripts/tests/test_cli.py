@@ -7,6 +7,7 @@ import json
 import os
 import re
 import select
+import shutil
 import socket
 import subprocess
 import tempfile
@@ -340,6 +341,36 @@ class BadInputTests(unittest.TestCase):
                 first = result.stderr.strip().splitlines()[0]
                 self.assertIn(option, first)
                 self.assertIn("Usage: ble " + args[0], result.stderr)
+
+
+class AirCaptureTests(unittest.TestCase):
+    """`ble demo --air-capture`: the link layer as a sniffer shows it, read by tshark (installed by
+    Scripts/setup-peers.sh, which Scripts/test.sh runs first)."""
+
+    def tshark(self, *args):
+        tshark = shutil.which("tshark")
+        self.assertIsNotNone(tshark, "tshark is missing: Scripts/setup-peers.sh installs it")
+        result = subprocess.run([tshark, *args], capture_output=True, text=True, timeout=120)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        return result.stdout
+
+    def test_demo_air_capture_reads_cleanly_in_tshark(self):
+        with tempfile.TemporaryDirectory() as folder:
+            path = os.path.join(folder, "air.pcap")
+            result = ble("demo", "--air-capture", path)
+            self.assertEqual(result.returncode, 0, result.stderr)
+            infos = self.tshark("-r", path, "-T", "fields", "-e", "_ws.col.Info").splitlines()
+            for kind in ("ADV_IND", "SCAN_REQ", "SCAN_RSP", "CONNECT_IND", "Empty PDU", "LL_LENGTH_REQ",
+                         "Exchange MTU Request", "Handle Value Notification"):
+                self.assertTrue(any(kind in info for info in infos), f"no {kind} in the capture")
+            # Nothing malformed, no wrong CRC, no error (a procedure out of order is one).
+            flagged = self.tshark("-r", path, "-Y", "_ws.malformed || btle.crc.incorrect || _ws.expert.severity >= 0x800000")
+            self.assertEqual(flagged.strip(), "", flagged)
+            # Connection events: the central's packets of one event share a channel, and the next event hops.
+            rows = [line.split("\t") for line in self.tshark(
+                "-r", path, "-Y", "btle.data_header", "-T", "fields", "-e", "btle_rf.channel",
+                "-e", "frame.time_relative").splitlines()]
+            self.assertGreater(len({row[0] for row in rows}), 10, "data channels do not hop")
 
 
 class BenchTests(unittest.TestCase):

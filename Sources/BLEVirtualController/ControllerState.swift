@@ -15,6 +15,17 @@ enum LegacyAdvertisingType: UInt8 {
     var isScannable: Bool { self == .advInd || self == .advScanInd }
     var isDirected: Bool { self == .advDirectIndHighDuty || self == .advDirectIndLowDuty }
 
+    /// The advertising PDU's type in its header (Vol 6, Part B, 2.3): ADV_IND 0, ADV_DIRECT_IND 1,
+    /// ADV_NONCONN_IND 2, ADV_SCAN_IND 6.
+    var pduType: UInt8 {
+        switch self {
+        case .advInd: return 0x0
+        case .advDirectIndHighDuty, .advDirectIndLowDuty: return 0x1
+        case .advNonconnInd: return 0x2
+        case .advScanInd: return 0x6
+        }
+    }
+
     /// `Event_Type` of the LE Advertising Report for this PDU (Vol 4, Part E, 7.7.65.2).
     var reportEventType: UInt8 {
         switch self {

@@ -35,6 +35,64 @@ enum LLControlPDU {
 
     /// LL control opcodes used in LL_REJECT_EXT_IND.
     static let connectionParamReqOpcode: UInt8 = 0x0F
+
+    /// The PDU's payload on the air: opcode and CtrData (Vol 6, Part B, 2.4.2). Fields this model does not keep
+    /// (window size and offset, preferred periodicity, the offsets of a parameters request) are sent as zero.
+    var bytes: [UInt8] {
+        var w = ByteWriter(capacity: payloadLength)
+        func instant(_ value: Int?) -> UInt16 { UInt16(truncatingIfNeeded: value ?? 0) }
+        func time(_ octets: Int) -> UInt16 { LEPhy.le1M.maxTime(octets: octets) }
+        switch self {
+        case .connectionUpdateInd(let interval, let latency, let timeout, let at):
+            w.u8(0x00)
+            w.u8(1)
+            w.u16(0)
+            w.u16(interval)
+            w.u16(latency)
+            w.u16(timeout)
+            w.u16(instant(at))
+        case .connectionParamReq(let minI, let maxI, let latency, let timeout):
+            w.u8(Self.connectionParamReqOpcode)
+            w.u16(minI)
+            w.u16(maxI)
+            w.u16(latency)
+            w.u16(timeout)
+            w.u8(0)
+            w.u16(0)
+            for _ in 0..<6 { w.u16(0xFFFF) }
+        case .rejectExtInd(let opcode, let error):
+            w.u8(0x11)
+            w.u8(opcode)
+            w.u8(error)
+        case .lengthReq(let rx, let tx), .lengthRsp(let rx, let tx):
+            if case .lengthReq = self { w.u8(0x14) } else { w.u8(0x15) }
+            w.u16(UInt16(clamping: rx))
+            w.u16(time(rx))
+            w.u16(UInt16(clamping: tx))
+            w.u16(time(tx))
+        case .phyReq(let tx, let rx), .phyRsp(let tx, let rx):
+            if case .phyReq = self { w.u8(0x16) } else { w.u8(0x17) }
+            w.u8(tx)
+            w.u8(rx)
+        case .phyUpdateInd(let c2p, let p2c, let at):
+            w.u8(0x18)
+            w.u8(c2p)
+            w.u8(p2c)
+            w.u16(instant(at))
+        case .featureReq(let features), .featureRsp(let features):
+            if case .featureReq = self { w.u8(0x08) } else { w.u8(0x09) }
+            w.u64(features)
+        case .versionInd(let version, let company, let subversion):
+            w.u8(0x0C)
+            w.u8(version)
+            w.u16(company)
+            w.u16(subversion)
+        case .terminateInd(let reason):
+            w.u8(0x02)
+            w.u8(reason)
+        }
+        return w.bytes
+    }
 }
 
 /// One HCI ACL packet from a host waiting to be carried in LL data PDUs.
@@ -78,11 +136,26 @@ struct LinkSide {
     var awaitingPhy = false
     var awaitingParamReq = false
     var sentVersion = false
+    /// The sequence number of what this side sends and the next one it expects (Vol 6, Part B, 4.5.9): kept as a
+    /// sniffer would see them, for air captures.
+    var sn: UInt8 = 0
+    var nesn: UInt8 = 0
     /// The reason a local Disconnect gave; set while LL_TERMINATE_IND is outstanding.
     var terminating: UInt8?
     var terminateStart: Int64 = 0
 
     var hasPendingTraffic: Bool { current != nil || !control.isEmpty || !data.isEmpty }
+
+    /// Whether something waits behind the PDU in flight (the MD bit).
+    var hasMoreThanCurrent: Bool {
+        switch current {
+        case nil: return false
+        case .control: return !control.isEmpty || !data.isEmpty
+        case .data(let length, _):
+            guard let head = data.first else { return !control.isEmpty }
+            return head.offset + length < head.data.count || data.count > 1 || !control.isEmpty
+        }
+    }
 
     /// Chooses the next PDU if none is in flight: control PDUs first, then a piece of the oldest ACL packet.
     mutating func pickNext() {
@@ -146,6 +219,16 @@ final class Link {
     var centralPeer = LinkAddress.none
     /// The initiator's address, as the peripheral knows it.
     var peripheralPeer = LinkAddress.none
+    /// What CONNECT_IND gave the link, for air captures: derived from the link's id, so capturing draws no
+    /// randomness and changes nothing in the run.
+    var accessAddress: UInt32 { 0x5065_4D8B ^ (UInt32(truncatingIfNeeded: id) &* 0x9E37_79B1) }
+    var crcInit: UInt32 { (0x55_5555 ^ (UInt32(truncatingIfNeeded: id) &* 0x0001_0F3B)) & 0xFF_FFFF }
+    /// Channel selection algorithm #1's hop increment, 5...16, with every data channel used.
+    var hop: Int { 5 + id % 12 }
+
+    /// The data channel of event `counter` (CSA #1 with all 37 channels used: the unmapped channel advances by
+    /// `hop` every event).
+    func channel(ofCounter counter: Int) -> Int { (hop * (counter + 1)) % 37 }
     var closed = false
 
     var supervisionTimeout: Int64 { Int64(timeoutUnits) * 10 * VirtualTime.millisecond }

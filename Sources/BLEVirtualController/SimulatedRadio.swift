@@ -29,6 +29,10 @@ public struct SimulationError: Error, Hashable, CustomStringConvertible {
     public var description: String { message }
     /// `run` was called while another `run` of the same radio was in progress.
     public static let alreadyRunning = SimulationError(message: "the radio is already running")
+    /// An air capture file could not be created.
+    static func cannotCapture(path: String) -> SimulationError {
+        SimulationError(message: "cannot create the air capture \(path)")
+    }
 }
 
 /// A simulated 2.4 GHz world linking any number of `VirtualController`s, on a virtual clock.
@@ -59,6 +63,7 @@ public final class SimulatedRadio: HostScheduler, Sendable {
         init(_ call: @escaping @Sendable (Duration, String, HCITraceDirection, HCIPacket) -> Void) { self.call = call }
     }
     private let traceHandler = Mutex<TraceHandler?>(nil)
+    private let airCapture = Mutex<AirCaptureFile?>(nil)
     private let seed: UInt64
 
     struct DispatchState {
@@ -169,6 +174,31 @@ public final class SimulatedRadio: HostScheduler, Sendable {
     func isPowered(_ index: Int) -> Bool { world.withLock { $0.controllers[index].powered } }
 
     // MARK: Trace
+
+    /// Records every link-layer packet on the air from now on to `path`, as pcap with
+    /// `LINKTYPE_BLUETOOTH_LE_LL_WITH_PHDR` (Wireshark shows advertising, CONNECT_IND, connection events with
+    /// their empty packets, sequence numbers and retransmissions, as a sniffer would): channel, access address,
+    /// the PDU and a correct CRC, stamped with virtual time. Recording changes nothing in the run. A capture
+    /// already open is closed first.
+    ///
+    /// - Throws: `SimulationError` when the file cannot be created.
+    public func startAirCapture(to path: String) throws {
+        let file = try AirCaptureFile(path: path)
+        airCapture.withLock { old in
+            old?.close()
+            old = file
+        }
+        world.withLock { $0.capturingAir = true }
+    }
+
+    /// Closes the air capture.
+    public func stopAirCapture() {
+        world.withLock { $0.capturingAir = false }
+        airCapture.withLock { file in
+            file?.close()
+            file = nil
+        }
+    }
 
     /// Installs (or removes, with nil) a handler called for every HCI packet crossing any controller's pipe,
     /// in run order, with the virtual time and the controller's name. Host-to-controller packets are recorded
@@ -333,6 +363,8 @@ public final class SimulatedRadio: HostScheduler, Sendable {
                 work()
             case .close(let pipe, let reason):
                 pipe.closeFromController(reason: reason)
+            case .air(let packet):
+                airCapture.withLock { $0 }?.write(packet)
             }
         }
     }

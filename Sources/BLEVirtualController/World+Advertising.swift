@@ -82,13 +82,19 @@ extension World {
         let pduTime = LEPhy.le1M.airTime(payload: payload)
         var t = now
         channels: for channel in 37...39 where p.channelMap & (1 << UInt8(channel - 37)) != 0 {
+            airAdvertising(
+                c, at: t, channel: channel, type: p.type.pduType, txRandom: advA.isRandom,
+                rxRandom: p.type.isDirected && p.peerAddress.isRandom,
+                advA.littleEndian + (p.type.isDirected ? p.peerAddress.littleEndian : c.advertisingData))
             for s in controllers where s.index != c.index && s.powered {
                 guard let (listened, initiating) = listening(s, at: t), listened == channel else { continue }
                 guard delivered(from: c, to: s) else { continue }
                 if initiating {
-                    if tryConnect(initiator: s, advertiser: c, advA: advA, at: t + pduTime) { break channels }
+                    if tryConnect(initiator: s, advertiser: c, advA: advA, at: t + pduTime, channel: channel) {
+                        break channels
+                    }
                 } else {
-                    scanned(by: s, advertiser: c, advA: advA, at: t + pduTime)
+                    scanned(by: s, advertiser: c, advA: advA, at: t + pduTime, channel: channel)
                 }
             }
             // The PDU, T_IFS, room for a SCAN_REQ/SCAN_RSP, then the next channel.
@@ -112,7 +118,9 @@ extension World {
 
     /// A scanner heard an advertising PDU: report it, and for an active scanner and a scannable PDU, send
     /// SCAN_REQ and report the SCAN_RSP if it comes back.
-    func scanned(by s: ControllerState, advertiser c: ControllerState, advA: LinkAddress, at time: Int64) {
+    func scanned(
+        by s: ControllerState, advertiser c: ControllerState, advA: LinkAddress, at time: Int64, channel: Int
+    ) {
         let type = c.advertisingParameters.type
         if type.isDirected && !isTarget(c, s, ownAddressType: s.scanParameters.ownAddressType) { return }
         if s.scanParameters.filterPolicy & 1 == 1 && !s.acceptList.contains(advA) { return }
@@ -126,7 +134,15 @@ extension World {
         {
             return
         }
+        if let scanA = s.ownAddress(type: s.scanParameters.ownAddressType) {
+            airAdvertising(
+                s, at: time + interFrameSpace, channel: channel, type: 0x3, txRandom: scanA.isRandom,
+                rxRandom: advA.isRandom, scanA.littleEndian + advA.littleEndian)
+        }
         guard delivered(from: s, to: c), delivered(from: c, to: s) else { return }
+        airAdvertising(
+            c, at: time + 2 * interFrameSpace + LEPhy.le1M.airTime(payload: 12), channel: channel, type: 0x4,
+            txRandom: advA.isRandom, rxRandom: false, advA.littleEndian + c.scanResponseData)
         report(s, eventType: 0x04, address: advA, data: c.scanResponseData, from: c)
     }
 
@@ -160,9 +176,9 @@ extension World {
 
     /// An initiator heard an advertising PDU: if it is connectable and from the peer it wants, it sends
     /// CONNECT_IND; if the advertiser hears it, both enter the connection state.
-    func tryConnect(initiator s: ControllerState, advertiser c: ControllerState, advA: LinkAddress, at time: Int64)
-        -> Bool
-    {
+    func tryConnect(
+        initiator s: ControllerState, advertiser c: ControllerState, advA: LinkAddress, at time: Int64, channel: Int
+    ) -> Bool {
         guard let ip = s.initiating, let initA = s.ownAddress(type: ip.ownAddressType) else { return false }
         let type = c.advertisingParameters.type
         guard type.isConnectable else { return false }
@@ -209,6 +225,27 @@ extension World {
             interval: link.intervalUnits, latency: link.latency, timeout: link.timeoutUnits)
         link.centralPeer = advA
         link.peripheralPeer = initA
+        if capturingAir {
+            // CONNECT_IND: InitA, AdvA, then LLData (Vol 6, Part B, 2.3.3.1): the link's access address, CRC
+            // initial value, a 1.25 ms window at offset 0, interval, latency, timeout, every channel, hop, SCA 0.
+            var w = ByteWriter(capacity: 34)
+            w.append(initA.littleEndian)
+            w.append(advA.littleEndian)
+            let aa = link.accessAddress
+            w.append([UInt8(aa & 0xFF), UInt8((aa >> 8) & 0xFF), UInt8((aa >> 16) & 0xFF), UInt8(aa >> 24)])
+            let crcInit = link.crcInit
+            w.append([UInt8(crcInit & 0xFF), UInt8((crcInit >> 8) & 0xFF), UInt8(crcInit >> 16)])
+            w.u8(1)
+            w.u16(0)
+            w.u16(link.intervalUnits)
+            w.u16(link.latency)
+            w.u16(link.timeoutUnits)
+            w.append([0xFF, 0xFF, 0xFF, 0xFF, 0x1F])
+            w.u8(UInt8(link.hop))
+            airAdvertising(
+                s, at: time + interFrameSpace, channel: channel, type: 0x5, txRandom: initA.isRandom,
+                rxRandom: advA.isRandom, w.bytes)
+        }
         schedule(link, counter: 0)
         return true
     }

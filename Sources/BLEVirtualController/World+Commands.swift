@@ -426,8 +426,21 @@ extension World {
             }
             ok(le16(handle))
             link.sides[side].localMaxTxOctets = Int(octets)
-            link.sides[side].control.append(
-                .lengthReq(maxRxOctets: link.sides[side].localMaxRxOctets, maxTxOctets: Int(octets)))
+            // One Data Length Update procedure at a time per side (Vol 6, Part B, 5.1.9): a request still
+            // queued takes the new value instead of a second one being queued behind it.
+            let request = LLControlPDU.lengthReq(
+                maxRxOctets: link.sides[side].localMaxRxOctets, maxTxOctets: Int(octets))
+            // One already in flight with these values is enough.
+            if case .control(.lengthReq(_, let inFlight))? = link.sides[side].current, inFlight == Int(octets) {
+                return wake(link)
+            }
+            if let queued = link.sides[side].control.firstIndex(where: {
+                if case .lengthReq = $0 { true } else { false }
+            }) {
+                link.sides[side].control[queued] = request
+            } else {
+                link.sides[side].control.append(request)
+            }
             wake(link)
 
         case Opcode.leReadSuggestedDefaultDataLength:

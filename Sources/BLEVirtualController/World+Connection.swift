@@ -98,12 +98,19 @@ extension World {
         link.event = event
         let counter = event.counter
         var lostOne = false
+        let channel = link.channel(ofCounter: counter)
+        let centralPDU = link.phyCentralToPeripheral.airTime(payload: link.sides[0].currentPayloadLength)
+        airData(link, side: 0, at: start, channel: channel, more: link.sides[0].hasMoreThanCurrent)
         exchange: do {
             // Central -> peripheral. A lost packet ends the event: the peripheral does not answer.
             if lost() {
                 lostOne = true
                 break exchange
             }
+            received(sn: link.sides[0].sn, nesn: link.sides[0].nesn, by: &link.sides[1])
+            airData(
+                link, side: 1, at: start + centralPDU + interFrameSpace, channel: channel,
+                more: link.sides[1].hasMoreThanCurrent)
             link.sides[1].lastReceived = start
             deliverCurrent(link, from: 0, counter: counter)
             if link.closed { break exchange }
@@ -113,6 +120,7 @@ extension World {
                 lostOne = true
                 break exchange
             }
+            received(sn: link.sides[1].sn, nesn: link.sides[1].nesn, by: &link.sides[0])
             link.sides[0].lastReceived = start
             // The central's host learns of the link when the first packet from the peripheral arrives,
             // before anything that packet carries (an LL_LENGTH_REQ's Data Length Change, say).
@@ -127,6 +135,13 @@ extension World {
             return endEvent(link, counter: counter, anchor: event.anchor)
         }
         startExchange(link)
+    }
+
+    /// The sequence bits of a received PDU (Vol 6, Part B, 4.5.9): a NESN other than the receiver's SN
+    /// acknowledges what it sent last; an SN equal to its NESN is new data, which it acknowledges in turn.
+    func received(sn: UInt8, nesn: UInt8, by receiver: inout LinkSide) {
+        if nesn != receiver.sn { receiver.sn ^= 1 }
+        if sn == receiver.nesn { receiver.nesn ^= 1 }
     }
 
     /// The event is over: supervision, and the next event if the link needs one.
@@ -148,6 +163,10 @@ extension World {
             peer: link.centralPeer, interval: link.intervalUnits, latency: link.latency,
             timeout: link.timeoutUnits)
         for s in 0..<2 where link.sides[s].localMaxTxOctets > 27 {
+            // Unless the host already asked for one (LE Set Data Length before the link was established).
+            let queued = link.sides[s].control.contains { if case .lengthReq = $0 { true } else { false } }
+            if case .control(.lengthReq)? = link.sides[s].current { continue }
+            if queued { continue }
             link.sides[s].control.append(
                 .lengthReq(
                     maxRxOctets: link.sides[s].localMaxRxOctets,

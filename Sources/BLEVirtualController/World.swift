@@ -30,6 +30,8 @@ enum RadioEffect: Sendable {
     case run(@Sendable () -> Void)
     /// Close a host's transport (its controller vanished).
     case close(pipe: HCIPipe, reason: String)
+    /// A link-layer packet on the air, for the air capture.
+    case air(AirPacket)
 }
 
 /// The whole simulated world: clock, random generator, controllers and links. It lives inside the radio's
@@ -43,6 +45,8 @@ final class World {
     var nextLinkID = 0
     var packetLossRate: Double = 0
     var effects: [RadioEffect] = []
+    /// Whether link-layer packets are recorded (an air capture is open).
+    var capturingAir = false
 
     init(seed: UInt64) {
         random = SimulationRandom(seed: seed)
@@ -75,6 +79,53 @@ final class World {
             let controller = controllers[index]
             effects.append(.toHost(pipe: controller.pipe, name: controller.name, packet))
         }
+    }
+
+    // MARK: Air capture
+
+    /// Records an advertising-channel PDU from `sender` (type, TxAdd and RxAdd in the header, then `payload`).
+    func airAdvertising(
+        _ sender: ControllerState, at time: Int64, channel: Int, type: UInt8, txRandom: Bool, rxRandom: Bool,
+        _ payload: [UInt8]
+    ) {
+        guard capturingAir else { return }
+        let header = type | (txRandom ? 0x40 : 0) | (rxRandom ? 0x80 : 0)
+        effects.append(
+            .air(
+                AirPacket(
+                    time: time, channel: channel, accessAddress: 0x8E89_BED6,
+                    pdu: [header, UInt8(payload.count)] + payload, crcInit: 0x55_5555, phy: .le1M, direction: 0,
+                    rssi: Int8(clamping: Int(sender.txPower) - 40))))
+    }
+
+    /// Records one data-channel PDU of side `s` of `link` (LLID, the sequence bits and MD in its header).
+    func airData(_ link: Link, side s: Int, at time: Int64, channel: Int, more: Bool) {
+        guard capturingAir else { return }
+        let side = link.sides[s]
+        let llid: UInt8
+        let payload: [UInt8]
+        switch side.current {
+        case .data(let length, let start):
+            llid = start ? 0b10 : 0b01
+            if let head = side.data.first, head.offset + length <= head.data.count {
+                payload = Array(head.data[head.offset..<head.offset + length])
+            } else {
+                payload = []
+            }
+        case .control(let pdu):
+            llid = 0b11
+            payload = pdu.bytes
+        case nil:
+            llid = 0b01
+            payload = []
+        }
+        let header = llid | (side.nesn << 2) | (side.sn << 3) | (more ? 0x10 : 0)
+        effects.append(
+            .air(
+                AirPacket(
+                    time: time, channel: channel, accessAddress: link.accessAddress,
+                    pdu: [header, UInt8(payload.count)] + payload, crcInit: link.crcInit, phy: link.phy(from: s),
+                    direction: s == 0 ? 2 : 3, rssi: Int8(clamping: Int(controllers[side.controller].txPower) - 40))))
     }
 
     // MARK: Radio helpers

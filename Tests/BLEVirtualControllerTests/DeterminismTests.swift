@@ -7,8 +7,10 @@ import Testing
 
 @Suite struct DeterminismTests {
     /// A busy little world: two advertisers, an active scanner that connects to one of them and exchanges data.
-    func scenarioTrace(seed: UInt64) async throws -> [String] {
+    func scenarioTrace(seed: UInt64, airCapture: String? = nil) async throws -> [String] {
         let radio = SimulatedRadio(seed: seed)
+        if let airCapture { try radio.startAirCapture(to: airCapture) }
+        defer { radio.stopAirCapture() }
         let trace = Mutex<[String]>([])
         radio.setTraceHandler { time, name, direction, packet in
             trace.withLock { $0.append("\(time) \(name) \(direction) \(packet)") }
@@ -41,6 +43,35 @@ import Testing
         #expect(first.count > 100)
         #expect(first == second)
         #expect(first != other)
+    }
+
+    /// Recording the air changes nothing in the run, and the file is a pcap of link-layer packets
+    /// (LINKTYPE_BLUETOOTH_LE_LL_WITH_PHDR) whose advertising CRCs are right.
+    @Test func anAirCaptureChangesNothingAndHoldsTheLinkLayer() async throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("air-\(UUID().uuidString).pcap").path
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let plain = try await scenarioTrace(seed: 5)
+        let captured = try await scenarioTrace(seed: 5, airCapture: path)
+        #expect(plain == captured)
+        let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
+        #expect(bytes.count > 24)
+        func u32(_ at: Int) -> UInt32 { (0..<4).reduce(0) { $0 | UInt32(bytes[at + $1]) << (8 * $1) } }
+        #expect(u32(0) == 0xA1B2_3C4D)  // nanosecond pcap
+        #expect(u32(20) == 256)  // LINKTYPE_BLUETOOTH_LE_LL_WITH_PHDR
+        // Walk the records: each is a 10-byte pseudo-header, an access address, a PDU and its CRC.
+        var at = 24
+        var advertising = 0
+        var data = 0
+        while at + 16 <= bytes.count {
+            let length = Int(u32(at + 8))
+            let record = Array(bytes[(at + 16)..<(at + 16 + length)])
+            let accessAddress = record[10..<14].reversed().reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
+            #expect(Int(record[15]) == length - 10 - 4 - 2 - 3)  // the PDU's length field
+            if accessAddress == 0x8E89_BED6 { advertising += 1 } else { data += 1 }
+            at += 16 + length
+        }
+        #expect(at == bytes.count)
+        #expect(advertising > 10 && data > 10)
     }
 
     @Test func derivedAddressesAreStaticRandomAndStable() {

@@ -20,6 +20,12 @@ struct DemoCommand: AsyncParsableCommand {
     @Option(parsing: .unconditional, help: "Heart-rate measurements to receive before writing the control point.")
     var measurements = 5
 
+    @Option(
+        help: ArgumentHelp(
+            "Record the link-layer packets on the simulated air to this file (pcap, for Wireshark).",
+            valueName: "file"))
+    var airCapture: String?
+
     @OptionGroup var log: LogOptions
 
     func validate() throws {
@@ -30,6 +36,14 @@ struct DemoCommand: AsyncParsableCommand {
         // What the stack notices goes to stderr, never into this command's output.
         log.install()
         let radio = SimulatedRadio(seed: seed)
+        if let airCapture {
+            do {
+                try radio.startAirCapture(to: airCapture)
+            } catch {
+                throw ToolError(.transport, "--air-capture: \(error)")
+            }
+        }
+        defer { radio.stopAirCapture() }
         let log = DemoLog(radio: radio)
         let sensorSystem = BluetoothSystem.simulated(on: radio, name: "HRM-Demo", position: RadioPosition(x: 2, y: 1))
         let phoneSystem = BluetoothSystem.simulated(on: radio, name: "phone", position: RadioPosition(x: 0, y: 0))
