@@ -107,6 +107,9 @@ final class ControllerState {
     let hostLink: HostControllerLink
     var hostToControllerFree: Int64 = 0
     var controllerToHostFree: Int64 = 0
+    /// Until when this controller's one radio is transmitting or receiving (an exchange of one of its links, an
+    /// advertising event): nothing else of it uses the air before then.
+    var airBusyUntil: Int64 = 0
     var powered = true
 
     // HCI configuration

@@ -203,6 +203,11 @@ final class Link {
     /// Event counter of the last connection event processed (-1 before the first).
     var lastCounter = -1
     var scheduled = false
+    /// The anchor of the event scheduled next (valid while `scheduled`).
+    var nextAnchor: Int64 = 0
+    /// The event counter the peripheral last listened at: with peripheral latency L and nothing to send, it
+    /// listens at every (L + 1)th event from there.
+    var peripheralListened = 0
     /// The connection event under way, if any: its counter, its anchor, the air time its exchanges used before
     /// the one in flight, and that one's start and length.
     var event: (counter: Int, anchor: Int64, used: Int64, start: Int64, pair: Int64)?

@@ -64,6 +64,8 @@ extension World {
         } else {
             return nil
         }
+        // Listening needs the radio: not while it serves a connection event or advertises.
+        guard s.airBusyUntil <= time else { return nil }
         let intervalNs = Int64(interval) * Self.advertisingUnit
         let elapsed = time - start
         guard elapsed >= 0 else { return nil }

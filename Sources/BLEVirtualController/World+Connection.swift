@@ -12,13 +12,18 @@ import DequeModule
 /// acknowledged and Number Of Completed Packets reports what completed. A host that hands over data then (it
 /// got its buffers back) has it sent in a later exchange of the same event, so a link whose host keeps the
 /// controller's buffers filled uses the whole event. What is sent next is chosen when an exchange starts.
-/// Peripheral latency is accepted and reported but not used: the peripheral listens at every event.
+/// One controller has one radio: its links take turns. An event whose anchor finds either controller's radio
+/// busy (another link's exchange, an advertising event) is skipped; an event ends before the next anchor of
+/// another link of either controller that has an event scheduled, so two links of one controller never
+/// transmit at once and each gets a share of the air. The peripheral uses its latency: with nothing to send
+/// it skips up to `latency` events in a row, and the central's packet of such an event goes unanswered.
 ///
 /// - SeeAlso: Core Spec 5.4, Vol 6, Part B, 4.5 (connection state), 5.1 (LL control procedures).
 extension World {
     func schedule(_ link: Link, counter: Int) {
         link.generation &+= 1
         link.scheduled = true
+        link.nextAnchor = link.anchor(ofCounter: counter)
         clock.schedule(
             at: link.anchor(ofCounter: counter),
             .connection(link: link.id, counter: counter, generation: link.generation))
@@ -62,8 +67,39 @@ extension World {
         let t = now
         applyInstants(link, counter: counter, at: t)
         guard canCommunicate(link) else { return endEvent(link, counter: counter, anchor: t) }
+        // A radio busy with another link (or advertising) at the anchor: this event does not happen.
+        let radios = [controllers[link.sides[0].controller], controllers[link.sides[1].controller]]
+        guard radios.allSatisfy({ $0.airBusyUntil <= t }) else {
+            return endEvent(link, counter: counter, anchor: t)
+        }
         link.event = (counter, t, 0, t, 0)
+        // Peripheral latency (Vol 6, Part B, 4.5.1): with nothing to send, the peripheral sleeps through up to
+        // `latency` events, listening at every (latency + 1)th; the central's packet of an event it sleeps
+        // through goes unanswered, and what it carried waits.
+        if link.established, link.latency > 0, !link.sides[1].hasPendingTraffic,
+            (counter - link.peripheralListened) % (Int(link.latency) + 1) != 0
+        {
+            link.sides[0].pickNext()
+            let packet = link.phyCentralToPeripheral.airTime(payload: link.sides[0].currentPayloadLength)
+            radios[0].airBusyUntil = max(radios[0].airBusyUntil, t + packet)
+            airData(link, side: 0, at: t, channel: link.channel(ofCounter: counter), more: false)
+            return endEvent(link, counter: counter, anchor: t)
+        }
+        link.peripheralListened = counter
         startExchange(link)
+    }
+
+    /// The earliest anchor, after `time`, of another link of either of `link`'s controllers that has an event
+    /// scheduled: this link's event must be over by then.
+    func nextOtherAnchor(_ link: Link, after time: Int64) -> Int64 {
+        var earliest = Int64.max
+        for s in 0..<2 {
+            for id in controllers[link.sides[s].controller].linkByHandle.values where id != link.id {
+                guard let other = links[id], other.scheduled, other.nextAnchor > time else { continue }
+                earliest = min(earliest, other.nextAnchor)
+            }
+        }
+        return earliest
     }
 
     /// Chooses what each side sends next and starts the exchange, or ends the event when there is nothing to
@@ -79,12 +115,19 @@ extension World {
             link.phyCentralToPeripheral.airTime(payload: link.sides[0].currentPayloadLength)
             + link.phyPeripheralToCentral.airTime(payload: link.sides[1].currentPayloadLength)
             + 2 * interFrameSpace
-        if event.used > 0 && (idle || event.used + pair > link.interval) {
+        let start = event.anchor + event.used
+        if event.used > 0
+            && (idle || event.used + pair > link.interval || start + pair > nextOtherAnchor(link, after: start))
+        {
             return endEvent(link, counter: event.counter, anchor: event.anchor)
         }
-        event.start = event.anchor + event.used
+        event.start = start
         event.pair = pair
         link.event = event
+        for s in 0..<2 {
+            let radio = controllers[link.sides[s].controller]
+            radio.airBusyUntil = max(radio.airBusyUntil, start + pair)
+        }
         link.generation &+= 1
         clock.schedule(at: event.start + pair, .exchange(link: link.id, generation: link.generation))
     }

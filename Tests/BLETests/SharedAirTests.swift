@@ -1,0 +1,132 @@
+import BLE
+import Foundation
+import Synchronization
+import Testing
+
+/// One controller, one radio: its links share the air, and a peripheral uses its latency.
+@Suite struct SharedAirTests {
+    /// Two sensors streaming notifications to one phone at once: together they get what one link's model gives
+    /// (the phone's radio serves one at a time), each a fair part of it.
+    @Test func twoLinksOfOneCentralShareItsAir() async throws {
+        let radio = SimulatedRadio(seed: 31)
+        let link = BluetoothSystem.Configuration(preferredMTU: 247)
+        let phone = BluetoothSystem.simulated(on: radio, name: "phone", configuration: link)
+        let sensors = (0..<2).map { i in
+            BluetoothSystem.simulated(
+                on: radio, name: "sensor\(i)", position: RadioPosition(x: 1, y: Double(i)), configuration: link)
+        }
+        let devices = sensors.enumerated().map { i, system in
+            Streamer(system: system, name: "streamer\(i)")
+        }
+        let central = CentralManager(delegate: nil, queue: DispatchQueue(label: "phone"), options: nil, system: phone)
+        let received = Counts()
+        let scenario = Task(executorPreference: radio) {
+            try await central.waitUntilPoweredOn(timeout: .seconds(5))
+            var found: [String: Peripheral] = [:]
+            for await discovery in central.scan(withServices: [Streamer.service]) {
+                if let name = discovery.advertisementData.localName { found[name] = discovery.peripheral }
+                if found.count == 2 { break }
+            }
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for i in 0..<2 {
+                    let peripheral = try #require(found["streamer\(i)"])
+                    try await central.connect(peripheral, timeout: .seconds(10))
+                    let services = try await peripheral.discoverServices([Streamer.service], timeout: .seconds(5))
+                    let characteristics = try await peripheral.discoverCharacteristics(
+                        nil, for: services[0], timeout: .seconds(5))
+                    let values = peripheral.notifications(for: characteristics[0])
+                    try await peripheral.setNotifyValue(true, for: characteristics[0], timeout: .seconds(5))
+                    group.addTask {
+                        for try await value in values { received.add(value.count, to: i) }
+                    }
+                }
+                try await group.waitForAll()
+            }
+        }
+        try await radio.run(for: .seconds(5))
+        let before = received.values
+        #expect(before.allSatisfy { $0 > 0 }, "both links stream: \(before)")
+        try await radio.run(for: .seconds(10))
+        let after = received.values
+        scenario.cancel()
+        withExtendedLifetime(devices) {}
+        let kbits = (0..<2).map { Double((after[$0] - before[$0]) * 8) / 10 / 1000 }
+        let model = Double(12 * 244 * 8) / 30.0  // one link's model at 30 ms, LE 1M, 251-byte payloads
+        #expect(kbits[0] + kbits[1] <= model * 1.0001, "\(kbits) together exceed one radio's \(model)")
+        #expect(kbits[0] + kbits[1] >= model * 0.9, "\(kbits) together use too little of \(model)")
+        #expect(kbits.allSatisfy { $0 >= model * 0.3 }, "an unfair share: \(kbits)")
+    }
+
+    /// With peripheral latency 4 the sensor listens at every fifth event while it has nothing to send, so a read
+    /// from the phone waits longer than with latency 0.
+    @Test func aPeripheralUsesItsLatency() async throws {
+        func meanReadTime(latency: Int) async throws -> Duration {
+            let (rig, peripheral) = try await Rig.connected(phone: .init(peripheralLatency: latency))
+            #expect(peripheral.link?.peripheralLatency == latency)
+            let fixed = try rig.characteristic(Profile.fixed, on: peripheral)
+            var total = Duration.zero
+            for i in 0..<10 {
+                try await rig.run(.milliseconds(200 + 17 * i))  // idle, then a read at an arbitrary moment
+                rig.phone.clear()
+                let asked = rig.radio.now
+                peripheral.readValue(for: fixed)
+                try await rig.run(until: { !rig.phone.valueUpdates.isEmpty }, within: .seconds(2), "the read")
+                total += rig.radio.now - asked
+            }
+            return total / 10
+        }
+        let eager = try await meanReadTime(latency: 0)
+        let lazy = try await meanReadTime(latency: 4)
+        #expect(lazy > eager + .milliseconds(30), "latency 4: \(lazy), latency 0: \(eager)")
+        #expect(lazy < eager + .milliseconds(5 * 30), "latency 4: \(lazy), latency 0: \(eager)")
+    }
+}
+
+/// Bytes received per link, from the tasks that receive them.
+private final class Counts: Sendable {
+    private let counts = Mutex([0, 0])
+    func add(_ count: Int, to link: Int) { counts.withLock { $0[link] += count } }
+    var values: [Int] { counts.withLock { $0 } }
+}
+
+/// A device that notifies as fast as its transmit queue takes values, from the moment a central subscribes.
+private final class Streamer: PeripheralManagerDelegate, @unchecked Sendable {
+    // @unchecked: `characteristic` and `manager` are touched on `queue` only.
+    static let service = BluetoothUUID(string: "C0FFEE01-1234-4A5B-8C9D-0E1F2A3B4C5D")!
+    let queue = DispatchQueue(label: "streamer")
+    let name: String
+    let characteristic = MutableCharacteristic(
+        type: BluetoothUUID(string: "C0FFEE02-1234-4A5B-8C9D-0E1F2A3B4C5D")!, properties: [.notify], value: nil,
+        permissions: [.readable])
+    /// Set inside `queue.sync` in `init`, before any callback (all arrive on `queue`).
+    var manager: PeripheralManager!
+    var streaming = false
+
+    init(system: BluetoothSystem, name: String) {
+        self.name = name
+        queue.sync { manager = PeripheralManager(delegate: self, queue: queue, options: nil, system: system) }
+    }
+
+    func peripheralManagerDidUpdateState(_ peripheral: PeripheralManager) {
+        guard peripheral.state == .poweredOn else { return }
+        let service = MutableService(type: Self.service, primary: true)
+        service.characteristics = [characteristic]
+        peripheral.add(service)
+        peripheral.startAdvertising(AdvertisementData(localName: name, serviceUUIDs: [Self.service]))
+    }
+
+    func peripheralManager(
+        _ peripheral: PeripheralManager, central: Central, didSubscribeTo characteristic: Characteristic
+    ) {
+        peripheral.stopAdvertising()
+        streaming = true
+        pump()
+    }
+
+    func peripheralManagerIsReady(toUpdateSubscribers peripheral: PeripheralManager) { pump() }
+
+    private func pump() {
+        guard streaming else { return }
+        while manager.updateValue(Data(repeating: 0x33, count: 244), for: characteristic, onSubscribedCentrals: nil) {}
+    }
+}
