@@ -42,7 +42,11 @@ final class AirCaptureFile: Sendable {
         header.appendLE(UInt32(0))  // sigfigs
         header.appendLE(UInt32(65535))  // snaplen
         header.appendLE(UInt32(256))  // LINKTYPE_BLUETOOTH_LE_LL_WITH_PHDR
-        file.write(Data(header))
+        do {
+            try file.write(contentsOf: Data(header))
+        } catch {
+            throw SimulationError.cannotCapture(path: path)
+        }
         handle = Mutex(file)
     }
 
@@ -64,6 +68,8 @@ final class AirCaptureFile: Sendable {
         let flags: UInt16 = 0x0001 | 0x0002 | 0x0010 | (packet.direction << 7) | (phy << 14)
         body.appendLE(flags)
         body.appendLE(packet.accessAddress)
+        // LE Coded packets carry their coding indicator after the access address (0: S=8).
+        if packet.phy == .leCoded { body.append(0) }
         body.append(contentsOf: packet.pdu)
         let crc = Self.crc(packet.pdu, initial: packet.crcInit)
         body.append(contentsOf: [UInt8(crc & 0xFF), UInt8((crc >> 8) & 0xFF), UInt8((crc >> 16) & 0xFF)])
@@ -74,7 +80,15 @@ final class AirCaptureFile: Sendable {
         record.appendLE(UInt32(body.count))
         record.appendLE(UInt32(body.count))
         let bytes = Data(record + body)
-        handle.withLock { $0?.write(bytes) }
+        // A write that fails (a full disk) ends the capture rather than the run.
+        handle.withLock { file in
+            do {
+                try file?.write(contentsOf: bytes)
+            } catch {
+                try? file?.close()
+                file = nil
+            }
+        }
     }
 
     /// The RF channel (frequency = 2402 MHz + 2 MHz × RF channel) of a channel index: the pseudo-header counts RF

@@ -208,6 +208,12 @@ final class Link {
     /// The event counter the peripheral last listened at: with peripheral latency L and nothing to send, it
     /// listens at every (L + 1)th event from there.
     var peripheralListened = 0
+    /// An event the peripheral should have listened at did not happen (radio busy, packet lost): it listens at
+    /// every event until an exchange succeeds, so latency and a miss cannot add up to a supervision timeout.
+    var peripheralMissed = false
+    /// This link's last event was skipped because a radio was busy with another link: that link yields its
+    /// next first exchange to this one if they collide, so two links whose anchors keep colliding take turns.
+    var starved = false
     /// The connection event under way, if any: its counter, its anchor, the air time its exchanges used before
     /// the one in flight, and that one's start and length.
     var event: (counter: Int, anchor: Int64, used: Int64, start: Int64, pair: Int64)?

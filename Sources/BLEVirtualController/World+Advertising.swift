@@ -168,6 +168,38 @@ extension World {
         emitLEEvent(s, subevent: 0x02, w.bytes)
     }
 
+    /// The transmit window offset (units of 1.25 ms, below one interval) a central gives a new link so that its
+    /// anchors fall as far as they can from those of the central's other links: the central's scheduler spreads
+    /// its links over its one radio, and each gets its share of the air (Vol 6, Part B, 4.5.3 lets it choose).
+    func anchorOffset(for central: ControllerState, interval: Int64, earliest: Int64) -> UInt16 {
+        let unit = 1_250 * VirtualTime.microsecond
+        let slots = max(1, Int(interval / unit))
+        // Every link's anchors, whether or not it has an event scheduled now (an idle link's come back with data).
+        let others = central.linkByHandle.values.compactMap { id -> Int64? in
+            guard let link = links[id], !link.closed else { return nil }
+            return link.anchor(ofCounter: link.nextCounter(notBefore: earliest))
+        }
+        guard !others.isEmpty, slots > 1 else { return 0 }
+        // For each candidate offset, its nearest distance to another link's anchor, modulo the new interval.
+        func distance(_ slot: Int) -> Int64 {
+            let anchor = earliest + Int64(slot) * unit
+            return others.map { other in
+                let d = ((anchor - other) % interval + interval) % interval
+                return min(d, interval - d)
+            }.min() ?? interval
+        }
+        var best = 0
+        var bestDistance: Int64 = -1
+        for slot in 0..<slots {
+            let d = distance(slot)
+            if d > bestDistance {
+                best = slot
+                bestDistance = d
+            }
+        }
+        return UInt16(best)
+    }
+
     /// Whether `c` has a link to the device at `peer`, in either role.
     func isConnected(_ c: ControllerState, to peer: LinkAddress) -> Bool {
         c.linkByHandle.values.contains { id in
@@ -200,7 +232,12 @@ extension World {
         // CONNECT_IND (34-byte payload) sent T_IFS after the advertising PDU; the first anchor follows
         // transmitWindowDelay (1.25 ms) with a zero transmitWindowOffset (Vol 6, Part B, 4.5.3).
         let connectIndEnd = time + interFrameSpace + LEPhy.le1M.airTime(payload: 34)
-        let firstAnchor = connectIndEnd + 1_250 * VirtualTime.microsecond
+        let windowOffset = anchorOffset(
+            for: s, interval: Int64(ip.intervalMin) * 1_250 * VirtualTime.microsecond,
+            earliest: connectIndEnd + 1_250 * VirtualTime.microsecond)
+        let firstAnchor =
+            connectIndEnd + 1_250 * VirtualTime.microsecond + Int64(windowOffset) * 1_250
+            * VirtualTime.microsecond
         s.initiating = nil
         stopAdvertising(c)
         let central = LinkSide(
@@ -238,7 +275,7 @@ extension World {
             let crcInit = link.crcInit
             w.append([UInt8(crcInit & 0xFF), UInt8((crcInit >> 8) & 0xFF), UInt8(crcInit >> 16)])
             w.u8(1)
-            w.u16(0)
+            w.u16(windowOffset)
             w.u16(link.intervalUnits)
             w.u16(link.latency)
             w.u16(link.timeoutUnits)

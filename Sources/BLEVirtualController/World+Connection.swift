@@ -13,7 +13,8 @@ import DequeModule
 /// got its buffers back) has it sent in a later exchange of the same event, so a link whose host keeps the
 /// controller's buffers filled uses the whole event. What is sent next is chosen when an exchange starts.
 /// One controller has one radio: its links take turns. An event whose anchor finds either controller's radio
-/// busy (another link's exchange, an advertising event) is skipped; an event ends before the next anchor of
+/// busy with another link's exchange is skipped (and that link yields its next colliding event, so they take
+/// turns); an event ends before the next anchor of
 /// another link of either controller that has an event scheduled, so two links of one controller never
 /// transmit at once and each gets a share of the air. The peripheral uses its latency: with nothing to send
 /// it skips up to `latency` events in a row, and the central's packet of such an event goes unanswered.
@@ -67,16 +68,18 @@ extension World {
         let t = now
         applyInstants(link, counter: counter, at: t)
         guard canCommunicate(link) else { return endEvent(link, counter: counter, anchor: t) }
-        // A radio busy with another link (or advertising) at the anchor: this event does not happen.
+        // A radio busy with another link at the anchor: this event does not happen.
         let radios = [controllers[link.sides[0].controller], controllers[link.sides[1].controller]]
         guard radios.allSatisfy({ $0.airBusyUntil <= t }) else {
+            link.starved = true
+            link.peripheralMissed = true
             return endEvent(link, counter: counter, anchor: t)
         }
         link.event = (counter, t, 0, t, 0)
         // Peripheral latency (Vol 6, Part B, 4.5.1): with nothing to send, the peripheral sleeps through up to
         // `latency` events, listening at every (latency + 1)th; the central's packet of an event it sleeps
         // through goes unanswered, and what it carried waits.
-        if link.established, link.latency > 0, !link.sides[1].hasPendingTraffic,
+        if link.established, link.latency > 0, !link.sides[1].hasPendingTraffic, !link.peripheralMissed,
             (counter - link.peripheralListened) % (Int(link.latency) + 1) != 0
         {
             link.sides[0].pickNext()
@@ -89,13 +92,14 @@ extension World {
         startExchange(link)
     }
 
-    /// The earliest anchor, after `time`, of another link of either of `link`'s controllers that has an event
-    /// scheduled: this link's event must be over by then.
-    func nextOtherAnchor(_ link: Link, after time: Int64) -> Int64 {
+    /// The earliest anchor, at or after `time`, of another link of either of `link`'s controllers that has an
+    /// event scheduled (only starved ones, with `starvedOnly`): this link's event must be over by then.
+    func nextOtherAnchor(_ link: Link, after time: Int64, starvedOnly: Bool = false) -> Int64 {
         var earliest = Int64.max
         for s in 0..<2 {
             for id in controllers[link.sides[s].controller].linkByHandle.values where id != link.id {
-                guard let other = links[id], other.scheduled, other.nextAnchor > time else { continue }
+                guard let other = links[id], other.scheduled, other.nextAnchor >= time else { continue }
+                if starvedOnly && !other.starved { continue }
                 earliest = min(earliest, other.nextAnchor)
             }
         }
@@ -116,11 +120,21 @@ extension World {
             + link.phyPeripheralToCentral.airTime(payload: link.sides[1].currentPayloadLength)
             + 2 * interFrameSpace
         let start = event.anchor + event.used
-        if event.used > 0
-            && (idle || event.used + pair > link.interval || start + pair > nextOtherAnchor(link, after: start))
-        {
+        let radios = [controllers[link.sides[0].controller], controllers[link.sides[1].controller]]
+        if event.used > 0 {
+            // Later exchanges fit before the next anchor, before another link's next anchor, and on free radios.
+            if idle || event.used + pair > link.interval || start + pair > nextOtherAnchor(link, after: start)
+                || !radios.allSatisfy({ $0.airBusyUntil <= start })
+            {
+                return endEvent(link, counter: event.counter, anchor: event.anchor)
+            }
+        } else if start + pair > nextOtherAnchor(link, after: start, starvedOnly: true) {
+            // The first exchange would cover the anchor of a link that lost its last event to this controller's
+            // radio: this event yields, and the links take turns.
+            link.starved = true
             return endEvent(link, counter: event.counter, anchor: event.anchor)
         }
+        link.starved = false
         event.start = start
         event.pair = pair
         link.event = event
@@ -136,6 +150,8 @@ extension World {
     /// complete, and the next exchange starts.
     func exchangeEnded(_ link: Link) {
         guard var event = link.event else { return }
+        // A side that left during the exchange (reset, power off, vanished): nothing more is carried.
+        guard canCommunicate(link) else { return endEvent(link, counter: event.counter, anchor: event.anchor) }
         let start = event.start
         event.used += event.pair
         link.event = event
@@ -148,6 +164,7 @@ extension World {
             // Central -> peripheral. A lost packet ends the event: the peripheral does not answer.
             if lost() {
                 lostOne = true
+                link.peripheralMissed = true
                 break exchange
             }
             received(sn: link.sides[0].sn, nesn: link.sides[0].nesn, by: &link.sides[1])
@@ -164,6 +181,7 @@ extension World {
                 break exchange
             }
             received(sn: link.sides[1].sn, nesn: link.sides[1].nesn, by: &link.sides[0])
+            link.peripheralMissed = false
             link.sides[0].lastReceived = start
             // The central's host learns of the link when the first packet from the peripheral arrives,
             // before anything that packet carries (an LL_LENGTH_REQ's Data Length Change, say).
@@ -193,7 +211,9 @@ extension World {
         superviseTimeouts(link, at: anchor)
         emitCompletedPackets(link)
         if link.closed { return }
-        if needsEvents(link) { schedule(link, counter: counter + 1) }
+        // The next event's anchor is never in the past, even after an exchange that ran over the interval (a
+        // long PDU on LE Coded).
+        if needsEvents(link) { schedule(link, counter: max(counter + 1, link.nextCounter(notBefore: now))) }
     }
 
     /// The first packet from the peripheral reached the central: the central's host gets LE Connection

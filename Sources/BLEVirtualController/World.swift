@@ -114,7 +114,10 @@ final class World {
             }
         case .control(let pdu):
             llid = 0b11
-            payload = pdu.bytes
+            var bytes = pdu.bytes
+            // A feature request from the peripheral is LL_PERIPHERAL_FEATURE_REQ (Vol 6, Part B, 2.4.2.10).
+            if s == 1, case .featureReq = pdu { bytes[0] = 0x0E }
+            payload = bytes
         case nil:
             llid = 0b01
             payload = []

@@ -46,7 +46,7 @@ import Testing
     }
 
     /// Recording the air changes nothing in the run, and the file is a pcap of link-layer packets
-    /// (LINKTYPE_BLUETOOTH_LE_LL_WITH_PHDR) whose advertising CRCs are right.
+    /// (LINKTYPE_BLUETOOTH_LE_LL_WITH_PHDR), one record per PDU. (tshark checks the CRCs: test_cli.py.)
     @Test func anAirCaptureChangesNothingAndHoldsTheLinkLayer() async throws {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("air-\(UUID().uuidString).pcap").path
         defer { try? FileManager.default.removeItem(atPath: path) }

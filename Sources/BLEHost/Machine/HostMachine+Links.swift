@@ -52,8 +52,10 @@ extension HostMachine {
             let command = HCILESetDataLength(handle: handle, txOctets: octets, txTime: StartupSequence.txTime(octets))
             enqueue(command.packet, for: .none)
         }
+        // Only when the controller claims both the command and the PHY (LE features bit 8: 2M, bit 11: Coded).
         if linkRole == .central, let phy = configuration.preferredPHY, let info = self.info,
-            HCISupportedCommands(octets: info.supportedCommands).supports(HCILESetPHY.opcode)
+            HCISupportedCommands(octets: info.supportedCommands).supports(HCILESetPHY.opcode),
+            phy == .le1M || info.leFeatures & (phy == .le2M ? 1 << 8 : 1 << 11) != 0
         {
             let command = HCILESetPHY(
                 handle: handle, txPHYs: phy.preferences, rxPHYs: phy.preferences,

@@ -85,8 +85,11 @@ struct LinkBenchmark: Sendable, Hashable {
                 for try await value in values { meter.received(value.count) }
             case .writesWithoutResponse:
                 let sink = try characteristic(BenchPeripheral.sink)
-                let data = Data(repeating: 0x5A, count: valueLength * 100_000)
-                for try await _ in peripheral.send(data, to: sink, type: .withoutResponse, chunkSize: valueLength) {}
+                let data = Data(repeating: 0x5A, count: valueLength * 1_000)
+                while !Task.isCancelled {
+                    for try await _ in peripheral.send(data, to: sink, type: .withoutResponse, chunkSize: valueLength) {
+                    }
+                }
             case .writes:
                 let sink = try characteristic(BenchPeripheral.sink)
                 let value = Data(repeating: 0x5A, count: valueLength)
@@ -94,13 +97,24 @@ struct LinkBenchmark: Sendable, Hashable {
             }
         }
         sensor.meter = meter
-        try await radio.run(for: .seconds(5), until: { meter.started })
-        let begin = radio.now + .seconds(1)
+        Task(executorPreference: radio) {
+            _ = await flow.result
+            meter.flowEnded()
+        }
+        try await radio.run(for: .seconds(10), until: { meter.started || meter.ended })
+        guard meter.started else {
+            flow.cancel()
+            try await radio.run(for: .seconds(1), until: { meter.ended })
+            let failure = await flow.result
+            throw ToolError(.failure, "the \(kind.rawValue) case did not start: \(failure)")
+        }
         try await radio.run(for: .seconds(1))
-        meter.open(at: begin)
+        meter.open()
         try await radio.run(for: .seconds(Int64(seconds)))
         let bytes = meter.close()
+        // Let the flow unwind on the radio, so that nothing of this case outlives it.
         flow.cancel()
+        try await radio.run(for: .seconds(1), until: { meter.ended })
         withExtendedLifetime((sensor, central, phoneSystem, sensorSystem)) {}
         return Double(bytes * 8) / Double(seconds) / 1000
     }
@@ -112,6 +126,7 @@ final class BenchMeter: Sendable {
         var started = false
         var open = false
         var bytes = 0
+        var ended = false
     }
     private let state = Mutex(State())
     let radio: SimulatedRadio
@@ -119,6 +134,9 @@ final class BenchMeter: Sendable {
     init(radio: SimulatedRadio) { self.radio = radio }
 
     var started: Bool { state.withLock { $0.started } }
+    /// The flow's task has returned (or thrown).
+    var ended: Bool { state.withLock { $0.ended } }
+    func flowEnded() { state.withLock { $0.ended = true } }
 
     func received(_ count: Int) {
         state.withLock { s in
@@ -127,7 +145,7 @@ final class BenchMeter: Sendable {
         }
     }
 
-    func open(at time: Duration) { state.withLock { $0.open = true } }
+    func open() { state.withLock { $0.open = true } }
 
     func close() -> Int {
         state.withLock { s in
