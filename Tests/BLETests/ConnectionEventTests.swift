@@ -69,9 +69,7 @@ import Testing
         peripheral.setNotifyValue(true, for: try rig.characteristic(Profile.notifier, on: peripheral))
         try await rig.run(.milliseconds(500))
         let central = try #require(
-            rig.sensor.recorder.events.lazy.compactMap { event -> Central? in
-                if case .didSubscribe(let central, _) = event { return central } else { return nil }
-            }.first)
+            rig.sensor.recorder.subscribers.first)
         #expect(intervals.withLock { $0 }.isEmpty)
         rig.sensor.manager.setDesiredConnectionLatency(.high, for: central)
         try await rig.run(.seconds(5))

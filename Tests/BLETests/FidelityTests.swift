@@ -47,9 +47,7 @@ import Testing
         peripheral.setNotifyValue(true, for: notifier)
         try await rig.run(.seconds(1))
         let central = try #require(
-            rig.sensor.recorder.events.lazy.compactMap { event -> Central? in
-                if case .didSubscribe(let central, _) = event { return central } else { return nil }
-            }.first)
+            rig.sensor.recorder.subscribers.first)
         #expect(central.maximumUpdateValueLength == 512)
     }
 

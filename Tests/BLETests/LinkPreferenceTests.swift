@@ -36,9 +36,7 @@ import Testing
         peripheral.setNotifyValue(true, for: try rig.characteristic(Profile.notifier, on: peripheral))
         try await rig.run(.milliseconds(500))
         let central = try #require(
-            rig.sensor.recorder.events.lazy.compactMap { event -> Central? in
-                if case .didSubscribe(let central, _) = event { return central } else { return nil }
-            }.first)
+            rig.sensor.recorder.subscribers.first)
         let seen = try #require(central.link)
         #expect(seen.interval == .milliseconds(15) && seen.peripheralLatency == 4)
         #expect(seen.txPHY == .le2M && seen.rxPHY == .le2M)

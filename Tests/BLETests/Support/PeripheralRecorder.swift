@@ -81,6 +81,10 @@ final class PeripheralRecorder: PeripheralManagerDelegate, @unchecked Sendable {
     var events: [PeripheralManagerEvent] { log.map(\.event) }
     var lines: [String] { events.map(\.description) }
     func clear() { entries.withLock { $0.removeAll() } }
+    /// The centrals that subscribed, in order: how a test gets hold of the `Central` of its link.
+    var subscribers: [Central] {
+        events.compactMap { if case .didSubscribe(let central, _) = $0 { return central } else { return nil } }
+    }
 
     var reads: [ATTRequest] {
         events.compactMap { if case .didReceiveRead(let r) = $0 { return r } else { return nil } }
