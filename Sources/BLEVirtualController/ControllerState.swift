@@ -107,9 +107,12 @@ final class ControllerState {
     let hostLink: HostControllerLink
     var hostToControllerFree: Int64 = 0
     var controllerToHostFree: Int64 = 0
-    /// Until when this controller's one radio is transmitting or receiving (an exchange of one of its links, an
-    /// advertising event): nothing else of it uses the air before then.
+    /// Until when this controller's one radio serves an exchange of one of its links: nothing else of it uses
+    /// the air before then.
     var airBusyUntil: Int64 = 0
+    /// Until when its radio is advertising. A connection event does not wait for this (connection events come
+    /// first: a link woken during an advertising event takes the radio), but a scanner cannot listen meanwhile.
+    var advertisingUntil: Int64 = 0
     var powered = true
 
     // HCI configuration

@@ -65,7 +65,7 @@ extension World {
             return nil
         }
         // Listening needs the radio: not while it serves a connection event or advertises.
-        guard s.airBusyUntil <= time else { return nil }
+        guard s.airBusyUntil <= time, s.advertisingUntil <= time else { return nil }
         let intervalNs = Int64(interval) * Self.advertisingUnit
         let elapsed = time - start
         guard elapsed >= 0 else { return nil }
@@ -82,6 +82,16 @@ extension World {
         let p = c.advertisingParameters
         let payload = p.type.isDirected ? 12 : 6 + c.advertisingData.count
         let pduTime = LEPhy.le1M.airTime(payload: payload)
+        // One radio: connection events come first. An advertising event waits while the radio serves a link
+        // (until the exchange, or at most the event, is over) and until it fits before the next anchor of the
+        // controller's links (then until just after that anchor); it then takes the air.
+        let channelCount = Int64((0..<3).filter { p.channelMap & (1 << UInt8($0)) != 0 }.count)
+        let duration = channelCount * (pduTime + 2 * interFrameSpace + 400 * VirtualTime.microsecond)
+        if let retry = advertisingRetry(c, duration: duration) {
+            clock.schedule(at: retry, .advertising(controller: c.index, generation: generation))
+            return
+        }
+        c.advertisingUntil = now + duration
         var t = now
         channels: for channel in 37...39 where p.channelMap & (1 << UInt8(channel - 37)) != 0 {
             airAdvertising(
@@ -110,6 +120,24 @@ extension World {
             next = now + Int64(p.intervalMin) * Self.advertisingUnit + advertisingDelay()
         }
         clock.schedule(at: next, .advertising(controller: c.index, generation: generation))
+    }
+
+    /// When an advertising event of `duration` that `c` would start now must try again, if it cannot start: the
+    /// end of the exchange its radio serves, the latest end of a connection event under way, or just after the
+    /// next scheduled anchor it would cover. Always later than now.
+    func advertisingRetry(_ c: ControllerState, duration: Int64) -> Int64? {
+        if c.airBusyUntil > now { return c.airBusyUntil }
+        for id in c.linkByHandle.values {
+            guard let link = links[id], let event = link.event else { continue }
+            return max(now + 1, event.anchor + link.interval)
+        }
+        var anchor: Int64?
+        for id in c.linkByHandle.values {
+            guard let link = links[id], link.scheduled, link.nextAnchor >= now else { continue }
+            anchor = min(anchor ?? link.nextAnchor, link.nextAnchor)
+        }
+        if let anchor, now + duration > anchor { return anchor + 1 }
+        return nil
     }
 
     /// Whether directed advertising from `c` targets `s` (TargetA is `s`'s own address for the state it is in).

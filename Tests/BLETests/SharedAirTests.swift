@@ -60,6 +60,40 @@ import Testing
         #expect(kbits.allSatisfy { $0 >= model * 0.3 }, "an unfair share: \(kbits)")
     }
 
+    /// A connected sensor that keeps advertising (as a peripheral manager does) gives its link the radio first:
+    /// while it streams, filling every connection event, a third device hears its advertising far less than while
+    /// the link is idle, and the stream keeps its full rate.
+    @Test func advertisingYieldsToConnectionEvents() async throws {
+        let (rig, peripheral) = try await Rig.connected(phone: .init(preferredMTU: 247))
+        let listenerSystem = BluetoothSystem.simulated(
+            on: rig.radio, name: "listener", position: RadioPosition(x: 0, y: 2))
+        let listener = CentralRecorder(system: listenerSystem, label: "listener")
+        try await rig.run(.milliseconds(100))
+        listener.central.scanForPeripherals(withServices: [Profile.service], options: .init(allowDuplicates: true))
+        try await rig.run(.seconds(3))
+        let idle = listener.discoveries.count
+        #expect(idle > 10, "the sensor advertises while connected: \(idle) reports")
+
+        let notifier = try rig.characteristic(Profile.notifier, on: peripheral)
+        peripheral.setNotifyValue(true, for: notifier)
+        try await rig.run(.milliseconds(500))
+        let pump: @Sendable () -> Void = {
+            while rig.sensor.manager.updateValue(
+                Data(repeating: 1, count: 244), for: rig.sensor.notifier, onSubscribedCentrals: nil)
+            {}
+        }
+        rig.sensor.recorder.onEvent { _, event in
+            if case .readyToUpdateSubscribers = event { pump() }
+        }
+        rig.sensorSystem.schedule(after: .zero, on: rig.sensor.recorder.queue) { pump() }
+        try await rig.run(.milliseconds(500))
+        listener.clear()
+        try await rig.run(.seconds(3))
+        let streaming = listener.discoveries.count
+        #expect(streaming * 4 < idle, "\(streaming) reports while streaming, \(idle) while idle")
+        withExtendedLifetime(listenerSystem) {}
+    }
+
     /// With peripheral latency 4 the sensor listens at every fifth event while it has nothing to send, so a read
     /// from the phone waits longer than with latency 0.
     @Test func aPeripheralUsesItsLatency() async throws {
