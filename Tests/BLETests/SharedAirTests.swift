@@ -94,6 +94,75 @@ import Testing
         withExtendedLifetime(listenerSystem) {}
     }
 
+    /// A phone asked to send more than its one radio carries falls behind visibly: two bulk writes without
+    /// response to two sensors at once each wait for room again and again, and together they take as long as the
+    /// bytes take at one radio's rate, not half of it.
+    @Test func anOverloadedRadioFallsBehindVisibly() async throws {
+        let radio = SimulatedRadio(seed: 41)
+        let link = BluetoothSystem.Configuration(preferredMTU: 247)
+        let phoneSystem = BluetoothSystem.simulated(on: radio, name: "phone", configuration: link)
+        let sensors = (0..<2).map { i in
+            Sensor(
+                system: BluetoothSystem.simulated(
+                    on: radio, name: "sensor\(i)", position: RadioPosition(x: 1, y: Double(i)), configuration: link))
+        }
+        let central = CentralManager(
+            delegate: nil, queue: DispatchQueue(label: "phone"), options: nil, system: phoneSystem)
+        let outcome = Mutex<[(waits: Int, finished: Duration)]?>(nil)
+        let bytes = 244 * 400
+        Task(executorPreference: radio) {
+            for (i, sensor) in sensors.enumerated() {
+                try await sensor.manager.waitUntilPoweredOn(timeout: .seconds(1))
+                sensor.publish()
+                try await sensor.manager.startAdvertising(
+                    AdvertisementData(localName: "sensor\(i)", serviceUUIDs: [Profile.service]), timeout: nil)
+            }
+            try await central.waitUntilPoweredOn(timeout: .seconds(1))
+            var found: [String: Peripheral] = [:]
+            for await discovery in central.scan(withServices: [Profile.service]) {
+                if let name = discovery.advertisementData.localName { found[name] = discovery.peripheral }
+                if found.count == 2 { break }
+            }
+            var targets: [(Peripheral, Characteristic)] = []
+            for i in 0..<2 {
+                let peripheral = try #require(found["sensor\(i)"])
+                try await central.connect(peripheral, timeout: .seconds(10))
+                let services = try await peripheral.discoverServices([Profile.service], timeout: .seconds(5))
+                let characteristics = try await peripheral.discoverCharacteristics(
+                    [Profile.dynamic], for: services[0], timeout: .seconds(5))
+                targets.append((peripheral, characteristics[0]))
+            }
+            try await radio.sleep(for: .seconds(1))
+            let start = radio.now
+            let results = try await withThrowingTaskGroup(of: (Int, Int, Duration).self) { group in
+                for (i, (peripheral, characteristic)) in targets.enumerated() {
+                    group.addTask {
+                        var waits = 0
+                        for try await progress in peripheral.send(
+                            Data(repeating: UInt8(i), count: bytes), to: characteristic, type: .withoutResponse,
+                            chunkSize: 244)
+                        {
+                            waits = progress.timesWaitedForRoom
+                        }
+                        return (i, waits, radio.now - start)
+                    }
+                }
+                var all: [(Int, Int, Duration)] = []
+                for try await result in group { all.append(result) }
+                return all.sorted { $0.0 < $1.0 }.map { (waits: $0.1, finished: $0.2) }
+            }
+            outcome.withLock { $0 = results }
+        }
+        try await radio.run(for: .seconds(60))
+        let results = try #require(outcome.withLock { $0 }, "the sends did not finish")
+        // One radio carries 781 kbit/s of payload: the 2 × 97,600 bytes take at least 2 s.
+        let oneRadio = Duration.milliseconds(Int64(Double(2 * bytes * 8) / 780.8))
+        let last = results.map(\.finished).max() ?? .zero
+        #expect(last >= oneRadio * 0.98, "finished after \(last), one radio needs \(oneRadio)")
+        #expect(results.allSatisfy { $0.waits > 10 }, "each sender waited for room: \(results.map(\.waits))")
+        withExtendedLifetime(sensors) {}
+    }
+
     /// With peripheral latency 4 the sensor listens at every fifth event while it has nothing to send, so a read
     /// from the phone waits longer than with latency 0.
     @Test func aPeripheralUsesItsLatency() async throws {
