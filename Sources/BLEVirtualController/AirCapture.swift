@@ -34,16 +34,16 @@ final class AirCaptureFile: Sendable {
             throw SimulationError.cannotCapture(path: path)
         }
         guard let file = FileHandle(forWritingAtPath: path) else { throw SimulationError.cannotCapture(path: path) }
-        var header: [UInt8] = []
-        header.appendLE(UInt32(0xA1B2_3C4D))  // pcap, nanosecond timestamps
-        header.appendLE(UInt16(2))
-        header.appendLE(UInt16(4))
-        header.appendLE(UInt32(0))  // thiszone
-        header.appendLE(UInt32(0))  // sigfigs
-        header.appendLE(UInt32(65535))  // snaplen
-        header.appendLE(UInt32(256))  // LINKTYPE_BLUETOOTH_LE_LL_WITH_PHDR
+        var header = ByteWriter(capacity: 24)
+        header.u32(0xA1B2_3C4D)  // pcap, nanosecond timestamps
+        header.u16(UInt16(2))
+        header.u16(UInt16(4))
+        header.u32(0)  // thiszone
+        header.u32(0)  // sigfigs
+        header.u32(65535)  // snaplen
+        header.u32(256)  // LINKTYPE_BLUETOOTH_LE_LL_WITH_PHDR
         do {
-            try file.write(contentsOf: Data(header))
+            try file.write(contentsOf: Data(header.bytes))
         } catch {
             throw SimulationError.cannotCapture(path: path)
         }
@@ -51,12 +51,12 @@ final class AirCaptureFile: Sendable {
     }
 
     func write(_ packet: AirPacket) {
-        var body: [UInt8] = []
-        body.append(Self.rfChannel(packet.channel))
-        body.append(UInt8(bitPattern: packet.rssi))
-        body.append(0)  // noise power (not valid)
-        body.append(0)  // access address offenses (not valid)
-        body.appendLE(packet.accessAddress)  // reference access address
+        var body = ByteWriter(capacity: 10 + 4 + 1 + packet.pdu.count + 3)
+        body.u8(Self.rfChannel(packet.channel))
+        body.i8(packet.rssi)
+        body.u8(0)  // noise power (not valid)
+        body.u8(0)  // access address offenses (not valid)
+        body.u32(packet.accessAddress)  // reference access address
         // Dewhitened, signal power valid, reference access address valid; PDU type; PHY. The CRC is left for the
         // reader to check (Wireshark checks it where it knows CRCInit), rather than declared valid.
         let phy: UInt16 =
@@ -66,20 +66,20 @@ final class AirCaptureFile: Sendable {
             case .leCoded: 2
             }
         let flags: UInt16 = 0x0001 | 0x0002 | 0x0010 | (packet.direction << 7) | (phy << 14)
-        body.appendLE(flags)
-        body.appendLE(packet.accessAddress)
+        body.u16(flags)
+        body.u32(packet.accessAddress)
         // LE Coded packets carry their coding indicator after the access address (0: S=8).
-        if packet.phy == .leCoded { body.append(0) }
-        body.append(contentsOf: packet.pdu)
-        let crc = Self.crc(packet.pdu, initial: packet.crcInit)
-        body.append(contentsOf: [UInt8(crc & 0xFF), UInt8((crc >> 8) & 0xFF), UInt8((crc >> 16) & 0xFF)])
-        var record: [UInt8] = []
+        if packet.phy == .leCoded { body.u8(0) }
+        body.append(packet.pdu)
+        body.u24(Self.crc(packet.pdu, initial: packet.crcInit))
+        var record = ByteWriter(capacity: 16 + body.bytes.count)
         let seconds = packet.time / 1_000_000_000
-        record.appendLE(UInt32(truncatingIfNeeded: Self.origin + seconds))
-        record.appendLE(UInt32(truncatingIfNeeded: packet.time % 1_000_000_000))
-        record.appendLE(UInt32(body.count))
-        record.appendLE(UInt32(body.count))
-        let bytes = Data(record + body)
+        record.u32(UInt32(truncatingIfNeeded: Self.origin + seconds))
+        record.u32(UInt32(truncatingIfNeeded: packet.time % 1_000_000_000))
+        record.u32(UInt32(body.bytes.count))
+        record.u32(UInt32(body.bytes.count))
+        record.append(body.bytes)
+        let bytes = Data(record.bytes)
         // A write that fails (a full disk) ends the capture rather than the run.
         handle.withLock { file in
             do {
@@ -130,16 +130,5 @@ final class AirCaptureFile: Sendable {
         }
         return reversed((register >> 16) & 0xFF) | reversed((register >> 8) & 0xFF) << 8
             | reversed(register & 0xFF) << 16
-    }
-}
-
-extension Array where Element == UInt8 {
-    fileprivate mutating func appendLE(_ value: UInt32) {
-        append(contentsOf: [
-            UInt8(value & 0xFF), UInt8((value >> 8) & 0xFF), UInt8((value >> 16) & 0xFF), UInt8(value >> 24),
-        ])
-    }
-    fileprivate mutating func appendLE(_ value: UInt16) {
-        append(contentsOf: [UInt8(value & 0xFF), UInt8(value >> 8)])
     }
 }

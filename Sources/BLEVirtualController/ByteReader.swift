@@ -48,6 +48,13 @@ struct ByteWriter {
         bytes.append(UInt8(value >> 8))
     }
     mutating func u16(_ value: Int) { u16(UInt16(clamping: value)) }
+    /// The low three bytes of `value` (a CRC, a CRCInit).
+    mutating func u24(_ value: UInt32) {
+        for i in 0..<3 { bytes.append(UInt8((value >> (8 * UInt32(i))) & 0xFF)) }
+    }
+    mutating func u32(_ value: UInt32) {
+        for i in 0..<4 { bytes.append(UInt8((value >> (8 * UInt32(i))) & 0xFF)) }
+    }
     mutating func u64(_ value: UInt64) {
         for i in 0..<8 { bytes.append(UInt8((value >> (8 * UInt64(i))) & 0xFF)) }
     }

@@ -146,6 +146,14 @@ struct LinkSide {
 
     var hasPendingTraffic: Bool { current != nil || !control.isEmpty || !data.isEmpty }
 
+    /// The payload of the data PDU in flight: its piece of the oldest ACL packet (nil for a control PDU or none).
+    var currentData: [UInt8]? {
+        guard case .data(let length, _)? = current, let head = data.first,
+            head.offset + length <= head.data.count
+        else { return nil }
+        return Array(head.data[head.offset..<head.offset + length])
+    }
+
     /// Whether something waits behind the PDU in flight (the MD bit).
     var hasMoreThanCurrent: Bool {
         switch current {

@@ -298,10 +298,8 @@ extension World {
             var w = ByteWriter(capacity: 34)
             w.append(initA.littleEndian)
             w.append(advA.littleEndian)
-            let aa = link.accessAddress
-            w.append([UInt8(aa & 0xFF), UInt8((aa >> 8) & 0xFF), UInt8((aa >> 16) & 0xFF), UInt8(aa >> 24)])
-            let crcInit = link.crcInit
-            w.append([UInt8(crcInit & 0xFF), UInt8((crcInit >> 8) & 0xFF), UInt8(crcInit >> 16)])
+            w.u32(link.accessAddress)
+            w.u24(link.crcInit)
             w.u8(1)
             w.u16(windowOffset)
             w.u16(link.intervalUnits)

@@ -300,9 +300,8 @@ extension World {
         link.sides[s].headDelivered = true
         let r = 1 - s
         switch out {
-        case .data(let length, let start):
-            guard let head = link.sides[s].data.first else { return }
-            let bytes = Array(head.data[head.offset..<head.offset + length])
+        case .data(_, let start):
+            guard let bytes = link.sides[s].currentData else { return }
             emitACL(
                 controllers[link.sides[r].controller], handle: link.sides[r].handle,
                 boundary: start ? 0b10 : 0b01, data: bytes)

@@ -105,13 +105,9 @@ final class World {
         let llid: UInt8
         let payload: [UInt8]
         switch side.current {
-        case .data(let length, let start):
+        case .data(_, let start):
             llid = start ? 0b10 : 0b01
-            if let head = side.data.first, head.offset + length <= head.data.count {
-                payload = Array(head.data[head.offset..<head.offset + length])
-            } else {
-                payload = []
-            }
+            payload = side.currentData ?? []
         case .control(let pdu):
             llid = 0b11
             var bytes = pdu.bytes
