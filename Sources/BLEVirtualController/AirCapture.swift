@@ -1,4 +1,5 @@
 import Foundation
+import HeapModule
 import Synchronization
 
 /// One link-layer packet on the simulated air, as a sniffer would record it.
@@ -23,11 +24,20 @@ struct AirPacket: Sendable {
 /// address, the PDU and its CRC. Timestamps are virtual time from 2026-01-01T00:00:00Z, so a capture of the same
 /// run is the same file.
 ///
+/// Records are in time order, as a sniffer writes them. The radio makes packets in the order it processes
+/// events, which is not quite their order on the air (an exchange's packets are made when it ends, an
+/// advertising event's when it starts), so packets wait in a heap until virtual time has passed them by more
+/// than any one exchange can last (`reorderWindow`).
+///
 /// - SeeAlso: https://www.tcpdump.org/linktypes/LINKTYPE_BLUETOOTH_LE_LL_WITH_PHDR.html; Core Spec 5.4, Vol 6,
 ///   Part B, 2.1 (packet format), 3.1.1 (CRC).
 final class AirCaptureFile: Sendable {
     private let handle: Mutex<FileHandle?>
+    /// Packets not written yet, earliest first (by time, then by the order they were made).
+    private let pending = Mutex((heap: Heap<PendingPacket>(), made: 0))
     static let origin: Int64 = 1_767_225_600  // 2026-01-01T00:00:00Z, seconds
+    /// Longer than any exchange (two 251-octet PDUs on LE Coded take 34.4 ms).
+    static let reorderWindow: Int64 = 100 * VirtualTime.millisecond
 
     init(path: String) throws {
         guard FileManager.default.createFile(atPath: path, contents: nil) else {
@@ -50,7 +60,21 @@ final class AirCaptureFile: Sendable {
         handle = Mutex(file)
     }
 
-    func write(_ packet: AirPacket) {
+    /// Takes `packet`, made at virtual time `now`, and writes every packet that nothing made later can precede.
+    func write(_ packet: AirPacket, now: Int64) {
+        let ready = pending.withLock { pending in
+            pending.made += 1
+            pending.heap.insert(PendingPacket(packet: packet, made: pending.made))
+            var ready: [AirPacket] = []
+            while let first = pending.heap.min, first.packet.time <= now - Self.reorderWindow {
+                ready.append(pending.heap.removeMin().packet)
+            }
+            return ready
+        }
+        for packet in ready { record(packet) }
+    }
+
+    private func record(_ packet: AirPacket) {
         var body = ByteWriter(capacity: 10 + 4 + 1 + packet.pdu.count + 3)
         body.u8(Self.rfChannel(packet.channel))
         body.i8(packet.rssi)
@@ -103,7 +127,13 @@ final class AirCaptureFile: Sendable {
         }
     }
 
+    /// Writes the packets still waiting and closes the file.
     func close() {
+        var rest = pending.withLock { pending in
+            defer { pending.heap = Heap() }
+            return pending.heap
+        }
+        while let next = rest.popMin() { record(next.packet) }
         handle.withLock { file in
             try? file?.close()
             file = nil
@@ -131,4 +161,11 @@ final class AirCaptureFile: Sendable {
         return reversed((register >> 16) & 0xFF) | reversed((register >> 8) & 0xFF) << 8
             | reversed(register & 0xFF) << 16
     }
+}
+
+private struct PendingPacket: Comparable, Sendable {
+    var packet: AirPacket
+    var made: Int
+    static func < (a: Self, b: Self) -> Bool { (a.packet.time, a.made) < (b.packet.time, b.made) }
+    static func == (a: Self, b: Self) -> Bool { a.made == b.made }
 }

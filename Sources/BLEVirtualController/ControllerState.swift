@@ -110,9 +110,18 @@ final class ControllerState {
     /// Until when this controller's one radio serves an exchange of one of its links: nothing else of it uses
     /// the air before then.
     var airBusyUntil: Int64 = 0
-    /// Until when its radio is advertising. A connection event does not wait for this (connection events come
-    /// first: a link woken during an advertising event takes the radio), but a scanner cannot listen meanwhile.
+    /// Until when its radio is advertising: no connection event of its links starts before then (one that
+    /// would is skipped), and a scanner cannot listen meanwhile.
     var advertisingUntil: Int64 = 0
+    /// Since when an advertising event has been waiting for the radio, if one is: a connection event under way
+    /// ends after its current exchange to let it in, and after `World.advertisingPatience` it takes the air
+    /// even if it covers the next anchor of a link (that event is skipped).
+    /// Kept with the advertising generation it belongs to, so advertising that stopped or restarted leaves no
+    /// stale wait behind.
+    var advertisingWaiting: (generation: UInt64, since: Int64)?
+    var advertisingIsWaiting: Bool { advertising && advertisingWaiting?.generation == advertisingGeneration }
+    /// Whether the radio is free at `time`: no exchange in flight and no advertising event.
+    func radioFree(at time: Int64) -> Bool { airBusyUntil <= time && advertisingUntil <= time }
     var powered = true
 
     // HCI configuration
@@ -126,6 +135,11 @@ final class ControllerState {
     var acceptList = Set<LinkAddress>()
     var suggestedTxOctets = 27
     var suggestedTxTime = 328
+    /// A new link's own data lengths: the host's suggested defaults to transmit, the most this controller
+    /// receives (251 octets, or 17,040 µs: a 251-octet PDU on LE Coded).
+    var localDataLengths: DataLengths {
+        DataLengths(rxOctets: 251, rxTime: 17_040, txOctets: suggestedTxOctets, txTime: suggestedTxTime)
+    }
     var defaultPhys: (all: UInt8, tx: UInt8, rx: UInt8) = (0, 0, 0)
     /// HCI ACL packets accepted from the host whose LL PDUs are not all acknowledged yet.
     var aclInFlight = 0

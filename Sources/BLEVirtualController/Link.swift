@@ -8,8 +8,8 @@ enum LLControlPDU {
     case connectionUpdateInd(interval: UInt16, latency: UInt16, timeout: UInt16, instant: Int?)
     case connectionParamReq(intervalMin: UInt16, intervalMax: UInt16, latency: UInt16, timeout: UInt16)
     case rejectExtInd(rejectOpcode: UInt8, error: UInt8)
-    case lengthReq(maxRxOctets: Int, maxTxOctets: Int)
-    case lengthRsp(maxRxOctets: Int, maxTxOctets: Int)
+    case lengthReq(DataLengths)
+    case lengthRsp(DataLengths)
     case phyReq(tx: UInt8, rx: UInt8)
     case phyRsp(tx: UInt8, rx: UInt8)
     case phyUpdateInd(centralToPeripheral: UInt8, peripheralToCentral: UInt8, instant: Int?)
@@ -41,7 +41,6 @@ enum LLControlPDU {
     var bytes: [UInt8] {
         var w = ByteWriter(capacity: payloadLength)
         func instant(_ value: Int?) -> UInt16 { UInt16(truncatingIfNeeded: value ?? 0) }
-        func time(_ octets: Int) -> UInt16 { LEPhy.le1M.maxTime(octets: octets) }
         switch self {
         case .connectionUpdateInd(let interval, let latency, let timeout, let at):
             w.u8(0x00)
@@ -64,12 +63,12 @@ enum LLControlPDU {
             w.u8(0x11)
             w.u8(opcode)
             w.u8(error)
-        case .lengthReq(let rx, let tx), .lengthRsp(let rx, let tx):
+        case .lengthReq(let lengths), .lengthRsp(let lengths):
             if case .lengthReq = self { w.u8(0x14) } else { w.u8(0x15) }
-            w.u16(UInt16(clamping: rx))
-            w.u16(time(rx))
-            w.u16(UInt16(clamping: tx))
-            w.u16(time(tx))
+            w.u16(UInt16(clamping: lengths.rxOctets))
+            w.u16(UInt16(clamping: lengths.rxTime))
+            w.u16(UInt16(clamping: lengths.txOctets))
+            w.u16(UInt16(clamping: lengths.txTime))
         case .phyReq(let tx, let rx), .phyRsp(let tx, let rx):
             if case .phyReq = self { w.u8(0x16) } else { w.u8(0x17) }
             w.u8(tx)
@@ -104,6 +103,18 @@ struct PendingACL {
     var startsMessage: Bool
 }
 
+/// The four values of the Data Length Update procedure: octets of LL payload and microseconds on the air, each
+/// way (Vol 6, Part B, 4.5.10).
+struct DataLengths: Equatable {
+    var rxOctets: Int
+    var rxTime: Int
+    var txOctets: Int
+    var txTime: Int
+
+    /// 27 octets and 328 µs each way, what every link starts with.
+    static let initial = DataLengths(rxOctets: 27, rxTime: 328, txOctets: 27, txTime: 328)
+}
+
 /// One side of a link: what this controller still has to send, and what it knows about the link.
 struct LinkSide {
     var controller: Int
@@ -122,11 +133,15 @@ struct LinkSide {
     /// HCI ACL packets completed since the last Number Of Completed Packets event.
     var completed = 0
 
-    // Data length (Vol 6, Part B, 4.5.10): this side's own maxima and the effective values.
-    var localMaxTxOctets: Int
-    var localMaxRxOctets = 251
-    var effectiveTxOctets = 27
-    var effectiveRxOctets = 27
+    // Data length (Vol 6, Part B, 4.5.10): this side's own maxima (transmit from its host, receive what the
+    // controller supports: 251 octets, 17,040 µs, a 251-octet PDU on LE Coded) and the effective values.
+    var local: DataLengths
+    /// The peer's maxima, as its last LL_LENGTH_REQ or LL_LENGTH_RSP gave them.
+    var remote = DataLengths.initial
+    var effective = DataLengths.initial
+    /// The longest LL payload this side sends: the effective octets, as far as they fit in the effective time on
+    /// the PHY it transmits on.
+    var txPayloadLimit = 27
     // Preferred PHYs from the host (bit 0 1M, bit 1 2M); 0 means "no preference".
     var preferredTx: UInt8 = 0
     var preferredRx: UInt8 = 0
@@ -171,7 +186,7 @@ struct LinkSide {
         if let pdu = control.popFirst() {
             current = .control(pdu)
         } else if let head = data.first {
-            let length = min(head.data.count - head.offset, effectiveTxOctets)
+            let length = min(head.data.count - head.offset, txPayloadLimit)
             current = .data(length: length, start: head.offset == 0 && head.startsMessage)
         }
     }

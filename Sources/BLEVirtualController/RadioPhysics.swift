@@ -92,6 +92,13 @@ enum LEPhy: UInt8 {
     func maxTime(octets: Int) -> UInt16 {
         UInt16(airTime(payload: octets, mic: true) / VirtualTime.microsecond)
     }
+
+    /// The most octets (up to 251) whose PDU takes at most `time` µs on this PHY, counted as `maxTime` counts.
+    func octets(within time: Int) -> Int {
+        var octets = 251
+        while octets > 0 && Int(maxTime(octets: octets)) > time { octets -= 1 }
+        return octets
+    }
 }
 
 /// T_IFS, the inter-frame space between two packets of one exchange (150 µs).

@@ -364,7 +364,7 @@ public final class SimulatedRadio: HostScheduler, Sendable {
             case .close(let pipe, let reason):
                 pipe.closeFromController(reason: reason)
             case .air(let packet):
-                airCapture.withLock { $0 }?.write(packet)
+                airCapture.withLock { $0 }?.write(packet, now: world.withLock { $0.now })
             }
         }
     }

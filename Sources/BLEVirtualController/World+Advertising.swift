@@ -11,6 +11,9 @@ extension World {
     static let advertisingUnit: Int64 = 625 * VirtualTime.microsecond
     /// The time between the starts of high duty cycle directed advertising events (≤ 3.75 ms).
     static let highDutyInterval: Int64 = 3_750 * VirtualTime.microsecond
+    /// How long an advertising event waits for room between a controller's connection events before it takes
+    /// the air regardless (10 ms, the longest random advDelay: to a listener the wait looks like one).
+    static let advertisingPatience: Int64 = 10 * VirtualTime.millisecond
     /// How long high duty cycle directed advertising lasts (1.28 s).
     static let highDutyDuration: Int64 = 1_280 * VirtualTime.millisecond
 
@@ -82,15 +85,21 @@ extension World {
         let p = c.advertisingParameters
         let payload = p.type.isDirected ? 12 : 6 + c.advertisingData.count
         let pduTime = LEPhy.le1M.airTime(payload: payload)
-        // One radio: connection events come first. An advertising event waits while the radio serves a link
-        // (until the exchange, or at most the event, is over) and until it fits before the next anchor of the
-        // controller's links (then until just after that anchor); it then takes the air.
+        // One radio, shared with the controller's links (a scheduler with priorities, as silicon has): an
+        // advertising event waits for the exchange in flight, ends the connection event under way (it waits
+        // at most one exchange), and waits for room before the next anchor, until it has waited
+        // `advertisingPatience`: then it takes the air, and an anchor it covers is skipped. A link that fills
+        // every event therefore delays advertising by a few milliseconds, and never silences it.
         let channelCount = Int64((0..<3).filter { p.channelMap & (1 << UInt8($0)) != 0 }.count)
         let duration = channelCount * (pduTime + 2 * interFrameSpace + 400 * VirtualTime.microsecond)
-        if let retry = advertisingRetry(c, duration: duration) {
+        let waitingSince = c.advertisingIsWaiting ? c.advertisingWaiting?.since ?? now : now
+        let urgent = now - waitingSince >= Self.advertisingPatience
+        if let retry = advertisingRetry(c, duration: duration, urgent: urgent) {
+            c.advertisingWaiting = (generation, waitingSince)
             clock.schedule(at: retry, .advertising(controller: c.index, generation: generation))
             return
         }
+        c.advertisingWaiting = nil
         c.advertisingUntil = now + duration
         var t = now
         channels: for channel in 37...39 where p.channelMap & (1 << UInt8(channel - 37)) != 0 {
@@ -123,14 +132,13 @@ extension World {
     }
 
     /// When an advertising event of `duration` that `c` would start now must try again, if it cannot start: the
-    /// end of the exchange its radio serves, the latest end of a connection event under way, or just after the
-    /// next scheduled anchor it would cover. Always later than now.
-    func advertisingRetry(_ c: ControllerState, duration: Int64) -> Int64? {
+    /// end of the exchange its radio serves (the event under way ends there, as an advertising event waits), or
+    /// just after the next scheduled anchor it would cover, unless it is `urgent`. Always later than now.
+    func advertisingRetry(_ c: ControllerState, duration: Int64, urgent: Bool) -> Int64? {
         if c.airBusyUntil > now { return c.airBusyUntil }
-        for id in c.linkByHandle.values {
-            guard let link = links[id], let event = link.event else { continue }
-            return max(now + 1, event.anchor + link.interval)
-        }
+        // An exchange ending right now, whose entry has not run yet: just after it.
+        if c.linkByHandle.values.contains(where: { links[$0]?.event != nil }) { return now + 1 }
+        if urgent { return nil }
         var anchor: Int64?
         for id in c.linkByHandle.values {
             guard let link = links[id], link.scheduled, link.nextAnchor >= now else { continue }
@@ -270,10 +278,10 @@ extension World {
         stopAdvertising(c)
         let central = LinkSide(
             controller: s.index, handle: s.allocateHandle(), lastReceived: connectIndEnd,
-            localMaxTxOctets: s.suggestedTxOctets)
+            local: s.localDataLengths)
         let peripheral = LinkSide(
             controller: c.index, handle: c.allocateHandle(), lastReceived: connectIndEnd,
-            localMaxTxOctets: c.suggestedTxOctets)
+            local: c.localDataLengths)
         let link = Link(
             id: nextLinkID, central: central, peripheral: peripheral, intervalUnits: ip.intervalMin,
             latency: ip.latency, timeoutUnits: ip.supervisionTimeout, firstAnchor: firstAnchor)

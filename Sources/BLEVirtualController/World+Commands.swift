@@ -425,13 +425,13 @@ extension World {
                 return fail(Status.invalidParameters, le16(handle))
             }
             ok(le16(handle))
-            link.sides[side].localMaxTxOctets = Int(octets)
+            link.sides[side].local.txOctets = Int(octets)
+            link.sides[side].local.txTime = Int(time)
             // One Data Length Update procedure at a time per side (Vol 6, Part B, 5.1.9): a request still
             // queued takes the new value instead of a second one being queued behind it.
-            let request = LLControlPDU.lengthReq(
-                maxRxOctets: link.sides[side].localMaxRxOctets, maxTxOctets: Int(octets))
+            let request = LLControlPDU.lengthReq(link.sides[side].local)
             // One already in flight with these values is enough.
-            if case .control(.lengthReq(_, let inFlight))? = link.sides[side].current, inFlight == Int(octets) {
+            if case .control(.lengthReq(let inFlight))? = link.sides[side].current, inFlight == link.sides[side].local {
                 return wake(link)
             }
             if let queued = link.sides[side].control.firstIndex(where: {
@@ -455,7 +455,8 @@ extension World {
             ok()
 
         case Opcode.leReadMaximumDataLength:
-            let time = LEPhy.le1M.maxTime(octets: 251)
+            // 251 octets, and the time they take on LE Coded (the slowest PHY this controller supports).
+            let time = LEPhy.leCoded.maxTime(octets: 251)
             ok(le16(251) + le16(time) + le16(251) + le16(time))
 
         case Opcode.leReadPHY:

@@ -16,7 +16,9 @@ import DequeModule
 /// busy with another link's exchange is skipped (and that link yields its next colliding event, so they take
 /// turns); an event ends before the next anchor of
 /// another link of either controller that has an event scheduled, so two links of one controller never
-/// transmit at once and each gets a share of the air. The peripheral uses its latency: with nothing to send
+/// transmit at once and each gets a share of the air. Advertising shares the radio too: an event whose anchor
+/// falls in an advertising event of either controller is skipped, and an advertising event that waits for the
+/// radio ends the connection event under way after its current exchange. The peripheral uses its latency: with nothing to send
 /// it skips up to `latency` events in a row, and the central's packet of such an event goes unanswered.
 ///
 /// - SeeAlso: Core Spec 5.4, Vol 6, Part B, 4.5 (connection state), 5.1 (LL control procedures).
@@ -68,9 +70,9 @@ extension World {
         let t = now
         applyInstants(link, counter: counter, at: t)
         guard canCommunicate(link) else { return endEvent(link, counter: counter, anchor: t) }
-        // A radio busy with another link at the anchor: this event does not happen.
+        // A radio busy with another link or advertising at the anchor: this event does not happen.
         let radios = [controllers[link.sides[0].controller], controllers[link.sides[1].controller]]
-        guard radios.allSatisfy({ $0.airBusyUntil <= t }) else {
+        guard radios.allSatisfy({ $0.radioFree(at: t) }) else {
             link.starved = true
             link.peripheralMissed = true
             return endEvent(link, counter: counter, anchor: t)
@@ -122,9 +124,10 @@ extension World {
         let start = event.anchor + event.used
         let radios = [controllers[link.sides[0].controller], controllers[link.sides[1].controller]]
         if event.used > 0 {
-            // Later exchanges fit before the next anchor, before another link's next anchor, and on free radios.
+            // Later exchanges fit before the next anchor, before another link's next anchor, and on free radios
+            // that no advertising event is waiting for.
             if idle || event.used + pair > link.interval || start + pair > nextOtherAnchor(link, after: start)
-                || !radios.allSatisfy({ $0.airBusyUntil <= start })
+                || !radios.allSatisfy({ $0.radioFree(at: start) && !$0.advertisingIsWaiting })
             {
                 return endEvent(link, counter: event.counter, anchor: event.anchor)
             }
@@ -225,15 +228,12 @@ extension World {
             central, status: Status.success, handle: link.sides[0].handle, role: 0,
             peer: link.centralPeer, interval: link.intervalUnits, latency: link.latency,
             timeout: link.timeoutUnits)
-        for s in 0..<2 where link.sides[s].localMaxTxOctets > 27 {
+        for s in 0..<2 where link.sides[s].local.txOctets > 27 || link.sides[s].local.txTime > 328 {
             // Unless the host already asked for one (LE Set Data Length before the link was established).
             let queued = link.sides[s].control.contains { if case .lengthReq = $0 { true } else { false } }
             if case .control(.lengthReq)? = link.sides[s].current { continue }
             if queued { continue }
-            link.sides[s].control.append(
-                .lengthReq(
-                    maxRxOctets: link.sides[s].localMaxRxOctets,
-                    maxTxOctets: link.sides[s].localMaxTxOctets))
+            link.sides[s].control.append(.lengthReq(link.sides[s].local))
         }
     }
 
@@ -375,6 +375,8 @@ extension World {
             for s in 0..<2 where link.sides[s].alive && (changed || link.sides[s].awaitingPhy) {
                 emitPhyUpdateComplete(link, side: s)
             }
+            // The times allowed may hold fewer octets on the new PHY (Vol 6, Part B, 4.5.10).
+            if changed { for s in 0..<2 { updateEffectiveLengths(link, side: s) } }
         }
     }
 
@@ -435,15 +437,14 @@ extension World {
                 emitConnectionUpdateComplete(link, side: r, status: error)
             }
 
-        case .lengthReq:
-            link.sides[r].control.append(
-                .lengthRsp(
-                    maxRxOctets: link.sides[r].localMaxRxOctets,
-                    maxTxOctets: link.sides[r].localMaxTxOctets))
-            updateEffectiveLengths(link)
+        case .lengthReq(let peer):
+            link.sides[r].control.append(.lengthRsp(link.sides[r].local))
+            link.sides[r].remote = peer
+            updateEffectiveLengths(link, side: r)
 
-        case .lengthRsp:
-            updateEffectiveLengths(link)
+        case .lengthRsp(let peer):
+            link.sides[r].remote = peer
+            updateEffectiveLengths(link, side: r)
 
         case .phyReq:
             if r == 1 {
@@ -506,27 +507,31 @@ extension World {
         }
     }
 
-    /// Effective data lengths after an LL_LENGTH_REQ/RSP exchange: each direction carries the smaller of
-    /// the sender's maximum transmit and the receiver's maximum receive octets; a host whose values changed
-    /// gets LE Data Length Change.
+    /// Effective data lengths after an LL_LENGTH_REQ/RSP exchange or a PHY change: each direction carries the
+    /// smaller of the sender's maximum transmit and the receiver's maximum receive octets, and takes at most the
+    /// smaller of their times, but never less than a 27-octet PDU takes on the PHY (328 µs, or 2,704 µs on LE
+    /// Coded). What a side sends is cut to the octets that fit in its time, so a link that moves to LE Coded
+    /// with times asked for on LE 1M sends short PDUs. A host whose values changed gets LE Data Length Change.
     /// - SeeAlso: Core Spec 5.4, Vol 6, Part B, 4.5.10; Vol 4, Part E, 7.7.65.7.
-    func updateEffectiveLengths(_ link: Link) {
-        for a in 0..<2 {
-            let b = 1 - a
-            let tx = min(link.sides[a].localMaxTxOctets, link.sides[b].localMaxRxOctets)
-            let rx = min(link.sides[a].localMaxRxOctets, link.sides[b].localMaxTxOctets)
-            guard tx != link.sides[a].effectiveTxOctets || rx != link.sides[a].effectiveRxOctets else { continue }
-            link.sides[a].effectiveTxOctets = tx
-            link.sides[a].effectiveRxOctets = rx
-            guard link.sides[a].alive else { continue }
-            var w = ByteWriter(capacity: 10)
-            w.u16(link.sides[a].handle)
-            w.u16(tx)
-            w.u16(LEPhy.le1M.maxTime(octets: tx))
-            w.u16(rx)
-            w.u16(LEPhy.le1M.maxTime(octets: rx))
-            emitLEEvent(controllers[link.sides[a].controller], subevent: 0x07, w.bytes)
-        }
+    func updateEffectiveLengths(_ link: Link, side a: Int) {
+        let (local, remote) = (link.sides[a].local, link.sides[a].remote)
+        let (tx, rx) = (link.phy(from: a), link.phy(from: 1 - a))
+        let effective = DataLengths(
+            rxOctets: min(local.rxOctets, remote.txOctets),
+            rxTime: max(min(local.rxTime, remote.txTime), Int(rx.maxTime(octets: 27))),
+            txOctets: min(local.txOctets, remote.rxOctets),
+            txTime: max(min(local.txTime, remote.rxTime), Int(tx.maxTime(octets: 27))))
+        link.sides[a].txPayloadLimit = min(effective.txOctets, tx.octets(within: effective.txTime))
+        guard effective != link.sides[a].effective else { return }
+        link.sides[a].effective = effective
+        guard link.sides[a].alive else { return }
+        var w = ByteWriter(capacity: 10)
+        w.u16(link.sides[a].handle)
+        w.u16(UInt16(clamping: effective.txOctets))
+        w.u16(UInt16(clamping: effective.txTime))
+        w.u16(UInt16(clamping: effective.rxOctets))
+        w.u16(UInt16(clamping: effective.rxTime))
+        emitLEEvent(controllers[link.sides[a].controller], subevent: 0x07, w.bytes)
     }
 
     /// The central chooses the PHYs from both sides' preferences (2M where both allow it) and sends

@@ -54,6 +54,50 @@ import Testing
     }
 }
 
+extension TransportConnectTests {
+    /// The link preferences of a configuration apply to a controller reached through a transport as they do to
+    /// a simulated one: the central asks for them when it connects.
+    @Test func aConfigurationReachesTheLinksOfATransportsController() async throws {
+        let radio = SimulatedRadio(seed: 8)
+        let controller = radio.addController(name: "remote")
+        let beacon = BluetoothSystem.simulated(on: radio, name: "beacon", position: RadioPosition(x: 1, y: 0))
+        let beaconQueue = DispatchQueue(label: "beacon")
+        let advertiser = beaconQueue.sync { Advertiser(system: beacon, queue: beaconQueue) }
+        let driver = Task { try await radio.run(for: .seconds(60), pacing: .realtime) }
+        defer { driver.cancel() }
+        TransportRegistry.shared.register(.tcpClient) { _ in controller.hostTransport }
+        defer { TransportRegistry.shared.unregister(.tcpClient) }
+
+        let preferences = BluetoothSystem.Configuration(
+            preferredMTU: 100, preferredPHY: .le2M, connectionInterval: .milliseconds(15) ... .milliseconds(15),
+            peripheralLatency: 2, supervisionTimeout: .seconds(2))
+        let system = try await BluetoothSystem.connect(
+            transport: "tcp-client:127.0.0.1:9", configuration: preferences)
+        let queue = DispatchQueue(label: "central")
+        let central = queue.sync { CentralManager(delegate: nil, queue: queue, options: nil, system: system) }
+        try await central.waitUntilPoweredOn(timeout: .seconds(5))
+        var found: Peripheral?
+        for await discovered in central.scan(withServices: nil) {
+            found = discovered.peripheral
+            break
+        }
+        let peripheral = try #require(found)
+        try await central.connect(peripheral, timeout: .seconds(5))
+        // The PHY update and the MTU exchange follow the connection: wait for them, within a bound.
+        let deadline = ContinuousClock.now + .seconds(5)
+        while peripheral.link?.txPHY != .le2M || peripheral.attMTU != 100, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        let link = try #require(peripheral.link)
+        #expect(link.interval == .milliseconds(15))
+        #expect(link.peripheralLatency == 2)
+        #expect(link.supervisionTimeout == .seconds(2))
+        #expect(link.txPHY == .le2M && link.rxPHY == .le2M)
+        #expect(peripheral.attMTU == 100)
+        withExtendedLifetime(advertiser) {}
+    }
+}
+
 private final class Advertiser: PeripheralManagerDelegate, @unchecked Sendable {
     var manager: PeripheralManager!
     init(system: BluetoothSystem, queue: DispatchQueue) {

@@ -46,7 +46,7 @@ import Testing
     }
 
     /// Recording the air changes nothing in the run, and the file is a pcap of link-layer packets
-    /// (LINKTYPE_BLUETOOTH_LE_LL_WITH_PHDR), one record per PDU. (tshark checks the CRCs: test_cli.py.)
+    /// (LINKTYPE_BLUETOOTH_LE_LL_WITH_PHDR), one record per PDU, in time order. (tshark checks the CRCs: test_cli.py.)
     @Test func anAirCaptureChangesNothingAndHoldsTheLinkLayer() async throws {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("air-\(UUID().uuidString).pcap").path
         defer { try? FileManager.default.removeItem(atPath: path) }
@@ -62,7 +62,9 @@ import Testing
         var at = 24
         var advertising = 0
         var data = 0
+        var times: [UInt64] = []
         while at + 16 <= bytes.count {
+            times.append(UInt64(u32(at)) * 1_000_000_000 + UInt64(u32(at + 4)))
             let length = Int(u32(at + 8))
             let record = Array(bytes[(at + 16)..<(at + 16 + length)])
             let accessAddress = record[10..<14].reversed().reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
@@ -72,6 +74,9 @@ import Testing
         }
         #expect(at == bytes.count)
         #expect(advertising > 10 && data > 10)
+        // In time order, as a sniffer writes them, though b advertises while a and c exchange data.
+        let backwards = zip(times, times.dropFirst()).filter { $0 > $1 }.count
+        #expect(backwards == 0, "records out of time order")
     }
 
     @Test func derivedAddressesAreStaticRandomAndStable() {

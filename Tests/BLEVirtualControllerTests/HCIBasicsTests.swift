@@ -38,7 +38,8 @@ import Testing
         #expect(commands[1 + 28] == 0)  // no encryption commands
         let features = try await host.command(0x2003)
         #expect(features == [0, 0x2E, 0x09, 0, 0, 0, 0, 0, 0])  // bits 1, 2, 3, 5; 8 (2M) and 11 (Coded)
-        #expect(try await host.command(0x202F) == [0, 251, 0, 0x48, 0x08, 251, 0, 0x48, 0x08])
+        // 251 octets, 17,040 µs (0x4290: 251 octets on LE Coded), both ways.
+        #expect(try await host.command(0x202F) == [0, 251, 0, 0x90, 0x42, 251, 0, 0x90, 0x42])
         #expect(try await host.command(0x2023) == [0, 27, 0, 0x48, 0x01])
         #expect(try await host.command(0x0C6D, [1, 0]) == [0])
         #expect(try await host.command(0x2018).count == 9)

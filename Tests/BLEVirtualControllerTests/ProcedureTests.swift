@@ -80,6 +80,43 @@ import Testing
         #expect(pair.central.acl.map(\.data.count) == [27, 13])
     }
 
+    /// On LE Coded a PDU takes eight times as long: the effective time is at least what 27 octets take there
+    /// (2,704 µs), and the octets sent are what fits in it. A host that asks for 251 octets in the 1M time
+    /// (2,120 µs) gets 27-octet PDUs; one that asks for the Coded time (17,040 µs) gets 251-octet ones.
+    /// - SeeAlso: Core Spec 5.4, Vol 6, Part B, 4.5.10.
+    @Test func dataLengthOnCodedIsBoundByTime() async throws {
+        let pair = try await ConnectedPair.make()
+        #expect(try await pair.central.command(0x2032, le16(pair.centralHandle) + [0, 4, 4, 2, 0]) == [0])
+        try await pair.radio.run(for: .milliseconds(200))
+        #expect(pair.central.leEvents(0x0C).map(\.parameters) == [[0] + le16(pair.centralHandle) + [3, 3]])
+        // The PHY change alone moves the effective times to the Coded minimum.
+        #expect(
+            pair.central.leEvents(0x07).map(\.parameters) == [
+                le16(pair.centralHandle) + le16(27) + le16(2704) + le16(27) + le16(2704)
+            ])
+        #expect(
+            try await pair.central.command(0x2022, le16(pair.centralHandle) + le16(251) + le16(2120))
+                == [0] + le16(pair.centralHandle))
+        try await pair.radio.run(for: .milliseconds(300))
+        #expect(
+            pair.central.leEvents(0x07).last?.parameters
+                == le16(pair.centralHandle) + le16(251) + le16(2704) + le16(27) + le16(2704))
+        pair.central.sendACL(handle: pair.centralHandle, [UInt8](repeating: 7, count: 200))
+        try await pair.radio.run(for: .milliseconds(500))
+        #expect(pair.peripheral.acl.map(\.data.count) == [27, 27, 27, 27, 27, 27, 27, 11])
+
+        #expect(
+            try await pair.central.command(0x2022, le16(pair.centralHandle) + le16(251) + le16(17040))
+                == [0] + le16(pair.centralHandle))
+        try await pair.radio.run(for: .milliseconds(300))
+        #expect(
+            pair.central.leEvents(0x07).last?.parameters
+                == le16(pair.centralHandle) + le16(251) + le16(17040) + le16(27) + le16(2704))
+        pair.central.sendACL(handle: pair.centralHandle, [UInt8](repeating: 8, count: 200))
+        try await pair.radio.run(for: .milliseconds(500))
+        #expect(pair.peripheral.acl.map(\.data.count).dropFirst(8) == [200])
+    }
+
     /// Bumble's host asks for a longer data length as soon as it learns of the link; the central's host must
     /// still hear of the link (LE Connection Complete) before any event about it (Data Length Change).
     @Test func theCentralHearsOfTheLinkBeforeAnythingAboutIt() async throws {

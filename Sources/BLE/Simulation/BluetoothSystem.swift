@@ -194,13 +194,15 @@ public final class BluetoothSystem: Sendable, CustomStringConvertible {
     /// `PosixTransports.install()`): the library itself does no socket or serial I/O. With `btsnoop` (or the
     /// `BLE_BTSNOOP` environment variable), every HCI packet is recorded to that file in the btsnoop format.
     /// `name` is the GAP Device Name the system's GATT server shows (the process name by default).
+    /// `configuration` gives the host's preferences (MTU, data length, queue depths, link preferences); the
+    /// values marked "simulated controllers" do not apply to a real one.
     ///
     /// - Throws: `BluetoothError` `.invalidParameters` for a malformed spec, `.operationNotSupported` when no
     ///   transport of that kind is registered, `.connectionFailed` when it cannot be opened, and the host's
     ///   error when the controller does not initialise.
-    public static func connect(transport spec: String, btsnoop: String? = nil, name: String? = nil) async throws
-        -> BluetoothSystem
-    {
+    public static func connect(
+        transport spec: String, btsnoop: String? = nil, name: String? = nil, configuration: Configuration = .init()
+    ) async throws -> BluetoothSystem {
         let parsed: TransportSpec
         do {
             parsed = try TransportSpec(parsing: spec)
@@ -208,9 +210,11 @@ public final class BluetoothSystem: Sendable, CustomStringConvertible {
             throw BluetoothError(.invalidParameters, "\(error)")
         }
         let name = name ?? ProcessInfo.processInfo.processName
-        let recording = btsnoop ?? ProcessInfo.processInfo.environment["BLE_BTSNOOP"]
+        let recording = btsnoop ?? configuration.btsnoop ?? ProcessInfo.processInfo.environment["BLE_BTSNOOP"]
         if parsed == .virtual {
-            return try makeVirtual(name: name, btsnoop: recording)
+            var virtual = configuration
+            virtual.btsnoop = recording
+            return try makeVirtual(name: name, configuration: virtual)
         }
         var transport: any HCITransport
         do {
@@ -222,12 +226,10 @@ public final class BluetoothSystem: Sendable, CustomStringConvertible {
             throw BluetoothError(.connectionFailed, "\(parsed): \(error)")  // names the spec, as TransportError does
         }
         if let recording { transport = try recorded(transport, to: recording, clock: BTSnoopWriter.wallClock) }
-        var configuration = HostConfiguration()
-        configuration.deviceName = name
-        configuration.randomSeed = UInt64.random(in: 1...UInt64.max)  // a real device: a fresh static address
+        var host = configuration.hostConfiguration(name: name)
+        host.randomSeed = UInt64.random(in: 1...UInt64.max)  // a real device: a fresh static address
         let core = SystemCore(
-            name: name, transport: transport, scheduler: DispatchHostScheduler(),
-            configuration: configuration)
+            name: name, transport: transport, scheduler: DispatchHostScheduler(), configuration: host)
         let system = BluetoothSystem(core: core, virtualController: nil)
         try await system.waitForController()
         return system
@@ -262,10 +264,9 @@ public final class BluetoothSystem: Sendable, CustomStringConvertible {
     }
 
     /// A device on a private simulated radio that runs in real time in the background.
-    static func makeVirtual(name: String, btsnoop: String? = nil) throws -> BluetoothSystem {
+    static func makeVirtual(name: String, configuration: Configuration) throws -> BluetoothSystem {
         let radio = SimulatedRadio(seed: 0)
-        let system = try BluetoothSystem.makeSimulated(
-            on: radio, name: name, configuration: Configuration(btsnoop: btsnoop))
+        let system = try BluetoothSystem.makeSimulated(on: radio, name: name, configuration: configuration)
         Task.detached {
             do {
                 while !Task.isCancelled { try await radio.run(for: .seconds(3600), pacing: .realtime) }
@@ -289,7 +290,7 @@ public final class BluetoothSystem: Sendable, CustomStringConvertible {
             do {
                 let parsed = try TransportSpec(parsing: spec)
                 if parsed == .virtual {
-                    system = try makeVirtual(name: name, btsnoop: recording)
+                    system = try makeVirtual(name: name, configuration: Configuration(btsnoop: recording))
                 } else {
                     // Opened in the background; managers report poweredOn once the controller is initialised,
                     // or poweredOff if it cannot be reached.

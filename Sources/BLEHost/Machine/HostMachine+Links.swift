@@ -49,7 +49,9 @@ extension HostMachine {
             configuration.preferredDataLength > 27
         {
             let octets = UInt16(clamping: configuration.preferredDataLength)
-            let command = HCILESetDataLength(handle: handle, txOctets: octets, txTime: StartupSequence.txTime(octets))
+            let command = HCILESetDataLength(
+                handle: handle, txOctets: octets, txTime: StartupSequence.txTime(octets, on: configuration.preferredPHY)
+            )
             enqueue(command.packet, for: .none)
         }
         // Only when the controller claims both the command and the PHY (LE features bit 8: 2M, bit 11: Coded).

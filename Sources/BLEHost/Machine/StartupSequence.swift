@@ -159,7 +159,7 @@ struct StartupSequence: Sendable {
         guard supported?.supports(HCILEWriteSuggestedDefaultDataLength.opcode) == true else { return afterDataLength() }
         let octets = UInt16(clamping: preferredDataLength)
         let command = HCILEWriteSuggestedDefaultDataLength(
-            suggestedMaxTxOctets: octets, suggestedMaxTxTime: Self.txTime(octets))
+            suggestedMaxTxOctets: octets, suggestedMaxTxTime: Self.txTime(octets, on: preferredPHY))
         return go(.writeDataLength, command.packet)
     }
 
@@ -171,8 +171,13 @@ struct StartupSequence: Sendable {
         return go(.setDefaultPHY, HCILESetDefaultPHY(txPHYs: phy.preferences, rxPHYs: phy.preferences).packet)
     }
 
-    /// The 1M PHY time for `octets` of LL payload (Vol 6, Part B, 4.5.10): (octets + 14) * 8 us.
-    static func txTime(_ octets: UInt16) -> UInt16 { UInt16(clamping: (Int(octets) + 14) * 8) }
+    /// The time `octets` of LL payload take on the air (Vol 6, Part B, 4.5.10), as a host asks for it: on LE 1M
+    /// `(octets + 14) · 8` µs, and when the host prefers LE Coded, what they take there (S=8:
+    /// `(octets + 9) · 64 + 400` µs, 17,040 for 251), or the controller would cut its PDUs to fit the 1M time.
+    static func txTime(_ octets: UInt16, on phy: LinkPHY?) -> UInt16 {
+        if phy == .leCoded { return UInt16(clamping: (Int(octets) + 9) * 64 + 400) }
+        return UInt16(clamping: (Int(octets) + 14) * 8)
+    }
 }
 
 extension HostMachine {

@@ -67,6 +67,8 @@ struct LinkBenchmark: Sendable, Hashable {
             }
             guard let peripheral = found else { return }
             try await central.connect(peripheral, timeout: .seconds(10))
+            // The model is one link alone on its radios: advertising would take its share of the sensor's.
+            sensor.manager.stopAdvertising()
             let services = try await peripheral.discoverServices([BenchPeripheral.service], timeout: .seconds(10))
             let characteristics = try await peripheral.discoverCharacteristics(
                 nil, for: services[0], timeout: .seconds(10))
