@@ -58,6 +58,7 @@ struct LinkBenchmark: Sendable, Hashable {
         let meter = BenchMeter(radio: radio)
         let kind = self.kind
         let valueLength = self.valueLength
+        let model = self.model
         let flow = Task(executorPreference: radio) {
             try await central.waitUntilPoweredOn(timeout: .seconds(5))
             var found: Peripheral?
@@ -87,7 +88,11 @@ struct LinkBenchmark: Sendable, Hashable {
                 for try await value in values { meter.received(value.count) }
             case .writesWithoutResponse:
                 let sink = try characteristic(BenchPeripheral.sink)
-                let data = Data(repeating: 0x5A, count: valueLength * 1_000)
+                // One send that lasts the whole measurement: between two sends the controller's queue would run
+                // dry (a send ends when every chunk is acknowledged), its connection event would end, and the
+                // rest of that event would be lost to the measurement.
+                let chunks = Int(model * 1_000 / 8 / Double(valueLength) * Double(seconds + 3)) + 1
+                let data = Data(repeating: 0x5A, count: valueLength * chunks)
                 while !Task.isCancelled {
                     for try await _ in peripheral.send(data, to: sink, type: .withoutResponse, chunkSize: valueLength) {
                     }
