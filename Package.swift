@@ -27,6 +27,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-collections", from: "1.1.0"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.0"),
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
     ],
     targets: [
         // Pure layers: no I/O, no clocks, no un-injected randomness.
@@ -46,7 +47,13 @@ let package = Package(
                 "BLECore", "BLEHCI", "BLEL2CAP", "BLEATT", "BLEGATT", "BLETransport", nioCore, collections, logging,
             ],
             swiftSettings: strict),
-        .target(name: "BLESystem", dependencies: ["BLECore", "BLEHost", "BLETransport"], swiftSettings: strict),
+        // The daemon: apps, arbitration, delivery, and the store (SQLite through GRDB).
+        .target(
+            name: "BLESystem",
+            dependencies: [
+                "BLECore", "BLEHost", "BLETransport", logging, .product(name: "GRDB", package: "GRDB.swift"),
+            ],
+            swiftSettings: strict),
 
         // Real controllers: TCP, UART (termios), Linux HCI user channel. Only `ble`, benchmarks and tests use it.
         .target(
@@ -90,6 +97,10 @@ let package = Package(
         .testTarget(
             name: "BLEHostTests",
             dependencies: ["BLEHost", "BLETransport", "BLEHCI", "BLEL2CAP", "BLEATT", "BLEGATT", "BLECore", nioCore],
+            swiftSettings: strict),
+        .testTarget(
+            name: "BLESystemTests",
+            dependencies: ["BLESystem", "BLECore", .product(name: "GRDB", package: "GRDB.swift")],
             swiftSettings: strict),
         .testTarget(
             name: "BLETests", dependencies: ["BLE", "BLETransport", "BLEHCI", "BLEHost", "BLEVirtualController"],

@@ -3,7 +3,8 @@
 #   - a Python virtual environment in .venv (git-ignored) with the independent peers, pinned:
 #     Bumble (Google's Python Bluetooth stack) and RootCanal 1.10.0 (Android's virtual controller;
 #     later versions need a newer C library than Debian 12 has);
-#   - tshark (Debian's package), which reads our btsnoop captures.
+#   - tshark (Debian's package), which reads our btsnoop captures;
+#   - SQLite's development files (Debian's libsqlite3-dev), which GRDB, the system store's SQLite layer, links.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -18,10 +19,13 @@ if ! .venv/bin/python -c "import importlib.metadata as m; assert m.version('bumb
     .venv/bin/pip install --quiet --disable-pip-version-check $want
 fi
 
-if ! command -v tshark >/dev/null 2>&1; then
+missing=""
+command -v tshark >/dev/null 2>&1 || missing="$missing tshark"
+[ -f /usr/include/sqlite3.h ] || missing="$missing libsqlite3-dev"
+if [ -n "$missing" ]; then
     if [ "$(id -u)" = 0 ]; then sudo=""; else sudo="sudo"; fi
     export DEBIAN_FRONTEND=noninteractive
     $sudo apt-get update -qq >/dev/null
-    $sudo apt-get install -y -qq tshark >/dev/null
+    $sudo apt-get install -y -qq $missing >/dev/null
 fi
 echo "peers: bumble $BUMBLE_VERSION, rootcanal $ROOTCANAL_VERSION in .venv; $(tshark --version 2>/dev/null | head -1)"

@@ -4,6 +4,7 @@ Nothing here sleeps to let a race pass: readiness is a line a process prints or 
 polled until a deadline. Every process started through `Processes` is terminated (then killed after a bound)
 when the test's cleanups run, pass or fail.
 """
+import atexit
 import json
 import os
 import queue
@@ -13,6 +14,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 
@@ -21,6 +23,12 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 PYTHON = os.path.join(ROOT, ".venv", "bin", "python")
 BLE = os.environ.get("BLE_EXECUTABLE", os.path.join(ROOT, ".build", "debug", "ble"))
 VERBOSE = os.environ.get("INTEROP_VERBOSE") == "1"
+
+# `ble` keeps each device's system store under $XDG_STATE_HOME: every process started here uses a folder of this
+# run's own, removed at exit, so the user's state is neither read nor written.
+STATE_HOME = tempfile.mkdtemp(prefix="ble-interop-state-")
+atexit.register(shutil.rmtree, STATE_HOME, True)
+os.environ["XDG_STATE_HOME"] = STATE_HOME
 
 
 class PeerError(AssertionError):

@@ -3,12 +3,15 @@
 names, JSON shapes, hex output, error lines and exit codes. Runs the already-built `.build/debug/ble` with
 BLE_SIM_SPEED=fast, so virtual time runs as fast as possible; every run is bounded by a wall-clock timeout.
 Standard library only."""
+import atexit
+import contextlib
 import json
 import os
 import re
 import select
 import shutil
 import socket
+import sqlite3
 import subprocess
 import tempfile
 import time
@@ -16,7 +19,11 @@ import unittest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BLE = os.path.join(ROOT, ".build", "debug", "ble")
-ENV = dict(os.environ, BLE_SIM_SPEED="fast")
+# The tool keeps each device's system store under $XDG_STATE_HOME: a folder of this run's own, removed at exit,
+# so nothing of the user's state is read or written and every run starts alike.
+STATE_HOME = tempfile.mkdtemp(prefix="ble-cli-state-")
+atexit.register(shutil.rmtree, STATE_HOME, True)
+ENV = dict(os.environ, BLE_SIM_SPEED="fast", XDG_STATE_HOME=STATE_HOME)
 ENV.pop("BLE_TRANSPORT", None)
 
 DOOR_COMMAND = "8D3E0003-5C1A-4F2B-9E6A-0C1D2E3F4A5B"
@@ -307,6 +314,35 @@ class ErrorTests(unittest.TestCase):
 
     def test_unavailable_transport(self):
         self.assertOneLine(ble("scan", "--transport", "nonsense"), 2, "not a transport")
+
+    def test_an_unusable_store_is_named_and_left_alone(self):
+        state = tempfile.mkdtemp(prefix="ble-cli-broken-state-")
+        self.addCleanup(shutil.rmtree, state, True)
+        os.makedirs(os.path.join(state, "swift-ble"))
+        path = os.path.join(state, "swift-ble", "ble.sqlite")
+        with open(path, "wb") as f:
+            f.write(b"not a database " * 512)
+        env = dict(ENV, XDG_STATE_HOME=state)
+        result = subprocess.run([BLE, "scan", "--timeout", "1"], capture_output=True, text=True, timeout=20, env=env)
+        self.assertOneLine(result, 2, f"the system store {path} cannot be used")
+        self.assertIn("move the file aside or delete it", result.stderr)
+        with open(path, "rb") as f:
+            self.assertEqual(f.read(), b"not a database " * 512)
+
+    def test_the_tools_store_keeps_what_it_reported(self):
+        state = tempfile.mkdtemp(prefix="ble-cli-state-")
+        self.addCleanup(shutil.rmtree, state, True)
+        env = dict(ENV, XDG_STATE_HOME=state)
+        result = subprocess.run([BLE, "scan", "--timeout", "2", "--json"], capture_output=True, text=True,
+                                timeout=30, env=env)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        printed = {(d["identifier"], d["address"]) for d in map(json.loads, result.stdout.splitlines())}
+        self.assertGreaterEqual(len(printed), 5, result.stdout)
+        # Every identifier printed is in the store with its address, as a later run will find it.
+        with contextlib.closing(sqlite3.connect(os.path.join(state, "swift-ble", "ble.sqlite"))) as db:
+            stored = {(identifier, ":".join(f"{b:02X}" for b in address))
+                      for identifier, address in db.execute("SELECT identifier, address FROM peer")}
+        self.assertLessEqual(printed, stored)
 
 
 class BadInputTests(unittest.TestCase):

@@ -50,7 +50,7 @@ public struct HostError: Error, Sendable, Hashable, CustomStringConvertible, Cus
             case hci(HCIStatus)
             case att(ATTErrorCode)
             case commandTimeout, transactionTimeout, disconnected, transportClosed, invalidState, invalidParameters
-            case protocolError, unsupported, cancelled
+            case protocolError, unsupported, cancelled, shutDown
         }
         private let base: Base
         private init(_ base: Base) { self.base = base }
@@ -77,6 +77,8 @@ public struct HostError: Error, Sendable, Hashable, CustomStringConvertible, Cus
         public static let unsupported = Code(.unsupported)
         /// A later request overtook this one before it took effect (a scan stopped before it started).
         public static let cancelled = Code(.cancelled)
+        /// The host was shut down (`HostDriver.shutDown`) while the operation was pending, or before it came.
+        public static let shutDown = Code(.shutDown)
 
         /// The controller's status of an ``hci(_:)`` code.
         public var hciStatus: HCIStatus? {

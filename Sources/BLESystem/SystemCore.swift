@@ -38,18 +38,38 @@ public protocol SystemSession: AnyObject, Sendable {
     func systemReceived(_ event: HostEvent)
 }
 
-/// The "bluetoothd" of one controller: it owns the host, the identifier store and the managers attached to
-/// it, and routes host events to them.
+/// One app of a system: what its managers belong to, and where the rules for apps (background modes, a
+/// lifecycle, delivery while suspended) attach. The same id on one system is the same app.
+public final class SystemApp: Sendable, Hashable, CustomStringConvertible {
+    public let id: String
+
+    init(id: String) { self.id = id }
+
+    public static func == (a: SystemApp, b: SystemApp) -> Bool { a === b }
+    public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
+    public var description: String { "<app \(id)>" }
+}
+
+/// The "bluetoothd" of one controller: it owns the host, the system store, the apps and the managers attached
+/// to them, and routes host events to them.
 public final class SystemCore: Sendable {
     public let name: String
     public let host: HostDriver
     public let scheduler: any HostScheduler
-    public let identifiers: IdentifierStore
+    /// What outlives the process: identifiers and known peers (later bonds, GATT caches, preserved state).
+    public let store: SystemStore
+    /// The app of managers made without one: the process itself, on a real controller.
+    public let defaultApp: SystemApp
+
+    /// The id of `defaultApp`.
+    public static let defaultAppID = "default"
 
     private struct State {
         var power: SystemPowerState = .unknown
         var authorization = SystemAuthorization.allowedAlways
         var sessions: [WeakSession] = []
+        var apps: [String: SystemApp] = [:]
+        var isShutDown = false
 
         /// What managers see: the controller's state when Bluetooth is allowed.
         var visible: SystemPowerState {
@@ -64,16 +84,20 @@ public final class SystemCore: Sendable {
 
     private struct WeakSession {
         weak var session: (any SystemSession)?
+        let app: SystemApp
     }
 
     /// Creates the host on `transport` and starts initialising the controller at once.
     public init(
         name: String, transport: any HCITransport, scheduler: any HostScheduler,
-        configuration: HostConfiguration = HostConfiguration()
+        configuration: HostConfiguration = HostConfiguration(), store: SystemStore
     ) {
         self.name = name
         self.scheduler = scheduler
-        self.identifiers = IdentifierStore(salt: name)
+        self.store = store
+        let defaultApp = SystemApp(id: Self.defaultAppID)
+        self.defaultApp = defaultApp
+        state.withLock { $0.apps[Self.defaultAppID] = defaultApp }
         self.host = HostDriver(transport: transport, scheduler: scheduler, configuration: configuration)
         host.setEventHandler { [weak self] event in self?.route(event) }
         host.start { [weak self] result in
@@ -92,6 +116,33 @@ public final class SystemCore: Sendable {
     /// The controller's state, whatever the authorization.
     public var powerState: SystemPowerState { state.withLock { $0.power } }
 
+    /// The app with this id, made on first use.
+    public func app(id: String) -> SystemApp {
+        state.withLock { s in
+            if let app = s.apps[id] { return app }
+            let app = SystemApp(id: id)
+            s.apps[id] = app
+            return app
+        }
+    }
+
+    /// Whether `shutDown()` was called.
+    public var isShutDown: Bool { state.withLock { $0.isShutDown } }
+
+    /// Shuts the system down: every pending host request fails with `.shutDown`, managers see the controller
+    /// powered off, `powerOff` takes the controller away (a simulated one leaves the radio), and the store
+    /// writes what it batched and closes. Later calls do nothing.
+    public func shutDown(powerOff: () -> Void) {
+        let first = state.withLock { s -> Bool in
+            defer { s.isShutDown = true }
+            return !s.isShutDown
+        }
+        guard first else { return }
+        host.shutDown()
+        powerOff()
+        store.close()
+    }
+
     /// Whether the user allowed Bluetooth. Real controllers start `.allowedAlways` (nothing here asks a user);
     /// a simulation sets it to test an app's permission flow.
     public var authorization: SystemAuthorization { state.withLock { $0.authorization } }
@@ -102,11 +153,12 @@ public final class SystemCore: Sendable {
         update { $0.authorization = authorization }
     }
 
-    /// Attaches a manager; it is told its state at once unless that is still `.unknown`.
-    public func register(_ session: any SystemSession) {
+    /// Attaches a manager of `app` (the default app when nil); it is told its state at once unless that is still
+    /// `.unknown`.
+    public func register(_ session: any SystemSession, app: SystemApp? = nil) {
         let power = state.withLock { s -> SystemPowerState in
             s.sessions.removeAll { $0.session == nil }
-            s.sessions.append(WeakSession(session: session))
+            s.sessions.append(WeakSession(session: session, app: app ?? defaultApp))
             return s.visible
         }
         if power != .unknown { session.systemPowerStateChanged(power) }

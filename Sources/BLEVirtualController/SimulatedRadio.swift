@@ -64,7 +64,8 @@ public final class SimulatedRadio: HostScheduler, Sendable {
     }
     private let traceHandler = Mutex<TraceHandler?>(nil)
     private let airCapture = Mutex<AirCaptureFile?>(nil)
-    private let seed: UInt64
+    /// The seed every random choice of this radio derives from (systems on it seed their own draws from it).
+    public let seed: UInt64
 
     struct DispatchState {
         var outstanding = 0
@@ -155,8 +156,9 @@ public final class SimulatedRadio: HostScheduler, Sendable {
 
     func position(of index: Int) -> RadioPosition { world.withLock { $0.controllers[index].position } }
 
-    /// Powers a controller off: it stops radiating, its peers time out, its host's transport closes.
-    func vanish(_ index: Int, reason: String) {
+    /// Powers a controller off: it stops radiating, its host's transport closes, and its peers time out (or, with
+    /// `terminatingLinks`, hear its links end at once, as from a controller powered off in good order).
+    func vanish(_ index: Int, reason: String, terminatingLinks: Bool = false) {
         let pipe: HCIPipe? = world.withLock { w in
             let c = w.controllers[index]
             guard c.powered else { return nil }
@@ -165,7 +167,13 @@ public final class SimulatedRadio: HostScheduler, Sendable {
             c.advertisingGeneration &+= 1
             c.scanning = false
             c.initiating = nil
-            w.leaveAllLinks(c)
+            // Ending links in good order tells the peers' hosts: that happens on the agenda, where what a
+            // controller says reaches its host.
+            if terminatingLinks {
+                w.clock.schedule(at: w.now, .linksEndedByPowerOff(controller: index))
+            } else {
+                w.leaveAllLinks(c)
+            }
             return c.pipe
         }
         pipe?.closeFromController(reason: reason)

@@ -39,4 +39,11 @@ public final class VirtualController: Sendable {
     public func vanish(reason: String = "the virtual controller was powered off") {
         radio.vanish(index, reason: reason)
     }
+
+    /// Powers the controller off for good, in order, as a phone whose Bluetooth is switched off: it stops
+    /// advertising, scanning and answering; its peers hear each link end at once (Disconnection Complete with
+    /// Remote Device Terminated due to Power Off, 0x15); its host's transport closes with `reason`.
+    public func powerOff(reason: String) {
+        radio.vanish(index, reason: reason, terminatingLinks: true)
+    }
 }

@@ -13,6 +13,7 @@ enum Status {
     static let unsupportedFeature: UInt8 = 0x11
     static let invalidParameters: UInt8 = 0x12
     static let remoteUserTerminated: UInt8 = 0x13
+    static let remotePowerOff: UInt8 = 0x15
     static let localHostTerminated: UInt8 = 0x16
     static let unsupportedRemoteFeature: UInt8 = 0x1A
     static let connectionTimeout: UInt8 = 0x08

@@ -351,6 +351,25 @@ extension World {
         }
     }
 
+    /// Ends every link of `c` as a controller that powers off in good order does: each peer hears LL_TERMINATE_IND
+    /// with Remote Device Terminated due to Power Off (0x15) and its host gets Disconnection Complete; `c`'s own
+    /// host, which is going away, hears nothing. (The terminate is taken as acknowledged at once.)
+    func terminateAllLinks(_ c: ControllerState) {
+        for id in links.keys.sorted() {
+            guard let link = links[id], let side = link.side(of: c.index) else { continue }
+            let peer = 1 - side
+            // A central whose link was not yet established never heard of it: its attempt simply goes on.
+            if link.sides[peer].alive && (link.established || peer == 1) {
+                emitDisconnectionComplete(
+                    controllers[link.sides[peer].controller], handle: link.sides[peer].handle,
+                    reason: Status.remotePowerOff)
+                leave(link, side: peer)
+            }
+            leave(link, side: side)
+            wake(link)
+        }
+    }
+
     // MARK: Instants
 
     func applyInstants(_ link: Link, counter: Int, at t: Int64) {

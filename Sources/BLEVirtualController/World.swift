@@ -18,6 +18,8 @@ enum RadioEvent {
     case exchange(link: Int, generation: UInt64)
     /// A packet for a host whose bytes have crossed a slow host link.
     case toHost(controller: Int, HCIPacket)
+    /// A controller powered off in good order: its links end now, and their peers hear it.
+    case linksEndedByPowerOff(controller: Int)
 }
 
 /// What processing an event asks the radio to do once its lock is released, in order.
@@ -78,6 +80,8 @@ final class World {
         case .toHost(let index, let packet):
             let controller = controllers[index]
             effects.append(.toHost(pipe: controller.pipe, name: controller.name, packet))
+        case .linksEndedByPowerOff(let index):
+            terminateAllLinks(controllers[index])
         }
     }
 

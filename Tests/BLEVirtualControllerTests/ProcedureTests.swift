@@ -207,3 +207,16 @@ import Testing
         #expect(pair.central.events(code: 0x13).reduce(0) { $0 + Int(u16($1.parameters, 3)) } == 4)
     }
 }
+
+extension ProcedureTests {
+    /// A controller powered off in good order (its system shut down) ends its links at once: the peer's host gets
+    /// Disconnection Complete with Remote Device Terminated due to Power Off (0x15), not a supervision timeout.
+    @Test func aControllerPoweredOffEndsItsLinksAtOnce() async throws {
+        let pair = try await ConnectedPair.make()
+        pair.peripheral.controller.powerOff(reason: "switched off")
+        try await pair.radio.run(for: .milliseconds(10))
+        let disconnections = pair.central.events(code: 0x05)
+        #expect(disconnections.map(\.parameters) == [[0] + le16(pair.centralHandle) + [0x15]])
+        #expect(!pair.peripheral.controller.isPowered)
+    }
+}

@@ -52,8 +52,8 @@ public final class CentralManager: Sendable, SystemSession {
         var id: UInt64 = 0
         var services: [BluetoothUUID]?
         var options: ScanOptions?
-        /// What was last reported per peripheral (coalescing), and ADV data waiting for its scan response.
-        var reported: [UUID: AdvertisementData] = [:]
+        /// What was last reported per device (coalescing), and ADV data waiting for its scan response.
+        var reported: [BluetoothAddress: AdvertisementData] = [:]
         var pendingAdvertisement: [BluetoothAddress: AdvertisingReport] = [:]
         var scanResponses: [BluetoothAddress: [UInt8]] = [:]
     }
@@ -61,17 +61,30 @@ public final class CentralManager: Sendable, SystemSession {
     let locked = Mutex(State())
     let delegateCell = DelegateCell<any CentralManagerDelegate>(nil)
 
-    /// Creates a central manager on `system` (the process default when nil: `BLE_TRANSPORT`, or the virtual
-    /// radio). `centralManagerDidUpdateState` follows once the controller is ready.
-    public init(
+    /// The app this manager belongs to.
+    public let app: BluetoothSystem.App
+
+    /// Creates a central manager of `system`'s default app (the process default system when nil:
+    /// `BLE_TRANSPORT`, or the virtual radio). `centralManagerDidUpdateState` follows once the controller is
+    /// ready.
+    public convenience init(
         delegate: (any CentralManagerDelegate)?, queue: DispatchQueue?, options: Options? = nil,
         system: BluetoothSystem? = nil
     ) {
-        self.system = system ?? BluetoothSystem.processDefault
+        self.init(delegate: delegate, queue: queue, options: options, app: (system ?? .processDefault).defaultApp)
+    }
+
+    /// Creates a central manager of `app`.
+    public init(
+        delegate: (any CentralManagerDelegate)?, queue: DispatchQueue?, options: Options? = nil,
+        app: BluetoothSystem.App
+    ) {
+        self.app = app
+        self.system = app.system
         self.queue = queue ?? .main
         self.options = options
         delegateCell.value = delegate
-        self.system.core.register(self)
+        self.system.core.register(self, app: app.core)
     }
 
     /// A manager without a delegate on the main queue.
@@ -190,12 +203,15 @@ public final class CentralManager: Sendable, SystemSession {
     }
 
     /// Known peripherals with these identifiers: ones this manager has seen, or whose identifiers the system
-    /// handed out before (so a stored identifier can be reconnected without scanning).
+    /// handed out before, also before a restart on the same store (so a stored identifier can be reconnected
+    /// without scanning), with the name they last advertised. Unknown identifiers are left out.
     public func retrievePeripherals(withIdentifiers identifiers: [UUID]) -> [Peripheral] {
         identifiers.compactMap { id in
             if let known = locked.withLock({ $0.peripherals[id] }) { return known }
-            guard let address = system.core.identifiers.address(for: id) else { return nil }
-            return peripheral(for: address, identifier: id)
+            guard let stored = system.core.store.knownPeer(id) else { return nil }
+            let peripheral = peripheral(for: stored.address, identifier: id)
+            if let name = stored.name, peripheral.name == nil { peripheral.updateName(name) }
+            return peripheral
         }
     }
 
@@ -217,7 +233,7 @@ public final class CentralManager: Sendable, SystemSession {
     var currentState: ManagerState { locked.withLock { $0.managerState } }
 
     func peripheral(for address: BluetoothAddress, identifier: UUID? = nil) -> Peripheral {
-        let id = identifier ?? system.core.identifiers.identifier(for: address)
+        let id = identifier ?? system.core.store.identifier(for: address)
         return locked.withLock { s in
             if let p = s.peripherals[id] { return p }
             let p = Peripheral(identifier: id, address: address, manager: self)
@@ -294,6 +310,8 @@ public final class CentralManager: Sendable, SystemSession {
         }
         guard change.changed else { return }
         switch new {
+        case .poweredOff where system.core.isShutDown:
+            failAllLinks(BluetoothError(.systemShutDown, "the system was shut down"))
         case .poweredOff:
             failAllLinks(BluetoothError(.transportClosed, "the controller went away"))
         case .unauthorized:
@@ -382,7 +400,6 @@ public final class CentralManager: Sendable, SystemSession {
         guard case .report(let adv, let scanResponse, let connectable) = step else { return }
         let advertisement = AdvertisementData(
             decodingAdvertisement: adv, scanResponse: scanResponse, connectable: connectable)
-        let peripheral = peripheral(for: report.address)
         let rssi = report.rssi ?? 127
         let session = locked.withLock { s -> UInt64? in
             if s.connectionEvents != nil {
@@ -400,12 +417,15 @@ public final class CentralManager: Sendable, SystemSession {
                 if !matches { return nil }
             }
             if scan.options?.allowDuplicates != true {
-                if scan.reported[peripheral.identifier] == advertisement { return nil }
+                if scan.reported[report.address] == advertisement { return nil }
             }
-            scan.reported[peripheral.identifier] = advertisement
+            scan.reported[report.address] = advertisement
             return scan.id
         }
         guard let session else { return }
+        // Only a device that matches gets an identifier (and a row in the store) and a `Peripheral`.
+        let peripheral = peripheral(for: report.address)
+        system.core.store.noteSeen(peripheral.identifier, name: advertisement.localName)
         deliver { manager, delegate in
             // Not after `stopScan` (or a new scan) returned on this queue.
             guard manager.locked.withLock({ $0.scan?.id == session }) else { return }

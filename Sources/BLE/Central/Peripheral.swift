@@ -319,6 +319,7 @@ extension BluetoothError {
         case .transactionTimeout: code = .transactionTimeout
         case .disconnected: code = .peripheralDisconnected
         case .transportClosed: code = .transportClosed
+        case .shutDown: code = .systemShutDown
         case .invalidState: code = .notConnected
         case .invalidParameters: code = .invalidParameters
         case .unsupported: code = .operationNotSupported

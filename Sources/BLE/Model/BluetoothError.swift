@@ -17,7 +17,7 @@ public struct BluetoothError: Error, Sendable, Hashable, CustomStringConvertible
             case connectionTimeout, peripheralDisconnected, uuidNotAllowed, alreadyAdvertising, connectionFailed
             case connectionLimitReached, unknownDevice, operationNotSupported, peerRemovedPairingInformation
             case encryptionTimedOut, tooManyLEPairedDevices
-            case timeout, transactionTimeout, controllerTimeout, transportClosed
+            case timeout, transactionTimeout, controllerTimeout, transportClosed, systemShutDown, storeUnavailable
             case att(ATTErrorCode)
         }
         private let base: Base
@@ -67,6 +67,12 @@ public struct BluetoothError: Error, Sendable, Hashable, CustomStringConvertible
         public static let controllerTimeout = Code(.controllerTimeout)
         /// The controller or its transport went away.
         public static let transportClosed = Code(.transportClosed)
+        /// The system was shut down (`BluetoothSystem.shutDown()`) while the operation was pending, or the
+        /// call came after it.
+        public static let systemShutDown = Code(.systemShutDown)
+        /// The system's store cannot be used (corrupt, unreadable, written by a newer version); the description
+        /// names the file.
+        public static let storeUnavailable = Code(.storeUnavailable)
         /// The peer answered with this ATT error (`CBATTError`); ``BluetoothError/attErrorCode`` gives it back.
         public static func att(_ code: ATTErrorCode) -> Code { Code(.att(code)) }
 

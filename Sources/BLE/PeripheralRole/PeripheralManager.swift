@@ -37,16 +37,28 @@ public final class PeripheralManager: Sendable, SystemSession {
     let locked = Mutex(State())
     let delegateCell = DelegateCell<any PeripheralManagerDelegate>(nil)
 
-    /// Creates a peripheral manager on `system` (the process default when nil).
-    public init(
+    /// The app this manager belongs to.
+    public let app: BluetoothSystem.App
+
+    /// Creates a peripheral manager of `system`'s default app (the process default system when nil).
+    public convenience init(
         delegate: (any PeripheralManagerDelegate)?, queue: DispatchQueue?, options: Options? = nil,
         system: BluetoothSystem? = nil
     ) {
-        self.system = system ?? BluetoothSystem.processDefault
+        self.init(delegate: delegate, queue: queue, options: options, app: (system ?? .processDefault).defaultApp)
+    }
+
+    /// Creates a peripheral manager of `app`: only `app`'s services are its to answer for.
+    public init(
+        delegate: (any PeripheralManagerDelegate)?, queue: DispatchQueue?, options: Options? = nil,
+        app: BluetoothSystem.App
+    ) {
+        self.app = app
+        self.system = app.system
         self.queue = queue ?? .main
         self.options = options
         delegateCell.value = delegate
-        self.system.core.register(self)
+        self.system.core.register(self, app: app.core)
     }
 
     public convenience init() { self.init(delegate: nil, queue: nil, options: nil, system: nil) }
@@ -317,7 +329,7 @@ public final class PeripheralManager: Sendable, SystemSession {
         switch event {
         case .connected(let link) where link.role == .peripheral:
             let central = Central(
-                identifier: system.core.identifiers.identifier(for: link.peer),
+                identifier: system.core.store.identifier(for: link.peer),
                 handle: link.handle.rawValue, mtu: 23, host: system.core.host)
             locked.withLock { $0.centrals[link.handle] = central }
         case .disconnected(let handle, _):

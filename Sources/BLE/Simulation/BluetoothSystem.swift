@@ -44,13 +44,15 @@ public final class BluetoothSystem: Sendable, CustomStringConvertible {
         do {
             return try makeSimulated(on: radio, name: name, position: position, configuration: configuration)
         } catch {
-            // Only a btsnoop file that cannot be created gets here: run unrecorded and say so (in the log; the
-            // library writes nothing to stdout or stderr itself). Call `makeSimulated` to get the error instead.
-            logger.error("\(name) runs unrecorded: \(error)")
-            var unrecorded = configuration
-            unrecorded.btsnoop = nil
-            // `try!` cannot trap: without a btsnoop file, making a simulated system throws nothing.
-            return try! makeSimulated(on: radio, name: name, position: position, configuration: unrecorded)
+            // A btsnoop file that cannot be created or a store that cannot be used: run without them and say so
+            // (in the log; the library writes nothing to stdout or stderr itself). Call `makeSimulated` to get
+            // the error instead.
+            logger.error("\(name) runs unrecorded, with its store in memory: \(error)")
+            var plain = configuration
+            plain.btsnoop = nil
+            plain.storePath = nil
+            // `try!` cannot trap: without a btsnoop file or a store file, making a simulated system throws nothing.
+            return try! makeSimulated(on: radio, name: name, position: position, configuration: plain)
         }
     }
 
@@ -58,13 +60,21 @@ public final class BluetoothSystem: Sendable, CustomStringConvertible {
     /// chosen identity address when `address` is given (a public address, as a device with an IEEE-assigned
     /// one reports; otherwise a random static address derived from the radio's seed and the name).
     ///
-    /// - Throws: `BluetoothError` `.invalidParameters` when `configuration.btsnoop` names a file that cannot
-    ///   be created. Nothing else can fail.
+    /// A system made again with the name and store of one that was shut down is the same phone after a restart:
+    /// the same address, and the same identifiers for the same devices.
+    ///
+    /// - Throws: `BluetoothError` `.storeUnavailable` (naming the file) when `configuration.storePath` cannot be
+    ///   used and `rebuildUnusableStore` is false; `.invalidParameters` when `configuration.btsnoop` names a file
+    ///   that cannot be created. Nothing else can fail.
     public static func makeSimulated(
         on radio: SimulatedRadio, name: String, address: BluetoothAddress? = nil,
         position: RadioPosition = RadioPosition(x: 0, y: 0),
         configuration: Configuration = Configuration()
     ) throws -> BluetoothSystem {
+        // Virtual seconds from 2026-01-01, the origin of the radio's captures.
+        let store = try openStore(
+            configuration, seed: radio.seed ^ fnv1a(name),
+            now: { [radio] in 1_767_225_600 + radio.now.components.seconds })
         let controller = radio.addController(
             name: name, address: address, position: position, txPower: configuration.txPower,
             aclBufferLength: configuration.aclBufferLength,
@@ -83,8 +93,33 @@ public final class BluetoothSystem: Sendable, CustomStringConvertible {
         }
         let core = SystemCore(
             name: name, transport: transport, scheduler: radio,
-            configuration: configuration.hostConfiguration(name: name))
+            configuration: configuration.hostConfiguration(name: name), store: store)
         return BluetoothSystem(core: core, virtualController: controller)
+    }
+
+    /// The store `configuration` names, or one in memory.
+    static func openStore(_ configuration: Configuration, seed: UInt64?, now: @escaping @Sendable () -> Int64)
+        throws(BluetoothError) -> SystemStore
+    {
+        do {
+            return try SystemStore(
+                path: configuration.storePath, rebuildUnusable: configuration.rebuildUnusableStore, seed: seed,
+                now: now)
+        } catch {
+            throw BluetoothError(.storeUnavailable, error.description)
+        }
+    }
+
+    /// A store in memory, for systems that have no configuration to name a file.
+    static func memoryStore(seed: UInt64?) -> SystemStore {
+        // `try!` cannot trap short of SQLite running out of memory: an in-memory database has no file to be
+        // unusable.
+        try! SystemStore(path: nil, seed: seed, now: { Int64(Date().timeIntervalSince1970) })
+    }
+
+    /// FNV-1a of a name: what a system mixes into its seed.
+    static func fnv1a(_ text: String) -> UInt64 {
+        text.utf8.reduce(0xCBF2_9CE4_8422_2325) { ($0 ^ UInt64($1)) &* 0x100_0000_01B3 }
     }
 
     /// Tunables of a system's host (and, for a simulated one, of its virtual controller).
@@ -122,14 +157,24 @@ public final class BluetoothSystem: Sendable, CustomStringConvertible {
         public var supervisionTimeout: Duration = .seconds(5)
         /// Record every HCI packet of this system to this file in the btsnoop format (Wireshark reads it).
         public var btsnoop: String?
+        /// The system store's file (SQLite): identifiers and known peripherals outlive the process there. nil,
+        /// the default, keeps them in memory.
+        public var storePath: String?
+        /// A store file that cannot be used (corrupt, unreadable, written by a newer version) is moved aside
+        /// (to `storePath + ".unusable"`), the move logged, and a new store started; when false, the default,
+        /// making the system fails with `.storeUnavailable`.
+        public var rebuildUnusableStore = false
 
         public init(
             preferredMTU: Int = 517, preferredDataLength: Int = 251, writeWithoutResponseQueueDepth: Int = 8,
             notificationQueueDepth: Int = 8, txPower: Int8 = 0, aclBufferLength: Int = 251, aclBufferCount: Int = 8,
             maximumConnections: Int = 32, hostLink: HostControllerLink = .ideal, preferredPHY: LinkPHY? = nil,
             connectionInterval: ClosedRange<Duration> = .milliseconds(30) ... .milliseconds(50),
-            peripheralLatency: Int = 0, supervisionTimeout: Duration = .seconds(5), btsnoop: String? = nil
+            peripheralLatency: Int = 0, supervisionTimeout: Duration = .seconds(5), btsnoop: String? = nil,
+            storePath: String? = nil, rebuildUnusableStore: Bool = false
         ) {
+            self.storePath = storePath
+            self.rebuildUnusableStore = rebuildUnusableStore
             self.maximumConnections = maximumConnections
             self.hostLink = hostLink
             self.preferredPHY = preferredPHY
@@ -163,7 +208,7 @@ public final class BluetoothSystem: Sendable, CustomStringConvertible {
                 intervalMax: units(connectionInterval.upperBound, of: .microseconds(1250), within: 6...3200),
                 latency: UInt16(min(max(peripheralLatency, 0), 499)),
                 supervisionTimeout: units(supervisionTimeout, of: .milliseconds(10), within: 10...3200))
-            host.randomSeed = name.utf8.reduce(0xCBF2_9CE4_8422_2325) { ($0 ^ UInt64($1)) &* 0x100_0000_01B3 }
+            host.randomSeed = BluetoothSystem.fnv1a(name)
             return host
         }
     }
@@ -226,10 +271,17 @@ public final class BluetoothSystem: Sendable, CustomStringConvertible {
             throw BluetoothError(.connectionFailed, "\(parsed): \(error)")  // names the spec, as TransportError does
         }
         if let recording { transport = try recorded(transport, to: recording, clock: BTSnoopWriter.wallClock) }
+        let store: SystemStore
+        do {
+            store = try openStore(configuration, seed: nil, now: { Int64(Date().timeIntervalSince1970) })
+        } catch {
+            transport.close()
+            throw error
+        }
         var host = configuration.hostConfiguration(name: name)
         host.randomSeed = UInt64.random(in: 1...UInt64.max)  // a real device: a fresh static address
         let core = SystemCore(
-            name: name, transport: transport, scheduler: DispatchHostScheduler(), configuration: host)
+            name: name, transport: transport, scheduler: DispatchHostScheduler(), configuration: host, store: store)
         let system = BluetoothSystem(core: core, virtualController: nil)
         try await system.waitForController()
         return system
@@ -300,7 +352,9 @@ public final class BluetoothSystem: Sendable, CustomStringConvertible {
                     if let recording {
                         transport = try recorded(transport, to: recording, clock: BTSnoopWriter.wallClock)
                     }
-                    let core = SystemCore(name: name, transport: transport, scheduler: DispatchHostScheduler())
+                    let core = SystemCore(
+                        name: name, transport: transport, scheduler: DispatchHostScheduler(),
+                        store: memoryStore(seed: nil))
                     system = BluetoothSystem(core: core, virtualController: nil)
                 }
             } catch {
@@ -308,7 +362,7 @@ public final class BluetoothSystem: Sendable, CustomStringConvertible {
                 logger.error("the default system has no controller: \(reason)")
                 let core = SystemCore(
                     name: name, transport: UnavailableTransport(reason: reason),
-                    scheduler: DispatchHostScheduler())
+                    scheduler: DispatchHostScheduler(), store: memoryStore(seed: nil))
                 system = BluetoothSystem(core: core, virtualController: nil)
             }
             existing = system

@@ -201,6 +201,13 @@ public final class HostDriver: Sendable {
         logger.log(level: level, "\(entry.message)", metadata: metadata)
     }
 
+    /// Shuts the host down: every pending request fails with `.shutDown`, every link is forgotten (the
+    /// controller is going away with it), `.transportClosed` is the last event, and the transport is closed.
+    public func shutDown() {
+        step { ((), $0.machine.shutDown()) }
+        transport.close()
+    }
+
     private func timerFired(_ id: HostTimerID) {
         step { state in
             state.timers[id] = nil

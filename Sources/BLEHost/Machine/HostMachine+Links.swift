@@ -85,10 +85,15 @@ extension HostMachine {
         // The controller frees the buffers of a closed link (Vol 4, Part E, 4.3).
         acl.credits = min(acl.credits + link.inFlight.count, acl.total)
         // Fail what the client was doing, then let the bearer and client wind down.
-        let failure =
-            error.code == .transportClosed
-            ? HostError(.transportClosed, "the controller's transport closed before the operation completed")
-            : HostError(.disconnected, "the link went down before the operation completed")
+        let failure: HostError
+        switch error.code {
+        case .transportClosed:
+            failure = HostError(.transportClosed, "the controller's transport closed before the operation completed")
+        case .shutDown:
+            failure = HostError(.shutDown, "the system was shut down before the operation completed")
+        default:
+            failure = HostError(.disconnected, "the link went down before the operation completed")
+        }
         for action in link.client.linkDisconnected() {
             guard case .complete(let operation, _) = action,
                 let waiting = clientOperations.removeValue(forKey: operation)

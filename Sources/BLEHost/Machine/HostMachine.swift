@@ -181,9 +181,20 @@ public struct HostMachine: Sendable {
     /// The transport to the controller closed: every pending request fails, every link goes down (without a
     /// `.disconnected` each), and `.transportClosed` is the last event.
     public mutating func transportClosed(reason: String?) -> [HostAction] {
+        close(
+            HostError(.transportClosed, "the controller's transport closed" + (reason.map { ": \($0)" } ?? "")),
+            reason: reason)
+    }
+
+    /// The host is shut down by the system above it: as `transportClosed`, with every pending request failing
+    /// with `.shutDown`. The driver closes the transport after.
+    public mutating func shutDown() -> [HostAction] {
+        close(HostError(.shutDown, "the system was shut down"), reason: "the system was shut down")
+    }
+
+    private mutating func close(_ error: HostError, reason: String?) -> [HostAction] {
         guard !isClosed else { return [] }
         isClosed = true
-        let error = HostError(.transportClosed, "the controller's transport closed" + (reason.map { ": \($0)" } ?? ""))
         // The scan and advertising machines let go of their commands first, so failing those commands below
         // finds nothing in flight there.
         runScan(scan.closed(error))

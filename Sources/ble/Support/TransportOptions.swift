@@ -58,13 +58,16 @@ final class Session: Sendable {
         configuration: BluetoothSystem.Configuration = .init()
     ) async throws(ToolError) -> Session {
         let spec = options.transport
+        var configuration = configuration
+        configuration.storePath = try StateDirectory.storePath(forDevice: name)
         if spec == "virtual" {
             let world = World(seed: 2024)
-            var configuration = configuration
             configuration.btsnoop = options.btsnoop
             do {
                 let system = try world.addToolDevice(name: name, configuration: configuration)
                 return Session(system: system, world: world, pacing: TransportOptions.simulationPacing)
+            } catch let error as BluetoothError where error.code == .storeUnavailable {
+                throw ToolError(.transport, "\(error.message) (move the file aside or delete it to start afresh)")
             } catch {
                 throw ToolError(.transport, "--btsnoop \(options.btsnoop ?? ""): \(error)")
             }
@@ -74,8 +77,11 @@ final class Session: Sendable {
             FileHandle.standardError.write(Data("ble: waiting for a controller to connect to \(spec)\n".utf8))
         })
         do {
-            let system = try await BluetoothSystem.connect(transport: spec, btsnoop: options.btsnoop, name: name)
+            let system = try await BluetoothSystem.connect(
+                transport: spec, btsnoop: options.btsnoop, name: name, configuration: configuration)
             return Session(system: system, world: nil, pacing: .realtime)
+        } catch let error as BluetoothError where error.code == .storeUnavailable {
+            throw ToolError(.transport, "\(error.message) (move the file aside or delete it to start afresh)")
         } catch {
             // The library's message usually names the spec (once); say which flag or variable gave it, and add
             // the spec when the message does not name it (a controller that does not answer, say). A capture that

@@ -1,0 +1,374 @@
+import BLECore
+import Foundation
+import GRDB
+import Logging
+import Synchronization
+
+/// What a system keeps beyond its process, in one SQLite database (through GRDB): the identifier of every
+/// peer address it reported, with the peer's last name and when it was last seen. Bonds, GATT caches and
+/// preserved state come as later migrations (ARCHITECTURE.md, "Persistence").
+///
+/// - Identifiers are random per system, as on iOS (a seeded draw in simulation, so a run repeats), and each is
+///   committed before it is handed out: a process killed right after reporting a peer finds the same
+///   identifier when it starts again on the same file.
+/// - Names and last-seen times are written in batches, at most `batchLimit` peers or `batchAge` seconds after
+///   the first unwritten change, and on `flush()` and `close()`: a kill loses at most that much of them.
+/// - Known peers are bounded (`peerLimit`, the least recently seen go first) and aged (peers not seen for
+///   `maximumAge` are forgotten when the store opens), so devices that rotate their random addresses cannot
+///   grow the file without end.
+/// - A file that cannot be used (not a database, corrupt, unreadable, written by a newer schema) fails the
+///   initialiser with `StoreError`, naming the path; with `rebuildUnusable` the file is moved aside (and the
+///   move logged) and a new one started. An empty file is a new store.
+public final class SystemStore: Sendable {
+    /// A peer the system has reported.
+    public struct KnownPeer: Sendable, Hashable {
+        public var identifier: UUID
+        public var address: BluetoothAddress
+        public var name: String?
+        /// Seconds since 1970 (virtual time from 2026-01-01 in a simulation).
+        public var lastSeen: Int64
+    }
+
+    /// Why a store file cannot be used.
+    public struct StoreError: Error, Sendable, CustomStringConvertible {
+        public var path: String
+        public var reason: String
+        public var description: String { "the system store \(path) cannot be used: \(reason)" }
+    }
+
+    public static let peerLimit = 1_000
+    public static let maximumAge: Int64 = 90 * 24 * 3600
+    public static let batchLimit = 64
+    public static let batchAge: Int64 = 60
+
+    /// nil: in memory.
+    public let path: String?
+    private let database: DatabaseQueue
+    private let now: @Sendable () -> Int64
+    private let logger: Logger
+
+    private struct State {
+        var byIdentifier: [UUID: KnownPeer] = [:]
+        var byAddress: [BluetoothAddress: UUID] = [:]
+        /// Identifiers drawn so far (kept in the file, so a seeded draw continues where it stopped).
+        var drawn: UInt64 = 0
+        var seed: UInt64?
+        /// Peers whose name or last-seen time changed since the last write, and since when.
+        var unwritten: Set<UUID> = []
+        var unwrittenSince: Int64?
+        var closed = false
+    }
+    private let state: Mutex<State>
+
+    /// Opens (or creates) the store at `path`, or one in memory when `path` is nil.
+    ///
+    /// - Parameters:
+    ///   - seed: draws identifiers from this seed (a simulation); nil draws them from the system's generator.
+    ///   - now: the time in seconds since 1970, for last-seen times and ageing.
+    /// - Throws: `StoreError` when the file cannot be used and `rebuildUnusable` is false.
+    public init(
+        path: String?, rebuildUnusable: Bool = false, seed: UInt64? = nil,
+        now: @escaping @Sendable () -> Int64, logger: Logger = Logger(label: "swift-ble.store")
+    ) throws(StoreError) {
+        self.path = path
+        self.now = now
+        self.logger = logger
+        let opened: (DatabaseQueue, State)
+        do {
+            opened = try Self.open(path: path, now: now())
+        } catch let error as StoreError {
+            guard rebuildUnusable, let path else { throw error }
+            let aside = Self.moveAside(path)
+            logger.warning(
+                "the system store could not be used and was moved aside to start afresh",
+                metadata: ["path": "\(path)", "reason": "\(error.reason)", "movedTo": "\(aside ?? "(removed)")"])
+            do {
+                opened = try Self.open(path: path, now: now())
+            } catch let error as StoreError {
+                throw error
+            } catch {
+                throw StoreError(path: path, reason: "\(error)")
+            }
+        } catch {
+            throw StoreError(path: path ?? ":memory:", reason: "\(error)")
+        }
+        database = opened.0
+        var state = opened.1
+        state.seed = seed
+        self.state = Mutex(state)
+    }
+
+    // MARK: Opening
+
+    private static func migrator() -> DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1: peers") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE peer (
+                        identifier TEXT PRIMARY KEY NOT NULL,
+                        address BLOB NOT NULL,
+                        addressType INTEGER NOT NULL,
+                        name TEXT,
+                        lastSeen INTEGER NOT NULL,
+                        UNIQUE (address, addressType)
+                    );
+                    CREATE INDEX peerByLastSeen ON peer (lastSeen);
+                    CREATE TABLE meta (key TEXT PRIMARY KEY NOT NULL, value INTEGER NOT NULL);
+                    """)
+        }
+        return migrator
+    }
+
+    private static func open(path: String?, now: Int64) throws -> (DatabaseQueue, State) {
+        var configuration = Configuration()
+        configuration.label = "swift-ble.store"
+        // Two processes of one device (two `ble` commands at once) share the file: a writer waits for the other.
+        configuration.busyMode = .timeout(2)
+        let database: DatabaseQueue
+        do {
+            if let path {
+                configuration.journalMode = .wal
+                database = try DatabaseQueue(path: path, configuration: configuration)
+            } else {
+                database = try DatabaseQueue(configuration: configuration)
+            }
+        } catch {
+            throw StoreError(path: path ?? ":memory:", reason: Self.words(error))
+        }
+        let migrator = migrator()
+        do {
+            let check = try database.read { db in try String.fetchOne(db, sql: "PRAGMA quick_check") }
+            guard check == "ok" else {
+                throw StoreError(path: path ?? ":memory:", reason: "the database is damaged (\(check ?? "no answer"))")
+            }
+            if try database.read({ db in try migrator.hasBeenSuperseded(db) }) {
+                throw StoreError(path: path ?? ":memory:", reason: "it was written by a newer version of swift-ble")
+            }
+            try migrator.migrate(database)
+            var state = State()
+            try database.write { db in
+                try db.execute(sql: "DELETE FROM peer WHERE lastSeen < ?", arguments: [now - maximumAge])
+                let rows = try Row.fetchAll(
+                    db, sql: "SELECT identifier, address, addressType, name, lastSeen FROM peer")
+                for row in rows {
+                    guard let peer = Self.peer(row) else { continue }
+                    state.byIdentifier[peer.identifier] = peer
+                    state.byAddress[peer.address] = peer.identifier
+                }
+                state.drawn = UInt64(try Int64.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'drawn'") ?? 0)
+            }
+            return (database, state)
+        } catch let error as StoreError {
+            try? database.close()
+            throw error
+        } catch {
+            try? database.close()
+            throw StoreError(path: path ?? ":memory:", reason: Self.words(error))
+        }
+    }
+
+    /// A row as a peer; rows a hand or a newer version wrote wrongly are left out.
+    private static func peer(_ row: Row) -> KnownPeer? {
+        guard let text = row["identifier"] as String?, let identifier = UUID(uuidString: text),
+            let bytes = row["address"] as Data?, bytes.count == 6,
+            let typeCode = row["addressType"] as Int64?, let type = BluetoothAddress.AddressType(storeCode: typeCode),
+            let lastSeen = row["lastSeen"] as Int64?
+        else { return nil }
+        return KnownPeer(
+            identifier: identifier, address: BluetoothAddress(bytes: Array(bytes), type: type),
+            name: row["name"] as String?, lastSeen: lastSeen)
+    }
+
+    private static func words(_ error: any Error) -> String {
+        if let error = error as? DatabaseError {
+            return "\(error.message ?? "SQLite error") (SQLite code \(error.resultCode.rawValue))"
+        }
+        return "\(error)"
+    }
+
+    /// Moves `path` and its WAL companions aside; returns where to, or nil when it could only remove them.
+    private static func moveAside(_ path: String) -> String? {
+        let files = FileManager.default
+        var aside = path + ".unusable"
+        var n = 1
+        while files.fileExists(atPath: aside) {
+            n += 1
+            aside = path + ".unusable-\(n)"
+        }
+        var moved: String? = aside
+        do {
+            try files.moveItem(atPath: path, toPath: aside)
+        } catch {
+            try? files.removeItem(atPath: path)
+            moved = nil
+        }
+        for suffix in ["-wal", "-shm"] { try? files.removeItem(atPath: path + suffix) }
+        return moved
+    }
+
+    // MARK: Identifiers and known peers
+
+    /// The identifier of `address`, drawn and committed on first use. When the write fails (a full disk, a store
+    /// closed by `shutDown`), the identifier is kept in memory only, and the failure logged: it holds until
+    /// the process ends.
+    public func identifier(for address: BluetoothAddress) -> UUID {
+        state.withLock { s -> UUID in
+            if let known = s.byAddress[address] { return known }
+            var identifier = draw(&s)
+            while s.byIdentifier[identifier] != nil { identifier = draw(&s) }
+            let peer = KnownPeer(identifier: identifier, address: address, name: nil, lastSeen: now())
+            let drawn = s.drawn
+            let evicted = s.byIdentifier.count >= Self.peerLimit ? oldest(s) : nil
+            do {
+                guard !s.closed else { throw StoreError(path: path ?? ":memory:", reason: "the store is closed") }
+                try database.write { db in
+                    if let evicted {
+                        try db.execute(sql: "DELETE FROM peer WHERE identifier = ?", arguments: [evicted.uuidString])
+                    }
+                    try db.execute(
+                        sql: """
+                            INSERT INTO peer (identifier, address, addressType, name, lastSeen)
+                            VALUES (?, ?, ?, NULL, ?)
+                            """,
+                        arguments: [
+                            identifier.uuidString, Data(address.bytes), address.type.storeCode, peer.lastSeen,
+                        ])
+                    try db.execute(
+                        sql: "INSERT OR REPLACE INTO meta (key, value) VALUES ('drawn', ?)",
+                        arguments: [Int64(bitPattern: drawn)])
+                }
+            } catch {
+                logger.error(
+                    "a peer's identifier is kept in memory only: it could not be written",
+                    metadata: ["error": "\(Self.words(error))", "identifier": "\(identifier)"])
+            }
+            if let evicted, let gone = s.byIdentifier.removeValue(forKey: evicted) {
+                s.byAddress.removeValue(forKey: gone.address)
+                s.unwritten.remove(evicted)
+            }
+            s.byIdentifier[identifier] = peer
+            s.byAddress[address] = identifier
+            return identifier
+        }
+    }
+
+    /// The identifier already given to `address`, if any (nothing is drawn).
+    public func existingIdentifier(for address: BluetoothAddress) -> UUID? {
+        state.withLock { $0.byAddress[address] }
+    }
+
+    /// The peer an identifier was given to.
+    public func knownPeer(_ identifier: UUID) -> KnownPeer? {
+        state.withLock { $0.byIdentifier[identifier] }
+    }
+
+    /// The address an identifier was given to.
+    public func address(for identifier: UUID) -> BluetoothAddress? {
+        knownPeer(identifier)?.address
+    }
+
+    /// How many peers the store knows.
+    public var knownPeerCount: Int { state.withLock { $0.byIdentifier.count } }
+
+    /// Notes that the peer with `identifier` was heard now, with its name if it gave one. Written in batches.
+    public func noteSeen(_ identifier: UUID, name: String?) {
+        let time = now()
+        let due = state.withLock { s -> Bool in
+            guard var peer = s.byIdentifier[identifier] else { return false }
+            let renamed = name != nil && name != peer.name
+            // A last-seen time is worth a write when it moved by a minute or more.
+            guard renamed || time - peer.lastSeen >= Self.batchAge else { return false }
+            if let name { peer.name = name }
+            peer.lastSeen = time
+            s.byIdentifier[identifier] = peer
+            s.unwritten.insert(identifier)
+            let since = s.unwrittenSince ?? time
+            s.unwrittenSince = since
+            return s.unwritten.count >= Self.batchLimit || time - since >= Self.batchAge
+        }
+        if due { flush() }
+    }
+
+    /// Writes the batched names and last-seen times.
+    public func flush() {
+        state.withLock { s in
+            guard !s.unwritten.isEmpty, !s.closed else { return }
+            let peers = s.unwritten.compactMap { s.byIdentifier[$0] }
+            do {
+                try database.write { db in
+                    for peer in peers {
+                        try db.execute(
+                            sql: "UPDATE peer SET name = ?, lastSeen = ? WHERE identifier = ?",
+                            arguments: [peer.name, peer.lastSeen, peer.identifier.uuidString])
+                    }
+                }
+            } catch {
+                logger.error(
+                    "could not write peers' names and last-seen times",
+                    metadata: ["error": "\(Self.words(error))", "peers": "\(peers.count)"])
+            }
+            s.unwritten.removeAll()
+            s.unwrittenSince = nil
+        }
+    }
+
+    /// Writes what is batched and closes the file. Later calls find nothing new and draw nothing.
+    public func close() {
+        flush()
+        state.withLock { $0.closed = true }
+        do {
+            try database.close()
+        } catch {
+            logger.error("could not close the system store", metadata: ["error": "\(Self.words(error))"])
+        }
+    }
+
+    // MARK: Drawing
+
+    private func draw(_ s: inout State) -> UUID {
+        s.drawn += 1
+        var bytes: [UInt8] = []
+        if let seed = s.seed {
+            // Two words hashed from the seed and the count of identifiers drawn so far: the same sequence each
+            // run of a simulation, continued (not repeated) by a system restarted on its file.
+            func mix(_ value: UInt64) -> UInt64 {
+                var z = value &+ 0x9E37_79B9_7F4A_7C15
+                z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+                z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+                return z ^ (z >> 31)
+            }
+            for half in 0..<UInt64(2) {
+                let word = mix(seed ^ mix(s.drawn &* 2 &+ half))
+                for shift in stride(from: 0, to: 64, by: 8) {
+                    bytes.append(UInt8(truncatingIfNeeded: word >> UInt64(shift)))
+                }
+            }
+        } else {
+            var generator = SystemRandomNumberGenerator()
+            for _ in 0..<16 { bytes.append(UInt8.random(in: 0...255, using: &generator)) }
+        }
+        bytes[6] = (bytes[6] & 0x0F) | 0x40  // version 4
+        bytes[8] = (bytes[8] & 0x3F) | 0x80  // RFC 4122 variant
+        return UUID(
+            uuid: (
+                bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
+                bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]
+            ))
+    }
+
+    private func oldest(_ s: State) -> UUID? {
+        s.byIdentifier.values.min { ($0.lastSeen, $0.identifier.uuidString) < ($1.lastSeen, $1.identifier.uuidString) }?
+            .identifier
+    }
+}
+
+extension BluetoothAddress.AddressType {
+    /// How the store writes an address type.
+    var storeCode: Int64 { Int64(rawValue) }
+
+    init?(storeCode: Int64) {
+        guard let raw = UInt8(exactly: storeCode), raw <= 0x03 else { return nil }
+        self.init(rawValue: raw)
+    }
+}

@@ -1,0 +1,161 @@
+import BLECore
+import BLESystem
+import Foundation
+import GRDB
+import Synchronization
+import Testing
+
+/// The system store on files: identifiers that outlive the process, files that cannot be used, bounds and ages.
+@Suite struct SystemStoreTests {
+    /// A folder of its own for each test, removed at the end.
+    final class Folder {
+        let path: String
+        init() throws {
+            path = FileManager.default.temporaryDirectory.appendingPathComponent("store-\(UUID().uuidString)").path
+            try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        }
+        func file(_ name: String = "phone.sqlite") -> String { path + "/" + name }
+        deinit { try? FileManager.default.removeItem(atPath: path) }
+    }
+
+    /// A clock a test moves by hand.
+    final class Clock: Sendable {
+        private let seconds = Mutex<Int64>(1_767_225_600)
+        var now: Int64 { seconds.withLock { $0 } }
+        func advance(_ by: Int64) { seconds.withLock { $0 += by } }
+        var read: @Sendable () -> Int64 { { self.now } }
+    }
+
+    static func address(_ n: Int, random: Bool = true) -> BluetoothAddress {
+        BluetoothAddress(
+            bytes: [0xC0 | UInt8(n >> 24 & 0x3F), UInt8(n >> 16 & 0xFF), UInt8(n >> 8 & 0xFF), UInt8(n & 0xFF), 1, 2],
+            type: random ? .randomDevice : .publicDevice)
+    }
+
+    @Test func identifiersOutliveAProcessThatNeverClosedItsStore() throws {
+        let folder = try Folder()
+        let clock = Clock()
+        var first: UUID
+        do {
+            let store = try SystemStore(path: folder.file(), seed: 42, now: clock.read)
+            first = store.identifier(for: Self.address(1))
+            #expect(store.identifier(for: Self.address(1)) == first)
+            // No close: the process is killed here. The identifier was committed before it was handed out.
+        }
+        let again = try SystemStore(path: folder.file(), seed: 42, now: clock.read)
+        #expect(again.identifier(for: Self.address(1)) == first)
+        #expect(again.address(for: first) == Self.address(1))
+        // A new device gets a new identifier: the seeded draw goes on where it stopped, it does not repeat.
+        let second = again.identifier(for: Self.address(2))
+        #expect(second != first)
+        again.close()
+    }
+
+    @Test func identifiersAreRandomPerSystemAndRepeatWithTheSeed() throws {
+        let clock = Clock()
+        let a = try SystemStore(path: nil, seed: 1, now: clock.read)
+        let b = try SystemStore(path: nil, seed: 1, now: clock.read)
+        let c = try SystemStore(path: nil, seed: 2, now: clock.read)
+        let d = try SystemStore(path: nil, seed: nil, now: clock.read)
+        let ids = [a, b, c, d].map { $0.identifier(for: Self.address(7)) }
+        #expect(ids[0] == ids[1])
+        #expect(ids[0] != ids[2] && ids[0] != ids[3] && ids[2] != ids[3])
+        #expect(ids.allSatisfy { $0.uuidString.dropFirst(14).first == "4" })  // version 4
+    }
+
+    @Test func namesAndLastSeenAreWrittenInBatches() throws {
+        let folder = try Folder()
+        let clock = Clock()
+        let store = try SystemStore(path: folder.file(), seed: 3, now: clock.read)
+        let id = store.identifier(for: Self.address(1))
+        store.noteSeen(id, name: "Lamp")
+        #expect(store.knownPeer(id)?.name == "Lamp")
+        // Not written yet: a process killed now loses the name (at most `batchLimit` peers or `batchAge` seconds).
+        let unflushed = try SystemStore(path: folder.file(), seed: 3, now: clock.read)
+        #expect(unflushed.knownPeer(id)?.name == nil)
+        unflushed.close()
+        store.flush()
+        let flushed = try SystemStore(path: folder.file(), seed: 3, now: clock.read)
+        #expect(flushed.knownPeer(id)?.name == "Lamp")
+        flushed.close()
+        // A full batch is written without a flush.
+        for n in 10..<(10 + SystemStore.batchLimit) {
+            store.noteSeen(store.identifier(for: Self.address(n)), name: "device \(n)")
+        }
+        let batched = try SystemStore(path: folder.file(), seed: 3, now: clock.read)
+        #expect(batched.knownPeer(store.identifier(for: Self.address(10)))?.name == "device 10")
+        batched.close()
+        store.close()
+    }
+
+    @Test func knownPeersAreBoundedAndAged() throws {
+        let folder = try Folder()
+        let clock = Clock()
+        let store = try SystemStore(path: folder.file(), seed: 4, now: clock.read)
+        // Rotating addresses: 1,500 devices heard once each, one second apart.
+        var ids: [UUID] = []
+        for n in 0..<1_500 {
+            clock.advance(1)
+            ids.append(store.identifier(for: Self.address(n)))
+        }
+        #expect(store.knownPeerCount == SystemStore.peerLimit)
+        #expect(store.knownPeer(ids[0]) == nil, "the least recently seen go first")
+        #expect(store.knownPeer(ids[1_499]) != nil)
+        store.close()
+        let rows = try DatabaseQueue(path: folder.file()).read {
+            try Int.fetchOne($0, sql: "SELECT COUNT(*) FROM peer")
+        }
+        #expect(rows == SystemStore.peerLimit)
+        // 91 days later, nothing is left.
+        clock.advance(91 * 24 * 3600)
+        let later = try SystemStore(path: folder.file(), seed: 4, now: clock.read)
+        #expect(later.knownPeerCount == 0)
+        later.close()
+    }
+
+    @Test(arguments: ["garbage", "truncated", "newer"])
+    func anUnusableFileIsAnErrorNamingItOrARebuild(kind: String) throws {
+        let folder = try Folder()
+        let clock = Clock()
+        let path = folder.file()
+        switch kind {
+        case "garbage":
+            try Data(repeating: 0x5A, count: 8192).write(to: URL(fileURLWithPath: path))
+        case "truncated":
+            let store = try SystemStore(path: path, seed: 5, now: clock.read)
+            for n in 0..<400 { _ = store.identifier(for: Self.address(n)) }
+            store.close()
+            let bytes = try Data(contentsOf: URL(fileURLWithPath: path))
+            try bytes.prefix(bytes.count / 2 + 100).write(to: URL(fileURLWithPath: path))
+        default:
+            let store = try SystemStore(path: path, seed: 5, now: clock.read)
+            store.close()
+            try DatabaseQueue(path: path).write { db in
+                try db.execute(sql: "INSERT INTO grdb_migrations (identifier) VALUES ('v99: from the future')")
+            }
+        }
+        #expect {
+            _ = try SystemStore(path: path, seed: 5, now: clock.read)
+        } throws: { error in
+            "\(error)".contains(path)
+        }
+        let rebuilt = try SystemStore(path: path, rebuildUnusable: true, seed: 5, now: clock.read)
+        #expect(rebuilt.knownPeerCount == 0)
+        _ = rebuilt.identifier(for: Self.address(1))
+        rebuilt.close()
+        #expect(FileManager.default.fileExists(atPath: path + ".unusable"))
+    }
+
+    @Test func anEmptyFileIsANewStoreAndAFolderIsAnError() throws {
+        let folder = try Folder()
+        let clock = Clock()
+        #expect(FileManager.default.createFile(atPath: folder.file(), contents: Data()))
+        let store = try SystemStore(path: folder.file(), seed: 6, now: clock.read)
+        _ = store.identifier(for: Self.address(1))
+        #expect(store.knownPeerCount == 1)
+        store.close()
+        #expect(throws: SystemStore.StoreError.self) {
+            _ = try SystemStore(path: folder.path, seed: 6, now: clock.read)
+        }
+    }
+}
