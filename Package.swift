@@ -52,6 +52,7 @@ let package = Package(
             name: "BLESystem",
             dependencies: [
                 "BLECore", "BLEHost", "BLETransport", logging, .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "OrderedCollections", package: "swift-collections"),
             ],
             swiftSettings: strict),
 
@@ -103,7 +104,8 @@ let package = Package(
             dependencies: ["BLESystem", "BLECore", .product(name: "GRDB", package: "GRDB.swift")],
             swiftSettings: strict),
         .testTarget(
-            name: "BLETests", dependencies: ["BLE", "BLETransport", "BLEHCI", "BLEHost", "BLEVirtualController"],
+            name: "BLETests",
+            dependencies: ["BLE", "BLETransport", "BLEHCI", "BLEHost", "BLESystem", "BLEVirtualController"],
             swiftSettings: strict),
         .testTarget(
             name: "BLETransportTests", dependencies: ["BLETransport", "BLEHCI", "BLECore", nioCore],

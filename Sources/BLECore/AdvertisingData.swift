@@ -51,6 +51,23 @@ public struct AdvertisingData: Sendable, Hashable, CustomStringConvertible {
         self.structures = structures
     }
 
+    /// Decodes what can be decoded of `bytes`: every whole AD structure before a zero length octet or one that
+    /// overruns the data (which real devices send). Never fails.
+    public init(leniently bytes: some Collection<UInt8>) {
+        let octets = Array(bytes)
+        var structures: [ADStructure] = []
+        var index = 0
+        while index < octets.count {
+            let length = Int(octets[index])
+            if length == 0 || index + 1 + length > octets.count { break }
+            structures.append(
+                ADStructure(
+                    type: ADType(rawValue: octets[index + 1]), data: Array(octets[(index + 2)..<(index + 1 + length)])))
+            index += 1 + length
+        }
+        self.structures = structures
+    }
+
     /// Decodes the readable bytes of `buffer` (without consuming them); see `init(decoding:)`.
     public init(buffer: ByteBuffer) throws(AdvertisingDataError) {
         try self.init(decoding: buffer.readableBytesView)

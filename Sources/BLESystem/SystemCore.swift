@@ -64,6 +64,9 @@ public final class SystemCore: Sendable {
     /// The id of `defaultApp`.
     public static let defaultAppID = "default"
 
+    /// Every app's scans as one controller scan.
+    let scans: ScanUnion
+
     private struct State {
         var power: SystemPowerState = .unknown
         var authorization = SystemAuthorization.allowedAlways
@@ -98,7 +101,9 @@ public final class SystemCore: Sendable {
         let defaultApp = SystemApp(id: Self.defaultAppID)
         self.defaultApp = defaultApp
         state.withLock { $0.apps[Self.defaultAppID] = defaultApp }
-        self.host = HostDriver(transport: transport, scheduler: scheduler, configuration: configuration)
+        let host = HostDriver(transport: transport, scheduler: scheduler, configuration: configuration)
+        self.host = host
+        self.scans = ScanUnion(host: host)
         host.setEventHandler { [weak self] event in self?.route(event) }
         host.start { [weak self] result in
             switch result {
@@ -125,6 +130,17 @@ public final class SystemCore: Sendable {
             return app
         }
     }
+
+    // MARK: Scanning
+
+    /// Starts or changes `client`'s scan: the controller scans for every client's request at once, and `client`
+    /// hears only what its own request matches. Returns the id its discoveries carry.
+    public func startScan(_ client: any ScanClient, _ request: ScanRequest) -> UInt64 {
+        scans.start(client, request)
+    }
+
+    /// Ends `client`'s scan (and the controller's, when no other client scans).
+    public func stopScan(_ client: any ScanClient) { scans.stop(client) }
 
     /// Whether `shutDown()` was called.
     public var isShutDown: Bool { state.withLock { $0.isShutDown } }
@@ -190,8 +206,14 @@ public final class SystemCore: Sendable {
     }
 
     private func route(_ event: HostEvent) {
-        if case .transportClosed(let reason) = event {
+        switch event {
+        case .transportClosed(let reason):
+            scans.controllerFailed()
             setPower(.poweredOff(reason: reason ?? "the controller's transport closed"))
+        case .advertisingReport(let report):
+            scans.received(report)
+        default:
+            break
         }
         for session in liveSessions { session.systemReceived(event) }
     }

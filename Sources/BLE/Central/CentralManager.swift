@@ -12,7 +12,7 @@ import Synchronization
 /// Every delegate method is called on the manager's queue (the main queue when `queue` is nil), never under
 /// a lock. Objects (`Peripheral`, `Service`, ...) are updated on that queue just before the callback that
 /// reports the change, so a callback always sees the value it is about.
-public final class CentralManager: Sendable, SystemSession {
+public final class CentralManager: Sendable, SystemSession, ScanClient {
     let system: BluetoothSystem
     let queue: DispatchQueue
     /// The options this manager was created with.
@@ -21,12 +21,16 @@ public final class CentralManager: Sendable, SystemSession {
     struct State {
         var managerState: ManagerState = .unknown
         var scan: ScanSession?
-        var peripherals: [UUID: Peripheral] = [:]
+        /// Every `Peripheral` this manager handed out that someone still holds, so one identifier is one object.
+        /// Held weakly, as CoreBluetooth holds them: an app keeps the peripherals it cares about (a connection
+        /// holds its own, below), and devices it heard once and dropped cost nothing.
+        var peripherals: [UUID: WeakPeripheral] = [:]
+        /// Sweep the entries of released peripherals when the table grows past this.
+        var sweepAt = 1_024
         var byHandle: [ConnectionHandle: Peripheral] = [:]
         /// Peripherals asked to connect, in order; the host initiates one at a time.
         var connectQueue: [Peripheral] = []
         var initiating: Peripheral?
-        var nextScanID: UInt64 = 1
         /// What `registerForConnectionEvents(options:)` asked for (nil: not registered).
         var connectionEvents: ConnectionEventMatchingOptions?
         /// The peer of every central-role link on the system, for the connection events of its end.
@@ -48,14 +52,11 @@ public final class CentralManager: Sendable, SystemSession {
     static let advertisedServicesLimit = 1024
 
     struct ScanSession {
-        /// Which `scanForPeripherals` call made it: a discovery is delivered only while its session lasts.
-        var id: UInt64 = 0
+        /// The system's id for the scan of the `scanForPeripherals` call that made it: a discovery is delivered
+        /// only while its session lasts.
+        var id: UInt64
         var services: [BluetoothUUID]?
         var options: ScanOptions?
-        /// What was last reported per device (coalescing), and ADV data waiting for its scan response.
-        var reported: [BluetoothAddress: AdvertisementData] = [:]
-        var pendingAdvertisement: [BluetoothAddress: AdvertisingReport] = [:]
-        var scanResponses: [BluetoothAddress: [UInt8]] = [:]
     }
 
     let locked = Mutex(State())
@@ -93,8 +94,8 @@ public final class CentralManager: Sendable, SystemSession {
     }
 
     deinit {
-        // A manager that goes away stops its scan, as CoreBluetooth's does.
-        if locked.withLock({ $0.scan != nil }) { system.core.host.stopScan { _ in } }
+        // A manager that goes away stops its scan, as CoreBluetooth's does (other apps' scans go on).
+        system.core.stopScan(self)
         system.core.unregister(self)
     }
 
@@ -114,31 +115,46 @@ public final class CentralManager: Sendable, SystemSession {
     /// advertisement data changes; with it, every advertisement is reported. Active scanning is used, so a
     /// scannable peripheral's scan response is merged into the same report. Calling this while scanning
     /// replaces the filter and options, as CoreBluetooth does.
+    ///
+    /// The system scans for every app at once: this manager's filter, duplicates policy and `stopScan` are its
+    /// own, and other managers' scans do not change what it sees.
     public func scanForPeripherals(withServices serviceUUIDs: [BluetoothUUID]?, options: ScanOptions? = nil) {
         guard currentState == .poweredOn else { return }
-        let wasScanning = locked.withLock { s -> Bool in
-            let was = s.scan != nil
-            s.scan = ScanSession(id: s.nextScanID, services: serviceUUIDs, options: options)
-            s.nextScanID += 1
-            return was
-        }
-        if wasScanning { return }
-        let parameters = ScanParameters(active: true, interval: 0x0060, window: 0x0030, filterDuplicates: false)
-        system.core.host.startScan(parameters) { [weak self] result in
-            // CoreBluetooth has no callback for a scan that could not start; `isScanning` turns false.
-            // Cancelled: stopScan came before the controller scanned, and already cleared the session (or a
-            // later scanForPeripherals made a new one, which must stay).
-            if case .failure(let error) = result, error.code != .cancelled { self?.locked.withLock { $0.scan = nil } }
+        let request = ScanRequest(
+            services: serviceUUIDs, solicitedServices: options?.solicitedServiceUUIDs ?? [],
+            allowDuplicates: options?.allowDuplicates == true)
+        // Not under the manager's lock: the host may pass events up from inside the call.
+        let id = system.core.startScan(self, request)
+        locked.withLock { $0.scan = ScanSession(id: id, services: serviceUUIDs, options: options) }
+    }
+
+    /// Stops this manager's scan.
+    public func stopScan() {
+        locked.withLock { $0.scan = nil }
+        system.core.stopScan(self)
+    }
+
+    // MARK: ScanClient
+
+    public func scanDiscovered(_ discovery: SystemDiscovery, scan id: UInt64) {
+        guard locked.withLock({ $0.scan?.id == id }) else { return }
+        let advertisement = AdvertisementData(decoded: discovery.data, connectable: discovery.connectable)
+        // Only a device that matched gets an identifier (and a row in the store) and a `Peripheral`.
+        let peripheral = peripheral(for: discovery.address)
+        system.core.store.noteSeen(peripheral.identifier, name: advertisement.localName)
+        let rssi = discovery.rssi ?? 127
+        deliver { manager, delegate in
+            // Not after `stopScan` (or a new scan) returned on this queue.
+            guard manager.locked.withLock({ $0.scan?.id == id }) else { return }
+            if let name = advertisement.localName { peripheral.updateName(name) }
+            delegate?.announceDiscovery(manager, peripheral, advertisement, rssi)
         }
     }
 
-    /// Stops scanning.
-    public func stopScan() {
-        let was = locked.withLock { s -> Bool in
-            defer { s.scan = nil }
-            return s.scan != nil
-        }
-        if was { system.core.host.stopScan { _ in } }
+    public func scanEnded(_ id: UInt64) {
+        // CoreBluetooth has no callback for a scan that could not start or stopped by itself; `isScanning` turns
+        // false.
+        locked.withLock { s in if s.scan?.id == id { s.scan = nil } }
     }
 
     // MARK: Connections
@@ -152,7 +168,7 @@ public final class CentralManager: Sendable, SystemSession {
             guard peripheral.currentState == .disconnected else { return false }
             peripheral.setState(.connecting)
             peripheral.setCancelled(false)
-            s.peripherals[peripheral.identifier] = peripheral
+            s.peripherals[peripheral.identifier] = WeakPeripheral(peripheral: peripheral)
             s.connectQueue.append(peripheral)
             return s.initiating == nil
         }
@@ -207,7 +223,7 @@ public final class CentralManager: Sendable, SystemSession {
     /// without scanning), with the name they last advertised. Unknown identifiers are left out.
     public func retrievePeripherals(withIdentifiers identifiers: [UUID]) -> [Peripheral] {
         identifiers.compactMap { id in
-            if let known = locked.withLock({ $0.peripherals[id] }) { return known }
+            if let known = locked.withLock({ $0.peripherals[id]?.peripheral }) { return known }
             guard let stored = system.core.store.knownPeer(id) else { return nil }
             let peripheral = peripheral(for: stored.address, identifier: id)
             if let name = stored.name, peripheral.name == nil { peripheral.updateName(name) }
@@ -235,9 +251,13 @@ public final class CentralManager: Sendable, SystemSession {
     func peripheral(for address: BluetoothAddress, identifier: UUID? = nil) -> Peripheral {
         let id = identifier ?? system.core.store.identifier(for: address)
         return locked.withLock { s in
-            if let p = s.peripherals[id] { return p }
+            if let p = s.peripherals[id]?.peripheral { return p }
             let p = Peripheral(identifier: id, address: address, manager: self)
-            s.peripherals[id] = p
+            s.peripherals[id] = WeakPeripheral(peripheral: p)
+            if s.peripherals.count > s.sweepAt {
+                s.peripherals = s.peripherals.filter { $0.value.peripheral != nil }
+                s.sweepAt = max(1_024, 2 * s.peripherals.count)
+            }
             return p
         }
     }
@@ -317,7 +337,7 @@ public final class CentralManager: Sendable, SystemSession {
         case .unauthorized:
             // The controller still works, but this app may no longer use it: its scan stops and its links and
             // connection attempts end on the controller too (IOS-RULES 6.7).
-            if change.wasScanning { system.core.host.stopScan { _ in } }
+            if change.wasScanning { system.core.stopScan(self) }
             if change.initiating { system.core.host.cancelConnect() }
             for handle in change.links {
                 system.core.host.disconnect(handle, reason: .remoteUserTerminatedConnection)
@@ -358,80 +378,13 @@ public final class CentralManager: Sendable, SystemSession {
         locked.withLock { $0.byHandle[handle] }
     }
 
+    /// Connection events match by advertised service: while registered, this manager remembers what each device
+    /// advertises (its advertisements and scan responses), whether or not it scans. Discoveries come through
+    /// the system's scan (`scanDiscovered`).
     private func handleReport(_ report: AdvertisingReport) {
-        let (scanning, registered) = locked.withLock { ($0.scan != nil, $0.connectionEvents != nil) }
-        if registered && !scanning {
-            // Connection events match by advertised service, also when this manager does not scan.
-            let heard = AdvertisementData(decodingAdvertisement: report.data, scanResponse: nil, connectable: false)
-            let services = (heard.serviceUUIDs ?? []) + (heard.overflowServiceUUIDs ?? [])
-            locked.withLock { $0.remember(services, report.address) }
-        }
-        guard scanning else { return }
-        // Merge an advertisement with its scan response: hold a scannable advertisement until the response
-        // arrives (or the next advertisement shows it was lost).
-        enum Step {
-            case hold
-            case report(adv: [UInt8], scanResponse: [UInt8]?, connectable: Bool)
-        }
-        let step = locked.withLock { s -> Step in
-            guard var scan = s.scan else { return .hold }
-            defer { s.scan = scan }
-            switch report.kind {
-            case .scanResponse:
-                if let held = scan.pendingAdvertisement.removeValue(forKey: report.address) {
-                    scan.scanResponses[report.address] = report.data
-                    return .report(adv: held.data, scanResponse: report.data, connectable: held.kind.isConnectable)
-                }
-                scan.scanResponses[report.address] = report.data
-                return .hold
-            case .connectableUndirected, .scannableUndirected:
-                if let held = scan.pendingAdvertisement.removeValue(forKey: report.address) {
-                    scan.pendingAdvertisement[report.address] = report
-                    return .report(
-                        adv: held.data, scanResponse: scan.scanResponses[report.address],
-                        connectable: held.kind.isConnectable)
-                }
-                scan.pendingAdvertisement[report.address] = report
-                return .hold
-            case .connectableDirected, .nonConnectableUndirected:
-                return .report(adv: report.data, scanResponse: nil, connectable: report.kind.isConnectable)
-            }
-        }
-        guard case .report(let adv, let scanResponse, let connectable) = step else { return }
-        let advertisement = AdvertisementData(
-            decodingAdvertisement: adv, scanResponse: scanResponse, connectable: connectable)
-        let rssi = report.rssi ?? 127
-        let session = locked.withLock { s -> UInt64? in
-            if s.connectionEvents != nil {
-                s.remember(
-                    (advertisement.serviceUUIDs ?? []) + (advertisement.overflowServiceUUIDs ?? []), report.address)
-            }
-            guard var scan = s.scan else { return nil }
-            defer { s.scan = scan }
-            if let filter = scan.services, !filter.isEmpty {
-                let advertised = (advertisement.serviceUUIDs ?? []) + (advertisement.overflowServiceUUIDs ?? [])
-                let solicited = advertisement.solicitedServiceUUIDs ?? []
-                let wantedSolicited = scan.options?.solicitedServiceUUIDs ?? []
-                let matches =
-                    advertised.contains(where: filter.contains) || solicited.contains(where: wantedSolicited.contains)
-                if !matches { return nil }
-            }
-            if scan.options?.allowDuplicates != true {
-                if scan.reported[report.address] == advertisement { return nil }
-            }
-            scan.reported[report.address] = advertisement
-            return scan.id
-        }
-        guard let session else { return }
-        // Only a device that matches gets an identifier (and a row in the store) and a `Peripheral`.
-        let peripheral = peripheral(for: report.address)
-        system.core.store.noteSeen(peripheral.identifier, name: advertisement.localName)
-        deliver { manager, delegate in
-            // Not after `stopScan` (or a new scan) returned on this queue.
-            guard manager.locked.withLock({ $0.scan?.id == session }) else { return }
-            if let name = advertisement.localName { peripheral.updateName(name) }
-            delegate?.announceDiscovery(manager, peripheral, advertisement, rssi)
-        }
+        guard locked.withLock({ $0.connectionEvents != nil }) else { return }
+        let services = AdvertisingData(leniently: report.data).serviceUUIDs
+        locked.withLock { $0.remember(services, report.address) }
     }
 
     private func handleConnected(_ link: LinkInfo) {
@@ -533,6 +486,11 @@ public final class CentralManager: Sendable, SystemSession {
 extension CentralManager {
     /// The manager's state (`CBCentralManager.state`).
     public var state: ManagerState { currentState }
+}
+
+/// A `Peripheral` a manager knows of, as long as someone else holds it.
+struct WeakPeripheral {
+    weak var peripheral: Peripheral?
 }
 
 /// A weak reference to a delegate that any thread may read or replace.

@@ -7,8 +7,14 @@ extension AdvertisementData {
     /// Malformed data (a structure overrunning the payload) contributes the structures before the fault; a
     /// scanner shows what it can rather than dropping the device.
     init(decodingAdvertisement adv: [UInt8], scanResponse: [UInt8]?, connectable: Bool) {
-        let structures = Self.lenientStructures(adv) + Self.lenientStructures(scanResponse ?? [])
-        let data = AdvertisingData(structures)
+        self.init(
+            decoded: AdvertisingData(
+                AdvertisingData(leniently: adv).structures + AdvertisingData(leniently: scanResponse ?? []).structures),
+            connectable: connectable)
+    }
+
+    /// The advertisement `data` (an advertisement and its scan response, decoded) carries.
+    init(decoded data: AdvertisingData, connectable: Bool) {
         self.init()
         localName = data.localName
         let services = data.serviceUUIDs
@@ -20,20 +26,6 @@ extension AdvertisementData {
         let solicited = data.solicitedServiceUUIDs
         solicitedServiceUUIDs = solicited.isEmpty ? nil : solicited
         isConnectable = connectable
-    }
-
-    private static func lenientStructures(_ bytes: [UInt8]) -> [ADStructure] {
-        if let decoded = try? AdvertisingData(decoding: bytes) { return decoded.structures }
-        // Keep every whole structure before the one that overruns.
-        var out: [ADStructure] = []
-        var i = 0
-        while i < bytes.count {
-            let length = Int(bytes[i])
-            if length == 0 || i + 1 + length > bytes.count { break }
-            out.append(ADStructure(type: ADType(bytes[i + 1]), data: Array(bytes[(i + 2)..<(i + 1 + length)])))
-            i += 1 + length
-        }
-        return out
     }
 
     /// The advertising PDU payload and scan response for this data: flags, service UUIDs and the name first

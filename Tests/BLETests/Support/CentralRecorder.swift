@@ -85,12 +85,13 @@ final class CentralRecorder: CentralManagerDelegate, PeripheralDelegate, @unchec
 
     init(
         system: BluetoothSystem, label: String = "central", options: CentralManager.Options? = nil,
-        adoptsPeripherals: Bool = true
+        adoptsPeripherals: Bool = true, app: BluetoothSystem.App? = nil
     ) {
         self.system = system
         self.queue = DispatchQueue(label: "test.\(label)")
         self.adoptsPeripherals = adoptsPeripherals
-        central = CentralManager(delegate: self, queue: queue, options: options, system: system)
+        central = CentralManager(
+            delegate: self, queue: queue, options: options, app: app ?? system.defaultApp)
     }
 
     /// Called on the manager's queue after each callback has been logged.

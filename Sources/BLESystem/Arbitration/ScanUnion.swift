@@ -1,0 +1,190 @@
+import BLECore
+import BLEHost
+import OrderedCollections
+import Synchronization
+
+/// What a scanner asks the system for: the services a device must advertise (any of them; nil or empty: every
+/// device), or solicit, and whether every advertisement is reported or only new and changed ones.
+public struct ScanRequest: Sendable, Hashable {
+    public var services: [BluetoothUUID]?
+    public var solicitedServices: [BluetoothUUID]
+    public var allowDuplicates: Bool
+
+    public init(services: [BluetoothUUID]?, solicitedServices: [BluetoothUUID] = [], allowDuplicates: Bool = false) {
+        self.services = services
+        self.solicitedServices = solicitedServices
+        self.allowDuplicates = allowDuplicates
+    }
+
+    /// Whether `data` (an advertisement merged with its scan response) is one this request wants.
+    func matches(_ data: AdvertisingData) -> Bool {
+        guard let services, !services.isEmpty else { return true }
+        if data.serviceUUIDs.contains(where: services.contains) { return true }
+        return data.solicitedServiceUUIDs.contains(where: solicitedServices.contains)
+    }
+}
+
+/// One device heard: its advertisement merged with its scan response, as every scanner of the system sees it.
+public struct SystemDiscovery: Sendable, Hashable {
+    public var address: BluetoothAddress
+    public var advertisement: [UInt8]
+    public var scanResponse: [UInt8]?
+    public var connectable: Bool
+    public var rssi: Int?
+    /// Both decoded, leniently (every whole AD structure before one that overruns).
+    public var data: AdvertisingData
+}
+
+/// A manager that scans through the system.
+public protocol ScanClient: AnyObject, Sendable {
+    /// A device matched this client's request (after its own coalescing). Called on the host's context: must not
+    /// block, and dispatches to the client's queue.
+    func scanDiscovered(_ discovery: SystemDiscovery, scan: UInt64)
+    /// The scan with this id ended without `stopScan` (the controller refused to scan, or went away).
+    func scanEnded(_ scan: UInt64)
+}
+
+/// The scans of every app of a system as one controller scan (Arbitration/ScanUnion.swift): the controller scans
+/// while any client does, with the system's parameters; each advertisement is merged with its scan response
+/// once, here; each client gets only what its own request matches, coalesced per client (a device is reported
+/// again when what it advertises changes) unless it allows duplicates. `stopScan` ends one client's scan only.
+///
+/// Memory is bounded whatever the room: advertisements held for their scan response, scan responses, and each
+/// client's record of what it was told are kept for the most recent `memoryLimit` devices.
+final class ScanUnion: Sendable {
+    static let memoryLimit = 1_024
+    static let parameters = ScanParameters(active: true, interval: 0x0060, window: 0x0030, filterDuplicates: false)
+
+    private struct Scanner {
+        weak var client: (any ScanClient)?
+        var id: UInt64
+        var request: ScanRequest
+        /// What this client was last told per device (coalescing).
+        var reported = OrderedDictionary<BluetoothAddress, SystemDiscovery>()
+    }
+
+    private struct State {
+        var scanners: [ObjectIdentifier: Scanner] = [:]
+        var nextID: UInt64 = 1
+        var controllerScanning = false
+        /// Scannable advertisements waiting for their scan response, and the last scan response per device.
+        var held = OrderedDictionary<BluetoothAddress, AdvertisingReport>()
+        var scanResponses = OrderedDictionary<BluetoothAddress, [UInt8]>()
+    }
+    private let state = Mutex(State())
+    private let host: HostDriver
+
+    init(host: HostDriver) { self.host = host }
+
+    /// Starts (or changes) `client`'s scan; returns its id, which every discovery for it carries.
+    func start(_ client: any ScanClient, _ request: ScanRequest) -> UInt64 {
+        let (id, startController) = state.withLock { s -> (UInt64, Bool) in
+            let id = s.nextID
+            s.nextID += 1
+            s.scanners[ObjectIdentifier(client)] = Scanner(client: client, id: id, request: request)
+            defer { s.controllerScanning = true }
+            return (id, !s.controllerScanning)
+        }
+        if startController {
+            host.startScan(Self.parameters) { [weak self] result in
+                // Cancelled: every client stopped before the controller scanned, and a later start asks anew.
+                if case .failure(let error) = result, error.code != .cancelled { self?.controllerFailed() }
+            }
+        }
+        return id
+    }
+
+    /// Ends `client`'s scan; the controller stops when no client scans.
+    func stop(_ client: any ScanClient) {
+        let stopController = state.withLock { s -> Bool in
+            guard s.scanners.removeValue(forKey: ObjectIdentifier(client)) != nil else { return false }
+            s.scanners = s.scanners.filter { $0.value.client != nil }
+            guard s.scanners.isEmpty, s.controllerScanning else { return false }
+            s.controllerScanning = false
+            s.held.removeAll()
+            s.scanResponses.removeAll()
+            return true
+        }
+        if stopController { host.stopScan { _ in } }
+    }
+
+    /// Whether `client` scans.
+    func isScanning(_ client: any ScanClient) -> Bool {
+        state.withLock { $0.scanners[ObjectIdentifier(client)] != nil }
+    }
+
+    /// The controller no longer scans (power off, a refused start): every client's scan ends.
+    func controllerFailed() {
+        let ended = state.withLock { s -> [(any ScanClient, UInt64)] in
+            defer {
+                s.scanners.removeAll()
+                s.controllerScanning = false
+                s.held.removeAll()
+                s.scanResponses.removeAll()
+            }
+            return s.scanners.values.compactMap { scanner in scanner.client.map { ($0, scanner.id) } }
+        }
+        for (client, id) in ended { client.scanEnded(id) }
+    }
+
+    /// An advertising report from the controller: merged with its scan response, then handed to each client whose
+    /// request it matches and whose coalescing lets it through.
+    func received(_ report: AdvertisingReport) {
+        let deliveries = state.withLock { s -> [(any ScanClient, SystemDiscovery, UInt64)] in
+            guard !s.scanners.isEmpty, let discovery = Self.merge(report, into: &s) else { return [] }
+            var out: [(any ScanClient, SystemDiscovery, UInt64)] = []
+            for (key, found) in s.scanners.sorted(by: { $0.value.id < $1.value.id }) {
+                var scanner = found
+                guard let client = scanner.client else { continue }
+                guard scanner.request.matches(discovery.data) else { continue }
+                if !scanner.request.allowDuplicates {
+                    if let last = scanner.reported[discovery.address], Self.sameContent(last, discovery) { continue }
+                }
+                scanner.reported[discovery.address] = discovery
+                if scanner.reported.count > Self.memoryLimit { scanner.reported.removeFirst() }
+                s.scanners[key] = scanner
+                out.append((client, discovery, scanner.id))
+            }
+            return out
+        }
+        for (client, discovery, id) in deliveries { client.scanDiscovered(discovery, scan: id) }
+    }
+
+    /// The same advertisement, whatever the RSSI.
+    private static func sameContent(_ a: SystemDiscovery, _ b: SystemDiscovery) -> Bool {
+        a.advertisement == b.advertisement && a.scanResponse == b.scanResponse && a.connectable == b.connectable
+    }
+
+    /// Merges an advertisement with its scan response: a scannable advertisement is held until its response
+    /// arrives (or the device's next advertisement shows the response was lost); other kinds pass at once.
+    private static func merge(_ report: AdvertisingReport, into s: inout State) -> SystemDiscovery? {
+        func discovery(_ adv: AdvertisingReport, scanResponse: [UInt8]?, rssi: Int?) -> SystemDiscovery {
+            SystemDiscovery(
+                address: adv.address, advertisement: adv.data, scanResponse: scanResponse,
+                connectable: adv.kind.isConnectable, rssi: rssi,
+                data: AdvertisingData(
+                    AdvertisingData(leniently: adv.data).structures
+                        + AdvertisingData(leniently: scanResponse ?? []).structures))
+        }
+        func remember<V>(
+            _ value: V, for address: BluetoothAddress, in map: inout OrderedDictionary<BluetoothAddress, V>
+        ) {
+            map.removeValue(forKey: address)
+            map[address] = value
+            if map.count > memoryLimit { map.removeFirst() }
+        }
+        switch report.kind {
+        case .scanResponse:
+            remember(report.data, for: report.address, in: &s.scanResponses)
+            guard let held = s.held.removeValue(forKey: report.address) else { return nil }
+            return discovery(held, scanResponse: report.data, rssi: report.rssi ?? held.rssi)
+        case .connectableUndirected, .scannableUndirected:
+            let earlier = s.held.removeValue(forKey: report.address)
+            remember(report, for: report.address, in: &s.held)
+            guard let earlier else { return nil }
+            return discovery(earlier, scanResponse: s.scanResponses[report.address], rssi: earlier.rssi)
+        case .connectableDirected, .nonConnectableUndirected:
+            return discovery(report, scanResponse: nil, rssi: report.rssi)
+        }
+    }
+}
