@@ -51,7 +51,8 @@ let package = Package(
         .target(
             name: "BLESystem",
             dependencies: [
-                "BLECore", "BLEHost", "BLETransport", logging, .product(name: "GRDB", package: "GRDB.swift"),
+                "BLECore", "BLEATT", "BLEGATT", "BLEHost", "BLETransport", logging,
+                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "OrderedCollections", package: "swift-collections"),
             ],
             swiftSettings: strict),

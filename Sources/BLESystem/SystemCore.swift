@@ -1,4 +1,5 @@
 import BLECore
+import BLEGATT
 import BLEHost
 import BLETransport
 import Synchronization
@@ -66,6 +67,8 @@ public final class SystemCore: Sendable {
 
     /// Every app's scans as one controller scan.
     let scans: ScanUnion
+    /// Who answers for each attribute of the GATT server.
+    let gatt: GATTOwnership
 
     private struct State {
         var power: SystemPowerState = .unknown
@@ -104,6 +107,7 @@ public final class SystemCore: Sendable {
         let host = HostDriver(transport: transport, scheduler: scheduler, configuration: configuration)
         self.host = host
         self.scans = ScanUnion(host: host)
+        self.gatt = GATTOwnership(host: host)
         host.setEventHandler { [weak self] event in self?.route(event) }
         host.start { [weak self] result in
             switch result {
@@ -141,6 +145,26 @@ public final class SystemCore: Sendable {
 
     /// Ends `client`'s scan (and the controller's, when no other client scans).
     public func stopScan(_ client: any ScanClient) { scans.stop(client) }
+
+    // MARK: The GATT server
+
+    /// Publishes a service that `owner` answers for: requests for its attributes reach `owner` only.
+    public func addService(_ definition: GATTServiceDefinition, owner: any SystemSession)
+        -> Result<PublishedService, HostError>
+    {
+        gatt.add(definition, owner: owner)
+    }
+
+    /// Unpublishes the service declared at `serviceHandle`, if `owner` published it.
+    public func removeService(at serviceHandle: AttributeHandle, owner: any SystemSession) {
+        gatt.remove(at: serviceHandle, owner: owner)
+    }
+
+    /// Unpublishes every service of a manager that went away (`ObjectIdentifier` of the manager: it may be
+    /// mid-deinit).
+    public func removeServices(of owner: ObjectIdentifier) {
+        gatt.removeAll(of: owner)
+    }
 
     /// Whether `shutDown()` was called.
     public var isShutDown: Bool { state.withLock { $0.isShutDown } }
@@ -213,7 +237,8 @@ public final class SystemCore: Sendable {
         case .advertisingReport(let report):
             scans.received(report)
         default:
-            break
+            // A request for an attribute goes to the manager that published it, and to no one else.
+            if gatt.route(event) { return }
         }
         for session in liveSessions { session.systemReceived(event) }
     }

@@ -63,7 +63,15 @@ public final class PeripheralManager: Sendable, SystemSession {
 
     public convenience init() { self.init(delegate: nil, queue: nil, options: nil, system: nil) }
 
-    deinit { system.core.unregister(self) }
+    deinit {
+        // A manager that goes away takes its services with it (clients hear Service Changed), and its requests
+        // still waiting for an answer are refused rather than left to the ATT transaction timeout.
+        system.core.removeServices(of: ObjectIdentifier(self))
+        for request in locked.withLock({ Array($0.pendingRequests.values) }) {
+            system.core.host.respond(to: request, result: .unlikelyError, value: nil)
+        }
+        system.core.unregister(self)
+    }
 
     public var delegate: (any PeripheralManagerDelegate)? {
         get { delegateCell.value }
@@ -89,7 +97,7 @@ public final class PeripheralManager: Sendable, SystemSession {
 
     func add(_ service: MutableService, reply: Reply<Void>) {
         let result = Self.definition(of: service).flatMap { definition -> Result<PublishedService, BluetoothError> in
-            system.core.host.addService(definition).mapError { BluetoothError($0) }
+            system.core.addService(definition, owner: self).mapError { BluetoothError($0) }
         }
         switch result {
         case .success(let published):
@@ -115,7 +123,7 @@ public final class PeripheralManager: Sendable, SystemSession {
             guard let i = s.published.firstIndex(where: { $0.service === service }) else { return nil }
             return s.published.remove(at: i)
         }
-        if let entry { system.core.host.removeService(at: entry.serviceHandle) }
+        if let entry { system.core.removeService(at: entry.serviceHandle, owner: self) }
     }
 
     /// Unpublishes every service this manager added.
@@ -124,7 +132,7 @@ public final class PeripheralManager: Sendable, SystemSession {
             defer { s.published.removeAll() }
             return s.published
         }
-        for entry in all { system.core.host.removeService(at: entry.serviceHandle) }
+        for entry in all { system.core.removeService(at: entry.serviceHandle, owner: self) }
     }
 
     // MARK: Advertising

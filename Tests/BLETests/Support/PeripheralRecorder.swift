@@ -55,10 +55,10 @@ final class PeripheralRecorder: PeripheralManagerDelegate, @unchecked Sendable {
     private let store = Mutex<[BluetoothUUID: Data]>([:])
     private let answerMode = Mutex<ServerAnswer>(.store)
 
-    init(system: BluetoothSystem, label: String = "sensor") {
+    init(system: BluetoothSystem, label: String = "sensor", app: BluetoothSystem.App? = nil) {
         self.system = system
         self.queue = DispatchQueue(label: "test.\(label)")
-        manager = PeripheralManager(delegate: self, queue: queue, options: nil, system: system)
+        manager = PeripheralManager(delegate: self, queue: queue, options: nil, app: app ?? system.defaultApp)
     }
 
     var answer: ServerAnswer {
