@@ -138,9 +138,10 @@ public final class SystemCore: Sendable {
     // MARK: Scanning
 
     /// Starts or changes `client`'s scan: the controller scans for every client's request at once, and `client`
-    /// hears only what its own request matches. Returns the id its discoveries carry.
-    public func startScan(_ client: any ScanClient, _ request: ScanRequest) -> UInt64 {
-        scans.start(client, request)
+    /// hears only what its own request matches, each discovery carrying `id` (the client's name for this scan,
+    /// recorded before the call).
+    public func startScan(_ client: any ScanClient, _ request: ScanRequest, id: UInt64) {
+        scans.start(client, request, id: id)
     }
 
     /// Ends `client`'s scan (and the controller's, when no other client scans).

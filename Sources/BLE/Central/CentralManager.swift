@@ -21,6 +21,7 @@ public final class CentralManager: Sendable, SystemSession, ScanClient {
     struct State {
         var managerState: ManagerState = .unknown
         var scan: ScanSession?
+        var nextScanID: UInt64 = 1
         /// Every `Peripheral` this manager handed out that someone still holds, so one identifier is one object.
         /// Held weakly, as CoreBluetooth holds them: an app keeps the peripherals it cares about (a connection
         /// holds its own, below), and devices it heard once and dropped cost nothing.
@@ -52,8 +53,8 @@ public final class CentralManager: Sendable, SystemSession, ScanClient {
     static let advertisedServicesLimit = 1024
 
     struct ScanSession {
-        /// The system's id for the scan of the `scanForPeripherals` call that made it: a discovery is delivered
-        /// only while its session lasts.
+        /// Which `scanForPeripherals` call made it (the id the system's discoveries carry): a discovery is
+        /// delivered only while its session lasts.
         var id: UInt64
         var services: [BluetoothUUID]?
         var options: ScanOptions?
@@ -123,9 +124,14 @@ public final class CentralManager: Sendable, SystemSession, ScanClient {
         let request = ScanRequest(
             services: serviceUUIDs, solicitedServices: options?.solicitedServiceUUIDs ?? [],
             allowDuplicates: options?.allowDuplicates == true)
-        // Not under the manager's lock: the host may pass events up from inside the call.
-        let id = system.core.startScan(self, request)
-        locked.withLock { $0.scan = ScanSession(id: id, services: serviceUUIDs, options: options) }
+        // The session first, so that no discovery can come before it; the system's call not under the manager's
+        // lock, since the host may pass events up from inside it.
+        let id = locked.withLock { s -> UInt64 in
+            defer { s.nextScanID += 1 }
+            s.scan = ScanSession(id: s.nextScanID, services: serviceUUIDs, options: options)
+            return s.nextScanID
+        }
+        system.core.startScan(self, request, id: id)
     }
 
     /// Stops this manager's scan.

@@ -65,7 +65,6 @@ final class ScanUnion: Sendable {
 
     private struct State {
         var scanners: [ObjectIdentifier: Scanner] = [:]
-        var nextID: UInt64 = 1
         var controllerScanning = false
         /// Scannable advertisements waiting for their scan response, and the last scan response per device.
         var held = OrderedDictionary<BluetoothAddress, AdvertisingReport>()
@@ -76,14 +75,13 @@ final class ScanUnion: Sendable {
 
     init(host: HostDriver) { self.host = host }
 
-    /// Starts (or changes) `client`'s scan; returns its id, which every discovery for it carries.
-    func start(_ client: any ScanClient, _ request: ScanRequest) -> UInt64 {
-        let (id, startController) = state.withLock { s -> (UInt64, Bool) in
-            let id = s.nextID
-            s.nextID += 1
+    /// Starts (or changes) `client`'s scan. Every discovery for it carries `id`, which the client chose and
+    /// recorded before calling, so that none can arrive before the client knows the scan it belongs to.
+    func start(_ client: any ScanClient, _ request: ScanRequest, id: UInt64) {
+        let startController = state.withLock { s -> Bool in
             s.scanners[ObjectIdentifier(client)] = Scanner(client: client, id: id, request: request)
             defer { s.controllerScanning = true }
-            return (id, !s.controllerScanning)
+            return !s.controllerScanning
         }
         if startController {
             host.startScan(Self.parameters) { [weak self] result in
@@ -91,7 +89,6 @@ final class ScanUnion: Sendable {
                 if case .failure(let error) = result, error.code != .cancelled { self?.controllerFailed() }
             }
         }
-        return id
     }
 
     /// Ends `client`'s scan; the controller stops when no client scans.
