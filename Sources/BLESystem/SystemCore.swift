@@ -69,6 +69,8 @@ public final class SystemCore: Sendable {
     let scans: ScanUnion
     /// Who answers for each attribute of the GATT server.
     let gatt: GATTOwnership
+    /// One link per peer, shared by the apps that asked for it.
+    let links: SharedLinks
 
     private struct State {
         var power: SystemPowerState = .unknown
@@ -108,7 +110,8 @@ public final class SystemCore: Sendable {
         self.host = host
         self.scans = ScanUnion(host: host)
         self.gatt = GATTOwnership(host: host)
-        host.setEventHandler { [weak self] event in self?.route(event) }
+        self.links = SharedLinks(host: host)
+        host.setEventHandler { [weak self] event in self?.handle(event) }
         host.start { [weak self] result in
             switch result {
             case .success: self?.setPower(.poweredOn)
@@ -146,6 +149,34 @@ public final class SystemCore: Sendable {
 
     /// Ends `client`'s scan (and the controller's, when no other client scans).
     public func stopScan(_ client: any ScanClient) { scans.stop(client) }
+
+    // MARK: Connections
+
+    /// Connects `client` to `peer`: returns the link's info at once when a link to it is up (another app's),
+    /// else the client waits with every other app's pending connects, and `linkAttached` or `linkFailed` follows.
+    public func connect(_ client: any LinkClient, to peer: BluetoothAddress) -> LinkInfo? {
+        links.connect(client, to: peer)
+    }
+
+    /// `client` lets go of `peer`: a pending connect is withdrawn, or the client leaves the link (which goes down
+    /// when it was the last).
+    public func cancelConnection(_ client: any LinkClient, from peer: BluetoothAddress) -> LinkCancellation {
+        links.cancel(client, from: peer)
+    }
+
+    /// A client that went away (`ObjectIdentifier` of the manager: it may be mid-deinit) lets go of everything.
+    public func releaseLinks(of client: ObjectIdentifier) { links.release(client) }
+
+    /// The peers this device is linked to as a central, whichever app asked, that offer any of `services` (as
+    /// discovered by any app; all of them when nil).
+    public func connectedPeers(offering services: [BluetoothUUID]? = nil) -> [BluetoothAddress] {
+        links.linkedPeers(offering: services)
+    }
+
+    /// Services an app discovered on the link `handle`, for every app's `retrieveConnectedPeripherals`.
+    public func noteServices(_ services: [BluetoothUUID], on handle: ConnectionHandle) {
+        links.noteServices(services, on: handle)
+    }
 
     // MARK: The GATT server
 
@@ -230,13 +261,23 @@ public final class SystemCore: Sendable {
         for session in liveSessions { session.systemPowerStateChanged(state.withLock { $0.visible }) }
     }
 
-    private func route(_ event: HostEvent) {
+    /// An event of the host, in the order the host produced it: the system takes its part (scans, links, the
+    /// GATT server's owners) and passes it on to the managers it concerns. The host's event handler; a test may
+    /// feed events here as a controller would cause them.
+    public func handle(_ event: HostEvent) {
         switch event {
         case .transportClosed(let reason):
             scans.controllerFailed()
+            links.reset()
             setPower(.poweredOff(reason: reason ?? "the controller's transport closed"))
         case .advertisingReport(let report):
             scans.received(report)
+        case .connected(let info) where info.role == .central:
+            links.connected(info)
+        case .connectionFailed(let peer, let error):
+            links.failed(peer, error)
+        case .disconnected(let handle, let reason):
+            links.disconnected(handle, reason: reason)
         default:
             // A request for an attribute goes to the manager that published it, and to no one else.
             if gatt.route(event) { return }

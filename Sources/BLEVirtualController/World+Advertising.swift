@@ -110,13 +110,14 @@ extension World {
             for s in controllers where s.index != c.index && s.powered {
                 guard let (listened, initiating) = listening(s, at: t), listened == channel else { continue }
                 guard delivered(from: c, to: s) else { continue }
-                if initiating {
-                    if tryConnect(initiator: s, advertiser: c, advA: advA, at: t + pduTime, channel: channel) {
-                        break channels
-                    }
-                } else {
-                    scanned(by: s, advertiser: c, advA: advA, at: t + pduTime, channel: channel)
+                // A controller may scan and initiate at once (Vol 6, Part B, 1.1.1): what the initiator does not
+                // connect to, the scanner reports.
+                if initiating,
+                    tryConnect(initiator: s, advertiser: c, advA: advA, at: t + pduTime, channel: channel)
+                {
+                    break channels
                 }
+                if s.scanning { scanned(by: s, advertiser: c, advA: advA, at: t + pduTime, channel: channel) }
             }
             // The PDU, T_IFS, room for a SCAN_REQ/SCAN_RSP, then the next channel.
             t += pduTime + 2 * interFrameSpace + 400 * VirtualTime.microsecond

@@ -1,5 +1,6 @@
 import BLEHCI
 import BLEHost
+import BLESystem
 import Dispatch
 import Foundation
 import Synchronization
@@ -8,8 +9,8 @@ import Testing
 @testable import BLE
 
 /// Objects change on the manager's queue, just before the callback that announces the change, never earlier on
-/// the host's thread. Each test holds the manager's queue shut with a gate, feeds host events from the test's own
-/// thread (as a real controller's thread would), looks at the objects while the callbacks wait behind the gate,
+/// the host's thread. Each test holds the manager's queue shut with a gate, feeds host events to the system from
+/// the test's own thread (as a real controller's thread would), looks at the objects while the callbacks wait behind the gate,
 /// then opens it.
 @Suite struct StateOnTheQueueTests {
     static let peer = BluetoothAddress(bytes: [0xC1, 0x22, 0x33, 0x44, 0x55, 0x66], type: .randomDevice)
@@ -75,7 +76,7 @@ import Testing
         #expect(peripheral.state == .connecting)  // the call's own effect
 
         let gate = setup.closeQueue()
-        setup.central.systemReceived(.connected(Self.link(7)))
+        setup.system.core.handle(.connected(Self.link(7)))
         // The host has the link; the callback waits behind the gate: not connected yet.
         #expect(peripheral.state == .connecting)
         gate.signal()
@@ -83,7 +84,7 @@ import Testing
         #expect(setup.seen.withLock { $0 } == ["didConnect: connected"])
 
         let again = setup.closeQueue()
-        setup.central.systemReceived(.disconnected(ConnectionHandle(7), reason: .remoteUserTerminatedConnection))
+        setup.system.core.handle(.disconnected(ConnectionHandle(7), reason: .remoteUserTerminatedConnection))
         #expect(peripheral.state == .connected)
         again.signal()
         setup.drain()
@@ -98,11 +99,11 @@ import Testing
         // The application cancels on its queue, behind the gate; meanwhile the link comes up at the host, so
         // didConnect is queued after the cancel.
         setup.queue.async { setup.central.cancelPeripheralConnection(peripheral) }
-        setup.central.systemReceived(.connected(Self.link(9)))
+        setup.system.core.handle(.connected(Self.link(9)))
         gate.signal()
         setup.drain()
         #expect(peripheral.state == .disconnecting)
-        setup.central.systemReceived(.disconnected(ConnectionHandle(9), reason: .connectionTerminatedByLocalHost))
+        setup.system.core.handle(.disconnected(ConnectionHandle(9), reason: .connectionTerminatedByLocalHost))
         setup.drain()
         #expect(setup.seen.withLock { $0 } == ["didDisconnect: disconnected"])
     }
@@ -112,8 +113,8 @@ import Testing
         let peripheral = setup.central.peripheral(for: Self.peer)
         setup.central.connect(peripheral)
         let gate = setup.closeQueue()
-        setup.central.systemReceived(.connected(Self.link(11)))
-        setup.central.systemReceived(.disconnected(ConnectionHandle(11), reason: .connectionFailedToBeEstablished))
+        setup.system.core.handle(.connected(Self.link(11)))
+        setup.system.core.handle(.disconnected(ConnectionHandle(11), reason: .connectionFailedToBeEstablished))
         gate.signal()
         setup.drain()
         #expect(setup.seen.withLock { $0 } == ["didFailToConnect: disconnected"])

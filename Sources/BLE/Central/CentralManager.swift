@@ -12,7 +12,7 @@ import Synchronization
 /// Every delegate method is called on the manager's queue (the main queue when `queue` is nil), never under
 /// a lock. Objects (`Peripheral`, `Service`, ...) are updated on that queue just before the callback that
 /// reports the change, so a callback always sees the value it is about.
-public final class CentralManager: Sendable, SystemSession, ScanClient {
+public final class CentralManager: Sendable, SystemSession, ScanClient, LinkClient {
     let system: BluetoothSystem
     let queue: DispatchQueue
     /// The options this manager was created with.
@@ -29,9 +29,9 @@ public final class CentralManager: Sendable, SystemSession, ScanClient {
         /// Sweep the entries of released peripherals when the table grows past this.
         var sweepAt = 1_024
         var byHandle: [ConnectionHandle: Peripheral] = [:]
-        /// Peripherals asked to connect, in order; the host initiates one at a time.
-        var connectQueue: [Peripheral] = []
-        var initiating: Peripheral?
+        /// Peripherals asked to connect and not connected yet, by address: the system initiates toward all of
+        /// them (and every other app's) at once.
+        var pending: [BluetoothAddress: Peripheral] = [:]
         /// What `registerForConnectionEvents(options:)` asked for (nil: not registered).
         var connectionEvents: ConnectionEventMatchingOptions?
         /// The peer of every central-role link on the system, for the connection events of its end.
@@ -95,8 +95,10 @@ public final class CentralManager: Sendable, SystemSession, ScanClient {
     }
 
     deinit {
-        // A manager that goes away stops its scan, as CoreBluetooth's does (other apps' scans go on).
+        // A manager that goes away stops its scan, cancels its pending connects and lets go of its links, as
+        // CoreBluetooth's does (IOS-RULES 6.1); other apps' scans and links go on.
         system.core.stopScan(self)
+        system.core.releaseLinks(of: ObjectIdentifier(self))
         system.core.unregister(self)
     }
 
@@ -166,61 +168,65 @@ public final class CentralManager: Sendable, SystemSession, ScanClient {
     // MARK: Connections
 
     /// Connects to `peripheral`. The request does not time out: it stays pending until the peripheral is
-    /// found or `cancelPeripheralConnection` is called, as in CoreBluetooth. Requests to several peripherals
-    /// are initiated one at a time, in order.
+    /// found or `cancelPeripheralConnection` is called, as in CoreBluetooth. Pending requests of every app are
+    /// initiated together, so a peripheral that never appears holds up no other. When another app of the system
+    /// is connected to the peripheral already, the link is shared and `didConnect` follows at once.
     public func connect(_ peripheral: Peripheral, options: ConnectOptions? = nil) {
         guard currentState == .poweredOn else { return }
-        let start = locked.withLock { s -> Bool in
+        let asked = locked.withLock { s -> Bool in
             guard peripheral.currentState == .disconnected else { return false }
             peripheral.setState(.connecting)
             peripheral.setCancelled(false)
             s.peripherals[peripheral.identifier] = WeakPeripheral(peripheral: peripheral)
-            s.connectQueue.append(peripheral)
-            return s.initiating == nil
+            s.pending[peripheral.address] = peripheral
+            return true
         }
-        if start { initiateNext() }
+        guard asked else { return }
+        if let link = system.core.connect(self, to: peripheral.address) { linkAttached(link) }
     }
 
     /// Cancels a pending connection or disconnects. Every operation pending on the peripheral completes with
-    /// an error; `didDisconnectPeripheral` follows with a nil error.
+    /// an error; `didDisconnectPeripheral` follows with a nil error. A link other apps of the system use stays
+    /// up for them; for this manager it is over at once.
     public func cancelPeripheralConnection(_ peripheral: Peripheral) {
-        enum Action {
-            case none, cancelInitiation, dropQueued
-            case disconnect(ConnectionHandle)
-        }
-        let action = locked.withLock { s -> Action in
+        let asked = locked.withLock { s -> Bool in
             switch peripheral.currentState {
-            case .connecting:
+            case .connecting, .connected:
                 // The call's own effect, at once: `.disconnecting`; `.disconnected` follows on the manager's
                 // queue, just before `didDisconnectPeripheral`.
                 peripheral.setState(.disconnecting)
                 peripheral.setCancelled(true)
-                if s.initiating === peripheral { return .cancelInitiation }
-                if let handle = peripheral.handle {
-                    // The link is up but `didConnect` was not delivered yet: it will not be.
-                    return .disconnect(handle)
-                }
-                s.connectQueue.removeAll { $0 === peripheral }
-                return .dropQueued
-            case .connected:
-                guard let handle = peripheral.handle else { return .none }
-                peripheral.setState(.disconnecting)
-                peripheral.setCancelled(true)
-                return .disconnect(handle)
+                return true
             case .disconnecting, .disconnected:
-                return .none
+                return false
             }
         }
-        switch action {
-        case .none: break
-        case .cancelInitiation: system.core.host.cancelConnect()
-        case .dropQueued:
+        guard asked else { return }
+        switch system.core.cancelConnection(self, from: peripheral.address) {
+        case .nothing:
+            break
+        case .withdrawn:
+            locked.withLock { _ = $0.pending.removeValue(forKey: peripheral.address) }
             deliver { manager, delegate in
                 peripheral.announceDisconnected()
                 delegate?.centralManager(manager, didDisconnectPeripheral: peripheral, error: nil)
             }
-        case .disconnect(let handle):
-            system.core.host.disconnect(handle, reason: .remoteUserTerminatedConnection)
+        case .left(let handle):
+            // Others stay on the link: this manager is off it now.
+            locked.withLock { s in
+                s.pending[peripheral.address] = nil
+                s.byHandle[handle] = nil
+            }
+            peripheral.linkDown()
+            deliver { manager, delegate in
+                peripheral.announceDisconnected()
+                delegate?.centralManager(manager, didDisconnectPeripheral: peripheral, error: nil)
+            }
+        case .disconnecting(let handle):
+            // The last user: `linkDown` follows when the controller has disconnected.
+            locked.withLock { s in
+                if s.pending.removeValue(forKey: peripheral.address) != nil { s.byHandle[handle] = peripheral }
+            }
         }
     }
 
@@ -237,17 +243,17 @@ public final class CentralManager: Sendable, SystemSession, ScanClient {
         }
     }
 
-    /// Peripherals this manager connected that have any of `serviceUUIDs` among their discovered services.
-    /// Empty when `serviceUUIDs` is empty or the manager is not `.poweredOn`, as on iOS. (iOS lists what any app
-    /// of the device connected; that comes with apps sharing one system.)
+    /// Peripherals connected to the system, by any of its apps, that have any of `serviceUUIDs` among the
+    /// services discovered on them (by any app). Empty when `serviceUUIDs` is empty or the manager is not
+    /// `.poweredOn`, as on iOS. A peripheral another app connected is `.disconnected` for this manager until it
+    /// calls `connect`, which then succeeds at once.
     public func retrieveConnectedPeripherals(withServices serviceUUIDs: [BluetoothUUID]) -> [Peripheral] {
         // iOS requires the service list: an empty one returns nothing (IOS-RULES 8.9), and so does a call
         // before `.poweredOn` (8.8).
         guard !serviceUUIDs.isEmpty, currentState == .poweredOn else { return [] }
-        let connected = locked.withLock { Array($0.byHandle.values) }.sorted {
+        return system.core.connectedPeers(offering: serviceUUIDs).map { peripheral(for: $0) }.sorted {
             $0.identifier.uuidString < $1.identifier.uuidString
         }
-        return connected.filter { p in (p.services ?? []).contains { serviceUUIDs.contains($0.uuid) } }
     }
 
     // MARK: Internals
@@ -268,45 +274,41 @@ public final class CentralManager: Sendable, SystemSession, ScanClient {
         }
     }
 
-    private func initiateNext() {
-        let next = locked.withLock { s -> Peripheral? in
-            guard s.initiating == nil, !s.connectQueue.isEmpty else { return nil }
-            let p = s.connectQueue.removeFirst()
-            s.initiating = p
-            return p
-        }
-        guard let next else { return }
-        let parameters = system.core.host.configuration.connectionParameters
-        system.core.host.connect(to: next.address, parameters: parameters) { [weak self] result in
-            switch result {
-            case .failure(let error):
-                self?.initiationEnded(next, error: error)
-            case .success where next.isCancelled:
-                // Cancelled after this initiation was chosen: a cancel sent before the controller took the
-                // request found nothing to cancel, so cancel now that there is something.
-                self?.system.core.host.cancelConnect()
-            case .success:
-                break
-            }
+    private func initiationEnded(_ peripheral: Peripheral, error: HostError) {
+        deliver { manager, delegate in
+            peripheral.announceDisconnected()
+            delegate?.centralManager(manager, didFailToConnect: peripheral, error: Self.connectFailure(error))
         }
     }
 
-    private func initiationEnded(_ peripheral: Peripheral, error: HostError) {
-        let cancelled = locked.withLock { s -> Bool in
-            if s.initiating === peripheral { s.initiating = nil }
-            return peripheral.isCancelled
+    // MARK: LinkClient
+
+    public func linkAttached(_ link: LinkInfo) {
+        // In one lock section with `cancelPeripheralConnection`'s: a cancel sees either the pending connect or
+        // the link, never neither.
+        let found = locked.withLock { s -> Peripheral? in
+            guard let p = s.pending.removeValue(forKey: link.peer) else { return nil }
+            s.byHandle[link.handle] = p
+            p.linkUp(handle: link.handle)
+            return p
         }
+        // Not found: cancelled meanwhile (the system took this manager off the link).
+        guard let peripheral = found else { return }
+        peripheral.watchServiceChanges()
         deliver { manager, delegate in
-            peripheral.announceDisconnected()
-            if cancelled {
-                delegate?.centralManager(manager, didDisconnectPeripheral: peripheral, error: nil)
-            } else {
-                delegate?.centralManager(
-                    manager, didFailToConnect: peripheral,
-                    error: Self.connectFailure(error))
-            }
+            // `.connected` here, on the manager's queue, just before the callback that announces it.
+            guard peripheral.announceConnected() else { return }
+            delegate?.centralManager(manager, didConnect: peripheral)
         }
-        initiateNext()
+    }
+
+    public func linkFailed(peer: BluetoothAddress, error: HostError) {
+        guard let peripheral = locked.withLock({ $0.pending.removeValue(forKey: peer) }) else { return }
+        initiationEnded(peripheral, error: error)
+    }
+
+    public func linkDown(_ handle: ConnectionHandle, reason: HCIStatus) {
+        handleDisconnected(handle, reason: reason)
     }
 
     /// Runs `body` on the manager's queue with the current delegate, counted by the system's scheduler.
@@ -326,13 +328,12 @@ public final class CentralManager: Sendable, SystemSession, ScanClient {
 
     public func systemPowerStateChanged(_ power: SystemPowerState) {
         let new = ManagerState(power)
-        let change = locked.withLock {
-            s -> (changed: Bool, wasScanning: Bool, links: [ConnectionHandle], initiating: Bool) in
-            guard s.managerState != new else { return (false, false, [], false) }
+        let change = locked.withLock { s -> (changed: Bool, wasScanning: Bool) in
+            guard s.managerState != new else { return (false, false) }
             s.managerState = new
             let wasScanning = s.scan != nil
             if new != .poweredOn { s.scan = nil }
-            return (true, wasScanning, Array(s.byHandle.keys), s.initiating != nil)
+            return (true, wasScanning)
         }
         guard change.changed else { return }
         switch new {
@@ -344,10 +345,7 @@ public final class CentralManager: Sendable, SystemSession, ScanClient {
             // The controller still works, but this app may no longer use it: its scan stops and its links and
             // connection attempts end on the controller too (IOS-RULES 6.7).
             if change.wasScanning { system.core.stopScan(self) }
-            if change.initiating { system.core.host.cancelConnect() }
-            for handle in change.links {
-                system.core.host.disconnect(handle, reason: .remoteUserTerminatedConnection)
-            }
+            system.core.releaseLinks(of: ObjectIdentifier(self))
             failAllLinks(BluetoothError(.operationNotSupported, "the application is not authorized to use Bluetooth"))
         default:
             break
@@ -359,11 +357,9 @@ public final class CentralManager: Sendable, SystemSession, ScanClient {
         switch event {
         case .advertisingReport(let report): handleReport(report)
         case .connected(let link) where link.role == .central:
-            handleConnected(link)
+            // This manager's part of the link comes through the system (`linkAttached`).
             connectionEvent(.peerConnected, handle: link.handle, peer: link.peer)
-        case .connectionFailed(let peer, let error): handleConnectionFailed(peer: peer, error: error)
-        case .disconnected(let handle, let reason):
-            handleDisconnected(handle, reason: reason)
+        case .disconnected(let handle, _):
             connectionEvent(.peerDisconnected, handle: handle, peer: nil)
         case .valueUpdated(let handle, let attribute, let value, _):
             peripheralOn(handle)?.handleValueUpdate(attribute: attribute, value: value)
@@ -374,8 +370,8 @@ public final class CentralManager: Sendable, SystemSession, ScanClient {
             for handle in handles.sorted(by: { $0.rawValue < $1.rawValue }) {
                 connectionEvent(.peerDisconnected, handle: handle, peer: nil)
             }
-        case .mtuChanged, .connected, .serverRead, .serverWrite, .subscriptionChanged, .readyToNotify,
-            .advertisingEnded:
+        case .mtuChanged, .connected, .connectionFailed, .serverRead, .serverWrite, .subscriptionChanged,
+            .readyToNotify, .advertisingEnded:
             break
         }
     }
@@ -391,42 +387,6 @@ public final class CentralManager: Sendable, SystemSession, ScanClient {
         guard locked.withLock({ $0.connectionEvents != nil }) else { return }
         let services = AdvertisingData(leniently: report.data).serviceUUIDs
         locked.withLock { $0.remember(services, report.address) }
-    }
-
-    private func handleConnected(_ link: LinkInfo) {
-        // In one lock section with `cancelPeripheralConnection`'s: a cancel sees either the initiation or the
-        // link's handle, never neither.
-        let found = locked.withLock { s -> (Peripheral, Bool)? in
-            guard let p = s.initiating, p.address == link.peer else { return nil }
-            s.initiating = nil
-            s.byHandle[link.handle] = p
-            p.linkUp(handle: link.handle)
-            return (p, p.isCancelled)
-        }
-        guard let (peripheral, cancelled) = found else {
-            // Not ours (another manager on this system initiated it): nothing to do here.
-            return
-        }
-        if cancelled {
-            // Cancelled while the controller was already completing the connection: take the link down.
-            system.core.host.disconnect(link.handle, reason: .remoteUserTerminatedConnection)
-        } else {
-            peripheral.watchServiceChanges()
-            deliver { manager, delegate in
-                // `.connected` here, on the manager's queue, just before the callback that announces it.
-                guard peripheral.announceConnected() else { return }
-                delegate?.centralManager(manager, didConnect: peripheral)
-            }
-        }
-        initiateNext()
-    }
-
-    private func handleConnectionFailed(peer: BluetoothAddress, error: HostError) {
-        let initiating = locked.withLock { s -> Peripheral? in
-            guard let p = s.initiating, p.address == peer else { return nil }
-            return p
-        }
-        if let initiating { initiationEnded(initiating, error: error) }
     }
 
     private func handleDisconnected(_ handle: ConnectionHandle, reason: HCIStatus) {
@@ -454,10 +414,10 @@ public final class CentralManager: Sendable, SystemSession, ScanClient {
         let links = locked.withLock { s -> [Peripheral] in
             defer {
                 s.byHandle.removeAll()
-                s.initiating = nil
-                s.connectQueue.removeAll()
+                s.pending.removeAll()
             }
-            return Array(s.byHandle.values) + (s.initiating.map { [$0] } ?? []) + s.connectQueue
+            return Array(s.byHandle.values)
+                + s.pending.values.sorted { $0.identifier.uuidString < $1.identifier.uuidString }
         }
         for p in links {
             p.linkDown()

@@ -255,6 +255,8 @@ public final class Peripheral: Sendable, Hashable, CustomStringConvertible {
 
     /// Called on the manager's queue: keeps existing objects for services found again.
     func mergeServices(_ found: [GATTService]) {
+        // What the system knows of the link, for `retrieveConnectedPeripherals` in every app.
+        if let handle, let manager { manager.system.core.noteServices(found.map(\.uuid), on: handle) }
         let objects = found.map { serviceObject(for: $0) }
         locked.withLock { s in
             var list = s.services ?? []

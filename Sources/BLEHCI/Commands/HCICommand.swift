@@ -169,6 +169,7 @@ public struct HCICommandRegistry: Sendable {
         HCILECreateConnectionCancel.self,
         HCILEReadFilterAcceptListSize.self,
         HCILEClearFilterAcceptList.self,
+        HCILEAddDeviceToFilterAcceptList.self,
         HCILEConnectionUpdate.self,
         HCILEReadRemoteFeatures.self,
         HCILERand.self,

@@ -71,19 +71,12 @@ extension HostDriver {
         request(.stopAdvertising) { completion($0.map { _ in () }) }
     }
 
-    /// Starts connecting to `peer` (LE Create Connection). `completion` reports whether the controller accepted
-    /// the request; the outcome arrives as `.connected` or `.connectionFailed`. The request does not time out:
-    /// `cancelConnect` ends it.
-    public func connect(
-        to peer: BluetoothAddress, parameters: ConnectionParameters,
-        completion: @escaping @Sendable (Result<Void, HostError>) -> Void
-    ) {
-        request(.connect(peer, parameters)) { completion($0.map { _ in () }) }
-    }
-
-    /// Cancels the pending connection; `.connectionFailed` follows when the controller confirms.
-    public func cancelConnect() {
-        request(.cancelConnect) { _ in }
+    /// The peers to connect to now, replacing the earlier list: the host initiates toward all of them at once
+    /// (through the controller's accept list when there are several), and each ends as `.connected` or
+    /// `.connectionFailed`. Nothing times out; a peer taken off the list is no longer initiated (an initiation
+    /// under way for it is cancelled).
+    public func setConnectTargets(_ peers: [BluetoothAddress], parameters: ConnectionParameters) {
+        request(.setConnectTargets(peers, parameters)) { _ in }
     }
 
     /// Disconnects a link; `.disconnected` follows.

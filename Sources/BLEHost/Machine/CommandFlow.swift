@@ -14,8 +14,8 @@ enum CommandPurpose: Sendable, Hashable {
     case scan
     /// The advertising machine's command in flight.
     case advertising
-    /// LE Create Connection for this request.
-    case connect(HostOperationID)
+    /// The connect machine's command in flight.
+    case connecting
     /// Read RSSI for this request.
     case readRSSI(HostOperationID)
     /// LE Connection Update applying a peripheral's L2CAP request: the answer goes back to the peer.
@@ -125,8 +125,8 @@ extension HostMachine {
             runScan(scan.answered(Self.statusOnly(opcode, result)))
         case .advertising:
             runAdvertising(advertising.answered(Self.statusOnly(opcode, result)))
-        case .connect(let id):
-            connectAnswered(id: id, Self.statusOnly(opcode, result))
+        case .connecting:
+            runConnect(connecting.answered(Self.statusOnly(opcode, result)))
         case .readRSSI(let id):
             complete(id, Self.decode(HCIReadRSSI.self, result).map { .rssi(Int($0.rssi)) })
         case .connectionUpdate(let handle, let identifier):

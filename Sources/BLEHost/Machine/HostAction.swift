@@ -36,11 +36,10 @@ public enum HostRequest: Sendable, Hashable {
     case startAdvertising(AdvertisingParameters, data: [UInt8], scanResponse: [UInt8])
     /// Stop advertising; completes when the controller has stopped.
     case stopAdvertising
-    /// LE Create Connection; completes when the controller accepted the request (`.connected` or
-    /// `.connectionFailed` follows as an event).
-    case connect(BluetoothAddress, ConnectionParameters)
-    /// LE Create Connection Cancel; completes when the controller answered.
-    case cancelConnect
+    /// The peers to connect to now (every pending connect of the layer above), with these parameters; replaces
+    /// the earlier list and completes at once. Each peer ends as `.connected` or `.connectionFailed`; one taken
+    /// off the list is no longer initiated (see `ConnectMachine`).
+    case setConnectTargets([BluetoothAddress], ConnectionParameters)
     /// Disconnect a link; completes when the controller accepted (`.disconnected` follows as an event).
     case disconnect(ConnectionHandle, reason: HCIStatus)
     /// Read a link's RSSI; completes with `.rssi(dBm)`.

@@ -60,26 +60,40 @@ extension HostMachine {
 
     // MARK: Connections
 
-    /// LE Create Connection. One initiation at a time: a second request fails at once.
-    mutating func connect(to peer: BluetoothAddress, parameters: ConnectionParameters, id: HostOperationID) {
-        guard initiating == nil else {
-            complete(id, .failure(HostError(.invalidState, "a connection is already being initiated")))
-            return
+    /// Performs the connect machine's outputs: its commands, its failures as `.connectionFailed`, its timer.
+    mutating func runConnect(_ outputs: [ConnectMachine.Output]) {
+        for output in outputs {
+            switch output {
+            case .send(.clearAcceptList):
+                enqueue(HCILEClearFilterAcceptList().packet, for: .connecting)
+            case .send(.addToAcceptList(let peer)):
+                enqueue(HCILEAddDeviceToFilterAcceptList(address: peer).packet, for: .connecting)
+            case .send(.create(let peer)):
+                let parameters = connectParameters
+                let command = HCILECreateConnection(
+                    scanInterval: 0x0060, scanWindow: 0x0030,
+                    initiatorFilterPolicy: peer == nil ? .useFilterAcceptList : .usePeerAddress,
+                    peerAddress: peer ?? BluetoothAddress(bytes: [0, 0, 0, 0, 0, 0]),
+                    ownAddressType: ownAddressType, connectionIntervalMin: parameters.intervalMin,
+                    connectionIntervalMax: parameters.intervalMax, maxLatency: parameters.latency,
+                    supervisionTimeout: parameters.supervisionTimeout, minCELength: 0, maxCELength: 0)
+                enqueue(command.packet, for: .connecting)
+            case .send(.cancel):
+                enqueue(HCILECreateConnectionCancel().packet, for: .connecting)
+            case .failed(let peer, let error):
+                emit(.connectionFailed(peer: peer, error: error))
+            case .startCancelTimer:
+                if let timer = connectCancelTimer { cancelTimer(timer) }
+                connectCancelTimer = startTimer(.connectCancel, after: Self.connectCancelTimeout)
+            case .stopCancelTimer:
+                if let timer = connectCancelTimer { cancelTimer(timer) }
+                connectCancelTimer = nil
+            }
         }
-        initiating = (peer, id)
-        let command = HCILECreateConnection(
-            scanInterval: 0x0060, scanWindow: 0x0030, initiatorFilterPolicy: .usePeerAddress, peerAddress: peer,
-            ownAddressType: ownAddressType, connectionIntervalMin: parameters.intervalMin,
-            connectionIntervalMax: parameters.intervalMax, maxLatency: parameters.latency,
-            supervisionTimeout: parameters.supervisionTimeout, minCELength: 0, maxCELength: 0)
-        enqueue(command.packet, for: .connect(id))
     }
 
-    /// The controller answered LE Create Connection: the request completes; a refusal ends the initiation.
-    mutating func connectAnswered(id: HostOperationID, _ result: Result<Void, HostError>) {
-        if case .failure = result, initiating?.id == id { initiating = nil }
-        complete(id, result.map { .done })
-    }
+    /// How long the host waits for the Connection Complete that confirms LE Create Connection Cancel.
+    static let connectCancelTimeout = Duration.seconds(2)
 
     /// An operation starts waiting for deliveries. It holds one count of its own until `endDelivery`, so that a
     /// packet delivered (or failed) while it is still being queued cannot complete it early, and a failure,

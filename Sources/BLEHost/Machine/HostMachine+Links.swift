@@ -15,13 +15,8 @@ extension HostMachine {
         guard status == .success else {
             // An initiation that failed or was cancelled (0x02 after LE Create Connection Cancel), or directed
             // advertising that timed out (peripheral role: nothing to report upward but the end of advertising).
-            if role == .central || initiating != nil, let target = initiating {
-                initiating = nil
-                let error =
-                    status == .unknownConnectionIdentifier
-                    ? HostError(.hci(status), "the connection attempt was cancelled")
-                    : HostError(.hci(status), "the connection failed: \(status)")
-                emit(.connectionFailed(peer: target.peer, error: error))
+            if role == .central || connecting.expectsCompletion {
+                runConnect(connecting.connectionComplete(status: status, peer: peer))
             } else {
                 advertisingEnded()
             }
@@ -31,7 +26,7 @@ extension HostMachine {
         let info = LinkInfo(
             handle: handle, role: linkRole, peer: peer, interval: interval, latency: latency,
             supervisionTimeout: timeout)
-        if linkRole == .central { initiating = nil }
+        if linkRole == .central { runConnect(connecting.connectionComplete(status: .success, peer: peer)) }
         links[handle] = Link(info: info, preferredMTU: configuration.preferredMTU)
         acl.order.append(handle)
         server.connected(handle)

@@ -38,8 +38,10 @@ public struct HostMachine: Sendable {
     var links: [ConnectionHandle: Link] = [:]
     var scan = ScanMachine()
     var advertising = AdvertisingMachine()
-    /// The LE Create Connection this host has under way, and the request that made it.
-    var initiating: (peer: BluetoothAddress, id: HostOperationID)?
+    /// Connection initiation toward the peers the layer above waits for, and the parameters asked for.
+    var connecting = ConnectMachine()
+    var connectParameters = ConnectionParameters()
+    var connectCancelTimer: HostTimerID?
     var startup: StartupSequence?
 
     var server: GATTServer
@@ -105,15 +107,10 @@ public struct HostMachine: Sendable {
             runAdvertising(advertising.start(set, id: id))
         case .stopAdvertising:
             runAdvertising(advertising.stop(id: id))
-        case .connect(let peer, let parameters):
-            connect(to: peer, parameters: parameters, id: id)
-        case .cancelConnect:
-            guard initiating != nil else {
-                // Nothing to cancel: the controller would refuse LE Create Connection Cancel (Command Disallowed).
-                complete(id, .failure(HostError(.invalidState, "no connection is being initiated")))
-                break
-            }
-            enqueue(HCILECreateConnectionCancel().packet, for: .operation(id))
+        case .setConnectTargets(let peers, let parameters):
+            connectParameters = parameters
+            runConnect(connecting.setTargets(peers))
+            complete(id, .success(.done))
         case .disconnect(let handle, let reason):
             enqueue(HCIDisconnect(handle: handle, reason: reason).packet, for: .operation(id))
         case .readRSSI(let handle):
@@ -168,6 +165,11 @@ public struct HostMachine: Sendable {
             let actions = links[handle]?.bearer.timerFired(timer) ?? []
             runBearer(actions, on: handle, kind: .other)
             pumpACL()
+        case .connectCancel:
+            guard connectCancelTimer == id else { break }
+            connectCancelTimer = nil
+            log(.warning, "the controller did not confirm LE Create Connection Cancel; taking it as done")
+            runConnect(connecting.cancelTimedOut())
         case .signaling(let handle, let timer):
             guard links[handle]?.signalingTimers[timer] == id else { break }
             links[handle]?.signalingTimers[timer] = nil
@@ -199,6 +201,9 @@ public struct HostMachine: Sendable {
         // finds nothing in flight there.
         runScan(scan.closed(error))
         runAdvertising(advertising.closed(error))
+        connecting.closed()
+        if let timer = connectCancelTimer { cancelTimer(timer) }
+        connectCancelTimer = nil
         for command in commands.removeAll() {
             if let timer = command.timer { cancelTimer(timer) }
             commandFinished(command.purpose, opcode: command.opcode, .failure(error))
@@ -253,6 +258,8 @@ enum TimerPurpose: Sendable, Hashable {
     case att(ConnectionHandle, ATTTimer)
     /// An L2CAP signalling channel's response timer on a link.
     case signaling(ConnectionHandle, L2CAPSignalingChannel.Timer)
+    /// The wait for the Connection Complete that confirms LE Create Connection Cancel.
+    case connectCancel
 }
 
 extension HostRequest {
@@ -265,8 +272,7 @@ extension HostRequest {
         case .stopScan: "stopping the scan"
         case .startAdvertising: "starting advertising"
         case .stopAdvertising: "stopping advertising"
-        case .connect: "connecting"
-        case .cancelConnect: "cancelling the connection attempt"
+        case .setConnectTargets: "connecting"
         case .disconnect: "disconnecting"
         case .readRSSI: "reading the RSSI"
         case .gatt: "the GATT operation"

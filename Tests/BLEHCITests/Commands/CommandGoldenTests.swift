@@ -117,6 +117,11 @@ let commandCases: [CommandCase] = [
     .init(HCILECreateConnectionCancel(), [0x0E, 0x20, 0x00]),
     .init(HCILEReadFilterAcceptListSize(), [0x0F, 0x20, 0x00]),
     .init(HCILEClearFilterAcceptList(), [0x10, 0x20, 0x00]),
+    // Random address C0:11:22:33:44:55, least significant octet first.
+    .init(
+        HCILEAddDeviceToFilterAcceptList(
+            address: BluetoothAddress(bytes: [0xC0, 0x11, 0x22, 0x33, 0x44, 0x55], type: .randomDevice)),
+        [0x11, 0x20, 0x07, 0x01, 0x55, 0x44, 0x33, 0x22, 0x11, 0xC0]),
     // 7.8.18 LE Connection Update
     .init(
         HCILEConnectionUpdate(

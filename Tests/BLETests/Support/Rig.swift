@@ -148,8 +148,10 @@ final class Rig: Sendable {
         return peripheral
     }
 
-    /// Discovers every service, characteristic and descriptor of `peripheral`.
-    func discoverAll(_ peripheral: Peripheral) async throws {
+    /// Discovers every service, characteristic and descriptor of `peripheral`, whose manager `recorder` records
+    /// (the phone's by default).
+    func discoverAll(_ peripheral: Peripheral, recorder: CentralRecorder? = nil) async throws {
+        let phone = recorder ?? self.phone
         let before = phone.events.count
         peripheral.discoverServices(nil)
         try await run(

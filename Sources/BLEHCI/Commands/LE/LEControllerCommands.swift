@@ -185,6 +185,28 @@ public struct HCILEClearFilterAcceptList: HCISyncCommand {
     public func encodeParameters(into buffer: inout ByteBuffer) {}
 }
 
+/// HCI_LE_Add_Device_To_Filter_Accept_List: one device (public or random address) joins the Filter Accept List,
+/// which initiating with the accept list policy (and scanning or advertising with a filter) consults.
+///
+/// - SeeAlso: Core Spec 5.4, Vol 4, Part E, 7.8.16.
+public struct HCILEAddDeviceToFilterAcceptList: HCISyncCommand {
+    public typealias ReturnParameters = HCIEmptyReturn
+    public static let opcode = HCIOpcode.leAddDeviceToFilterAcceptList
+
+    /// Address_Type (0 public, 1 random; the type is kept as sent) and Address.
+    public var address: BluetoothAddress
+
+    public init(address: BluetoothAddress) { self.address = address }
+
+    public init(parameters: inout ByteBuffer) throws {
+        address = try parameters.hciReadTypedAddress("Address_Type and Address")
+    }
+
+    public func encodeParameters(into buffer: inout ByteBuffer) {
+        buffer.hciWriteTypedAddress(address)
+    }
+}
+
 /// HCI_LE_Rand: 8 random octets from the controller's random number generator.
 ///
 /// - SeeAlso: Core Spec 5.4, Vol 4, Part E, 7.8.23.

@@ -1,0 +1,220 @@
+import BLECore
+import BLEHCI
+import BLEHost
+import Synchronization
+
+/// A manager that connects to peripherals through the system.
+public protocol LinkClient: AnyObject, Sendable {
+    /// The link to `info.peer` is up for this client: it just came up, or it was up already for another app.
+    /// Called on the host's context (or, for a link already up, in the client's `connect` call).
+    func linkAttached(_ info: LinkInfo)
+    /// The connection attempt to `peer` ended without a link.
+    func linkFailed(peer: BluetoothAddress, error: HostError)
+    /// The link went down (`reason`, from the controller), for every client on it.
+    func linkDown(_ handle: ConnectionHandle, reason: HCIStatus)
+}
+
+/// What `SharedLinks.cancel` did for the client.
+public enum LinkCancellation: Sendable, Hashable {
+    /// The client was not waiting for that peer nor on its link.
+    case nothing
+    /// Its pending connect was withdrawn (the others' go on).
+    case withdrawn
+    /// It left a link others still use: the link stays up; for the client it is over.
+    case left(ConnectionHandle)
+    /// It was the last on the link: the link is being disconnected, and `linkDown` follows.
+    case disconnecting(ConnectionHandle)
+}
+
+/// One link per peer, shared by the apps that asked for it (Arbitration/SharedLinks.swift), as iOS shares them:
+/// every app's pending connects are initiated together (`HostDriver.setConnectTargets`: a device that never
+/// appears blocks no other, and nothing times out); an app that connects to a peer already linked for another
+/// app is attached at once; the link goes down when its last app lets go; an app that lets go while others stay
+/// is simply off it. Only links this device initiated (central role) are shared here.
+final class SharedLinks: Sendable {
+    private struct WeakClient {
+        weak var client: (any LinkClient)?
+    }
+
+    private struct Peer {
+        /// Clients waiting for the link, in the order they asked.
+        var waiting: [(id: ObjectIdentifier, client: WeakClient)] = []
+        /// When the first of them asked (the order targets are initiated in).
+        var order: UInt64 = 0
+        var link: LinkInfo?
+        var users: [ObjectIdentifier: WeakClient] = [:]
+        var disconnecting = false
+        /// The services any app discovered on the link.
+        var services = Set<BluetoothUUID>()
+
+        var isUnused: Bool { waiting.isEmpty && link == nil && users.isEmpty }
+    }
+
+    private struct State {
+        var peers: [BluetoothAddress: Peer] = [:]
+        var byHandle: [ConnectionHandle: BluetoothAddress] = [:]
+        var nextOrder: UInt64 = 0
+        var targets: [BluetoothAddress] = []
+    }
+    private let state = Mutex(State())
+    private let host: HostDriver
+
+    init(host: HostDriver) { self.host = host }
+
+    /// Connects `client` to `peer`: attached at once (the info returned) when a link to it is up, else waiting.
+    func connect(_ client: any LinkClient, to peer: BluetoothAddress) -> LinkInfo? {
+        let id = ObjectIdentifier(client)
+        let (attached, targets) = state.withLock { s -> (LinkInfo?, [BluetoothAddress]?) in
+            var entry = s.peers[peer] ?? Peer()
+            if let link = entry.link, !entry.disconnecting {
+                entry.users[id] = WeakClient(client: client)
+                s.peers[peer] = entry
+                return (link, nil)
+            }
+            if !entry.waiting.contains(where: { $0.id == id }) {
+                if entry.waiting.isEmpty {
+                    entry.order = s.nextOrder
+                    s.nextOrder += 1
+                }
+                entry.waiting.append((id, WeakClient(client: client)))
+            }
+            s.peers[peer] = entry
+            return (nil, Self.changedTargets(&s))
+        }
+        if let targets { host.setConnectTargets(targets, parameters: host.configuration.connectionParameters) }
+        return attached
+    }
+
+    /// `client` lets go of `peer`: its pending connect is withdrawn, or it leaves the link.
+    func cancel(_ client: any LinkClient, from peer: BluetoothAddress) -> LinkCancellation {
+        leave(ObjectIdentifier(client), from: peer)
+    }
+
+    /// A client that went away lets go of everything it asked for.
+    func release(_ id: ObjectIdentifier) {
+        let peers = state.withLock { s in
+            s.peers.filter { $0.value.waiting.contains { $0.id == id } || $0.value.users[id] != nil }.keys.sorted {
+                $0.description < $1.description
+            }
+        }
+        for peer in peers { _ = leave(id, from: peer) }
+    }
+
+    private func leave(_ id: ObjectIdentifier, from peer: BluetoothAddress) -> LinkCancellation {
+        let (outcome, targets) = state.withLock { s -> (LinkCancellation, [BluetoothAddress]?) in
+            guard var entry = s.peers[peer] else { return (.nothing, nil) }
+            defer { s.peers[peer] = entry.isUnused ? nil : entry }
+            if let i = entry.waiting.firstIndex(where: { $0.id == id }) {
+                entry.waiting.remove(at: i)
+                return (.withdrawn, Self.changedTargets(&s, updating: peer, to: entry))
+            }
+            guard let link = entry.link, !entry.disconnecting, let leaving = entry.users[id] else {
+                return (.nothing, nil)
+            }
+            entry.users = entry.users.filter { $0.key != id && $0.value.client != nil }
+            guard entry.users.isEmpty else { return (.left(link.handle), nil) }
+            // The last user stays on the link until it is down, and hears `linkDown` then.
+            entry.users[id] = leaving
+            entry.disconnecting = true
+            return (.disconnecting(link.handle), nil)
+        }
+        if let targets { host.setConnectTargets(targets, parameters: host.configuration.connectionParameters) }
+        if case .disconnecting(let handle) = outcome {
+            host.disconnect(handle, reason: .remoteUserTerminatedConnection)
+        }
+        return outcome
+    }
+
+    /// The peers of the central-role links up now that offer any of `services` (every one, with nil).
+    func linkedPeers(offering services: [BluetoothUUID]?) -> [BluetoothAddress] {
+        state.withLock { s in
+            s.peers.filter { _, entry in
+                guard entry.link != nil, !entry.disconnecting else { return false }
+                guard let services else { return true }
+                return services.contains(where: entry.services.contains)
+            }.keys.map { $0 }
+        }
+    }
+
+    /// Services an app discovered on the link `handle`.
+    func noteServices(_ services: [BluetoothUUID], on handle: ConnectionHandle) {
+        state.withLock { s in
+            guard let peer = s.byHandle[handle] else { return }
+            s.peers[peer]?.services.formUnion(services)
+        }
+    }
+
+    // MARK: Host events
+
+    /// A link came up in the central role: every client waiting for its peer is on it.
+    func connected(_ info: LinkInfo) {
+        let (clients, orphan, targets) = state.withLock {
+            s -> ([any LinkClient], Bool, [BluetoothAddress]?) in
+            var entry = s.peers[info.peer] ?? Peer()
+            let waiting = entry.waiting.compactMap { w in w.client.client.map { (w.id, $0) } }
+            entry.waiting = []
+            entry.link = info
+            entry.disconnecting = waiting.isEmpty
+            for (id, client) in waiting { entry.users[id] = WeakClient(client: client) }
+            s.peers[info.peer] = entry
+            s.byHandle[info.handle] = info.peer
+            return (waiting.map(\.1), waiting.isEmpty, Self.changedTargets(&s))
+        }
+        if let targets { host.setConnectTargets(targets, parameters: host.configuration.connectionParameters) }
+        // Every app cancelled while the controller was completing the connection: nobody wants it.
+        if orphan { host.disconnect(info.handle, reason: .remoteUserTerminatedConnection) }
+        for client in clients { client.linkAttached(info) }
+    }
+
+    /// The attempt to `peer` failed: every client waiting for it hears so.
+    func failed(_ peer: BluetoothAddress, _ error: HostError) {
+        let (clients, targets) = state.withLock { s -> ([any LinkClient], [BluetoothAddress]?) in
+            guard var entry = s.peers[peer] else { return ([], nil) }
+            let waiting = entry.waiting.compactMap(\.client.client)
+            entry.waiting = []
+            s.peers[peer] = entry.isUnused ? nil : entry
+            return (waiting, Self.changedTargets(&s))
+        }
+        if let targets { host.setConnectTargets(targets, parameters: host.configuration.connectionParameters) }
+        for client in clients { client.linkFailed(peer: peer, error: error) }
+    }
+
+    /// A link went down: every client on it hears so; clients that asked again meanwhile wait anew.
+    func disconnected(_ handle: ConnectionHandle, reason: HCIStatus) {
+        let (clients, targets) = state.withLock { s -> ([any LinkClient], [BluetoothAddress]?) in
+            guard let peer = s.byHandle.removeValue(forKey: handle), var entry = s.peers[peer] else { return ([], nil) }
+            let users = entry.users.values.compactMap(\.client)
+            entry.users = [:]
+            entry.link = nil
+            entry.disconnecting = false
+            entry.services = []
+            s.peers[peer] = entry.isUnused ? nil : entry
+            return (users, Self.changedTargets(&s))
+        }
+        if let targets { host.setConnectTargets(targets, parameters: host.configuration.connectionParameters) }
+        for client in clients { client.linkDown(handle, reason: reason) }
+    }
+
+    /// The controller went away: nothing is linked or initiated any more (clients hear of the power state).
+    func reset() {
+        state.withLock { $0 = State() }
+    }
+
+    // MARK: Targets
+
+    /// The peers waited for, in the order first asked, if that differs from what the host was last given.
+    private static func changedTargets(_ s: inout State) -> [BluetoothAddress]? {
+        let targets = s.peers.filter { !$0.value.waiting.isEmpty && $0.value.link == nil }
+            .sorted { $0.value.order < $1.value.order }.map(\.key)
+        guard targets != s.targets else { return nil }
+        s.targets = targets
+        return targets
+    }
+
+    private static func changedTargets(_ s: inout State, updating peer: BluetoothAddress, to entry: Peer)
+        -> [BluetoothAddress]?
+    {
+        s.peers[peer] = entry
+        return changedTargets(&s)
+    }
+}

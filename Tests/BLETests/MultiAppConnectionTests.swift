@@ -1,0 +1,103 @@
+import BLEHost
+import BLESystem
+import Foundation
+import Synchronization
+import Testing
+
+@testable import BLE
+
+/// Two apps connecting on one phone: one link per peer, shared; each app its own `Peripheral` and its own
+/// `didDisconnect`; the link down with the last app; pending connects of every app initiated together.
+@Suite struct MultiAppConnectionTests {
+    /// The rig's sensor advertising, and two apps on the phone, powered on.
+    static func twoApps() async throws -> (Rig, first: CentralRecorder, second: CentralRecorder) {
+        let rig = Rig()
+        try await rig.startSensor()
+        let first = CentralRecorder(system: rig.phoneSystem, label: "first", app: rig.phoneSystem.app(id: "com.a"))
+        let second = CentralRecorder(
+            system: rig.phoneSystem, label: "second", app: rig.phoneSystem.app(id: "com.b"))
+        try await rig.run(
+            until: { first.central.state == .poweredOn && second.central.state == .poweredOn }, "power on")
+        return (rig, first, second)
+    }
+
+    static func connected(_ recorder: CentralRecorder) -> Bool { recorder.events.contains { $0.isConnect } }
+
+    /// The phone's links, as its host holds them.
+    static func links(_ rig: Rig) -> Int { rig.phoneSystem.core.host.links.count }
+
+    @Test func appsShareOneLinkAndEachLeavesOnItsOwn() async throws {
+        let (rig, first, second) = try await Self.twoApps()
+        first.central.scanForPeripherals(withServices: [Profile.service])
+        try await rig.run(until: { !first.discoveries.isEmpty }, "discovery")
+        let mine = try #require(first.discoveries.first?.peripheral)
+        first.central.connect(mine)
+        try await rig.run(until: { Self.connected(first) }, "the first app's connection")
+        try await rig.discoverAll(mine, recorder: first)
+        // The second app finds the link through the system, and its connect succeeds at once: the same link.
+        let theirs = try #require(second.central.retrieveConnectedPeripherals(withServices: [Profile.service]).first)
+        #expect(theirs !== mine && theirs.identifier == mine.identifier && theirs.state == .disconnected)
+        second.central.connect(theirs)
+        try await rig.run(until: { Self.connected(second) }, within: .milliseconds(1), "the second app's connection")
+        #expect(Self.links(rig) == 1)
+
+        // The first app leaves: its own didDisconnect, at once; the second stays connected and reads.
+        first.clear()
+        first.central.cancelPeripheralConnection(mine)
+        try await rig.run(until: { first.events.contains { $0.isDisconnect } }, within: .milliseconds(1), "leaving")
+        #expect(first.lines == ["didDisconnect \(mine.identifier)"])
+        #expect(mine.state == .disconnected && theirs.state == .connected && Self.links(rig) == 1)
+        try await rig.discoverAll(theirs, recorder: second)
+        let fixed = try rig.characteristic(Profile.fixed, on: theirs)
+        second.clear()
+        theirs.readValue(for: fixed)
+        try await rig.run(until: { !second.valueUpdates.isEmpty }, "the second app's read")
+        #expect(second.valueUpdates.first?.value == Profile.fixedValue)
+
+        // The last app leaves: the link goes down.
+        second.central.cancelPeripheralConnection(theirs)
+        try await rig.run(until: { second.events.contains { $0.isDisconnect } }, "the last app leaving")
+        try await rig.run(until: { Self.links(rig) == 0 }, "the link down")
+        #expect(first.events.filter { $0.isDisconnect }.count == 1)  // nothing more for the first app
+    }
+
+    @Test func aDeviceThatNeverAppearsBlocksNoOtherApp() async throws {
+        let (rig, first, second) = try await Self.twoApps()
+        let ghost = first.central.peripheral(
+            for: BluetoothAddress(bytes: [0xC7, 0x01, 0x02, 0x03, 0x04, 0x05], type: .randomDevice))
+        first.central.connect(ghost)
+        try await rig.run(.milliseconds(500))
+        second.central.scanForPeripherals(withServices: [Profile.service])
+        try await rig.run(until: { !second.discoveries.isEmpty }, "discovery")
+        let sensor = try #require(second.discoveries.first?.peripheral)
+        second.central.connect(sensor)
+        try await rig.run(until: { Self.connected(second) }, "the connection behind a pending one")
+        // The ghost's connect is still pending: connects never time out.
+        try await rig.run(.seconds(30))
+        #expect(ghost.state == .connecting)
+        #expect(!first.events.contains { if case .didFailToConnect = $0 { true } else { $0.isDisconnect } })
+        first.central.cancelPeripheralConnection(ghost)
+        try await rig.run(until: { first.events.contains { $0.isDisconnect } }, "the cancelled attempt")
+    }
+
+    @Test func aReleasedManagerTakesItsPendingConnectsWithIt() async throws {
+        let (rig, first, second) = try await Self.twoApps()
+        do {
+            let transient = CentralRecorder(system: rig.phoneSystem, label: "transient")
+            try await rig.run(until: { transient.central.state == .poweredOn }, "power on")
+            let ghost = transient.central.peripheral(
+                for: BluetoothAddress(bytes: [0xC7, 0x0A, 0x0B, 0x0C, 0x0D, 0x0E], type: .randomDevice))
+            transient.central.connect(ghost)
+            try await rig.run(.milliseconds(200))
+        }
+        try await rig.run(.milliseconds(200))
+        // Nothing of the released manager is initiated any more, and the next connect goes straight through.
+        #expect(rig.phoneSystem.core.host.links.isEmpty)
+        second.central.scanForPeripherals(withServices: [Profile.service])
+        try await rig.run(until: { !second.discoveries.isEmpty }, "discovery")
+        let sensor = try #require(second.discoveries.first?.peripheral)
+        second.central.connect(sensor)
+        try await rig.run(until: { Self.connected(second) }, "the connection")
+        withExtendedLifetime(first) {}
+    }
+}
