@@ -71,6 +71,8 @@ public final class SystemCore: Sendable {
     let gatt: GATTOwnership
     /// One link per peer, shared by the apps that asked for it.
     let links: SharedLinks
+    /// What each app wants of each Client Characteristic Configuration on a shared link.
+    let subscriptions = SharedSubscriptions()
 
     private struct State {
         var power: SystemPowerState = .unknown
@@ -165,7 +167,25 @@ public final class SystemCore: Sendable {
     }
 
     /// A client that went away (`ObjectIdentifier` of the manager: it may be mid-deinit) lets go of everything.
-    public func releaseLinks(of client: ObjectIdentifier) { links.release(client) }
+    public func releaseLinks(of client: ObjectIdentifier) {
+        for handle in links.release(client) { leaveSubscriptions(of: client, on: handle) }
+    }
+
+    /// `client` wants `value` (0 none, 1 notifications, 2 indications) in the Client Characteristic
+    /// Configuration descriptor at `descriptor` on `link`. Returns the value to write when what every app wants
+    /// together changed; nil when the descriptor already holds it (nothing to write: the client is done).
+    public func setSubscription(
+        _ value: UInt16, by client: ObjectIdentifier, descriptor: AttributeHandle, on link: ConnectionHandle
+    ) -> UInt16? {
+        subscriptions.set(value, by: client, descriptor: descriptor, on: link)
+    }
+
+    /// `client` is off `link` while others stay: the subscriptions only it wanted end on the peer.
+    public func leaveSubscriptions(of client: ObjectIdentifier, on link: ConnectionHandle) {
+        for (descriptor, value) in subscriptions.leave(client, link: link) {
+            host.write(on: link, attribute: descriptor, value: [UInt8(value & 0xFF), UInt8(value >> 8)]) { _ in }
+        }
+    }
 
     /// The peers this device is linked to as a central, whichever app asked, that offer any of `services` (as
     /// discovered by any app; all of them when nil).
@@ -269,6 +289,7 @@ public final class SystemCore: Sendable {
         case .transportClosed(let reason):
             scans.controllerFailed()
             links.reset()
+            subscriptions.reset()
             setPower(.poweredOff(reason: reason ?? "the controller's transport closed"))
         case .advertisingReport(let report):
             scans.received(report)
@@ -277,6 +298,7 @@ public final class SystemCore: Sendable {
         case .connectionFailed(let peer, let error):
             links.failed(peer, error)
         case .disconnected(let handle, let reason):
+            subscriptions.linkDown(handle)
             links.disconnected(handle, reason: reason)
         default:
             // A request for an attribute goes to the manager that published it, and to no one else.

@@ -100,4 +100,49 @@ import Testing
         try await rig.run(until: { Self.connected(second) }, "the connection")
         withExtendedLifetime(first) {}
     }
+
+    /// Two apps subscribed to one characteristic over a shared link: the peer sees one subscription; both hear
+    /// each notification; one app's unsubscribe ends nothing for the other; the last one's ends it on the peer.
+    @Test func subscriptionsAreSharedAndEndWithTheLastApp() async throws {
+        let (rig, first, second) = try await Self.twoApps()
+        first.central.scanForPeripherals(withServices: [Profile.service])
+        try await rig.run(until: { !first.discoveries.isEmpty }, "discovery")
+        let mine = try #require(first.discoveries.first?.peripheral)
+        first.central.connect(mine)
+        try await rig.run(until: { Self.connected(first) }, "the first app's connection")
+        let theirs = second.central.retrievePeripherals(withIdentifiers: [mine.identifier])[0]
+        second.central.connect(theirs)
+        try await rig.run(until: { Self.connected(second) }, "the second app's connection")
+        try await rig.discoverAll(mine, recorder: first)
+        try await rig.discoverAll(theirs, recorder: second)
+        let a = try rig.characteristic(Profile.notifier, on: mine)
+        let b = try rig.characteristic(Profile.notifier, on: theirs)
+        mine.setNotifyValue(true, for: a)
+        theirs.setNotifyValue(true, for: b)
+        try await rig.run(until: { a.isNotifying && b.isNotifying }, "both subscribed")
+        let subscribes = rig.sensor.recorder.events.filter { if case .didSubscribe = $0 { true } else { false } }
+        #expect(subscribes.count == 1, "the peer saw \(subscribes.count) subscriptions")
+
+        func notify(_ byte: UInt8) async throws {
+            first.clear()
+            second.clear()
+            #expect(rig.sensor.manager.updateValue(Data([byte]), for: rig.sensor.notifier, onSubscribedCentrals: nil))
+            try await rig.run(.milliseconds(300))
+        }
+        try await notify(1)
+        #expect(first.valueUpdates.map(\.value) == [Data([1])] && second.valueUpdates.map(\.value) == [Data([1])])
+
+        // The first app unsubscribes: the peer keeps its subscriber, the second app keeps hearing.
+        mine.setNotifyValue(false, for: a)
+        try await rig.run(until: { !a.isNotifying }, "the first app unsubscribed")
+        #expect(!rig.sensor.recorder.events.contains { if case .didUnsubscribe = $0 { true } else { false } })
+        try await notify(2)
+        #expect(first.valueUpdates.isEmpty && second.valueUpdates.map(\.value) == [Data([2])])
+
+        // The last one: the peer hears the unsubscribe.
+        theirs.setNotifyValue(false, for: b)
+        try await rig.run(
+            until: { rig.sensor.recorder.events.contains { if case .didUnsubscribe = $0 { true } else { false } } },
+            "the peer's unsubscribe")
+    }
 }

@@ -212,7 +212,8 @@ public final class CentralManager: Sendable, SystemSession, ScanClient, LinkClie
                 delegate?.centralManager(manager, didDisconnectPeripheral: peripheral, error: nil)
             }
         case .left(let handle):
-            // Others stay on the link: this manager is off it now.
+            // Others stay on the link: this manager is off it now, and so are the subscriptions only it wanted.
+            system.core.leaveSubscriptions(of: ObjectIdentifier(self), on: handle)
             locked.withLock { s in
                 s.pending[peripheral.address] = nil
                 s.byHandle[handle] = nil

@@ -2,6 +2,7 @@ import BLEATT
 import BLECore
 import BLEGATT
 import BLEHost
+import BLESystem
 import Foundation
 import Logging
 import Synchronization
@@ -253,11 +254,17 @@ extension Peripheral {
         }
         let value: UInt16 = !enabled ? 0 : (properties.contains(.notify) ? 0x0001 : 0x0002)
         let write: @Sendable (AttributeHandle) -> Void = { [self] cccd in
-            host.write(on: handle, attribute: cccd, value: [UInt8(value & 0xFF), UInt8(value >> 8)]) { [self] result in
+            let done: @Sendable (Result<Void, HostError>) -> Void = { [self] result in
                 report(reply, result, delegate: tell) { _, _ in
                     characteristic.state.withLock { $0.isNotifying = enabled }
                 }
             }
+            // One descriptor for every app on the link: written only when what they want together changes.
+            guard let manager,
+                let union = manager.system.core.setSubscription(
+                    value, by: ObjectIdentifier(manager), descriptor: cccd, on: handle)
+            else { return done(.success(())) }
+            host.write(on: handle, attribute: cccd, value: [UInt8(union & 0xFF), UInt8(union >> 8)], completion: done)
         }
         if let cccd = characteristic.descriptors?.first(where: { $0.uuid == .clientCharacteristicConfiguration }),
             let cccdHandle = cccd.state.withLock({ $0.remote?.handle })

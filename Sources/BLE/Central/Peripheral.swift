@@ -177,6 +177,8 @@ public final class Peripheral: Sendable, Hashable, CustomStringConvertible {
         }
         guard let characteristic = locked.withLock({ $0.characteristicsByValue[attribute] }) else { return }
         deliver(isNotification: true) { p, d in
+            // Only to an app that subscribed: other apps on the link do not hear its notifications.
+            guard characteristic.state.withLock({ $0.isNotifying }) else { return }
             characteristic.state.withLock { $0.value = Data(value) }
             d?.peripheral(p, didUpdateValueFor: characteristic, error: nil)
         }

@@ -90,14 +90,17 @@ final class SharedLinks: Sendable {
         leave(ObjectIdentifier(client), from: peer)
     }
 
-    /// A client that went away lets go of everything it asked for.
-    func release(_ id: ObjectIdentifier) {
+    /// A client that went away lets go of everything it asked for. Returns the links it left while others
+    /// stay on them.
+    func release(_ id: ObjectIdentifier) -> [ConnectionHandle] {
         let peers = state.withLock { s in
             s.peers.filter { $0.value.waiting.contains { $0.id == id } || $0.value.users[id] != nil }.keys.sorted {
                 $0.description < $1.description
             }
         }
-        for peer in peers { _ = leave(id, from: peer) }
+        return peers.compactMap { peer in
+            if case .left(let handle) = leave(id, from: peer) { handle } else { nil }
+        }
     }
 
     private func leave(_ id: ObjectIdentifier, from peer: BluetoothAddress) -> LinkCancellation {
