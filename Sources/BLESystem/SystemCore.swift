@@ -73,6 +73,8 @@ public final class SystemCore: Sendable {
     let links: SharedLinks
     /// What each app wants of each Client Characteristic Configuration on a shared link.
     let subscriptions = SharedSubscriptions()
+    /// The apps' advertisements, in turn on the controller's one set.
+    let advertising: AdvertisingRotation
 
     private struct State {
         var power: SystemPowerState = .unknown
@@ -113,6 +115,7 @@ public final class SystemCore: Sendable {
         self.scans = ScanUnion(host: host)
         self.gatt = GATTOwnership(host: host)
         self.links = SharedLinks(host: host)
+        self.advertising = AdvertisingRotation(host: host, scheduler: scheduler)
         host.setEventHandler { [weak self] event in self?.handle(event) }
         host.start { [weak self] result in
             switch result {
@@ -197,6 +200,21 @@ public final class SystemCore: Sendable {
     public func noteServices(_ services: [BluetoothUUID], on handle: ConnectionHandle) {
         links.noteServices(services, on: handle)
     }
+
+    // MARK: Advertising
+
+    /// `client` advertises `request` (replacing what it advertised before). With other apps advertising, the
+    /// system gives each app's advertisement the air in turn (`AdvertisingRotation`). `started` hears once the
+    /// controller advertises for the client, or why not.
+    public func startAdvertising(
+        _ client: ObjectIdentifier, _ request: AdvertisingRequest,
+        started: @escaping @Sendable (Result<Void, HostError>) -> Void
+    ) {
+        advertising.start(client, request, started: started)
+    }
+
+    /// `client` stops advertising (the controller stops with the last app).
+    public func stopAdvertising(_ client: ObjectIdentifier) { advertising.stop(client) }
 
     // MARK: The GATT server
 
@@ -290,9 +308,12 @@ public final class SystemCore: Sendable {
             scans.controllerFailed()
             links.reset()
             subscriptions.reset()
+            advertising.reset()
             setPower(.poweredOff(reason: reason ?? "the controller's transport closed"))
         case .advertisingReport(let report):
             scans.received(report)
+        case .advertisingEnded:
+            advertising.ended()
         case .connected(let info) where info.role == .central:
             links.connected(info)
         case .connectionFailed(let peer, let error):

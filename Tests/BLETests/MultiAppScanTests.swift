@@ -11,7 +11,7 @@ import Testing
     static func room() async throws -> (Rig, sensors: CentralRecorder, everything: CentralRecorder) {
         let rig = Rig()
         try await rig.startSensor()
-        _ = try await rig.addAdvertiser(
+        try await rig.addAdvertiser(
             name: "lamp", position: RadioPosition(x: 1, y: 1),
             advertisement: AdvertisementData(localName: "lamp", serviceUUIDs: [lampService]))
         let sensors = CentralRecorder(

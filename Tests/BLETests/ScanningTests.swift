@@ -9,7 +9,7 @@ import Testing
     @Test func scanWithoutFilterReportsEveryAdvertiserWithItsData() async throws {
         let rig = Rig()
         try await rig.startSensor()
-        _ = try await rig.addAdvertiser(
+        try await rig.addAdvertiser(
             name: "beacon", position: RadioPosition(x: 0, y: 3),
             advertisement: AdvertisementData(localName: "beacon", serviceUUIDs: [.battery]))
         #expect(!rig.central.isScanning)
@@ -48,7 +48,7 @@ import Testing
     @Test func serviceFilterReportsOnlyMatchingPeripherals() async throws {
         let rig = Rig()
         try await rig.startSensor()
-        _ = try await rig.addAdvertiser(
+        try await rig.addAdvertiser(
             name: "beacon", position: RadioPosition(x: 0, y: 3),
             advertisement: AdvertisementData(localName: "beacon", serviceUUIDs: [.battery]))
         rig.central.scanForPeripherals(withServices: [Profile.service])
@@ -120,7 +120,7 @@ import Testing
     @Test func solicitedServicesOptionAlsoReportsSolicitors() async throws {
         let rig = Rig()
         try await rig.startSensor()
-        _ = try await rig.addAdvertiser(
+        try await rig.addAdvertiser(
             name: "solicitor", position: RadioPosition(x: 0, y: 3),
             advertisement: AdvertisementData(localName: "solicitor", solicitedServiceUUIDs: [other]))
         // Without the option, a service filter ignores what peripherals solicit.

@@ -67,6 +67,7 @@ public final class PeripheralManager: Sendable, SystemSession {
         // A manager that goes away takes its services with it (clients hear Service Changed), and its requests
         // still waiting for an answer are refused rather than left to the ATT transaction timeout.
         system.core.removeServices(of: ObjectIdentifier(self))
+        system.core.stopAdvertising(ObjectIdentifier(self))
         for request in locked.withLock({ Array($0.pendingRequests.values) }) {
             system.core.host.respond(to: request, result: .unlikelyError, value: nil)
         }
@@ -161,10 +162,10 @@ public final class PeripheralManager: Sendable, SystemSession {
             return report(reply, BluetoothError(.alreadyAdvertising, "already advertising"), tell)
         }
         let (adv, scanResponse) = data.encodedForAdvertising()
-        system.core.host.startAdvertising(
-            Self.parameters(for: data, scanResponse: scanResponse), data: adv,
-            scanResponse: scanResponse
-        ) { [self] result in
+        let request = AdvertisingRequest(
+            parameters: Self.parameters(for: data, scanResponse: scanResponse), data: adv, scanResponse: scanResponse)
+        // Through the system: with other apps advertising, each app's advertisement has the air in turn.
+        system.core.startAdvertising(ObjectIdentifier(self), request) { [self] result in
             switch result {
             case .success:
                 // `isAdvertising` turns true on the manager's queue, just before the callback that says so.
@@ -195,7 +196,7 @@ public final class PeripheralManager: Sendable, SystemSession {
             }
             return s.isAdvertising || s.advertising != nil
         }
-        if was { system.core.host.stopAdvertising { _ in } }
+        if was { system.core.stopAdvertising(ObjectIdentifier(self)) }
     }
 
     // MARK: Requests and updates
@@ -325,7 +326,7 @@ public final class PeripheralManager: Sendable, SystemSession {
         if new == .unauthorized {
             // The controller still works, but this app may no longer use it: its advertising stops and the
             // links centrals made to it end on the controller too.
-            if change.wasAdvertising { system.core.host.stopAdvertising { _ in } }
+            if change.wasAdvertising { system.core.stopAdvertising(ObjectIdentifier(self)) }
             for handle in change.links {
                 system.core.host.disconnect(handle, reason: .remoteUserTerminatedConnection)
             }
@@ -408,22 +409,8 @@ public final class PeripheralManager: Sendable, SystemSession {
                 return s.updateRefused
             }
             if refused { deliver { m, d in d?.peripheralManagerIsReady(toUpdateSubscribers: m) } }
-        case .advertisingEnded:
-            // Legacy connectable advertising stops when a central connects; keep advertising as the
-            // application asked, the way iOS does.
-            // What the application asked for (set at once by its calls), not `isAdvertising`, which turns true
-            // only when the start's callback runs on the queue and may not have run yet.
-            guard let data = locked.withLock({ $0.advertising }) else { return }
-            let (adv, scanResponse) = data.encodedForAdvertising()
-            system.core.host.startAdvertising(
-                Self.parameters(for: data, scanResponse: scanResponse), data: adv,
-                scanResponse: scanResponse
-            ) { [self] result in
-                if case .failure(let error) = result, error.code != .cancelled {
-                    locked.withLock { $0.isAdvertising = false }
-                }
-            }
-        case .advertisingReport, .connected, .connectionFailed, .valueUpdated, .readyToWriteWithoutResponse,
+        case .advertisingEnded, .advertisingReport, .connected, .connectionFailed, .valueUpdated,
+            .readyToWriteWithoutResponse,
             .transportClosed:
             break
         }

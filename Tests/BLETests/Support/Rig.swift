@@ -1,5 +1,6 @@
 import BLE
 import Foundation
+import Synchronization
 import Testing
 
 /// The GATT profile the test sensor publishes.
@@ -75,6 +76,8 @@ final class Sensor: Sendable {
 /// them to a connected, discovered state in virtual time.
 final class Rig: Sendable {
     let radio: SimulatedRadio
+    /// Devices added to the room (`addAdvertiser`), kept as long as the rig.
+    private let extras = Mutex<[PeripheralRecorder]>([])
     let phoneSystem: BluetoothSystem
     let sensorSystem: BluetoothSystem
     let phone: CentralRecorder
@@ -224,12 +227,15 @@ extension CentralEvent {
 }
 
 extension Rig {
-    /// Another simulated device on the rig's radio that publishes nothing and advertises `advertisement`.
+    /// Another simulated device on the rig's radio that publishes nothing and advertises `advertisement`. The rig
+    /// keeps it for its own lifetime: a peripheral manager that is released stops advertising.
+    @discardableResult
     func addAdvertiser(name: String, position: RadioPosition, advertisement: AdvertisementData) async throws
         -> PeripheralRecorder
     {
         let system = BluetoothSystem.simulated(on: radio, name: name, position: position)
         let recorder = PeripheralRecorder(system: system, label: name)
+        extras.withLock { $0.append(recorder) }
         try await run(until: { recorder.manager.state == .poweredOn }, "\(name) power on")
         recorder.manager.startAdvertising(advertisement)
         try await run(until: { recorder.manager.isAdvertising }, "\(name) advertising")
