@@ -39,18 +39,6 @@ public protocol SystemSession: AnyObject, Sendable {
     func systemReceived(_ event: HostEvent)
 }
 
-/// One app of a system: what its managers belong to, and where the rules for apps (background modes, a
-/// lifecycle, delivery while suspended) attach. The same id on one system is the same app.
-public final class SystemApp: Sendable, Hashable, CustomStringConvertible {
-    public let id: String
-
-    init(id: String) { self.id = id }
-
-    public static func == (a: SystemApp, b: SystemApp) -> Bool { a === b }
-    public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
-    public var description: String { "<app \(id)>" }
-}
-
 /// The "bluetoothd" of one controller: it owns the host, the system store, the apps and the managers attached
 /// to them, and routes host events to them.
 public final class SystemCore: Sendable {
@@ -107,7 +95,7 @@ public final class SystemCore: Sendable {
         self.name = name
         self.scheduler = scheduler
         self.store = store
-        let defaultApp = SystemApp(id: Self.defaultAppID)
+        let defaultApp = SystemApp(id: Self.defaultAppID, scheduler: scheduler)
         self.defaultApp = defaultApp
         state.withLock { $0.apps[Self.defaultAppID] = defaultApp }
         let host = HostDriver(transport: transport, scheduler: scheduler, configuration: configuration)
@@ -137,7 +125,7 @@ public final class SystemCore: Sendable {
     public func app(id: String) -> SystemApp {
         state.withLock { s in
             if let app = s.apps[id] { return app }
-            let app = SystemApp(id: id)
+            let app = SystemApp(id: id, scheduler: scheduler)
             s.apps[id] = app
             return app
         }

@@ -303,6 +303,9 @@ public final class SimulatedRadio: HostScheduler, Sendable {
         VirtualTime.duration(VirtualTime.after(VirtualTime.nanos(time), VirtualTime.nanos(span)))
     }
 
+    /// The longest a real-time run sleeps before looking at its agenda again.
+    static let realtimeStep = Duration.milliseconds(10)
+
     private func run(
         until deadline: Duration, pacing: SimulationPacing, stoppingWhen condition: (() -> Bool)?
     ) async throws -> Bool {
@@ -324,7 +327,14 @@ public final class SimulatedRadio: HostScheduler, Sendable {
             if pacing == .realtime {
                 let next = world.withLock { w in min(w.clock.nextTime() ?? end, end) }
                 let target = wallStart + VirtualTime.duration(max(0, next - virtualStart))
-                if target > ContinuousClock.now { try await Task.sleep(until: target, clock: .continuous) }
+                let wallNow = ContinuousClock.now
+                if target > wallNow {
+                    // In steps of at most 10 ms: work scheduled meanwhile from outside the radio (a host on its own
+                    // scheduler, over a transport) is looked at within 10 ms, not when the next event was due.
+                    let step = min(target, wallNow + Self.realtimeStep)
+                    try await Task.sleep(until: step, clock: .continuous)
+                    if step < target { continue }
+                }
             }
             let effects: [RadioEffect]? = world.withLock { w in
                 guard let entry = w.clock.popDue(notAfter: end) else {

@@ -107,3 +107,83 @@ private final class Advertiser: PeripheralManagerDelegate, @unchecked Sendable {
         if peripheral.state == .poweredOn { peripheral.startAdvertising(AdvertisementData(localName: "beacon")) }
     }
 }
+
+extension TransportConnectTests {
+    /// An app whose queue is stuck while a sensor streams notifications at full rate: the system keeps at most
+    /// 4,096 of its events waiting, drops (and counts) the notifications beyond, and everything else still
+    /// reaches the app once its queue runs. Over a real-time scheduler (a transport), since a simulation waits
+    /// for every dispatched event before its time moves on.
+    @Test func aStuckAppHasABoundedQueue() async throws {
+        let radio = SimulatedRadio(seed: 9)
+        let controller = radio.addController(name: "phone controller")
+        let sensorSystem = BluetoothSystem.simulated(
+            on: radio, name: "sensor", position: RadioPosition(x: 1, y: 0),
+            configuration: .init(connectionInterval: .microseconds(7500) ... .microseconds(7500)))
+        let sensor = Sensor(system: sensorSystem)
+        let driver = Task { try await radio.run(for: .seconds(60), pacing: .realtime) }
+        defer { driver.cancel() }
+        TransportRegistry.shared.register(.tcpClient) { _ in controller.hostTransport }
+        defer { TransportRegistry.shared.unregister(.tcpClient) }
+        let phone = try await BluetoothSystem.connect(
+            transport: "tcp-client:127.0.0.1:9",
+            configuration: .init(connectionInterval: .microseconds(7500) ... .microseconds(7500)))
+        let app = phone.app(id: "com.example.slow")
+        let queue = DispatchQueue(label: "slow app")
+        let central = CentralManager(delegate: nil, queue: queue, options: nil, app: app)
+        try await central.waitUntilPoweredOn(timeout: .seconds(5))
+        try await sensor.manager.waitUntilPoweredOn(timeout: .seconds(5))
+        sensor.publish()
+        sensor.manager.startAdvertising(Sensor.advertisement)
+
+        var found: Peripheral?
+        for await discovery in central.scan(withServices: [Profile.service]) {
+            found = discovery.peripheral
+            break
+        }
+        let peripheral = try #require(found)
+        try await central.connect(peripheral, timeout: .seconds(10))
+        let services = try await peripheral.discoverServices([Profile.service], timeout: .seconds(10))
+        let characteristics = try await peripheral.discoverCharacteristics(
+            [Profile.notifier, Profile.fixed], for: services[0], timeout: .seconds(10))
+        let notifier = try #require(characteristics.first { $0.uuid == Profile.notifier })
+        let fixed = try #require(characteristics.first { $0.uuid == Profile.fixed })
+        let counter = NotificationCounter()
+        peripheral.delegate = counter
+        try await peripheral.setNotifyValue(true, for: notifier, timeout: .seconds(10))
+
+        // The app's queue is stuck; the sensor notifies as fast as its queue takes values.
+        let gate = DispatchSemaphore(value: 0)
+        queue.async { gate.wait() }
+        let pumping = Mutex(true)
+        let pump: @Sendable () -> Void = {
+            while pumping.withLock({ $0 }),
+                sensor.manager.updateValue(Data([7]), for: sensor.notifier, onSubscribedCentrals: nil)
+            {}
+        }
+        sensor.recorder.onEvent { _, event in if case .readyToUpdateSubscribers = event { pump() } }
+        sensorSystem.schedule(after: .zero, on: sensor.recorder.queue) { pump() }
+        // Polled, within a bound: the radio runs on its own task.
+        let deadline = ContinuousClock.now + .seconds(30)
+        while app.droppedEvents < 100, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        pumping.withLock { $0 = false }
+        #expect(app.droppedEvents >= 100, "dropped \(app.droppedEvents)")
+
+        // The queue runs again: at most the bound was waiting (and the few notifications still in the
+        // controllers' buffers when the pump stopped), and the app's requests still get their answers.
+        gate.signal()
+        let read = try await peripheral.readValue(for: fixed, timeout: .seconds(10))
+        #expect(read == Profile.fixedValue)
+        let delivered = queue.sync { counter.count }
+        #expect(delivered > 0 && delivered <= 4_096 + 32, "delivered \(delivered)")
+        withExtendedLifetime((sensor, central)) {}
+    }
+}
+
+/// Counts notifications on the app's queue.
+private final class NotificationCounter: PeripheralDelegate, @unchecked Sendable {
+    // @unchecked: `count` is touched on the manager's queue only.
+    var count = 0
+    func peripheral(_ peripheral: Peripheral, didUpdateValueFor characteristic: Characteristic, error: (any Error)?) {
+        count += 1
+    }
+}

@@ -145,13 +145,14 @@ public final class CentralManager: Sendable, SystemSession, ScanClient, LinkClie
     // MARK: ScanClient
 
     public func scanDiscovered(_ discovery: SystemDiscovery, scan id: UInt64) {
-        guard locked.withLock({ $0.scan?.id == id }) else { return }
+        guard let scan = locked.withLock({ $0.scan }), scan.id == id else { return }
         let advertisement = AdvertisementData(decoded: discovery.data, connectable: discovery.connectable)
         // Only a device that matched gets an identifier (and a row in the store) and a `Peripheral`.
         let peripheral = peripheral(for: discovery.address)
         system.core.store.noteSeen(peripheral.identifier, name: advertisement.localName)
         let rssi = discovery.rssi ?? 127
-        deliver { manager, delegate in
+        // With duplicates allowed, a discovery repeats: one the app is too far behind to take can go.
+        deliver(repeating: scan.options?.allowDuplicates == true) { manager, delegate in
             // Not after `stopScan` (or a new scan) returned on this queue.
             guard manager.locked.withLock({ $0.scan?.id == id }) else { return }
             if let name = advertisement.localName { peripheral.updateName(name) }
@@ -312,9 +313,13 @@ public final class CentralManager: Sendable, SystemSession, ScanClient, LinkClie
         handleDisconnected(handle, reason: reason)
     }
 
-    /// Runs `body` on the manager's queue with the current delegate, counted by the system's scheduler.
-    func deliver(_ body: @escaping @Sendable (CentralManager, (any CentralManagerDelegate)?) -> Void) {
-        system.core.scheduler.dispatch(on: queue) { [self] in
+    /// Runs `body` on the manager's queue with the current delegate, through the app's delivery (in order,
+    /// counted by the system's scheduler); a `repeating` event is dropped, and counted, when the app is far
+    /// behind (`SystemApp`).
+    func deliver(
+        repeating: Bool = false, _ body: @escaping @Sendable (CentralManager, (any CentralManagerDelegate)?) -> Void
+    ) {
+        app.core.deliver(on: queue, repeating: repeating) { [self] in
             body(self, deliveryTarget)
         }
     }
@@ -362,8 +367,8 @@ public final class CentralManager: Sendable, SystemSession, ScanClient, LinkClie
             connectionEvent(.peerConnected, handle: link.handle, peer: link.peer)
         case .disconnected(let handle, _):
             connectionEvent(.peerDisconnected, handle: handle, peer: nil)
-        case .valueUpdated(let handle, let attribute, let value, _):
-            peripheralOn(handle)?.handleValueUpdate(attribute: attribute, value: value)
+        case .valueUpdated(let handle, let attribute, let value, let isIndication):
+            peripheralOn(handle)?.handleValueUpdate(attribute: attribute, value: value, isIndication: isIndication)
         case .readyToWriteWithoutResponse(let handle): peripheralOn(handle)?.handleReadyToWrite()
         case .transportClosed:
             // Every link ended with the transport, though the host reports no disconnection for each.

@@ -156,10 +156,12 @@ public final class Peripheral: Sendable, Hashable, CustomStringConvertible {
     /// `isNotification` marks a `didUpdateValueFor` that carries a notification or indication rather than the
     /// completion of a read, for the observers (the delegate cannot tell them apart, as in CoreBluetooth).
     func deliver(
-        isNotification: Bool = false, _ body: @escaping @Sendable (Peripheral, (any PeripheralDelegate)?) -> Void
+        isNotification: Bool = false, repeating: Bool = false,
+        _ body: @escaping @Sendable (Peripheral, (any PeripheralDelegate)?) -> Void
     ) {
         guard let manager else { return }
-        manager.system.core.scheduler.dispatch(on: manager.queue) { [self] in
+        // Through the app's delivery: a notification is dropped (and counted) when the app is far behind.
+        manager.app.core.deliver(on: manager.queue, repeating: repeating) { [self] in
             body(self, deliveryTarget(isNotification: isNotification))
         }
     }
@@ -170,13 +172,13 @@ public final class Peripheral: Sendable, Hashable, CustomStringConvertible {
     /// same moment as the delegate, with the notification/read-completion distinction `deliver` knows.
     let observers = ObserverList<any PeripheralObserver>()
 
-    func handleValueUpdate(attribute: AttributeHandle, value: [UInt8]) {
+    func handleValueUpdate(attribute: AttributeHandle, value: [UInt8], isIndication: Bool = false) {
         if attribute == locked.withLock({ $0.serviceChangedHandle }) {
             handleServiceChanged(value)
             return
         }
         guard let characteristic = locked.withLock({ $0.characteristicsByValue[attribute] }) else { return }
-        deliver(isNotification: true) { p, d in
+        deliver(isNotification: true, repeating: !isIndication) { p, d in
             // Only to an app that subscribed: other apps on the link do not hear its notifications.
             guard characteristic.state.withLock({ $0.isNotifying }) else { return }
             characteristic.state.withLock { $0.value = Data(value) }

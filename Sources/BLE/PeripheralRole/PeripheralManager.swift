@@ -258,7 +258,8 @@ public final class PeripheralManager: Sendable, SystemSession {
     // MARK: Internals
 
     func deliver(_ body: @escaping @Sendable (PeripheralManager, (any PeripheralManagerDelegate)?) -> Void) {
-        system.core.scheduler.dispatch(on: queue) { [self] in body(self, deliveryTarget) }
+        // Through the app's delivery, in order (SystemApp: the app's bound applies to repeating events only).
+        app.core.deliver(on: queue) { [self] in body(self, deliveryTarget) }
     }
 
     /// A host completion that reports to a task's reply on the manager's queue (the delegate hears nothing).

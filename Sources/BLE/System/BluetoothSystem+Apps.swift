@@ -18,6 +18,11 @@ extension BluetoothSystem {
         /// The app's identifier (a bundle identifier, on a phone).
         public var id: String { core.id }
 
+        /// Notifications and repeated discoveries dropped because the app was more than 4,096 events behind
+        /// (its queue stuck or slower than the radio); logged as a warning when dropping starts and when the
+        /// app catches up. Other events are never dropped.
+        public var droppedEvents: Int { core.droppedEvents }
+
         public static func == (a: App, b: App) -> Bool { a.core === b.core }
         public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(core)) }
         public var description: String { "<App \(id) on \(system.name)>" }
