@@ -63,6 +63,8 @@ public final class SystemCore: Sendable {
     let subscriptions = SharedSubscriptions()
     /// The apps' advertisements, in turn on the controller's one set.
     let advertising: AdvertisingRotation
+    /// What discovery found on each link, for every app on it.
+    public let discovery: SharedDiscovery
 
     private struct State {
         var power: SystemPowerState = .unknown
@@ -104,6 +106,7 @@ public final class SystemCore: Sendable {
         self.gatt = GATTOwnership(host: host)
         self.links = SharedLinks(host: host)
         self.advertising = AdvertisingRotation(host: host, scheduler: scheduler)
+        self.discovery = SharedDiscovery(host: host)
         host.setEventHandler { [weak self] event in self?.handle(event) }
         host.start { [weak self] result in
             switch result {
@@ -297,6 +300,7 @@ public final class SystemCore: Sendable {
             links.reset()
             subscriptions.reset()
             advertising.reset()
+            discovery.reset()
             setPower(.poweredOff(reason: reason ?? "the controller's transport closed"))
         case .advertisingReport(let report):
             scans.received(report)
@@ -308,6 +312,7 @@ public final class SystemCore: Sendable {
             links.failed(peer, error)
         case .disconnected(let handle, let reason):
             subscriptions.linkDown(handle)
+            discovery.linkDown(handle)
             links.disconnected(handle, reason: reason)
         default:
             // A request for an attribute goes to the manager that published it, and to no one else.

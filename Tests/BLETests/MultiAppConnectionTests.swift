@@ -145,4 +145,32 @@ import Testing
             until: { rig.sensor.recorder.events.contains { if case .didUnsubscribe = $0 { true } else { false } } },
             "the peer's unsubscribe")
     }
+
+    /// The second app on a link discovers the whole database without a request to the peer: the first app's
+    /// discovery is the system's, kept for the link's life.
+    @Test func aSecondAppsDiscoveryIsAnsweredFromTheFirstOnes() async throws {
+        let (rig, first, second) = try await Self.twoApps()
+        first.central.scanForPeripherals(withServices: [Profile.service])
+        try await rig.run(until: { !first.discoveries.isEmpty }, "discovery")
+        let mine = try #require(first.discoveries.first?.peripheral)
+        first.central.connect(mine)
+        try await rig.run(until: { Self.connected(first) }, "the first app's connection")
+        try await rig.discoverAll(mine, recorder: first)
+        let theirs = second.central.retrievePeripherals(withIdentifiers: [mine.identifier])[0]
+        second.central.connect(theirs)
+        try await rig.run(until: { Self.connected(second) }, "the second app's connection")
+        try await rig.run(.milliseconds(300))
+
+        let sent = Mutex(0)
+        rig.radio.setTraceHandler { _, name, direction, packet in
+            if name == "phone", direction == .hostToController, case .acl = packet { sent.withLock { $0 += 1 } }
+        }
+        try await rig.discoverAll(theirs, recorder: second)
+        rig.radio.setTraceHandler(nil)
+        #expect(sent.withLock { $0 } == 0, "the phone sent \(sent.withLock { $0 }) ACL packets")
+        let names = { (p: Peripheral) in
+            (p.services ?? []).flatMap { service in (service.characteristics ?? []).map(\.uuid.uuidString) }
+        }
+        #expect(names(theirs) == names(mine) && !names(theirs).isEmpty)
+    }
 }

@@ -26,10 +26,11 @@ extension Peripheral {
 
     func discoverServices(_ serviceUUIDs: [BluetoothUUID]?, reply: Reply<[Service]>) {
         let tell: DelegateReport = { p, d, e in d?.peripheral(p, didDiscoverServices: e) }
-        guard let (host, handle) = link(reply, tell) else { return }
+        guard let (discovery, handle) = discoveryLink(reply, tell) else { return }
         let wanted = serviceUUIDs?.isEmpty == false ? serviceUUIDs : nil
         let single = wanted?.count == 1 ? wanted?.first : nil
-        host.discoverServices(on: handle, uuid: single) { [self] result in
+        // Through the system: what another app (or this one) discovered on the link is not asked again.
+        discovery.services(on: handle, uuid: single) { [self] result in
             report(reply, result, delegate: tell) { p, found in
                 p.mergeServices(found.filter { wanted?.contains($0.uuid) ?? true })
                 return (p.services ?? []).filter { wanted?.contains($0.uuid) ?? true }
@@ -64,9 +65,11 @@ extension Peripheral {
 
     func discoverCharacteristics(_ uuids: [BluetoothUUID]?, for service: Service, reply: Reply<[Characteristic]>) {
         let tell: DelegateReport = { p, d, e in d?.peripheral(p, didDiscoverCharacteristicsFor: service, error: e) }
-        guard let (host, handle) = link(reply, tell), let remote = discovered(service, reply, tell) else { return }
+        guard let (discovery, handle) = discoveryLink(reply, tell), let remote = discovered(service, reply, tell) else {
+            return
+        }
         let wanted = uuids?.isEmpty == false ? uuids : nil
-        host.discoverCharacteristics(on: handle, in: remote, uuid: wanted?.count == 1 ? wanted?.first : nil) {
+        discovery.characteristics(on: handle, in: remote, uuid: wanted?.count == 1 ? wanted?.first : nil) {
             [self] result in
             report(reply, result, delegate: tell) { p, found in
                 p.mergeCharacteristics(found.filter { wanted?.contains($0.uuid) ?? true }, into: service)
@@ -82,10 +85,11 @@ extension Peripheral {
 
     func discoverDescriptors(for characteristic: Characteristic, reply: Reply<[Descriptor]>) {
         let tell: DelegateReport = { p, d, e in d?.peripheral(p, didDiscoverDescriptorsFor: characteristic, error: e) }
-        guard let (host, handle) = link(reply, tell), let remote = discovered(characteristic, reply, tell) else {
+        guard let (discovery, handle) = discoveryLink(reply, tell), let remote = discovered(characteristic, reply, tell)
+        else {
             return
         }
-        host.discoverDescriptors(on: handle, of: remote) { [self] result in
+        discovery.descriptors(on: handle, of: remote) { [self] result in
             report(reply, result, delegate: tell) { p, found in
                 p.mergeDescriptors(found, into: characteristic)
                 return characteristic.descriptors ?? []
@@ -313,6 +317,19 @@ extension Peripheral {
         }
         fail(reply, BluetoothError(.notConnected, "the peripheral is not connected"), tell)
         return nil
+    }
+
+    /// The live link and the system's discovery results for it (shared by the apps on the link), or the request
+    /// reported at once.
+    func discoveryLink<T: Sendable>(_ reply: Reply<T>, _ tell: @escaping DelegateReport)
+        -> (SharedDiscovery, ConnectionHandle)?
+    {
+        guard let (_, handle) = link(reply, tell) else { return nil }
+        guard let discovery = manager?.system.core.discovery else {
+            fail(reply, Self.managerGone, tell)
+            return nil
+        }
+        return (discovery, handle)
     }
 
     /// The remote attribute behind a discovered object, or the request reported at once with `.invalidParameters`.

@@ -217,6 +217,8 @@ public final class Peripheral: Sendable, Hashable, CustomStringConvertible {
         guard value.count >= 4 else { return }
         let start = UInt16(value[0]) | UInt16(value[1]) << 8
         let end = UInt16(value[2]) | UInt16(value[3]) << 8
+        // Every app on the link forgets what was discovered there, before any of them asks again.
+        if let handle { manager?.system.core.discovery.invalidate(on: handle, from: start, to: end) }
         deliver { p, d in
             let invalidated = p.invalidateServices(overlapping: start, end)
             d?.peripheral(p, didModifyServices: invalidated)
