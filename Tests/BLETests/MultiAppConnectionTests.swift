@@ -173,4 +173,23 @@ import Testing
         }
         #expect(names(theirs) == names(mine) && !names(theirs).isEmpty)
     }
+
+    /// More pending connects than the controller's accept list holds, the real device asked last: the others
+    /// take turns with it, and it connects within a few turns.
+    @Test func aCrowdOfAbsentDevicesBlocksNoOtherForLong() async throws {
+        let (rig, first, second) = try await Self.twoApps()
+        let ghosts = (0..<9).map { i in
+            first.central.peripheral(
+                for: BluetoothAddress(bytes: [0xC7, 0x10, 0x20, 0x30, 0x40, UInt8(i)], type: .randomDevice))
+        }
+        for ghost in ghosts { first.central.connect(ghost) }
+        try await rig.run(.milliseconds(500))
+        second.central.scanForPeripherals(withServices: [Profile.service])
+        try await rig.run(until: { !second.discoveries.isEmpty }, "discovery")
+        let sensor = try #require(second.discoveries.first?.peripheral)
+        second.central.stopScan()
+        second.central.connect(sensor)
+        try await rig.run(until: { Self.connected(second) }, within: .seconds(10), "the connection behind nine")
+        #expect(ghosts.allSatisfy { $0.state == .connecting })
+    }
 }

@@ -14,12 +14,16 @@ import BLEHCI
 /// connection. A link that comes up takes its peer off the list; the rest are initiated again. A refusal
 /// (Command Status with an error, a failed accept-list command) or a failed establishment ends the attempt for
 /// the peers it was for: each is reported as failed and taken off the list; they are not retried, since the
-/// layer above decides whether to ask again.
+/// layer above decides whether to ask again. With more peers than the accept list holds, the machine takes them
+/// in turns: every `turn` it moves the ones initiated to the back of the list and initiates the next ones, so a
+/// peer beyond the list's size is tried too, and a crowd of devices that never appear blocks no other for long.
 ///
 /// ### Implementation
 /// The accept list is kept as far as the controller's answers tell (nil: unknown, at first and after a refused
 /// command, so it is cleared before use). Accept-list commands are refused while the controller initiates with
-/// the list (Command Disallowed), so the machine only changes it while idle. A controller that never confirms a
+/// the list (Command Disallowed), so the machine only changes it while idle. The list's size is taken as
+/// `acceptListCapacity` until the controller refuses an addition with Memory Capacity Exceeded: then the machine
+/// initiates toward what fits, and keeps to that size. A controller that never confirms a
 /// cancel (Bumble's answers Command Status and sends no Connection Complete, shared/PEERS.md §2.3) is taken as
 /// idle when the cancel timer, started with the cancel, fires.
 struct ConnectMachine: Sendable {
@@ -39,6 +43,9 @@ struct ConnectMachine: Sendable {
         /// Bound the wait for a cancel's Connection Complete (`cancelTimedOut` when it passes).
         case startCancelTimer
         case stopCancelTimer
+        /// More peers wait than the accept list holds: `nextTurn` after `turn`.
+        case startTurnTimer
+        case stopTurnTimer
     }
 
     /// What the controller does, as far as its answers tell.
@@ -50,8 +57,14 @@ struct ConnectMachine: Sendable {
         case cancelling
     }
 
-    /// The most peers initiated at once (an accept list holds at least 8 entries on any controller seen here).
+    /// The most peers initiated at once until the controller says its accept list holds fewer (8: any controller
+    /// seen here holds at least that many).
     static let acceptListCapacity = 8
+    /// How long the peers beyond the accept list's size wait for their turn.
+    static let turn = Duration.seconds(2)
+
+    private var capacity = Self.acceptListCapacity
+    private var turnTimerRunning = false
 
     private(set) var targets: [BluetoothAddress] = []
     private(set) var phase = Phase.idle
@@ -63,7 +76,7 @@ struct ConnectMachine: Sendable {
     init() {}
 
     /// The peers the controller should initiate toward now.
-    private var wanted: [BluetoothAddress] { Array(targets.prefix(Self.acceptListCapacity)) }
+    private var wanted: [BluetoothAddress] { Array(targets.prefix(capacity)) }
 
     /// Whether a failed or cancelled LE Connection Complete is this machine's (the controller initiates or may).
     var expectsCompletion: Bool {
@@ -75,8 +88,27 @@ struct ConnectMachine: Sendable {
     /// The peers to connect to, in the order asked (duplicates ignored).
     mutating func setTargets(_ peers: [BluetoothAddress]) -> [Output] {
         var seen = Set<BluetoothAddress>()
-        targets = peers.filter { seen.insert($0).inserted }
-        return advance()
+        // The order of the peers already known is kept (their turns), new ones join at the back.
+        let fresh = peers.filter { seen.insert($0).inserted }
+        let kept = targets.filter { seen.contains($0) }
+        targets = kept + fresh.filter { !kept.contains($0) }
+        return advance() + turnTimer()
+    }
+
+    /// The peers initiated so far had their turn: they go to the back, and the next ones are initiated.
+    mutating func nextTurn() -> [Output] {
+        turnTimerRunning = false
+        guard targets.count > capacity else { return [] }
+        targets = Array(targets.dropFirst(capacity)) + targets.prefix(capacity)
+        return advance() + turnTimer()
+    }
+
+    /// Starts or stops the turn timer as the number of peers requires.
+    private mutating func turnTimer() -> [Output] {
+        let needed = targets.count > capacity
+        guard needed != turnTimerRunning else { return [] }
+        turnTimerRunning = needed
+        return [needed ? .startTurnTimer : .stopTurnTimer]
     }
 
     /// The controller answered the command in flight (Command Complete or Command Status), or it timed out.
@@ -89,6 +121,10 @@ struct ConnectMachine: Sendable {
             acceptList = []
         case (.addToAcceptList(let peer), .success):
             acceptList?.insert(peer)
+        case (.addToAcceptList, .failure(let error))
+        where error.code == .hci(.memoryCapacityExceeded) && (acceptList?.count ?? 0) > 0:
+            // The list is smaller than assumed: initiate toward what fits, and keep to that size.
+            capacity = acceptList?.count ?? 1
         case (.clearAcceptList, .failure(let error)), (.addToAcceptList, .failure(let error)):
             acceptList = nil
             out += fail(peers, error)
@@ -103,7 +139,7 @@ struct ConnectMachine: Sendable {
             phase = .idle
             out.append(.stopCancelTimer)
         }
-        return out + advance()
+        return out + advance() + turnTimer()
     }
 
     /// LE Connection Complete in the central role, or a failed one while this machine initiates: a link is up
@@ -120,7 +156,7 @@ struct ConnectMachine: Sendable {
             let ended = initiated.contains(peer) ? [peer] : initiated
             out += fail(ended, HostError(.hci(status), "the connection failed: \(status)"))
         }
-        return out + advance()
+        return out + advance() + turnTimer()
     }
 
     /// The cancel was never confirmed: take the controller as idle.
@@ -132,6 +168,7 @@ struct ConnectMachine: Sendable {
 
     /// The transport closed: nothing more is initiated (the layer above hears of the close itself).
     mutating func closed() {
+        turnTimerRunning = false
         targets = []
         phase = .idle
         inFlight = nil

@@ -88,6 +88,12 @@ extension HostMachine {
             case .stopCancelTimer:
                 if let timer = connectCancelTimer { cancelTimer(timer) }
                 connectCancelTimer = nil
+            case .startTurnTimer:
+                if let timer = connectTurnTimer { cancelTimer(timer) }
+                connectTurnTimer = startTimer(.connectTurn, after: ConnectMachine.turn)
+            case .stopTurnTimer:
+                if let timer = connectTurnTimer { cancelTimer(timer) }
+                connectTurnTimer = nil
             }
         }
     }

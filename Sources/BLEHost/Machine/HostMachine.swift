@@ -42,6 +42,7 @@ public struct HostMachine: Sendable {
     var connecting = ConnectMachine()
     var connectParameters = ConnectionParameters()
     var connectCancelTimer: HostTimerID?
+    var connectTurnTimer: HostTimerID?
     var startup: StartupSequence?
 
     var server: GATTServer
@@ -170,6 +171,10 @@ public struct HostMachine: Sendable {
             connectCancelTimer = nil
             log(.warning, "the controller did not confirm LE Create Connection Cancel; taking it as done")
             runConnect(connecting.cancelTimedOut())
+        case .connectTurn:
+            guard connectTurnTimer == id else { break }
+            connectTurnTimer = nil
+            runConnect(connecting.nextTurn())
         case .signaling(let handle, let timer):
             guard links[handle]?.signalingTimers[timer] == id else { break }
             links[handle]?.signalingTimers[timer] = nil
@@ -204,6 +209,8 @@ public struct HostMachine: Sendable {
         connecting.closed()
         if let timer = connectCancelTimer { cancelTimer(timer) }
         connectCancelTimer = nil
+        if let timer = connectTurnTimer { cancelTimer(timer) }
+        connectTurnTimer = nil
         for command in commands.removeAll() {
             if let timer = command.timer { cancelTimer(timer) }
             commandFinished(command.purpose, opcode: command.opcode, .failure(error))
@@ -260,6 +267,8 @@ enum TimerPurpose: Sendable, Hashable {
     case signaling(ConnectionHandle, L2CAPSignalingChannel.Timer)
     /// The wait for the Connection Complete that confirms LE Create Connection Cancel.
     case connectCancel
+    /// The turn of the peers initiated now, when more wait than the accept list holds.
+    case connectTurn
 }
 
 extension HostRequest {

@@ -95,4 +95,42 @@ import Testing
         #expect(m.answered(.failure(HostError(.hci(.commandDisallowed), "nothing to cancel"))) == [.stopCancelTimer])
         #expect(m.phase == .idle)
     }
+
+    /// More peers than the accept list holds: the first eight are initiated, and every turn the next ones are,
+    /// so the ninth is tried too.
+    @Test func peersBeyondTheListsSizeTakeTurns() {
+        var m = ConnectMachine()
+        let peers = (1...10).map { BluetoothAddress(bytes: [0xC0, 0, 0, 0, 1, UInt8($0)], type: .randomDevice) }
+        var out = m.setTargets(peers)
+        #expect(out == [.send(.clearAcceptList), .startTurnTimer])
+        for _ in 0..<9 { out = m.answered(Self.ok) }  // the clear and eight additions answered: the create
+        #expect(out == [.send(.create(peer: nil))])
+        #expect(m.answered(Self.ok) == [])
+        #expect(m.phase == .initiating(Array(peers.prefix(8))))
+        // The turn: the first eight go to the back; the cancel, then the list with the last two first.
+        #expect(m.nextTurn() == [.send(.cancel), .startCancelTimer, .startTurnTimer])
+        _ = m.answered(Self.ok)
+        #expect(
+            m.connectionComplete(status: .unknownConnectionIdentifier, peer: peers[0]) == [
+                .stopCancelTimer, .send(.clearAcceptList),
+            ])
+        #expect(Array(m.targets.prefix(2)) == [peers[8], peers[9]])
+        // Once no more than eight wait, no more turns.
+        #expect(m.setTargets(Array(peers.prefix(8))).contains(.stopTurnTimer))
+    }
+
+    /// A controller whose accept list holds fewer entries refuses the next addition with Memory Capacity
+    /// Exceeded: the machine initiates toward what fits, and the rest take turns.
+    @Test func aSmallerAcceptListIsUsedAsItIs() {
+        var m = ConnectMachine()
+        _ = m.setTargets([Self.a, Self.b, Self.c])
+        _ = m.answered(Self.ok)  // cleared
+        _ = m.answered(Self.ok)  // a added
+        _ = m.answered(Self.ok)  // b added
+        let full = HostError(.hci(.memoryCapacityExceeded), "full")
+        #expect(m.answered(.failure(full)) == [.send(.create(peer: nil)), .startTurnTimer])
+        _ = m.answered(Self.ok)
+        #expect(m.phase == .initiating([Self.a, Self.b]))
+        #expect(m.targets == [Self.a, Self.b, Self.c])
+    }
 }
