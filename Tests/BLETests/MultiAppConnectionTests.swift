@@ -23,17 +23,31 @@ import Testing
 
     static func connected(_ recorder: CentralRecorder) -> Bool { recorder.events.contains { $0.isConnect } }
 
+    /// The first app finds the sensor and connects to it (and discovers its database when `discovering`).
+    static func firstConnects(_ rig: Rig, _ first: CentralRecorder, discovering: Bool) async throws -> Peripheral {
+        first.central.scanForPeripherals(withServices: [Profile.service])
+        try await rig.run(until: { !first.discoveries.isEmpty }, "discovery")
+        let mine = try #require(first.discoveries.first?.peripheral)
+        first.central.connect(mine)
+        try await rig.run(until: { connected(first) }, "the first app's connection")
+        if discovering { try await rig.discoverAll(mine, recorder: first) }
+        return mine
+    }
+
+    /// The second app connects to the first app's peripheral, found by its identifier: the link is shared.
+    static func secondJoins(_ rig: Rig, _ second: CentralRecorder, _ mine: Peripheral) async throws -> Peripheral {
+        let theirs = try #require(second.central.retrievePeripherals(withIdentifiers: [mine.identifier]).first)
+        second.central.connect(theirs)
+        try await rig.run(until: { connected(second) }, "the second app's connection")
+        return theirs
+    }
+
     /// The phone's links, as its host holds them.
     static func links(_ rig: Rig) -> Int { rig.phoneSystem.core.host.links.count }
 
     @Test func appsShareOneLinkAndEachLeavesOnItsOwn() async throws {
         let (rig, first, second) = try await Self.twoApps()
-        first.central.scanForPeripherals(withServices: [Profile.service])
-        try await rig.run(until: { !first.discoveries.isEmpty }, "discovery")
-        let mine = try #require(first.discoveries.first?.peripheral)
-        first.central.connect(mine)
-        try await rig.run(until: { Self.connected(first) }, "the first app's connection")
-        try await rig.discoverAll(mine, recorder: first)
+        let mine = try await Self.firstConnects(rig, first, discovering: true)
         // The second app finds the link through the system, and its connect succeeds at once: the same link.
         let theirs = try #require(second.central.retrieveConnectedPeripherals(withServices: [Profile.service]).first)
         #expect(theirs !== mine && theirs.identifier == mine.identifier && theirs.state == .disconnected)
@@ -105,14 +119,8 @@ import Testing
     /// each notification; one app's unsubscribe ends nothing for the other; the last one's ends it on the peer.
     @Test func subscriptionsAreSharedAndEndWithTheLastApp() async throws {
         let (rig, first, second) = try await Self.twoApps()
-        first.central.scanForPeripherals(withServices: [Profile.service])
-        try await rig.run(until: { !first.discoveries.isEmpty }, "discovery")
-        let mine = try #require(first.discoveries.first?.peripheral)
-        first.central.connect(mine)
-        try await rig.run(until: { Self.connected(first) }, "the first app's connection")
-        let theirs = second.central.retrievePeripherals(withIdentifiers: [mine.identifier])[0]
-        second.central.connect(theirs)
-        try await rig.run(until: { Self.connected(second) }, "the second app's connection")
+        let mine = try await Self.firstConnects(rig, first, discovering: false)
+        let theirs = try await Self.secondJoins(rig, second, mine)
         try await rig.discoverAll(mine, recorder: first)
         try await rig.discoverAll(theirs, recorder: second)
         let a = try rig.characteristic(Profile.notifier, on: mine)
@@ -150,15 +158,8 @@ import Testing
     /// discovery is the system's, kept for the link's life.
     @Test func aSecondAppsDiscoveryIsAnsweredFromTheFirstOnes() async throws {
         let (rig, first, second) = try await Self.twoApps()
-        first.central.scanForPeripherals(withServices: [Profile.service])
-        try await rig.run(until: { !first.discoveries.isEmpty }, "discovery")
-        let mine = try #require(first.discoveries.first?.peripheral)
-        first.central.connect(mine)
-        try await rig.run(until: { Self.connected(first) }, "the first app's connection")
-        try await rig.discoverAll(mine, recorder: first)
-        let theirs = second.central.retrievePeripherals(withIdentifiers: [mine.identifier])[0]
-        second.central.connect(theirs)
-        try await rig.run(until: { Self.connected(second) }, "the second app's connection")
+        let mine = try await Self.firstConnects(rig, first, discovering: true)
+        let theirs = try await Self.secondJoins(rig, second, mine)
         try await rig.run(.milliseconds(300))
 
         let sent = Mutex(0)

@@ -25,15 +25,8 @@ import Testing
     }
 
     @Test func aRegisteredOpenerReachesItsControllerAndIsRecorded() async throws {
-        let radio = SimulatedRadio(seed: 7)
-        let controller = radio.addController(name: "remote")
-        let beacon = BluetoothSystem.simulated(on: radio, name: "beacon", position: RadioPosition(x: 1, y: 0))
-        let beaconQueue = DispatchQueue(label: "beacon")
-        let advertiser = beaconQueue.sync { Advertiser(system: beacon, queue: beaconQueue) }
-        let driver = Task { try await radio.run(for: .seconds(60), pacing: .realtime) }
-        defer { driver.cancel() }
-        TransportRegistry.shared.register(.tcpClient) { _ in controller.hostTransport }
-        defer { TransportRegistry.shared.unregister(.tcpClient) }
+        let room = RemoteBeacon(seed: 7)
+        defer { room.close() }
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("connect-\(UUID()).btsnoop").path
         defer { try? FileManager.default.removeItem(atPath: path) }
 
@@ -50,7 +43,6 @@ import Testing
         let capture = try Data(contentsOf: URL(fileURLWithPath: path))
         #expect(capture.starts(with: Array("btsnoop\0".utf8)))
         #expect(capture.count > 16 + 24 * 10)  // the header and the start-up exchange at least
-        withExtendedLifetime(advertiser) {}
     }
 }
 
@@ -58,15 +50,8 @@ extension TransportConnectTests {
     /// The link preferences of a configuration apply to a controller reached through a transport as they do to
     /// a simulated one: the central asks for them when it connects.
     @Test func aConfigurationReachesTheLinksOfATransportsController() async throws {
-        let radio = SimulatedRadio(seed: 8)
-        let controller = radio.addController(name: "remote")
-        let beacon = BluetoothSystem.simulated(on: radio, name: "beacon", position: RadioPosition(x: 1, y: 0))
-        let beaconQueue = DispatchQueue(label: "beacon")
-        let advertiser = beaconQueue.sync { Advertiser(system: beacon, queue: beaconQueue) }
-        let driver = Task { try await radio.run(for: .seconds(60), pacing: .realtime) }
-        defer { driver.cancel() }
-        TransportRegistry.shared.register(.tcpClient) { _ in controller.hostTransport }
-        defer { TransportRegistry.shared.unregister(.tcpClient) }
+        let room = RemoteBeacon(seed: 8)
+        defer { room.close() }
 
         let preferences = BluetoothSystem.Configuration(
             preferredMTU: 100, preferredPHY: .le2M, connectionInterval: .milliseconds(15) ... .milliseconds(15),
@@ -94,7 +79,6 @@ extension TransportConnectTests {
         #expect(link.supervisionTimeout == .seconds(2))
         #expect(link.txPHY == .le2M && link.rxPHY == .le2M)
         #expect(peripheral.attMTU == 100)
-        withExtendedLifetime(advertiser) {}
     }
 }
 
@@ -185,5 +169,29 @@ private final class NotificationCounter: PeripheralDelegate, @unchecked Sendable
     var count = 0
     func peripheral(_ peripheral: Peripheral, didUpdateValueFor characteristic: Characteristic, error: (any Error)?) {
         count += 1
+    }
+}
+
+/// A virtual controller reachable as `tcp-client:127.0.0.1:9` (a registered opener standing in for a socket), on a
+/// radio running in real time with a connectable beacon on it. `close` stops the radio and the opener.
+private final class RemoteBeacon: Sendable {
+    let radio: SimulatedRadio
+    private let advertiser: Advertiser
+    private let driver: Task<Void, any Error>
+
+    init(seed: UInt64) {
+        radio = SimulatedRadio(seed: seed)
+        let controller = radio.addController(name: "remote")
+        let beacon = BluetoothSystem.simulated(on: radio, name: "beacon", position: RadioPosition(x: 1, y: 0))
+        let beaconQueue = DispatchQueue(label: "beacon")
+        advertiser = beaconQueue.sync { Advertiser(system: beacon, queue: beaconQueue) }
+        let radio = radio
+        driver = Task { _ = try await radio.run(for: .seconds(60), pacing: .realtime) }
+        TransportRegistry.shared.register(.tcpClient) { _ in controller.hostTransport }
+    }
+
+    func close() {
+        driver.cancel()
+        TransportRegistry.shared.unregister(.tcpClient)
     }
 }
