@@ -160,18 +160,36 @@ public final class SystemCore: Sendable {
         links.cancel(client, from: peer)
     }
 
+    /// Whether `client` is on the link `handle` now.
+    public func isOnLink(_ client: ObjectIdentifier, _ handle: ConnectionHandle) -> Bool {
+        links.isUser(client, of: handle)
+    }
+
     /// A client that went away (`ObjectIdentifier` of the manager: it may be mid-deinit) lets go of everything.
     public func releaseLinks(of client: ObjectIdentifier) {
         for handle in links.release(client) { leaveSubscriptions(of: client, on: handle) }
     }
 
     /// `client` wants `value` (0 none, 1 notifications, 2 indications) in the Client Characteristic
-    /// Configuration descriptor at `descriptor` on `link`. Returns the value to write when what every app wants
-    /// together changed; nil when the descriptor already holds it (nothing to write: the client is done).
+    /// Configuration descriptor at `descriptor` on `link`, and `done` hears when the peer holds what every app
+    /// wants together: at once when it already does, else when the system's write of it ends (a refusal takes
+    /// the client's wish back). A client no longer on the link is refused.
     public func setSubscription(
-        _ value: UInt16, by client: ObjectIdentifier, descriptor: AttributeHandle, on link: ConnectionHandle
-    ) -> UInt16? {
-        subscriptions.set(value, by: client, descriptor: descriptor, on: link)
+        _ value: UInt16, by client: ObjectIdentifier, descriptor: AttributeHandle, on link: ConnectionHandle,
+        done: @escaping @Sendable (Result<Void, HostError>) -> Void
+    ) {
+        guard links.isUser(client, of: link) else {
+            return done(.failure(HostError(.disconnected, "the application is no longer on this link")))
+        }
+        let (write, previous) = subscriptions.set(value, by: client, descriptor: descriptor, on: link)
+        guard let write else { return done(.success(())) }
+        host.write(on: link, attribute: descriptor, value: [UInt8(write & 0xFF), UInt8(write >> 8)]) {
+            [subscriptions] result in
+            let accepted = (try? result.get()) != nil
+            subscriptions.written(
+                write, accepted: accepted, for: client, previous: previous, descriptor: descriptor, on: link)
+            done(result)
+        }
     }
 
     /// `client` is off `link` while others stay: the subscriptions only it wanted end on the peer.
@@ -196,12 +214,15 @@ public final class SystemCore: Sendable {
 
     /// `client` advertises `request` (replacing what it advertised before). With other apps advertising, the
     /// system gives each app's advertisement the air in turn (`AdvertisingRotation`). `started` hears once the
-    /// controller advertises for the client, or why not.
+    /// controller advertises for the client, or why not (`.cancelled` when a stop or a later start overtook it);
+    /// `ended`, when the controller refuses the advertisement later (put on the air again after a connection):
+    /// the client no longer advertises.
     public func startAdvertising(
         _ client: ObjectIdentifier, _ request: AdvertisingRequest,
-        started: @escaping @Sendable (Result<Void, HostError>) -> Void
+        started: @escaping @Sendable (Result<Void, HostError>) -> Void,
+        ended: @escaping @Sendable (HostError) -> Void
     ) {
-        advertising.start(client, request, started: started)
+        advertising.start(client, request, started: started, ended: ended)
     }
 
     /// `client` stops advertising (the controller stops with the last app).
@@ -257,16 +278,25 @@ public final class SystemCore: Sendable {
     /// Attaches a manager of `app` (the default app when nil); it is told its state at once unless that is still
     /// `.unknown`.
     public func register(_ session: any SystemSession, app: SystemApp? = nil) {
+        var live: [any SystemSession] = []  // let go after the lock: a manager's deinit takes it
         let power = state.withLock { s -> SystemPowerState in
+            live = s.sessions.compactMap(\.session)
             s.sessions.removeAll { $0.session == nil }
             s.sessions.append(WeakSession(session: session, app: app ?? defaultApp))
             return s.visible
         }
+        withExtendedLifetime(live) {}
         if power != .unknown { session.systemPowerStateChanged(power) }
     }
 
     public func unregister(_ session: any SystemSession) {
-        state.withLock { $0.sessions.removeAll { $0.session == nil || $0.session === session } }
+        let id = ObjectIdentifier(session)
+        var live: [any SystemSession] = []  // let go after the lock: a manager's deinit takes it
+        state.withLock { s in
+            live = s.sessions.compactMap(\.session)
+            s.sessions.removeAll { entry in entry.session.map { ObjectIdentifier($0) == id } ?? true }
+        }
+        withExtendedLifetime(live) {}
     }
 
     private var liveSessions: [any SystemSession] {

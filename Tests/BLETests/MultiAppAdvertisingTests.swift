@@ -1,5 +1,6 @@
 import BLE
 import Foundation
+import Synchronization
 import Testing
 
 /// Two apps advertising on one device: the system gives each app's advertisement the air in turn, an app that
@@ -67,5 +68,27 @@ import Testing
         let heard = try await Self.heard(rig, listener: listener, for: .seconds(10))
         #expect((heard["sensor"] ?? 0) > 10 && (heard["lamp"] ?? 0) > 10, "\(heard)")
         withExtendedLifetime(lamp) {}
+    }
+
+    /// A start overtaken by a stop before the controller confirmed it still ends: the app hears it was cancelled.
+    @Test func aStartStoppedBeforeItTookEffectEnds() async throws {
+        let rig = Rig()
+        try await rig.run(until: { rig.sensor.manager.state == .poweredOn }, "power on")
+        let outcome = Mutex<BluetoothError?>(nil)
+        let finished = Mutex(false)
+        Task(executorPreference: rig.radio) {
+            do {
+                try await rig.sensor.manager.startAdvertising(Sensor.advertisement, timeout: nil)
+            } catch let error as BluetoothError {
+                outcome.withLock { $0 = error }
+            }
+            finished.withLock { $0 = true }
+        }
+        rig.sensorSystem.schedule(after: .zero, on: rig.sensor.recorder.queue) {
+            rig.sensor.manager.stopAdvertising()
+        }
+        try await rig.run(until: { finished.withLock { $0 } }, within: .seconds(1), "the start's end")
+        #expect(outcome.withLock { $0 }?.code == .operationCancelled)
+        #expect(!rig.sensor.manager.isAdvertising)
     }
 }

@@ -74,4 +74,33 @@ import Testing
         #expect(value.withLock { $0 } == Data("first".utf8))
         #expect(second == nil)
     }
+
+    /// An app that publishes while a central is already connected answers that central's requests.
+    @Test func aLateAppAnswersACentralAlreadyConnected() async throws {
+        let (rig, peripheral) = try await Rig.connected()
+        let late = PeripheralRecorder(
+            system: rig.sensorSystem, label: "late", app: rig.sensorSystem.app(id: "com.example.late"))
+        try await rig.run(until: { late.manager.state == .poweredOn }, "power on")
+        let service = MutableService(type: Self.secondService, primary: true)
+        service.characteristics = [
+            MutableCharacteristic(type: Self.secondValue, properties: [.read], value: nil, permissions: [.readable])
+        ]
+        late.manager.add(service)
+        late[Self.secondValue] = Data("late".utf8)
+        // The phone hears of the new service (Service Changed) before it looks for it.
+        try await rig.run(
+            until: { rig.phone.events.contains { if case .didModifyServices = $0 { true } else { false } } },
+            "Service Changed")
+        let value = Mutex<Data?>(nil)
+        Task(executorPreference: rig.radio) {
+            let services = try await peripheral.discoverServices([Self.secondService], timeout: .seconds(5))
+            let found = try await peripheral.discoverCharacteristics(
+                nil, for: try #require(services.first), timeout: .seconds(5))
+            let read = try await peripheral.readValue(for: try #require(found.first), timeout: .seconds(5))
+            value.withLock { $0 = read }
+        }
+        try await rig.run(until: { value.withLock { $0 } != nil }, "the read")
+        #expect(value.withLock { $0 } == Data("late".utf8))
+        #expect(late.reads.count == 1)
+    }
 }

@@ -296,6 +296,11 @@ public final class CentralManager: Sendable, SystemSession, ScanClient, LinkClie
         }
         // Not found: cancelled meanwhile (the system took this manager off the link).
         guard let peripheral = found else { return }
+        // A link joined as it went down: its `linkDown` came before this manager knew the handle.
+        guard system.core.isOnLink(ObjectIdentifier(self), link.handle) else {
+            return handleDisconnected(link.handle, reason: .connectionTerminatedByLocalHost)
+        }
+        system.core.store.noteSeen(peripheral.identifier, name: nil)
         peripheral.watchServiceChanges()
         deliver { manager, delegate in
             // `.connected` here, on the manager's queue, just before the callback that announces it.

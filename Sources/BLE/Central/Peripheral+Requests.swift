@@ -263,12 +263,11 @@ extension Peripheral {
                     characteristic.state.withLock { $0.isNotifying = enabled }
                 }
             }
-            // One descriptor for every app on the link: written only when what they want together changes.
-            guard let manager,
-                let union = manager.system.core.setSubscription(
-                    value, by: ObjectIdentifier(manager), descriptor: cccd, on: handle)
-            else { return done(.success(())) }
-            host.write(on: handle, attribute: cccd, value: [UInt8(union & 0xFF), UInt8(union >> 8)], completion: done)
+            // One descriptor for every app on the link: written when what they want together is not what the
+            // peer holds.
+            guard let manager else { return done(.failure(HostError(.invalidState, "the manager went away"))) }
+            manager.system.core.setSubscription(
+                value, by: ObjectIdentifier(manager), descriptor: cccd, on: handle, done: done)
         }
         if let cccd = characteristic.descriptors?.first(where: { $0.uuid == .clientCharacteristicConfiguration }),
             let cccdHandle = cccd.state.withLock({ $0.remote?.handle })
@@ -366,6 +365,13 @@ extension Peripheral {
                 return BluetoothError(host)
             }
             return error as? BluetoothError ?? BluetoothError(.unknown, "\(error)")
+        }.flatMap { [self] outcome -> Result<Outcome, BluetoothError> in
+            // The application left a link other apps still use (it cancelled the connection): what was under way
+            // is over for it, as if the link had gone down, even though the peer answered.
+            if isCancelled && handle == nil {
+                return .failure(BluetoothError(.operationCancelled, "the connection was cancelled"))
+            }
+            return .success(outcome)
         }
         guard manager != nil else {
             // Nobody is left to deliver on the manager's queue: a waiting task still hears, at once.

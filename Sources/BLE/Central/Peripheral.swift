@@ -178,6 +178,8 @@ public final class Peripheral: Sendable, Hashable, CustomStringConvertible {
             return
         }
         guard let characteristic = locked.withLock({ $0.characteristicsByValue[attribute] }) else { return }
+        // Whether the app subscribed is decided on its queue, where `isNotifying` turns true just before the
+        // callback that reports the subscription, so nothing sent right after that is missed.
         deliver(isNotification: true, repeating: !isIndication) { p, d in
             // Only to an app that subscribed: other apps on the link do not hear its notifications.
             guard characteristic.state.withLock({ $0.isNotifying }) else { return }

@@ -7,6 +7,7 @@ import BLESystem
 import BLETransport
 import Dispatch
 import Foundation
+import Logging
 import Synchronization
 
 /// Publishes services and advertises them to remote centrals (`CBPeripheralManager`).
@@ -59,6 +60,14 @@ public final class PeripheralManager: Sendable, SystemSession {
         self.options = options
         delegateCell.value = delegate
         self.system.core.register(self, app: app.core)
+        // Centrals already connected to the device (for another app) can reach this manager's services too.
+        let host = self.system.core.host
+        for link in host.links where link.role == .peripheral {
+            let central = Central(
+                identifier: self.system.core.store.identifier(for: link.peer), handle: link.handle.rawValue,
+                mtu: host.mtu(on: link.handle), host: host)
+            locked.withLock { s in if s.centrals[link.handle] == nil { s.centrals[link.handle] = central } }
+        }
     }
 
     public convenience init() { self.init(delegate: nil, queue: nil, options: nil, system: nil) }
@@ -165,7 +174,25 @@ public final class PeripheralManager: Sendable, SystemSession {
         let request = AdvertisingRequest(
             parameters: Self.parameters(for: data, scanResponse: scanResponse), data: adv, scanResponse: scanResponse)
         // Through the system: with other apps advertising, each app's advertisement has the air in turn.
-        system.core.startAdvertising(ObjectIdentifier(self), request) { [self] result in
+        system.core.startAdvertising(
+            ObjectIdentifier(self), request, started: started(reply, tell),
+            ended: { [weak self] error in
+                // The controller refused the advertisement when the system put it on the air again: this manager
+                // no longer advertises (CoreBluetooth has no callback for it).
+                self?.locked.withLock { s in
+                    s.isAdvertising = false
+                    s.advertising = nil
+                }
+                Self.latencyLogger.warning("advertising ended: the controller refused it (\(error))")
+            })
+    }
+
+    /// What a start's outcome does: `isAdvertising` and `peripheralManagerDidStartAdvertising`.
+    private func started(
+        _ reply: Reply<Void>,
+        _ tell: @escaping @Sendable (PeripheralManager, (any PeripheralManagerDelegate)?, BluetoothError?) -> Void
+    ) -> @Sendable (Result<Void, HostError>) -> Void {
+        { [self] result in
             switch result {
             case .success:
                 // `isAdvertising` turns true on the manager's queue, just before the callback that says so.

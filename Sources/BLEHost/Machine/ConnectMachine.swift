@@ -65,6 +65,8 @@ struct ConnectMachine: Sendable {
 
     private var capacity = Self.acceptListCapacity
     private var turnTimerRunning = false
+    /// A cancel was taken as done without its Connection Complete: one that comes late is that one's, not news.
+    private var unconfirmedCancel = false
 
     private(set) var targets: [BluetoothAddress] = []
     private(set) var phase = Phase.idle
@@ -145,6 +147,11 @@ struct ConnectMachine: Sendable {
     /// LE Connection Complete in the central role, or a failed one while this machine initiates: a link is up
     /// (`status` success), a cancel is confirmed (Unknown Connection Identifier), or the attempt failed.
     mutating func connectionComplete(status: HCIStatus, peer: BluetoothAddress) -> [Output] {
+        if status == .unknownConnectionIdentifier, phase != .cancelling, unconfirmedCancel {
+            // The late confirmation of a cancel taken as done: the controller initiates anew meanwhile.
+            unconfirmedCancel = false
+            return []
+        }
         var out: [Output] = []
         if phase == .cancelling { out.append(.stopCancelTimer) }
         let initiated: [BluetoothAddress]
@@ -163,12 +170,14 @@ struct ConnectMachine: Sendable {
     mutating func cancelTimedOut() -> [Output] {
         guard phase == .cancelling else { return [] }
         phase = .idle
+        unconfirmedCancel = true
         return advance()
     }
 
     /// The transport closed: nothing more is initiated (the layer above hears of the close itself).
     mutating func closed() {
         turnTimerRunning = false
+        unconfirmedCancel = false
         targets = []
         phase = .idle
         inFlight = nil

@@ -11,9 +11,11 @@ import Synchronization
 /// (an app whose queue is stuck, or slower than the radio). Beyond it, events that repeat (notifications, and
 /// discoveries of a scan that allows duplicates) are dropped: counted in `droppedEvents`, and logged once when
 /// dropping starts and once, with the count, when the app has caught up. Every other event (connections,
-/// operation results, state) always goes through: their number is bounded by what the app asked for. In a
-/// simulation the radio waits for every dispatched event before time moves on, so the bound is reached only
-/// against a real-time scheduler.
+/// operation results, state, requests from centrals to the app's services) always goes through. Most are bounded
+/// by what the app asked for; a central's Write Commands and a device whose advertisement changes at every event
+/// (with a coalescing scan) are bounded only by the peer, so an app whose queue is stuck for long can still grow
+/// its backlog through them. In a simulation the radio waits for every dispatched event before time moves on, so
+/// the bound is reached only against a real-time scheduler.
 public final class SystemApp: Sendable, Hashable, CustomStringConvertible {
     public let id: String
     private let scheduler: any HostScheduler

@@ -28,11 +28,17 @@ public struct AdvertisingRequest: Sendable, Hashable {
 final class AdvertisingRotation: Sendable {
     static let slot = Duration.seconds(1)
 
+    typealias Started = @Sendable (Result<Void, HostError>) -> Void
+    typealias Ended = @Sendable (HostError) -> Void
+
     private struct Entry {
         var id: ObjectIdentifier
         var request: AdvertisingRequest
-        /// Told once the controller advertises on this app's behalf.
-        var started: (@Sendable (Result<Void, HostError>) -> Void)?
+        /// Told once the controller advertises on this app's behalf (or why not).
+        var started: Started?
+        /// Told when the controller refuses the app's advertisement after it had started (put on the air again
+        /// after a connection, or in its turn): the app is out of the rotation.
+        var ended: Ended
     }
 
     private struct State {
@@ -53,25 +59,28 @@ final class AdvertisingRotation: Sendable {
     }
 
     /// `client` advertises `request` (replacing what it advertised); `started` hears when the controller
-    /// advertises for it, or why it does not.
+    /// advertises for it, or why it does not; `ended`, when the controller refuses it later.
     func start(
-        _ client: ObjectIdentifier, _ request: AdvertisingRequest,
-        started: @escaping @Sendable (Result<Void, HostError>) -> Void
+        _ client: ObjectIdentifier, _ request: AdvertisingRequest, started: @escaping Started,
+        ended: @escaping Ended
     ) {
-        let (put, tell) = state.withLock { s -> (AdvertisingRequest?, Bool) in
+        let (put, tell, overtaken) = state.withLock { s -> (AdvertisingRequest?, Bool, Started?) in
             if let i = s.entries.firstIndex(where: { $0.id == client }) {
+                let overtaken = s.entries[i].started
                 s.entries[i].request = request
                 s.entries[i].started = started
-                return (i == s.current ? request : nil, false)
+                s.entries[i].ended = ended
+                return (i == s.current ? request : nil, false, overtaken)
             }
-            s.entries.append(Entry(id: client, request: request, started: started))
+            s.entries.append(Entry(id: client, request: request, started: started, ended: ended))
             if s.entries.count == 1 {
                 s.current = 0
-                return (request, false)
+                return (request, false, nil)
             }
             // Joins a rotation already on the air: the system advertises for it now.
-            return (nil, s.advertising)
+            return (nil, s.advertising, nil)
         }
+        overtaken?(.failure(HostError(.cancelled, "a later start replaced this one")))
         if tell { takeStarted(client)?(.success(())) }
         if let put { putOnAir(put) }
         scheduleRotation()
@@ -79,19 +88,21 @@ final class AdvertisingRotation: Sendable {
 
     /// `client` stops advertising; the controller stops with the last.
     func stop(_ client: ObjectIdentifier) {
-        let (next, stopAll) = state.withLock { s -> (AdvertisingRequest?, Bool) in
-            guard let i = s.entries.firstIndex(where: { $0.id == client }) else { return (nil, false) }
-            s.entries.remove(at: i)
+        let (next, stopAll, waiting) = state.withLock { s -> (AdvertisingRequest?, Bool, Started?) in
+            guard let i = s.entries.firstIndex(where: { $0.id == client }) else { return (nil, false, nil) }
+            let waiting = s.entries.remove(at: i).started
             if s.entries.isEmpty {
                 s.current = 0
                 s.advertising = false
-                return (nil, true)
+                return (nil, true, waiting)
             }
             if i < s.current { s.current -= 1 }
-            guard i == s.current || s.current >= s.entries.count else { return (nil, false) }
+            guard i == s.current || s.current >= s.entries.count else { return (nil, false, waiting) }
             s.current %= s.entries.count
-            return (s.entries[s.current].request, false)
+            return (s.entries[s.current].request, false, waiting)
         }
+        // A start not confirmed yet is over: the app stopped first.
+        waiting?(.failure(HostError(.cancelled, "the advertising was stopped before it started")))
         if stopAll { host.stopAdvertising { _ in } }
         if let next { putOnAir(next) }
         scheduleRotation()
@@ -108,7 +119,7 @@ final class AdvertisingRotation: Sendable {
 
     /// The controller went away: nothing advertises.
     func reset() {
-        let waiting = state.withLock { s -> [@Sendable (Result<Void, HostError>) -> Void] in
+        let waiting = state.withLock { s -> [Started] in
             s.timer?.cancel()
             defer { s = State() }
             return s.entries.compactMap(\.started)
@@ -116,7 +127,7 @@ final class AdvertisingRotation: Sendable {
         for tell in waiting { tell(.failure(HostError(.transportClosed, "the controller went away"))) }
     }
 
-    private func takeStarted(_ client: ObjectIdentifier) -> (@Sendable (Result<Void, HostError>) -> Void)? {
+    private func takeStarted(_ client: ObjectIdentifier) -> Started? {
         state.withLock { s in
             guard let i = s.entries.firstIndex(where: { $0.id == client }) else { return nil }
             defer { s.entries[i].started = nil }
@@ -131,26 +142,35 @@ final class AdvertisingRotation: Sendable {
             guard let self else { return }
             // Cancelled: a later change (the next turn, a stop) overtook it; that change answers for itself.
             if case .failure(let error) = result, error.code == .cancelled { return }
-            let tell = state.withLock { s -> [@Sendable (Result<Void, HostError>) -> Void] in
-                var out: [@Sendable (Result<Void, HostError>) -> Void] = []
+            let (tell, endedFor, next) = state.withLock { s -> ([Started], [Ended], AdvertisingRequest?) in
                 switch result {
                 case .success:
                     // Every app in the rotation is now being advertised for.
                     s.advertising = true
-                    for i in s.entries.indices {
-                        if let started = s.entries[i].started { out.append(started) }
-                        s.entries[i].started = nil
-                    }
+                    let waiting = s.entries.compactMap(\.started)
+                    for i in s.entries.indices { s.entries[i].started = nil }
+                    return (waiting, [], nil)
                 case .failure:
-                    // The apps that asked for this advertisement hear why it is not on the air, and leave.
-                    let refused = s.entries.filter { $0.request == request && $0.started != nil }
-                    out = refused.compactMap(\.started)
-                    s.entries.removeAll { entry in refused.contains { $0.id == entry.id } }
+                    // The apps whose advertisement the controller refused hear why and leave the rotation; the
+                    // next one left goes on the air.
+                    let refused = s.entries.filter { $0.request == request }
+                    s.entries.removeAll { $0.request == request }
+                    s.advertising = false
                     if s.current >= s.entries.count { s.current = 0 }
+                    return (
+                        refused.compactMap(\.started), refused.filter { $0.started == nil }.map(\.ended),
+                        s.entries.isEmpty ? nil : s.entries[s.current].request
+                    )
                 }
-                return out
             }
-            for started in tell { started(result) }
+            if case .failure(let error) = result {
+                for started in tell { started(.failure(error)) }
+                for ended in endedFor { ended(error) }
+            } else {
+                for started in tell { started(result) }
+            }
+            if let next { putOnAir(next) }
+            scheduleRotation()
         }
     }
 

@@ -71,6 +71,9 @@ final class ScanUnion: Sendable {
         var scanResponses = OrderedDictionary<BluetoothAddress, [UInt8]>()
     }
     private let state = Mutex(State())
+    /// Held from a decision to start or stop the controller until the host has the request, so two threads'
+    /// decisions reach the host in the order they were made. The host never calls back into `start` or `stop`.
+    private let hostOrder = Mutex(())
     private let host: HostDriver
 
     init(host: HostDriver) { self.host = host }
@@ -78,12 +81,13 @@ final class ScanUnion: Sendable {
     /// Starts (or changes) `client`'s scan. Every discovery for it carries `id`, which the client chose and
     /// recorded before calling, so that none can arrive before the client knows the scan it belongs to.
     func start(_ client: any ScanClient, _ request: ScanRequest, id: UInt64) {
-        let startController = state.withLock { s -> Bool in
-            s.scanners[ObjectIdentifier(client)] = Scanner(client: client, id: id, request: request)
-            defer { s.controllerScanning = true }
-            return !s.controllerScanning
-        }
-        if startController {
+        hostOrder.withLock { _ in
+            let startController = state.withLock { s -> Bool in
+                s.scanners[ObjectIdentifier(client)] = Scanner(client: client, id: id, request: request)
+                defer { s.controllerScanning = true }
+                return !s.controllerScanning
+            }
+            guard startController else { return }
             host.startScan(Self.parameters) { [weak self] result in
                 // Cancelled: every client stopped before the controller scanned, and a later start asks anew.
                 if case .failure(let error) = result, error.code != .cancelled { self?.controllerFailed() }
@@ -93,16 +97,28 @@ final class ScanUnion: Sendable {
 
     /// Ends `client`'s scan; the controller stops when no client scans.
     func stop(_ client: any ScanClient) {
-        let stopController = state.withLock { s -> Bool in
-            guard s.scanners.removeValue(forKey: ObjectIdentifier(client)) != nil else { return false }
-            s.scanners = s.scanners.filter { $0.value.client != nil }
-            guard s.scanners.isEmpty, s.controllerScanning else { return false }
-            s.controllerScanning = false
-            s.held.removeAll()
-            s.scanResponses.removeAll()
-            return true
+        stop(ObjectIdentifier(client))
+    }
+
+    /// Ends the scan of the client with this identifier (which may be mid-deinit).
+    func stop(_ id: ObjectIdentifier) {
+        hostOrder.withLock { _ in
+            // Clients whose managers went away are swept too; their last references are let go after the lock.
+            var released: [any ScanClient] = []
+            let stopController = state.withLock { s -> Bool in
+                guard s.scanners.removeValue(forKey: id) != nil else { return false }
+                for (key, scanner) in s.scanners {
+                    if let client = scanner.client { released.append(client) } else { s.scanners[key] = nil }
+                }
+                guard s.scanners.isEmpty, s.controllerScanning else { return false }
+                s.controllerScanning = false
+                s.held.removeAll()
+                s.scanResponses.removeAll()
+                return true
+            }
+            if stopController { host.stopScan { _ in } }
+            withExtendedLifetime(released) {}
         }
-        if stopController { host.stopScan { _ in } }
     }
 
     /// Whether `client` scans.
@@ -127,15 +143,23 @@ final class ScanUnion: Sendable {
     /// An advertising report from the controller: merged with its scan response, then handed to each client whose
     /// request it matches and whose coalescing lets it through.
     func received(_ report: AdvertisingReport) {
+        // Strong references taken under the lock are let go after it (a manager's deinit takes this lock).
+        var skipped: [any ScanClient] = []
         let deliveries = state.withLock { s -> [(any ScanClient, SystemDiscovery, UInt64)] in
             guard !s.scanners.isEmpty, let discovery = Self.merge(report, into: &s) else { return [] }
             var out: [(any ScanClient, SystemDiscovery, UInt64)] = []
             for (key, found) in s.scanners.sorted(by: { $0.value.id < $1.value.id }) {
                 var scanner = found
                 guard let client = scanner.client else { continue }
-                guard scanner.request.matches(discovery.data) else { continue }
+                guard scanner.request.matches(discovery.data) else {
+                    skipped.append(client)
+                    continue
+                }
                 if !scanner.request.allowDuplicates {
-                    if let last = scanner.reported[discovery.address], Self.sameContent(last, discovery) { continue }
+                    if let last = scanner.reported[discovery.address], Self.sameContent(last, discovery) {
+                        skipped.append(client)
+                        continue
+                    }
                 }
                 scanner.reported[discovery.address] = discovery
                 if scanner.reported.count > Self.memoryLimit { scanner.reported.removeFirst() }
@@ -145,6 +169,7 @@ final class ScanUnion: Sendable {
             return out
         }
         for (client, discovery, id) in deliveries { client.scanDiscovered(discovery, scan: id) }
+        withExtendedLifetime(skipped) {}
     }
 
     /// The same advertisement, whatever the RSSI.

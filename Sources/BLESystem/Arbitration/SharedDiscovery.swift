@@ -6,8 +6,8 @@ import Synchronization
 /// One GATT discovery per link, shared by the apps on it (Arbitration/SharedDiscovery.swift): a complete result
 /// (every primary service, every characteristic of a service, every descriptor of a characteristic) is kept for
 /// the link's life, and an app that asks again, for all or for some types, is answered from it without a
-/// request to the peer. A filtered request with nothing kept goes to the peer as it is (and is not kept). What a
-/// Service Changed indication names is forgotten, and so is everything when the link goes down.
+/// request to the peer. A filtered request with nothing kept goes to the peer as it is (and is not kept). A
+/// Service Changed indication, or the link's end, forgets everything kept for the link.
 public final class SharedDiscovery: Sendable {
     private struct Kept {
         var services: [GATTService]?
@@ -84,16 +84,13 @@ public final class SharedDiscovery: Sendable {
         }
     }
 
-    /// The peer's database changed in `start...end` (Service Changed): what was kept there is forgotten, and the
-    /// service list with it.
+    /// The peer's database changed in `start...end` (Service Changed): everything kept for the link is forgotten
+    /// (a service that only overlaps the range changed too, and the indication is rare), and an answer to a
+    /// request made before, still on its way, is not kept.
     public func invalidate(on link: ConnectionHandle, from start: UInt16, to end: UInt16) {
         state.withLock { s in
-            guard var kept = s[link] else { return }
-            kept.generation &+= 1
-            kept.services = nil
-            kept.characteristics = kept.characteristics.filter { $0.key.rawValue < start || $0.key.rawValue > end }
-            kept.descriptors = kept.descriptors.filter { $0.key.rawValue < start || $0.key.rawValue > end }
-            s[link] = kept
+            let next = (s[link]?.generation ?? 0) &+ 1
+            s[link] = Kept(generation: next)
         }
     }
 

@@ -104,6 +104,9 @@ final class SharedLinks: Sendable {
     }
 
     private func leave(_ id: ObjectIdentifier, from peer: BluetoothAddress) -> LinkCancellation {
+        // Strong references taken under the lock are let go after it (a manager's deinit takes this lock).
+        var others: [any LinkClient] = []
+        defer { withExtendedLifetime(others) {} }
         let (outcome, targets) = state.withLock { s -> (LinkCancellation, [BluetoothAddress]?) in
             guard var entry = s.peers[peer] else { return (.nothing, nil) }
             defer { s.peers[peer] = entry.isUnused ? nil : entry }
@@ -114,7 +117,9 @@ final class SharedLinks: Sendable {
             guard let link = entry.link, !entry.disconnecting, let leaving = entry.users[id] else {
                 return (.nothing, nil)
             }
-            entry.users = entry.users.filter { $0.key != id && $0.value.client != nil }
+            for (key, user) in entry.users {
+                if key != id, let client = user.client { others.append(client) } else { entry.users[key] = nil }
+            }
             guard entry.users.isEmpty else { return (.left(link.handle), nil) }
             // The last user stays on the link until it is down, and hears `linkDown` then.
             entry.users[id] = leaving
@@ -136,6 +141,14 @@ final class SharedLinks: Sendable {
                 guard let services else { return true }
                 return services.contains(where: entry.services.contains)
             }.keys.map { $0 }
+        }
+    }
+
+    /// Whether `client` is on the link `handle` (attached, and not gone).
+    func isUser(_ client: ObjectIdentifier, of handle: ConnectionHandle) -> Bool {
+        state.withLock { s in
+            guard let peer = s.byHandle[handle], let entry = s.peers[peer] else { return false }
+            return entry.users[client] != nil
         }
     }
 

@@ -11,8 +11,11 @@ import Synchronization
 /// - Identifiers are random per system, as on iOS (a seeded draw in simulation, so a run repeats), and each is
 ///   committed before it is handed out: a process killed right after reporting a peer finds the same
 ///   identifier when it starts again on the same file.
-/// - Names and last-seen times are written in batches, at most `batchLimit` peers or `batchAge` seconds after
-///   the first unwritten change, and on `flush()` and `close()`: a kill loses at most that much of them.
+/// - Names and last-seen times are written in batches: when a change finds `batchLimit` peers waiting or the
+///   oldest waiting change `batchAge` seconds old, and on `flush()` and `close()` (`shutDown`). A kill loses the
+///   changes since the last write: at most `batchLimit` peers' worth, but of any age if nothing changed since.
+///   Identifiers are never lost that way. Last-seen times move when a scan reports a peer and when an app connects
+///   to it.
 /// - Known peers are bounded (`peerLimit`, the least recently seen go first) and aged (peers not seen for
 ///   `maximumAge` are forgotten when the store opens), so devices that rotate their random addresses cannot
 ///   grow the file without end.

@@ -85,6 +85,10 @@ import Testing
         _ = m.answered(Self.ok)
         // Bumble's controller: Command Status, then nothing.
         #expect(m.cancelTimedOut() == [.send(.create(peer: Self.b))])
+        _ = m.answered(Self.ok)
+        // A confirmation that comes after all is the old cancel's: the new initiation goes on.
+        #expect(m.connectionComplete(status: .unknownConnectionIdentifier, peer: Self.a) == [])
+        #expect(m.phase == .initiating([Self.b]))
     }
 
     @Test func aCancelThatFindsNothingToCancelEndsTheWaitAtOnce() {
