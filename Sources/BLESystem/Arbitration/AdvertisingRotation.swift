@@ -41,7 +41,16 @@ final class AdvertisingRotation: Sendable {
         var ended: Ended
     }
 
+    /// What the controller should be doing.
+    private enum Wish: Sendable {
+        case advertise(AdvertisingRequest)
+        case stop
+    }
+
     private struct State {
+        /// `send`: someone is handing the host the latest wish, and the wish to hand over after it.
+        var sending = false
+        var pending: Wish?
         var entries: [Entry] = []
         /// Index in `entries` of the advertisement on the air (or being put there).
         var current = 0
@@ -82,7 +91,7 @@ final class AdvertisingRotation: Sendable {
         }
         overtaken?(.failure(HostError(.cancelled, "a later start replaced this one")))
         if tell { takeStarted(client)?(.success(())) }
-        if let put { putOnAir(put) }
+        if let put { send(.advertise(put)) }
         scheduleRotation()
     }
 
@@ -103,8 +112,8 @@ final class AdvertisingRotation: Sendable {
         }
         // A start not confirmed yet is over: the app stopped first.
         waiting?(.failure(HostError(.cancelled, "the advertising was stopped before it started")))
-        if stopAll { host.stopAdvertising { _ in } }
-        if let next { putOnAir(next) }
+        if stopAll { send(.stop) }
+        if let next { send(.advertise(next)) }
         scheduleRotation()
     }
 
@@ -114,14 +123,18 @@ final class AdvertisingRotation: Sendable {
             s.advertising = false
             return s.entries.isEmpty ? nil : s.entries[s.current].request
         }
-        if let again { putOnAir(again) }
+        if let again { send(.advertise(again)) }
     }
 
     /// The controller went away: nothing advertises.
     func reset() {
         let waiting = state.withLock { s -> [Started] in
             s.timer?.cancel()
-            defer { s = State() }
+            let sending = s.sending
+            defer {
+                s = State()
+                s.sending = sending
+            }
             return s.entries.compactMap(\.started)
         }
         for tell in waiting { tell(.failure(HostError(.transportClosed, "the controller went away"))) }
@@ -132,6 +145,32 @@ final class AdvertisingRotation: Sendable {
             guard let i = s.entries.firstIndex(where: { $0.id == client }) else { return nil }
             defer { s.entries[i].started = nil }
             return s.entries[i].started
+        }
+    }
+
+    /// Hands the host `wish`. One thread at a time sends, always the latest wish: a thread that finds another
+    /// sending (or itself, when the host passes an event up from inside the call) leaves its wish to that one, so
+    /// the host never gets an older wish after a newer one.
+    private func send(_ wish: Wish) {
+        let first = state.withLock { s -> Bool in
+            s.pending = wish
+            guard !s.sending else { return false }
+            s.sending = true
+            return true
+        }
+        guard first else { return }
+        while let next = state.withLock({ s -> Wish? in
+            guard let next = s.pending else {
+                s.sending = false
+                return nil
+            }
+            s.pending = nil
+            return next
+        }) {
+            switch next {
+            case .advertise(let request): putOnAir(request)
+            case .stop: host.stopAdvertising { _ in }
+            }
         }
     }
 
@@ -169,7 +208,7 @@ final class AdvertisingRotation: Sendable {
             } else {
                 for started in tell { started(result) }
             }
-            if let next { putOnAir(next) }
+            if let next { send(.advertise(next)) }
             scheduleRotation()
         }
     }
@@ -194,7 +233,7 @@ final class AdvertisingRotation: Sendable {
             return s.entries[s.current].request
         }
         guard let next else { return }
-        putOnAir(next)
+        send(.advertise(next))
         scheduleRotation()
     }
 }

@@ -55,6 +55,9 @@ final class SharedLinks: Sendable {
         var byHandle: [ConnectionHandle: BluetoothAddress] = [:]
         var nextOrder: UInt64 = 0
         var targets: [BluetoothAddress] = []
+        /// `sendTargets`: someone is handing the host the list, and the list changed since it last took it.
+        var sendingTargets = false
+        var targetsChanged = false
     }
     private let state = Mutex(State())
     private let host: HostDriver
@@ -81,7 +84,7 @@ final class SharedLinks: Sendable {
             s.peers[peer] = entry
             return (nil, Self.changedTargets(&s))
         }
-        if let targets { host.setConnectTargets(targets, parameters: host.configuration.connectionParameters) }
+        if targets != nil { sendTargets() }
         return attached
     }
 
@@ -126,7 +129,7 @@ final class SharedLinks: Sendable {
             entry.disconnecting = true
             return (.disconnecting(link.handle), nil)
         }
-        if let targets { host.setConnectTargets(targets, parameters: host.configuration.connectionParameters) }
+        if targets != nil { sendTargets() }
         if case .disconnecting(let handle) = outcome {
             host.disconnect(handle, reason: .remoteUserTerminatedConnection)
         }
@@ -176,7 +179,7 @@ final class SharedLinks: Sendable {
             s.byHandle[info.handle] = info.peer
             return (waiting.map(\.1), waiting.isEmpty, Self.changedTargets(&s))
         }
-        if let targets { host.setConnectTargets(targets, parameters: host.configuration.connectionParameters) }
+        if targets != nil { sendTargets() }
         // Every app cancelled while the controller was completing the connection: nobody wants it.
         if orphan { host.disconnect(info.handle, reason: .remoteUserTerminatedConnection) }
         for client in clients { client.linkAttached(info) }
@@ -191,7 +194,7 @@ final class SharedLinks: Sendable {
             s.peers[peer] = entry.isUnused ? nil : entry
             return (waiting, Self.changedTargets(&s))
         }
-        if let targets { host.setConnectTargets(targets, parameters: host.configuration.connectionParameters) }
+        if targets != nil { sendTargets() }
         for client in clients { client.linkFailed(peer: peer, error: error) }
     }
 
@@ -207,16 +210,43 @@ final class SharedLinks: Sendable {
             s.peers[peer] = entry.isUnused ? nil : entry
             return (users, Self.changedTargets(&s))
         }
-        if let targets { host.setConnectTargets(targets, parameters: host.configuration.connectionParameters) }
+        if targets != nil { sendTargets() }
         for client in clients { client.linkDown(handle, reason: reason) }
     }
 
     /// The controller went away: nothing is linked or initiated any more (clients hear of the power state).
     func reset() {
-        state.withLock { $0 = State() }
+        state.withLock { s in
+            let sending = s.sendingTargets
+            s = State()
+            s.sendingTargets = sending
+        }
     }
 
     // MARK: Targets
+
+    /// Hands the host the current list of peers waited for. One thread at a time sends, always the latest list:
+    /// a thread that finds another sending (or itself, when the host passes an event up from inside the call)
+    /// leaves its change to that one, so the host never gets an older list after a newer one.
+    private func sendTargets() {
+        let first = state.withLock { s -> Bool in
+            s.targetsChanged = true
+            guard !s.sendingTargets else { return false }
+            s.sendingTargets = true
+            return true
+        }
+        guard first else { return }
+        while let targets = state.withLock({ s -> [BluetoothAddress]? in
+            guard s.targetsChanged else {
+                s.sendingTargets = false
+                return nil
+            }
+            s.targetsChanged = false
+            return s.targets
+        }) {
+            host.setConnectTargets(targets, parameters: host.configuration.connectionParameters)
+        }
+    }
 
     /// The peers waited for, in the order first asked, if that differs from what the host was last given.
     private static func changedTargets(_ s: inout State) -> [BluetoothAddress]? {
