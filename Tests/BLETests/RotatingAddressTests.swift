@@ -92,3 +92,45 @@ import Testing
         #expect(table <= 2_048, "the manager's table holds \(table) entries")
     }
 }
+
+extension RotatingAddressTests {
+    /// A device that changed its random address cannot be reached through the old one: a connect to the
+    /// peripheral known by the old address stays pending (never times out) until the old address is heard again.
+    @Test func aConnectThroughAnOldAddressWaitsForIt() async throws {
+        let radio = SimulatedRadio(seed: 13)
+        let phone = BluetoothSystem.simulated(on: radio, name: "phone")
+        let device = radio.addController(name: "tracker", position: RadioPosition(x: 1, y: 0))
+        device.hostTransport.setReceiver { _ in }
+        func advertise(as low: UInt8) {
+            let address = BluetoothAddress(bytes: [0x4A, 0x01, 0x02, 0x03, 0x04, low], type: .randomDevice)
+            for command in [
+                HCILESetAdvertisingEnable(enable: false).packet,
+                HCILESetRandomAddress(randomAddress: address).packet,
+                HCILESetAdvertisingParameters(
+                    advertisingIntervalMin: 0x20, advertisingIntervalMax: 0x20, advertisingType: .advInd,
+                    ownAddressType: .randomDevice
+                ).packet,
+                HCILESetAdvertisingEnable(enable: true).packet,
+            ] {
+                device.hostTransport.send(.command(command))
+            }
+        }
+        let app = CentralRecorder(system: phone, label: "app")
+        try await radio.run(for: .milliseconds(100))
+        advertise(as: 0x01)
+        app.central.scanForPeripherals(withServices: nil)
+        let heard = try await radio.run(for: .seconds(2), until: { !app.discoveries.isEmpty })
+        #expect(heard)
+        let known = try #require(app.discoveries.first?.peripheral)
+        app.central.stopScan()
+
+        advertise(as: 0x02)  // a new address: the peripheral known by the old one is not there any more
+        app.central.connect(known)
+        try await radio.run(for: .seconds(10))
+        #expect(known.state == .connecting && !app.events.contains { $0.isConnect })
+
+        advertise(as: 0x01)  // back: the pending connect goes through
+        let connected = try await radio.run(for: .seconds(2), until: { known.state == .connected })
+        #expect(connected)
+    }
+}

@@ -41,6 +41,13 @@ import Testing
         let retrieved = app.central.retrievePeripherals(withIdentifiers: [identifier, UUID()])
         #expect(retrieved.map(\.identifier) == [identifier])
         #expect(retrieved.first?.name == "sensor")
+        // Connected with no scan by the app, while the sensor advertises (it does again once the link is gone).
+        let again = try #require(retrieved.first)
+        app.central.connect(again)
+        try await rig.run(until: { app.events.contains { $0.isConnect } }, "the connection with no scan")
+        #expect(again.state == .connected)
+        app.central.cancelPeripheralConnection(again)
+        try await rig.run(until: { app.events.contains { $0.isDisconnect } }, "the disconnection")
         // And heard again under the same identifier.
         app.central.scanForPeripherals(withServices: [Profile.service])
         try await rig.run(until: { !app.discoveries.isEmpty }, "discovery")
