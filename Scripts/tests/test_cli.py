@@ -343,6 +343,12 @@ class ErrorTests(unittest.TestCase):
             stored = {(identifier, ":".join(f"{b:02X}" for b in address))
                       for identifier, address in db.execute("SELECT identifier, address FROM peer")}
         self.assertLessEqual(printed, stored)
+        # `ble devices` lists them from the store, with the names the scan saw.
+        result = subprocess.run([BLE, "devices", "--json"], capture_output=True, text=True, timeout=30, env=env)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        listed = {(d["identifier"], d["address"], d["name"]) for d in map(json.loads, result.stdout.splitlines())}
+        self.assertIn("HRM-Demo", {name for _, _, name in listed})
+        self.assertLessEqual(printed, {(identifier, address) for identifier, address, _ in listed})
 
 
 class BadInputTests(unittest.TestCase):

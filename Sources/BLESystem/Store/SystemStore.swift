@@ -67,10 +67,12 @@ public final class SystemStore: Sendable {
     ///
     /// - Parameters:
     ///   - seed: draws identifiers from this seed (a simulation); nil draws them from the system's generator.
+    ///   - ageing: forget peers not seen for `maximumAge` as the store opens (false: a reader that only lists
+    ///     them, whose clock may not be the one that stamped them, a simulation's virtual time say).
     ///   - now: the time in seconds since 1970, for last-seen times and ageing.
     /// - Throws: `StoreError` when the file cannot be used and `rebuildUnusable` is false.
     public init(
-        path: String?, rebuildUnusable: Bool = false, seed: UInt64? = nil,
+        path: String?, rebuildUnusable: Bool = false, seed: UInt64? = nil, ageing: Bool = true,
         now: @escaping @Sendable () -> Int64, logger: Logger = Logger(label: "swift-ble.store")
     ) throws(StoreError) {
         self.path = path
@@ -78,7 +80,7 @@ public final class SystemStore: Sendable {
         self.logger = logger
         let opened: (DatabaseQueue, State)
         do {
-            opened = try Self.open(path: path, now: now())
+            opened = try Self.open(path: path, now: ageing ? now() : Int64.min + Self.maximumAge)
         } catch let error as StoreError {
             guard rebuildUnusable, let path else { throw error }
             let aside = Self.moveAside(path)
@@ -86,7 +88,7 @@ public final class SystemStore: Sendable {
                 "the system store could not be used and was moved aside to start afresh",
                 metadata: ["path": "\(path)", "reason": "\(error.reason)", "movedTo": "\(aside ?? "(removed)")"])
             do {
-                opened = try Self.open(path: path, now: now())
+                opened = try Self.open(path: path, now: ageing ? now() : Int64.min + Self.maximumAge)
             } catch let error as StoreError {
                 throw error
             } catch {
@@ -269,6 +271,15 @@ public final class SystemStore: Sendable {
     /// The address an identifier was given to.
     public func address(for identifier: UUID) -> BluetoothAddress? {
         knownPeer(identifier)?.address
+    }
+
+    /// Every peer the store knows, the most recently seen first.
+    public var knownPeers: [KnownPeer] {
+        state.withLock { s in
+            s.byIdentifier.values.sorted {
+                ($0.lastSeen, $1.identifier.uuidString) > ($1.lastSeen, $0.identifier.uuidString)
+            }
+        }
     }
 
     /// How many peers the store knows.

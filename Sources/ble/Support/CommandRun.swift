@@ -43,6 +43,8 @@ enum CommandRun {
         }
         let result = try await session.run(until: outcome, limit: limit)
         if result == nil { task.cancel() }
+        // The names and last-seen times of what this run saw, for the next run and `ble devices`.
+        session.system.flushStore()
         switch result {
         case .success?:
             return

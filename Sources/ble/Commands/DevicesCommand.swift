@@ -1,0 +1,49 @@
+import ArgumentParser
+import BLE
+import Foundation
+
+/// `ble devices`: the devices the tool's store knows.
+struct DevicesCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "devices",
+        abstract: "List the devices the tool knows (its store): identifier, name, address, last seen.",
+        discussion: """
+            The tool's device keeps a store of every device it reported, in $XDG_STATE_HOME/swift-ble/ble.sqlite \
+            (~/.local/state/swift-ble/ where XDG_STATE_HOME is unset); a device keeps its identifier from one run to \
+            the next. The most recently seen come first. With --json, one object per line:
+              {"identifier": "<UUID>", "name": "<name>" | null, "address": "AA:BB:CC:DD:EE:FF",
+               "addressType": "public" | "random", "lastSeen": "<ISO 8601>"}
+            Times in the simulated room are virtual, from 2026-01-01T00:00:00Z.
+            """)
+
+    @Flag(help: "One JSON object per line.")
+    var json = false
+
+    func run() async throws {
+        do {
+            guard let path = try StateDirectory.storePath(forDevice: "ble"),
+                FileManager.default.fileExists(atPath: path)
+            else { return }
+            let known = try BluetoothSystem.knownPeripherals(inStoreAt: path)
+            let format = ISO8601DateFormatter()
+            for device in known {
+                let seen = format.string(from: device.lastSeen)
+                if json {
+                    let object: [String: Any] = [
+                        "identifier": device.identifier.uuidString, "name": device.name ?? NSNull(),
+                        "address": device.address.string,
+                        "addressType": device.address.type.isRandom ? "random" : "public", "lastSeen": seen,
+                    ]
+                    let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
+                    Output.line(String(decoding: data, as: UTF8.self))
+                } else {
+                    Output.line(
+                        "\(device.identifier.uuidString)  \(device.address.string)  \(seen)  "
+                            + (device.name ?? "(no name)"))
+                }
+            }
+        } catch let error as BluetoothError {
+            throw ToolError(.transport, "\(error.message) (move the file aside or delete it to start afresh)")
+        }
+    }
+}
