@@ -75,10 +75,10 @@ class ScanTests(unittest.TestCase):
 
     def test_every_device_of_the_world_is_listed_once(self):
         names = [r["name"] for r in self.records]
-        for name in ["HRM-Demo", "Thermometer", "DoorLock", "Printer", "Environment Hub"]:
+        for name in ["HRM-Demo", "Thermometer", "DoorLock", "Printer", "Camera", "Environment Hub"]:
             self.assertEqual(names.count(name), 1, names)
         self.assertEqual(names.count(None), 2, "the iBeacon and the Eddystone beacon advertise no name")
-        self.assertEqual(len({r["address"] for r in self.records}), 7)
+        self.assertEqual(len({r["address"] for r in self.records}), 8)
 
     def test_exact_keys_and_types(self):
         keys = ["address", "addressType", "identifier", "name", "rssi", "serviceUUIDs", "manufacturerData",

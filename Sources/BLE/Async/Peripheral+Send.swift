@@ -24,9 +24,11 @@ extension Peripheral {
     /// Chunks are `chunkSize` bytes (by default `maximumWriteValueLength(for: type)`), sent in order. Without
     /// response, chunks are queued as fast as the link takes them: when its queue is full
     /// (`canSendWriteWithoutResponse` false) the sender waits for `peripheralIsReady(toSendWriteWithoutResponse:)`,
-    /// and never sleeps a thread; with `interval`, it also waits that long (in the system's time) between chunks,
-    /// for peripherals that need time to drain a buffer. With response, one chunk is written at a time, each after
-    /// the previous one's Write Response (the interval, if any, after that).
+    /// and never sleeps a thread; with `interval`, each chunk waits until the previous one reached the peer (its
+    /// link layer acknowledged it) and then `interval` (in the system's time), so chunks arrive at least that far
+    /// apart whatever the connection events: for peripherals that need time to drain a buffer. With response,
+    /// one chunk is written at a time, each after the previous one's Write Response (the interval, if any, after
+    /// that).
     ///
     /// The stream yields a `SendProgress` for each acknowledged chunk and finishes when every chunk is
     /// acknowledged. It throws when the link goes down, when the peripheral refuses a write (its ATT error),
@@ -155,14 +157,19 @@ private final class Sender: Sendable {
                     })
             case .withoutResponse:
                 let observer = peripheral.asyncObserver
+                // With an interval, the next chunk waits for this one to reach the peer (its link layer acknowledged
+                // it), then the interval: chunks arrive at least `interval` apart, whatever the connection events.
                 let queued = peripheral.writeWithoutResponse(
-                    chunks[index], for: characteristic, delivered: .task { [self] in acknowledged(index, $0) })
+                    chunks[index], for: characteristic,
+                    delivered: .task { [self] result in
+                        acknowledged(index, result)
+                        if interval != nil, case .success = result { resume() }
+                    })
                 if queued {
                     state.withLock {
                         $0.next += 1
                         if interval != nil { $0.paused = true }
                     }
-                    if interval != nil { resume() }
                 } else {
                     state.withLock {
                         $0.waits += 1

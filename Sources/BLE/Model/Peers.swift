@@ -48,13 +48,21 @@ public final class ATTRequest: Sendable, CustomStringConvertible {
     public let offset: Int
     let storage: Mutex<Data?>
     let id: UInt64?
+    /// Whether the central wrote without response (ATT Write Command): nothing is answered, and `respond` is
+    /// ignored. Our own addition (CoreBluetooth does not say): a device that must treat the two differently, a
+    /// small buffer that answers requests only when it has room but drops commands that overflow it, can.
+    public let isWriteCommand: Bool
 
-    init(central: Central, characteristic: Characteristic, offset: Int, value: Data?, id: UInt64?) {
+    init(
+        central: Central, characteristic: Characteristic, offset: Int, value: Data?, id: UInt64?,
+        isWriteCommand: Bool = false
+    ) {
         self.central = central
         self.characteristic = characteristic
         self.offset = offset
         self.storage = Mutex(value)
         self.id = id
+        self.isWriteCommand = isWriteCommand
     }
 
     /// For a write, the bytes written; for a read, what the application answers with.

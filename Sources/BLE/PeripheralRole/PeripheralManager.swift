@@ -404,7 +404,7 @@ public final class PeripheralManager: Sendable, SystemSession {
                 requests.append(
                     ATTRequest(
                         central: central, characteristic: c, offset: w.offset, value: Data(w.value),
-                        id: i == 0 ? id : nil))
+                        id: i == 0 ? id : nil, isWriteCommand: serverID == nil))
             }
             let delivered = requests
             guard !delivered.isEmpty else {

@@ -84,6 +84,12 @@ class ProfileBehaviour: @unchecked Sendable {
         return .success
     }
 
+    /// A write as it came: `command` for a Write Command (nothing is answered). `answer` answers a request, now or
+    /// later; by default the write is `write(_:value:)`'s, answered at once.
+    func write(_ uuid: BluetoothUUID, value: Data, command: Bool, answer: @escaping (ATTErrorCode) -> Void) {
+        answer(write(uuid, value: value))
+    }
+
     func subscribed(_ uuid: BluetoothUUID) {}
     func unsubscribed(_ uuid: BluetoothUUID) {}
 }

@@ -126,13 +126,22 @@ final class ServedDevice: PeripheralManagerDelegate, @unchecked Sendable {
         // The behaviour may notify a change the write makes (a lock's state): hold that until the write itself is
         // logged and answered, so the log shows the cause before its effect.
         updatesCausedByWrite = []
-        let result = behaviour.write(uuid, value: value)
-        let caused = updatesCausedByWrite ?? []
-        updatesCausedByWrite = nil
-        let outcome = result == .success ? "" : " -> \(ToolError.describe(result))"
-        log?("\(first.central.identifier) write \(uuid.uuidString) \(value.hex)\(outcome)")
-        peripheral.respond(to: first, withResult: result)
-        for (updated, data) in caused { update(updated, data) }
+        var answeredAtOnce = true
+        behaviour.write(uuid, value: value, command: first.isWriteCommand) { [self] result in
+            let outcome = result == .success ? "" : " -> \(ToolError.describe(result))"
+            log?("\(first.central.identifier) write \(uuid.uuidString) \(value.hex)\(outcome)")
+            peripheral.respond(to: first, withResult: result)
+            guard answeredAtOnce else { return }
+            let caused = updatesCausedByWrite ?? []
+            updatesCausedByWrite = nil
+            for (updated, data) in caused { update(updated, data) }
+        }
+        // Answered later (a device that takes the value when it has room): what it notifies goes out as it comes.
+        answeredAtOnce = false
+        if let caused = updatesCausedByWrite {
+            updatesCausedByWrite = nil
+            for (updated, data) in caused { update(updated, data) }
+        }
     }
 
     func peripheralManager(

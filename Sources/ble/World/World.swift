@@ -56,6 +56,7 @@ enum WorldDevices {
             profile: DoorLockProfile.make(name: "DoorLock"), position: RadioPosition(x: 6, y: 3),
             address: BluetoothAddress(string: "00:1B:DC:0A:56:78", type: .publicDevice)),
         Device(profile: PrinterProfile.make(name: "Printer"), position: RadioPosition(x: 3, y: 5)),
+        Device(profile: CameraProfile.make(name: "Camera"), position: RadioPosition(x: -3, y: 2)),
         // Devices that only advertise.
         Device(profile: beacon(name: "iBeacon", manufacturerData: iBeaconData), position: RadioPosition(x: 8, y: -4)),
         Device(

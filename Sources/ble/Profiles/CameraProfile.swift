@@ -1,0 +1,110 @@
+import BLE
+import Foundation
+
+/// Seed 004's underwater-drone camera: commands go into an 18-byte receive buffer that drains one byte every
+/// 2 ms. Its documentation says "18-byte chunks, 40 ms apart".
+///
+/// - A Write Request is answered only once the buffer has taken the whole value, so writes with response go at
+///   the rate the camera allows.
+/// - A Write Command's bytes that do not fit are dropped (and counted), as a device with no flow control does.
+/// - Status (read, notify): bytes taken and bytes dropped, each a little-endian UInt32.
+enum CameraProfile {
+    static let service = BluetoothUUID(string: "CA3E0001-0000-1000-8000-00805F9B34FB")!
+    static let command = BluetoothUUID(string: "CA3E0002-0000-1000-8000-00805F9B34FB")!
+    static let status = BluetoothUUID(string: "CA3E0003-0000-1000-8000-00805F9B34FB")!
+    static let bufferSize = 18
+    static let drainPerByte = Duration.milliseconds(2)
+
+    static func make(name: String) -> Profile {
+        Profile(
+            name: name,
+            services: [
+                ProfileService(
+                    uuid: service,
+                    characteristics: [
+                        ProfileCharacteristic(
+                            uuid: command, properties: [.write, .writeWithoutResponse], permissions: [.writeable],
+                            descriptors: [
+                                (.characteristicUserDescription, Data("Commands: 18-byte chunks, 40 ms apart".utf8))
+                            ]),
+                        ProfileCharacteristic(
+                            uuid: status, properties: [.read, .notify], permissions: [.readable],
+                            initial: Data(count: 8),
+                            descriptors: [(.characteristicUserDescription, Data("Bytes taken, bytes dropped".utf8))]),
+                    ]),
+                BuiltInProfiles.deviceInformation(model: "CAM-4", serial: "CA-0004"),
+            ],
+            advertisedServices: [service],
+            behaviour: { CameraBehaviour() })
+    }
+}
+
+final class CameraBehaviour: ProfileBehaviour, @unchecked Sendable {
+    // @unchecked: as ProfileBehaviour, touched only on the device's queue.
+    private var buffered = 0
+    private var taken: UInt32 = 0
+    private var dropped: UInt32 = 0
+    private var draining = false
+    /// Write Requests waiting for room, in order.
+    private var waiting: [(value: Data, answer: (ATTErrorCode) -> Void)] = []
+
+    override func write(_ uuid: BluetoothUUID, value: Data) -> ATTErrorCode {
+        uuid == CameraProfile.command ? .success : .writeNotPermitted
+    }
+
+    override func write(
+        _ uuid: BluetoothUUID, value: Data, command: Bool, answer: @escaping (ATTErrorCode) -> Void
+    ) {
+        guard uuid == CameraProfile.command else { return answer(.writeNotPermitted) }
+        guard value.count <= CameraProfile.bufferSize else { return answer(.invalidAttributeValueLength) }
+        if command {
+            let fits = min(value.count, CameraProfile.bufferSize - buffered)
+            take(fits)
+            dropped &+= UInt32(value.count - fits)
+            publish()
+            return answer(.success)
+        }
+        waiting.append((value, answer))
+        serveWaiting()
+    }
+
+    /// Takes the waiting requests that fit now, in order, and answers them.
+    private func serveWaiting() {
+        while let first = waiting.first, first.value.count <= CameraProfile.bufferSize - buffered {
+            waiting.removeFirst()
+            take(first.value.count)
+            publish()
+            first.answer(.success)
+        }
+    }
+
+    private func take(_ count: Int) {
+        buffered += count
+        taken &+= UInt32(count)
+        drain()
+    }
+
+    /// One byte leaves the buffer every 2 ms while it holds any.
+    private func drain() {
+        guard !draining, buffered > 0 else { return }
+        draining = true
+        device?.after(CameraProfile.drainPerByte) { [self] in
+            draining = false
+            buffered -= 1
+            serveWaiting()
+            drain()
+        }
+    }
+
+    private func publish() {
+        var bytes = Data()
+        for word in [taken, dropped] {
+            for shift in stride(from: 0, to: 32, by: 8) { bytes.append(UInt8((word >> UInt32(shift)) & 0xFF)) }
+        }
+        values[CameraProfile.status] = bytes
+    }
+
+    override func read(_ uuid: BluetoothUUID) -> Result<Data, ATTRefusal> {
+        .success(values[uuid] ?? Data(count: 8))
+    }
+}
