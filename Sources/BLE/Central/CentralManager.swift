@@ -5,6 +5,7 @@ import BLESystem
 import BLETransport
 import Dispatch
 import Foundation
+import Logging
 import Synchronization
 
 /// Scans for, connects to and tracks remote peripherals (`CBCentralManager`).
@@ -122,7 +123,7 @@ public final class CentralManager: Sendable, SystemSession, ScanClient, LinkClie
     /// The system scans for every app at once: this manager's filter, duplicates policy and `stopScan` are its
     /// own, and other managers' scans do not change what it sees.
     public func scanForPeripherals(withServices serviceUUIDs: [BluetoothUUID]?, options: ScanOptions? = nil) {
-        guard currentState == .poweredOn else { return }
+        guard currentState == .poweredOn else { return misuse("scanForPeripherals") }
         let request = ScanRequest(
             services: serviceUUIDs, solicitedServices: options?.solicitedServiceUUIDs ?? [],
             allowDuplicates: options?.allowDuplicates == true)
@@ -173,7 +174,7 @@ public final class CentralManager: Sendable, SystemSession, ScanClient, LinkClie
     /// initiated together, so a peripheral that never appears holds up no other. When another app of the system
     /// is connected to the peripheral already, the link is shared and `didConnect` follows at once.
     public func connect(_ peripheral: Peripheral, options: ConnectOptions? = nil) {
-        guard currentState == .poweredOn else { return }
+        guard currentState == .poweredOn else { return misuse("connect") }
         let asked = locked.withLock { s -> Bool in
             guard peripheral.currentState == .disconnected else { return false }
             peripheral.setState(.connecting)
@@ -259,6 +260,15 @@ public final class CentralManager: Sendable, SystemSession, ScanClient, LinkClie
     }
 
     // MARK: Internals
+
+    static let apiLogger = Logger(label: "swift-ble.api")
+
+    /// A call CoreBluetooth ignores unless the manager is powered on: ignored too, and logged, not dropped in
+    /// silence. (The async layer waits for `.poweredOn` or fails with the state's reason instead.)
+    private func misuse(_ call: String) {
+        Self.apiLogger.warning(
+            "API misuse: \(call) while the manager is \(currentState), not poweredOn; the call is ignored")
+    }
 
     var currentState: ManagerState { locked.withLock { $0.managerState } }
 
