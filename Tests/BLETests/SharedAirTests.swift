@@ -19,14 +19,14 @@ import Testing
                 on: radio, name: "sensor\(i)", position: RadioPosition(x: 1, y: Double(i)), configuration: link)
         }
         let devices = sensors.enumerated().map { i, system in
-            Streamer(system: system, name: "streamer\(i)")
+            NotifyingDevice(system: system, name: "streamer\(i)", pace: .stream)
         }
         let central = CentralManager(delegate: nil, queue: DispatchQueue(label: "phone"), options: nil, system: phone)
         let received = Counts()
         let scenario = Task(executorPreference: radio) {
             try await central.waitUntilPoweredOn(timeout: .seconds(5))
             var found: [String: Peripheral] = [:]
-            for await discovery in central.scan(withServices: [Streamer.service]) {
+            for await discovery in central.scan(withServices: [NotifyingDevice.service]) {
                 if let name = discovery.advertisementData.localName { found[name] = discovery.peripheral }
                 if found.count == 2 { break }
             }
@@ -34,7 +34,8 @@ import Testing
                 for i in 0..<2 {
                     let peripheral = try #require(found["streamer\(i)"])
                     try await central.connect(peripheral, timeout: .seconds(10))
-                    let services = try await peripheral.discoverServices([Streamer.service], timeout: .seconds(5))
+                    let services = try await peripheral.discoverServices(
+                        [NotifyingDevice.service], timeout: .seconds(5))
                     let characteristics = try await peripheral.discoverCharacteristics(
                         nil, for: services[0], timeout: .seconds(5))
                     let values = peripheral.notifications(for: characteristics[0])
@@ -213,46 +214,4 @@ private final class Counts: Sendable {
     private let counts = Mutex([0, 0])
     func add(_ count: Int, to link: Int) { counts.withLock { $0[link] += count } }
     var values: [Int] { counts.withLock { $0 } }
-}
-
-/// A device that notifies as fast as its transmit queue takes values, from the moment a central subscribes.
-private final class Streamer: PeripheralManagerDelegate, @unchecked Sendable {
-    // @unchecked: `characteristic` and `manager` are touched on `queue` only.
-    static let service = BluetoothUUID(string: "C0FFEE01-1234-4A5B-8C9D-0E1F2A3B4C5D")!
-    let queue = DispatchQueue(label: "streamer")
-    let name: String
-    let characteristic = MutableCharacteristic(
-        type: BluetoothUUID(string: "C0FFEE02-1234-4A5B-8C9D-0E1F2A3B4C5D")!, properties: [.notify], value: nil,
-        permissions: [.readable])
-    /// Set inside `queue.sync` in `init`, before any callback (all arrive on `queue`).
-    var manager: PeripheralManager!
-    var streaming = false
-
-    init(system: BluetoothSystem, name: String) {
-        self.name = name
-        queue.sync { manager = PeripheralManager(delegate: self, queue: queue, options: nil, system: system) }
-    }
-
-    func peripheralManagerDidUpdateState(_ peripheral: PeripheralManager) {
-        guard peripheral.state == .poweredOn else { return }
-        let service = MutableService(type: Self.service, primary: true)
-        service.characteristics = [characteristic]
-        peripheral.add(service)
-        peripheral.startAdvertising(AdvertisementData(localName: name, serviceUUIDs: [Self.service]))
-    }
-
-    func peripheralManager(
-        _ peripheral: PeripheralManager, central: Central, didSubscribeTo characteristic: Characteristic
-    ) {
-        peripheral.stopAdvertising()
-        streaming = true
-        pump()
-    }
-
-    func peripheralManagerIsReady(toUpdateSubscribers peripheral: PeripheralManager) { pump() }
-
-    private func pump() {
-        guard streaming else { return }
-        while manager.updateValue(Data(repeating: 0x33, count: 244), for: characteristic, onSubscribedCentrals: nil) {}
-    }
 }
