@@ -133,14 +133,3 @@ struct SimulationRandom: RandomNumberGenerator {
         Double(next() >> 11) * (1.0 / 9_007_199_254_740_992.0)
     }
 }
-
-/// A stable 64-bit FNV-1a hash of a string (Swift's `Hasher` is seeded per process, so it cannot be used
-/// for anything a seed must reproduce).
-func stableHash(_ text: String) -> UInt64 {
-    var hash: UInt64 = 0xCBF2_9CE4_8422_2325
-    for byte in text.utf8 {
-        hash ^= UInt64(byte)
-        hash = hash &* 0x0000_0100_0000_01B3
-    }
-    return hash
-}

@@ -73,7 +73,7 @@ public final class BluetoothSystem: Sendable, CustomStringConvertible {
     ) throws -> BluetoothSystem {
         // Virtual seconds from 2026-01-01, the origin of the radio's captures.
         let store = try openStore(
-            configuration, seed: radio.seed ^ fnv1a(name),
+            configuration, seed: radio.seed ^ stableHash(name),
             now: { [radio] in 1_767_225_600 + radio.now.components.seconds })
         let controller = radio.addController(
             name: name, address: address, position: position, txPower: configuration.txPower,
@@ -115,11 +115,6 @@ public final class BluetoothSystem: Sendable, CustomStringConvertible {
         // `try!` cannot trap short of SQLite running out of memory: an in-memory database has no file to be
         // unusable.
         try! SystemStore(path: nil, seed: seed, now: { Int64(Date().timeIntervalSince1970) })
-    }
-
-    /// FNV-1a of a name: what a system mixes into its seed.
-    static func fnv1a(_ text: String) -> UInt64 {
-        text.utf8.reduce(0xCBF2_9CE4_8422_2325) { ($0 ^ UInt64($1)) &* 0x100_0000_01B3 }
     }
 
     /// Tunables of a system's host (and, for a simulated one, of its virtual controller).
@@ -208,7 +203,7 @@ public final class BluetoothSystem: Sendable, CustomStringConvertible {
                 intervalMax: units(connectionInterval.upperBound, of: .microseconds(1250), within: 6...3200),
                 latency: UInt16(min(max(peripheralLatency, 0), 499)),
                 supervisionTimeout: units(supervisionTimeout, of: .milliseconds(10), within: 10...3200))
-            host.randomSeed = BluetoothSystem.fnv1a(name)
+            host.randomSeed = stableHash(name)
             return host
         }
     }
