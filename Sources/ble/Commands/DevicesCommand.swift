@@ -43,7 +43,7 @@ struct DevicesCommand: AsyncParsableCommand {
                 }
             }
         } catch let error as BluetoothError {
-            throw ToolError(.transport, "\(error.message) (move the file aside or delete it to start afresh)")
+            throw ToolError.storeUnavailable(error)
         }
     }
 }

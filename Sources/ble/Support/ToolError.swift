@@ -35,6 +35,12 @@ struct ToolError: Error, CustomStringConvertible {
 
     var description: String { message }
 
+    /// A system store that cannot be used (`.storeUnavailable`): its message names the file; the tool says what to
+    /// do about it.
+    static func storeUnavailable(_ error: BluetoothError) -> ToolError {
+        ToolError(.transport, "\(error.message) (move the file aside or delete it to start afresh)")
+    }
+
     /// Maps an error from the public API: ATT refusals name their code; the rest keep their message.
     init(_ error: any Error, doing what: String) {
         guard let error = error as? BluetoothError else {

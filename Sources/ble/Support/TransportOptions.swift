@@ -67,7 +67,7 @@ final class Session: Sendable {
                 let system = try world.addToolDevice(name: name, configuration: configuration)
                 return Session(system: system, world: world, pacing: TransportOptions.simulationPacing)
             } catch let error as BluetoothError where error.code == .storeUnavailable {
-                throw ToolError(.transport, "\(error.message) (move the file aside or delete it to start afresh)")
+                throw ToolError.storeUnavailable(error)
             } catch {
                 throw ToolError(.transport, "--btsnoop \(options.btsnoop ?? ""): \(error)")
             }
@@ -81,7 +81,7 @@ final class Session: Sendable {
                 transport: spec, btsnoop: options.btsnoop, name: name, configuration: configuration)
             return Session(system: system, world: nil, pacing: .realtime)
         } catch let error as BluetoothError where error.code == .storeUnavailable {
-            throw ToolError(.transport, "\(error.message) (move the file aside or delete it to start afresh)")
+            throw ToolError.storeUnavailable(error)
         } catch {
             // The library's message usually names the spec (once); say which flag or variable gave it, and add
             // the spec when the message does not name it (a controller that does not answer, say). A capture that
