@@ -25,14 +25,23 @@ public struct PeripheralDisconnection: Sendable, CustomStringConvertible {
     public let peripheral: Peripheral
     /// Why, or nil when the application cancelled the connection itself.
     public let error: BluetoothError?
+    /// When the link ended (the system's time, `BluetoothSystem.absoluteTime`).
+    public let timestamp: CFAbsoluteTime
+    /// Whether the system is connecting again by itself (`ConnectOptions.enableAutoReconnect`).
+    public let isReconnecting: Bool
 
-    public init(peripheral: Peripheral, error: BluetoothError?) {
+    public init(
+        peripheral: Peripheral, error: BluetoothError?, timestamp: CFAbsoluteTime = 0, isReconnecting: Bool = false
+    ) {
         self.peripheral = peripheral
         self.error = error
+        self.timestamp = timestamp
+        self.isReconnecting = isReconnecting
     }
 
     public var description: String {
-        "<PeripheralDisconnection \(peripheral.identifier)\(error.map { " error=\($0)" } ?? "")>"
+        "<PeripheralDisconnection \(peripheral.identifier)\(error.map { " error=\($0)" } ?? "")"
+            + "\(isReconnecting ? " reconnecting" : "")>"
     }
 }
 

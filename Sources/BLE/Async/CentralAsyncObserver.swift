@@ -92,17 +92,21 @@ final class CentralAsyncObserver: CentralManagerObserver {
     func centralManager(_ central: CentralManager, didDisconnectPeripheral peripheral: Peripheral, error: (any Error)?)
     {
         let lost = BluetoothError.linkLost(error)
+        let ending = peripheral.disconnection
         // The peripheral's pending operations and notification streams end first, as the delegate's did.
         peripheral.existingAsyncObserver?.linkLost(lost)
         let key = ObjectIdentifier(peripheral)
         let (connects, disconnects, streams) = state.withLock { s in
-            var c = s.connects.removeValue(forKey: key) ?? WaiterSet()
+            // While the system reconnects by itself, a task waiting for the connection waits on.
+            var c = ending.isReconnecting ? WaiterSet() : s.connects.removeValue(forKey: key) ?? WaiterSet()
             var d = s.disconnects.removeValue(forKey: key) ?? WaiterSet()
             return (c.takeAll(), d.takeAll(), Array(s.disconnections.values))
         }
         for w in connects { w.fail(lost) }
         for w in disconnects { w.resume(.success(())) }
-        let event = PeripheralDisconnection(peripheral: peripheral, error: error.map { _ in lost })
+        let event = PeripheralDisconnection(
+            peripheral: peripheral, error: error.map { _ in lost }, timestamp: ending.timestamp,
+            isReconnecting: ending.isReconnecting)
         for c in streams { c.yield(event) }
     }
 

@@ -177,8 +177,7 @@ public final class CentralManager: Sendable, SystemSession, ScanClient, LinkClie
         guard currentState == .poweredOn else { return misuse("connect") }
         let asked = locked.withLock { s -> Bool in
             guard peripheral.currentState == .disconnected else { return false }
-            peripheral.setState(.connecting)
-            peripheral.setCancelled(false)
+            peripheral.connectRequested(autoReconnect: options?.enableAutoReconnect == true)
             s.peripherals[peripheral.identifier] = WeakPeripheral(peripheral: peripheral)
             s.pending[peripheral.address] = peripheral
             return true
@@ -198,6 +197,7 @@ public final class CentralManager: Sendable, SystemSession, ScanClient, LinkClie
                 // queue, just before `didDisconnectPeripheral`.
                 peripheral.setState(.disconnecting)
                 peripheral.setCancelled(true)
+                peripheral.stopReconnecting()
                 return true
             case .disconnecting, .disconnected:
                 return false
@@ -206,13 +206,12 @@ public final class CentralManager: Sendable, SystemSession, ScanClient, LinkClie
         guard asked else { return }
         switch system.core.cancelConnection(self, from: peripheral.address) {
         case .nothing:
-            break
+            // A reconnection waiting to try again (`linkFailed`) is pending here only.
+            guard locked.withLock({ $0.pending.removeValue(forKey: peripheral.address) }) != nil else { break }
+            announceCancelled(peripheral)
         case .withdrawn:
             locked.withLock { _ = $0.pending.removeValue(forKey: peripheral.address) }
-            deliver { manager, delegate in
-                peripheral.announceDisconnected()
-                delegate?.centralManager(manager, didDisconnectPeripheral: peripheral, error: nil)
-            }
+            announceCancelled(peripheral)
         case .left(let handle):
             // Others stay on the link: this manager is off it now, and so are the subscriptions only it wanted.
             system.core.leaveSubscriptions(of: ObjectIdentifier(self), on: handle)
@@ -221,15 +220,21 @@ public final class CentralManager: Sendable, SystemSession, ScanClient, LinkClie
                 s.byHandle[handle] = nil
             }
             peripheral.linkDown()
-            deliver { manager, delegate in
-                peripheral.announceDisconnected()
-                delegate?.centralManager(manager, didDisconnectPeripheral: peripheral, error: nil)
-            }
+            announceCancelled(peripheral)
         case .disconnecting(let handle):
             // The last user: `linkDown` follows when the controller has disconnected.
             locked.withLock { s in
                 if s.pending.removeValue(forKey: peripheral.address) != nil { s.byHandle[handle] = peripheral }
             }
+        }
+    }
+
+    /// `didDisconnectPeripheral` with no error, for a connection the application cancelled.
+    private func announceCancelled(_ peripheral: Peripheral) {
+        let timestamp = system.absoluteTime
+        deliver { manager, delegate in
+            peripheral.announceDisconnection(at: timestamp, reconnecting: false)
+            delegate?.centralManager(manager, didDisconnectPeripheral: peripheral, error: nil)
         }
     }
 
@@ -320,9 +325,26 @@ public final class CentralManager: Sendable, SystemSession, ScanClient, LinkClie
     }
 
     public func linkFailed(peer: BluetoothAddress, error: HostError) {
-        guard let peripheral = locked.withLock({ $0.pending.removeValue(forKey: peer) }) else { return }
+        guard let peripheral = locked.withLock({ $0.pending[peer] }) else { return }
+        if peripheral.isReconnecting {
+            // The system keeps trying, as it promised the app: again after a pause (a controller that refuses at
+            // once must not make a busy loop). The peripheral stays pending here, so a cancel still ends it.
+            Self.apiLogger.info(
+                "reconnection to \(peripheral.identifier) failed (\(error.message)); trying again in \(Self.reconnectPause)"
+            )
+            system.core.scheduler.schedule(after: Self.reconnectPause) { [weak self] in
+                guard let self, self.locked.withLock({ $0.pending[peer] === peripheral }), peripheral.isReconnecting
+                else { return }
+                if let link = self.system.core.connect(self, to: peer) { self.linkAttached(link) }
+            }
+            return
+        }
+        locked.withLock { _ = $0.pending.removeValue(forKey: peer) }
         initiationEnded(peripheral, error: error)
     }
+
+    /// How long an automatic reconnection waits after an attempt the controller refused.
+    static let reconnectPause: Duration = .seconds(1)
 
     public func linkDown(_ handle: ConnectionHandle, reason: HCIStatus) {
         handleDisconnected(handle, reason: reason)
@@ -414,15 +436,30 @@ public final class CentralManager: Sendable, SystemSession, ScanClient, LinkClie
         guard let peripheral = locked.withLock({ $0.byHandle.removeValue(forKey: handle) }) else { return }
         let local = peripheral.isCancelled
         let error: BluetoothError? = local ? nil : Self.disconnectError(reason)
+        let timestamp = system.absoluteTime
         peripheral.linkDown()
+        if peripheral.takeReconnection() {
+            // `enableAutoReconnect`: the peripheral is pending again at once, and the app hears of the loss with
+            // `isReconnecting` (IOS-RULES 7.2). A reconnected link that drops before its `didConnect` was
+            // delivered is not announced: the app still waits for that `didConnect`.
+            locked.withLock { $0.pending[peripheral.address] = peripheral }
+            deliver { manager, delegate in
+                guard peripheral.currentState == .connected else { return }
+                peripheral.announceDisconnection(at: timestamp, reconnecting: true)
+                delegate?.centralManager(manager, didDisconnectPeripheral: peripheral, error: error)
+            }
+            if let link = system.core.connect(self, to: peripheral.address) { linkAttached(link) }
+            return
+        }
         deliver { manager, delegate in
             // A link that dropped before its didConnect was delivered was never announced: for the
             // application the connection failed.
             let announced = peripheral.currentState != .connecting
-            peripheral.announceDisconnected()
             if announced {
+                peripheral.announceDisconnection(at: timestamp, reconnecting: false)
                 delegate?.centralManager(manager, didDisconnectPeripheral: peripheral, error: error)
             } else {
+                peripheral.announceDisconnected()
                 delegate?.centralManager(
                     manager, didFailToConnect: peripheral,
                     error: BluetoothError(
@@ -440,10 +477,12 @@ public final class CentralManager: Sendable, SystemSession, ScanClient, LinkClie
             return Array(s.byHandle.values)
                 + s.pending.values.sorted { $0.identifier.uuidString < $1.identifier.uuidString }
         }
+        let timestamp = system.absoluteTime
         for p in links {
             p.linkDown()
+            p.stopReconnecting()
             deliver { manager, delegate in
-                p.announceDisconnected()
+                p.announceDisconnection(at: timestamp, reconnecting: false)
                 delegate?.centralManager(manager, didDisconnectPeripheral: p, error: error)
             }
         }

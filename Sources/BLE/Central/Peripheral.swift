@@ -36,6 +36,21 @@ public final class Peripheral: Sendable, Hashable, CustomStringConvertible {
         var serviceChangedHandle: AttributeHandle?
         /// Whether a write without response was refused, or filled the queue, since the last "ready" callback.
         var writeWithoutResponseRefused = false
+        /// The last `connect` asked for `enableAutoReconnect`.
+        var autoReconnect = false
+        /// Connected once under `autoReconnect`: a link loss from now on is followed by a new attempt.
+        var hasConnected = false
+        /// The link was lost and the system is connecting again by itself.
+        var reconnecting = false
+        /// The latest disconnection, as the five-argument `didDisconnectPeripheral` reports it; set on the
+        /// manager's queue just before the delegate hears of it.
+        var disconnection = Disconnection(timestamp: 0, isReconnecting: false)
+    }
+
+    /// When a link ended and whether the system reconnects.
+    struct Disconnection {
+        var timestamp: CFAbsoluteTime
+        var isReconnecting: Bool
     }
     let locked = Mutex(State())
     let delegateCell = DelegateCell<any PeripheralDelegate>(nil)
@@ -121,8 +136,63 @@ public final class Peripheral: Sendable, Hashable, CustomStringConvertible {
         locked.withLock { s -> Bool in
             guard s.state == .connecting, !s.cancelled, s.handle != nil else { return false }
             s.state = .connected
+            s.hasConnected = s.autoReconnect
+            s.reconnecting = false
             return true
         }
+    }
+
+    /// Whether the system is connecting again by itself after a link loss.
+    var isReconnecting: Bool { locked.withLock { $0.reconnecting } }
+
+    /// The latest disconnection (read by `didDisconnectPeripheral`'s default implementation).
+    var disconnection: Disconnection { locked.withLock { $0.disconnection } }
+
+    /// A connect request: whether it asked the system to reconnect after a link loss.
+    func connectRequested(autoReconnect: Bool) {
+        locked.withLock { s in
+            s.state = .connecting
+            s.cancelled = false
+            s.autoReconnect = autoReconnect
+            s.hasConnected = false
+            s.reconnecting = false
+        }
+    }
+
+    /// On the host's side, as the link goes down: whether the system connects again by itself (an
+    /// `enableAutoReconnect` connection that was up and that the application did not cancel). If so the
+    /// peripheral is `reconnecting` from now on.
+    func takeReconnection() -> Bool {
+        locked.withLock { s in
+            guard s.autoReconnect, s.hasConnected || s.reconnecting, !s.cancelled else { return false }
+            s.reconnecting = true
+            return true
+        }
+    }
+
+    /// Auto-reconnection ends (a cancel, a power-off): the next link loss is final.
+    func stopReconnecting() {
+        locked.withLock { s in
+            s.autoReconnect = false
+            s.hasConnected = false
+            s.reconnecting = false
+        }
+    }
+
+    /// On the manager's queue, just before `didDisconnectPeripheral`: when it ended, and whether the system
+    /// reconnects (then the peripheral reads `.connecting`, IOS-RULES 7.4, and its characteristics stop
+    /// notifying).
+    func announceDisconnection(at timestamp: CFAbsoluteTime, reconnecting: Bool) {
+        if reconnecting {
+            let characteristics = locked.withLock { s -> [Characteristic] in
+                if s.state == .connected { s.state = .connecting }
+                return Array(s.characteristicsByValue.values)
+            }
+            for c in characteristics { c.state.withLock { $0.isNotifying = false } }
+        } else {
+            announceDisconnected()
+        }
+        locked.withLock { $0.disconnection = Disconnection(timestamp: timestamp, isReconnecting: reconnecting) }
     }
 
     /// The link is gone, on the host's side: pending operations were already failed by the host, and no new

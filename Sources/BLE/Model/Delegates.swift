@@ -1,6 +1,12 @@
 import BLECore
 import Foundation
 
+#if !canImport(Darwin)
+    /// Seconds since 2001-01-01 00:00:00 UTC, as CoreFoundation's type (which Foundation on Linux does not
+    /// export): the five-argument `didDisconnectPeripheral`'s timestamp.
+    public typealias CFAbsoluteTime = Double
+#endif
+
 /// Receives a central manager's events (`CBCentralManagerDelegate`). Only `centralManagerDidUpdateState` is
 /// required; every other method has an empty default, as CoreBluetooth's optional methods.
 public protocol CentralManagerDelegate: AnyObject {
@@ -18,7 +24,14 @@ public protocol CentralManagerDelegate: AnyObject {
         advertisementData: [String: Any], rssi RSSI: NSNumber)
     func centralManager(_ central: CentralManager, didConnect peripheral: Peripheral)
     func centralManager(_ central: CentralManager, didFailToConnect peripheral: Peripheral, error: (any Error)?)
+    /// A link ended. Its default implementation calls the five-argument form below, so an app implements the
+    /// one it wants: an app that implements this one hears every disconnection here, as on iOS (IOS-RULES 7.3).
     func centralManager(_ central: CentralManager, didDisconnectPeripheral peripheral: Peripheral, error: (any Error)?)
+    /// iOS 17's form: `timestamp` is when the link ended, `isReconnecting` true when the system is connecting
+    /// again by itself (`ConnectOptions.enableAutoReconnect`), so `didConnect` follows when the link is back.
+    func centralManager(
+        _ central: CentralManager, didDisconnectPeripheral peripheral: Peripheral, timestamp: CFAbsoluteTime,
+        isReconnecting: Bool, error: (any Error)?)
     /// A peer matching `registerForConnectionEvents(options:)` connected to or disconnected from the system.
     func centralManager(
         _ central: CentralManager, connectionEventDidOccur event: ConnectionEvent, for peripheral: Peripheral)
@@ -50,6 +63,15 @@ extension CentralManagerDelegate {
     {}
     public func centralManager(
         _ central: CentralManager, didDisconnectPeripheral peripheral: Peripheral, error: (any Error)?
+    ) {
+        let ending = peripheral.disconnection
+        centralManager(
+            central, didDisconnectPeripheral: peripheral, timestamp: ending.timestamp,
+            isReconnecting: ending.isReconnecting, error: error)
+    }
+    public func centralManager(
+        _ central: CentralManager, didDisconnectPeripheral peripheral: Peripheral, timestamp: CFAbsoluteTime,
+        isReconnecting: Bool, error: (any Error)?
     ) {}
     public func centralManager(
         _ central: CentralManager, connectionEventDidOccur event: ConnectionEvent, for peripheral: Peripheral

@@ -31,13 +31,20 @@ extension CentralManager {
         public var notifyOnConnection: Bool?
         public var notifyOnDisconnection: Bool?
         public var notifyOnNotification: Bool?
+        /// iOS 17's `EnableAutoReconnectKey`: once connected, when the link is lost (not cancelled by the app),
+        /// the system connects again by itself. The disconnection is reported with `isReconnecting` true (the
+        /// five-argument `didDisconnectPeripheral`), the peripheral reads `.connecting` meanwhile, and
+        /// `didConnect` follows when the link is back; `cancelPeripheralConnection` ends the attempt. It tries
+        /// for as long as the system runs, as iOS documents no limit (IOS-RULES 7.7).
+        public var enableAutoReconnect: Bool?
         public init(
             notifyOnConnection: Bool? = nil, notifyOnDisconnection: Bool? = nil,
-            notifyOnNotification: Bool? = nil
+            notifyOnNotification: Bool? = nil, enableAutoReconnect: Bool? = nil
         ) {
             self.notifyOnConnection = notifyOnConnection
             self.notifyOnDisconnection = notifyOnDisconnection
             self.notifyOnNotification = notifyOnNotification
+            self.enableAutoReconnect = enableAutoReconnect
         }
     }
 

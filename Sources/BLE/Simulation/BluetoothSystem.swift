@@ -384,6 +384,15 @@ extension BluetoothSystem {
 
     /// Time since the system started: virtual time on a simulated radio.
     public var now: Duration { core.scheduler.now }
+
+    /// The system's time as a date (`CFAbsoluteTime`, seconds since 2001): the wall clock over a real
+    /// controller; on a simulated radio its virtual time from 2026-01-01, the origin of its captures and store.
+    public var absoluteTime: CFAbsoluteTime {
+        guard virtualController != nil else { return Date().timeIntervalSinceReferenceDate }
+        let virtualOrigin: CFAbsoluteTime = 1_767_225_600 - 978_307_200  // 2026-01-01 in seconds since 2001
+        let elapsed = now.components
+        return virtualOrigin + Double(elapsed.seconds) + Double(elapsed.attoseconds) / 1e18
+    }
 }
 
 /// Cancels work scheduled with `BluetoothSystem.schedule(after:on:_:)`.
