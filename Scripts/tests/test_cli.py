@@ -261,6 +261,18 @@ class ErrorTests(unittest.TestCase):
         self.assertEqual(len(lines), 1, result.stderr)
         self.assertIn(text, lines[0])
 
+    def test_connect_stays_for_its_duration_and_says_when_it_connected(self):
+        for extra in ([], ["--reconnect"]):
+            with self.subTest(extra=extra):
+                result = ble("connect", "HRM-Demo", "--duration", "2", *extra)
+                self.assertEqual(result.returncode, 0, result.stderr)
+                lines = result.stdout.splitlines()
+                self.assertEqual(len(lines), 1, result.stdout)
+                self.assertRegex(lines[0], r"^\[ *\d+\.\d{3} s\] connected to HRM-Demo \(00:1B:DC:0A:12:34\)")
+
+    def test_connect_to_nothing_fails_as_read_does(self):
+        self.assertOneLine(ble("connect", "NoSuchDevice", "--timeout", "2"), EXIT_NO_SUCH_DEVICE, "NoSuchDevice")
+
     def test_unknown_target(self):
         self.assertOneLine(ble("read", "NoSuchDevice", "2A00", "--timeout", "2"), EXIT_NO_SUCH_DEVICE, "NoSuchDevice")
 
@@ -371,6 +383,8 @@ class BadInputTests(unittest.TestCase):
         (("subscribe", "HRM-Demo", "2A37", "--count=-1"), "--count"),
         (("serve", "heart-rate", "--duration", "0.0004"), "--duration"),
         (("demo", "--measurements", "0"), "--measurements"),
+        (("connect", "HRM-Demo", "--duration", "inf"), "--duration"),
+        (("connect", "HRM-Demo", "--duration=-1"), "--duration"),
         (("read", "HRM-Demo", "notauuid"), "CHAR"),
         (("write", "HRM-Demo", "2A39", "zz"), "HEX"),
     ]

@@ -26,6 +26,7 @@ struct BLETool: AsyncParsableCommand {
         version: BLETool.version,
         subcommands: [
             ScanCommand.self, ExploreCommand.self, ReadCommand.self, WriteCommand.self, SubscribeCommand.self,
-            ServeCommand.self, DevicesCommand.self, DemoCommand.self, ControllerCommand.self, BenchCommand.self,
+            ServeCommand.self, ConnectCommand.self, DevicesCommand.self, DemoCommand.self, ControllerCommand.self,
+            BenchCommand.self,
         ])
 }
