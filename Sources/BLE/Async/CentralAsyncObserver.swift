@@ -8,6 +8,13 @@ import Synchronization
 /// peripheral's own observer. Its methods run on the manager's queue; the state is a `Mutex`, never held while
 /// a waiter is resumed or a stream is fed or finished (finishing runs `onTermination`, which takes it again).
 final class CentralAsyncObserver: CentralManagerObserver {
+    /// Where one scan's discoveries go, on the manager's queue: a scan stream, or a consumer of the layer's own
+    /// (the nearby devices' list).
+    struct ScanSink: Sendable {
+        var yield: @Sendable (DiscoveredPeripheral) -> Void
+        var finish: @Sendable () -> Void
+    }
+
     struct ScanRequest {
         var services: [BluetoothUUID]?
         var options: CentralManager.ScanOptions?
@@ -17,7 +24,7 @@ final class CentralAsyncObserver: CentralManagerObserver {
         var poweredOn = WaiterSet<Void>()
         var connects: [ObjectIdentifier: WaiterSet<Void>] = [:]
         var disconnects: [ObjectIdentifier: WaiterSet<Void>] = [:]
-        var scans: [UInt64: AsyncStream<DiscoveredPeripheral>.Continuation] = [:]
+        var scans: [UInt64: ScanSink] = [:]
         /// The filter and options of the most recent scan stream (the manager has one scan, as CoreBluetooth).
         var scanRequest: ScanRequest?
         var disconnections: [UInt64: AsyncStream<PeripheralDisconnection>.Continuation] = [:]
@@ -130,8 +137,12 @@ final class CentralAsyncObserver: CentralManagerObserver {
     }
 
     func addScan(_ id: UInt64, _ continuation: AsyncStream<DiscoveredPeripheral>.Continuation, request: ScanRequest) {
+        addScan(id, ScanSink(yield: { continuation.yield($0) }, finish: { continuation.finish() }), request: request)
+    }
+
+    func addScan(_ id: UInt64, _ sink: ScanSink, request: ScanRequest) {
         state.withLock { s in
-            s.scans[id] = continuation
+            s.scans[id] = sink
             s.scanRequest = request
         }
     }
