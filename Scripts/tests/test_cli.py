@@ -270,6 +270,23 @@ class ErrorTests(unittest.TestCase):
                 self.assertEqual(len(lines), 1, result.stdout)
                 self.assertRegex(lines[0], r"^\[ *\d+\.\d{3} s\] connected to HRM-Demo \(00:1B:DC:0A:12:34\)")
 
+    def test_send_a_file_to_the_camera_and_report_the_rate(self):
+        with tempfile.NamedTemporaryFile() as f:
+            f.write(bytes(range(256)) * 2)
+            f.flush()
+            for extra in (["--chunk", "18"], ["--without-response", "--chunk", "18", "--interval", "40"]):
+                with self.subTest(extra=extra):
+                    result = ble("send", "Camera", "CA3E0002-0000-1000-8000-00805F9B34FB", f.name, *extra)
+                    self.assertEqual(result.returncode, 0, result.stderr)
+                    self.assertRegex(result.stdout, r"^sent 512 bytes to CA3E0002 in \d+\.\d{3} s \(\d+ B/s\)\n$")
+                    # Not a terminal: no progress bar on stderr.
+                    self.assertNotIn("[#", result.stderr)
+
+    def test_send_to_a_characteristic_that_takes_no_writes_is_refused(self):
+        result = ble("send", "HRM-Demo", "2A38", "/dev/null")
+        self.assertNotEqual(result.returncode, 0)
+        self.assertIn("2A38", result.stderr)
+
     def test_connect_to_nothing_fails_as_read_does(self):
         self.assertOneLine(ble("connect", "NoSuchDevice", "--timeout", "2"), EXIT_NO_SUCH_DEVICE, "NoSuchDevice")
 
@@ -384,6 +401,10 @@ class BadInputTests(unittest.TestCase):
         (("serve", "heart-rate", "--duration", "0.0004"), "--duration"),
         (("demo", "--measurements", "0"), "--measurements"),
         (("connect", "HRM-Demo", "--duration", "inf"), "--duration"),
+        (("send", "Camera", "CA3E0002", "/dev/null", "--chunk", "0"), "--chunk"),
+        (("send", "Camera", "CA3E0002", "/dev/null", "--chunk", "513"), "--chunk"),
+        (("send", "Camera", "CA3E0002", "/dev/null", "--interval", "nan"), "--interval"),
+        (("send", "Camera", "CA3E0002", "/no/such/file"), "FILE"),
         (("connect", "HRM-Demo", "--duration=-1"), "--duration"),
         (("read", "HRM-Demo", "notauuid"), "CHAR"),
         (("write", "HRM-Demo", "2A39", "zz"), "HEX"),

@@ -26,7 +26,8 @@ struct BLETool: AsyncParsableCommand {
         version: BLETool.version,
         subcommands: [
             ScanCommand.self, ExploreCommand.self, ReadCommand.self, WriteCommand.self, SubscribeCommand.self,
-            ServeCommand.self, ConnectCommand.self, DevicesCommand.self, DemoCommand.self, ControllerCommand.self,
+            ServeCommand.self, ConnectCommand.self, SendCommand.self, DevicesCommand.self, DemoCommand.self,
+            ControllerCommand.self,
             BenchCommand.self,
         ])
 }
