@@ -404,6 +404,7 @@ class BadInputTests(unittest.TestCase):
         (("send", "Camera", "CA3E0002", "/dev/null", "--chunk", "0"), "--chunk"),
         (("send", "Camera", "CA3E0002", "/dev/null", "--chunk", "513"), "--chunk"),
         (("send", "Camera", "CA3E0002", "/dev/null", "--interval", "nan"), "--interval"),
+        (("send", "Camera", "CA3E0002", "/dev/null", "--interval=-5"), "--interval"),
         (("send", "Camera", "CA3E0002", "/no/such/file"), "FILE"),
         (("connect", "HRM-Demo", "--duration=-1"), "--duration"),
         (("read", "HRM-Demo", "notauuid"), "CHAR"),

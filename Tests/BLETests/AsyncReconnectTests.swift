@@ -153,6 +153,16 @@ import Testing
         }
     }
 
+    /// A kept connection to a target nothing can recognise fails at once instead of retrying for ever, and a
+    /// policy with no cap on its delay does not overflow.
+    @Test func aKeptConnectionRefusesWhatReconnectRefuses() async throws {
+        let rig = Rig()
+        var iterator = rig.central.connections(to: ReconnectTarget(services: [Profile.service])).makeAsyncIterator()
+        await #expect(throws: BluetoothError(.invalidParameters, "")) { _ = try await iterator.next() }
+        let uncapped = ReconnectPolicy(maximumDelay: .seconds(Int64.max))
+        #expect(uncapped.delay(beforeRetry: 200) == .seconds(365 * 24 * 3600))
+    }
+
     /// The policy's pauses grow by the multiplier up to the maximum.
     @Test func thePolicysPausesGrowToTheirLimit() {
         let policy = ReconnectPolicy(initialDelay: .milliseconds(500), multiplier: 2, maximumDelay: .seconds(3))

@@ -53,8 +53,9 @@ extension CentralManager {
     /// the RSSI or the data changed. The stream ends with the scan (the manager powered off); ending the
     /// iteration stops the scan.
     ///
-    /// The manager has one scan, as in CoreBluetooth: while this runs, other scans of the manager share its
-    /// filter (see `scan(withServices:options:)`).
+    /// The manager has one scan, as in CoreBluetooth: a later scan of the same manager (`scan`, or the `.scan`
+    /// step of `reconnect`) replaces this one's filter and duplicates policy, and the list then loses devices
+    /// it no longer hears of. Give the list a manager of its own.
     public func nearbyDevices(withServices serviceUUIDs: [BluetoothUUID]?, lostAfter: Duration = .seconds(5))
         -> AsyncStream<NearbyDevicesUpdate>
     {

@@ -88,15 +88,7 @@ extension CentralManager {
     public func reconnect(to target: ReconnectTarget, options: ReconnectOptions = ReconnectOptions()) async throws
         -> Peripheral
     {
-        guard target.identifier != nil || target.name != nil else {
-            throw BluetoothError(.invalidParameters, "a reconnection target needs an identifier or a name")
-        }
-        guard !options.steps.isEmpty else {
-            throw BluetoothError(.invalidParameters, "a reconnection needs at least one step")
-        }
-        guard options.timeout > .zero, options.stepTimeout > .zero else {
-            throw BluetoothError(.invalidParameters, "reconnection timeouts must be positive")
-        }
+        try Self.check(target, options)
         let system = self.system
         return try await withThrowingTaskGroup(of: Peripheral?.self) { group in
             group.addTask {
@@ -108,13 +100,40 @@ extension CentralManager {
                 try await self.waitUntilPoweredOn(timeout: nil)
                 return try await self.runReconnectSteps(target, options)
             }
-            defer { group.cancelAll() }
-            while let outcome = try await group.next() {
-                if let peripheral = outcome { return peripheral }
-                throw BluetoothError(
-                    .unknownDevice, "no step (\(options.steps)) could reach \(target)")
+            let first = await group.nextResult()
+            group.cancelAll()
+            // The steps may have connected just as the time ran out: nobody would receive that connection.
+            await self.letGoOfTheRest(in: &group, keeping: nil)
+            switch first {
+            case .success(let peripheral?): return peripheral
+            case .success(nil):
+                throw BluetoothError(.unknownDevice, "no step (\(options.steps)) could reach \(target)")
+            case .failure(let error): throw error
+            case nil: throw CancellationError()
             }
-            throw CancellationError()
+        }
+    }
+
+    /// Refuses a target and options `reconnect` cannot work with.
+    static func check(_ target: ReconnectTarget, _ options: ReconnectOptions) throws {
+        guard target.identifier != nil || target.name != nil else {
+            throw BluetoothError(.invalidParameters, "a reconnection target needs an identifier or a name")
+        }
+        guard !options.steps.isEmpty else {
+            throw BluetoothError(.invalidParameters, "a reconnection needs at least one step")
+        }
+        guard options.timeout > .zero, options.stepTimeout > .zero else {
+            throw BluetoothError(.invalidParameters, "reconnection timeouts must be positive")
+        }
+    }
+
+    /// Waits for a cancelled group's remaining children and disconnects any peripheral they connected other than
+    /// `winner`.
+    private func letGoOfTheRest(
+        in group: inout ThrowingTaskGroup<Peripheral?, any Error>, keeping winner: Peripheral?
+    ) async {
+        while let outcome = await group.nextResult() {
+            if case .success(let other?) = outcome, other !== winner { cancelPeripheralConnection(other) }
         }
     }
 
@@ -131,7 +150,11 @@ extension CentralManager {
                 var failure: (any Error)?
                 while let outcome = await group.nextResult() {
                     switch outcome {
-                    case .success(let peripheral?): return peripheral
+                    case .success(let peripheral?):
+                        // Another step may have connected another device of the same name meanwhile.
+                        group.cancelAll()
+                        await letGoOfTheRest(in: &group, keeping: peripheral)
+                        return peripheral
                     case .success(nil): continue
                     case .failure(let error as BluetoothError) where error.code == .timeout: continue
                     case .failure(let error): failure = failure ?? error
@@ -147,7 +170,10 @@ extension CentralManager {
                 if let peripheral = try await attempt(step, target, options, limit: options.stepTimeout) {
                     return peripheral
                 }
-            } catch let error as BluetoothError where error.code == .timeout || error.code == .connectionFailed {
+            } catch let error as BluetoothError
+                where [.timeout, .connectionFailed, .invalidParameters].contains(error.code)
+            {
+                // `.invalidParameters`: the peripheral is still disconnecting from the previous step's end.
                 // This way did not work in time: on to the next.
                 continue
             }
@@ -240,7 +266,9 @@ public struct ReconnectPolicy: Sendable, Hashable {
         let initial = Double(initialDelay.components.seconds) + Double(initialDelay.components.attoseconds) / 1e18
         let limit = Double(maximumDelay.components.seconds) + Double(maximumDelay.components.attoseconds) / 1e18
         let factor = pow(max(multiplier, 1), Double(max(attempt - 1, 0)))
-        return .milliseconds(Int64((min(initial * factor, limit) * 1000).rounded()))
+        // At most a year, so that a huge `maximumDelay` (no cap meant) cannot overflow the conversion.
+        let seconds = min(initial * factor, limit, 365 * 24 * 3600)
+        return .milliseconds(Int64((seconds * 1000).rounded()))
     }
 
     /// Whether the values make sense: positive delays, a multiplier of at least 1, at least one attempt.
@@ -343,6 +371,10 @@ final class ConnectionKeeper {
     func next() async throws -> ConnectionStateChange? {
         do {
             return try await step()
+        } catch is CancellationError {
+            // Cancelling the iterating task ends the iteration, whatever phase it was in.
+            finish()
+            return nil
         } catch {
             finish()
             throw error
@@ -358,6 +390,7 @@ final class ConnectionKeeper {
     private func step() async throws -> ConnectionStateChange? {
         if !validated {
             try policy.validate()
+            try CentralManager.check(target, options)
             validated = true
         }
         guard !Task.isCancelled else {

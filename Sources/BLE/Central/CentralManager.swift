@@ -309,8 +309,13 @@ public final class CentralManager: Sendable, SystemSession, ScanClient, LinkClie
             p.linkUp(handle: link.handle)
             return p
         }
-        // Not found: cancelled meanwhile (the system took this manager off the link).
-        guard let peripheral = found else { return }
+        // Not found: cancelled meanwhile. The system took this manager off the link then, unless the cancel
+        // came between an automatic reconnection's pending entry and its request to the system: leave it now
+        // (nothing happens when the manager is not on the link), so no link is held for nobody.
+        guard let peripheral = found else {
+            _ = system.core.cancelConnection(self, from: link.peer)
+            return
+        }
         // A link joined as it went down: its `linkDown` came before this manager knew the handle.
         guard system.core.isOnLink(ObjectIdentifier(self), link.handle) else {
             return handleDisconnected(link.handle, reason: .connectionTerminatedByLocalHost)

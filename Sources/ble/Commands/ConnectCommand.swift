@@ -42,6 +42,8 @@ struct ConnectCommand: AsyncParsableCommand {
                 let s = Double(t.components.seconds) + Double(t.components.attoseconds) / 1e18
                 Output.line(String(format: "[%8.3f s] ", s) + text)
             }
+            // Listening before connecting, so that a link lost at once is heard.
+            let ends = tool.manager.disconnections
             let peripheral = try await tool.connect(to: target)
             say("connected to \(CentralTool.describe(peripheral)) (ATT_MTU \(peripheral.attMTU))")
             try await tool.using(peripheral) {
@@ -73,7 +75,7 @@ struct ConnectCommand: AsyncParsableCommand {
                             }
                             return true
                         }
-                        for await end in tool.manager.disconnections where end.peripheral === peripheral {
+                        for await end in ends where end.peripheral === peripheral {
                             say("disconnected\(end.error.map { ": \($0)" } ?? "")")
                             return false
                         }

@@ -48,7 +48,9 @@ struct SendCommand: AsyncParsableCommand {
         _ = try parseUUID(characteristic, what: "CHAR")
         if let chunk { try CommandLineNumbers.checkCount(chunk, option: "--chunk", minimum: 1) }
         if let chunk, chunk > 512 { throw ValidationError("--chunk must be at most 512 bytes, not \(chunk)") }
-        try CommandLineNumbers.checkSeconds(interval / 1000, option: "--interval")
+        guard interval.isFinite, interval >= 0, interval <= 60_000, interval == 0 || interval >= 1 else {
+            throw ValidationError("--interval must be 0, or 1 to 60000 milliseconds, not \(interval)")
+        }
         var isFolder: ObjCBool = false
         if file != "-" {
             guard FileManager.default.fileExists(atPath: file, isDirectory: &isFolder), !isFolder.boolValue,
