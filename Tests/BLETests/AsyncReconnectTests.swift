@@ -202,15 +202,7 @@ import Testing
         try await rig.run(
             until: { changes.withLock { $0.filter { $0 == "connected" }.count == 2 } }, within: .seconds(20),
             "reconnection")
-        // The task runs on the radio: cancelled, it ends while the radio runs.
-        task.cancel()
-        let ended = Mutex(false)
-        let watcher = Task(executorPreference: rig.radio) {
-            _ = await task.result
-            ended.withLock { $0 = true }
-        }
-        try await rig.run(until: { ended.withLock { $0 } }, "the end of the iteration")
-        await watcher.value
+        try await rig.cancel(task)
         try await rig.run(.milliseconds(500))
         let lines = changes.withLock { $0 }
         #expect(

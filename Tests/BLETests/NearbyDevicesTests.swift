@@ -43,14 +43,7 @@ import Testing
         #expect(after >= .seconds(2) && after <= .seconds(4), "lost \(after) after it stopped")
         // Nearby and still, the sensor did not flood the list with unchanged updates.
         #expect(updatesNearby < 20, "\(updatesNearby) changes in 2 s at the same place")
-        task.cancel()
-        let ended = Mutex(false)
-        let watcher = Task(executorPreference: rig.radio) {
-            _ = await task.result
-            ended.withLock { $0 = true }
-        }
-        try await rig.run(until: { ended.withLock { $0 } }, "the end of the iteration")
-        await watcher.value
+        try await rig.cancel(task)
         #expect(!central.isScanning)
     }
 }

@@ -123,6 +123,19 @@ final class Rig: Sendable {
         return held
     }
 
+    /// Cancels a task that runs on the radio's executor and runs the radio until the task has ended: such a task
+    /// moves only while the radio runs, so awaiting it without running the radio would wait for ever.
+    func cancel<Success: Sendable, Failure: Error>(_ task: Task<Success, Failure>) async throws {
+        task.cancel()
+        let ended = Mutex(false)
+        let watcher = Task(executorPreference: radio) {
+            _ = await task.result
+            ended.withLock { $0 = true }
+        }
+        try await run(until: { ended.withLock { $0 } }, "the end of the cancelled task")
+        await watcher.value
+    }
+
     /// Both managers powered on, the sensor's services published and advertising.
     func startSensor(advertising advertisement: AdvertisementData? = Sensor.advertisement) async throws {
         try await run(until: { central.state == .poweredOn && sensor.manager.state == .poweredOn }, "power on")
