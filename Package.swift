@@ -28,6 +28,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.0"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
     ],
     targets: [
         // Pure layers: no I/O, no clocks, no un-injected randomness.
@@ -35,7 +36,14 @@ let package = Package(
         .target(name: "BLEHCI", dependencies: ["BLECore", nioCore], swiftSettings: strict),
         .target(name: "BLEL2CAP", dependencies: ["BLECore", nioCore, collections], swiftSettings: strict),
         .target(name: "BLEATT", dependencies: ["BLECore", nioCore, collections], swiftSettings: strict),
-        .target(name: "BLEGATT", dependencies: ["BLECore", "BLEATT", nioCore, collections], swiftSettings: strict),
+        // AES-CMAC (the Database Hash; SMP's toolbox later) is computation, so a pure layer may use swift-crypto.
+        .target(
+            name: "BLEGATT",
+            dependencies: [
+                "BLECore", "BLEATT", nioCore, collections, .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CryptoExtras", package: "swift-crypto"),
+            ],
+            swiftSettings: strict),
 
         // The seam between a host and a controller.
         .target(name: "BLETransport", dependencies: ["BLECore", "BLEHCI", nioCore], swiftSettings: strict),

@@ -31,7 +31,11 @@ RANK = {
     "ble": 7,
 }
 PURE = {"BLECore", "BLEHCI", "BLEL2CAP", "BLEATT", "BLEGATT", "BLESMP"}
-PURE_EXTERNAL = {"NIOCore", "DequeModule", "HeapModule", "OrderedCollections", "Synchronization", "Foundation"}
+# Crypto and CryptoExtras (swift-crypto): AES-CMAC and, for SMP, the rest of the toolbox; computation only.
+PURE_EXTERNAL = {
+    "NIOCore", "DequeModule", "HeapModule", "OrderedCollections", "Synchronization", "Foundation", "Crypto",
+    "CryptoExtras",
+}
 FORBIDDEN_PAIRS = [
     ("BLEVirtualController", "BLEHost"), ("BLEVirtualController", "BLESystem"), ("BLEVirtualController", "BLE"),
     ("BLEHost", "BLEVirtualController"), ("BLESystem", "BLEVirtualController"),
