@@ -48,9 +48,8 @@ final class AdvertisingRotation: Sendable {
     }
 
     private struct State {
-        /// `send`: someone is handing the host the latest wish, and the wish to hand over after it.
-        var sending = false
-        var pending: Wish?
+        /// What `send` hands the host.
+        var wishes = LatestWish<Wish>()
         var entries: [Entry] = []
         /// Index in `entries` of the advertisement on the air (or being put there).
         var current = 0
@@ -130,10 +129,10 @@ final class AdvertisingRotation: Sendable {
     func reset() {
         let waiting = state.withLock { s -> [Started] in
             s.timer?.cancel()
-            let sending = s.sending
+            let wishes = s.wishes.droppingPending
             defer {
                 s = State()
-                s.sending = sending
+                s.wishes = wishes
             }
             return s.entries.compactMap(\.started)
         }
@@ -148,25 +147,10 @@ final class AdvertisingRotation: Sendable {
         }
     }
 
-    /// Hands the host `wish`. One thread at a time sends, always the latest wish: a thread that finds another
-    /// sending (or itself, when the host passes an event up from inside the call) leaves its wish to that one, so
-    /// the host never gets an older wish after a newer one.
+    /// Hands the host `wish`, the latest one only (`LatestWish`).
     private func send(_ wish: Wish) {
-        let first = state.withLock { s -> Bool in
-            s.pending = wish
-            guard !s.sending else { return false }
-            s.sending = true
-            return true
-        }
-        guard first else { return }
-        while let next = state.withLock({ s -> Wish? in
-            guard let next = s.pending else {
-                s.sending = false
-                return nil
-            }
-            s.pending = nil
-            return next
-        }) {
+        guard state.withLock({ $0.wishes.offer(wish) }) else { return }
+        while let next = state.withLock({ $0.wishes.take() }) {
             switch next {
             case .advertise(let request): putOnAir(request)
             case .stop: host.stopAdvertising { _ in }

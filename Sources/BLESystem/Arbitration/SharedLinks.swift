@@ -55,9 +55,8 @@ final class SharedLinks: Sendable {
         var byHandle: [ConnectionHandle: BluetoothAddress] = [:]
         var nextOrder: UInt64 = 0
         var targets: [BluetoothAddress] = []
-        /// `sendTargets`: someone is handing the host the list, and the list changed since it last took it.
-        var sendingTargets = false
-        var targetsChanged = false
+        /// The list for `sendTargets` to hand the host.
+        var targetWish = LatestWish<[BluetoothAddress]>()
     }
     private let state = Mutex(State())
     private let host: HostDriver
@@ -217,33 +216,18 @@ final class SharedLinks: Sendable {
     /// The controller went away: nothing is linked or initiated any more (clients hear of the power state).
     func reset() {
         state.withLock { s in
-            let sending = s.sendingTargets
+            let wish = s.targetWish.droppingPending
             s = State()
-            s.sendingTargets = sending
+            s.targetWish = wish
         }
     }
 
     // MARK: Targets
 
-    /// Hands the host the current list of peers waited for. One thread at a time sends, always the latest list:
-    /// a thread that finds another sending (or itself, when the host passes an event up from inside the call)
-    /// leaves its change to that one, so the host never gets an older list after a newer one.
+    /// Hands the host the current list of peers waited for, the latest one only (`LatestWish`).
     private func sendTargets() {
-        let first = state.withLock { s -> Bool in
-            s.targetsChanged = true
-            guard !s.sendingTargets else { return false }
-            s.sendingTargets = true
-            return true
-        }
-        guard first else { return }
-        while let targets = state.withLock({ s -> [BluetoothAddress]? in
-            guard s.targetsChanged else {
-                s.sendingTargets = false
-                return nil
-            }
-            s.targetsChanged = false
-            return s.targets
-        }) {
+        guard state.withLock({ $0.targetWish.offer($0.targets) }) else { return }
+        while let targets = state.withLock({ $0.targetWish.take() }) {
             host.setConnectTargets(targets, parameters: host.configuration.connectionParameters)
         }
     }
