@@ -11,3 +11,11 @@ extension Duration {
         return min(limit, whole.partialValue + attoseconds / 1_000_000_000)
     }
 }
+
+extension Duration {
+    /// The duration in seconds, as a `Double` (for rates, printing, and `CFAbsoluteTime`).
+    public var inSeconds: Double {
+        let (seconds, attoseconds) = components
+        return Double(seconds) + Double(attoseconds) / 1e18
+    }
+}

@@ -1,3 +1,4 @@
+import BLECore
 import Foundation
 import Synchronization
 
@@ -263,8 +264,8 @@ public struct ReconnectPolicy: Sendable, Hashable {
     /// The pause before attempt `attempt` (1 is the first retry): `initialDelay` times `multiplier` to the
     /// power `attempt - 1`, at most `maximumDelay`.
     public func delay(beforeRetry attempt: Int) -> Duration {
-        let initial = Double(initialDelay.components.seconds) + Double(initialDelay.components.attoseconds) / 1e18
-        let limit = Double(maximumDelay.components.seconds) + Double(maximumDelay.components.attoseconds) / 1e18
+        let initial = initialDelay.inSeconds
+        let limit = maximumDelay.inSeconds
         let factor = pow(max(multiplier, 1), Double(max(attempt - 1, 0)))
         // At most a year, so that a huge `maximumDelay` (no cap meant) cannot overflow the conversion.
         let seconds = min(initial * factor, limit, 365 * 24 * 3600)

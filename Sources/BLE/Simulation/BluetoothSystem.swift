@@ -390,8 +390,7 @@ extension BluetoothSystem {
     public var absoluteTime: CFAbsoluteTime {
         guard virtualController != nil else { return Date().timeIntervalSinceReferenceDate }
         let virtualOrigin: CFAbsoluteTime = 1_767_225_600 - 978_307_200  // 2026-01-01 in seconds since 2001
-        let elapsed = now.components
-        return virtualOrigin + Double(elapsed.seconds) + Double(elapsed.attoseconds) / 1e18
+        return virtualOrigin + now.inSeconds
     }
 }
 

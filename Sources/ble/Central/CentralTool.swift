@@ -192,7 +192,7 @@ struct CentralTool: Sendable {
     }
 
     static func seconds(_ d: Duration) -> String {
-        let s = Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
+        let s = d.inSeconds
         return s == s.rounded() ? "\(Int(s)) s" : "\(s) s"
     }
 }

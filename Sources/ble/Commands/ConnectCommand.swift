@@ -38,8 +38,7 @@ struct ConnectCommand: AsyncParsableCommand {
         try await CommandRun.flow(transport, interruptedIsSuccess: true) { tool in
             let start = tool.system.now
             @Sendable func say(_ text: String) {
-                let t = tool.system.now - start
-                let s = Double(t.components.seconds) + Double(t.components.attoseconds) / 1e18
+                let s = (tool.system.now - start).inSeconds
                 Output.line(String(format: "[%8.3f s] ", s) + text)
             }
             // Listening before connecting, so that a link lost at once is heard.

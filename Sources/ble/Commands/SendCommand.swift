@@ -116,14 +116,10 @@ struct SendCommand: AsyncParsableCommand {
         FileHandle.standardError.write(Data(text.utf8))
     }
 
-    static func seconds(_ d: Duration) -> Double {
-        Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
-    }
-
-    static func format(_ d: Duration) -> String { String(format: "%.3f s", seconds(d)) }
+    static func format(_ d: Duration) -> String { String(format: "%.3f s", d.inSeconds) }
 
     static func rate(_ bytes: Int, _ elapsed: Duration) -> String {
-        let s = seconds(elapsed)
+        let s = elapsed.inSeconds
         guard s > 0 else { return "-- B/s" }
         let perSecond = Double(bytes) / s
         return perSecond >= 1000 ? String(format: "%.1f kB/s", perSecond / 1000) : String(format: "%.0f B/s", perSecond)
