@@ -41,8 +41,9 @@ struct ConnectCommand: AsyncParsableCommand {
                 let s = (tool.system.now - start).inSeconds
                 Output.line(String(format: "[%8.3f s] ", s) + text)
             }
-            // Listening before connecting, so that a link lost at once is heard.
-            let ends = tool.manager.disconnections
+            // Listening before connecting, so that a link lost at once is heard (with --reconnect the kept
+            // connection listens for itself).
+            let ends = reconnect ? nil : tool.manager.disconnections
             let peripheral = try await tool.connect(to: target)
             say("connected to \(CentralTool.describe(peripheral)) (ATT_MTU \(peripheral.attMTU))")
             try await tool.using(peripheral) {
@@ -74,6 +75,7 @@ struct ConnectCommand: AsyncParsableCommand {
                             }
                             return true
                         }
+                        guard let ends else { return true }
                         for await end in ends where end.peripheral === peripheral {
                             say("disconnected\(end.error.map { ": \($0)" } ?? "")")
                             return false
