@@ -18,36 +18,36 @@ private let c2 = ConnectionHandle(2)
         var world = try world()
         let services = try #require(world.run(.discoverAllPrimaryServices).services)
         #expect(services.map(\.uuid) == [.genericAccess, .genericAttribute, heartRateUUID, customServiceUUID])
-        #expect(services[2].handleRange == AttributeHandle(10)...AttributeHandle(17))
-        #expect(services.last?.handleRange == AttributeHandle(21)...AttributeHandle(30))
+        #expect(services[2].handleRange == AttributeHandle(14)...AttributeHandle(21))
+        #expect(services.last?.handleRange == AttributeHandle(25)...AttributeHandle(34))
 
         let heartRate = services[2]
         let characteristics = try #require(world.run(.discoverCharacteristics(heartRate, uuid: nil)).characteristics)
         #expect(
             characteristics == [
                 GATTCharacteristic(
-                    uuid: .heartRateMeasurement, properties: [.notify], declarationHandle: AttributeHandle(11),
-                    valueHandle: AttributeHandle(12), endHandle: AttributeHandle(13)),
+                    uuid: .heartRateMeasurement, properties: [.notify], declarationHandle: AttributeHandle(15),
+                    valueHandle: AttributeHandle(16), endHandle: AttributeHandle(17)),
                 GATTCharacteristic(
-                    uuid: .bodySensorLocation, properties: [.read], declarationHandle: AttributeHandle(14),
-                    valueHandle: AttributeHandle(15), endHandle: AttributeHandle(15)),
+                    uuid: .bodySensorLocation, properties: [.read], declarationHandle: AttributeHandle(18),
+                    valueHandle: AttributeHandle(19), endHandle: AttributeHandle(19)),
                 GATTCharacteristic(
-                    uuid: .heartRateControlPoint, properties: [.write], declarationHandle: AttributeHandle(16),
-                    valueHandle: AttributeHandle(17), endHandle: AttributeHandle(17)),
+                    uuid: .heartRateControlPoint, properties: [.write], declarationHandle: AttributeHandle(20),
+                    valueHandle: AttributeHandle(21), endHandle: AttributeHandle(21)),
             ])
         #expect(
             world.run(.discoverDescriptors(characteristics[0])).descriptors
-                == [GATTDescriptor(uuid: .clientCharacteristicConfiguration, handle: AttributeHandle(13))])
+                == [GATTDescriptor(uuid: .clientCharacteristicConfiguration, handle: AttributeHandle(17))])
         #expect(world.run(.discoverDescriptors(characteristics[1])).descriptors == [])
 
         let custom = services[3]
         let customCharacteristics = try #require(world.run(.discoverCharacteristics(custom, uuid: nil)).characteristics)
         #expect(customCharacteristics.map(\.uuid) == [longValueUUID, dynamicUUID, secretUUID])
-        #expect(customCharacteristics[0].endHandle == AttributeHandle(26))
+        #expect(customCharacteristics[0].endHandle == AttributeHandle(30))
         #expect(
             world.run(.discoverDescriptors(customCharacteristics[0])).descriptors == [
-                GATTDescriptor(uuid: .characteristicUserDescription, handle: AttributeHandle(25)),
-                GATTDescriptor(uuid: .clientCharacteristicConfiguration, handle: AttributeHandle(26)),
+                GATTDescriptor(uuid: .characteristicUserDescription, handle: AttributeHandle(29)),
+                GATTDescriptor(uuid: .clientCharacteristicConfiguration, handle: AttributeHandle(30)),
             ])
         // By UUID: only the matching one, with the right end handle.
         #expect(
@@ -60,9 +60,9 @@ private let c2 = ConnectionHandle(2)
             world.run(.findIncludedServices(custom)).included
                 == [
                     GATTService(
-                        uuid: secondaryUUID, isPrimary: false, handleRange: AttributeHandle(18)...AttributeHandle(20))
+                        uuid: secondaryUUID, isPrimary: false, handleRange: AttributeHandle(22)...AttributeHandle(24))
                 ])
-        #expect(world.clientPDUs.contains(.readRequest(.init(handle: AttributeHandle(18)))))
+        #expect(world.clientPDUs.contains(.readRequest(.init(handle: AttributeHandle(22)))))
         #expect(world.run(.findIncludedServices(heartRate)).included == [])
 
         // By service UUID.
@@ -74,38 +74,38 @@ private let c2 = ConnectionHandle(2)
 
     @Test func longReadAtMTU23() throws {
         var world = try world()
-        let value = try #require(world.run(.read(AttributeHandle(24))).value)
+        let value = try #require(world.run(.read(AttributeHandle(28))).value)
         #expect(value == longValue)
         // A Read Request for 22 octets, then Read Blobs of 22 until the short 6-octet part: 1 + 23 requests.
         #expect(world.clientPDUs.count == 24)
-        #expect(world.clientPDUs[0] == .readRequest(.init(handle: AttributeHandle(24))))
-        #expect(world.clientPDUs[1] == .readBlobRequest(.init(handle: AttributeHandle(24), offset: 22)))
-        #expect(world.clientPDUs[23] == .readBlobRequest(.init(handle: AttributeHandle(24), offset: 506)))
+        #expect(world.clientPDUs[0] == .readRequest(.init(handle: AttributeHandle(28))))
+        #expect(world.clientPDUs[1] == .readBlobRequest(.init(handle: AttributeHandle(28), offset: 22)))
+        #expect(world.clientPDUs[23] == .readBlobRequest(.init(handle: AttributeHandle(28), offset: 506)))
     }
 
     @Test func longWriteAtMTU23() throws {
         var world = try world()
         let value: [UInt8] = (0..<300).map { UInt8($0 % 251) }
-        #expect(world.run(.write(AttributeHandle(24), value: value)) == .success(.written))
+        #expect(world.run(.write(AttributeHandle(28), value: value)) == .success(.written))
         // Parts of MTU-5 = 18 octets: 17 Prepare Writes, then Execute Write.
         #expect(world.clientPDUs.count == 18)
         #expect(
             world.clientPDUs[1]
                 == .prepareWriteRequest(
                     .init(
-                        handle: AttributeHandle(24), offset: 18,
+                        handle: AttributeHandle(28), offset: 18,
                         partAttributeValue: Array(value[18..<36]))))
         #expect(world.clientPDUs.last == .executeWriteRequest(.init(flags: .write)))
-        #expect(world.server.database.attribute(at: AttributeHandle(24))?.value == value)
-        #expect(world.appEvents == [.valueWritten(c1, attribute: AttributeHandle(24), value: value)])
-        #expect(world.run(.read(AttributeHandle(24))).value == value)
+        #expect(world.server.database.attribute(at: AttributeHandle(28))?.value == value)
+        #expect(world.appEvents == [.valueWritten(c1, attribute: AttributeHandle(28), value: value)])
+        #expect(world.run(.read(AttributeHandle(28))).value == value)
     }
 
     @Test func tooLongAWriteFailsAtExecute() throws {
         var world = try world()
-        let result = world.run(.write(AttributeHandle(24), value: [UInt8](repeating: 1, count: 513)))
+        let result = world.run(.write(AttributeHandle(28), value: [UInt8](repeating: 1, count: 513)))
         #expect(result.error == GATTError(.errorResponse, attErrorCode: .invalidAttributeValueLength))
-        #expect(world.server.database.attribute(at: AttributeHandle(24))?.value == longValue)
+        #expect(world.server.database.attribute(at: AttributeHandle(28))?.value == longValue)
     }
 
     @Test func mtuExchangeTo517() throws {
@@ -116,11 +116,11 @@ private let c2 = ConnectionHandle(2)
         #expect(world.server.mtu(of: c1) == 517)
         #expect(world.server.mtu(of: c2) == 23)
         world.clientPDUs = []
-        #expect(world.run(.read(AttributeHandle(24))).value == longValue)
+        #expect(world.run(.read(AttributeHandle(28))).value == longValue)
         #expect(world.clientPDUs.count == 1)  // 512 octets fit one Read Response
         // A 300-octet write is a single Write Request now.
         world.clientPDUs = []
-        #expect(world.run(.write(AttributeHandle(24), value: [UInt8](repeating: 9, count: 300))) == .success(.written))
+        #expect(world.run(.write(AttributeHandle(28), value: [UInt8](repeating: 9, count: 300))) == .success(.written))
         #expect(world.clientPDUs.count == 1)
         // The MTU is exchanged once.
         #expect(world.run(.exchangeMTU(clientRxMTU: 517)).error == GATTError(.rejected))
@@ -135,32 +135,32 @@ private let c2 = ConnectionHandle(2)
     @Test func permissionErrors() throws {
         var world = try world()
         #expect(
-            world.run(.read(AttributeHandle(12))).error == GATTError(.errorResponse, attErrorCode: .readNotPermitted))
+            world.run(.read(AttributeHandle(16))).error == GATTError(.errorResponse, attErrorCode: .readNotPermitted))
         #expect(
-            world.run(.write(AttributeHandle(15), value: [2])).error
+            world.run(.write(AttributeHandle(19), value: [2])).error
                 == GATTError(.errorResponse, attErrorCode: .writeNotPermitted))
         #expect(
-            world.run(.read(AttributeHandle(0x0100))).error == GATTError(.errorResponse, attErrorCode: .invalidHandle))
+            world.run(.read(AttributeHandle(0x104))).error == GATTError(.errorResponse, attErrorCode: .invalidHandle))
         #expect(
-            world.run(.write(AttributeHandle(11), value: [0])).error
+            world.run(.write(AttributeHandle(15), value: [0])).error
                 == GATTError(.errorResponse, attErrorCode: .writeNotPermitted))  // a declaration
         #expect(
-            world.run(.read(AttributeHandle(30))).error
+            world.run(.read(AttributeHandle(34))).error
                 == GATTError(.errorResponse, attErrorCode: .insufficientEncryption))
         #expect(
-            world.run(.write(AttributeHandle(30), value: [1])).error
+            world.run(.write(AttributeHandle(34), value: [1])).error
                 == GATTError(.errorResponse, attErrorCode: .insufficientEncryption))
         world.server.encryptionChanged(c1, isEncrypted: true)
-        #expect(world.run(.read(AttributeHandle(30))).value == [0x5E])
-        #expect(world.run(.write(AttributeHandle(30), value: [1])) == .success(.written))
+        #expect(world.run(.read(AttributeHandle(34))).value == [0x5E])
+        #expect(world.run(.write(AttributeHandle(34), value: [1])) == .success(.written))
         // The bearer survives every one of these.
         #expect(world.links[c1]?.clientBearer.isOpen == true)
     }
 
     @Test func cccdSubscriptionsArePerClient() throws {
         var world = try world()
-        let cccd = AttributeHandle(13)
-        let measurement = AttributeHandle(12)
+        let cccd = AttributeHandle(17)
+        let measurement = AttributeHandle(16)
         #expect(world.run(.setClientConfiguration(descriptor: cccd, .notification), on: c1) == .success(.written))
         #expect(world.appEvents == [.subscriptionChanged(c1, characteristicValue: measurement, .notification)])
         #expect(world.run(.read(cccd), on: c1).value == [0x01, 0x00])
@@ -192,23 +192,23 @@ private let c2 = ConnectionHandle(2)
 
     @Test func indicationsTravelAndAreConfirmed() throws {
         var world = try world()
-        #expect(world.run(.setClientConfiguration(descriptor: AttributeHandle(26), .indication)) == .success(.written))
+        #expect(world.run(.setClientConfiguration(descriptor: AttributeHandle(30), .indication)) == .success(.written))
         let indication = try #require(
-            world.server.indication(characteristicValue: AttributeHandle(24), value: [1, 2], to: c1))
+            world.server.indication(characteristicValue: AttributeHandle(28), value: [1, 2], to: c1))
         world.indicate(indication, id: ATTRequestID(100), on: c1)
         #expect(world.indications.map(\.1) == [indication])
         #expect(world.indicationResults[ATTRequestID(100)] == .some(nil))
         // Service Changed needs its own subscription.
-        #expect(world.server.serviceChangedIndication(range: AttributeHandle(21)...AttributeHandle(30), to: c1) == nil)
+        #expect(world.server.serviceChangedIndication(range: AttributeHandle(25)...AttributeHandle(34), to: c1) == nil)
         #expect(world.run(.setClientConfiguration(descriptor: AttributeHandle(9), .indication)) == .success(.written))
         #expect(
-            world.server.serviceChangedIndication(range: AttributeHandle(21)...AttributeHandle(30), to: c1)
-                == .init(handle: AttributeHandle(8), value: [21, 0, 30, 0]))
+            world.server.serviceChangedIndication(range: AttributeHandle(25)...AttributeHandle(34), to: c1)
+                == .init(handle: AttributeHandle(8), value: [25, 0, 34, 0]))
     }
 
     @Test func dynamicValuesAreAnsweredByTheApp() throws {
         var world = try world()
-        let dynamic = AttributeHandle(28)
+        let dynamic = AttributeHandle(32)
         world.appValues[dynamic] = Array(0..<100)
         #expect(world.run(.read(dynamic)).value == Array(0..<100))  // long read, offsets through the app
         #expect(world.run(.write(dynamic, value: [9, 9])) == .success(.written))
@@ -272,16 +272,16 @@ private let c2 = ConnectionHandle(2)
     }
 
     @Test func aBadEchoCancelsTheLongWrite() {
-        var procedure = GATTWriteValue(handle: AttributeHandle(24), value: [UInt8](repeating: 1, count: 30))
+        var procedure = GATTWriteValue(handle: AttributeHandle(28), value: [UInt8](repeating: 1, count: 30))
         #expect(
             procedure.start(mtu: 23)
                 == .send(
                     .prepareWriteRequest(
                         .init(
-                            handle: AttributeHandle(24), offset: 0,
+                            handle: AttributeHandle(28), offset: 0,
                             partAttributeValue: [UInt8](repeating: 1, count: 18)))))
         let badEcho = ATTPDU.prepareWriteResponse(
-            .init(handle: AttributeHandle(24), offset: 0, partAttributeValue: [2]))
+            .init(handle: AttributeHandle(28), offset: 0, partAttributeValue: [2]))
         #expect(procedure.received(.success(badEcho), mtu: 23) == .send(.executeWriteRequest(.init(flags: .cancel))))
         #expect(
             procedure.received(.success(.executeWriteResponse(.init())), mtu: 23)

@@ -12,23 +12,25 @@ import Testing
             ])
         #expect(
             database.services.map(\.handleRange) == [
-                AttributeHandle(1)...AttributeHandle(5), AttributeHandle(6)...AttributeHandle(9),
-                AttributeHandle(10)...AttributeHandle(17), AttributeHandle(18)...AttributeHandle(20),
-                AttributeHandle(21)...AttributeHandle(30),
+                AttributeHandle(1)...AttributeHandle(5), AttributeHandle(6)...AttributeHandle(13),
+                AttributeHandle(14)...AttributeHandle(21), AttributeHandle(22)...AttributeHandle(24),
+                AttributeHandle(25)...AttributeHandle(34),
             ])
         #expect(database.deviceNameHandle == AttributeHandle(3))
         #expect(database.appearanceHandle == AttributeHandle(5))
         #expect(database.serviceChangedHandle == AttributeHandle(8))
-        // Heart Rate Measurement: declaration 11 = notify, value handle 12, UUID 0x2A37; its CCCD at 13.
-        #expect(database.attribute(at: AttributeHandle(11))?.value == [0x10, 0x0C, 0x00, 0x37, 0x2A])
-        #expect(database.attribute(at: AttributeHandle(13))?.type == .clientCharacteristicConfiguration)
-        // The include declaration: 18...20, no UUID (128-bit).
-        #expect(database.attribute(at: AttributeHandle(22))?.value == [18, 0, 20, 0])
+        #expect(database.clientSupportedFeaturesHandle == AttributeHandle(11))
+        #expect(database.databaseHashHandle == AttributeHandle(13))
+        // Heart Rate Measurement: declaration 15 = notify, value handle 16, UUID 0x2A37; its CCCD at 17.
+        #expect(database.attribute(at: AttributeHandle(15))?.value == [0x10, 0x10, 0x00, 0x37, 0x2A])
+        #expect(database.attribute(at: AttributeHandle(17))?.type == .clientCharacteristicConfiguration)
+        // The include declaration: 22...24, no UUID (128-bit).
+        #expect(database.attribute(at: AttributeHandle(26))?.value == [22, 0, 24, 0])
         // The user description comes first, then the automatic CCCD.
-        #expect(database.attribute(at: AttributeHandle(25))?.type == .characteristicUserDescription)
-        #expect(database.attribute(at: AttributeHandle(26))?.type == .clientCharacteristicConfiguration)
+        #expect(database.attribute(at: AttributeHandle(29))?.type == .characteristicUserDescription)
+        #expect(database.attribute(at: AttributeHandle(30))?.type == .clientCharacteristicConfiguration)
         #expect(database.attribute(at: AttributeHandle(1))?.value == [0x00, 0x18])
-        #expect(database.attribute(at: AttributeHandle(21))?.value == customServiceUUID.attWireBytes)
+        #expect(database.attribute(at: AttributeHandle(25))?.value == customServiceUUID.attWireBytes)
     }
 
     @Test func hostSetsGAPValues() throws {
@@ -45,8 +47,8 @@ import Testing
         var database = try testDatabase()
         let heartRate = try #require(database.services.first { $0.uuid == heartRateUUID })
         #expect(database.removeService(at: heartRate.handleRange.lowerBound) == heartRate)
-        #expect(database.attribute(at: AttributeHandle(12)) == nil)
-        #expect(database.services.last?.handleRange == AttributeHandle(21)...AttributeHandle(30))
+        #expect(database.attribute(at: AttributeHandle(16)) == nil)
+        #expect(database.services.last?.handleRange == AttributeHandle(25)...AttributeHandle(34))
         // A new service goes after the highest handle.
         let layout = try database.add(
             GATTServiceDefinition(
@@ -55,8 +57,8 @@ import Testing
                     GATTCharacteristicDefinition(
                         uuid: .batteryLevel, properties: [.read, .notify], permissions: [.readable], value: [50])
                 ]))
-        #expect(layout.service.handleRange == AttributeHandle(31)...AttributeHandle(34))
-        #expect(layout.characteristics[0].clientConfigurationHandle == AttributeHandle(34))
+        #expect(layout.service.handleRange == AttributeHandle(35)...AttributeHandle(38))
+        #expect(layout.characteristics[0].clientConfigurationHandle == AttributeHandle(38))
         // The GAP and GATT services stay.
         #expect(database.removeService(at: AttributeHandle(1)) == nil)
         #expect(database.removeService(at: AttributeHandle(6)) == nil)
@@ -75,7 +77,7 @@ import Testing
         let small = GATTServiceDefinition(uuid: .txPowerService)
         let first = try database.add(small)  // 10
         let big = try database.add(filler)
-        #expect(first.service.handleRange == AttributeHandle(10)...AttributeHandle(10))
+        #expect(first.service.handleRange == AttributeHandle(14)...AttributeHandle(14))
         #expect(database.removeService(at: first.service.handleRange.lowerBound) != nil)
         let room = 0xFFFF - Int(big.service.handleRange.upperBound.rawValue)
         let needsGap = GATTServiceDefinition(
@@ -88,7 +90,7 @@ import Testing
         // Fill what is left at the end, then a new one-handle service must use the gap at 10.
         for _ in 0..<room { try database.add(GATTServiceDefinition(uuid: .linkLoss)) }
         let placed = try database.add(needsGap)
-        #expect(placed.service.handleRange.lowerBound == AttributeHandle(10))
+        #expect(placed.service.handleRange.lowerBound == AttributeHandle(14))
         #expect(throws: GATTError(.invalidDefinition)) { try database.add(GATTServiceDefinition(uuid: .linkLoss)) }
     }
 

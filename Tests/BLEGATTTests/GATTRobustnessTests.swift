@@ -200,7 +200,7 @@ import Testing
         }
         // After all that, well-formed requests still get their usual answers.
         #expect(
-            server.received(.readRequest(.init(handle: AttributeHandle(15))), from: Self.c1)
+            server.received(.readRequest(.init(handle: AttributeHandle(19))), from: Self.c1)
                 == [.respond(Self.c1, .readResponse(.init(value: [0x01])))])
         #expect(
             server.received(
@@ -215,9 +215,10 @@ import Testing
                                 .init(
                                     handle: AttributeHandle(1), endGroupHandle: AttributeHandle(5), value: [0x00, 0x18]),
                                 .init(
-                                    handle: AttributeHandle(6), endGroupHandle: AttributeHandle(9), value: [0x01, 0x18]),
+                                    handle: AttributeHandle(6), endGroupHandle: AttributeHandle(13),
+                                    value: [0x01, 0x18]),
                                 .init(
-                                    handle: AttributeHandle(10), endGroupHandle: AttributeHandle(17),
+                                    handle: AttributeHandle(14), endGroupHandle: AttributeHandle(21),
                                     value: [0x0D, 0x18]),
                             ])))
                 ])
@@ -248,16 +249,16 @@ import Testing
     static let operations: [GATTOperation] = {
         let heartRate = GATTService(
             uuid: heartRateUUID, isPrimary: true,
-            handleRange: AttributeHandle(10)...AttributeHandle(17))
+            handleRange: AttributeHandle(14)...AttributeHandle(21))
         let custom = GATTService(
             uuid: customServiceUUID, isPrimary: true,
-            handleRange: AttributeHandle(21)...AttributeHandle(30))
+            handleRange: AttributeHandle(25)...AttributeHandle(34))
         let whole = GATTService(
             uuid: customServiceUUID, isPrimary: true, handleRange: AttributeHandle(1)...AttributeHandle.max)
         let long = GATTCharacteristic(
             uuid: longValueUUID, properties: [.read, .write, .indicate],
-            declarationHandle: AttributeHandle(23), valueHandle: AttributeHandle(24),
-            endHandle: AttributeHandle(26))
+            declarationHandle: AttributeHandle(27), valueHandle: AttributeHandle(28),
+            endHandle: AttributeHandle(30))
         let open = GATTCharacteristic(
             uuid: longValueUUID, properties: [.read], declarationHandle: AttributeHandle(1),
             valueHandle: AttributeHandle(2), endHandle: .max)
@@ -269,9 +270,9 @@ import Testing
             .discoverCharacteristics(heartRate, uuid: nil), .discoverCharacteristics(custom, uuid: dynamicUUID),
             .discoverCharacteristics(whole, uuid: nil),
             .discoverDescriptors(long), .discoverDescriptors(open),
-            .read(AttributeHandle(15)), .read(AttributeHandle(24)), .read(AttributeHandle(3)),
-            .write(AttributeHandle(27), value: [1, 2, 3]), .write(AttributeHandle(24), value: longValue),
-            .setClientConfiguration(descriptor: AttributeHandle(25), [.indication]),
+            .read(AttributeHandle(19)), .read(AttributeHandle(28)), .read(AttributeHandle(3)),
+            .write(AttributeHandle(31), value: [1, 2, 3]), .write(AttributeHandle(28), value: longValue),
+            .setClientConfiguration(descriptor: AttributeHandle(29), [.indication]),
         ]
     }()
 
@@ -426,13 +427,13 @@ import Testing
 /// suite) must not yield a characteristic whose end lies before its own value.
 @Test func outOfOrderCharacteristicDeclarationsAreOrdered() {
     let service = GATTService(
-        uuid: .heartRate, isPrimary: true, handleRange: AttributeHandle(0x10)...AttributeHandle(0x30))
+        uuid: .heartRate, isPrimary: true, handleRange: AttributeHandle(0x14)...AttributeHandle(0x34))
     var procedure = GATTDiscoverCharacteristics(service: service)
     _ = procedure.start(mtu: 23)
     let response = ATTPDU.readByTypeResponse(
         .init(attributeData: [
-            .init(handle: AttributeHandle(0x20), value: [0x02, 0x21, 0x00, 0x38, 0x2A]),  // read, value 0x21, 2A38
-            .init(handle: AttributeHandle(0x18), value: [0x10, 0x19, 0x00, 0x37, 0x2A]),  // notify, value 0x19, 2A37
+            .init(handle: AttributeHandle(0x24), value: [0x02, 0x21, 0x00, 0x38, 0x2A]),  // read, value 0x21, 2A38
+            .init(handle: AttributeHandle(0x1c), value: [0x10, 0x19, 0x00, 0x37, 0x2A]),  // notify, value 0x19, 2A37
         ]))
     guard case .send = procedure.received(.success(response), mtu: 23) else {
         Issue.record("the procedure should ask for the rest of the service")
@@ -440,13 +441,13 @@ import Testing
     }
     let done = ATTRequestFailure.errorResponse(
         .init(
-            requestOpcode: .readByTypeRequest, handle: AttributeHandle(0x21),
+            requestOpcode: .readByTypeRequest, handle: AttributeHandle(0x25),
             errorCode: .attributeNotFound))
     guard case .finished(.success(.characteristics(let found))) = procedure.received(.failure(done), mtu: 23) else {
         Issue.record("the procedure should finish with the characteristics")
         return
     }
     #expect(found.map(\.uuid) == [.heartRateMeasurement, .bodySensorLocation])
-    #expect(found.map(\.endHandle) == [AttributeHandle(0x1F), AttributeHandle(0x30)])
+    #expect(found.map(\.endHandle) == [AttributeHandle(0x23), AttributeHandle(0x34)])
     #expect(found.allSatisfy { $0.valueHandle <= $0.endHandle })
 }

@@ -16,7 +16,7 @@ import Testing
 
     @Test func aPreparedWritePastTheAttributesEndFailsTheQueue() throws {
         var server = try server()
-        let dynamic = AttributeHandle(28)
+        let dynamic = AttributeHandle(32)
         for (offset, value) in [(UInt16(0), [UInt8](repeating: 1, count: 18)), (UInt16(0xFFF0), [2, 2, 2])] {
             #expect(
                 server.received(
@@ -43,7 +43,7 @@ import Testing
     @Test func anAppsAnswerLongerThanAnAttributeIsCutAt512() throws {
         var server = try server()
         let asked = server.received(
-            .readMultipleVariableRequest(.init(setOfHandles: [AttributeHandle(15), AttributeHandle(28)])), from: c1)
+            .readMultipleVariableRequest(.init(setOfHandles: [AttributeHandle(19), AttributeHandle(32)])), from: c1)
         guard case .readRequest(let id, _, _, _) = asked.first else {
             Issue.record("expected the app to be asked, got \(asked)")
             return
@@ -64,7 +64,7 @@ import Testing
     @Test func anMTUBelowTheMinimumIsTakenAs23() throws {
         var server = try server()
         server.mtuChanged(c1, to: 0)
-        let read = server.received(.readRequest(.init(handle: AttributeHandle(24))), from: c1)
+        let read = server.received(.readRequest(.init(handle: AttributeHandle(28))), from: c1)
         guard case .respond(_, .readResponse(let response)) = read.first else {
             Issue.record("expected a read response, got \(read)")
             return

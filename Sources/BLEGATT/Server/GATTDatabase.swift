@@ -63,8 +63,8 @@ public struct GATTServiceLayout: Sendable, Hashable {
 ///
 /// Built from service definitions: each service takes a contiguous run of handles in order (its declaration,
 /// its include declarations, then per characteristic the declaration, the value and the descriptors). The
-/// GAP service (0x1800: Device Name, Appearance) and the GATT service (0x1801: Service Changed with its CCCD)
-/// come first. Services can be added and removed at any time; the handles of the others never move. A new
+/// GAP service (0x1800: Device Name, Appearance) and the GATT service (0x1801: Service Changed with its CCCD,
+/// Client Supported Features, Database Hash) come first, in handles 0x0001–0x000D. Services can be added and removed at any time; the handles of the others never move. A new
 /// service goes after the highest handle, or into the first gap large enough when there is no room there.
 ///
 /// - SeeAlso: Core Spec 5.4, Vol 3, Part G, 3 (Service interoperability requirements), 7 (GATT service);
@@ -84,6 +84,12 @@ public struct GATTDatabase: Sendable {
     public private(set) var appearanceHandle = AttributeHandle(0)
     /// The Service Changed characteristic value's handle (GATT service).
     public private(set) var serviceChangedHandle = AttributeHandle(0)
+    /// The Client Supported Features characteristic value's handle (GATT service): its value lives per client
+    /// in the server (Core Spec 5.4, Vol 3, Part G, 7.2).
+    public private(set) var clientSupportedFeaturesHandle = AttributeHandle(0)
+    /// The Database Hash characteristic value's handle (GATT service): the server answers it with
+    /// ``databaseHash``, computed when read (Vol 3, Part G, 7.3).
+    public private(set) var databaseHashHandle = AttributeHandle(0)
 
     /// A database holding only the GAP and GATT services.
     public init(deviceName: String = "", appearance: UInt16 = 0) {
@@ -102,15 +108,24 @@ public struct GATTDatabase: Sendable {
             characteristics: [
                 GATTCharacteristicDefinition(
                     uuid: .serviceChanged, properties: [.indicate], permissions: [],
-                    value: [0x00, 0x00, 0x00, 0x00])
+                    value: [0x00, 0x00, 0x00, 0x00]),
+                // The stored values of these two stand in for what the server computes per client and per read.
+                GATTCharacteristicDefinition(
+                    uuid: .clientSupportedFeatures, properties: [.read, .write], permissions: [.readable, .writeable],
+                    value: [0x00]),
+                GATTCharacteristicDefinition(
+                    uuid: .databaseHash, properties: [.read], permissions: [.readable],
+                    value: [UInt8](repeating: 0, count: 16)),
             ])
-        // Neither definition can fail on an empty database: their handles are the first seven, and every value
+        // Neither definition can fail on an empty database: their handles are the first thirteen, and every value
         // is within 512 octets (the name is cut to 248 above).
         let gapLayout = try! add(gap)
         let gattLayout = try! add(gatt)
         deviceNameHandle = gapLayout.characteristics[0].characteristic.valueHandle
         appearanceHandle = gapLayout.characteristics[1].characteristic.valueHandle
         serviceChangedHandle = gattLayout.characteristics[0].characteristic.valueHandle
+        clientSupportedFeaturesHandle = gattLayout.characteristics[1].characteristic.valueHandle
+        databaseHashHandle = gattLayout.characteristics[2].characteristic.valueHandle
     }
 
     /// The GAP Device Name, UTF-8.

@@ -60,11 +60,20 @@ public struct GATTServer: Sendable {
         case writeCommandRefused(ConnectionHandle, attribute: AttributeHandle, ATTErrorCode)
     }
 
-    private struct Client: Sendable {
+    struct Client: Sendable {
         var mtu: UInt16 = ATTBearer.defaultMTU
         var isEncrypted = false
         var configurations: [AttributeHandle: GATTClientConfiguration] = [:]
         var prepareQueue: [GATTWriteRequest] = []
+        /// The Client Supported Features it wrote (the known bits only; empty until it writes).
+        var supportedFeatures: [UInt8] = []
+        /// Change-aware (Vol 3, Part G, 2.5.2.1): a client without a bond starts aware, and stops being aware
+        /// when the database changes.
+        var isChangeAware = true
+        /// Database Out Of Sync was sent to it since it became unaware.
+        var outOfSyncSent = false
+        /// It read the Database Hash since it became unaware.
+        var readHashWhileUnaware = false
     }
 
     /// A request waiting for the app.
@@ -79,7 +88,7 @@ public struct GATTServer: Sendable {
     public var database: GATTDatabase
     /// How many Prepare Write Requests one client may queue before Prepare Queue Full.
     public let maximumPrepareQueueLength: Int
-    private var clients: [ConnectionHandle: Client] = [:]
+    var clients: [ConnectionHandle: Client] = [:]
     private var pending: [GATTServerRequestID: (ConnectionHandle, Pending)] = [:]
     private var nextRequestID: UInt64 = 1
 
@@ -182,6 +191,7 @@ public struct GATTServer: Sendable {
     /// A request or command from a client, as the bearer handed it up.
     public mutating func received(_ pdu: ATTPDU, from connection: ConnectionHandle) -> [Action] {
         if clients[connection] == nil { clients[connection] = Client() }
+        if let refused = checkChangeAwareness(pdu, connection) { return refused }
         switch pdu {
         case .readRequest(let request): return read(request.handle, offset: nil, connection)
         case .readBlobRequest(let request): return read(request.handle, offset: Int(request.offset), connection)
@@ -297,6 +307,10 @@ public struct GATTServer: Sendable {
     private func readable(_ attribute: GATTAttribute, _ connection: ConnectionHandle) -> Readable {
         if case .clientConfiguration(let valueHandle, _) = attribute.role {
             return .stored(configuration(of: connection, characteristicValue: valueHandle).bytes)
+        }
+        if attribute.handle == database.databaseHashHandle { return .stored(database.databaseHash) }
+        if attribute.handle == database.clientSupportedFeaturesHandle {
+            return .stored(clientSupportedFeatures(of: connection))
         }
         guard let value = attribute.value else { return .dynamic }
         return .stored(value)
@@ -531,6 +545,10 @@ public struct GATTServer: Sendable {
         -> [Action]
     {
         guard let attribute = database.attribute(at: handle) else { return [] }
+        if handle == database.clientSupportedFeaturesHandle {
+            setClientSupportedFeatures(value, of: connection)
+            return []
+        }
         if case .clientConfiguration(let valueHandle, _) = attribute.role {
             let configuration = GATTClientConfiguration(bytes: value) ?? []
             let old = clients[connection]?.configurations[valueHandle] ?? []
@@ -544,8 +562,13 @@ public struct GATTServer: Sendable {
     }
 
     /// Checks a whole new value for an attribute: length, and for a CCCD its bits.
-    private func checkValue(_ attribute: GATTAttribute, _ value: [UInt8]) -> ATTErrorCode? {
+    private func checkValue(_ attribute: GATTAttribute, _ value: [UInt8], _ connection: ConnectionHandle)
+        -> ATTErrorCode?
+    {
         guard value.count <= GATTDatabase.maximumValueLength else { return .invalidAttributeValueLength }
+        if attribute.handle == database.clientSupportedFeaturesHandle {
+            return checkClientSupportedFeatures(value, of: connection)
+        }
         if case .clientConfiguration(_, let properties) = attribute.role {
             guard let configuration = GATTClientConfiguration(bytes: value) else { return .invalidAttributeValueLength }
             if configuration.contains(.notification) && !properties.contains(.notify) {
@@ -574,7 +597,7 @@ public struct GATTServer: Sendable {
                 ? [.writeCommandRefused(connection, attribute: handle, .invalidHandle)]
                 : [error(opcode, handle, .invalidHandle, connection)]
         }
-        if let code = checkWrite(attribute, connection, command: command) ?? checkValue(attribute, value) {
+        if let code = checkWrite(attribute, connection, command: command) ?? checkValue(attribute, value, connection) {
             return command
                 ? [.writeCommandRefused(connection, attribute: handle, code)]
                 : [error(opcode, handle, code, connection)]
@@ -661,7 +684,7 @@ public struct GATTServer: Sendable {
             assembled[part.attribute] = value
         }
         for handle in handles {
-            if let code = checkValue(database.attribute(at: handle)!, assembled[handle]!) {
+            if let code = checkValue(database.attribute(at: handle)!, assembled[handle]!, connection) {
                 return [error(opcode, handle, code, connection)]
             }
         }

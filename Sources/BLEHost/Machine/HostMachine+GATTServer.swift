@@ -10,13 +10,13 @@ public struct PublishedService: Sendable, Hashable {
 }
 
 extension HostMachine {
-    /// Adds a service to the GATT server. Connected clients that enabled Service Changed indications are told
-    /// about the new handle range (Core Spec 5.4, Vol 3, Part G, 7.1).
+    /// Adds a service to the GATT server. Connected clients become change-unaware, and those that enabled
+    /// Service Changed indications are told about the new handle range (Core Spec 5.4, Vol 3, Part G, 7.1).
     public mutating func addService(_ definition: GATTServiceDefinition) -> (
         Result<PublishedService, HostError>, actions: [HostAction]
     ) {
         do throws(GATTError) {
-            let layout = try server.database.add(definition)
+            let layout = try server.addService(definition)
             indicateServiceChanged(layout.service.handleRange)
             let published = PublishedService(
                 serviceHandle: layout.service.handleRange.lowerBound,
@@ -27,10 +27,10 @@ extension HostMachine {
         }
     }
 
-    /// Removes the service declared at `handle`; connected clients that enabled Service Changed indications are
-    /// told about the handle range it occupied.
+    /// Removes the service declared at `handle`; connected clients become change-unaware, and those that enabled
+    /// Service Changed indications are told about the handle range it occupied.
     public mutating func removeService(at handle: AttributeHandle) -> [HostAction] {
-        guard let removed = server.database.removeService(at: handle) else { return [] }
+        guard let removed = server.removeService(at: handle) else { return [] }
         indicateServiceChanged(removed.handleRange)
         return takeActions()
     }
@@ -120,6 +120,8 @@ extension HostMachine {
         nextIndication += 1
         let request = ATTRequestID(nextIndication)
         links[handle]?.pendingIndications += 1
+        // A confirmed Service Changed makes its client change-aware (Vol 3, Part G, 2.5.2.1).
+        if indication.handle == server.database.serviceChangedHandle { serviceChangedIndications[request] = handle }
         if let delivery {
             // An indication is delivered when the client confirms it (Vol 3, Part F, 3.4.7.3).
             addDelivery(delivery)
