@@ -37,6 +37,13 @@ public enum SystemAuthorization: Sendable, Hashable {
 public protocol SystemSession: AnyObject, Sendable {
     func systemPowerStateChanged(_ state: SystemPowerState)
     func systemReceived(_ event: HostEvent)
+    /// The peer on `link` has another database than the one its GATT cache was kept for (its Database Hash
+    /// changed while no link was up): what an app discovered there before is gone.
+    func systemPeerDatabaseChanged(on link: ConnectionHandle)
+}
+
+extension SystemSession {
+    public func systemPeerDatabaseChanged(on link: ConnectionHandle) {}
 }
 
 /// The "bluetoothd" of one controller: it owns the host, the system store, the apps and the managers attached
@@ -106,8 +113,11 @@ public final class SystemCore: Sendable {
         self.gatt = GATTOwnership(host: host)
         self.links = SharedLinks(host: host)
         self.advertising = AdvertisingRotation(host: host, scheduler: scheduler)
-        self.discovery = SharedDiscovery(host: host)
+        self.discovery = SharedDiscovery(host: host, store: store)
         host.setEventHandler { [weak self] event in self?.handle(event) }
+        discovery.onDatabaseChanged { [weak self] link in
+            for session in self?.liveSessions ?? [] { session.systemPeerDatabaseChanged(on: link) }
+        }
         host.start { [weak self] result in
             switch result {
             case .success: self?.setPower(.poweredOn)
@@ -337,7 +347,16 @@ public final class SystemCore: Sendable {
         case .advertisingEnded:
             advertising.ended()
         case .connected(let info) where info.role == .central:
+            discovery.linkUp(info.handle, peer: store.existingIdentifier(for: info.peer))
             links.connected(info)
+        case .valueUpdated(let link, let attribute, let value, isIndication: true)
+        where discovery.isServiceChanged(attribute, on: link):
+            // Every app on the link forgets what was discovered there, before any of them hears of it.
+            if value.count >= 4 {
+                discovery.invalidate(
+                    on: link, from: UInt16(value[0]) | UInt16(value[1]) << 8,
+                    to: UInt16(value[2]) | UInt16(value[3]) << 8)
+            }
         case .connectionFailed(let peer, let error):
             links.failed(peer, error)
         case .disconnected(let handle, let reason):

@@ -321,7 +321,6 @@ public final class CentralManager: Sendable, SystemSession, ScanClient, LinkClie
             return handleDisconnected(link.handle, reason: .connectionTerminatedByLocalHost)
         }
         system.core.store.noteSeen(peripheral.identifier, name: nil)
-        peripheral.watchServiceChanges()
         deliver { manager, delegate in
             // `.connected` here, on the manager's queue, just before the callback that announces it.
             guard peripheral.announceConnected() else { return }
@@ -422,6 +421,10 @@ public final class CentralManager: Sendable, SystemSession, ScanClient, LinkClie
             .readyToNotify, .advertisingEnded:
             break
         }
+    }
+
+    public func systemPeerDatabaseChanged(on link: ConnectionHandle) {
+        peripheralOn(link)?.handleDatabaseChanged()
     }
 
     func peripheralOn(_ handle: ConnectionHandle) -> Peripheral? {

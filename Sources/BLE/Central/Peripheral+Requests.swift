@@ -46,8 +46,10 @@ extension Peripheral {
 
     func discoverIncludedServices(_ uuids: [BluetoothUUID]?, for service: Service, reply: Reply<[Service]>) {
         let tell: DelegateReport = { p, d, e in d?.peripheral(p, didDiscoverIncludedServicesFor: service, error: e) }
-        guard let (host, handle) = link(reply, tell), let remote = discovered(service, reply, tell) else { return }
-        host.discoverIncludedServices(on: handle, in: remote) { [self] result in
+        guard let (discovery, handle) = discoveryLink(reply, tell), let remote = discovered(service, reply, tell) else {
+            return
+        }
+        discovery.includedServices(on: handle, in: remote) { [self] result in
             report(reply, result, delegate: tell) { p, found in
                 let objects = found.filter { uuid in uuids.map { $0.isEmpty || $0.contains(uuid.uuid) } ?? true }
                     .map { p.serviceObject(for: $0) }
@@ -247,7 +249,8 @@ extension Peripheral {
         let tell: DelegateReport = { p, d, e in
             d?.peripheral(p, didUpdateNotificationStateFor: characteristic, error: e)
         }
-        guard let (host, handle) = link(reply, tell), let remote = discovered(characteristic, reply, tell) else {
+        guard let (discovery, handle) = discoveryLink(reply, tell), let remote = discovered(characteristic, reply, tell)
+        else {
             return
         }
         let properties = characteristic.properties
@@ -274,7 +277,7 @@ extension Peripheral {
         {
             return write(cccdHandle)
         }
-        host.discoverDescriptors(on: handle, of: remote) { [self] result in
+        discovery.descriptors(on: handle, of: remote) { [self] result in
             switch result {
             case .success(let found):
                 guard let cccd = found.first(where: { $0.uuid == .clientCharacteristicConfiguration }) else {

@@ -32,8 +32,6 @@ public final class Peripheral: Sendable, Hashable, CustomStringConvertible {
         var cancelled = false
         /// Value handle -> characteristic, for routing notifications and reads.
         var characteristicsByValue: [AttributeHandle: Characteristic] = [:]
-        /// The value handle of the peer's Service Changed characteristic, once subscribed to it.
-        var serviceChangedHandle: AttributeHandle?
         /// Whether a write without response was refused, or filled the queue, since the last "ready" callback.
         var writeWithoutResponseRefused = false
         /// The last `connect` asked for `enableAutoReconnect`.
@@ -198,10 +196,7 @@ public final class Peripheral: Sendable, Hashable, CustomStringConvertible {
     /// The link is gone, on the host's side: pending operations were already failed by the host, and no new
     /// request reaches it. `state` changes in `announceDisconnected()`, on the manager's queue.
     func linkDown() {
-        locked.withLock { s in
-            s.handle = nil
-            s.serviceChangedHandle = nil
-        }
+        locked.withLock { $0.handle = nil }
     }
 
     /// On the manager's queue, just before `didDisconnectPeripheral` (or `didFailToConnect`): the peripheral is
@@ -243,7 +238,8 @@ public final class Peripheral: Sendable, Hashable, CustomStringConvertible {
     let observers = ObserverList<any PeripheralObserver>()
 
     func handleValueUpdate(attribute: AttributeHandle, value: [UInt8], isIndication: Bool = false) {
-        if attribute == locked.withLock({ $0.serviceChangedHandle }) {
+        // The system subscribes to Service Changed on every link (SharedDiscovery), as iOS does for every app.
+        if let handle, let manager, manager.system.core.discovery.isServiceChanged(attribute, on: handle) {
             handleServiceChanged(value)
             return
         }
@@ -258,30 +254,6 @@ public final class Peripheral: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
-    /// As iOS does for every app, subscribes to the peer's Service Changed characteristic (GATT service
-    /// 0x1801, characteristic 0x2A05) once connected, so that `didModifyServices` can report services the peer
-    /// removed or added. This runs without delegate callbacks; a peer without the characteristic is left alone.
-    /// - SeeAlso: Core Spec 5.4, Vol 3, Part G, 7.1 (Service Changed).
-    func watchServiceChanges() {
-        guard let handle = locked.withLock({ $0.handle }), let host else { return }
-        host.discoverServices(on: handle, uuid: .genericAttribute) { [self] result in
-            guard case .success(let services) = result, let gatt = services.first else { return }
-            host.discoverCharacteristics(on: handle, in: gatt, uuid: .serviceChanged) { [self] result in
-                guard case .success(let found) = result,
-                    let changed = found.first(where: { $0.uuid == .serviceChanged }),
-                    changed.properties.contains(.indicate)
-                else { return }
-                host.discoverDescriptors(on: handle, of: changed) { [self] result in
-                    guard case .success(let descriptors) = result,
-                        let cccd = descriptors.first(where: { $0.uuid == .clientCharacteristicConfiguration })
-                    else { return }
-                    locked.withLock { $0.serviceChangedHandle = changed.valueHandle }
-                    host.write(on: handle, attribute: cccd.handle, value: [0x02, 0x00]) { _ in }
-                }
-            }
-        }
-    }
-
     /// A Service Changed indication: the services overlapping the handle range are invalidated (dropped from
     /// `services`), and `didModifyServices` reports them; it is called even when none of the known services
     /// was affected (a service was added), so the app knows to discover again.
@@ -289,10 +261,20 @@ public final class Peripheral: Sendable, Hashable, CustomStringConvertible {
         guard value.count >= 4 else { return }
         let start = UInt16(value[0]) | UInt16(value[1]) << 8
         let end = UInt16(value[2]) | UInt16(value[3]) << 8
-        // Every app on the link forgets what was discovered there, before any of them asks again.
-        if let handle { manager?.system.core.discovery.invalidate(on: handle, from: start, to: end) }
+        // The system already forgot what was discovered there, for every app on the link.
         deliver { p, d in
             let invalidated = p.invalidateServices(overlapping: start, end)
+            d?.peripheral(p, didModifyServices: invalidated)
+        }
+    }
+
+    /// The peer's database is not the one its GATT cache was kept for (the system read another Database Hash as
+    /// the link came up): every service discovered before is gone, and `didModifyServices` says which. A
+    /// peripheral that discovered nothing hears nothing.
+    func handleDatabaseChanged() {
+        deliver { p, d in
+            guard p.services != nil else { return }
+            let invalidated = p.invalidateServices(overlapping: 0x0001, 0xFFFF)
             d?.peripheral(p, didModifyServices: invalidated)
         }
     }

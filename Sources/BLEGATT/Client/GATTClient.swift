@@ -21,6 +21,8 @@ public enum GATTOperation: Sendable, Hashable {
     case discoverDescriptors(GATTCharacteristic)
     /// Read a characteristic value or descriptor (long reads included).
     case read(AttributeHandle)
+    /// Read the values of a characteristic type in a handle range (Read Using Characteristic UUID).
+    case readUsingCharacteristicUUID(BluetoothUUID, range: ClosedRange<AttributeHandle>)
     /// Write a characteristic value or descriptor with a response (long writes included).
     case write(AttributeHandle, value: [UInt8])
     /// Write a Client Characteristic Configuration descriptor.
@@ -37,6 +39,8 @@ public enum GATTOperation: Sendable, Hashable {
             return GATTDiscoverCharacteristics(service: service, uuid: uuid)
         case .discoverDescriptors(let characteristic): return GATTDiscoverDescriptors(characteristic: characteristic)
         case .read(let handle): return GATTReadValue(handle: handle)
+        case .readUsingCharacteristicUUID(let uuid, let range):
+            return GATTReadUsingCharacteristicUUID(uuid: uuid, range: range)
         case .write(let handle, let value): return GATTWriteValue(handle: handle, value: value)
         case .setClientConfiguration(let handle, let configuration):
             return GATTWriteValue(handle: handle, value: configuration.bytes)

@@ -11,6 +11,8 @@ public enum GATTResult: Sendable, Hashable {
     case descriptors([GATTDescriptor])
     /// A value read (whole, for a long read).
     case value([UInt8])
+    /// The values read by type (Read Using Characteristic UUID), in handle order.
+    case handleValues([GATTHandleValue])
     /// A write with response completed.
     case written
 }

@@ -156,6 +156,18 @@ extension HostDriver {
         }
     }
 
+    /// Reads the values of the characteristics of type `uuid` in `range` (Read Using Characteristic UUID: one
+    /// request; an empty list when the peer has none).
+    public func readUsingCharacteristicUUID(
+        on handle: ConnectionHandle, uuid: BluetoothUUID, range: ClosedRange<AttributeHandle>,
+        completion: @escaping @Sendable (Result<[GATTHandleValue], HostError>) -> Void
+    ) {
+        gatt(.readUsingCharacteristicUUID(uuid, range: range), on: handle, completion) { result in
+            if case .handleValues(let values) = result { return values }
+            return nil
+        }
+    }
+
     /// Writes an attribute's value with a response, with the long-write procedure when it does not fit
     /// ATT_MTU-3.
     public func write(

@@ -5,7 +5,8 @@ import Logging
 import Synchronization
 
 /// What a system keeps beyond its process, in one SQLite database (through GRDB): the identifier of every
-/// peer address it reported, with the peer's last name and when it was last seen. Bonds, GATT caches and
+/// peer address it reported, with the peer's last name and when it was last seen, and the GATT cache of each
+/// peer whose database has a hash (what was discovered there, with the hash it was discovered under). Bonds and
 /// preserved state come as later migrations (ARCHITECTURE.md, "Persistence").
 ///
 /// - Identifiers are random per system, as on iOS (a seeded draw in simulation, so a run repeats), and each is
@@ -15,7 +16,8 @@ import Synchronization
 ///   oldest waiting change `batchAge` seconds old, and on `flush()` and `close()` (`shutDown`). A kill loses the
 ///   changes since the last write: at most `batchLimit` peers' worth, but of any age if nothing changed since.
 ///   Identifiers are never lost that way. Last-seen times move when a scan reports a peer and when an app connects
-///   to it.
+///   to it. GATT caches are batched the same way (a lost one costs a rediscovery, nothing more); a peer forgotten
+///   takes its cache with it.
 /// - Known peers are bounded (`peerLimit`, the least recently seen go first) and aged (peers not seen for
 ///   `maximumAge` are forgotten when the store opens), so devices that rotate their random addresses cannot
 ///   grow the file without end.
@@ -23,6 +25,18 @@ import Synchronization
 ///   initialiser with `StoreError`, naming the path; with `rebuildUnusable` the file is moved aside (and the
 ///   move logged) and a new one started. An empty file is a new store.
 public final class SystemStore: Sendable {
+    /// What was discovered of a peer's database, under the Database Hash it had then.
+    public struct GATTCache: Sendable, Hashable {
+        /// The Database Hash as read (compared byte for byte, never interpreted).
+        public var hash: [UInt8]
+        /// A `GATTCacheRecord`'s encoding.
+        public var record: [UInt8]
+        public init(hash: [UInt8], record: [UInt8]) {
+            self.hash = hash
+            self.record = record
+        }
+    }
+
     /// A peer the system has reported.
     public struct KnownPeer: Sendable, Hashable {
         public var identifier: UUID
@@ -59,6 +73,8 @@ public final class SystemStore: Sendable {
         /// Peers whose name or last-seen time changed since the last write, and since when.
         var unwritten: Set<UUID> = []
         var unwrittenSince: Int64?
+        /// GATT caches changed since the last write (nil: to delete).
+        var unwrittenCaches: [UUID: GATTCache?] = [:]
         var closed = false
     }
     private let state: Mutex<State>
@@ -122,6 +138,16 @@ public final class SystemStore: Sendable {
                     CREATE TABLE meta (key TEXT PRIMARY KEY NOT NULL, value INTEGER NOT NULL);
                     """)
         }
+        migrator.registerMigration("v2: gatt cache") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE gattCache (
+                        identifier TEXT PRIMARY KEY NOT NULL REFERENCES peer (identifier) ON DELETE CASCADE,
+                        hash BLOB NOT NULL,
+                        record BLOB NOT NULL
+                    );
+                    """)
+        }
         return migrator
     }
 
@@ -175,14 +201,26 @@ public final class SystemStore: Sendable {
 
     /// A row as a peer; rows a hand or a newer version wrote wrongly are left out.
     private static func peer(_ row: Row) -> KnownPeer? {
-        guard let text = row["identifier"] as String?, let identifier = UUID(uuidString: text),
-            let bytes = row["address"] as Data?, bytes.count == 6,
-            let typeCode = row["addressType"] as Int64?, let type = BluetoothAddress.AddressType(storeCode: typeCode),
-            let lastSeen = row["lastSeen"] as Int64?
+        guard let text: String = column(row, "identifier"), let identifier = UUID(uuidString: text),
+            let bytes: Data = column(row, "address"), bytes.count == 6,
+            let typeCode: Int64 = column(row, "addressType"),
+            let type = BluetoothAddress.AddressType(storeCode: typeCode),
+            let lastSeen: Int64 = column(row, "lastSeen")
         else { return nil }
         return KnownPeer(
             identifier: identifier, address: BluetoothAddress(bytes: Array(bytes), type: type),
-            name: row["name"] as String?, lastSeen: lastSeen)
+            name: column(row, "name"), lastSeen: lastSeen)
+    }
+
+    /// A column's value as `T`, or nil when it is NULL, missing or of another kind (GRDB's typed subscript
+    /// would trap on a mismatch, and a file is input like any other).
+    private static func column<T: DatabaseValueConvertible>(_ row: Row, _ name: String) -> T? {
+        guard let value = row[name] as DatabaseValue?, !value.isNull else { return nil }
+        switch (value.storage, T.self) {
+        case (.blob, is Data.Type), (.string, is String.Type), (.int64, is Int64.Type):
+            return T.fromDatabaseValue(value)
+        default: return nil
+        }
     }
 
     private static func words(_ error: any Error) -> String {
@@ -251,6 +289,7 @@ public final class SystemStore: Sendable {
             if let evicted, let gone = s.byIdentifier.removeValue(forKey: evicted) {
                 s.byAddress.removeValue(forKey: gone.address)
                 s.unwritten.remove(evicted)
+                s.unwrittenCaches.removeValue(forKey: evicted)
             }
             s.byIdentifier[identifier] = peer
             s.byAddress[address] = identifier
@@ -304,11 +343,13 @@ public final class SystemStore: Sendable {
         if due { flush() }
     }
 
-    /// Writes the batched names and last-seen times.
+    /// Writes the batched names, last-seen times and GATT caches.
     public func flush() {
         state.withLock { s in
-            guard !s.unwritten.isEmpty, !s.closed else { return }
+            guard !s.unwritten.isEmpty || !s.unwrittenCaches.isEmpty, !s.closed else { return }
             let peers = s.unwritten.compactMap { s.byIdentifier[$0] }
+            // A cache of a peer forgotten meanwhile went with it.
+            let caches = s.unwrittenCaches.filter { s.byIdentifier[$0.key] != nil }
             do {
                 try database.write { db in
                     for peer in peers {
@@ -316,15 +357,72 @@ public final class SystemStore: Sendable {
                             sql: "UPDATE peer SET name = ?, lastSeen = ? WHERE identifier = ?",
                             arguments: [peer.name, peer.lastSeen, peer.identifier.uuidString])
                     }
+                    for (identifier, cache) in caches {
+                        if let cache {
+                            try db.execute(
+                                sql: "INSERT OR REPLACE INTO gattCache (identifier, hash, record) VALUES (?, ?, ?)",
+                                arguments: [identifier.uuidString, Data(cache.hash), Data(cache.record)])
+                        } else {
+                            try db.execute(
+                                sql: "DELETE FROM gattCache WHERE identifier = ?", arguments: [identifier.uuidString])
+                        }
+                    }
                 }
             } catch {
                 logger.error(
-                    "could not write peers' names and last-seen times",
-                    metadata: ["error": "\(Self.words(error))", "peers": "\(peers.count)"])
+                    "could not write peers' names, last-seen times and GATT caches",
+                    metadata: [
+                        "error": "\(Self.words(error))", "peers": "\(peers.count)", "caches": "\(caches.count)",
+                    ])
             }
             s.unwritten.removeAll()
             s.unwrittenSince = nil
+            s.unwrittenCaches.removeAll()
         }
+    }
+
+    // MARK: GATT caches
+
+    /// The GATT cache kept for the peer with `identifier`, if any. A row that cannot be read is logged and
+    /// treated as none.
+    public func gattCache(for identifier: UUID) -> GATTCache? {
+        state.withLock { s -> GATTCache? in
+            if let pending = s.unwrittenCaches[identifier] { return pending }
+            guard !s.closed, s.byIdentifier[identifier] != nil else { return nil }
+            do {
+                let row = try database.read { db in
+                    try Row.fetchOne(
+                        db, sql: "SELECT hash, record FROM gattCache WHERE identifier = ?",
+                        arguments: [identifier.uuidString])
+                }
+                guard let row else { return nil }
+                guard let hash: Data = Self.column(row, "hash"), let record: Data = Self.column(row, "record") else {
+                    logger.warning(
+                        "a GATT cache row cannot be read and is ignored", metadata: ["identifier": "\(identifier)"])
+                    return nil
+                }
+                return GATTCache(hash: Array(hash), record: Array(record))
+            } catch {
+                logger.error(
+                    "could not read a GATT cache",
+                    metadata: ["error": "\(Self.words(error))", "identifier": "\(identifier)"])
+                return nil
+            }
+        }
+    }
+
+    /// Keeps `cache` for the peer with `identifier` (replacing what was kept), or forgets it (nil). Written in
+    /// batches; an unknown identifier is ignored.
+    public func setGATTCache(_ cache: GATTCache?, for identifier: UUID) {
+        let time = now()
+        let due = state.withLock { s -> Bool in
+            guard s.byIdentifier[identifier] != nil else { return false }
+            s.unwrittenCaches[identifier] = .some(cache)
+            let since = s.unwrittenSince ?? time
+            s.unwrittenSince = since
+            return s.unwritten.count + s.unwrittenCaches.count >= Self.batchLimit || time - since >= Self.batchAge
+        }
+        if due { flush() }
     }
 
     /// Writes what is batched and closes the file. Later calls find nothing new and draw nothing.

@@ -1,0 +1,51 @@
+import Foundation
+
+/// The ATT PDUs a host sent, read back from its btsnoop capture (H4 datalink), with the number of connections
+/// completed before each: what a test checks when it asks "what went over the air after the reconnection?".
+struct SnoopATT: CustomStringConvertible {
+    /// How many LE Connection Complete events the host had received before this PDU.
+    var connection: Int
+    /// The ATT PDU (opcode first), from the first fragment of its L2CAP frame.
+    var pdu: [UInt8]
+
+    var opcode: UInt8 { pdu[0] }
+    var description: String { "#\(connection) " + pdu.map { String(format: "%02x", $0) }.joined() }
+
+    /// A discovery request (Vol 3, Part G, 4.4–4.7): Find Information, Find By Type Value, Read By Group Type,
+    /// or Read By Type for anything but the Database Hash (0x2B2A).
+    var isDiscovery: Bool {
+        switch opcode {
+        case 0x04, 0x06, 0x10: return true
+        case 0x08: return !(pdu.count == 7 && pdu[5] == 0x2A && pdu[6] == 0x2B)
+        default: return false
+        }
+    }
+
+    /// A Read By Type of the Database Hash.
+    var isHashRead: Bool { opcode == 0x08 && pdu.count == 7 && pdu[5] == 0x2A && pdu[6] == 0x2B }
+
+    /// Every ATT PDU the host sent in the capture at `path`, in order.
+    static func sent(in path: String) throws -> [SnoopATT] {
+        let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
+        func u32(_ at: Int) -> Int { (0..<4).reduce(0) { $0 << 8 | Int(bytes[at + $1]) } }
+        var found: [SnoopATT] = []
+        var connections = 0
+        var at = 16
+        while at + 24 <= bytes.count {
+            let length = u32(at + 4)
+            let received = u32(at + 8) & 0x01 == 1
+            let data = Array(bytes[(at + 24)..<min(bytes.count, at + 24 + length)])
+            at += 24 + length
+            guard let type = data.first else { continue }
+            if received, type == 0x04, data.count >= 4, data[1] == 0x3E, data[3] == 0x01 || data[3] == 0x0A {
+                connections += 1
+            }
+            // ACL from the host, first fragment (PB 00), L2CAP channel 0x0004.
+            guard !received, type == 0x02, data.count >= 10, data[2] & 0x30 == 0x00,
+                data[7] == 0x04, data[8] == 0x00
+            else { continue }
+            found.append(SnoopATT(connection: connections, pdu: Array(data[9...])))
+        }
+        return found
+    }
+}
