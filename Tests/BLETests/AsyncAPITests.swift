@@ -389,7 +389,7 @@ final class AsyncRig: Sendable {
     func connect() async throws -> (Peripheral, counter: Characteristic, sink: Characteristic) {
         try await central.waitUntilPoweredOn(timeout: .seconds(1))
         var found: Peripheral?
-        for await discovery in central.scan(withServices: [AsyncAPITests.service]) {
+        for try await discovery in central.scan(withServices: [AsyncAPITests.service]) {
             #expect(discovery.advertisementData.localName == "sensor")
             found = discovery.peripheral
             break

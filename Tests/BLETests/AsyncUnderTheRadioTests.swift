@@ -48,7 +48,7 @@ import Testing
             try await server.value
             try await central.waitUntilPoweredOn(timeout: .seconds(1))
             var found: Peripheral?
-            for await discovery in central.scan(withServices: [Self.service]) {
+            for try await discovery in central.scan(withServices: [Self.service]) {
                 found = discovery.peripheral
                 lines.mutate { $0.append("discovered \(discovery.advertisementData.localName ?? "?") at \(radio.now)") }
                 break

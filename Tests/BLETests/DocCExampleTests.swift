@@ -28,7 +28,7 @@ import Testing
 
             // The phone: find it, connect, read the level, disconnect.
             try await central.waitUntilPoweredOn(timeout: .seconds(1))
-            for await found in central.scan(withServices: [.battery]) {
+            for try await found in central.scan(withServices: [.battery]) {
                 let peripheral = found.peripheral
                 try await central.connect(peripheral, timeout: .seconds(10))
                 let services = try await peripheral.discoverServices([.battery], timeout: .seconds(5))

@@ -94,7 +94,7 @@ import Testing
             }
             try await central.waitUntilPoweredOn(timeout: .seconds(1))
             var found: [String: Peripheral] = [:]
-            for await discovery in central.scan(withServices: nil) {
+            for try await discovery in central.scan(withServices: nil) {
                 if let name = discovery.advertisementData.localName { found[name] = discovery.peripheral }
                 if found.count == 2 { break }
             }

@@ -27,7 +27,7 @@ import Testing
         let scenario = Task(executorPreference: radio) {
             try await central.waitUntilPoweredOn(timeout: .seconds(5))
             var found: [String: Peripheral] = [:]
-            for await discovery in central.scan(withServices: [NotifyingDevice.service]) {
+            for try await discovery in central.scan(withServices: [NotifyingDevice.service]) {
                 if let name = discovery.advertisementData.localName { found[name] = discovery.peripheral }
                 if found.count == 9 { break }
             }

@@ -12,7 +12,7 @@ import Testing
         let central = rig.central
         let changes = Mutex<[(String, Int, Duration, Int)]>([])  // kind, rssi, time, list size
         let task = Task(executorPreference: rig.radio) {
-            for await update in central.nearbyDevices(withServices: [Profile.service], lostAfter: .seconds(3)) {
+            for try await update in central.nearbyDevices(withServices: [Profile.service], lostAfter: .seconds(3)) {
                 let kind: String
                 switch update.change {
                 case .appeared: kind = "appeared"

@@ -35,7 +35,7 @@ import Testing
         let central = queue.sync { CentralManager(delegate: nil, queue: queue, options: nil, system: system) }
         try await central.waitUntilPoweredOn(timeout: .seconds(5))
         var found: String?
-        for await discovered in central.scan(withServices: nil) {
+        for try await discovered in central.scan(withServices: nil) {
             found = discovered.advertisementData.localName
             break
         }
@@ -62,7 +62,7 @@ extension TransportConnectTests {
         let central = queue.sync { CentralManager(delegate: nil, queue: queue, options: nil, system: system) }
         try await central.waitUntilPoweredOn(timeout: .seconds(5))
         var found: Peripheral?
-        for await discovered in central.scan(withServices: nil) {
+        for try await discovered in central.scan(withServices: nil) {
             found = discovered.peripheral
             break
         }
@@ -120,7 +120,7 @@ extension TransportConnectTests {
         sensor.manager.startAdvertising(Sensor.advertisement)
 
         var found: Peripheral?
-        for await discovery in central.scan(withServices: [Profile.service]) {
+        for try await discovery in central.scan(withServices: [Profile.service]) {
             found = discovery.peripheral
             break
         }

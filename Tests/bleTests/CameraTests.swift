@@ -37,7 +37,7 @@ import Testing
         let scenario = Task(executorPreference: radio) { () -> Measured in
             try await central.waitUntilPoweredOn(timeout: .seconds(1))
             var found: Peripheral?
-            for await discovery in central.scan(withServices: [CameraProfile.service]) {
+            for try await discovery in central.scan(withServices: [CameraProfile.service]) {
                 found = discovery.peripheral
                 break
             }

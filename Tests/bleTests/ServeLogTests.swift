@@ -20,7 +20,7 @@ import Testing
         let outcome = Mutex<Result<[Data], any Error>?>(nil)
         let scenario = Task(executorPreference: radio) { () -> [Data] in
             try await central.waitUntilPoweredOn(timeout: .seconds(1))
-            for await found in central.scan(withServices: [DoorLockProfile.service]) {
+            for try await found in central.scan(withServices: [DoorLockProfile.service]) {
                 let lock = found.peripheral
                 try await central.connect(lock, timeout: .seconds(10))
                 let services = try await lock.discoverServices([DoorLockProfile.service], timeout: .seconds(5))

@@ -1,3 +1,4 @@
+import BLESystem
 import Foundation
 import Synchronization
 
@@ -78,11 +79,18 @@ public enum SubscriptionEvent: Sendable, CustomStringConvertible {
 }
 
 extension BluetoothError {
-    /// The error an async operation throws when its manager is not powered on.
-    static func notPoweredOn(_ state: ManagerState) -> BluetoothError {
-        switch state {
-        case .poweredOff: BluetoothError(.transportClosed, "Bluetooth is powered off")
-        case .unsupported: BluetoothError(.operationNotSupported, "this controller does not support Bluetooth LE")
+    /// The error an async operation throws when its manager is not powered on, with the reason `system` gave
+    /// for its state when it gave one (the controller's transport closed, the controller refused LE, ...).
+    static func notPoweredOn(_ state: ManagerState, system: BluetoothSystem) -> BluetoothError {
+        var because = ""
+        switch system.core.powerState {
+        case .poweredOff(let reason), .unsupported(let reason): because = ": \(reason)"
+        default: break
+        }
+        return switch state {
+        case .poweredOff: BluetoothError(.transportClosed, "Bluetooth is powered off\(because)")
+        case .unsupported:
+            BluetoothError(.operationNotSupported, "this controller does not support Bluetooth LE\(because)")
         case .unauthorized: BluetoothError(.operationNotSupported, "the application is not authorized to use Bluetooth")
         case .unknown, .resetting, .poweredOn:
             BluetoothError(.invalidParameters, "the manager is not powered on (\(state))")

@@ -12,7 +12,8 @@ final class CentralAsyncObserver: CentralManagerObserver {
     /// (the nearby devices' list).
     struct ScanSink: Sendable {
         var yield: @Sendable (DiscoveredPeripheral) -> Void
-        var finish: @Sendable () -> Void
+        /// The scan ended because the manager is not powered on any more: why.
+        var finish: @Sendable (BluetoothError) -> Void
     }
 
     struct ScanRequest {
@@ -55,7 +56,7 @@ final class CentralAsyncObserver: CentralManagerObserver {
         case .unknown, .resetting:
             break
         case .poweredOff, .unsupported, .unauthorized:
-            let error = BluetoothError.notPoweredOn(now)
+            let error = BluetoothError.notPoweredOn(now, system: central.system)
             let (waiters, connects, scans) = state.withLock { s in
                 defer {
                     s.connects.removeAll()
@@ -72,7 +73,7 @@ final class CentralAsyncObserver: CentralManagerObserver {
                 )
             }
             for w in waiters + connects { w.fail(error) }
-            for c in scans { c.finish() }
+            for c in scans { c.finish(error) }
         }
     }
 
@@ -136,8 +137,13 @@ final class CentralAsyncObserver: CentralManagerObserver {
         state.withLock { $0.disconnects[ObjectIdentifier(peripheral), default: WaiterSet()].insert(waiter) }
     }
 
-    func addScan(_ id: UInt64, _ continuation: AsyncStream<DiscoveredPeripheral>.Continuation, request: ScanRequest) {
-        addScan(id, ScanSink(yield: { continuation.yield($0) }, finish: { continuation.finish() }), request: request)
+    func addScan(
+        _ id: UInt64, _ continuation: AsyncThrowingStream<DiscoveredPeripheral, any Error>.Continuation,
+        request: ScanRequest
+    ) {
+        addScan(
+            id, ScanSink(yield: { continuation.yield($0) }, finish: { continuation.finish(throwing: $0) }),
+            request: request)
     }
 
     func addScan(_ id: UInt64, _ sink: ScanSink, request: ScanRequest) {

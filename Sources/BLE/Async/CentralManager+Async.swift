@@ -31,17 +31,20 @@ extension CentralManager {
     /// exactly as `centralManager(_:didDiscover:advertisementData:rssi:)` reports it (coalesced per
     /// peripheral unless `options.allowDuplicates`).
     ///
-    /// The scan starts when the stream is created (or as soon as the manager is powered on) and stops when the
-    /// consumer stops iterating, the iterating task is cancelled, or the stream is dropped. The stream ends
-    /// when the manager is powered off (or turns out unsupported or unauthorized). The manager has one scan,
+    /// The scan starts when the stream is created, or, while the manager's state is still `.unknown` or
+    /// `.resetting`, as soon as it is powered on; it stops when the consumer stops iterating, the iterating task
+    /// is cancelled, or the stream is dropped. The stream throws the state's `BluetoothError` (the reason the
+    /// system gave) when the manager is, or later turns, powered off, unsupported or unauthorized: a scan asked
+    /// for too early never ends in silence. (The delegate-style `scanForPeripherals` keeps CoreBluetooth's
+    /// behaviour: ignored, and logged, before `.poweredOn`.) The manager has one scan,
     /// as in CoreBluetooth: while several scan streams run, the filter and options of the most recent apply to
     /// all of them, and the scan stops when the last one ends; stopping it also stops a scan the delegate code
     /// started with `scanForPeripherals`.
-    public func scan(withServices serviceUUIDs: [BluetoothUUID]?, options: ScanOptions? = nil) -> AsyncStream<
-        DiscoveredPeripheral
-    > {
+    public func scan(withServices serviceUUIDs: [BluetoothUUID]?, options: ScanOptions? = nil)
+        -> AsyncThrowingStream<DiscoveredPeripheral, any Error>
+    {
         let observer = asyncObserver
-        return AsyncStream { continuation in
+        return AsyncThrowingStream { continuation in
             let id = observer.nextID()
             continuation.onTermination = { [weak self] _ in
                 if observer.removeScan(id) { self?.stopScan() }
@@ -49,7 +52,8 @@ extension CentralManager {
             observer.addScan(id, continuation, request: .init(services: serviceUUIDs, options: options))
             switch state {
             case .poweredOn: scanForPeripherals(withServices: serviceUUIDs, options: options)
-            case .poweredOff, .unsupported, .unauthorized: continuation.finish()
+            case .poweredOff, .unsupported, .unauthorized:
+                continuation.finish(throwing: BluetoothError.notPoweredOn(state, system: system))
             case .unknown, .resetting: break  // the observer starts the scan on `.poweredOn`
             }
         }
@@ -77,7 +81,7 @@ extension CentralManager {
                 .invalidParameters, "the peripheral is still disconnecting; await disconnect(_:) first")
         case .disconnected, .connecting: break
         }
-        guard state == .poweredOn else { throw BluetoothError.notPoweredOn(state) }
+        guard state == .poweredOn else { throw BluetoothError.notPoweredOn(state, system: system) }
         let waiter = Waiter<Void>()
         observer.addConnectWaiter(waiter, for: peripheral)
         waiter.onAbandon { [weak self] _ in self?.cancelPeripheralConnection(peripheral) }

@@ -50,20 +50,20 @@ extension CentralManager {
     /// The devices around, as seed 004's device list wants them: a scan with every advertisement reported, kept
     /// as a list keyed by identifier with each device's current RSSI, and a `.lost` change for a device not heard
     /// for `lostAfter` (checked every quarter of it, in the system's time). An `.updated` change comes only when
-    /// the RSSI or the data changed. The stream ends with the scan (the manager powered off); ending the
-    /// iteration stops the scan.
+    /// the RSSI or the data changed. The stream throws as `scan` does when the manager is not (or no longer)
+    /// powered on; ending the iteration stops the scan.
     ///
     /// The manager has one scan, as in CoreBluetooth: a later scan of the same manager (`scan`, or the `.scan`
     /// step of `reconnect`) replaces this one's filter and duplicates policy, and the list then loses devices
     /// it no longer hears of. Give the list a manager of its own.
     public func nearbyDevices(withServices serviceUUIDs: [BluetoothUUID]?, lostAfter: Duration = .seconds(5))
-        -> AsyncStream<NearbyDevicesUpdate>
+        -> AsyncThrowingStream<NearbyDevicesUpdate, any Error>
     {
         let observer = asyncObserver
         let system = self.system
         let queue = self.queue
         let lostAfter = max(lostAfter, .milliseconds(100))
-        return AsyncStream { continuation in
+        return AsyncThrowingStream { continuation in
             let list = NearbyList()
             let id = observer.nextID()
             let sink = CentralAsyncObserver.ScanSink(
@@ -72,9 +72,9 @@ extension CentralManager {
                         continuation.yield(NearbyDevicesUpdate(change: change, devices: list.devices))
                     }
                 },
-                finish: {
+                finish: { error in
                     list.stop()
-                    continuation.finish()
+                    continuation.finish(throwing: error)
                 })
             // Lost devices are looked for on the manager's queue, where discoveries arrive, in the system's time.
             @Sendable func check() {
@@ -93,7 +93,8 @@ extension CentralManager {
             observer.addScan(id, sink, request: .init(services: serviceUUIDs, options: options))
             switch state {
             case .poweredOn: scanForPeripherals(withServices: serviceUUIDs, options: options)
-            case .poweredOff, .unsupported, .unauthorized: continuation.finish()
+            case .poweredOff, .unsupported, .unauthorized:
+                continuation.finish(throwing: BluetoothError.notPoweredOn(state, system: system))
             case .unknown, .resetting: break  // the observer starts the scan on `.poweredOn`
             }
         }

@@ -214,12 +214,13 @@ extension CentralManager {
                 }
                 group.addTask {
                     let services = target.services.isEmpty ? nil : target.services
-                    for await discovery in self.scan(withServices: services)
+                    for try await discovery in self.scan(withServices: services)
                     where target.matches(discovery.peripheral, advertised: discovery.advertisementData) {
                         return discovery.peripheral
                     }
+                    // The stream ends without an error only when the task was cancelled.
                     try Task.checkCancellation()
-                    throw BluetoothError.notPoweredOn(self.state)
+                    return nil
                 }
                 defer { group.cancelAll() }
                 return try await group.next() ?? nil

@@ -55,7 +55,7 @@ extension PeripheralManager {
             guard isPublished(characteristic) else {
                 throw BluetoothError(.invalidParameters, "\(characteristic) is not published by this manager")
             }
-            guard state == .poweredOn else { throw BluetoothError.notPoweredOn(state) }
+            guard state == .poweredOn else { throw BluetoothError.notPoweredOn(state, system: system) }
             // Registered before sending, so a "ready" that follows the refusal at once is not missed.
             let ready = Waiter<Void>()
             observer.addReadyWaiter(ready)

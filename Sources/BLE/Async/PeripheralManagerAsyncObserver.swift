@@ -36,7 +36,7 @@ final class PeripheralManagerAsyncObserver: PeripheralManagerObserver {
         case .unknown, .resetting:
             break
         case .poweredOff, .unsupported, .unauthorized:
-            let error = BluetoothError.notPoweredOn(now)
+            let error = BluetoothError.notPoweredOn(now, system: peripheral.system)
             let waiters = state.withLock { $0.poweredOn.takeAll() + $0.ready.takeAll() }
             for w in waiters { w.fail(error) }
         }

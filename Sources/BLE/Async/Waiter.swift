@@ -154,7 +154,7 @@ extension Waiter where Value == Void {
         let now = state()
         switch now {
         case .poweredOn: waiter.resume(.success(()))
-        case .poweredOff, .unsupported, .unauthorized: waiter.fail(BluetoothError.notPoweredOn(now))
+        case .poweredOff, .unsupported, .unauthorized: waiter.fail(BluetoothError.notPoweredOn(now, system: system))
         case .unknown, .resetting: break
         }
         waiter.arm(timeout: timeout, system: system, queue: queue, what: "waitUntilPoweredOn")

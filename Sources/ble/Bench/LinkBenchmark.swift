@@ -62,7 +62,7 @@ struct LinkBenchmark: Sendable, Hashable {
         let flow = Task(executorPreference: radio) {
             try await central.waitUntilPoweredOn(timeout: .seconds(5))
             var found: Peripheral?
-            for await discovery in central.scan(withServices: [BenchPeripheral.service]) {
+            for try await discovery in central.scan(withServices: [BenchPeripheral.service]) {
                 found = discovery.peripheral
                 break
             }

@@ -46,7 +46,7 @@ struct CentralTool: Sendable {
         let looseFound = AsyncStream<Void>.makeStream()
         return try await withThrowingTaskGroup(of: DiscoveredPeripheral?.self) { group in
             group.addTask { [manager] in
-                for await discovery in manager.scan(withServices: nil) {
+                for try await discovery in manager.scan(withServices: nil) {
                     if let name = discovery.advertisementData.localName ?? discovery.peripheral.name {
                         shared.seen.withLock { _ = $0.insert(name) }
                     }

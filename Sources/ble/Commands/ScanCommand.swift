@@ -54,7 +54,7 @@ struct ScanCommand: AsyncParsableCommand {
             let discoveries = tool.manager.scan(
                 withServices: filter.isEmpty ? nil : filter, options: .init(allowDuplicates: duplicates))
             // Until the session's time is up or Ctrl-C: both cancel this task, which ends the stream and the scan.
-            for await found in discoveries {
+            for try await found in discoveries {
                 if json {
                     Output.line(ScanTable.json(found.peripheral, found.advertisementData, found.rssi).text)
                 } else {
