@@ -270,6 +270,25 @@ class ErrorTests(unittest.TestCase):
                 self.assertEqual(len(lines), 1, result.stdout)
                 self.assertRegex(lines[0], r"^\[ *\d+\.\d{3} s\] connected to HRM-Demo \(00:1B:DC:0A:12:34\)")
 
+    def test_connect_keeps_several_devices_and_prints_their_values(self):
+        result = ble("connect", "HRM-Demo", "Thermometer", "DoorLock", "--subscribe", "2A1C", "--duration", "6",
+                     "--timeout", "5")
+        # The thermometer indicates 2A1C; the others have no such characteristic, which ends the command.
+        self.assertNotEqual(result.returncode, 0)
+        self.assertIn("2A1C", result.stderr)
+        result = ble("connect", "HRM-Demo", "Thermometer", "--duration", "5")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        lines = result.stdout.splitlines()
+        self.assertEqual(len(lines), 2, result.stdout)
+        self.assertRegex(lines[0], r"^\[ *\d+\.\d{3} s\] connected to HRM-Demo \(")
+        self.assertRegex(lines[1], r"^\[ *\d+\.\d{3} s\] connected to Thermometer \(")
+        result = ble("connect", "HRM-Demo", "Thermometer", "--subscribe", "2A37", "--duration", "5")
+        self.assertNotEqual(result.returncode, 0, "the thermometer has no heart rate")
+        result = ble("connect", "Thermometer", "--subscribe", "2A1C", "--duration", "5")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        values = [line for line in result.stdout.splitlines() if re.search(r"\] 2A1C [0-9a-f]+$", line)]
+        self.assertGreaterEqual(len(values), 1, result.stdout)
+
     def test_send_a_file_to_the_camera_and_report_the_rate(self):
         with tempfile.NamedTemporaryFile() as f:
             f.write(bytes(range(256)) * 2)

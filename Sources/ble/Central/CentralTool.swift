@@ -88,17 +88,20 @@ struct CentralTool: Sendable {
     /// Scans until an advertiser matches `target`, then connects to it; fails clearly when it advertises
     /// non-connectably.
     func connect(to target: TargetOptions) async throws -> Peripheral {
+        try await connect(toTarget: target.target, within: target.timeoutDuration)
+    }
+
+    /// As `connect(to:)`, for a TARGET string and a scan limit.
+    func connect(toTarget text: String, within limit: Duration) async throws -> Peripheral {
         try await ready()
-        let matcher = TargetMatcher(text: target.target)
-        let (best, seen) = try await bestDiscovery(of: matcher, within: target.timeoutDuration)
+        let matcher = TargetMatcher(text: text)
+        let (best, seen) = try await bestDiscovery(of: matcher, within: limit)
         guard let found = best else {
             let suggestions = matcher.nearMisses(among: seen)
             let hint =
                 suggestions.isEmpty
                 ? "" : "; did you mean " + suggestions.map { "'\($0)'" }.joined(separator: " or ") + "?"
-            throw ToolError(
-                .noSuchDevice,
-                "no device matching '\(target.target)' found within \(Self.seconds(target.timeoutDuration))\(hint)")
+            throw ToolError(.noSuchDevice, "no device matching '\(text)' found within \(Self.seconds(limit))\(hint)")
         }
         let peripheral = found.peripheral
         guard found.advertisementData.isConnectable != false else {
@@ -106,12 +109,12 @@ struct CentralTool: Sendable {
                 .notConnectable,
                 "\(Self.describe(peripheral)) does not accept connections (it advertises non-connectably)")
         }
-        let limit: Duration = .seconds(10)
+        let connectLimit: Duration = .seconds(10)
         do {
-            try await manager.connect(peripheral, timeout: limit)
+            try await manager.connect(peripheral, timeout: connectLimit)
         } catch let error as BluetoothError where error.code == .timeout {
             throw ToolError(
-                .timeout, "connecting to \(Self.describe(peripheral)) timed out after \(Self.seconds(limit))")
+                .timeout, "connecting to \(Self.describe(peripheral)) timed out after \(Self.seconds(connectLimit))")
         } catch is CancellationError {
             throw CancellationError()
         } catch {
@@ -123,15 +126,26 @@ struct CentralTool: Sendable {
     /// Runs `body` on a connected peripheral, then disconnects politely (whatever `body` did), waiting at most
     /// two seconds of the system's time for a peer that vanished.
     func using<T: Sendable>(_ peripheral: Peripheral, _ body: () async throws -> T) async throws -> T {
+        try await using([peripheral], body)
+    }
+
+    /// As `using(_:_:)` for several peripherals, disconnected together.
+    func using<T: Sendable>(_ peripherals: [Peripheral], _ body: () async throws -> T) async throws -> T {
         let result: Result<T, any Error>
         do {
             result = .success(try await body())
         } catch {
             result = .failure(error)
         }
-        if peripheral.state != .disconnected {
+        let connected = peripherals.filter { $0.state != .disconnected }
+        if !connected.isEmpty {
             _ = try? await withThrowingTaskGroup(of: Void.self) { group in
-                group.addTask { [manager] in try await manager.disconnect(peripheral) }
+                group.addTask { [manager] in
+                    try await withThrowingTaskGroup(of: Void.self) { each in
+                        for peripheral in connected { each.addTask { try await manager.disconnect(peripheral) } }
+                        try await each.waitForAll()
+                    }
+                }
                 group.addTask { [system] in try await system.sleep(for: .seconds(2)) }
                 defer { group.cancelAll() }
                 try await group.next()

@@ -1,24 +1,44 @@
 import ArgumentParser
 import BLE
 import Foundation
+import Synchronization
 
-/// `ble connect`: connect and stay connected, printing each change of the connection's state; with
-/// `--reconnect`, come back after every loss by the library's reconnection policy.
+/// `ble connect`: connect to one device or several and stay connected, printing each change of each connection's
+/// state (and, with `--subscribe`, each value); with `--reconnect`, come back after every loss by the library's
+/// reconnection policy.
 struct ConnectCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "connect",
-        abstract: "Connect to a device and stay connected, printing each change of the connection's state.",
+        abstract: "Connect to devices and stay connected, printing each change of the connections' state.",
         discussion: """
-            Without --reconnect the command ends when the link is lost (exit 0 when it ends by --duration or \
-            an interrupt, 1 when the device went away). With --reconnect it connects again after every loss: \
-            by the device's identifier, or by scanning for its name, with pauses of 1 s doubling up to 30 s \
-            between failed attempts, until interrupted or --duration passes.
+            The targets are connected one after the other, each found by a scan of at most --timeout seconds; \
+            then all stay connected at once. With --subscribe CHAR each device's CHAR is subscribed to and every \
+            value printed, as 'NAME: CHAR HEX'.
+
+            Without --reconnect the command ends when every link is lost (exit 1 when a device went away, \
+            whenever the command ends; exit 0 when it ends by --duration or an interrupt with every link up). \
+            With --reconnect it connects again after every loss: by the device's identifier, or by scanning for \
+            its name, with pauses of 1 s doubling up to 30 s between failed attempts, until interrupted or \
+            --duration passes.
             """)
 
-    @OptionGroup var target: TargetOptions
+    @Argument(
+        help: ArgumentHelp(
+            "The devices: addresses (AA:BB:CC:DD:EE:FF), peripheral identifiers (UUIDs), or advertised names.",
+            valueName: "target"))
+    var targets: [String]
 
-    @Flag(help: "Connect again after every loss of the link, by the reconnection policy.")
+    @Option(
+        parsing: .unconditional,
+        help: ArgumentHelp("Seconds to scan for each target before giving up.", valueName: "seconds"))
+    var timeout: Double = 10
+
+    @Flag(help: "Connect again after every loss of a link, by the reconnection policy.")
     var reconnect = false
+
+    @Option(
+        help: ArgumentHelp("Subscribe to this characteristic on every device and print its values.", valueName: "char"))
+    var subscribe: String?
 
     @Option(
         parsing: .unconditional,
@@ -28,67 +48,166 @@ struct ConnectCommand: AsyncParsableCommand {
     @OptionGroup var transport: TransportOptions
 
     func validate() throws {
+        try CommandLineNumbers.checkSeconds(timeout, option: "--timeout", zeroAllowed: false)
         try CommandLineNumbers.checkSeconds(duration, option: "--duration")
+        if let subscribe { _ = try parseUUID(subscribe, what: "--subscribe") }
+    }
+
+    /// How the wait for the end came out.
+    private enum End: Sendable {
+        case timeUp
+        case allLost
+        case failed(any Error)
     }
 
     func run() async throws {
-        let target = target
+        let targets = targets
         let reconnect = reconnect
+        let scanLimit = CommandLineNumbers.duration(seconds: timeout)
         let limit = duration > 0 ? CommandLineNumbers.duration(seconds: duration) : nil
+        let characteristic = try subscribe.map { try parseUUID($0, what: "--subscribe") }
         try await CommandRun.flow(transport, interruptedIsSuccess: true) { tool in
             let start = tool.system.now
-            @Sendable func say(_ text: String) {
+            let several = targets.count > 1
+            @Sendable func say(_ text: String, about peripheral: Peripheral? = nil) {
                 let s = (tool.system.now - start).inSeconds
-                Output.line(String(format: "[%8.3f s] ", s) + text)
+                let who = several ? peripheral.map { "\(Self.name($0)): " } ?? "" : ""
+                Output.line(String(format: "[%8.3f s] ", s) + who + text)
             }
-            // Listening before connecting, so that a link lost at once is heard (with --reconnect the kept
+            // Listening before connecting, so that a link lost at once is heard (with --reconnect each kept
             // connection listens for itself).
             let ends = reconnect ? nil : tool.manager.disconnections
-            let peripheral = try await tool.connect(to: target)
-            say("connected to \(CentralTool.describe(peripheral)) (ATT_MTU \(peripheral.attMTU))")
-            try await tool.using(peripheral) {
-                try await withThrowingTaskGroup(of: Bool.self) { group in
+            var connected: [Peripheral] = []
+            do {
+                for target in targets {
+                    let peripheral = try await tool.connect(toTarget: target, within: scanLimit)
+                    connected.append(peripheral)
+                    say("connected to \(CentralTool.describe(peripheral)) (ATT_MTU \(peripheral.attMTU))")
+                }
+            } catch {
+                // A later target not found (or an interrupt): the links already made end politely.
+                try? await tool.using(connected) {}
+                throw error
+            }
+            let links = connected
+            let lost = LostLinks()
+            try await tool.using(links) {
+                let end: End = await withTaskGroup(of: End?.self) { group in
                     if let limit {
                         group.addTask {
-                            try await tool.system.sleep(for: limit)
-                            return true
+                            do {
+                                try await tool.system.sleep(for: limit)
+                                return .timeUp
+                            } catch {
+                                return .failed(error)
+                            }
                         }
                     }
-                    group.addTask {
-                        if reconnect {
-                            let back = ReconnectTarget(identifier: peripheral.identifier, name: peripheral.name)
-                            let options = ReconnectOptions(
-                                steps: [.knownIdentifier, .scan], stepTimeout: .seconds(10), timeout: .seconds(25))
-                            let policy = ReconnectPolicy(initialDelay: .seconds(1), maximumDelay: .seconds(30))
-                            // The first attempt finds the link made above: not news.
-                            var first = true
-                            for try await change in tool.manager.connections(
-                                to: back, policy: policy, options: options)
-                            {
-                                switch change {
-                                case .connecting where first: continue
-                                case .connected where first: first = false
-                                default:
-                                    first = false
-                                    say("\(change)")
-                                }
+                    for peripheral in links {
+                        group.addTask {
+                            do {
+                                try await Self.keep(
+                                    peripheral, reconnect: reconnect, subscribe: characteristic, tool: tool, say: say)
+                                return nil
+                            } catch {
+                                return .failed(error)
                             }
-                            return true
                         }
-                        guard let ends else { return true }
-                        for await end in ends where end.peripheral === peripheral {
-                            say("disconnected\(end.error.map { ": \($0)" } ?? "")")
-                            return false
+                    }
+                    if let ends {
+                        group.addTask {
+                            for await end in ends where links.contains(where: { $0 === end.peripheral }) {
+                                say("disconnected\(end.error.map { ": \($0)" } ?? "")", about: end.peripheral)
+                                if lost.add(end.peripheral) == links.count { return .allLost }
+                            }
+                            return nil
                         }
-                        return true
                     }
                     defer { group.cancelAll() }
-                    let ended = try await group.next() ?? true
-                    if !ended {
-                        throw ToolError(.failure, "the link to \(CentralTool.describe(peripheral)) was lost")
+                    while let next = await group.next() {
+                        if let next { return next }
                     }
+                    // Nothing left to wait for: an interrupt cancelled every task.
+                    return .timeUp
+                }
+                if case .failed(let error) = end { throw error }
+                let gone = lost.names
+                if !gone.isEmpty {
+                    throw ToolError(.failure, "the link to \(gone.joined(separator: ", ")) was lost")
                 }
             }
         }
     }
+
+    static func name(_ peripheral: Peripheral) -> String { peripheral.name ?? peripheral.identifier.uuidString }
+
+    /// Keeps one device: with `reconnect`, by the reconnection policy, printing each change; with `subscribe`,
+    /// subscribed on each link and printing each value. Returns when there is nothing more to do for it.
+    private static func keep(
+        _ peripheral: Peripheral, reconnect: Bool, subscribe: BluetoothUUID?, tool: CentralTool,
+        say: @escaping @Sendable (String, Peripheral?) -> Void
+    ) async throws {
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            if let subscribe {
+                group.addTask { try await listen(to: subscribe, on: peripheral, tool: tool, say: say) }
+            }
+            if reconnect {
+                let back = ReconnectTarget(identifier: peripheral.identifier, name: peripheral.name)
+                let options = ReconnectOptions(
+                    steps: [.knownIdentifier, .scan], stepTimeout: .seconds(10), timeout: .seconds(25))
+                let policy = ReconnectPolicy(initialDelay: .seconds(1), maximumDelay: .seconds(30))
+                // The first attempt finds the link made before: not news.
+                var first = true
+                for try await change in tool.manager.connections(to: back, policy: policy, options: options) {
+                    switch change {
+                    case .connecting where first: continue
+                    case .connected where first: first = false
+                    case .connected(let again):
+                        say("\(change)", peripheral)
+                        if let subscribe {
+                            group.addTask { try await listen(to: subscribe, on: again, tool: tool, say: say) }
+                        }
+                    default:
+                        first = false
+                        say("\(change)", peripheral)
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+    }
+
+    /// Subscribes to `uuid` on the link up now and prints each value until the link ends.
+    private static func listen(
+        to uuid: BluetoothUUID, on peripheral: Peripheral, tool: CentralTool,
+        say: @escaping @Sendable (String, Peripheral?) -> Void
+    ) async throws {
+        let c = try await tool.findCharacteristic(uuid, on: peripheral)
+        guard c.properties.contains(.notify) || c.properties.contains(.indicate) else {
+            throw ToolError(.noSuchCharacteristic, "\(c.uuid.labelled) neither notifies nor indicates")
+        }
+        do {
+            for try await value in peripheral.notifications(for: c) {
+                say("\(uuid.uuidString) \(value.hex)", peripheral)
+            }
+        } catch let error as BluetoothError where peripheral.state != .connected {
+            // The link ended the stream: the loss is reported where links are watched.
+            _ = error
+        }
+    }
+}
+
+/// The devices whose links were lost, in order.
+final class LostLinks: Sendable {
+    private let lost = Mutex<[Peripheral]>([])
+
+    /// Records a loss; returns how many devices are lost now.
+    func add(_ peripheral: Peripheral) -> Int {
+        lost.withLock { list in
+            if !list.contains(where: { $0 === peripheral }) { list.append(peripheral) }
+            return list.count
+        }
+    }
+
+    var names: [String] { lost.withLock { $0.map(ConnectCommand.name) } }
 }

@@ -8,10 +8,13 @@ struct ServeCommand: AsyncParsableCommand {
         commandName: "serve",
         abstract: "Publish a GATT profile, advertise it, answer requests and print them as they arrive.",
         discussion: """
-            PROFILE is heart-rate, battery, thermometer, door-lock, printer, or a JSON file describing a GATT database.
+            PROFILE is heart-rate, battery, thermometer, door-lock, printer, camera, or a JSON file describing a GATT \
+            database.
             heart-rate notifies a measurement every second while a central is subscribed and accepts 01 on the \
             control point (anything else is refused with 0x80); thermometer indicates a temperature every 2 s; \
-            door-lock takes 01 (lock) or 00 (unlock) on its command characteristic and notifies its state. \
+            door-lock takes 01 (lock) or 00 (unlock) on its command characteristic and notifies its state; camera \
+            is seed 004's: commands into an 18-byte buffer that drains a byte every 2 ms (a write request waits for \
+            room, a write command's overflow is dropped), and a status of bytes taken and dropped. \
             Read-only values refuse writes with Write Not Permitted.
 
             Each request is printed as one line: the central's identifier, the operation (read, write, subscribe, \
@@ -35,7 +38,7 @@ struct ServeCommand: AsyncParsableCommand {
 
     @Argument(
         help: ArgumentHelp(
-            "heart-rate, battery, thermometer, door-lock, printer, or a JSON file.", valueName: "profile"))
+            "heart-rate, battery, thermometer, door-lock, printer, camera, or a JSON file.", valueName: "profile"))
     var profile: String
 
     @Option(help: "The name to advertise (and the GAP Device Name).")

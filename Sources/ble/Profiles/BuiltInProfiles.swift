@@ -12,6 +12,7 @@ enum BuiltInProfiles {
         case "thermometer": ThermometerProfile.make(name: "Thermometer")
         case "door-lock": DoorLockProfile.make(name: "DoorLock")
         case "printer": PrinterProfile.make(name: "Printer")
+        case "camera": CameraProfile.make(name: "Camera")
         default: nil
         }
     }
