@@ -319,6 +319,85 @@ class TwoOfOursThroughRootCanal(unittest.TestCase):
         peers.check_capture(self, server_capture)
 
 
+class ManyDevicesThroughRootCanal(unittest.TestCase):
+    """One central of ours keeping eight of our peripherals connected and streaming at once, and a chunked
+    transfer to seed 004's camera, over RootCanal (Bumble's linked controllers link only two devices)."""
+
+    DEVICES = 8
+
+    def serve(self, link, profile, name):
+        server = peers.start(self, f"ble serve {name}", [
+            BLE, "serve", profile, "--name", name, "--transport", link.ours()])
+        server.expect_regex(rf'advertising "{re.escape(name)}"', STARTUP, f"{name} advertising")
+        return server
+
+    def test_one_central_keeps_eight_devices_streaming(self):
+        work = Workspace(self)
+        link = peers.RootCanalLink(self)
+        names = [f"RC-HRM-{n}" for n in range(1, self.DEVICES + 1)]
+        servers = [self.serve(link, "heart-rate", name) for name in names]
+        capture = work.capture("central")
+        result = peers.run("ble connect", [
+            BLE, "connect", *names, "--subscribe", "2A37", "--duration", "6", "--timeout", "10",
+            "--transport", link.ours(), "--btsnoop", capture], COMMAND + 30)
+        self.assertEqual(result.returncode, 0, f"ble connect failed ({result.returncode}):\n{result.stdout}\n"
+                         f"{result.stderr}")
+        connected, values = {}, {name: [] for name in names}
+        for line in result.stdout.splitlines():
+            stamp = re.match(r"\[ *(\d+\.\d+) s\] (.*)$", line)
+            self.assertIsNotNone(stamp, line)
+            at, text = float(stamp.group(1)), stamp.group(2)
+            if text.startswith("connected to "):
+                connected[text.split()[2]] = at
+            elif (value := re.match(r"(RC-HRM-\d+): 2A37 ([0-9a-f]+)$", text)):
+                values[value.group(1)].append(at)
+        self.assertEqual(sorted(connected), sorted(names), result.stdout)
+        # Every device streams while all eight are connected: values from each after the last connection.
+        all_up = max(connected.values())
+        for name in names:
+            self.assertGreaterEqual(len([at for at in values[name] if at > all_up]), 2,
+                                    f"{name} did not stream with the others:\n{result.stdout}")
+        for server in servers:
+            server.stop()
+        peers.check_capture(self, capture)
+
+    def test_chunked_transfer_to_the_camera(self):
+        work = Workspace(self)
+        link = peers.RootCanalLink(self)
+        camera = self.serve(link, "camera", "RC-Camera")
+        payload = os.urandom(1024)
+        path = os.path.join(work.dir, "commands.bin")
+        with open(path, "wb") as f:
+            f.write(payload)
+        command = "CA3E0002-0000-1000-8000-00805F9B34FB"
+        received = bytearray()
+
+        def collect(total):
+            """The command bytes the camera logged, until `total` have arrived (bounded)."""
+            while len(received) < total:
+                write = camera.expect_regex(r" write CA3E0002 ([0-9a-f]+)$", COMMAND, "the camera's writes")
+                received.extend(bytes.fromhex(write.group(1)))
+
+        for extra in (["--chunk", "18"], ["--without-response", "--chunk", "18", "--interval", "40"]):
+            capture = work.capture("send" + ("-wwr" if "--without-response" in extra else ""))
+            result = peers.run("ble send", [
+                BLE, "send", "RC-Camera", command, path, *extra, "--transport", link.ours(), "--btsnoop", capture],
+                COMMAND)
+            self.assertEqual(result.returncode, 0, f"ble send {extra} failed ({result.returncode}):\n"
+                             f"{result.stdout}\n{result.stderr}\n--- camera:\n{camera.output()}")
+            self.assertRegex(result.stdout, r"^sent 1024 bytes to CA3E0002 in \d+\.\d{3} s \(\d+ B/s\)\n$")
+            before = len(received)
+            collect(before + len(payload))
+            self.assertEqual(bytes(received[before:]), payload, f"{extra}: the camera took other bytes")
+            peers.check_capture(self, capture)
+        # The camera's own count: everything taken, nothing dropped.
+        status = hexes(peers.run("ble read", [
+            BLE, "read", "RC-Camera", "CA3E0003-0000-1000-8000-00805F9B34FB", "--transport", link.ours()],
+            COMMAND).stdout)
+        self.assertEqual(status, [(2048).to_bytes(4, "little").hex() + (0).to_bytes(4, "little").hex()])
+        camera.stop()
+
+
 class BumbleHostOnOurController(unittest.TestCase):
     """Bumble's host stack driving one virtual controller of our simulated world through `ble controller`."""
 
