@@ -2,6 +2,7 @@ import BLECore
 import BLEGATT
 import BLEHost
 import BLETransport
+import Logging
 import Synchronization
 
 /// Whether the system's controller is usable, as the managers above see it.
@@ -40,10 +41,15 @@ public protocol SystemSession: AnyObject, Sendable {
     /// The peer on `link` has another database than the one its GATT cache was kept for (its Database Hash
     /// changed while no link was up): what an app discovered there before is gone.
     func systemPeerDatabaseChanged(on link: ConnectionHandle)
+    /// The manager's app was terminated: it lets go of everything it holds in the system (scans, links,
+    /// services, advertising, requests waiting for its answer), as it would going away. The system has already
+    /// stopped delivering to it, and unregisters it next.
+    func systemAppTerminated()
 }
 
 extension SystemSession {
     public func systemPeerDatabaseChanged(on link: ConnectionHandle) {}
+    public func systemAppTerminated() {}
 }
 
 /// The "bluetoothd" of one controller: it owns the host, the system store, the apps and the managers attached
@@ -59,6 +65,8 @@ public final class SystemCore: Sendable {
 
     /// The id of `defaultApp`.
     public static let defaultAppID = "default"
+    /// The timing of the rules for apps out of the foreground, for every app of this system.
+    public let appRules: AppRules
 
     /// Every app's scans as one controller scan.
     let scans: ScanUnion
@@ -99,12 +107,13 @@ public final class SystemCore: Sendable {
     /// Creates the host on `transport` and starts initialising the controller at once.
     public init(
         name: String, transport: any HCITransport, scheduler: any HostScheduler,
-        configuration: HostConfiguration = HostConfiguration(), store: SystemStore
+        configuration: HostConfiguration = HostConfiguration(), store: SystemStore, appRules: AppRules = AppRules()
     ) {
         self.name = name
         self.scheduler = scheduler
         self.store = store
-        let defaultApp = SystemApp(id: Self.defaultAppID, scheduler: scheduler)
+        self.appRules = appRules
+        let defaultApp = SystemApp(id: Self.defaultAppID, scheduler: scheduler, rules: appRules)
         self.defaultApp = defaultApp
         state.withLock { $0.apps[Self.defaultAppID] = defaultApp }
         let host = HostDriver(transport: transport, scheduler: scheduler, configuration: configuration)
@@ -138,7 +147,7 @@ public final class SystemCore: Sendable {
     public func app(id: String) -> SystemApp {
         state.withLock { s in
             if let app = s.apps[id] { return app }
-            let app = SystemApp(id: id, scheduler: scheduler)
+            let app = SystemApp(id: id, scheduler: scheduler, rules: appRules)
             s.apps[id] = app
             return app
         }
@@ -150,6 +159,7 @@ public final class SystemCore: Sendable {
     /// hears only what its own request matches, each discovery carrying `id` (the client's name for this scan,
     /// recorded before the call).
     public func startScan(_ client: any ScanClient, _ request: ScanRequest, id: UInt64) {
+        guard isLive(ObjectIdentifier(client)) else { return refuseDefunct("a scan") }
         scans.start(client, request, id: id)
     }
 
@@ -161,7 +171,11 @@ public final class SystemCore: Sendable {
     /// Connects `client` to `peer`: returns the link's info at once when a link to it is up (another app's),
     /// else the client waits with every other app's pending connects, and `linkAttached` or `linkFailed` follows.
     public func connect(_ client: any LinkClient, to peer: BluetoothAddress) -> LinkInfo? {
-        links.connect(client, to: peer)
+        guard isLive(ObjectIdentifier(client)) else {
+            refuseDefunct("a connection")
+            return nil
+        }
+        return links.connect(client, to: peer)
     }
 
     /// `client` lets go of `peer`: a pending connect is withdrawn, or the client leaves the link (which goes down
@@ -232,6 +246,10 @@ public final class SystemCore: Sendable {
         started: @escaping @Sendable (Result<Void, HostError>) -> Void,
         ended: @escaping @Sendable (HostError) -> Void
     ) {
+        guard isLive(client) else {
+            refuseDefunct("advertising")
+            return started(.failure(Self.defunct))
+        }
         advertising.start(client, request, started: started, ended: ended)
     }
 
@@ -244,7 +262,38 @@ public final class SystemCore: Sendable {
     public func addService(_ definition: GATTServiceDefinition, owner: any SystemSession)
         -> Result<PublishedService, HostError>
     {
-        gatt.add(definition, owner: owner)
+        guard isLive(ObjectIdentifier(owner)) else {
+            refuseDefunct("a service")
+            return .failure(Self.defunct)
+        }
+        return gatt.add(definition, owner: owner)
+    }
+
+    // MARK: Apps
+
+    /// Ends `app`: nothing reaches its managers any more, and each lets go of what it holds in the system
+    /// (scans, links, services, advertising) and is unregistered. Its launch handler's object is the caller's
+    /// to release.
+    public func terminate(_ app: SystemApp) {
+        app.terminate()
+        let ending = state.withLock { s -> [any SystemSession] in
+            let ending = s.sessions.filter { $0.app === app }.compactMap(\.session)
+            s.sessions.removeAll { $0.app === app }
+            return ending
+        }
+        for session in ending { session.systemAppTerminated() }
+    }
+
+    /// Whether a manager is registered (not unregistered, nor of a terminated app).
+    private func isLive(_ id: ObjectIdentifier) -> Bool {
+        state.withLock { s in s.sessions.contains { $0.session.map(ObjectIdentifier.init) == id } }
+    }
+
+    private static let defunct = HostError(.invalidState, "the application was terminated")
+    private static let apiLogger = Logger(label: "swift-ble.api")
+
+    private func refuseDefunct(_ what: String) {
+        Self.apiLogger.warning("\(what) asked for by a manager of a terminated application was refused")
     }
 
     /// Unpublishes the service declared at `serviceHandle`, if `owner` published it.

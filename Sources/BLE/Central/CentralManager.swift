@@ -66,6 +66,8 @@ public final class CentralManager: Sendable, SystemSession, ScanClient, LinkClie
 
     /// The app this manager belongs to.
     public let app: BluetoothSystem.App
+    /// The app's launch this manager was made in: after a termination nothing reaches it.
+    let launch: UInt64
 
     /// Creates a central manager of `system`'s default app (the process default system when nil:
     /// `BLE_TRANSPORT`, or the virtual radio). `centralManagerDidUpdateState` follows once the controller is
@@ -83,6 +85,7 @@ public final class CentralManager: Sendable, SystemSession, ScanClient, LinkClie
         app: BluetoothSystem.App
     ) {
         self.app = app
+        self.launch = app.core.generation
         self.system = app.system
         self.queue = queue ?? .main
         self.options = options
@@ -153,7 +156,7 @@ public final class CentralManager: Sendable, SystemSession, ScanClient, LinkClie
         system.core.store.noteSeen(peripheral.identifier, name: advertisement.localName)
         let rssi = discovery.rssi ?? 127
         // With duplicates allowed, a discovery repeats: one the app is too far behind to take can go.
-        deliver(repeating: scan.options?.allowDuplicates == true) { manager, delegate in
+        deliver(repeating: scan.options?.allowDuplicates == true, key: DeliveryKey(peripheral)) { manager, delegate in
             // Not after `stopScan` (or a new scan) returned on this queue.
             guard manager.locked.withLock({ $0.scan?.id == id }) else { return }
             if let name = advertisement.localName { peripheral.updateName(name) }
@@ -358,11 +361,19 @@ public final class CentralManager: Sendable, SystemSession, ScanClient, LinkClie
     /// counted by the system's scheduler); a `repeating` event is dropped, and counted, when the app is far
     /// behind (`SystemApp`).
     func deliver(
-        repeating: Bool = false, _ body: @escaping @Sendable (CentralManager, (any CentralManagerDelegate)?) -> Void
+        repeating: Bool = false, key: DeliveryKey? = nil,
+        _ body: @escaping @Sendable (CentralManager, (any CentralManagerDelegate)?) -> Void
     ) {
-        app.core.deliver(on: queue, repeating: repeating) { [self] in
+        // Every central event wakes an app with `bluetooth-central` (IOS-RULES 1.0).
+        app.core.deliver(on: queue, generation: launch, repeating: repeating, wakes: .central, key: key) { [self] in
             body(self, deliveryTarget)
         }
+    }
+
+    public func systemAppTerminated() {
+        // As `deinit` does; the system unregisters this manager next, and nothing reaches it any more.
+        system.core.stopScan(self)
+        system.core.releaseLinks(of: ObjectIdentifier(self))
     }
 
     // MARK: Async observation

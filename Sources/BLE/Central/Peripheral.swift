@@ -221,12 +221,15 @@ public final class Peripheral: Sendable, Hashable, CustomStringConvertible {
     /// `isNotification` marks a `didUpdateValueFor` that carries a notification or indication rather than the
     /// completion of a read, for the observers (the delegate cannot tell them apart, as in CoreBluetooth).
     func deliver(
-        isNotification: Bool = false, repeating: Bool = false,
+        isNotification: Bool = false, repeating: Bool = false, wakes: Bool = true, key: DeliveryKey? = nil,
         _ body: @escaping @Sendable (Peripheral, (any PeripheralDelegate)?) -> Void
     ) {
         guard let manager else { return }
-        // Through the app's delivery: a notification is dropped (and counted) when the app is far behind.
-        manager.app.core.deliver(on: manager.queue, repeating: repeating) { [self] in
+        // Through the app's delivery: a notification is dropped (and counted) when the app is far behind, and
+        // replaces an older value held for a suspended app.
+        manager.app.core.deliver(
+            on: manager.queue, generation: manager.launch, repeating: repeating, wakes: wakes ? .central : nil, key: key
+        ) { [self] in
             body(self, deliveryTarget(isNotification: isNotification))
         }
     }
@@ -246,7 +249,8 @@ public final class Peripheral: Sendable, Hashable, CustomStringConvertible {
         guard let characteristic = locked.withLock({ $0.characteristicsByValue[attribute] }) else { return }
         // Whether the app subscribed is decided on its queue, where `isNotifying` turns true just before the
         // callback that reports the subscription, so nothing sent right after that is missed.
-        deliver(isNotification: true, repeating: !isIndication) { p, d in
+        deliver(isNotification: true, repeating: !isIndication, key: DeliveryKey(self, attribute: attribute.rawValue)) {
+            p, d in
             // Only to an app that subscribed: other apps on the link do not hear its notifications.
             guard characteristic.state.withLock({ $0.isNotifying }) else { return }
             characteristic.state.withLock { $0.value = Data(value) }
@@ -301,7 +305,8 @@ public final class Peripheral: Sendable, Hashable, CustomStringConvertible {
 
     func handleReadyToWrite() {
         guard locked.withLock({ $0.writeWithoutResponseRefused }) else { return }
-        deliver { p, d in
+        // It wakes nobody (IOS-RULES 3.10).
+        deliver(wakes: false) { p, d in
             // `canSendWriteWithoutResponse` turns true here, just before the callback that says so.
             guard
                 p.locked.withLock({ s -> Bool in

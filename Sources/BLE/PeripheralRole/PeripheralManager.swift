@@ -40,6 +40,8 @@ public final class PeripheralManager: Sendable, SystemSession {
 
     /// The app this manager belongs to.
     public let app: BluetoothSystem.App
+    /// The app's launch this manager was made in: after a termination nothing reaches it.
+    let launch: UInt64
 
     /// Creates a peripheral manager of `system`'s default app (the process default system when nil).
     public convenience init(
@@ -55,6 +57,7 @@ public final class PeripheralManager: Sendable, SystemSession {
         app: BluetoothSystem.App
     ) {
         self.app = app
+        self.launch = app.core.generation
         self.system = app.system
         self.queue = queue ?? .main
         self.options = options
@@ -284,9 +287,33 @@ public final class PeripheralManager: Sendable, SystemSession {
 
     // MARK: Internals
 
-    func deliver(_ body: @escaping @Sendable (PeripheralManager, (any PeripheralManagerDelegate)?) -> Void) {
-        // Through the app's delivery, in order (SystemApp: the app's bound applies to repeating events only).
-        app.core.deliver(on: queue) { [self] in body(self, deliveryTarget) }
+    /// Runs `body` on the manager's queue through the app's delivery, in order; `request` marks a read, write or
+    /// subscription from a central, which wakes an app with `bluetooth-peripheral` (IOS-RULES 1.0).
+    func deliver(
+        request: Bool = false, _ body: @escaping @Sendable (PeripheralManager, (any PeripheralManagerDelegate)?) -> Void
+    ) {
+        app.core.deliver(on: queue, generation: launch, wakes: request ? .peripheral : nil) { [self] in
+            body(self, deliveryTarget)
+        }
+    }
+
+    /// What a central reading or writing a dynamic value of a suspended foreground-only app gets (IOS-RULES 3.2:
+    /// "an error", which one is not said; ours is Unlikely Error).
+    static let suspendedRefusal = ATTErrorCode.unlikelyError
+
+    /// Whether this app can answer a central now: it runs, or a central's request wakes it
+    /// (`bluetooth-peripheral`).
+    var canAnswerCentrals: Bool {
+        app.core.lifecycle != .suspended || app.core.backgroundModes.contains(.bluetoothPeripheral)
+    }
+
+    public func systemAppTerminated() {
+        // As `deinit` does; the system unregisters this manager next, and nothing reaches it any more.
+        system.core.removeServices(of: ObjectIdentifier(self))
+        system.core.stopAdvertising(ObjectIdentifier(self))
+        for request in locked.withLock({ Array($0.pendingRequests.values) }) {
+            system.core.host.respond(to: request, result: .unlikelyError, value: nil)
+        }
     }
 
     /// A host completion that reports to a task's reply on the manager's queue (the delegate hears nothing).
@@ -389,12 +416,20 @@ public final class PeripheralManager: Sendable, SystemSession {
                 system.core.host.respond(to: serverID, result: .unlikelyError, value: nil)
                 return
             }
+            guard canAnswerCentrals else {
+                system.core.host.respond(to: serverID, result: Self.suspendedRefusal, value: nil)
+                return
+            }
             let request = ATTRequest(
                 central: central, characteristic: c, offset: offset, value: nil, id: register(serverID))
-            deliver { m, d in d?.peripheralManager(m, didReceiveRead: request) }
+            deliver(request: true) { m, d in d?.peripheralManager(m, didReceiveRead: request) }
         case .serverWrite(let serverID, let handle, let writes):
             guard let central = locked.withLock({ $0.centrals[handle] }) else {
                 if let serverID { system.core.host.respond(to: serverID, result: .unlikelyError, value: nil) }
+                return
+            }
+            guard canAnswerCentrals else {
+                if let serverID { system.core.host.respond(to: serverID, result: Self.suspendedRefusal, value: nil) }
                 return
             }
             let id = serverID.map { register($0) }
@@ -411,7 +446,7 @@ public final class PeripheralManager: Sendable, SystemSession {
                 if let serverID { system.core.host.respond(to: serverID, result: .invalidHandle, value: nil) }
                 return
             }
-            deliver { m, d in d?.peripheralManager(m, didReceiveWrite: delivered) }
+            deliver(request: true) { m, d in d?.peripheralManager(m, didReceiveWrite: delivered) }
         case .subscriptionChanged(let handle, let attribute, let notify, let indicate):
             guard let central = locked.withLock({ $0.centrals[handle] }), let c = characteristic(at: attribute) else {
                 return
@@ -424,7 +459,7 @@ public final class PeripheralManager: Sendable, SystemSession {
                 return was != subscribed
             }
             guard changed else { return }
-            deliver { m, d in
+            deliver(request: true) { m, d in
                 if subscribed {
                     d?.peripheralManager(m, central: central, didSubscribeTo: c)
                 } else {

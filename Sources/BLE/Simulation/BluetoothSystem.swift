@@ -16,6 +16,12 @@ public final class BluetoothSystem: Sendable, CustomStringConvertible {
     let core: SystemCore
     /// The virtual controller, for a simulated system.
     public let virtualController: VirtualController?
+    /// Each app's launch handler and launched object, by app id.
+    private let runtimes = Mutex<[String: AppRuntime]>([:])
+
+    func withRuntime<T>(of app: String, _ body: (inout AppRuntime) -> T) -> T {
+        runtimes.withLock { body(&$0[app, default: AppRuntime()]) }
+    }
 
     init(core: SystemCore, virtualController: VirtualController?) {
         self.core = core
@@ -93,7 +99,7 @@ public final class BluetoothSystem: Sendable, CustomStringConvertible {
         }
         let core = SystemCore(
             name: name, transport: transport, scheduler: radio,
-            configuration: configuration.hostConfiguration(name: name), store: store)
+            configuration: configuration.hostConfiguration(name: name), store: store, appRules: configuration.appRules)
         return BluetoothSystem(core: core, virtualController: controller)
     }
 
@@ -159,6 +165,9 @@ public final class BluetoothSystem: Sendable, CustomStringConvertible {
         /// (to `storePath + ".unusable"`), the move logged, and a new store started; when false, the default,
         /// making the system fails with `.storeUnavailable`.
         public var rebuildUnusableStore = false
+        /// The timing of the rules for apps out of the foreground: how soon an app that left the foreground is
+        /// suspended, an app's wake budget, and how events are held for a suspended app.
+        public var appRules = AppRules()
 
         public init(
             preferredMTU: Int = 517, preferredDataLength: Int = 251, writeWithoutResponseQueueDepth: Int = 8,
@@ -276,7 +285,8 @@ public final class BluetoothSystem: Sendable, CustomStringConvertible {
         var host = configuration.hostConfiguration(name: name)
         host.randomSeed = UInt64.random(in: 1...UInt64.max)  // a real device: a fresh static address
         let core = SystemCore(
-            name: name, transport: transport, scheduler: DispatchHostScheduler(), configuration: host, store: store)
+            name: name, transport: transport, scheduler: DispatchHostScheduler(), configuration: host, store: store,
+            appRules: configuration.appRules)
         let system = BluetoothSystem(core: core, virtualController: nil)
         try await system.waitForController()
         return system

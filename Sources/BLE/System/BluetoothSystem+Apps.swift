@@ -1,12 +1,41 @@
 import BLESystem
+import Logging
+import Synchronization
 
 extension BluetoothSystem {
     /// An app on a system: every manager belongs to one. Apps share the system's controller and store, as apps
-    /// share a phone's radio; each manager answers only for what its app asked for or published. The rules iOS
-    /// applies to an app in the background hang off this object (a later step).
+    /// share a phone's radio; each manager answers only for what its app asked for or published.
+    ///
+    /// An app declares background modes and has a lifecycle, which the system applies as iOS does (IOS-RULES
+    /// sections 1–4): a test, a demo or the tool drives it with `launch`, `moveToBackground`, `moveToForeground`
+    /// and `terminate`. An app is made running in the foreground (a process already started); one that is
+    /// launched through `onLaunch` gets its managers from its launch handler, each launch anew.
     ///
     /// `system.app(id:)` with the same id gives the same app: the objects compare equal and stand for one app.
     public final class App: Sendable, Hashable, CustomStringConvertible {
+        public typealias BackgroundMode = AppBackgroundMode
+        public typealias State = AppLifecycleState
+        public typealias Termination = AppTermination
+
+        /// What a launch hands the launch handler.
+        public struct Launch: Sendable {
+            /// The app being launched.
+            public let app: App
+            public let options: LaunchOptions
+        }
+
+        /// The launch options of a Bluetooth relaunch (UIKit's `bluetoothCentrals` and `bluetoothPeripherals`
+        /// keys): the restore identifiers of the managers the system was doing work for. Empty for a launch by
+        /// the user.
+        public struct LaunchOptions: Sendable, Hashable {
+            public var bluetoothCentrals: [String]
+            public var bluetoothPeripherals: [String]
+            public init(bluetoothCentrals: [String] = [], bluetoothPeripherals: [String] = []) {
+                self.bluetoothCentrals = bluetoothCentrals
+                self.bluetoothPeripherals = bluetoothPeripherals
+            }
+        }
+
         public let system: BluetoothSystem
         let core: SystemApp
 
@@ -18,6 +47,78 @@ extension BluetoothSystem {
         /// The app's identifier (a bundle identifier, on a phone).
         public var id: String { core.id }
 
+        /// The background modes it declared.
+        public var backgroundModes: Set<BackgroundMode> { core.backgroundModes }
+
+        /// Where it is in its life.
+        public var state: State { core.lifecycle }
+
+        /// Events held for it while it is suspended, to be delivered when it wakes or comes to the foreground.
+        public var heldEvents: Int { core.heldEvents }
+
+        /// Sets what runs at each launch: the first, and every relaunch after a termination. The handler makes the
+        /// app's managers and returns the object that keeps them (the app delegate, say); the system keeps that
+        /// object until the app is terminated, then lets go of it.
+        public func onLaunch(_ handler: @escaping @Sendable (Launch) -> any Sendable) {
+            system.withRuntime(of: id) { $0.handler = handler }
+        }
+
+        /// The user opens the app: a launch when it is not running (or was never launched: its launch handler
+        /// runs), and in every case the foreground, where what was held for it is delivered in order.
+        public func launch() {
+            launch(options: LaunchOptions(), inBackground: false)
+        }
+
+        /// The app leaves the screen. It runs on for the system's `appRules.suspendAfter`, then it is suspended;
+        /// with a background mode, the system wakes it for each event of that role, for `appRules.wakeBudget`.
+        public func moveToBackground() {
+            core.enterBackground()
+        }
+
+        /// The app comes back on screen (it must be running: `launch` starts one that is not); what was held for
+        /// it is delivered first, in order.
+        public func moveToForeground() {
+            guard core.lifecycle != .notRunning else {
+                BluetoothSystem.logger.warning(
+                    "moveToForeground of an app that is not running does nothing: launch it", metadata: ["app": "\(id)"]
+                )
+                return
+            }
+            core.enterForeground(launching: false)
+        }
+
+        /// Ends the app: its managers, peripherals and delegates are let go of and nothing reaches them again,
+        /// even those something else still holds; their scans, connections, services and advertising end.
+        public func terminate(_ cause: Termination) {
+            let kept = system.withRuntime(of: id) { r -> (any Sendable)? in
+                r.lastTermination = cause
+                defer { r.launched = nil }
+                return r.launched
+            }
+            system.core.terminate(core)
+            // The launch handler's object goes last, outside every lock: its managers' deinit takes them.
+            withExtendedLifetime(kept) {}
+        }
+
+        /// How it last stopped, if it was terminated.
+        public var lastTermination: Termination? { system.withRuntime(of: id) { $0.lastTermination } }
+
+        func launch(options: LaunchOptions, inBackground: Bool) {
+            let needed = core.needsLaunch
+            if inBackground {
+                core.launchInBackground()
+            } else {
+                core.enterForeground(launching: true)
+            }
+            guard needed, let handler = system.withRuntime(of: id, { $0.handler }) else { return }
+            let object = handler(Launch(app: self, options: options))
+            let replaced = system.withRuntime(of: id) { r -> (any Sendable)? in
+                defer { r.launched = object }
+                return r.launched
+            }
+            withExtendedLifetime(replaced) {}
+        }
+
         /// Notifications and repeated discoveries dropped because the app was more than 4,096 events behind
         /// (its queue stuck or slower than the radio); logged as a warning when dropping starts and when the
         /// app catches up. Other events are never dropped.
@@ -28,8 +129,24 @@ extension BluetoothSystem {
         public var description: String { "<App \(id) on \(system.name)>" }
     }
 
+    /// What the system keeps of an app beyond its `SystemApp`: its launch handler and the object its last launch
+    /// returned.
+    struct AppRuntime: Sendable {
+        var handler: (@Sendable (App.Launch) -> any Sendable)?
+        var launched: (any Sendable)?
+        var lastTermination: App.Termination?
+    }
+
     /// The app with this identifier on this system, made on first use.
     public func app(id: String) -> App { App(system: self, core: core.app(id: id)) }
+
+    /// The app with this identifier, declaring `backgroundModes` (its Info.plist: they replace what it declared
+    /// before).
+    public func app(id: String, backgroundModes: Set<App.BackgroundMode>) -> App {
+        let app = app(id: id)
+        app.core.setBackgroundModes(backgroundModes)
+        return app
+    }
 
     /// The app of managers made without one (`CentralManager(delegate:queue:options:system:)`): on a real
     /// controller, this process. Its id is "default".
