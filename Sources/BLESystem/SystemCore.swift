@@ -118,12 +118,21 @@ public final class SystemCore: Sendable {
         state.withLock { $0.apps[Self.defaultAppID] = defaultApp }
         let host = HostDriver(transport: transport, scheduler: scheduler, configuration: configuration)
         self.host = host
-        self.scans = ScanUnion(host: host)
+        // In 0.625 ms units, within what LE Set Scan Parameters takes (2.5 ms ... 10.24 s).
+        func units(_ duration: Duration) -> UInt16 {
+            UInt16(min(0x4000, max(0x0004, (duration.inSeconds * 1600).rounded())))
+        }
+        let window = min(appRules.backgroundScanWindow, appRules.backgroundScanInterval)
+        self.scans = ScanUnion(
+            host: host,
+            backgroundParameters: ScanParameters(
+                interval: units(appRules.backgroundScanInterval), window: units(window)))
         self.gatt = GATTOwnership(host: host)
         self.links = SharedLinks(host: host)
         self.advertising = AdvertisingRotation(host: host, scheduler: scheduler)
         self.discovery = SharedDiscovery(host: host, store: store)
         host.setEventHandler { [weak self] event in self?.handle(event) }
+        defaultApp.observeLifecycle { [weak self] in self?.appLifecycleChanged() }
         discovery.onDatabaseChanged { [weak self] link in
             for session in self?.liveSessions ?? [] { session.systemPeerDatabaseChanged(on: link) }
         }
@@ -148,6 +157,7 @@ public final class SystemCore: Sendable {
         state.withLock { s in
             if let app = s.apps[id] { return app }
             let app = SystemApp(id: id, scheduler: scheduler, rules: appRules)
+            app.observeLifecycle { [weak self] in self?.appLifecycleChanged() }
             s.apps[id] = app
             return app
         }
@@ -159,8 +169,8 @@ public final class SystemCore: Sendable {
     /// hears only what its own request matches, each discovery carrying `id` (the client's name for this scan,
     /// recorded before the call).
     public func startScan(_ client: any ScanClient, _ request: ScanRequest, id: UInt64) {
-        guard isLive(ObjectIdentifier(client)) else { return refuseDefunct("a scan") }
-        scans.start(client, request, id: id)
+        guard let app = appOf(ObjectIdentifier(client)) else { return refuseDefunct("a scan") }
+        scans.start(client, request, id: id, mode: Self.scanMode(of: app))
     }
 
     /// Ends `client`'s scan (and the controller's, when no other client scans).
@@ -241,16 +251,21 @@ public final class SystemCore: Sendable {
     /// controller advertises for the client, or why not (`.cancelled` when a stop or a later start overtook it);
     /// `ended`, when the controller refuses the advertisement later (put on the air again after a connection):
     /// the client no longer advertises.
+    ///
+    /// `background` is the form the advertisement takes while the client's app is out of the foreground with
+    /// `bluetooth-peripheral`; a foreground-only app's advertisement leaves the air then, and comes back with it.
     public func startAdvertising(
-        _ client: ObjectIdentifier, _ request: AdvertisingRequest,
+        _ client: ObjectIdentifier, _ request: AdvertisingRequest, background: AdvertisingRequest? = nil,
         started: @escaping @Sendable (Result<Void, HostError>) -> Void,
         ended: @escaping @Sendable (HostError) -> Void
     ) {
-        guard isLive(client) else {
+        guard let app = appOf(client) else {
             refuseDefunct("advertising")
             return started(.failure(Self.defunct))
         }
-        advertising.start(client, request, started: started, ended: ended)
+        advertising.start(
+            client, request, background: background, mode: Self.advertisingMode(of: app), started: started,
+            ended: ended)
     }
 
     /// `client` stops advertising (the controller stops with the last app).
@@ -286,7 +301,49 @@ public final class SystemCore: Sendable {
 
     /// Whether a manager is registered (not unregistered, nor of a terminated app).
     private func isLive(_ id: ObjectIdentifier) -> Bool {
-        state.withLock { s in s.sessions.contains { $0.session.map(ObjectIdentifier.init) == id } }
+        appOf(id) != nil
+    }
+
+    /// The app of a registered manager.
+    private func appOf(_ id: ObjectIdentifier) -> SystemApp? {
+        state.withLock { s in s.sessions.first { $0.session.map(ObjectIdentifier.init) == id }?.app }
+    }
+
+    /// How an app's scans run where it is in its lifecycle.
+    private static func scanMode(of app: SystemApp) -> ScanMode {
+        switch app.lifecycle {
+        case .foreground: .foreground
+        case .background, .suspended, .notRunning:
+            app.backgroundModes.contains(.bluetoothCentral) ? .background : .off
+        }
+    }
+
+    /// An app moved in its lifecycle: every manager's scan follows its app. Applied from the scheduler, never
+    /// inside the delivery or the scan that caused the change (their locks may be held there).
+    private func appLifecycleChanged() {
+        scheduler.schedule(after: .zero) { [weak self] in self?.applyScanModes() }
+    }
+
+    private func applyScanModes() {
+        let apps = state.withLock { s -> [ObjectIdentifier: SystemApp] in
+            var apps: [ObjectIdentifier: SystemApp] = [:]
+            for entry in s.sessions {
+                guard let session = entry.session else { continue }
+                apps[ObjectIdentifier(session)] = entry.app
+            }
+            return apps
+        }
+        scans.setModes(apps.mapValues(Self.scanMode(of:)))
+        advertising.setModes(apps.mapValues(Self.advertisingMode(of:)))
+    }
+
+    /// How an app's advertisement goes on the air where it is in its lifecycle.
+    private static func advertisingMode(of app: SystemApp) -> AdvertisingMode {
+        switch app.lifecycle {
+        case .foreground: .foreground
+        case .background, .suspended, .notRunning:
+            app.backgroundModes.contains(.bluetoothPeripheral) ? .background : .off
+        }
     }
 
     private static let defunct = HostError(.invalidState, "the application was terminated")

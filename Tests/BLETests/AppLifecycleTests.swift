@@ -197,5 +197,6 @@ import Testing
             #expect(answer.error?.code == .att(.unlikelyError))
             #expect(sensorApp.state == .suspended)
         }
+        withExtendedLifetime(sensor) {}
     }
 }

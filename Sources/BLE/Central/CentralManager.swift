@@ -150,7 +150,12 @@ public final class CentralManager: Sendable, SystemSession, ScanClient, LinkClie
 
     public func scanDiscovered(_ discovery: SystemDiscovery, scan id: UInt64) {
         guard let scan = locked.withLock({ $0.scan }), scan.id == id else { return }
-        let advertisement = AdvertisementData(decoded: discovery.data, connectable: discovery.connectable)
+        var decoded = AdvertisementData(decoded: discovery.data, connectable: discovery.connectable)
+        // An iOS app advertising in the background lists its services only in the overflow area: reported as
+        // the services this scan asked for whose bits are set (IOS-RULES 2.8).
+        let overflowing = AppleOverflowArea.listed(scan.services ?? [], in: discovery.data)
+        if !overflowing.isEmpty { decoded.overflowServiceUUIDs = overflowing }
+        let advertisement = decoded
         // Only a device that matched gets an identifier (and a row in the store) and a `Peripheral`.
         let peripheral = peripheral(for: discovery.address)
         system.core.store.noteSeen(peripheral.identifier, name: advertisement.localName)

@@ -165,6 +165,13 @@ public final class PeripheralManager: Sendable, SystemSession {
         guard state == .poweredOn else {
             return report(reply, BluetoothError(.invalidParameters, "the manager is not powered on"), tell)
         }
+        guard app.core.lifecycle == .foreground else {
+            // IOS-RULES 2.11: from iOS 14 on, advertising starts only in the foreground (and then goes on in the
+            // background form, with `bluetooth-peripheral`).
+            let error = BluetoothError(
+                .operationNotSupported, "an app cannot start advertising out of the foreground")
+            return report(reply, error, tell)
+        }
         let alreadyAdvertising = locked.withLock { s -> Bool in
             if s.isAdvertising { return true }
             s.advertising = data
@@ -176,9 +183,10 @@ public final class PeripheralManager: Sendable, SystemSession {
         let (adv, scanResponse) = data.encodedForAdvertising()
         let request = AdvertisingRequest(
             parameters: Self.parameters(for: data, scanResponse: scanResponse), data: adv, scanResponse: scanResponse)
+        let background = Self.backgroundRequest(for: data, interval: system.core.appRules.backgroundAdvertisingInterval)
         // Through the system: with other apps advertising, each app's advertisement has the air in turn.
         system.core.startAdvertising(
-            ObjectIdentifier(self), request, started: started(reply, tell),
+            ObjectIdentifier(self), request, background: background, started: started(reply, tell),
             ended: { [weak self] error in
                 // The controller refused the advertisement when the system put it on the air again: this manager
                 // no longer advertises (CoreBluetooth has no callback for it).
@@ -215,6 +223,24 @@ public final class PeripheralManager: Sendable, SystemSession {
     static func parameters(for data: AdvertisementData, scanResponse: [UInt8]) -> AdvertisingParameters {
         guard data.isConnectable == false else { return AdvertisingParameters() }
         return AdvertisingParameters(kind: scanResponse.isEmpty ? .nonConnectable : .scannable)
+    }
+
+    /// The advertisement of an app out of the foreground with `bluetooth-peripheral` (IOS-RULES 2.3–2.5, 2.7): no
+    /// local name, the service UUIDs in Apple's overflow area (`AppleOverflowArea`), every `interval`.
+    static func backgroundRequest(for data: AdvertisementData, interval: Duration) -> AdvertisingRequest {
+        var background = data
+        background.localName = nil
+        if let services = data.serviceUUIDs, !services.isEmpty {
+            background.serviceUUIDs = nil
+            background.manufacturerData = Data(AppleOverflowArea.manufacturerData(for: services).bytes)
+        }
+        let (adv, scanResponse) = background.encodedForAdvertising()
+        var parameters = Self.parameters(for: background, scanResponse: scanResponse)
+        // In units of 0.625 ms, within what LE Set Advertising Parameters takes (20 ms ... 10.24 s).
+        let units = UInt16(min(0x4000, max(0x0020, (interval.inSeconds * 1600).rounded())))
+        parameters.intervalMin = units
+        parameters.intervalMax = units
+        return AdvertisingRequest(parameters: parameters, data: adv, scanResponse: scanResponse)
     }
 
     /// Stops advertising.

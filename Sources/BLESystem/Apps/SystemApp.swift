@@ -78,14 +78,25 @@ public struct AppRules: Sendable, Hashable {
     /// 10 seconds").
     public var wakeBudget: Duration
     public var queueing: Queueing
+    /// The controller's scan interval and window while every scanning app is out of the foreground (IOS-RULES
+    /// 1.2 and 1.3: longer, by figures not published). In the foreground: 60 ms and 30 ms.
+    public var backgroundScanInterval: Duration
+    public var backgroundScanWindow: Duration
+    /// The advertising interval of a `bluetooth-peripheral` app out of the foreground (IOS-RULES 2.5 and 2.10:
+    /// less often, about 200 ms once measured). In the foreground: 100 ms.
+    public var backgroundAdvertisingInterval: Duration
 
     public init(
         suspendAfter: Duration = .seconds(5), wakeBudget: Duration = .seconds(10),
-        queueing: Queueing = .latestValuePerCharacteristic
+        queueing: Queueing = .latestValuePerCharacteristic, backgroundScanInterval: Duration = .milliseconds(300),
+        backgroundScanWindow: Duration = .milliseconds(30), backgroundAdvertisingInterval: Duration = .milliseconds(200)
     ) {
         self.suspendAfter = suspendAfter
         self.wakeBudget = wakeBudget
         self.queueing = queueing
+        self.backgroundScanInterval = backgroundScanInterval
+        self.backgroundScanWindow = backgroundScanWindow
+        self.backgroundAdvertisingInterval = backgroundAdvertisingInterval
     }
 }
 
@@ -149,6 +160,17 @@ public final class SystemApp: Sendable, Hashable, CustomStringConvertible {
     }
     private let state = Mutex(State())
     private static let logger = Logger(label: "swift-ble.delivery")
+    /// Told after every change of the lifecycle (the system's scans and advertising follow the app).
+    private let observer = Mutex<(@Sendable () -> Void)?>(nil)
+
+    /// Sets who hears of the app's lifecycle changes (the system).
+    func observeLifecycle(_ handler: @escaping @Sendable () -> Void) {
+        observer.withLock { $0 = handler }
+    }
+
+    private func lifecycleChanged() {
+        observer.withLock { $0 }?()
+    }
 
     init(id: String, scheduler: any HostScheduler, rules: AppRules = AppRules()) {
         self.id = id
@@ -191,6 +213,7 @@ public final class SystemApp: Sendable, Hashable, CustomStringConvertible {
             s.suspension = nil
             return take(&s)
         }
+        lifecycleChanged()
         dispatch(held)
     }
 
@@ -203,16 +226,19 @@ public final class SystemApp: Sendable, Hashable, CustomStringConvertible {
             s.lifecycle = .background
             scheduleSuspension(&s, after: rules.wakeBudget)
         }
+        lifecycleChanged()
     }
 
     /// The app leaves the foreground: it runs on for `rules.suspendAfter`, then it is suspended.
     public func enterBackground() {
-        state.withLock { s in
-            guard s.lifecycle == .foreground else { return }
+        let changed = state.withLock { s -> Bool in
+            guard s.lifecycle == .foreground else { return false }
             s.lifecycle = .background
             s.lastForeground = scheduler.now
             scheduleSuspension(&s, after: rules.suspendAfter)
+            return true
         }
+        if changed { lifecycleChanged() }
     }
 
     /// The app stops running: what was held for it is dropped, and so is everything its managers would hear.
@@ -225,17 +251,21 @@ public final class SystemApp: Sendable, Hashable, CustomStringConvertible {
             s.held = []
             s.generation += 1
         }
+        lifecycleChanged()
     }
 
     private func scheduleSuspension(_ s: inout State, after delay: Duration) {
         s.suspension?.cancel()
         let generation = s.generation
         s.suspension = scheduler.schedule(after: delay) { [weak self] in
-            self?.state.withLock { s in
-                guard s.generation == generation, s.lifecycle == .background else { return }
-                s.lifecycle = .suspended
-                s.suspension = nil
-            }
+            let suspended =
+                self?.state.withLock { s -> Bool in
+                    guard s.generation == generation, s.lifecycle == .background else { return false }
+                    s.lifecycle = .suspended
+                    s.suspension = nil
+                    return true
+                } ?? false
+            if suspended { self?.lifecycleChanged() }
         }
     }
 
@@ -264,6 +294,7 @@ public final class SystemApp: Sendable, Hashable, CustomStringConvertible {
     ) -> Bool {
         let event = Event(queue: queue, key: key, repeating: repeating, work: work)
         var startedDropping = false
+        var woke = false
         let go = state.withLock { s -> [Event]? in
             if let generation, generation != s.generation { return nil }
             switch s.lifecycle {
@@ -271,6 +302,7 @@ public final class SystemApp: Sendable, Hashable, CustomStringConvertible {
                 return nil
             case .suspended:
                 if let wakes, s.backgroundModes.contains(wakes.mode) {
+                    woke = true
                     s.lifecycle = .background
                     scheduleSuspension(&s, after: rules.wakeBudget)
                     return take(&s) + [event]
@@ -302,6 +334,7 @@ public final class SystemApp: Sendable, Hashable, CustomStringConvertible {
                 metadata: ["app": "\(id)"])
         }
         guard let go else { return false }
+        if woke { lifecycleChanged() }
         dispatch(go)
         return true
     }

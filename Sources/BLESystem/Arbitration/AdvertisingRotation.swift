@@ -16,6 +16,17 @@ public struct AdvertisingRequest: Sendable, Hashable {
     }
 }
 
+/// How an app's advertisement goes on the air where the app is in its lifecycle (IOS-RULES 2.3–2.5, 2.13).
+enum AdvertisingMode: Sendable, Hashable {
+    /// The app is in the foreground: its advertisement as asked.
+    case foreground
+    /// A `bluetooth-peripheral` app out of the foreground: its background form (no name, the services in the
+    /// overflow area, a longer interval).
+    case background
+    /// A foreground-only app out of the foreground: off the air until it comes back.
+    case off
+}
+
 /// The apps' advertisements on a controller with one legacy advertising set (Arbitration/AdvertisingRotation.swift).
 ///
 /// The policy: one app advertising has the controller to itself; with several, the system gives each app's
@@ -25,6 +36,9 @@ public struct AdvertisingRequest: Sendable, Hashable {
 /// system advertises again, as iOS keeps advertising while connected. An app that stops leaves the rotation;
 /// the last one stops the controller. A start is reported to its app once the controller advertises (its own
 /// advertisement, or, within a rotation, the one on the air: its own comes within `slot` per other app).
+///
+/// Each app's advertisement follows its `AdvertisingMode`: the foreground form, the background form, or off the
+/// air (kept aside, with its callbacks, and back in the rotation when the app returns to the foreground).
 final class AdvertisingRotation: Sendable {
     static let slot = Duration.seconds(1)
 
@@ -33,7 +47,11 @@ final class AdvertisingRotation: Sendable {
 
     private struct Entry {
         var id: ObjectIdentifier
+        /// The form on the air now.
         var request: AdvertisingRequest
+        var foreground: AdvertisingRequest
+        var background: AdvertisingRequest?
+        var mode: AdvertisingMode
         /// Told once the controller advertises on this app's behalf (or why not).
         var started: Started?
         /// Told when the controller refuses the app's advertisement after it had started (put on the air again
@@ -51,6 +69,8 @@ final class AdvertisingRotation: Sendable {
         /// What `send` hands the host.
         var wishes = LatestWish<Wish>()
         var entries: [Entry] = []
+        /// Advertisements of apps off the air for now (`AdvertisingMode.off`).
+        var paused: [Entry] = []
         /// Index in `entries` of the advertisement on the air (or being put there).
         var current = 0
         var advertising = false
@@ -69,18 +89,39 @@ final class AdvertisingRotation: Sendable {
     /// `client` advertises `request` (replacing what it advertised); `started` hears when the controller
     /// advertises for it, or why it does not; `ended`, when the controller refuses it later.
     func start(
-        _ client: ObjectIdentifier, _ request: AdvertisingRequest, started: @escaping Started,
-        ended: @escaping Ended
+        _ client: ObjectIdentifier, _ request: AdvertisingRequest, background: AdvertisingRequest? = nil,
+        mode: AdvertisingMode = .foreground, started: @escaping Started, ended: @escaping Ended
     ) {
+        let entry = Entry(
+            id: client, request: mode == .background ? background ?? request : request, foreground: request,
+            background: background, mode: mode, started: started, ended: ended)
+        if mode == .off {
+            let overtaken = state.withLock { s -> Started? in
+                let overtaken = s.paused.first { $0.id == client }?.started
+                s.paused.removeAll { $0.id == client }
+                s.paused.append(entry)
+                return overtaken
+            }
+            overtaken?(.failure(HostError(.cancelled, "a later start replaced this one")))
+            return
+        }
+        add(entry)
+    }
+
+    /// Puts `entry` in the rotation (replacing the client's earlier advertisement). An entry without `started`
+    /// (a change of form) keeps the one waiting, if any.
+    private func add(_ entry: Entry) {
+        let client = entry.id
+        let request = entry.request
         let (put, tell, overtaken) = state.withLock { s -> (AdvertisingRequest?, Bool, Started?) in
             if let i = s.entries.firstIndex(where: { $0.id == client }) {
-                let overtaken = s.entries[i].started
-                s.entries[i].request = request
-                s.entries[i].started = started
-                s.entries[i].ended = ended
-                return (i == s.current ? request : nil, false, overtaken)
+                let waiting = s.entries[i].started
+                var replacement = entry
+                if replacement.started == nil { replacement.started = waiting }
+                s.entries[i] = replacement
+                return (i == s.current ? request : nil, false, entry.started == nil ? nil : waiting)
             }
-            s.entries.append(Entry(id: client, request: request, started: started, ended: ended))
+            s.entries.append(entry)
             if s.entries.count == 1 {
                 s.current = 0
                 return (request, false, nil)
@@ -96,9 +137,60 @@ final class AdvertisingRotation: Sendable {
 
     /// `client` stops advertising; the controller stops with the last.
     func stop(_ client: ObjectIdentifier) {
-        let (next, stopAll, waiting) = state.withLock { s -> (AdvertisingRequest?, Bool, Started?) in
+        let paused = state.withLock { s -> Started?? in
+            guard let i = s.paused.firstIndex(where: { $0.id == client }) else { return nil }
+            return .some(s.paused.remove(at: i).started)
+        }
+        if let paused {
+            paused?(.failure(HostError(.cancelled, "the advertising was stopped before it started")))
+            return
+        }
+        guard let waiting = remove(client) else { return }
+        // A start not confirmed yet is over: the app stopped first.
+        waiting.started?(.failure(HostError(.cancelled, "the advertising was stopped before it started")))
+    }
+
+    /// The apps' modes changed: each listed client's advertisement takes the form its mode calls for, leaves the
+    /// air, or comes back.
+    func setModes(_ modes: [ObjectIdentifier: AdvertisingMode]) {
+        let (leaving, returning, changing) = state.withLock { s -> ([ObjectIdentifier], [Entry], [Entry]) in
+            var leaving: [ObjectIdentifier] = []
+            var returning: [Entry] = []
+            var changing: [Entry] = []
+            for entry in s.entries {
+                guard let mode = modes[entry.id], mode != entry.mode else { continue }
+                if mode == .off {
+                    leaving.append(entry.id)
+                } else {
+                    var changed = entry
+                    changed.started = nil
+                    changed.mode = mode
+                    changed.request = mode == .background ? entry.background ?? entry.foreground : entry.foreground
+                    changing.append(changed)
+                }
+            }
+            for (i, entry) in s.paused.enumerated().reversed() {
+                guard let mode = modes[entry.id], mode != .off else { continue }
+                var back = s.paused.remove(at: i)
+                back.mode = mode
+                back.request = mode == .background ? back.background ?? back.foreground : back.foreground
+                returning.insert(back, at: 0)
+            }
+            return (leaving, returning, changing)
+        }
+        for client in leaving {
+            guard var entry = remove(client) else { continue }
+            entry.mode = .off
+            state.withLock { $0.paused.append(entry) }
+        }
+        for entry in changing + returning { add(entry) }
+    }
+
+    /// Takes `client` out of the rotation; returns its entry.
+    private func remove(_ client: ObjectIdentifier) -> Entry? {
+        let (next, stopAll, removed) = state.withLock { s -> (AdvertisingRequest?, Bool, Entry?) in
             guard let i = s.entries.firstIndex(where: { $0.id == client }) else { return (nil, false, nil) }
-            let waiting = s.entries.remove(at: i).started
+            let waiting = s.entries.remove(at: i)
             if s.entries.isEmpty {
                 s.current = 0
                 s.advertising = false
@@ -109,11 +201,10 @@ final class AdvertisingRotation: Sendable {
             s.current %= s.entries.count
             return (s.entries[s.current].request, false, waiting)
         }
-        // A start not confirmed yet is over: the app stopped first.
-        waiting?(.failure(HostError(.cancelled, "the advertising was stopped before it started")))
         if stopAll { send(.stop) }
         if let next { send(.advertise(next)) }
         scheduleRotation()
+        return removed
     }
 
     /// A central connected and the controller stopped advertising: it advertises again.
@@ -134,7 +225,7 @@ final class AdvertisingRotation: Sendable {
                 s = State()
                 s.wishes = wishes
             }
-            return s.entries.compactMap(\.started)
+            return (s.entries + s.paused).compactMap(\.started)
         }
         for tell in waiting { tell(.failure(HostError(.transportClosed, "the controller went away"))) }
     }

@@ -16,10 +16,13 @@ public struct ScanRequest: Sendable, Hashable {
         self.allowDuplicates = allowDuplicates
     }
 
-    /// Whether `data` (an advertisement merged with its scan response) is one this request wants.
+    /// Whether `data` (an advertisement merged with its scan response) is one this request wants: it lists one
+    /// of the services (also in an iOS app's overflow area, which only a scan for the service can see, IOS-RULES
+    /// 1.8, 2.8), or solicits one of the solicited services.
     func matches(_ data: AdvertisingData) -> Bool {
         guard let services, !services.isEmpty else { return true }
         if data.serviceUUIDs.contains(where: services.contains) { return true }
+        if !AppleOverflowArea.listed(services, in: data).isEmpty { return true }
         return data.solicitedServiceUUIDs.contains(where: solicitedServices.contains)
     }
 }
@@ -44,21 +47,38 @@ public protocol ScanClient: AnyObject, Sendable {
     func scanEnded(_ scan: UInt64)
 }
 
+/// How a scan runs for its app's place in its lifecycle (IOS-RULES section 1 and 3.1).
+enum ScanMode: Sendable, Hashable {
+    /// The app is in the foreground: the scan as asked.
+    case foreground
+    /// A `bluetooth-central` app out of the foreground: a scan with no services hears nothing; with services,
+    /// each device is reported once per scan (duplicates are not reported, whatever was asked).
+    case background
+    /// A foreground-only app out of the foreground: it hears nothing.
+    case off
+}
+
 /// The scans of every app of a system as one controller scan (Arbitration/ScanUnion.swift): the controller scans
 /// while any client does, with the system's parameters; each advertisement is merged with its scan response
 /// once, here; each client gets only what its own request matches, coalesced per client (a device is reported
 /// again when what it advertises changes) unless it allows duplicates. `stopScan` ends one client's scan only.
+///
+/// Each client's scan runs in its app's `ScanMode`. When no client is in the foreground, the controller scans with
+/// the background parameters (a longer interval, IOS-RULES 1.2: the figures are a setting).
 ///
 /// Memory is bounded whatever the room: advertisements held for their scan response, scan responses, and each
 /// client's record of what it was told are kept for the most recent `memoryLimit` devices.
 final class ScanUnion: Sendable {
     static let memoryLimit = 1_024
     static let parameters = ScanParameters(active: true, interval: 0x0060, window: 0x0030, filterDuplicates: false)
+    /// The controller's parameters while every scanning app is out of the foreground.
+    let backgroundParameters: ScanParameters
 
     private struct Scanner {
         weak var client: (any ScanClient)?
         var id: UInt64
         var request: ScanRequest
+        var mode: ScanMode
         /// What this client was last told per device (coalescing).
         var reported = OrderedDictionary<BluetoothAddress, SystemDiscovery>()
     }
@@ -66,6 +86,8 @@ final class ScanUnion: Sendable {
     private struct State {
         var scanners: [ObjectIdentifier: Scanner] = [:]
         var controllerScanning = false
+        /// The parameters the controller was last asked to scan with.
+        var parameters = ScanUnion.parameters
         /// Scannable advertisements waiting for their scan response, and the last scan response per device.
         var held = OrderedDictionary<BluetoothAddress, AdvertisingReport>()
         var scanResponses = OrderedDictionary<BluetoothAddress, [UInt8]>()
@@ -76,22 +98,52 @@ final class ScanUnion: Sendable {
     private let hostOrder = Mutex(())
     private let host: HostDriver
 
-    init(host: HostDriver) { self.host = host }
+    init(host: HostDriver, backgroundParameters: ScanParameters) {
+        self.host = host
+        self.backgroundParameters = backgroundParameters
+    }
+
+    /// The parameters the scanners' modes call for.
+    private func wantedParameters(_ s: State) -> ScanParameters {
+        s.scanners.values.contains { $0.mode == .foreground } ? Self.parameters : backgroundParameters
+    }
 
     /// Starts (or changes) `client`'s scan. Every discovery for it carries `id`, which the client chose and
     /// recorded before calling, so that none can arrive before the client knows the scan it belongs to.
-    func start(_ client: any ScanClient, _ request: ScanRequest, id: UInt64) {
+    func start(_ client: any ScanClient, _ request: ScanRequest, id: UInt64, mode: ScanMode = .foreground) {
         hostOrder.withLock { _ in
-            let startController = state.withLock { s -> Bool in
-                s.scanners[ObjectIdentifier(client)] = Scanner(client: client, id: id, request: request)
-                defer { s.controllerScanning = true }
-                return !s.controllerScanning
+            let parameters = state.withLock { s -> ScanParameters? in
+                s.scanners[ObjectIdentifier(client)] = Scanner(client: client, id: id, request: request, mode: mode)
+                return changedParameters(&s)
             }
-            guard startController else { return }
-            host.startScan(Self.parameters) { [weak self] result in
-                // Cancelled: every client stopped before the controller scanned, and a later start asks anew.
-                if case .failure(let error) = result, error.code != .cancelled { self?.controllerFailed() }
+            if let parameters { scan(with: parameters) }
+        }
+    }
+
+    /// Sets each listed client's mode (its app moved in its lifecycle); the controller's parameters follow.
+    func setModes(_ modes: [ObjectIdentifier: ScanMode]) {
+        hostOrder.withLock { _ in
+            let parameters = state.withLock { s -> ScanParameters? in
+                for (key, mode) in modes where s.scanners[key] != nil { s.scanners[key]?.mode = mode }
+                return s.controllerScanning ? changedParameters(&s) : nil
             }
+            if let parameters { scan(with: parameters) }
+        }
+    }
+
+    /// The parameters to ask the controller for, when it must start or change; nil when it scans as wanted.
+    private func changedParameters(_ s: inout State) -> ScanParameters? {
+        let wanted = wantedParameters(s)
+        guard !s.controllerScanning || wanted != s.parameters else { return nil }
+        s.controllerScanning = true
+        s.parameters = wanted
+        return wanted
+    }
+
+    private func scan(with parameters: ScanParameters) {
+        host.startScan(parameters) { [weak self] result in
+            // Cancelled: every client stopped before the controller scanned (or a later start overtook this one).
+            if case .failure(let error) = result, error.code != .cancelled { self?.controllerFailed() }
         }
     }
 
@@ -151,11 +203,18 @@ final class ScanUnion: Sendable {
             for (key, found) in s.scanners.sorted(by: { $0.value.id < $1.value.id }) {
                 var scanner = found
                 guard let client = scanner.client else { continue }
-                guard scanner.request.matches(discovery.data) else {
+                guard scanner.request.matches(discovery.data), scanner.mode != .off else {
                     skipped.append(client)
                     continue
                 }
-                if !scanner.request.allowDuplicates {
+                if scanner.mode == .background {
+                    // IOS-RULES 1.1, 1.5, 1.6: no results without services; each device once per scan.
+                    let hasServices = !(scanner.request.services ?? []).isEmpty
+                    guard hasServices, scanner.reported[discovery.address] == nil else {
+                        skipped.append(client)
+                        continue
+                    }
+                } else if !scanner.request.allowDuplicates {
                     if let last = scanner.reported[discovery.address], Self.sameContent(last, discovery) {
                         skipped.append(client)
                         continue

@@ -49,3 +49,25 @@ struct SnoopATT: CustomStringConvertible {
         return found
     }
 }
+
+/// The HCI commands a host sent, read back from its btsnoop capture: each opcode with its parameters.
+struct SnoopCommand {
+    var opcode: UInt16
+    var parameters: [UInt8]
+
+    static func sent(in path: String) throws -> [SnoopCommand] {
+        let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
+        func u32(_ at: Int) -> Int { (0..<4).reduce(0) { $0 << 8 | Int(bytes[at + $1]) } }
+        var found: [SnoopCommand] = []
+        var at = 16
+        while at + 24 <= bytes.count {
+            let length = u32(at + 4)
+            let received = u32(at + 8) & 0x01 == 1
+            let data = Array(bytes[(at + 24)..<min(bytes.count, at + 24 + length)])
+            at += 24 + length
+            guard !received, data.count >= 4, data[0] == 0x01 else { continue }
+            found.append(SnoopCommand(opcode: UInt16(data[1]) | UInt16(data[2]) << 8, parameters: Array(data[4...])))
+        }
+        return found
+    }
+}
