@@ -1,5 +1,6 @@
 import BLECore
 import BLEGATT
+import BLEHCI
 import BLEHost
 import BLETransport
 import Logging
@@ -88,12 +89,17 @@ public final class SystemCore: Sendable {
         var apps: [String: SystemApp] = [:]
         var isShutDown = false
 
-        /// What managers see: the controller's state when Bluetooth is allowed.
+        /// The user's Bluetooth switch (Settings).
+        var bluetoothEnabled = true
+
+        /// What managers see: the controller's state when Bluetooth is allowed and switched on.
         var visible: SystemPowerState {
             switch authorization {
-            case .allowedAlways: power
-            case .notDetermined: .unknown
-            case .restricted, .denied: .unauthorized
+            case .allowedAlways:
+                guard bluetoothEnabled else { return .poweredOff(reason: SystemCore.switchedOff) }
+                return power
+            case .notDetermined: return .unknown
+            case .restricted, .denied: return .unauthorized
             }
         }
     }
@@ -384,6 +390,32 @@ public final class SystemCore: Sendable {
     /// Whether the user allowed Bluetooth. Real controllers start `.allowedAlways` (nothing here asks a user);
     /// a simulation sets it to test an app's permission flow.
     public var authorization: SystemAuthorization { state.withLock { $0.authorization } }
+
+    /// Why managers are powered off while the user's Bluetooth switch is off.
+    public static let switchedOff = "Bluetooth is turned off"
+
+    /// Whether the user's Bluetooth switch (Settings) is on.
+    public var isBluetoothEnabled: Bool { state.withLock { $0.bluetoothEnabled } }
+
+    /// The user turns Bluetooth off (or on again) in Settings. Off: managers see `.poweredOff` first (they forget
+    /// their links and scans without a callback per peripheral, IOS-RULES 6.7), then the radio goes quiet: every
+    /// scan, pending connection and advertisement ends, and every link is dropped (the peers hear Remote Device
+    /// Terminated Connection due to Power Off). On: managers see the controller's state again; nothing resumes
+    /// by itself.
+    public func setBluetoothEnabled(_ enabled: Bool) {
+        guard state.withLock({ $0.bluetoothEnabled != enabled }) else { return }
+        update { $0.bluetoothEnabled = enabled }
+        guard !enabled else { return }
+        scans.controllerFailed()
+        host.stopScan { _ in }
+        links.reset()
+        host.setConnectTargets([], parameters: host.configuration.connectionParameters)
+        advertising.reset()
+        host.stopAdvertising { _ in }
+        subscriptions.reset()
+        discovery.reset()
+        for link in host.links { host.disconnect(link.handle, reason: .remoteDeviceTerminatedConnectionPowerOff) }
+    }
 
     /// Changes the authorization (the user answered the prompt, or changed the setting): every manager whose
     /// visible state changes is told.

@@ -54,7 +54,7 @@ import Testing
         #expect(discovered.contains { $0.hasPrefix("180F") })
         let identifier = first.identifier
         await rig.phoneSystem.shutDown()
-        try await rig.run(until: { rig.phone.events.contains { $0.isDisconnect } }, "the disconnection")
+        try await rig.run(until: { rig.central.state == .poweredOff }, "the power off")
 
         // The same phone after a restart, with a capture of what its host sends.
         let restarted = try BluetoothSystem.makeSimulated(

@@ -91,6 +91,10 @@ public final class CentralManager: Sendable, SystemSession, ScanClient, LinkClie
         self.options = options
         delegateCell.value = delegate
         self.system.core.register(self, app: app.core)
+        // IOS-RULES 3.8: made while Bluetooth is off, a central manager shows "turn on Bluetooth" unless told not.
+        if options?.showPowerAlert ?? true, !system.isBluetoothEnabled {
+            system.showAlert(.powerOff, for: app)
+        }
     }
 
     /// A manager without a delegate on the main queue.
@@ -185,7 +189,12 @@ public final class CentralManager: Sendable, SystemSession, ScanClient, LinkClie
         guard currentState == .poweredOn else { return misuse("connect") }
         let asked = locked.withLock { s -> Bool in
             guard peripheral.currentState == .disconnected else { return false }
-            peripheral.connectRequested(autoReconnect: options?.enableAutoReconnect == true)
+            peripheral.connectRequested(
+                autoReconnect: options?.enableAutoReconnect == true,
+                alerts: .init(
+                    onConnection: options?.notifyOnConnection == true,
+                    onDisconnection: options?.notifyOnDisconnection == true,
+                    onNotification: options?.notifyOnNotification == true))
             s.peripherals[peripheral.identifier] = WeakPeripheral(peripheral: peripheral)
             s.pending[peripheral.address] = peripheral
             return true
@@ -329,9 +338,14 @@ public final class CentralManager: Sendable, SystemSession, ScanClient, LinkClie
             return handleDisconnected(link.handle, reason: .connectionTerminatedByLocalHost)
         }
         system.core.store.noteSeen(peripheral.identifier, name: nil)
+        if peripheral.alerts.onConnection, app.showsConnectionAlerts {
+            system.showAlert(.connection, for: app, about: peripheral)
+        }
+        // Held for a suspended app (not woken for it), the connection is told even if the link is gone by then.
+        let held = app.core.lifecycle == .suspended && !app.core.backgroundModes.contains(.bluetoothCentral)
         deliver { manager, delegate in
             // `.connected` here, on the manager's queue, just before the callback that announces it.
-            guard peripheral.announceConnected() else { return }
+            guard peripheral.announceConnected(evenIfGone: held) else { return }
             delegate?.centralManager(manager, didConnect: peripheral)
         }
     }
@@ -459,6 +473,9 @@ public final class CentralManager: Sendable, SystemSession, ScanClient, LinkClie
     private func handleDisconnected(_ handle: ConnectionHandle, reason: HCIStatus) {
         guard let peripheral = locked.withLock({ $0.byHandle.removeValue(forKey: handle) }) else { return }
         let local = peripheral.isCancelled
+        if !local, peripheral.alerts.onDisconnection, app.showsConnectionAlerts {
+            system.showAlert(.disconnection, for: app, about: peripheral)
+        }
         let error: BluetoothError? = local ? nil : Self.disconnectError(reason)
         let timestamp = system.absoluteTime
         peripheral.linkDown()
@@ -505,9 +522,14 @@ public final class CentralManager: Sendable, SystemSession, ScanClient, LinkClie
         for p in links {
             p.linkDown()
             p.stopReconnecting()
-            deliver { manager, delegate in
+            // IOS-RULES 6.7: the peripherals are disconnected without a `didDisconnectPeripheral` each (the state
+            // callback that follows says it all); the async layer's observers still hear it, so that its waits
+            // and streams end with `error`.
+            deliver { manager, _ in
                 p.announceDisconnection(at: timestamp, reconnecting: false)
-                delegate?.centralManager(manager, didDisconnectPeripheral: p, error: error)
+                for o in manager.observers.snapshot {
+                    o.centralManager(manager, didDisconnectPeripheral: p, error: error)
+                }
             }
         }
     }

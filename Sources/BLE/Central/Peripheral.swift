@@ -36,6 +36,8 @@ public final class Peripheral: Sendable, Hashable, CustomStringConvertible {
         var writeWithoutResponseRefused = false
         /// The last `connect` asked for `enableAutoReconnect`.
         var autoReconnect = false
+        /// The alerts the last `connect` asked for.
+        var alerts = ConnectionAlerts()
         /// Connected once under `autoReconnect`: a link loss from now on is followed by a new attempt.
         var hasConnected = false
         /// The link was lost and the system is connecting again by itself.
@@ -129,10 +131,12 @@ public final class Peripheral: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// On the manager's queue, just before `didConnect`: the peripheral becomes `.connected`, unless the
-    /// application cancelled meanwhile (then its disconnection follows instead). Returns whether it did.
-    func announceConnected() -> Bool {
+    /// application cancelled meanwhile, or the link is already gone (then its disconnection, or failure, follows
+    /// instead). With `evenIfGone` (the event was held for a suspended app, which then hears the connection and
+    /// its loss in turn, IOS-RULES 3.3) a link gone since does not stop it. Returns whether it did.
+    func announceConnected(evenIfGone: Bool = false) -> Bool {
         locked.withLock { s -> Bool in
-            guard s.state == .connecting, !s.cancelled, s.handle != nil else { return false }
+            guard s.state == .connecting, !s.cancelled, s.handle != nil || evenIfGone else { return false }
             s.state = .connected
             s.hasConnected = s.autoReconnect
             s.reconnecting = false
@@ -147,10 +151,20 @@ public final class Peripheral: Sendable, Hashable, CustomStringConvertible {
     var disconnection: Disconnection { locked.withLock { $0.disconnection } }
 
     /// A connect request: whether it asked the system to reconnect after a link loss.
-    func connectRequested(autoReconnect: Bool) {
+    /// The system alerts a connection asked for (`ConnectOptions.notifyOn*`).
+    struct ConnectionAlerts: Sendable, Hashable {
+        var onConnection = false
+        var onDisconnection = false
+        var onNotification = false
+    }
+
+    var alerts: ConnectionAlerts { locked.withLock { $0.alerts } }
+
+    func connectRequested(autoReconnect: Bool, alerts: ConnectionAlerts = ConnectionAlerts()) {
         locked.withLock { s in
             s.state = .connecting
             s.cancelled = false
+            s.alerts = alerts
             s.autoReconnect = autoReconnect
             s.hasConnected = false
             s.reconnecting = false
@@ -247,6 +261,11 @@ public final class Peripheral: Sendable, Hashable, CustomStringConvertible {
             return
         }
         guard let characteristic = locked.withLock({ $0.characteristicsByValue[attribute] }) else { return }
+        if let manager, alerts.onNotification, manager.app.showsConnectionAlerts,
+            characteristic.state.withLock({ $0.isNotifying })
+        {
+            manager.system.showAlert(.notification, for: manager.app, about: self)
+        }
         // Whether the app subscribed is decided on its queue, where `isNotifying` turns true just before the
         // callback that reports the subscription, so nothing sent right after that is missed.
         deliver(isNotification: true, repeating: !isIndication, key: DeliveryKey(self, attribute: attribute.rawValue)) {

@@ -18,6 +18,8 @@ public final class BluetoothSystem: Sendable, CustomStringConvertible {
     public let virtualController: VirtualController?
     /// Each app's launch handler and launched object, by app id.
     private let runtimes = Mutex<[String: AppRuntime]>([:])
+    /// The alerts shown so far.
+    let alertLog = Mutex<[LoggedAlert]>([])
 
     func withRuntime<T>(of app: String, _ body: (inout AppRuntime) -> T) -> T {
         runtimes.withLock { body(&$0[app, default: AppRuntime()]) }
