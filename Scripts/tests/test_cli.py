@@ -470,6 +470,30 @@ class AirCaptureTests(unittest.TestCase):
             self.assertGreater(len({row[0] for row in rows}), 10, "data channels do not hop")
 
 
+class DemoScenarioTests(unittest.TestCase):
+    def test_background_demo_applies_the_rules_and_repeats(self):
+        first, second = ble("demo", "background"), ble("demo", "background")
+        self.assertEqual(first.returncode, 0, first.stderr)
+        self.assertEqual(first.stdout, second.stdout, "the same seed gives the same run")
+        lines = [re.sub(r"^\[ *[0-9.]+s\] ", "", line) for line in first.stdout.splitlines()]
+        suspended = next(i for i, l in enumerate(lines) if l.startswith("phone   suspended heart and notes"))
+        opened = lines.index("user    opens notes again")
+        between = lines[suspended + 1:opened]
+        # The app with bluetooth-central is woken for each measurement; the foreground-only one hears nothing.
+        self.assertGreaterEqual(len([l for l in between if re.match(r"heart +heard \d+ bpm while background$", l)]), 3)
+        self.assertFalse([l for l in between if l.startswith("notes")], between)
+        self.assertIn("phone   held 1 event(s) for notes, which heard 0 meanwhile", between)
+        # Back in the foreground it gets the latest value only, at once.
+        self.assertRegex(lines[opened + 1], r"^notes +heard \d+ bpm while foreground$")
+        self.assertIn("phone   scan by name: nothing in 3 s", lines)
+        self.assertIn("phone   scan for its service: found it, name none, overflow [\"7A6E0001\"]", lines)
+
+    def test_an_unknown_scenario_is_refused(self):
+        result = ble("demo", "nowhere")
+        self.assertEqual(result.returncode, 64)
+        self.assertIn("background", result.stderr)
+
+
 class BenchTests(unittest.TestCase):
     def test_bench_link_json_rows_match_the_model(self):
         result = ble("bench", "link", "--kind", "notifications", "--seconds", "1", "--json", timeout=300)

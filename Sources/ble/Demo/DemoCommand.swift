@@ -8,8 +8,19 @@ struct DemoCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "demo",
         abstract:
-            "A phone and a heart-rate sensor on a simulated radio: scan, connect, discover, read, subscribe, write, disconnect."
-    )
+            "A phone and a heart-rate sensor on a simulated radio: scan, connect, discover, read, subscribe, write, disconnect.",
+        discussion: """
+            With SCENARIO 'background': two apps follow the sensor, one with the bluetooth-central background mode \
+            and one without, and both leave the foreground; a tag advertising from an app in the background is \
+            found by a scan for its service, not by its name. Each step is one line with its virtual time.
+            """)
+
+    enum Scenario: String, ExpressibleByArgument, CaseIterable {
+        case background
+    }
+
+    @Argument(help: ArgumentHelp("A scenario other than the central flow: background.", valueName: "scenario"))
+    var scenario: Scenario?
 
     @Flag(help: "Pace the simulation to wall-clock time instead of running as fast as possible.")
     var realtime = false
@@ -44,12 +55,15 @@ struct DemoCommand: AsyncParsableCommand {
             }
         }
         defer { radio.stopAirCapture() }
-        let log = DemoLog(radio: radio)
+        let log = DemoLog(radio: radio, ordered: scenario != nil)
+        let pacing: SimulationPacing = realtime ? .realtime : .asFastAsPossible
+        if scenario == .background {
+            return try await BackgroundDemo.run(radio: radio, log: log, seed: seed, pacing: pacing)
+        }
         let sensorSystem = BluetoothSystem.simulated(on: radio, name: "HRM-Demo", position: RadioPosition(x: 2, y: 1))
         let phoneSystem = BluetoothSystem.simulated(on: radio, name: "phone", position: RadioPosition(x: 0, y: 0))
         let sensor = HeartRateSensor(system: sensorSystem, log: log, seed: seed)
         let phone = PhoneApp(system: phoneSystem, log: log, measurementsWanted: measurements)
-        let pacing: SimulationPacing = realtime ? .realtime : .asFastAsPossible
         let limit = Duration.seconds(120)
         while !phone.isFinished && radio.now < limit {
             try await radio.run(for: .milliseconds(100), pacing: pacing)
