@@ -293,16 +293,43 @@ public final class SystemCore: Sendable {
     // MARK: Apps
 
     /// Ends `app`: nothing reaches its managers any more, and each lets go of what it holds in the system
-    /// (scans, links, services, advertising) and is unregistered. Its launch handler's object is the caller's
-    /// to release.
-    public func terminate(_ app: SystemApp) {
+    /// (scans, links, services, advertising) and is unregistered, except those in `keeping`: the system goes on
+    /// with their work on the app's behalf (state restoration), until a restored manager takes it over
+    /// (`transfer`). Its launch handler's object is the caller's to release.
+    public func terminate(_ app: SystemApp, keeping: Set<ObjectIdentifier> = []) {
         app.terminate()
         let ending = state.withLock { s -> [any SystemSession] in
-            let ending = s.sessions.filter { $0.app === app }.compactMap(\.session)
-            s.sessions.removeAll { $0.app === app }
+            let ending = s.sessions.filter { entry in
+                entry.app === app && !keeping.contains { entry.session.map(ObjectIdentifier.init) == $0 }
+            }.compactMap(\.session)
+            let ids = Set(ending.map(ObjectIdentifier.init))
+            s.sessions.removeAll { entry in
+                entry.app === app && entry.session.map { ids.contains(ObjectIdentifier($0)) } ?? true
+            }
             return ending
         }
         for session in ending { session.systemAppTerminated() }
+    }
+
+    /// The managers registered for `app`.
+    public func sessions(of app: SystemApp) -> [any SystemSession] {
+        state.withLock { s in s.sessions.filter { $0.app === app }.compactMap(\.session) }
+    }
+
+    /// A restored manager takes over what `old` (kept for its terminated app) holds: its links and pending
+    /// connections, its subscriptions, and its scan (under the scan id `scan`). Returns the scan's request when
+    /// `old` was scanning. `old` is unregistered; `new` must be registered by the caller.
+    public func transfer(
+        from old: any SystemSession & LinkClient & ScanClient, to new: any SystemSession & LinkClient & ScanClient,
+        scan: UInt64
+    ) -> ScanRequest? {
+        let oldID = ObjectIdentifier(old)
+        links.transfer(from: oldID, to: new)
+        subscriptions.transfer(from: oldID, to: ObjectIdentifier(new))
+        let request = scans.request(of: oldID)
+        let scanning = scans.transfer(from: oldID, to: new, id: scan)
+        unregister(old)
+        return scanning ? request : nil
     }
 
     /// Whether a manager is registered (not unregistered, nor of a terminated app).

@@ -30,6 +30,10 @@ public final class CentralManager: Sendable, SystemSession, ScanClient, LinkClie
         /// Sweep the entries of released peripherals when the table grows past this.
         var sweepAt = 1_024
         var byHandle: [ConnectionHandle: Peripheral] = [:]
+        /// Kept by the system for its terminated app (state restoration): nothing is delivered to it.
+        var preserved = false
+        /// What happened while kept, for the manager that restores it.
+        var restorationEvents: [RestorationEvent] = []
         /// Peripherals asked to connect and not connected yet, by address: the system initiates toward all of
         /// them (and every other app's) at once.
         var pending: [BluetoothAddress: Peripheral] = [:]
@@ -90,7 +94,14 @@ public final class CentralManager: Sendable, SystemSession, ScanClient, LinkClie
         self.queue = queue ?? .main
         self.options = options
         delegateCell.value = delegate
+        // Relaunched for state restoration: take over from the manager the system kept, before registering, so
+        // that `willRestoreState` comes first (IOS-RULES 5.8).
+        var restoredEvents: [RestorationEvent] = []
+        if let id = options?.restoreIdentifier, let kept = app.system.takeKeptCentral(of: app, restoreIdentifier: id) {
+            restoredEvents = restore(from: kept)
+        }
         self.system.core.register(self, app: app.core)
+        replay(restoredEvents)
         // IOS-RULES 3.8: made while Bluetooth is off, a central manager shows "turn on Bluetooth" unless told not.
         if options?.showPowerAlert ?? true, !system.isBluetoothEnabled {
             system.showAlert(.powerOff, for: app)
@@ -154,6 +165,7 @@ public final class CentralManager: Sendable, SystemSession, ScanClient, LinkClie
 
     public func scanDiscovered(_ discovery: SystemDiscovery, scan id: UInt64) {
         guard let scan = locked.withLock({ $0.scan }), scan.id == id else { return }
+        if isPreserved { return noteForRestoration(.discovered(discovery)) }
         var decoded = AdvertisementData(decoded: discovery.data, connectable: discovery.connectable)
         // An iOS app advertising in the background lists its services only in the overflow area: reported as
         // the services this scan asked for whose bits are set (IOS-RULES 2.8).
@@ -338,6 +350,7 @@ public final class CentralManager: Sendable, SystemSession, ScanClient, LinkClie
             return handleDisconnected(link.handle, reason: .connectionTerminatedByLocalHost)
         }
         system.core.store.noteSeen(peripheral.identifier, name: nil)
+        if isPreserved { return noteForRestoration(.connected(peripheral)) }
         if peripheral.alerts.onConnection, app.showsConnectionAlerts {
             system.showAlert(.connection, for: app, about: peripheral)
         }

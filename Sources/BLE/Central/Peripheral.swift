@@ -261,6 +261,13 @@ public final class Peripheral: Sendable, Hashable, CustomStringConvertible {
             return
         }
         guard let characteristic = locked.withLock({ $0.characteristicsByValue[attribute] }) else { return }
+        if let manager, manager.isPreserved {
+            // Kept for a terminated app: a notification it subscribed to relaunches it.
+            if characteristic.isNotifying {
+                manager.noteForRestoration(.notification(self, attribute: attribute, value: value))
+            }
+            return
+        }
         if let manager, alerts.onNotification, manager.app.showsConnectionAlerts,
             characteristic.state.withLock({ $0.isNotifying })
         {

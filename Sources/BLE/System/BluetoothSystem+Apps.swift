@@ -1,4 +1,5 @@
 import BLESystem
+import BLETransport
 import Logging
 import Synchronization
 
@@ -89,16 +90,33 @@ extension BluetoothSystem {
 
         /// Ends the app: its managers, peripherals and delegates are let go of and nothing reaches them again,
         /// even those something else still holds; their scans, connections, services and advertising end.
+        ///
+        /// Terminated by the system or by a crash (not by the user), an app with `bluetooth-central` keeps its
+        /// central managers that have a restore identifier and work the system can carry on (a scan for services,
+        /// a link, a pending connection): the system goes on with it and relaunches the app in the background
+        /// when it bears fruit (state restoration, IOS-RULES 5e and 6.3–6.5).
         public func terminate(_ cause: Termination) {
+            var keep: [String: CentralManager] = [:]
+            if cause != .byUser, core.backgroundModes.contains(.bluetoothCentral) {
+                for case let manager as CentralManager in system.core.sessions(of: core) {
+                    guard let restoreID = manager.restoreIdentifier, manager.hasRestorableWork else { continue }
+                    manager.preserve()
+                    keep[restoreID] = manager
+                }
+            }
             let kept = system.withRuntime(of: id) { r -> (any Sendable)? in
                 r.lastTermination = cause
+                r.keptCentrals = keep
                 defer { r.launched = nil }
                 return r.launched
             }
-            system.core.terminate(core)
+            system.core.terminate(core, keeping: Set(keep.values.map { ObjectIdentifier($0) }))
             // The launch handler's object goes last, outside every lock: its managers' deinit takes them.
             withExtendedLifetime(kept) {}
         }
+
+        /// The restore identifiers of the central managers the system keeps for this app while it is not running.
+        public var keptCentralManagers: [String] { system.withRuntime(of: id) { $0.keptCentrals.keys.sorted() } }
 
         /// How it last stopped, if it was terminated.
         public var lastTermination: Termination? { system.withRuntime(of: id) { $0.lastTermination } }
@@ -135,6 +153,25 @@ extension BluetoothSystem {
         var handler: (@Sendable (App.Launch) -> any Sendable)?
         var launched: (any Sendable)?
         var lastTermination: App.Termination?
+        /// Central managers kept for state restoration while the app is not running, by restore identifier.
+        var keptCentrals: [String: CentralManager] = [:]
+    }
+
+    /// Takes the central manager kept for `app` under `restoreIdentifier`, for a new one to restore from.
+    func takeKeptCentral(of app: App, restoreIdentifier: String) -> CentralManager? {
+        withRuntime(of: app.id) { $0.keptCentrals.removeValue(forKey: restoreIdentifier) }
+    }
+
+    /// A kept manager's work bore fruit: the app is relaunched in the background (once, while it is not
+    /// running), its launch options naming the kept managers (IOS-RULES 5.13, 5.15). From the scheduler, never
+    /// inside the event that caused it.
+    func relaunchForRestoration(_ app: App) {
+        core.scheduler.schedule(after: .zero) { [self] in
+            guard app.state == .notRunning else { return }
+            let ids = withRuntime(of: app.id) { $0.keptCentrals.keys.sorted() }
+            guard !ids.isEmpty else { return }
+            app.launch(options: App.LaunchOptions(bluetoothCentrals: ids), inBackground: true)
+        }
     }
 
     /// The app with this identifier on this system, made on first use.

@@ -173,6 +173,23 @@ final class ScanUnion: Sendable {
         }
     }
 
+    /// `old`'s scan becomes `new`'s, under the scan id `id` (a restored manager taking over); false when `old`
+    /// was not scanning.
+    func transfer(from old: ObjectIdentifier, to new: any ScanClient, id: UInt64) -> Bool {
+        state.withLock { s in
+            guard var scanner = s.scanners.removeValue(forKey: old) else { return false }
+            scanner.client = new
+            scanner.id = id
+            s.scanners[ObjectIdentifier(new)] = scanner
+            return true
+        }
+    }
+
+    /// The request `client` scans with, if it scans.
+    func request(of client: ObjectIdentifier) -> ScanRequest? {
+        state.withLock { $0.scanners[client]?.request }
+    }
+
     /// Whether `client` scans.
     func isScanning(_ client: any ScanClient) -> Bool {
         state.withLock { $0.scanners[ObjectIdentifier(client)] != nil }

@@ -146,6 +146,21 @@ final class SharedLinks: Sendable {
         }
     }
 
+    /// Hands everything `old` waits for or is on to `new` (a restored manager taking over from the one the system
+    /// kept for a terminated app), in the same places.
+    func transfer(from old: ObjectIdentifier, to new: any LinkClient) {
+        let id = ObjectIdentifier(new)
+        state.withLock { s in
+            for (peer, var entry) in s.peers {
+                for i in entry.waiting.indices where entry.waiting[i].id == old {
+                    entry.waiting[i] = (id, WeakClient(client: new))
+                }
+                if entry.users.removeValue(forKey: old) != nil { entry.users[id] = WeakClient(client: new) }
+                s.peers[peer] = entry
+            }
+        }
+    }
+
     /// Whether `client` is on the link `handle` (attached, and not gone).
     func isUser(_ client: ObjectIdentifier, of handle: ConnectionHandle) -> Bool {
         state.withLock { s in

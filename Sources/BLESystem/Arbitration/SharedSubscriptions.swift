@@ -79,4 +79,15 @@ final class SharedSubscriptions: Sendable {
     }
 
     func reset() { state.withLock { $0 = [:] } }
+
+    /// What `old` wants becomes what `new` wants (a restored manager taking over).
+    func transfer(from old: ObjectIdentifier, to new: ObjectIdentifier) {
+        state.withLock { s in
+            for (key, var entry) in s {
+                guard let wanted = entry.wants.removeValue(forKey: old) else { continue }
+                entry.wants[new] = wanted
+                s[key] = entry
+            }
+        }
+    }
 }

@@ -38,6 +38,7 @@ enum CentralEvent: Sendable, CustomStringConvertible {
     case didWriteDescriptor(Descriptor, BluetoothError?)
     case didUpdateNotificationState(Characteristic, isNotifying: Bool, BluetoothError?)
     case readyToSendWriteWithoutResponse(Peripheral)
+    case willRestoreState(CentralManager.RestoredState)
 
     /// A stable one-line rendering (no object identities), for logs compared across runs.
     var description: String {
@@ -67,6 +68,9 @@ enum CentralEvent: Sendable, CustomStringConvertible {
         case .didUpdateNotificationState(let c, let on, let error):
             return "didUpdateNotificationState \(c.uuid.uuidString) \(on)\(e(error))"
         case .readyToSendWriteWithoutResponse(let p): return "peripheralIsReady \(p.identifier)"
+        case .willRestoreState(let state):
+            let peripherals = (state.peripherals ?? []).map { "\($0.identifier) \($0.state)" }
+            return "willRestoreState peripherals=\(peripherals) scan=\((state.scanServices ?? []).map(\.uuidString))"
         }
     }
 }
@@ -131,6 +135,11 @@ final class CentralRecorder: CentralManagerDelegate, PeripheralDelegate, @unchec
     // MARK: CentralManagerDelegate
 
     func centralManagerDidUpdateState(_ central: CentralManager) { record(.didUpdateState(central.state)) }
+
+    func centralManager(_ central: CentralManager, willRestoreState state: CentralManager.RestoredState) {
+        if adoptsPeripherals { for p in state.peripherals ?? [] { p.delegate = self } }
+        record(.willRestoreState(state))
+    }
 
     func centralManager(
         _ central: CentralManager, didDiscover peripheral: Peripheral, advertisementData: AdvertisementData, rssi: Int

@@ -1,0 +1,163 @@
+import BLECore
+import BLEHost
+import BLESystem
+import Synchronization
+
+// State preservation and restoration of a central manager (IOS-RULES section 5), in one process.
+//
+// When an app with `bluetooth-central` is terminated by the system or crashes, each of its central managers that
+// has a restore identifier and pending work (a scan for services, a connection up or pending) is kept by the
+// system instead of released: its scan, links, pending connections and subscriptions go on on the app's behalf,
+// and nothing is delivered to it. The first event of that work (a pending connection completing, a device the
+// scan was for, a notification of a subscribed characteristic) relaunches the app in the background, with the
+// restore identifiers in the launch options. A central manager made there with the same restore identifier takes
+// the kept one's place: `willRestoreState` first, with its peripherals (connected, or connecting; services,
+// characteristics and descriptors rebuilt, `isNotifying` set) and its scan; then `didUpdateState`; then the
+// events that caused the relaunch (IOS-RULES 5.8, 5.10).
+
+extension CentralManager {
+    /// What happened to a kept manager while its app was not running: told to the manager that restores it.
+    enum RestorationEvent: Sendable {
+        case connected(Peripheral)
+        case notification(Peripheral, attribute: AttributeHandle, value: [UInt8])
+        case discovered(SystemDiscovery)
+    }
+
+    /// The restore identifier this manager was made with.
+    var restoreIdentifier: String? { options?.restoreIdentifier }
+
+    /// Whether the system keeps this manager for its terminated app.
+    var isPreserved: Bool { locked.withLock { $0.preserved } }
+
+    /// Whether the manager has work the system can carry on: a scan for services, a link, a pending connection.
+    var hasRestorableWork: Bool {
+        locked.withLock { s in
+            !s.byHandle.isEmpty || !s.pending.isEmpty || !(s.scan?.services ?? []).isEmpty
+        }
+    }
+
+    /// The system keeps this manager after its app was terminated.
+    func preserve() {
+        locked.withLock { $0.preserved = true }
+    }
+
+    /// An event of a kept manager: noted for the manager that restores it, and the app relaunched.
+    func noteForRestoration(_ event: RestorationEvent) {
+        let first = locked.withLock { s -> Bool in
+            defer { s.restorationEvents.append(event) }
+            // A device heard again and again, or a stream of notifications, is kept to its latest few.
+            if s.restorationEvents.count >= 64 { s.restorationEvents.removeFirst() }
+            return s.restorationEvents.isEmpty
+        }
+        if first { system.relaunchForRestoration(app) }
+    }
+
+    /// Takes over from `kept`, the manager the system kept for this app under the same restore identifier:
+    /// its peripherals, links, subscriptions and scan. Called in `init`, before the manager registers, so that
+    /// `willRestoreState` is the first callback. Returns the events to tell after `didUpdateState`.
+    func restore(from kept: CentralManager) -> [RestorationEvent] {
+        let (connected, pending, events, keptScan) = kept.locked.withLock { s in
+            (s.byHandle, s.pending, s.restorationEvents, s.scan)
+        }
+        var map: [ObjectIdentifier: Peripheral] = [:]
+        var restored: [Peripheral] = []
+        for (handle, old) in connected.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
+            let p = peripheral(for: old.address, identifier: old.identifier)
+            p.restore(from: old, handle: handle)
+            locked.withLock { $0.byHandle[handle] = p }
+            map[ObjectIdentifier(old)] = p
+            restored.append(p)
+        }
+        for (address, old) in pending.sorted(by: { $0.value.identifier.uuidString < $1.value.identifier.uuidString }) {
+            let p = peripheral(for: address, identifier: old.identifier)
+            p.restore(from: old, handle: nil)
+            locked.withLock { $0.pending[address] = p }
+            map[ObjectIdentifier(old)] = p
+            restored.append(p)
+        }
+        let scanID = locked.withLock { s -> UInt64 in
+            defer { s.nextScanID += 1 }
+            return s.nextScanID
+        }
+        let request = system.core.transfer(from: kept, to: self, scan: scanID)
+        if request != nil, let keptScan {
+            locked.withLock {
+                $0.scan = ScanSession(id: scanID, services: keptScan.services, options: keptScan.options)
+            }
+        }
+        kept.locked.withLock { s in
+            s.byHandle = [:]
+            s.pending = [:]
+            s.scan = nil
+            s.restorationEvents = []
+        }
+        // IOS-RULES 5c: keys that would be empty are left out; the scan options hold only what was set.
+        let scanOptions = keptScan?.options.flatMap { o -> ScanOptions? in
+            let solicited = o.solicitedServiceUUIDs ?? []
+            guard o.allowDuplicates == true || !solicited.isEmpty else { return nil }
+            return ScanOptions(
+                allowDuplicates: o.allowDuplicates == true ? true : nil,
+                solicitedServiceUUIDs: solicited.isEmpty ? nil : solicited)
+        }
+        let state = RestoredState(
+            peripherals: restored.isEmpty ? nil : restored,
+            scanServices: request == nil ? nil : keptScan?.services.flatMap { $0.isEmpty ? nil : $0 },
+            scanOptions: request == nil ? nil : scanOptions)
+        deliver { manager, delegate in delegate?.centralManager(manager, willRestoreState: state) }
+        return events.compactMap { event in
+            switch event {
+            case .connected(let old): map[ObjectIdentifier(old)].map { .connected($0) }
+            case .notification(let old, let attribute, let value):
+                map[ObjectIdentifier(old)].map { .notification($0, attribute: attribute, value: value) }
+            case .discovered(let discovery): .discovered(discovery)
+            }
+        }
+    }
+
+    /// Tells the restored manager the events that caused the relaunch, after `didUpdateState`.
+    func replay(_ events: [RestorationEvent]) {
+        for event in events {
+            switch event {
+            case .connected(let p):
+                deliver { manager, delegate in delegate?.centralManager(manager, didConnect: p) }
+            case .notification(let p, let attribute, let value):
+                p.handleValueUpdate(attribute: attribute, value: value)
+            case .discovered(let discovery):
+                if let scan = locked.withLock({ $0.scan }) { scanDiscovered(discovery, scan: scan.id) }
+            }
+        }
+    }
+}
+
+extension Peripheral {
+    /// Takes `old`'s place (a kept manager's peripheral): its name, its link (or pending connection), and its
+    /// discovered services, characteristics and descriptors, with the subscriptions' `isNotifying`.
+    func restore(from old: Peripheral, handle: ConnectionHandle?) {
+        locked.withLock { s in
+            s.name = old.name
+            s.handle = handle
+            s.state = handle == nil ? .connecting : .connected
+            s.alerts = old.alerts
+        }
+        for oldService in old.services ?? [] {
+            guard let remote = oldService.state.withLock({ $0.remote }) else { continue }
+            mergeServices([remote])
+            guard let service = services?.first(where: { $0.state.withLock { $0.remote } == remote }) else { continue }
+            let characteristics = (oldService.characteristics ?? []).compactMap { c in
+                c.state.withLock { $0.remote }.map { (c, $0) }
+            }
+            mergeCharacteristics(characteristics.map(\.1), into: service)
+            for (oldCharacteristic, remoteCharacteristic) in characteristics {
+                guard
+                    let c = service.characteristics?.first(where: {
+                        $0.state.withLock { $0.remote } == remoteCharacteristic
+                    })
+                else { continue }
+                let descriptors = (oldCharacteristic.descriptors ?? []).compactMap { $0.state.withLock { $0.remote } }
+                if oldCharacteristic.descriptors != nil { mergeDescriptors(descriptors, into: c) }
+                let notifying = oldCharacteristic.isNotifying
+                c.state.withLock { $0.isNotifying = notifying }
+            }
+        }
+    }
+}

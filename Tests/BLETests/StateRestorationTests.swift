@@ -1,0 +1,187 @@
+import BLE
+import Foundation
+import Synchronization
+import Testing
+
+/// State preservation and restoration of central managers, in one process (IOS-RULES 5, 6.3–6.5): the system
+/// keeps a terminated app's work, relaunches it when the work bears fruit, and the relaunched app's manager
+/// restores what was kept.
+@Suite struct StateRestorationTests {
+    /// Each launch's options and recorder.
+    final class Launches: Sendable {
+        let launches = Mutex<[(options: BluetoothSystem.App.LaunchOptions, recorder: CentralRecorder)]>([])
+        var count: Int { launches.withLock { $0.count } }
+        var last: CentralRecorder? { launches.withLock { $0.last?.recorder } }
+        var lastOptions: BluetoothSystem.App.LaunchOptions? { launches.withLock { $0.last?.options } }
+    }
+
+    static let restoreID = "lock-central"
+
+    /// A lock app with `bluetooth-central` whose launch handler makes a central manager with a restore identifier.
+    static func lockApp(_ rig: Rig, modes: Set<BluetoothSystem.App.BackgroundMode> = [.bluetoothCentral])
+        -> (BluetoothSystem.App, Launches)
+    {
+        let app = rig.phoneSystem.app(id: "com.example.lock", backgroundModes: modes)
+        let launches = Launches()
+        app.onLaunch { launch in
+            let recorder = CentralRecorder(
+                system: launch.app.system, label: "lock", options: .init(restoreIdentifier: restoreID), app: launch.app)
+            launches.launches.withLock { $0.append((launch.options, recorder)) }
+            return recorder
+        }
+        return (app, launches)
+    }
+
+    static func find(_ recorder: CentralRecorder, _ rig: Rig) async throws -> Peripheral {
+        try await rig.run(until: { recorder.central.state == .poweredOn }, "power on")
+        recorder.central.scanForPeripherals(withServices: [Profile.service])
+        try await rig.run(until: { !recorder.discoveries.isEmpty }, "discovery")
+        recorder.central.stopScan()
+        return try #require(recorder.discoveries.first?.peripheral)
+    }
+
+    @Test func aPendingConnectionRelaunchesTheAppWhenItCompletes() async throws {
+        let rig = Rig()
+        try await rig.startSensor()
+        let (app, launches) = Self.lockApp(rig)
+        app.launch()
+        let first = try #require(launches.last)
+        let lock = try await Self.find(first, rig)
+        let identifier = lock.identifier
+        // The user leaves: the lock is out of range; the app asks to connect and goes to the background.
+        rig.sensorSystem.move(to: RadioPosition(x: 1000, y: 0))
+        try await rig.run(.seconds(1))
+        first.central.connect(lock)
+        app.moveToBackground()
+        try await rig.run(.seconds(10))
+        // The system ends the app to free memory: it keeps the pending connection.
+        app.terminate(.bySystem)
+        #expect(app.keptCentralManagers == [Self.restoreID])
+        #expect(app.state == .notRunning)
+        try await rig.run(.seconds(2 * 3600))
+        #expect(launches.count == 1, "nothing relaunches it while the lock is away")
+
+        // Hours later the user comes home: the connection completes and the app is relaunched in the background.
+        rig.sensorSystem.move(to: RadioPosition(x: 2, y: 0))
+        try await rig.run(until: { launches.count == 2 }, within: .seconds(5), "the relaunch")
+        #expect(launches.lastOptions?.bluetoothCentrals == [Self.restoreID])
+        #expect(app.state == .background)
+        let second = try #require(launches.last)
+        try await rig.run(until: { second.events.contains(where: \.isConnect) }, within: .seconds(1), "didConnect")
+        // willRestoreState first, then the state, then the connection (IOS-RULES 5.8, 5.10).
+        let lines = second.lines
+        #expect(lines.count == 3, "\(lines)")
+        #expect(lines.first?.hasPrefix("willRestoreState peripherals=[\"\(identifier) connected\"]") == true)
+        #expect(lines.dropFirst().first == "didUpdateState poweredOn")
+        #expect(lines.last == "didConnect \(identifier)")
+        // Within its wake budget it works the lock through the restored peripheral.
+        let restored = try #require(
+            second.events.compactMap { e -> Peripheral? in
+                if case .didConnect(let p) = e { p } else { nil }
+            }.first)
+        #expect(restored.state == .connected)
+        try await rig.discoverAll(restored, recorder: second)
+        let fixed = try rig.characteristic(Profile.fixed, on: restored)
+        restored.readValue(for: fixed)
+        try await rig.run(until: { fixed.value == Profile.fixedValue }, within: .seconds(2), "the read")
+        #expect(app.keptCentralManagers.isEmpty)
+    }
+
+    @Test func aNotificationRelaunchesTheAppWithItsSubscriptionsRestored() async throws {
+        let rig = Rig()
+        try await rig.startSensor()
+        let (app, launches) = Self.lockApp(rig)
+        app.launch()
+        let first = try #require(launches.last)
+        let sensor = try await Self.find(first, rig)
+        first.central.connect(sensor)
+        try await rig.run(until: { sensor.state == .connected }, "connection")
+        try await rig.discoverAll(sensor, recorder: first)
+        let servicesBefore = (sensor.services ?? []).map(\.uuid)
+        let notifier = try rig.characteristic(Profile.notifier, on: sensor)
+        sensor.setNotifyValue(true, for: notifier)
+        try await rig.run(until: { notifier.isNotifying }, "subscription")
+        app.terminate(.crash)
+        #expect(app.keptCentralManagers == [Self.restoreID])
+        try await rig.run(.seconds(60))
+        #expect(rig.sensor.notifier.subscribedCentrals?.count == 1, "the system keeps the subscription")
+
+        _ = rig.sensor.manager.updateValue(Data([5]), for: rig.sensor.notifier, onSubscribedCentrals: nil)
+        try await rig.run(until: { launches.count == 2 }, within: .seconds(2), "the relaunch")
+        let second = try #require(launches.last)
+        try await rig.run(until: { !second.valueUpdates.isEmpty }, within: .seconds(1), "the notification")
+        guard case .willRestoreState(let state) = second.events.first else {
+            Issue.record("willRestoreState should come first: \(second.lines)")
+            return
+        }
+        let restored = try #require(state.peripherals?.first)
+        #expect(restored.identifier == sensor.identifier)
+        #expect(restored.state == .connected)
+        #expect((restored.services ?? []).map(\.uuid) == servicesBefore)
+        let restoredNotifier = try rig.characteristic(Profile.notifier, on: restored)
+        #expect(restoredNotifier.isNotifying)
+        #expect(second.valueUpdates.first?.value == Data([5]))
+        #expect(second.valueUpdates.first?.characteristic === restoredNotifier)
+        // Later values reach the relaunched app as usual.
+        _ = rig.sensor.manager.updateValue(Data([6]), for: rig.sensor.notifier, onSubscribedCentrals: nil)
+        try await rig.run(until: { second.valueUpdates.count == 2 }, within: .seconds(1), "the next notification")
+    }
+
+    @Test func aScanForServicesRelaunchesTheAppWhenADeviceIsFound() async throws {
+        let rig = Rig()
+        try await rig.startSensor(advertising: nil)
+        let (app, launches) = Self.lockApp(rig)
+        app.launch()
+        let first = try #require(launches.last)
+        try await rig.run(until: { first.central.state == .poweredOn }, "power on")
+        first.central.scanForPeripherals(withServices: [Profile.service])
+        app.terminate(.bySystem)
+        #expect(app.keptCentralManagers == [Self.restoreID])
+        try await rig.run(.seconds(30))
+        rig.sensor.manager.startAdvertising(Sensor.advertisement)
+        try await rig.run(until: { launches.count == 2 }, within: .seconds(5), "the relaunch")
+        let second = try #require(launches.last)
+        try await rig.run(until: { !second.discoveries.isEmpty }, within: .seconds(1), "the discovery")
+        #expect(second.lines.first == "willRestoreState peripherals=[] scan=[\"\(Profile.service.uuidString)\"]")
+        #expect(second.central.isScanning)
+    }
+
+    @Test(arguments: [BluetoothSystem.App.Termination.byUser])
+    func aUserQuitKeepsNothing(_ cause: BluetoothSystem.App.Termination) async throws {
+        let rig = Rig()
+        try await rig.startSensor()
+        let (app, launches) = Self.lockApp(rig)
+        app.launch()
+        let first = try #require(launches.last)
+        let sensor = try await Self.find(first, rig)
+        first.central.connect(sensor)
+        try await rig.run(until: { sensor.state == .connected }, "connection")
+        try await rig.discoverAll(sensor, recorder: first)
+        let notifier = try rig.characteristic(Profile.notifier, on: sensor)
+        sensor.setNotifyValue(true, for: notifier)
+        try await rig.run(until: { notifier.isNotifying }, "subscription")
+        app.terminate(cause)
+        #expect(app.keptCentralManagers.isEmpty)
+        // The link goes with the app (IOS-RULES 6.4), so nothing can relaunch it.
+        try await rig.run(until: { rig.sensor.notifier.subscribedCentrals?.isEmpty ?? true }, "the link's end")
+        _ = rig.sensor.manager.updateValue(Data([5]), for: rig.sensor.notifier, onSubscribedCentrals: nil)
+        try await rig.run(.seconds(5))
+        #expect(launches.count == 1)
+    }
+
+    @Test func anAppWithoutBluetoothCentralKeepsNothing() async throws {
+        let rig = Rig()
+        try await rig.startSensor()
+        let (app, launches) = Self.lockApp(rig, modes: [])
+        app.launch()
+        let first = try #require(launches.last)
+        let sensor = try await Self.find(first, rig)
+        rig.sensorSystem.move(to: RadioPosition(x: 1000, y: 0))
+        first.central.connect(sensor)
+        app.terminate(.bySystem)
+        #expect(app.keptCentralManagers.isEmpty)
+        rig.sensorSystem.move(to: RadioPosition(x: 2, y: 0))
+        try await rig.run(.seconds(10))
+        #expect(launches.count == 1)
+    }
+}
