@@ -282,6 +282,10 @@ class ErrorTests(unittest.TestCase):
         self.assertEqual(len(lines), 2, result.stdout)
         self.assertRegex(lines[0], r"^\[ *\d+\.\d{3} s\] connected to HRM-Demo \(")
         self.assertRegex(lines[1], r"^\[ *\d+\.\d{3} s\] connected to Thermometer \(")
+        # One device named twice is one link (and the command still ends by its duration).
+        result = ble("connect", "HRM-Demo", "00:1B:DC:0A:12:34", "--duration", "2")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertEqual(len(result.stdout.splitlines()), 1, result.stdout)
         result = ble("connect", "HRM-Demo", "Thermometer", "--subscribe", "2A37", "--duration", "5")
         self.assertNotEqual(result.returncode, 0, "the thermometer has no heart rate")
         result = ble("connect", "Thermometer", "--subscribe", "2A1C", "--duration", "5")

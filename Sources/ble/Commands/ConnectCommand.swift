@@ -81,6 +81,8 @@ struct ConnectCommand: AsyncParsableCommand {
             do {
                 for target in targets {
                     let peripheral = try await tool.connect(toTarget: target, within: scanLimit)
+                    // Two targets naming one device (its name and its address, say) are one link.
+                    guard !connected.contains(where: { $0 === peripheral }) else { continue }
                     connected.append(peripheral)
                     say("connected to \(CentralTool.describe(peripheral)) (ATT_MTU \(peripheral.attMTU))")
                 }
@@ -90,6 +92,14 @@ struct ConnectCommand: AsyncParsableCommand {
                 throw error
             }
             let links = connected
+            if let characteristic {
+                do {
+                    try await Self.checkSubscription(to: characteristic, on: links, tool: tool)
+                } catch {
+                    try? await tool.using(links) {}
+                    throw error
+                }
+            }
             let lost = LostLinks()
             try await tool.using(links) {
                 let end: End = await withTaskGroup(of: End?.self) { group in
@@ -149,7 +159,7 @@ struct ConnectCommand: AsyncParsableCommand {
     ) async throws {
         try await withThrowingTaskGroup(of: Void.self) { group in
             if let subscribe {
-                group.addTask { try await listen(to: subscribe, on: peripheral, tool: tool, say: say) }
+                group.addTask { await listen(to: subscribe, on: peripheral, tool: tool, say: say) }
             }
             if reconnect {
                 let back = ReconnectTarget(identifier: peripheral.identifier, name: peripheral.name)
@@ -165,7 +175,7 @@ struct ConnectCommand: AsyncParsableCommand {
                     case .connected(let again):
                         say("\(change)", peripheral)
                         if let subscribe {
-                            group.addTask { try await listen(to: subscribe, on: again, tool: tool, say: say) }
+                            group.addTask { await listen(to: subscribe, on: again, tool: tool, say: say) }
                         }
                     default:
                         first = false
@@ -177,22 +187,34 @@ struct ConnectCommand: AsyncParsableCommand {
         }
     }
 
-    /// Subscribes to `uuid` on the link up now and prints each value until the link ends.
+    /// Checks, once every device is connected, that each has `uuid` and that it notifies or indicates: a
+    /// command that cannot do what it was asked fails at once, with the device named.
+    static func checkSubscription(to uuid: BluetoothUUID, on peripherals: [Peripheral], tool: CentralTool) async throws
+    {
+        for peripheral in peripherals {
+            let c = try await tool.findCharacteristic(uuid, on: peripheral)
+            guard c.properties.contains(.notify) || c.properties.contains(.indicate) else {
+                throw ToolError(.noSuchCharacteristic, "\(c.uuid.labelled) neither notifies nor indicates")
+            }
+        }
+    }
+
+    /// Subscribes to `uuid` on the link up now and prints each value until the link ends. It never fails the
+    /// command: a link lost ends it quietly (the loss is reported where links are watched), and anything else is
+    /// printed as the device's line.
     private static func listen(
         to uuid: BluetoothUUID, on peripheral: Peripheral, tool: CentralTool,
         say: @escaping @Sendable (String, Peripheral?) -> Void
-    ) async throws {
-        let c = try await tool.findCharacteristic(uuid, on: peripheral)
-        guard c.properties.contains(.notify) || c.properties.contains(.indicate) else {
-            throw ToolError(.noSuchCharacteristic, "\(c.uuid.labelled) neither notifies nor indicates")
-        }
+    ) async {
         do {
+            let c = try await tool.findCharacteristic(uuid, on: peripheral)
             for try await value in peripheral.notifications(for: c) {
                 say("\(uuid.uuidString) \(value.hex)", peripheral)
             }
-        } catch let error as BluetoothError where peripheral.state != .connected {
-            // The link ended the stream: the loss is reported where links are watched.
-            _ = error
+        } catch is CancellationError {
+        } catch {
+            guard peripheral.state == .connected, !Task.isCancelled else { return }
+            say("\(uuid.uuidString): \(error)", peripheral)
         }
     }
 }
