@@ -153,13 +153,16 @@ import Testing
                 .init(
                     startingHandle: AttributeHandle(14), endingHandle: AttributeHandle(21),
                     attributeType: .characteristicDeclaration)),
+            // Over the whole range too: only the hash's read is free.
+            .readByTypeRequest(
+                .init(startingHandle: AttributeHandle(1), endingHandle: .max, attributeType: .bodySensorLocation)),
             .writeRequest(.init(handle: Self.sensorLocation, value: [2])),
             .prepareWriteRequest(.init(handle: Self.sensorLocation, offset: 0, partAttributeValue: [2])),
             .executeWriteRequest(.init(flags: .cancel)),
         ]
         let named: [AttributeHandle] = [
             Self.sensorLocation, Self.sensorLocation, Self.sensorLocation, Self.sensorLocation, AttributeHandle(14),
-            Self.sensorLocation, Self.sensorLocation, AttributeHandle(0),
+            AttributeHandle(1), Self.sensorLocation, Self.sensorLocation, AttributeHandle(0),
         ]
         for (request, handle) in zip(requests, named) {
             var server = try server()
@@ -197,7 +200,23 @@ import Testing
 
         server.databaseChanged()
         #expect(!server.isChangeAware(Self.c1))
-        server.serviceChangedConfirmed(by: Self.c1)
+        // A confirmation of an indication sent before a later change does not make it aware.
+        let stale = server.databaseVersion
+        server.databaseChanged()
+        server.serviceChangedConfirmed(by: Self.c1, version: stale)
+        #expect(!server.isChangeAware(Self.c1))
+        server.serviceChangedConfirmed(by: Self.c1, version: server.databaseVersion)
+        #expect(server.isChangeAware(Self.c1))
+        // The hash is free over any range.
+        server.databaseChanged()
+        #expect(
+            answered(
+                server.received(
+                    .readByTypeRequest(
+                        .init(
+                            startingHandle: AttributeHandle(6), endingHandle: AttributeHandle(13),
+                            attributeType: .databaseHash)), from: Self.c1)))
+        #expect(answered(server.received(read(Self.sensorLocation), from: Self.c1)))
         #expect(server.isChangeAware(Self.c1))
         #expect(answered(server.received(read(Self.sensorLocation), from: Self.c1)))
 

@@ -8,12 +8,13 @@ import BLECore
 // its link). A change to the database makes every connected client change-unaware. A client that enabled
 // robust caching (bit 0 of its Client Supported Features) and is change-unaware then:
 // - has its ATT commands ignored (the host logs them, as any refused Write Command);
-// - gets one Error Response with Database Out Of Sync (0x12) for the first request that names handles (Read,
-//   Read Blob, Read Multiple, Read By Type over part of the range, Write, Prepare Write, Execute Write); the
-//   requests that name none (MTU exchange, Find Information, Find By Type Value, Read By Group Type, and Read By
-//   Type over the whole range 0x0001–0xFFFF, the hash's read) are answered as usual;
+// - gets one Error Response with Database Out Of Sync (0x12) for the first request that depends on the
+//   database's handles (Read, Read Blob, Read Multiple, Read By Type, Write, Prepare Write, Execute Write); the
+//   discovery requests (Find Information, Find By Type Value, Read By Group Type) and the read of the Database
+//   Hash (Read By Type of 0x2B2A, over any range) are answered as usual (as Zephyr does);
 // - becomes change-aware with its next request after that error, with its next request after reading the
-//   Database Hash, or when it confirms a Service Changed indication.
+//   Database Hash, or when it confirms a Service Changed indication sent since the last change (one sent before
+//   a later change does not tell it about that change).
 // A client that did not enable robust caching is never refused: it learns of changes through Service Changed.
 
 extension GATTServer {
@@ -41,6 +42,7 @@ extension GATTServer {
 
     /// The database changed under the connected clients (a service came or went): each is change-unaware.
     public mutating func databaseChanged() {
+        databaseVersion &+= 1
         for connection in clients.keys {
             clients[connection]?.isChangeAware = false
             clients[connection]?.outOfSyncSent = false
@@ -48,8 +50,10 @@ extension GATTServer {
         }
     }
 
-    /// The client on `connection` confirmed a Service Changed indication: it is change-aware.
-    public mutating func serviceChangedConfirmed(by connection: ConnectionHandle) {
+    /// The client on `connection` confirmed a Service Changed indication sent when the database was at `version`
+    /// (``databaseVersion``): it is change-aware, unless the database changed again since.
+    public mutating func serviceChangedConfirmed(by connection: ConnectionHandle, version: UInt64) {
+        guard version == databaseVersion else { return }
         becomeAware(connection)
     }
 
@@ -106,12 +110,11 @@ extension GATTServer {
                 becomeAware(connection)
                 return nil
             }
-            guard let handle = Self.handleNamed(by: pdu) else {
-                if case .readByTypeRequest(let request) = pdu, request.attributeType == .databaseHash {
-                    clients[connection]?.readHashWhileUnaware = true
-                }
+            if case .readByTypeRequest(let request) = pdu, request.attributeType == .databaseHash {
+                clients[connection]?.readHashWhileUnaware = true
                 return nil
             }
+            guard let handle = Self.handleNamed(by: pdu) else { return nil }
             clients[connection]?.outOfSyncSent = true
             return [
                 .respond(
@@ -141,9 +144,7 @@ extension GATTServer {
         case .writeRequest(let request): return request.handle
         case .prepareWriteRequest(let request): return request.handle
         case .executeWriteRequest: return AttributeHandle(0)
-        case .readByTypeRequest(let request):
-            let whole = request.startingHandle.rawValue == 0x0001 && request.endingHandle.rawValue == 0xFFFF
-            return whole ? nil : request.startingHandle
+        case .readByTypeRequest(let request): return request.startingHandle
         default: return nil
         }
     }

@@ -89,6 +89,9 @@ public struct GATTServer: Sendable {
     /// How many Prepare Write Requests one client may queue before Prepare Queue Full.
     public let maximumPrepareQueueLength: Int
     var clients: [ConnectionHandle: Client] = [:]
+    /// Counts the database's changes (``GATTServer/databaseChanged()``): a Service Changed indication carries the
+    /// version it was sent at.
+    public internal(set) var databaseVersion: UInt64 = 0
     private var pending: [GATTServerRequestID: (ConnectionHandle, Pending)] = [:]
     private var nextRequestID: UInt64 = 1
 

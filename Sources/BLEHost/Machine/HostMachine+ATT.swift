@@ -33,8 +33,8 @@ extension HostMachine {
                 let clientActions = links[handle]?.client.requestCompleted(request, result) ?? []
                 runClient(clientActions, on: handle)
             case .indicationComplete(let request, let failure):
-                if serviceChangedIndications.removeValue(forKey: request) != nil, failure == nil {
-                    server.serviceChangedConfirmed(by: handle)
+                if let sent = serviceChangedIndications.removeValue(forKey: request), failure == nil {
+                    server.serviceChangedConfirmed(by: handle, version: sent.version)
                 }
                 if let (_, id) = indicationDeliveries.removeValue(forKey: request) {
                     if failure == nil {

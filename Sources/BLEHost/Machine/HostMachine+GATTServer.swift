@@ -121,7 +121,9 @@ extension HostMachine {
         let request = ATTRequestID(nextIndication)
         links[handle]?.pendingIndications += 1
         // A confirmed Service Changed makes its client change-aware (Vol 3, Part G, 2.5.2.1).
-        if indication.handle == server.database.serviceChangedHandle { serviceChangedIndications[request] = handle }
+        if indication.handle == server.database.serviceChangedHandle {
+            serviceChangedIndications[request] = (handle, server.databaseVersion)
+        }
         if let delivery {
             // An indication is delivered when the client confirms it (Vol 3, Part F, 3.4.7.3).
             addDelivery(delivery)

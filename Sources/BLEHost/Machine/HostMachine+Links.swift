@@ -105,7 +105,7 @@ extension HostMachine {
             indicationDeliveries[request] = nil
             if pendingDeliveries.removeValue(forKey: waiting.id) != nil { complete(waiting.id, .failure(failure)) }
         }
-        serviceChangedIndications = serviceChangedIndications.filter { $0.value != handle }
+        serviceChangedIndications = serviceChangedIndications.filter { $0.value.link != handle }
         _ = link.bearer.linkDisconnected()
         _ = link.signaling.linkDisconnected()
         server.disconnected(handle)

@@ -59,8 +59,8 @@ public struct HostMachine: Sendable {
     var pendingDeliveries: [HostOperationID: Int] = [:]
     /// Indications an operation waits on: delivered when the client confirms them.
     var indicationDeliveries: [ATTRequestID: (link: ConnectionHandle, id: HostOperationID)] = [:]
-    /// Service Changed indications not yet confirmed (or failed), and their links.
-    var serviceChangedIndications: [ATTRequestID: ConnectionHandle] = [:]
+    /// Service Changed indications not yet confirmed (or failed): their links, and the database version each told.
+    var serviceChangedIndications: [ATTRequestID: (link: ConnectionHandle, version: UInt64)] = [:]
 
     /// What the host dropped or gave up on, so far.
     public internal(set) var counters = HostCounters()
