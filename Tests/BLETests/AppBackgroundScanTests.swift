@@ -87,4 +87,24 @@ import Testing
         // 60 ms, 300 ms (the default background setting), then 60 ms again, in units of 0.625 ms.
         #expect(intervals == [0x0060, 0x01E0, 0x0060])
     }
+
+    @Test func theLastForegroundScannerStoppingLeavesTheBackgroundParameters() async throws {
+        let snoop = Self.temporary("phone.btsnoop")
+        defer { try? FileManager.default.removeItem(atPath: snoop) }
+        let rig = Rig(phone: .init(btsnoop: snoop))
+        let (app, recorder) = try await Self.setUp(rig, modes: [.bluetoothCentral])
+        try await rig.run(until: { rig.central.state == .poweredOn }, "power on")
+        recorder.central.scanForPeripherals(withServices: [Profile.service])
+        rig.central.scanForPeripherals(withServices: nil)
+        app.moveToBackground()
+        try await rig.run(.seconds(1))
+        // The other app (in the foreground) stops: only a background scan is left.
+        rig.central.stopScan()
+        try await rig.run(.seconds(1))
+        await rig.phoneSystem.shutDown()
+        let intervals = try SnoopCommand.sent(in: snoop).filter { $0.opcode == 0x200B }.map {
+            UInt16($0.parameters[1]) | UInt16($0.parameters[2]) << 8
+        }
+        #expect(intervals == [0x0060, 0x01E0])
+    }
 }

@@ -157,18 +157,25 @@ final class ScanUnion: Sendable {
         hostOrder.withLock { _ in
             // Clients whose managers went away are swept too; their last references are let go after the lock.
             var released: [any ScanClient] = []
+            var parameters: ScanParameters?
             let stopController = state.withLock { s -> Bool in
                 guard s.scanners.removeValue(forKey: id) != nil else { return false }
                 for (key, scanner) in s.scanners {
                     if let client = scanner.client { released.append(client) } else { s.scanners[key] = nil }
                 }
-                guard s.scanners.isEmpty, s.controllerScanning else { return false }
+                guard s.scanners.isEmpty else {
+                    // The last foreground scanner gone: the others' background parameters apply.
+                    if s.controllerScanning { parameters = changedParameters(&s) }
+                    return false
+                }
+                guard s.controllerScanning else { return false }
                 s.controllerScanning = false
                 s.held.removeAll()
                 s.scanResponses.removeAll()
                 return true
             }
             if stopController { host.stopScan { _ in } }
+            if let parameters { scan(with: parameters) }
             withExtendedLifetime(released) {}
         }
     }
