@@ -200,3 +200,57 @@ import Testing
         withExtendedLifetime(sensor) {}
     }
 }
+
+/// Tasks that awaited a terminated app's managers end (nothing is delivered to those managers any more).
+@Suite struct AppTerminationEndsTasksTests {
+    final class Ends: Sendable {
+        let errors = Mutex<[String: BluetoothError]>([:])
+        func record(_ what: String, _ error: any Error) {
+            errors.withLock { $0[what] = error as? BluetoothError ?? BluetoothError(.unknown, "\(error)") }
+        }
+    }
+
+    @Test(arguments: [BluetoothSystem.App.Termination.byUser, .bySystem])
+    func everyAwaitEndsWithTheTermination(_ cause: BluetoothSystem.App.Termination) async throws {
+        let rig = Rig()
+        try await rig.startSensor()
+        let (app, launches) = AppLifecycleTests.launchedApp(rig, modes: [.bluetoothCentral])
+        app.launch()
+        let recorder = try #require(launches.last.withLock { $0 })
+        launches.last.withLock { $0 = nil }
+        let peripheral = try await AppLifecycleTests.connectAndSubscribe(recorder, rig)
+        rig.sensor.recorder.answer = .ignore
+        let dynamic = try rig.characteristic(Profile.dynamic, on: peripheral)
+        let notifier = try rig.characteristic(Profile.notifier, on: peripheral)
+        let central = recorder.central!
+        let ends = Ends()
+        let tasks = [
+            Task(executorPreference: rig.radio) {
+                do { _ = try await peripheral.readValue(for: dynamic, timeout: nil) } catch {
+                    ends.record("read", error)
+                }
+            },
+            Task(executorPreference: rig.radio) {
+                do { for try await _ in central.scan(withServices: [Self.other]) {} } catch {
+                    ends.record("scan", error)
+                }
+            },
+            Task(executorPreference: rig.radio) {
+                do { for try await _ in peripheral.notifications(for: notifier) {} } catch {
+                    ends.record("notifications", error)
+                }
+            },
+        ]
+        try await rig.run(.milliseconds(500))
+        #expect(ends.errors.withLock { $0.isEmpty })
+        app.terminate(cause)
+        try await rig.run(until: { ends.errors.withLock { $0.count } == 3 }, within: .seconds(2), "every task's end")
+        for (what, error) in ends.errors.withLock({ $0 }) {
+            #expect(error.code == .operationCancelled, "\(what): \(error)")
+            #expect(error.message == "the application was terminated", "\(what): \(error)")
+        }
+        for task in tasks { await task.value }
+    }
+
+    static let other: BluetoothUUID = "6E40EEEE-B5A3-F393-E0A9-E50E24DCCA9E"
+}

@@ -118,6 +118,28 @@ final class CentralAsyncObserver: CentralManagerObserver {
         for c in streams { c.yield(event) }
     }
 
+    /// The manager's app was terminated: every wait ends with `error`, every stream finishes (a task that awaited
+    /// the app's manager would otherwise wait for ever: nothing is delivered to it any more).
+    func terminate(_ error: BluetoothError) {
+        let (waiters, scans, streams) = state.withLock {
+            s -> ([Waiter<Void>], [ScanSink], [AsyncStream<PeripheralDisconnection>.Continuation]) in
+            var waiters = s.poweredOn.takeAll()
+            for var set in s.connects.values { waiters += set.takeAll() }
+            for var set in s.disconnects.values { waiters += set.takeAll() }
+            defer {
+                s.connects.removeAll()
+                s.disconnects.removeAll()
+                s.scans.removeAll()
+                s.scanRequest = nil
+                s.disconnections.removeAll()
+            }
+            return (waiters, Array(s.scans.values), Array(s.disconnections.values))
+        }
+        for w in waiters { w.fail(error) }
+        for c in scans { c.finish(error) }
+        for c in streams { c.finish() }
+    }
+
     private func takeConnects(_ peripheral: Peripheral) -> [Waiter<Void>] {
         state.withLock { s in
             var set = s.connects.removeValue(forKey: ObjectIdentifier(peripheral)) ?? WaiterSet()

@@ -26,6 +26,20 @@ final class PeripheralManagerAsyncObserver: PeripheralManagerObserver {
         }
     }
 
+    /// The manager's app was terminated: every wait ends with `error`, every stream finishes.
+    func terminate(_ error: BluetoothError) {
+        let (waiters, requests, subscriptions) = state.withLock { s in
+            defer {
+                s.requests.removeAll()
+                s.subscriptions.removeAll()
+            }
+            return (s.poweredOn.takeAll() + s.ready.takeAll(), Array(s.requests.values), Array(s.subscriptions.values))
+        }
+        for w in waiters { w.fail(error) }
+        for c in requests { c.finish() }
+        for c in subscriptions { c.finish() }
+    }
+
     // MARK: Events
 
     func peripheralManagerDidUpdateState(_ peripheral: PeripheralManager) {

@@ -23,6 +23,17 @@ extension CentralManager {
         case discovered(SystemDiscovery)
     }
 
+    /// The error of everything a task awaited of a terminated app's manager.
+    static let appTerminated = BluetoothError(.operationCancelled, "the application was terminated")
+
+    /// The manager's app was terminated: every task waiting on it, or on its peripherals, ends with
+    /// `appTerminated`, since nothing is delivered to it any more (whether the system keeps its work or not).
+    func abandonAsyncWork() {
+        observers.snapshot.compactMap { $0 as? CentralAsyncObserver }.first?.terminate(Self.appTerminated)
+        let peripherals = locked.withLock { s in s.peripherals.values.compactMap(\.peripheral) }
+        for p in peripherals { p.existingAsyncObserver?.linkLost(Self.appTerminated) }
+    }
+
     /// The restore identifier this manager was made with.
     var restoreIdentifier: String? { options?.restoreIdentifier }
 

@@ -346,10 +346,12 @@ extension Peripheral {
     /// Reports a request that failed before it reached the host, on the manager's queue.
     func fail<T: Sendable>(_ reply: Reply<T>, _ error: BluetoothError, _ tell: @escaping DelegateReport) {
         guard manager != nil else { return reply.finish(.failure(Self.managerGone)) }
-        deliver { p, d in
+        let delivered = deliver { p, d in
             if reply.isDelegate { tell(p, d, error) }
             reply.finish(.failure(error))
         }
+        // Dropped: the app was terminated. A task awaiting it still hears, at once.
+        if !delivered { reply.finish(.failure(CentralManager.appTerminated)) }
     }
 
     /// Reports a request's outcome on the manager's queue. On success `apply` changes the objects and gives the
@@ -380,7 +382,7 @@ extension Peripheral {
             // Nobody is left to deliver on the manager's queue: a waiting task still hears, at once.
             return reply.finish(result.flatMap { _ in .failure(Self.managerGone) })
         }
-        deliver { p, d in
+        let delivered = deliver { p, d in
             switch result {
             case .success(let outcome):
                 let value = apply(p, outcome)
@@ -391,6 +393,8 @@ extension Peripheral {
                 reply.finish(.failure(error))
             }
         }
+        // Dropped: the app was terminated. A task awaiting it still hears, at once.
+        if !delivered { reply.finish(.failure(CentralManager.appTerminated)) }
     }
 }
 

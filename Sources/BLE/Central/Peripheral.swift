@@ -234,14 +234,15 @@ public final class Peripheral: Sendable, Hashable, CustomStringConvertible {
     /// Runs `body` on the manager's queue with this peripheral's delegate (and its internal observers).
     /// `isNotification` marks a `didUpdateValueFor` that carries a notification or indication rather than the
     /// completion of a read, for the observers (the delegate cannot tell them apart, as in CoreBluetooth).
+    @discardableResult
     func deliver(
         isNotification: Bool = false, repeating: Bool = false, wakes: Bool = true, key: DeliveryKey? = nil,
         _ body: @escaping @Sendable (Peripheral, (any PeripheralDelegate)?) -> Void
-    ) {
-        guard let manager else { return }
+    ) -> Bool {
+        guard let manager else { return false }
         // Through the app's delivery: a notification is dropped (and counted) when the app is far behind, and
         // replaces an older value held for a suspended app.
-        manager.app.core.deliver(
+        return manager.app.core.deliver(
             on: manager.queue, generation: manager.launch, repeating: repeating, wakes: wakes ? .central : nil, key: key
         ) { [self] in
             body(self, deliveryTarget(isNotification: isNotification))

@@ -315,12 +315,19 @@ public final class PeripheralManager: Sendable, SystemSession {
 
     /// Runs `body` on the manager's queue through the app's delivery, in order; `request` marks a read, write or
     /// subscription from a central, which wakes an app with `bluetooth-peripheral` (IOS-RULES 1.0).
+    @discardableResult
     func deliver(
         request: Bool = false, _ body: @escaping @Sendable (PeripheralManager, (any PeripheralManagerDelegate)?) -> Void
-    ) {
+    ) -> Bool {
         app.core.deliver(on: queue, generation: launch, wakes: request ? .peripheral : nil) { [self] in
             body(self, deliveryTarget)
         }
+    }
+
+    /// The manager's app was terminated: every task waiting on it ends, since nothing is delivered to it any more.
+    func abandonAsyncWork() {
+        observers.snapshot.compactMap { $0 as? PeripheralManagerAsyncObserver }.first?.terminate(
+            CentralManager.appTerminated)
     }
 
     /// What a central reading or writing a dynamic value of a suspended foreground-only app gets (IOS-RULES 3.2:
@@ -357,11 +364,13 @@ public final class PeripheralManager: Sendable, SystemSession {
         _ tell: @escaping @Sendable (PeripheralManager, (any PeripheralManagerDelegate)?, BluetoothError?) -> Void,
         apply: @escaping @Sendable (PeripheralManager) -> Void = { _ in }
     ) {
-        deliver { m, d in
+        let delivered = deliver { m, d in
             if error == nil { apply(m) }
             if reply.isDelegate { tell(m, d, error) }
             reply.finish(error.map { .failure($0) } ?? .success(()))
         }
+        // Dropped: the app was terminated. A task awaiting it still hears, at once.
+        if !delivered { reply.finish(.failure(CentralManager.appTerminated)) }
     }
 
     // MARK: Async observation

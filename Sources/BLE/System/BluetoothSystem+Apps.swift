@@ -110,7 +110,13 @@ extension BluetoothSystem {
                 defer { r.launched = nil }
                 return r.launched
             }
+            let managers = system.core.sessions(of: core)
             system.core.terminate(core, keeping: Set(keep.values.map { ObjectIdentifier($0) }))
+            // Tasks that awaited the app's managers end: nothing is delivered to them any more.
+            for session in managers {
+                (session as? CentralManager)?.abandonAsyncWork()
+                (session as? PeripheralManager)?.abandonAsyncWork()
+            }
             // The launch handler's object goes last, outside every lock: its managers' deinit takes them.
             withExtendedLifetime(kept) {}
         }
