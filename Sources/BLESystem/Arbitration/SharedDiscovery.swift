@@ -222,9 +222,16 @@ public final class SharedDiscovery: Sendable {
 
     private func readHash(on link: ConnectionHandle, asOf: UInt64, againstCache: Bool) {
         host.readUsingCharacteristicUUID(on: link, uuid: .databaseHash, range: Self.everything) { [self] result in
-            // A hash is 128 bits; anything else (or a failure) is no hash to trust.
-            let hash = (try? result.get())?.first.map(\.value).flatMap { $0.count == 16 ? $0 : nil }
-            hashRead(hash, on: link, asOf: asOf, againstCache: againstCache)
+            switch result {
+            case .success(let values):
+                // A hash is 128 bits; anything else is no hash to trust.
+                let hash = values.first.map(\.value).flatMap { $0.count == 16 ? $0 : nil }
+                hashRead(hash, on: link, asOf: asOf, againstCache: againstCache)
+            case .failure:
+                // The read failed (an error the peer answered, the link going down): nothing is known of its
+                // database, so the cache is neither used nor dropped, and nobody is told of a change.
+                hashRead(nil, on: link, asOf: asOf, againstCache: false)
+            }
         }
     }
 
