@@ -492,6 +492,23 @@ class DemoScenarioTests(unittest.TestCase):
         self.assertIn("phone   scan by name: nothing in 3 s", lines)
         self.assertIn("phone   scan for its service: found it, name none, overflow [\"7A6E0001\"]", lines)
 
+    def test_door_lock_demo_restores_the_app_and_unlocks_within_its_budget(self):
+        first, second = ble("demo", "door-lock"), ble("demo", "door-lock")
+        self.assertEqual(first.returncode, 0, first.stderr)
+        self.assertEqual(first.stdout, second.stdout, "the same run every time")
+        lines = [re.sub(r"^\[ *[0-9.]+s\] ", "", line) for line in first.stdout.splitlines()]
+        self.assertIn("phone   the lock app is suspended, its connection request pending", lines)
+        self.assertIn('phone   ended the lock app to free memory; kept its work for ["door-lock"]', lines)
+        relaunched = lines.index('app     relaunched in the background for ["door-lock"]')
+        # willRestoreState, then the state, then the connection, then the work (IOS-RULES 5.8, 5.10).
+        self.assertEqual(lines[relaunched + 1:relaunched + 4], [
+            "app     restored: DoorLock connected", "app     state poweredOn",
+            "app     connected to DoorLock while background"])
+        self.assertIn("lock    write 8D3E0003-5C1A-4F2B-9E6A-0C1D2E3F4A5B 00", lines[relaunched:])
+        self.assertIn("app     unlocked, still background", lines[relaunched:])
+        seconds = float(re.search(r"the door unlocked ([0-9.]+) s after the relaunch", first.stdout).group(1))
+        self.assertLess(seconds, 10)
+
     def test_an_unknown_scenario_is_refused(self):
         result = ble("demo", "nowhere")
         self.assertEqual(result.returncode, 64)

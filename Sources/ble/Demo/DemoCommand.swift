@@ -12,14 +12,19 @@ struct DemoCommand: AsyncParsableCommand {
         discussion: """
             With SCENARIO 'background': two apps follow the sensor, one with the bluetooth-central background mode \
             and one without, and both leave the foreground; a tag advertising from an app in the background is \
-            found by a scan for its service, not by its name. Each step is one line with its virtual time.
+            found by a scan for its service, not by its name. With 'door-lock': a lock app connects to a door \
+            lock, the user leaves, the system ends the app, and hours later the user returns: the system \
+            reconnects, relaunches the app in the background, and it unlocks the door within its wake budget. \
+            Each step is one line with its virtual time.
             """)
 
     enum Scenario: String, ExpressibleByArgument, CaseIterable {
         case background
+        case doorLock = "door-lock"
     }
 
-    @Argument(help: ArgumentHelp("A scenario other than the central flow: background.", valueName: "scenario"))
+    @Argument(
+        help: ArgumentHelp("A scenario other than the central flow: background, door-lock.", valueName: "scenario"))
     var scenario: Scenario?
 
     @Flag(help: "Pace the simulation to wall-clock time instead of running as fast as possible.")
@@ -57,8 +62,10 @@ struct DemoCommand: AsyncParsableCommand {
         defer { radio.stopAirCapture() }
         let log = DemoLog(radio: radio, ordered: scenario != nil)
         let pacing: SimulationPacing = realtime ? .realtime : .asFastAsPossible
-        if scenario == .background {
-            return try await BackgroundDemo.run(radio: radio, log: log, seed: seed, pacing: pacing)
+        switch scenario {
+        case .background: return try await BackgroundDemo.run(radio: radio, log: log, seed: seed, pacing: pacing)
+        case .doorLock: return try await DoorLockDemo.run(radio: radio, log: log, pacing: pacing)
+        case nil: break
         }
         let sensorSystem = BluetoothSystem.simulated(on: radio, name: "HRM-Demo", position: RadioPosition(x: 2, y: 1))
         let phoneSystem = BluetoothSystem.simulated(on: radio, name: "phone", position: RadioPosition(x: 0, y: 0))
