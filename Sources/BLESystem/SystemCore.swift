@@ -316,6 +316,14 @@ public final class SystemCore: Sendable {
         state.withLock { s in s.sessions.filter { $0.app === app }.compactMap(\.session) }
     }
 
+    /// A restored peripheral manager takes over what `old` (kept for its terminated app) holds: its services and
+    /// its advertisement. `old` is unregistered; `new` must be registered by the caller.
+    public func transfer(fromPeripheral old: any SystemSession, to new: any SystemSession) {
+        gatt.transfer(from: ObjectIdentifier(old), to: new)
+        advertising.transfer(from: ObjectIdentifier(old), to: ObjectIdentifier(new))
+        unregister(old)
+    }
+
     /// A restored manager takes over what `old` (kept for its terminated app) holds: its links and pending
     /// connections, its subscriptions, and its scan (under the scan id `scan`). Returns the scan's request when
     /// `old` was scanning. `old` is unregistered; `new` must be registered by the caller.

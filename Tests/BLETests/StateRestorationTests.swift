@@ -185,3 +185,68 @@ import Testing
         #expect(launches.count == 1)
     }
 }
+
+/// State restoration of peripheral managers, in one process (IOS-RULES 5.6, 5c).
+@Suite struct PeripheralStateRestorationTests {
+    final class Launches: Sendable {
+        let launches = Mutex<[(options: BluetoothSystem.App.LaunchOptions, recorder: PeripheralRecorder)]>([])
+        var count: Int { launches.withLock { $0.count } }
+        var last: PeripheralRecorder? { launches.withLock { $0.last?.recorder } }
+        var lastOptions: BluetoothSystem.App.LaunchOptions? { launches.withLock { $0.last?.options } }
+    }
+
+    static let restoreID = "sensor-peripheral"
+
+    @Test func aCentralsReadRelaunchesTheAppWithItsServicesAndAdvertisement() async throws {
+        let rig = Rig()
+        let app = rig.sensorSystem.app(id: "com.example.sensor", backgroundModes: [.bluetoothPeripheral])
+        let launches = Launches()
+        app.onLaunch { launch in
+            let recorder = PeripheralRecorder(
+                system: launch.app.system, label: "app sensor", app: launch.app,
+                options: .init(restoreIdentifier: Self.restoreID), values: [Profile.dynamic: Data([0x2A])])
+            launches.launches.withLock { $0.append((launch.options, recorder)) }
+            return recorder
+        }
+        app.launch()
+        let first = try #require(launches.last)
+        try await rig.run(until: { first.manager.state == .poweredOn && rig.central.state == .poweredOn }, "power")
+        let dynamic = MutableCharacteristic(
+            type: Profile.dynamic, properties: [.read, .notify], value: nil, permissions: [.readable])
+        let service = MutableService(type: Profile.service, primary: true)
+        service.characteristics = [dynamic]
+        first.manager.add(service)
+        first.manager.startAdvertising(Sensor.advertisement)
+        try await rig.run(until: { first.manager.isAdvertising }, "advertising")
+        let peripheral = try await rig.connect()
+        try await rig.discoverAll(peripheral)
+        let remote = try rig.characteristic(Profile.dynamic, on: peripheral)
+        peripheral.setNotifyValue(true, for: remote)
+        try await rig.run(until: { remote.isNotifying }, "subscription")
+
+        app.terminate(.bySystem)
+        #expect(app.keptPeripheralManagers == [Self.restoreID])
+        try await rig.run(.seconds(30))
+        // The system keeps the service answering... through the restored app: a read relaunches it.
+        rig.phone.clear()
+        peripheral.readValue(for: remote)
+        try await rig.run(until: { launches.count == 2 }, within: .seconds(2), "the relaunch")
+        #expect(launches.lastOptions?.bluetoothPeripherals == [Self.restoreID])
+        let second = try #require(launches.last)
+        try await rig.run(until: { !rig.phone.valueUpdates.isEmpty }, within: .seconds(2), "the read's answer")
+        #expect(rig.phone.valueUpdates.first?.value == Data([0x2A]), "answered by the restored app")
+        // willRestoreState first, with the services and their subscribed centrals, and the advertisement.
+        #expect(second.lines.first?.hasPrefix("willRestoreState") == true, "\(second.lines)")
+        guard case .willRestoreState(let state) = second.events.first else { return }
+        let restored = try #require(state.services?.first)
+        #expect(restored.uuid == Profile.service)
+        let restoredCharacteristic = try #require(restored.characteristics?.first as? MutableCharacteristic)
+        #expect(restoredCharacteristic.subscribedCentrals?.count == 1)
+        #expect(state.advertisementData?.localName == "sensor")
+        #expect(second.manager.isAdvertising)
+        // The restored manager notifies its subscriber.
+        _ = second.manager.updateValue(Data([7]), for: restoredCharacteristic, onSubscribedCentrals: nil)
+        try await rig.run(until: { rig.phone.valueUpdates.count == 2 }, within: .seconds(1), "the notification")
+        withExtendedLifetime(first) {}
+    }
+}

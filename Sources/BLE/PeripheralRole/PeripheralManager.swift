@@ -34,6 +34,10 @@ public final class PeripheralManager: Sendable, SystemSession {
         var centrals: [ConnectionHandle: Central] = [:]
         var pendingRequests: [UInt64: GATTServerRequestID] = [:]
         var updateRefused = false
+        /// Kept by the system for its terminated app (state restoration): nothing is delivered to it.
+        var preserved = false
+        /// Centrals' requests while kept, for the manager that restores it.
+        var restorationEvents: [HostEvent] = []
     }
     let locked = Mutex(State())
     let delegateCell = DelegateCell<any PeripheralManagerDelegate>(nil)
@@ -62,7 +66,15 @@ public final class PeripheralManager: Sendable, SystemSession {
         self.queue = queue ?? .main
         self.options = options
         delegateCell.value = delegate
+        // Relaunched for state restoration: take over from the manager the system kept, before registering, so
+        // that `willRestoreState` comes first (IOS-RULES 5.8).
+        var restoredEvents: [HostEvent] = []
+        if let id = options?.restoreIdentifier, let kept = app.system.takeKeptPeripheral(of: app, restoreIdentifier: id)
+        {
+            restoredEvents = restore(from: kept)
+        }
         self.system.core.register(self, app: app.core)
+        for event in restoredEvents { systemReceived(event) }
         // Centrals already connected to the device (for another app) can reach this manager's services too.
         let host = self.system.core.host
         for link in host.links where link.role == .peripheral {
@@ -425,6 +437,14 @@ public final class PeripheralManager: Sendable, SystemSession {
     }
 
     public func systemReceived(_ event: HostEvent) {
+        if isPreserved {
+            switch event {
+            case .serverRead, .serverWrite, .subscriptionChanged:
+                // Kept for a terminated app: a central's request relaunches it, and waits for the restored manager.
+                return noteForRestoration(event)
+            default: break
+            }
+        }
         switch event {
         case .connected(let link) where link.role == .peripheral:
             let central = Central(

@@ -97,21 +97,33 @@ extension BluetoothSystem {
         /// when it bears fruit (state restoration, IOS-RULES 5e and 6.3–6.5).
         public func terminate(_ cause: Termination) {
             var keep: [String: CentralManager] = [:]
-            if cause != .byUser, core.backgroundModes.contains(.bluetoothCentral) {
-                for case let manager as CentralManager in system.core.sessions(of: core) {
-                    guard let restoreID = manager.restoreIdentifier, manager.hasRestorableWork else { continue }
-                    manager.preserve()
-                    keep[restoreID] = manager
+            var keepPeripherals: [String: PeripheralManager] = [:]
+            let managers = system.core.sessions(of: core)
+            if cause != .byUser {
+                for session in managers {
+                    if let manager = session as? CentralManager, core.backgroundModes.contains(.bluetoothCentral),
+                        let restoreID = manager.restoreIdentifier, manager.hasRestorableWork
+                    {
+                        manager.preserve()
+                        keep[restoreID] = manager
+                    }
+                    if let manager = session as? PeripheralManager, core.backgroundModes.contains(.bluetoothPeripheral),
+                        let restoreID = manager.restoreIdentifier, manager.hasRestorableWork
+                    {
+                        manager.preserve()
+                        keepPeripherals[restoreID] = manager
+                    }
                 }
             }
             let kept = system.withRuntime(of: id) { r -> (any Sendable)? in
                 r.lastTermination = cause
                 r.keptCentrals = keep
+                r.keptPeripherals = keepPeripherals
                 defer { r.launched = nil }
                 return r.launched
             }
-            let managers = system.core.sessions(of: core)
-            system.core.terminate(core, keeping: Set(keep.values.map { ObjectIdentifier($0) }))
+            let keeping = keep.values.map { ObjectIdentifier($0) } + keepPeripherals.values.map { ObjectIdentifier($0) }
+            system.core.terminate(core, keeping: Set(keeping))
             // Tasks that awaited the app's managers end: nothing is delivered to them any more.
             for session in managers {
                 (session as? CentralManager)?.abandonAsyncWork()
@@ -123,6 +135,12 @@ extension BluetoothSystem {
 
         /// The restore identifiers of the central managers the system keeps for this app while it is not running.
         public var keptCentralManagers: [String] { system.withRuntime(of: id) { $0.keptCentrals.keys.sorted() } }
+
+        /// The restore identifiers of the peripheral managers the system keeps for this app while it is not
+        /// running.
+        public var keptPeripheralManagers: [String] {
+            system.withRuntime(of: id) { $0.keptPeripherals.keys.sorted() }
+        }
 
         /// How it last stopped, if it was terminated.
         public var lastTermination: Termination? { system.withRuntime(of: id) { $0.lastTermination } }
@@ -161,6 +179,13 @@ extension BluetoothSystem {
         var lastTermination: App.Termination?
         /// Central managers kept for state restoration while the app is not running, by restore identifier.
         var keptCentrals: [String: CentralManager] = [:]
+        /// Peripheral managers kept likewise.
+        var keptPeripherals: [String: PeripheralManager] = [:]
+    }
+
+    /// Takes the peripheral manager kept for `app` under `restoreIdentifier`, for a new one to restore from.
+    func takeKeptPeripheral(of app: App, restoreIdentifier: String) -> PeripheralManager? {
+        withRuntime(of: app.id) { $0.keptPeripherals.removeValue(forKey: restoreIdentifier) }
     }
 
     /// Takes the central manager kept for `app` under `restoreIdentifier`, for a new one to restore from.
@@ -169,14 +194,18 @@ extension BluetoothSystem {
     }
 
     /// A kept manager's work bore fruit: the app is relaunched in the background (once, while it is not
-    /// running), its launch options naming the kept managers (IOS-RULES 5.13, 5.15). From the scheduler, never
-    /// inside the event that caused it.
+    /// running), its launch options naming the kept managers of both roles (IOS-RULES 5.13, 5.15). From the
+    /// scheduler, never inside the event that caused it.
     func relaunchForRestoration(_ app: App) {
         core.scheduler.schedule(after: .zero) { [self] in
             guard app.state == .notRunning else { return }
-            let ids = withRuntime(of: app.id) { $0.keptCentrals.keys.sorted() }
-            guard !ids.isEmpty else { return }
-            app.launch(options: App.LaunchOptions(bluetoothCentrals: ids), inBackground: true)
+            let options = withRuntime(of: app.id) { r in
+                App.LaunchOptions(
+                    bluetoothCentrals: r.keptCentrals.keys.sorted(),
+                    bluetoothPeripherals: r.keptPeripherals.keys.sorted())
+            }
+            guard !options.bluetoothCentrals.isEmpty || !options.bluetoothPeripherals.isEmpty else { return }
+            app.launch(options: options, inBackground: true)
         }
     }
 

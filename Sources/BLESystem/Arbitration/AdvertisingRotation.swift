@@ -186,6 +186,14 @@ final class AdvertisingRotation: Sendable {
         for entry in changing + returning { add(entry) }
     }
 
+    /// `old`'s advertisement is `new`'s (a restored manager taking over), in its place.
+    func transfer(from old: ObjectIdentifier, to new: ObjectIdentifier) {
+        state.withLock { s in
+            for i in s.entries.indices where s.entries[i].id == old { s.entries[i].id = new }
+            for i in s.paused.indices where s.paused[i].id == old { s.paused[i].id = new }
+        }
+    }
+
     /// Takes `client` out of the rotation; returns its entry.
     private func remove(_ client: ObjectIdentifier) -> Entry? {
         let (next, stopAll, removed) = state.withLock { s -> (AdvertisingRequest?, Bool, Entry?) in

@@ -53,6 +53,19 @@ final class GATTOwnership: Sendable {
         if removed { host.removeService(at: serviceHandle) }
     }
 
+    /// Every service `old` published is `new`'s (a restored manager taking over).
+    func transfer(from old: ObjectIdentifier, to new: any SystemSession) {
+        let id = ObjectIdentifier(new)
+        state.withLock { s in
+            for (handle, owned) in s.byValueHandle where owned.ownerID == old {
+                s.byValueHandle[handle] = Owned(owner: new, ownerID: id, serviceHandle: owned.serviceHandle)
+            }
+            for (handle, service) in s.services where service.ownerID == old {
+                s.services[handle] = (id, service.values)
+            }
+        }
+    }
+
     /// Removes every service `ownerID` published (a manager that went away).
     func removeAll(of ownerID: ObjectIdentifier) {
         let handles = state.withLock { s -> [AttributeHandle] in

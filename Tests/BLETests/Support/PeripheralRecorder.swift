@@ -13,6 +13,7 @@ enum PeripheralManagerEvent: Sendable, CustomStringConvertible {
     case didReceiveRead(ATTRequest)
     case didReceiveWrite([ATTRequest])
     case readyToUpdateSubscribers
+    case willRestoreState(PeripheralManager.RestoredState)
 
     var description: String {
         func e(_ error: BluetoothError?) -> String { error.map { " error=\($0.code)" } ?? "" }
@@ -28,6 +29,8 @@ enum PeripheralManagerEvent: Sendable, CustomStringConvertible {
                 + rs.map { "\($0.characteristic.uuid.uuidString)@\($0.offset)+\($0.value?.count ?? 0)" }.joined(
                     separator: ",")
         case .readyToUpdateSubscribers: return "peripheralManagerIsReady"
+        case .willRestoreState(let state):
+            return "willRestoreState services=\((state.services ?? []).map(\.uuid.uuidString))"
         }
     }
 }
@@ -55,10 +58,15 @@ final class PeripheralRecorder: PeripheralManagerDelegate, @unchecked Sendable {
     private let store = Mutex<[BluetoothUUID: Data]>([:])
     private let answerMode = Mutex<ServerAnswer>(.store)
 
-    init(system: BluetoothSystem, label: String = "sensor", app: BluetoothSystem.App? = nil) {
+    init(
+        system: BluetoothSystem, label: String = "sensor", app: BluetoothSystem.App? = nil,
+        options: PeripheralManager.Options? = nil, values: [BluetoothUUID: Data] = [:]
+    ) {
         self.system = system
         self.queue = DispatchQueue(label: "test.\(label)")
-        manager = PeripheralManager(delegate: self, queue: queue, options: nil, app: app ?? system.defaultApp)
+        // Before the manager exists: a restored manager hands it requests at once.
+        store.withLock { $0 = values }
+        manager = PeripheralManager(delegate: self, queue: queue, options: options, app: app ?? system.defaultApp)
     }
 
     var answer: ServerAnswer {
@@ -101,6 +109,10 @@ final class PeripheralRecorder: PeripheralManagerDelegate, @unchecked Sendable {
     // MARK: PeripheralManagerDelegate
 
     func peripheralManagerDidUpdateState(_ peripheral: PeripheralManager) { record(.didUpdateState(peripheral.state)) }
+
+    func peripheralManager(_ peripheral: PeripheralManager, willRestoreState state: PeripheralManager.RestoredState) {
+        record(.willRestoreState(state))
+    }
     func peripheralManagerDidStartAdvertising(_ peripheral: PeripheralManager, error: (any Error)?) {
         record(.didStartAdvertising(bluetoothError(error)))
     }

@@ -1,0 +1,74 @@
+import BLEGATT
+import BLEHost
+import BLESystem
+import Synchronization
+
+// State preservation and restoration of a peripheral manager (IOS-RULES 5.6, 5c), in one process.
+//
+// When an app with `bluetooth-peripheral` is terminated by the system or crashes, each of its peripheral managers
+// that has a restore identifier and published services or an advertisement is kept: its services stay in the
+// database (answered by nobody until it is restored: requests wait), its advertisement stays on the air (in the
+// background form) and its subscribed centrals stay subscribed. A central's read, write or subscription relaunches
+// the app in the background; the peripheral manager made there with the same restore identifier takes over:
+// `willRestoreState` first, with its services (with their subscribed centrals) and advertisement data, then
+// `didUpdateState`, then the request that caused the relaunch. In one process the restored services are the
+// same objects the ended app published.
+
+extension PeripheralManager {
+    /// The restore identifier this manager was made with.
+    var restoreIdentifier: String? { options?.restoreIdentifier }
+
+    /// Whether the system keeps this manager for its terminated app.
+    var isPreserved: Bool { locked.withLock { $0.preserved } }
+
+    /// Whether the manager has work the system can carry on: published services or an advertisement.
+    var hasRestorableWork: Bool { locked.withLock { !$0.published.isEmpty || $0.advertising != nil } }
+
+    /// The system keeps this manager after its app was terminated. Requests the ended app never answered are
+    /// refused now (nobody will answer them), rather than left to the ATT transaction timeout.
+    func preserve() {
+        let unanswered = locked.withLock { s -> [GATTServerRequestID] in
+            s.preserved = true
+            defer { s.pendingRequests = [:] }
+            return Array(s.pendingRequests.values)
+        }
+        for request in unanswered { system.core.host.respond(to: request, result: .unlikelyError, value: nil) }
+    }
+
+    /// A central's request to a kept manager: kept for the manager that restores it, and the app relaunched.
+    func noteForRestoration(_ event: HostEvent) {
+        let first = locked.withLock { s -> Bool in
+            defer { s.restorationEvents.append(event) }
+            return s.restorationEvents.isEmpty
+        }
+        if first { system.relaunchForRestoration(app) }
+    }
+
+    /// Takes over from `kept`, the manager the system kept for this app under the same restore identifier: its
+    /// services, advertisement and centrals. Called in `init`, before the manager registers, so that
+    /// `willRestoreState` is the first callback. Returns the requests to hand on after `didUpdateState`.
+    func restore(from kept: PeripheralManager) -> [HostEvent] {
+        let taken = kept.locked.withLock { s -> State in
+            defer {
+                s.published = []
+                s.advertising = nil
+                s.isAdvertising = false
+                s.centrals = [:]
+                s.restorationEvents = []
+            }
+            return s
+        }
+        locked.withLock { s in
+            s.published = taken.published
+            s.advertising = taken.advertising
+            s.isAdvertising = taken.isAdvertising
+            s.centrals = taken.centrals
+        }
+        system.core.transfer(fromPeripheral: kept, to: self)
+        let state = RestoredState(
+            services: taken.published.isEmpty ? nil : taken.published.map(\.service),
+            advertisementData: taken.isAdvertising ? taken.advertising : nil)
+        deliver { m, d in d?.peripheralManager(m, willRestoreState: state) }
+        return taken.restorationEvents
+    }
+}
