@@ -100,6 +100,12 @@ public final class CentralManager: Sendable, SystemSession, ScanClient, LinkClie
         if let id = options?.restoreIdentifier, let kept = app.system.takeKeptCentral(of: app, restoreIdentifier: id) {
             restoredEvents = restore(from: kept)
         }
+        if options?.restoreIdentifier != nil, !app.backgroundModes.contains(.bluetoothCentral) {
+            // IOS-RULES 5.3: iOS fails an assertion here; this manager works, without restoration.
+            Self.apiLogger.error(
+                "API MISUSE: a central manager with a restore identifier in an app without the bluetooth-central background mode: it will not be restored",
+                metadata: ["app": "\(app.id)"])
+        }
         self.system.core.register(self, app: app.core)
         replay(restoredEvents)
         // IOS-RULES 3.8: made while Bluetooth is off, a central manager shows "turn on Bluetooth" unless told not.

@@ -73,6 +73,12 @@ public final class PeripheralManager: Sendable, SystemSession {
         {
             restoredEvents = restore(from: kept)
         }
+        if options?.restoreIdentifier != nil, !app.backgroundModes.contains(.bluetoothPeripheral) {
+            // IOS-RULES 5.3: iOS fails an assertion here; this manager works, without restoration.
+            Self.latencyLogger.error(
+                "API MISUSE: a peripheral manager with a restore identifier in an app without the bluetooth-peripheral background mode: it will not be restored",
+                metadata: ["app": "\(app.id)"])
+        }
         self.system.core.register(self, app: app.core)
         for event in restoredEvents { systemReceived(event) }
         // Centrals already connected to the device (for another app) can reach this manager's services too.
