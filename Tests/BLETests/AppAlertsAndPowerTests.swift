@@ -14,21 +14,14 @@ import Testing
     }
 
     /// Finds the sensor with `recorder`'s manager and returns its peripheral, not connected.
-    static func find(_ recorder: CentralRecorder, _ rig: Rig) async throws -> Peripheral {
-        try await rig.run(until: { recorder.central.state == .poweredOn }, "power on")
-        recorder.central.scanForPeripherals(withServices: [Profile.service])
-        try await rig.run(until: { !recorder.discoveries.isEmpty }, "discovery")
-        recorder.central.stopScan()
-        return try #require(recorder.discoveries.first?.peripheral)
-    }
 
     @Test func connectionOptionsShowAlertsToTheAppMostRecentlyInTheForeground() async throws {
         let rig = Rig()
         try await rig.startSensor()
         let (first, a) = Self.recorder(rig, "com.example.first")
         let (second, b) = Self.recorder(rig, "com.example.second")
-        let pa = try await Self.find(a, rig)
-        let pb = try await Self.find(b, rig)
+        let pa = try await rig.find(with: a)
+        let pb = try await rig.find(with: b)
         let options = CentralManager.ConnectOptions(notifyOnConnection: true, notifyOnDisconnection: true)
         // Both leave the foreground; the second one last.
         first.moveToBackground()
@@ -63,7 +56,7 @@ import Testing
         let rig = Rig()
         try await rig.startSensor()
         let (app, a) = Self.recorder(rig, "com.example.app")
-        let peripheral = try await Self.find(a, rig)
+        let peripheral = try await rig.find(with: a)
         a.central.connect(peripheral, options: .init(notifyOnNotification: true))
         try await rig.run(until: { peripheral.state == .connected }, "connection")
         try await rig.discoverAll(peripheral, recorder: a)
@@ -120,7 +113,7 @@ import Testing
         let rig = Rig()
         try await rig.startSensor()
         let (app, a) = Self.recorder(rig, "com.example.lock", modes: [.bluetoothCentral])
-        let peripheral = try await Self.find(a, rig)
+        let peripheral = try await rig.find(with: a)
         // The user walks away; the app asks to connect and is suspended.
         rig.sensorSystem.move(to: RadioPosition(x: 1000, y: 0))
         try await rig.run(.seconds(1))

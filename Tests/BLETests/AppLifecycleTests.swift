@@ -36,11 +36,7 @@ import Testing
 
     /// Connects `recorder` to the rig's sensor, discovers everything and subscribes to the notifier.
     static func connectAndSubscribe(_ recorder: CentralRecorder, _ rig: Rig) async throws -> Peripheral {
-        try await rig.run(until: { recorder.central.state == .poweredOn }, "power on")
-        recorder.central.scanForPeripherals(withServices: [Profile.service])
-        try await rig.run(until: { !recorder.discoveries.isEmpty }, "discovery")
-        let peripheral = try #require(recorder.discoveries.first?.peripheral)
-        recorder.central.stopScan()
+        let peripheral = try await rig.find(with: recorder)
         recorder.central.connect(peripheral)
         try await rig.run(until: { peripheral.state == .connected }, "connection")
         try await rig.discoverAll(peripheral, recorder: recorder)

@@ -36,6 +36,15 @@ import Testing
         return peripheral
     }
 
+    /// A phone with `store` and a capture in `snoop`, connected to the sensor, every attribute discovered.
+    static func discovered(store: String, snoop: String) async throws -> (Rig, Peripheral) {
+        let rig = Rig(phone: .init(btsnoop: snoop, storePath: store))
+        try await rig.startSensor()
+        let peripheral = try await rig.connect()
+        try await rig.discoverAll(peripheral)
+        return (rig, peripheral)
+    }
+
     static func disconnect(_ peripheral: Peripheral, _ app: CentralRecorder, on rig: Rig) async throws {
         let before = app.events.count
         app.central.cancelPeripheralConnection(peripheral)
@@ -79,10 +88,7 @@ import Testing
         let store = Self.temporary("phone.sqlite")
         let snoop = Self.temporary("phone.btsnoop")
         defer { Self.remove(store, snoop) }
-        let rig = Rig(phone: .init(btsnoop: snoop, storePath: store))
-        try await rig.startSensor()
-        let peripheral = try await rig.connect()
-        try await rig.discoverAll(peripheral)
+        let (rig, peripheral) = try await Self.discovered(store: store, snoop: snoop)
         let before = Self.tree(peripheral)
         #expect(before.contains { $0.hasPrefix("180F") })
         try await Self.disconnect(peripheral, rig.phone, on: rig)
@@ -122,10 +128,7 @@ import Testing
         let store = Self.temporary("phone.sqlite")
         let snoop = Self.temporary("phone.btsnoop")
         defer { Self.remove(store, snoop) }
-        let rig = Rig(phone: .init(btsnoop: snoop, storePath: store))
-        try await rig.startSensor()
-        let peripheral = try await rig.connect()
-        try await rig.discoverAll(peripheral)
+        let (rig, peripheral) = try await Self.discovered(store: store, snoop: snoop)
         // Connected: the sensor removes a service, and Service Changed says so.
         let mark = rig.phone.events.count
         rig.sensor.manager.remove(rig.sensor.battery)

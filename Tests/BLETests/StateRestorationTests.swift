@@ -3,17 +3,19 @@ import Foundation
 import Synchronization
 import Testing
 
+/// Each launch of an app: its options, and the recorder its launch handler made.
+final class RecordedLaunches<Recorder: Sendable>: Sendable {
+    let launches = Mutex<[(options: BluetoothSystem.App.LaunchOptions, recorder: Recorder)]>([])
+    var count: Int { launches.withLock { $0.count } }
+    var last: Recorder? { launches.withLock { $0.last?.recorder } }
+    var lastOptions: BluetoothSystem.App.LaunchOptions? { launches.withLock { $0.last?.options } }
+}
+
 /// State preservation and restoration of central managers, in one process (IOS-RULES 5, 6.3–6.5): the system
 /// keeps a terminated app's work, relaunches it when the work bears fruit, and the relaunched app's manager
 /// restores what was kept.
 @Suite struct StateRestorationTests {
-    /// Each launch's options and recorder.
-    final class Launches: Sendable {
-        let launches = Mutex<[(options: BluetoothSystem.App.LaunchOptions, recorder: CentralRecorder)]>([])
-        var count: Int { launches.withLock { $0.count } }
-        var last: CentralRecorder? { launches.withLock { $0.last?.recorder } }
-        var lastOptions: BluetoothSystem.App.LaunchOptions? { launches.withLock { $0.last?.options } }
-    }
+    typealias Launches = RecordedLaunches<CentralRecorder>
 
     static let restoreID = "lock-central"
 
@@ -32,21 +34,13 @@ import Testing
         return (app, launches)
     }
 
-    static func find(_ recorder: CentralRecorder, _ rig: Rig) async throws -> Peripheral {
-        try await rig.run(until: { recorder.central.state == .poweredOn }, "power on")
-        recorder.central.scanForPeripherals(withServices: [Profile.service])
-        try await rig.run(until: { !recorder.discoveries.isEmpty }, "discovery")
-        recorder.central.stopScan()
-        return try #require(recorder.discoveries.first?.peripheral)
-    }
-
     @Test func aPendingConnectionRelaunchesTheAppWhenItCompletes() async throws {
         let rig = Rig()
         try await rig.startSensor()
         let (app, launches) = Self.lockApp(rig)
         app.launch()
         let first = try #require(launches.last)
-        let lock = try await Self.find(first, rig)
+        let lock = try await rig.find(with: first)
         let identifier = lock.identifier
         // The user leaves: the lock is out of range; the app asks to connect and goes to the background.
         rig.sensorSystem.move(to: RadioPosition(x: 1000, y: 0))
@@ -93,14 +87,8 @@ import Testing
         let (app, launches) = Self.lockApp(rig)
         app.launch()
         let first = try #require(launches.last)
-        let sensor = try await Self.find(first, rig)
-        first.central.connect(sensor)
-        try await rig.run(until: { sensor.state == .connected }, "connection")
-        try await rig.discoverAll(sensor, recorder: first)
+        let sensor = try await AppLifecycleTests.connectAndSubscribe(first, rig)
         let servicesBefore = (sensor.services ?? []).map(\.uuid)
-        let notifier = try rig.characteristic(Profile.notifier, on: sensor)
-        sensor.setNotifyValue(true, for: notifier)
-        try await rig.run(until: { notifier.isNotifying }, "subscription")
         app.terminate(.crash)
         #expect(app.keptCentralManagers == [Self.restoreID])
         try await rig.run(.seconds(60))
@@ -153,13 +141,7 @@ import Testing
         let (app, launches) = Self.lockApp(rig)
         app.launch()
         let first = try #require(launches.last)
-        let sensor = try await Self.find(first, rig)
-        first.central.connect(sensor)
-        try await rig.run(until: { sensor.state == .connected }, "connection")
-        try await rig.discoverAll(sensor, recorder: first)
-        let notifier = try rig.characteristic(Profile.notifier, on: sensor)
-        sensor.setNotifyValue(true, for: notifier)
-        try await rig.run(until: { notifier.isNotifying }, "subscription")
+        _ = try await AppLifecycleTests.connectAndSubscribe(first, rig)
         app.terminate(cause)
         #expect(app.keptCentralManagers.isEmpty)
         // The link goes with the app (IOS-RULES 6.4), so nothing can relaunch it.
@@ -175,7 +157,7 @@ import Testing
         let (app, launches) = Self.lockApp(rig, modes: [])
         app.launch()
         let first = try #require(launches.last)
-        let sensor = try await Self.find(first, rig)
+        let sensor = try await rig.find(with: first)
         rig.sensorSystem.move(to: RadioPosition(x: 1000, y: 0))
         first.central.connect(sensor)
         app.terminate(.bySystem)
@@ -188,12 +170,7 @@ import Testing
 
 /// State restoration of peripheral managers, in one process (IOS-RULES 5.6, 5c).
 @Suite struct PeripheralStateRestorationTests {
-    final class Launches: Sendable {
-        let launches = Mutex<[(options: BluetoothSystem.App.LaunchOptions, recorder: PeripheralRecorder)]>([])
-        var count: Int { launches.withLock { $0.count } }
-        var last: PeripheralRecorder? { launches.withLock { $0.last?.recorder } }
-        var lastOptions: BluetoothSystem.App.LaunchOptions? { launches.withLock { $0.last?.options } }
-    }
+    typealias Launches = RecordedLaunches<PeripheralRecorder>
 
     static let restoreID = "sensor-peripheral"
 

@@ -164,6 +164,16 @@ final class Rig: Sendable {
         return peripheral
     }
 
+    /// Finds the sensor with `recorder`'s manager (a scan for the profile's service, stopped once it is heard) and
+    /// returns its peripheral, not connected.
+    func find(with recorder: CentralRecorder) async throws -> Peripheral {
+        try await run(until: { recorder.central.state == .poweredOn }, "power on")
+        recorder.central.scanForPeripherals(withServices: [Profile.service])
+        try await run(until: { !recorder.discoveries.isEmpty }, "discovery")
+        recorder.central.stopScan()
+        return try #require(recorder.discoveries.first?.peripheral)
+    }
+
     /// Discovers every service, characteristic and descriptor of `peripheral`, whose manager `recorder` records
     /// (the phone's by default).
     func discoverAll(_ peripheral: Peripheral, recorder: CentralRecorder? = nil) async throws {

@@ -1,5 +1,20 @@
 import Foundation
 
+/// The packets of a btsnoop capture (H4 datalink), in order: whether each was received from the controller, and its
+/// H4 bytes (the packet type first).
+func snoopPackets(in path: String) throws -> [(received: Bool, data: [UInt8])] {
+    let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
+    func u32(_ at: Int) -> Int { (0..<4).reduce(0) { $0 << 8 | Int(bytes[at + $1]) } }
+    var packets: [(received: Bool, data: [UInt8])] = []
+    var at = 16
+    while at + 24 <= bytes.count {
+        let length = u32(at + 4)
+        packets.append((u32(at + 8) & 0x01 == 1, Array(bytes[(at + 24)..<min(bytes.count, at + 24 + length)])))
+        at += 24 + length
+    }
+    return packets
+}
+
 /// The ATT PDUs a host sent, read back from its btsnoop capture (H4 datalink), with the number of connections
 /// completed before each: what a test checks when it asks "what went over the air after the reconnection?".
 struct SnoopATT: CustomStringConvertible {
@@ -26,16 +41,9 @@ struct SnoopATT: CustomStringConvertible {
 
     /// Every ATT PDU the host sent in the capture at `path`, in order.
     static func sent(in path: String) throws -> [SnoopATT] {
-        let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
-        func u32(_ at: Int) -> Int { (0..<4).reduce(0) { $0 << 8 | Int(bytes[at + $1]) } }
         var found: [SnoopATT] = []
         var connections = 0
-        var at = 16
-        while at + 24 <= bytes.count {
-            let length = u32(at + 4)
-            let received = u32(at + 8) & 0x01 == 1
-            let data = Array(bytes[(at + 24)..<min(bytes.count, at + 24 + length)])
-            at += 24 + length
+        for (received, data) in try snoopPackets(in: path) {
             guard let type = data.first else { continue }
             if received, type == 0x04, data.count >= 4, data[1] == 0x3E, data[3] == 0x01 || data[3] == 0x0A {
                 connections += 1
@@ -56,15 +64,8 @@ struct SnoopCommand {
     var parameters: [UInt8]
 
     static func sent(in path: String) throws -> [SnoopCommand] {
-        let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
-        func u32(_ at: Int) -> Int { (0..<4).reduce(0) { $0 << 8 | Int(bytes[at + $1]) } }
         var found: [SnoopCommand] = []
-        var at = 16
-        while at + 24 <= bytes.count {
-            let length = u32(at + 4)
-            let received = u32(at + 8) & 0x01 == 1
-            let data = Array(bytes[(at + 24)..<min(bytes.count, at + 24 + length)])
-            at += 24 + length
+        for (received, data) in try snoopPackets(in: path) {
             guard !received, data.count >= 4, data[0] == 0x01 else { continue }
             found.append(SnoopCommand(opcode: UInt16(data[1]) | UInt16(data[2]) << 8, parameters: Array(data[4...])))
         }
