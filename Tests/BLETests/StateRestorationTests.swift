@@ -151,6 +151,45 @@ final class RecordedLaunches<Recorder: Sendable>: Sendable {
         #expect(launches.count == 1)
     }
 
+    @Test func aForceQuitOrBluetoothOffLetsGoOfWhatWasKept() async throws {
+        for ending in ["force quit", "Bluetooth off"] {
+            let rig = Rig()
+            try await rig.startSensor()
+            let app = rig.phoneSystem.app(id: "com.example.lock", backgroundModes: [.bluetoothCentral])
+            let launches = RecordedLaunches<CentralRecorder>()
+            // Only the first launch makes a manager: nothing will take over what the system keeps.
+            app.onLaunch { launch in
+                guard launches.count == 0 else { return 0 }
+                let recorder = CentralRecorder(
+                    system: launch.app.system, label: "lock", options: .init(restoreIdentifier: Self.restoreID),
+                    app: launch.app)
+                launches.launches.withLock { $0.append((launch.options, recorder)) }
+                return recorder
+            }
+            app.launch()
+            let first = try #require(launches.last)
+            let lock = try await rig.find(with: first)
+            rig.sensorSystem.move(to: RadioPosition(x: 1000, y: 0))
+            first.central.connect(lock)
+            app.terminate(.bySystem)
+            #expect(app.keptCentralManagers == [Self.restoreID])
+            if ending == "force quit" {
+                app.launch()
+                #expect(app.keptCentralManagers == [Self.restoreID], "nothing took it over")
+                app.terminate(.byUser)
+            } else {
+                rig.phoneSystem.setBluetoothEnabled(false)
+                try await rig.run(.seconds(1))
+                rig.phoneSystem.setBluetoothEnabled(true)
+            }
+            #expect(app.keptCentralManagers.isEmpty, "\(ending)")
+            // The pending connection went with it: the lock coming back relaunches nothing.
+            rig.sensorSystem.move(to: RadioPosition(x: 2, y: 0))
+            try await rig.run(.seconds(5))
+            #expect(app.state == .notRunning, "\(ending)")
+        }
+    }
+
     @Test func anAppWithoutBluetoothCentralKeepsNothing() async throws {
         let rig = Rig()
         try await rig.startSensor()

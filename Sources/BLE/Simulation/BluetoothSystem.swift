@@ -17,7 +17,7 @@ public final class BluetoothSystem: Sendable, CustomStringConvertible {
     /// The virtual controller, for a simulated system.
     public let virtualController: VirtualController?
     /// Each app's launch handler and launched object, by app id.
-    private let runtimes = Mutex<[String: AppRuntime]>([:])
+    let runtimes = Mutex<[String: AppRuntime]>([:])
     /// The alerts shown so far.
     let alertLog = Mutex<[LoggedAlert]>([])
 

@@ -115,13 +115,19 @@ extension BluetoothSystem {
                     }
                 }
             }
-            let kept = system.withRuntime(of: id) { r -> (any Sendable)? in
+            let (kept, released) = system.withRuntime(of: id) { r -> ((any Sendable)?, [any SystemSession]) in
+                // What an earlier termination kept and no launch took over: a force-quit ends it (IOS-RULES 5e);
+                // a later system termination keeps only what this one keeps.
+                let released: [any SystemSession] =
+                    Array(r.keptCentrals.values.filter { old in !keep.values.contains { $0 === old } })
+                    + Array(r.keptPeripherals.values.filter { old in !keepPeripherals.values.contains { $0 === old } })
                 r.lastTermination = cause
                 r.keptCentrals = keep
                 r.keptPeripherals = keepPeripherals
                 defer { r.launched = nil }
-                return r.launched
+                return (r.launched, released)
             }
+            system.release(released)
             let keeping = keep.values.map { ObjectIdentifier($0) } + keepPeripherals.values.map { ObjectIdentifier($0) }
             system.core.terminate(core, keeping: Set(keeping))
             // Tasks that awaited the app's managers end: nothing is delivered to them any more.
@@ -181,6 +187,31 @@ extension BluetoothSystem {
         var keptCentrals: [String: CentralManager] = [:]
         /// Peripheral managers kept likewise.
         var keptPeripherals: [String: PeripheralManager] = [:]
+    }
+
+    /// Lets go of managers kept for state restoration that nothing will restore: each gives up its work in the
+    /// system, as a terminated app's managers do.
+    func release(_ kept: [any SystemSession]) {
+        for session in kept {
+            session.systemAppTerminated()
+            core.unregister(session)
+        }
+    }
+
+    /// Every app's kept managers are let go of (Bluetooth turned off in Settings: nothing is restored after it,
+    /// IOS-RULES 5e).
+    func releaseAllKept() {
+        let kept = runtimes.withLock { all -> [any SystemSession] in
+            var kept: [any SystemSession] = []
+            for id in all.keys {
+                kept += all[id]!.keptCentrals.values.map { $0 as any SystemSession }
+                kept += all[id]!.keptPeripherals.values.map { $0 as any SystemSession }
+                all[id]!.keptCentrals = [:]
+                all[id]!.keptPeripherals = [:]
+            }
+            return kept
+        }
+        release(kept)
     }
 
     /// Takes the peripheral manager kept for `app` under `restoreIdentifier`, for a new one to restore from.
