@@ -318,9 +318,16 @@ public final class SystemCore: Sendable {
 
     /// A restored peripheral manager takes over what `old` (kept for its terminated app) holds: its services and
     /// its advertisement. `old` is unregistered; `new` must be registered by the caller.
-    public func transfer(fromPeripheral old: any SystemSession, to new: any SystemSession) {
+    /// `advertisingStarted` and `advertisingEnded` replace the kept manager's callbacks for its advertisement.
+    public func transfer(
+        fromPeripheral old: any SystemSession, to new: any SystemSession,
+        advertisingStarted: @escaping @Sendable (Result<Void, HostError>) -> Void,
+        advertisingEnded: @escaping @Sendable (HostError) -> Void
+    ) {
         gatt.transfer(from: ObjectIdentifier(old), to: new)
-        advertising.transfer(from: ObjectIdentifier(old), to: ObjectIdentifier(new))
+        advertising.transfer(
+            from: ObjectIdentifier(old), to: ObjectIdentifier(new), started: advertisingStarted,
+            ended: advertisingEnded)
         unregister(old)
     }
 

@@ -52,6 +52,9 @@ final class RecordedLaunches<Recorder: Sendable>: Sendable {
         app.terminate(.bySystem)
         #expect(app.keptCentralManagers == [Self.restoreID])
         #expect(app.state == .notRunning)
+        // The ended app's own code cannot undo what the system keeps for it.
+        first.central.cancelPeripheralConnection(lock)
+        #expect(lock.state == .connecting)
         try await rig.run(.seconds(2 * 3600))
         #expect(launches.count == 1, "nothing relaunches it while the lock is away")
 
@@ -115,6 +118,26 @@ final class RecordedLaunches<Recorder: Sendable>: Sendable {
         try await rig.run(until: { second.valueUpdates.count == 2 }, within: .seconds(1), "the next notification")
     }
 
+    @Test func aLinkLostWhileKeptRelaunchesTheAppToHearIt() async throws {
+        let rig = Rig()
+        try await rig.startSensor()
+        let (app, launches) = Self.lockApp(rig)
+        app.launch()
+        let first = try #require(launches.last)
+        let sensor = try await AppLifecycleTests.connectAndSubscribe(first, rig)
+        app.terminate(.bySystem)
+        #expect(app.keptCentralManagers == [Self.restoreID])
+        // The sensor goes away: the link times out while the app is not running (IOS-RULES 6.2: torn down).
+        rig.sensorSystem.move(to: RadioPosition(x: 1000, y: 0))
+        try await rig.run(until: { launches.count == 2 }, within: .seconds(10), "the relaunch")
+        let second = try #require(launches.last)
+        try await rig.run(until: { second.events.contains(where: \.isDisconnect) }, within: .seconds(1), "the loss")
+        #expect(second.lines.first == "willRestoreState peripherals=[] scan=[]")
+        #expect(second.lines.dropFirst().first == "didUpdateState poweredOn")
+        #expect(second.lines.last?.hasPrefix("didDisconnect \(sensor.identifier)") == true, "\(second.lines)")
+        #expect(second.disconnections.first?.error?.code == .connectionTimeout)
+    }
+
     @Test func aScanForServicesRelaunchesTheAppWhenADeviceIsFound() async throws {
         let rig = Rig()
         try await rig.startSensor(advertising: nil)
@@ -151,8 +174,8 @@ final class RecordedLaunches<Recorder: Sendable>: Sendable {
         #expect(launches.count == 1)
     }
 
-    @Test func aForceQuitOrBluetoothOffLetsGoOfWhatWasKept() async throws {
-        for ending in ["force quit", "Bluetooth off"] {
+    @Test func aForceQuitBluetoothOffOrALaunchThatTakesNothingLetsGoOfWhatWasKept() async throws {
+        for ending in ["force quit", "Bluetooth off", "a launch that makes no manager"] {
             let rig = Rig()
             try await rig.startSensor()
             let app = rig.phoneSystem.app(id: "com.example.lock", backgroundModes: [.bluetoothCentral])
@@ -174,8 +197,11 @@ final class RecordedLaunches<Recorder: Sendable>: Sendable {
             app.terminate(.bySystem)
             #expect(app.keptCentralManagers == [Self.restoreID])
             if ending == "force quit" {
+                // Swiped away from the app switcher while not running.
+                app.terminate(.byUser)
+            } else if ending == "a launch that makes no manager" {
                 app.launch()
-                #expect(app.keptCentralManagers == [Self.restoreID], "nothing took it over")
+                try await rig.run(.milliseconds(10))
                 app.terminate(.byUser)
             } else {
                 rig.phoneSystem.setBluetoothEnabled(false)

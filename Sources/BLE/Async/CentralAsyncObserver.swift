@@ -30,6 +30,8 @@ final class CentralAsyncObserver: CentralManagerObserver {
         var scanRequest: ScanRequest?
         var disconnections: [UInt64: AsyncStream<PeripheralDisconnection>.Continuation] = [:]
         var nextID: UInt64 = 0
+        /// Set when the manager's app was terminated: every later wait fails at once.
+        var terminated: BluetoothError?
     }
 
     let state = Mutex(State())
@@ -149,14 +151,26 @@ final class CentralAsyncObserver: CentralManagerObserver {
 
     // MARK: Registration
 
-    func addPoweredOnWaiter(_ waiter: Waiter<Void>) { state.withLock { $0.poweredOn.insert(waiter) } }
+    func addPoweredOnWaiter(_ waiter: Waiter<Void>) {
+        add(waiter) { $0.poweredOn.insert(waiter) }
+    }
 
     func addConnectWaiter(_ waiter: Waiter<Void>, for peripheral: Peripheral) {
-        state.withLock { $0.connects[ObjectIdentifier(peripheral), default: WaiterSet()].insert(waiter) }
+        add(waiter) { $0.connects[ObjectIdentifier(peripheral), default: WaiterSet()].insert(waiter) }
     }
 
     func addDisconnectWaiter(_ waiter: Waiter<Void>, for peripheral: Peripheral) {
-        state.withLock { $0.disconnects[ObjectIdentifier(peripheral), default: WaiterSet()].insert(waiter) }
+        add(waiter) { $0.disconnects[ObjectIdentifier(peripheral), default: WaiterSet()].insert(waiter) }
+    }
+
+    /// Registers a wait, or fails it at once when the manager's app was terminated.
+    private func add(_ waiter: Waiter<Void>, _ register: (inout State) -> Void) {
+        let terminated = state.withLock { s -> BluetoothError? in
+            if let error = s.terminated { return error }
+            register(&s)
+            return nil
+        }
+        if let terminated { waiter.fail(terminated) }
     }
 
     func addScan(
@@ -169,10 +183,13 @@ final class CentralAsyncObserver: CentralManagerObserver {
     }
 
     func addScan(_ id: UInt64, _ sink: ScanSink, request: ScanRequest) {
-        state.withLock { s in
+        let terminated = state.withLock { s -> BluetoothError? in
+            if let error = s.terminated { return error }
             s.scans[id] = sink
             s.scanRequest = request
+            return nil
         }
+        if let terminated { sink.finish(terminated) }
     }
 
     /// Removes a scan stream; true when it was the last one (the scan should stop).

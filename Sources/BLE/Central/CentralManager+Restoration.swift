@@ -19,8 +19,21 @@ extension CentralManager {
     /// What happened to a kept manager while its app was not running: told to the manager that restores it.
     enum RestorationEvent: Sendable {
         case connected(Peripheral)
+        /// A link lost, or a connection attempt failed, while kept (IOS-RULES 6.2: a connection torn down wakes
+        /// the app too).
+        case disconnected(Peripheral, BluetoothError?)
+        case failedToConnect(Peripheral, BluetoothError)
         case notification(Peripheral, attribute: AttributeHandle, value: [UInt8])
         case discovered(SystemDiscovery)
+
+        /// Events with one key replace each other: a characteristic's latest value, a device's latest discovery.
+        var key: String? {
+            switch self {
+            case .notification(let p, let attribute, _): "\(ObjectIdentifier(p).hashValue)/\(attribute.rawValue)"
+            case .discovered(let discovery): "\(discovery.address)"
+            case .connected, .disconnected, .failedToConnect: nil
+            }
+        }
     }
 
     /// The error of everything a task awaited of a terminated app's manager.
@@ -54,13 +67,17 @@ extension CentralManager {
 
     /// An event of a kept manager: noted for the manager that restores it, and the app relaunched.
     func noteForRestoration(_ event: RestorationEvent) {
-        let first = locked.withLock { s -> Bool in
-            defer { s.restorationEvents.append(event) }
-            // A device heard again and again, or a stream of notifications, is kept to its latest few.
-            if s.restorationEvents.count >= 64 { s.restorationEvents.removeFirst() }
-            return s.restorationEvents.isEmpty
+        locked.withLock { s in
+            // A stream of notifications or discoveries keeps its latest value per characteristic or device; the
+            // connections and their losses are all kept.
+            if let key = event.key { s.restorationEvents.removeAll { $0.key == key } }
+            if s.restorationEvents.count >= 64, let i = s.restorationEvents.firstIndex(where: { $0.key != nil }) {
+                s.restorationEvents.remove(at: i)
+            }
+            s.restorationEvents.append(event)
         }
-        if first { system.relaunchForRestoration(app) }
+        // Relaunched once: `relaunchForRestoration` does nothing while the app runs.
+        system.relaunchForRestoration(app)
     }
 
     /// Takes over from `kept`, the manager the system kept for this app under the same restore identifier:
@@ -115,9 +132,21 @@ extension CentralManager {
             scanServices: request == nil ? nil : keptScan?.services.flatMap { $0.isEmpty ? nil : $0 },
             scanOptions: request == nil ? nil : scanOptions)
         deliver { manager, delegate in delegate?.centralManager(manager, willRestoreState: state) }
+        // A peripheral the events name that is neither connected nor pending now (its link went) is this
+        // manager's too, disconnected.
+        func counterpart(_ old: Peripheral) -> Peripheral {
+            if let p = map[ObjectIdentifier(old)] { return p }
+            let p = peripheral(for: old.address, identifier: old.identifier)
+            p.restore(from: old, handle: nil)
+            p.setState(.disconnected)
+            map[ObjectIdentifier(old)] = p
+            return p
+        }
         return events.compactMap { event in
             switch event {
-            case .connected(let old): map[ObjectIdentifier(old)].map { .connected($0) }
+            case .connected(let old): .connected(counterpart(old))
+            case .disconnected(let old, let error): .disconnected(counterpart(old), error)
+            case .failedToConnect(let old, let error): .failedToConnect(counterpart(old), error)
             case .notification(let old, let attribute, let value):
                 map[ObjectIdentifier(old)].map { .notification($0, attribute: attribute, value: value) }
             case .discovered(let discovery): .discovered(discovery)
@@ -131,6 +160,16 @@ extension CentralManager {
             switch event {
             case .connected(let p):
                 deliver { manager, delegate in delegate?.centralManager(manager, didConnect: p) }
+            case .disconnected(let p, let error):
+                deliver { manager, delegate in
+                    p.announceDisconnected()
+                    delegate?.centralManager(manager, didDisconnectPeripheral: p, error: error)
+                }
+            case .failedToConnect(let p, let error):
+                deliver { manager, delegate in
+                    p.announceDisconnected()
+                    delegate?.centralManager(manager, didFailToConnect: p, error: error)
+                }
             case .notification(let p, let attribute, let value):
                 p.handleValueUpdate(attribute: attribute, value: value)
             case .discovered(let discovery):

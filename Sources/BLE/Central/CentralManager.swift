@@ -147,6 +147,7 @@ public final class CentralManager: Sendable, SystemSession, ScanClient, LinkClie
     /// The system scans for every app at once: this manager's filter, duplicates policy and `stopScan` are its
     /// own, and other managers' scans do not change what it sees.
     public func scanForPeripherals(withServices serviceUUIDs: [BluetoothUUID]?, options: ScanOptions? = nil) {
+        guard !isDefunct else { return defunct("scanForPeripherals") }
         guard currentState == .poweredOn else { return misuse("scanForPeripherals") }
         let request = ScanRequest(
             services: serviceUUIDs, solicitedServices: options?.solicitedServiceUUIDs ?? [],
@@ -163,6 +164,7 @@ public final class CentralManager: Sendable, SystemSession, ScanClient, LinkClie
 
     /// Stops this manager's scan.
     public func stopScan() {
+        guard !isDefunct else { return defunct("stopScan") }
         locked.withLock { $0.scan = nil }
         system.core.stopScan(self)
     }
@@ -204,6 +206,7 @@ public final class CentralManager: Sendable, SystemSession, ScanClient, LinkClie
     /// initiated together, so a peripheral that never appears holds up no other. When another app of the system
     /// is connected to the peripheral already, the link is shared and `didConnect` follows at once.
     public func connect(_ peripheral: Peripheral, options: ConnectOptions? = nil) {
+        guard !isDefunct else { return defunct("connect") }
         guard currentState == .poweredOn else { return misuse("connect") }
         let asked = locked.withLock { s -> Bool in
             guard peripheral.currentState == .disconnected else { return false }
@@ -225,6 +228,7 @@ public final class CentralManager: Sendable, SystemSession, ScanClient, LinkClie
     /// an error; `didDisconnectPeripheral` follows with a nil error. A link other apps of the system use stays
     /// up for them; for this manager it is over at once.
     public func cancelPeripheralConnection(_ peripheral: Peripheral) {
+        guard !isDefunct else { return defunct("cancelPeripheralConnection") }
         let asked = locked.withLock { s -> Bool in
             switch peripheral.currentState {
             case .connecting, .connected:
@@ -310,6 +314,15 @@ public final class CentralManager: Sendable, SystemSession, ScanClient, LinkClie
             "API misuse: \(call) while the manager is \(currentState), not poweredOn; the call is ignored")
     }
 
+    /// Whether this manager's app was terminated since it was made: what it asks is refused (the system may
+    /// still keep its work for a restoration, which its own code must not undo).
+    var isDefunct: Bool { launch != app.core.generation }
+
+    /// Refuses a call of a terminated app's manager, logged.
+    private func defunct(_ call: String) {
+        Self.apiLogger.warning("API misuse: \(call) on a manager of a terminated app; the call is ignored")
+    }
+
     var currentState: ManagerState { locked.withLock { $0.managerState } }
 
     func peripheral(for address: BluetoothAddress, identifier: UUID? = nil) -> Peripheral {
@@ -371,6 +384,10 @@ public final class CentralManager: Sendable, SystemSession, ScanClient, LinkClie
 
     public func linkFailed(peer: BluetoothAddress, error: HostError) {
         guard let peripheral = locked.withLock({ $0.pending[peer] }) else { return }
+        if isPreserved, !peripheral.isReconnecting {
+            locked.withLock { _ = $0.pending.removeValue(forKey: peer) }
+            return noteForRestoration(.failedToConnect(peripheral, Self.connectFailure(error)))
+        }
         if peripheral.isReconnecting {
             // The system keeps trying, as it promised the app: again after a pause (a controller that refuses at
             // once must not make a busy loop). The peripheral stays pending here, so a cancel still ends it.
@@ -492,6 +509,9 @@ public final class CentralManager: Sendable, SystemSession, ScanClient, LinkClie
     private func handleDisconnected(_ handle: ConnectionHandle, reason: HCIStatus) {
         guard let peripheral = locked.withLock({ $0.byHandle.removeValue(forKey: handle) }) else { return }
         let local = peripheral.isCancelled
+        if isPreserved {
+            return noteForRestoration(.disconnected(peripheral, local ? nil : Self.disconnectError(reason)))
+        }
         if !local, peripheral.alerts.onDisconnection, app.showsConnectionAlerts {
             system.showAlert(.disconnection, for: app, about: peripheral)
         }

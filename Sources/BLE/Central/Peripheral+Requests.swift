@@ -314,6 +314,11 @@ extension Peripheral {
 
     /// The live link, or the request reported at once with `.notConnected`.
     func link<T: Sendable>(_ reply: Reply<T>, _ tell: @escaping DelegateReport) -> (HostDriver, ConnectionHandle)? {
+        if manager?.isDefunct == true {
+            // A terminated app's peripheral: nothing of it reaches the link the system may still keep.
+            reply.finish(.failure(CentralManager.appTerminated))
+            return nil
+        }
         if let handle = locked.withLock({ $0.state == .connected ? $0.handle : nil }), let host {
             return (host, handle)
         }

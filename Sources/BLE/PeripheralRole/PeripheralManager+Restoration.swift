@@ -37,11 +37,20 @@ extension PeripheralManager {
 
     /// A central's request to a kept manager: kept for the manager that restores it, and the app relaunched.
     func noteForRestoration(_ event: HostEvent) {
-        let first = locked.withLock { s -> Bool in
-            defer { s.restorationEvents.append(event) }
-            return s.restorationEvents.isEmpty
+        locked.withLock { s in
+            // Bounded: past 64, the oldest Write Command goes (requests are few: one outstanding per bearer).
+            if s.restorationEvents.count >= 64, let i = s.restorationEvents.firstIndex(where: Self.isWriteCommand) {
+                s.restorationEvents.remove(at: i)
+            }
+            s.restorationEvents.append(event)
         }
-        if first { system.relaunchForRestoration(app) }
+        // Relaunched once: `relaunchForRestoration` does nothing while the app runs.
+        system.relaunchForRestoration(app)
+    }
+
+    private static func isWriteCommand(_ event: HostEvent) -> Bool {
+        if case .serverWrite(nil, _, _) = event { return true }
+        return false
     }
 
     /// Takes over from `kept`, the manager the system kept for this app under the same restore identifier: its
@@ -64,7 +73,13 @@ extension PeripheralManager {
             s.isAdvertising = taken.isAdvertising
             s.centrals = taken.centrals
         }
-        system.core.transfer(fromPeripheral: kept, to: self)
+        system.core.transfer(
+            fromPeripheral: kept, to: self,
+            advertisingStarted: { [weak self] result in
+                // A start still waiting when the app ended: this manager advertises once the controller does.
+                if case .success = result { self?.locked.withLock { $0.isAdvertising = $0.advertising != nil } }
+            },
+            advertisingEnded: { [weak self] error in self?.advertisingEnded(error) })
         let state = RestoredState(
             services: taken.published.isEmpty ? nil : taken.published.map(\.service),
             advertisementData: taken.isAdvertising ? taken.advertising : nil)

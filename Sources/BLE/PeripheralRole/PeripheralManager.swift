@@ -205,15 +205,17 @@ public final class PeripheralManager: Sendable, SystemSession {
         // Through the system: with other apps advertising, each app's advertisement has the air in turn.
         system.core.startAdvertising(
             ObjectIdentifier(self), request, background: background, started: started(reply, tell),
-            ended: { [weak self] error in
-                // The controller refused the advertisement when the system put it on the air again: this manager
-                // no longer advertises (CoreBluetooth has no callback for it).
-                self?.locked.withLock { s in
-                    s.isAdvertising = false
-                    s.advertising = nil
-                }
-                Self.latencyLogger.warning("advertising ended: the controller refused it (\(error))")
-            })
+            ended: { [weak self] error in self?.advertisingEnded(error) })
+    }
+
+    /// The controller refused the advertisement when the system put it on the air again: this manager no longer
+    /// advertises (CoreBluetooth has no callback for it).
+    func advertisingEnded(_ error: HostError) {
+        locked.withLock { s in
+            s.isAdvertising = false
+            s.advertising = nil
+        }
+        Self.latencyLogger.warning("advertising ended: the controller refused it (\(error))")
     }
 
     /// What a start's outcome does: `isAdvertising` and `peripheralManagerDidStartAdvertising`.

@@ -160,10 +160,18 @@ extension BluetoothSystem {
             }
             guard needed, let handler = system.withRuntime(of: id, { $0.handler }) else { return }
             let object = handler(Launch(app: self, options: options))
-            let replaced = system.withRuntime(of: id) { r -> (any Sendable)? in
+            let (replaced, untaken) = system.withRuntime(of: id) { r -> ((any Sendable)?, [any SystemSession]) in
+                // What the launch did not take over (no manager made with its restore identifier) is let go of:
+                // the system stops the work it kept (and refuses the requests it held) for nobody.
+                let untaken =
+                    r.keptCentrals.values.map { $0 as any SystemSession }
+                    + r.keptPeripherals.values.map { $0 as any SystemSession }
+                r.keptCentrals = [:]
+                r.keptPeripherals = [:]
                 defer { r.launched = object }
-                return r.launched
+                return (r.launched, untaken)
             }
+            system.release(untaken)
             withExtendedLifetime(replaced) {}
         }
 

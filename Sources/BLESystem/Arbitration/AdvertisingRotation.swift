@@ -186,11 +186,22 @@ final class AdvertisingRotation: Sendable {
         for entry in changing + returning { add(entry) }
     }
 
-    /// `old`'s advertisement is `new`'s (a restored manager taking over), in its place.
-    func transfer(from old: ObjectIdentifier, to new: ObjectIdentifier) {
+    /// `old`'s advertisement is `new`'s (a restored manager taking over), in its place: `started` (when a start
+    /// is still waiting) and `ended` now tell the new manager.
+    func transfer(
+        from old: ObjectIdentifier, to new: ObjectIdentifier, started: @escaping Started, ended: @escaping Ended
+    ) {
         state.withLock { s in
-            for i in s.entries.indices where s.entries[i].id == old { s.entries[i].id = new }
-            for i in s.paused.indices where s.paused[i].id == old { s.paused[i].id = new }
+            for i in s.entries.indices where s.entries[i].id == old {
+                s.entries[i].id = new
+                s.entries[i].ended = ended
+                if s.entries[i].started != nil { s.entries[i].started = started }
+            }
+            for i in s.paused.indices where s.paused[i].id == old {
+                s.paused[i].id = new
+                s.paused[i].ended = ended
+                if s.paused[i].started != nil { s.paused[i].started = started }
+            }
         }
     }
 
