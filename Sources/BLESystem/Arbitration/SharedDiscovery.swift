@@ -264,8 +264,10 @@ public final class SharedDiscovery: Sendable {
             store.setGATTCache(nil, for: peer)
             if hash != cached.hash, let handler = databaseChanged.withLock({ $0 }) { handler(link) }
         }
-        for request in waiting { request() }
+        // The system's own requests first, then the apps' that waited: in one order whatever the threads, so a
+        // simulation repeats (an app's next request comes after, from its queue).
         subscribeToServiceChanged(on: link, asOf: asOf)
+        for request in waiting { request() }
     }
 
     /// Finds the peer's Service Changed characteristic (through the kept discovery, so a cached peer is asked
