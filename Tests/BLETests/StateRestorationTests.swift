@@ -138,6 +138,34 @@ final class RecordedLaunches<Recorder: Sendable>: Sendable {
         #expect(second.disconnections.first?.error?.code == .connectionTimeout)
     }
 
+    @Test func aRestoredPeripheralKeepsItsAutoReconnect() async throws {
+        let rig = Rig()
+        try await rig.startSensor()
+        let (app, launches) = Self.lockApp(rig)
+        app.launch()
+        let first = try #require(launches.last)
+        let sensor = try await rig.find(with: first)
+        first.central.connect(sensor, options: .init(enableAutoReconnect: true))
+        try await rig.run(until: { sensor.state == .connected }, "connection")
+        try await rig.discoverAll(sensor, recorder: first)
+        let notifier = try rig.characteristic(Profile.notifier, on: sensor)
+        sensor.setNotifyValue(true, for: notifier)
+        try await rig.run(until: { notifier.isNotifying }, "subscription")
+        app.terminate(.bySystem)
+        _ = rig.sensor.manager.updateValue(Data([1]), for: rig.sensor.notifier, onSubscribedCentrals: nil)
+        try await rig.run(until: { launches.count == 2 }, within: .seconds(2), "the relaunch")
+        let second = try #require(launches.last)
+        try await rig.run(until: { !second.valueUpdates.isEmpty }, within: .seconds(1), "the notification")
+        let restored = try #require(second.valueUpdates.first?.characteristic.service?.peripheral)
+        #expect(restored.state == .connected)
+        // The link is lost: the restored peripheral reconnects by itself, as the connection asked.
+        rig.sensorSystem.move(to: RadioPosition(x: 1000, y: 0))
+        try await rig.run(until: { second.events.contains(where: \.isDisconnect) }, within: .seconds(10), "the loss")
+        #expect(restored.state == .connecting)
+        rig.sensorSystem.move(to: RadioPosition(x: 2, y: 0))
+        try await rig.run(until: { restored.state == .connected }, within: .seconds(10), "the reconnection")
+    }
+
     @Test func aScanForServicesRelaunchesTheAppWhenADeviceIsFound() async throws {
         let rig = Rig()
         try await rig.startSensor(advertising: nil)

@@ -180,14 +180,21 @@ extension CentralManager {
 }
 
 extension Peripheral {
-    /// Takes `old`'s place (a kept manager's peripheral): its name, its link (or pending connection), and its
-    /// discovered services, characteristics and descriptors, with the subscriptions' `isNotifying`.
+    /// Takes `old`'s place (a kept manager's peripheral): its name, its link (or pending connection) with its
+    /// auto-reconnect and cancelled flags, and its discovered services, characteristics and descriptors, with the
+    /// subscriptions' `isNotifying`.
     func restore(from old: Peripheral, handle: ConnectionHandle?) {
+        let kept = old.locked.withLock { $0 }
         locked.withLock { s in
-            s.name = old.name
+            s.name = kept.name
             s.handle = handle
             s.state = handle == nil ? .connecting : .connected
-            s.alerts = old.alerts
+            s.alerts = kept.alerts
+            // The connection's own promises go on: auto-reconnect, and whether the app had cancelled it.
+            s.autoReconnect = kept.autoReconnect
+            s.hasConnected = kept.hasConnected
+            s.reconnecting = kept.reconnecting
+            s.cancelled = kept.cancelled
         }
         for oldService in old.services ?? [] {
             guard let remote = oldService.state.withLock({ $0.remote }) else { continue }
