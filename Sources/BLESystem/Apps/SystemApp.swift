@@ -136,7 +136,6 @@ public final class SystemApp: Sendable, Hashable, CustomStringConvertible {
     private struct Event: Sendable {
         var queue: DispatchQueue
         var key: DeliveryKey?
-        var repeating: Bool
         var work: @Sendable () -> Void
     }
 
@@ -292,7 +291,7 @@ public final class SystemApp: Sendable, Hashable, CustomStringConvertible {
         on queue: DispatchQueue, generation: UInt64? = nil, repeating: Bool = false, wakes: AppWakeRole? = nil,
         key: DeliveryKey? = nil, _ work: @escaping @Sendable () -> Void
     ) -> Bool {
-        let event = Event(queue: queue, key: key, repeating: repeating, work: work)
+        let event = Event(queue: queue, key: key, work: work)
         var startedDropping = false
         var woke = false
         let go = state.withLock { s -> [Event]? in
@@ -310,23 +309,20 @@ public final class SystemApp: Sendable, Hashable, CustomStringConvertible {
                 if let key, rules.queueing == .latestValuePerCharacteristic {
                     s.held.removeAll { $0.key == key }
                 }
-                if repeating && s.held.count >= Self.deliveryLimit {
-                    s.dropped += 1
-                    s.droppedInRun += 1
-                    startedDropping = s.droppedInRun == 1
-                    return nil
-                }
-                s.held.append(event)
-                return []
             case .foreground, .background:
-                if repeating && s.outstanding >= Self.deliveryLimit {
-                    s.dropped += 1
-                    s.droppedInRun += 1
-                    startedDropping = s.droppedInRun == 1
-                    return nil
-                }
-                return [event]
+                break
             }
+            // The bound: what is held for a suspended app, what is dispatched and not yet run for one that runs.
+            let held = s.lifecycle == .suspended
+            if repeating && (held ? s.held.count : s.outstanding) >= Self.deliveryLimit {
+                s.dropped += 1
+                s.droppedInRun += 1
+                startedDropping = s.droppedInRun == 1
+                return nil
+            }
+            guard held else { return [event] }
+            s.held.append(event)
+            return []
         }
         if startedDropping {
             Self.logger.warning(
