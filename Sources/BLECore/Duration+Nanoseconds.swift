@@ -19,3 +19,13 @@ extension Duration {
         return Double(seconds) + Double(attoseconds) / 1e18
     }
 }
+
+extension Duration {
+    /// The duration in whole `unit`s, rounded to the nearest, kept within `range`: a controller parameter in the
+    /// units its command takes (0.625 ms for scanning and advertising, 1.25 ms for connection intervals, 10 ms
+    /// for supervision timeouts). `range` must lie within 0...0xFFFF.
+    public func units(of unit: Duration, within range: ClosedRange<Int64>) -> UInt16 {
+        let count = (clampedNanoseconds + unit.clampedNanoseconds / 2) / unit.clampedNanoseconds
+        return UInt16(min(max(count, range.lowerBound), range.upperBound))
+    }
+}

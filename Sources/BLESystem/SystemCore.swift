@@ -125,14 +125,12 @@ public final class SystemCore: Sendable {
         let host = HostDriver(transport: transport, scheduler: scheduler, configuration: configuration)
         self.host = host
         // In 0.625 ms units, within what LE Set Scan Parameters takes (2.5 ms ... 10.24 s).
-        func units(_ duration: Duration) -> UInt16 {
-            UInt16(min(0x4000, max(0x0004, (duration.inSeconds * 1600).rounded())))
-        }
         let window = min(appRules.backgroundScanWindow, appRules.backgroundScanInterval)
         self.scans = ScanUnion(
             host: host,
             backgroundParameters: ScanParameters(
-                interval: units(appRules.backgroundScanInterval), window: units(window)))
+                interval: appRules.backgroundScanInterval.units(of: .microseconds(625), within: 0x0004...0x4000),
+                window: window.units(of: .microseconds(625), within: 0x0004...0x4000)))
         self.gatt = GATTOwnership(host: host)
         self.links = SharedLinks(host: host)
         self.advertising = AdvertisingRotation(host: host, scheduler: scheduler)

@@ -257,7 +257,7 @@ public final class PeripheralManager: Sendable, SystemSession {
         let (adv, scanResponse) = background.encodedForAdvertising()
         var parameters = Self.parameters(for: background, scanResponse: scanResponse)
         // In units of 0.625 ms, within what LE Set Advertising Parameters takes (20 ms ... 10.24 s).
-        let units = UInt16(min(0x4000, max(0x0020, (interval.inSeconds * 1600).rounded())))
+        let units = interval.units(of: .microseconds(625), within: 0x0020...0x4000)
         parameters.intervalMin = units
         parameters.intervalMax = units
         return AdvertisingRequest(parameters: parameters, data: adv, scanResponse: scanResponse)

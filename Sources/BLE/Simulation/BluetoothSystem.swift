@@ -205,15 +205,11 @@ public final class BluetoothSystem: Sendable, CustomStringConvertible {
             host.writeWithoutResponseQueueDepth = max(1, writeWithoutResponseQueueDepth)
             host.notificationQueueDepth = max(1, notificationQueueDepth)
             host.preferredPHY = preferredPHY
-            func units(_ duration: Duration, of unit: Duration, within range: ClosedRange<Int64>) -> UInt16 {
-                let count = (duration.clampedNanoseconds + unit.clampedNanoseconds / 2) / unit.clampedNanoseconds
-                return UInt16(min(max(count, range.lowerBound), range.upperBound))
-            }
             host.connectionParameters = ConnectionParameters(
-                intervalMin: units(connectionInterval.lowerBound, of: .microseconds(1250), within: 6...3200),
-                intervalMax: units(connectionInterval.upperBound, of: .microseconds(1250), within: 6...3200),
+                intervalMin: connectionInterval.lowerBound.units(of: .microseconds(1250), within: 6...3200),
+                intervalMax: connectionInterval.upperBound.units(of: .microseconds(1250), within: 6...3200),
                 latency: UInt16(min(max(peripheralLatency, 0), 499)),
-                supervisionTimeout: units(supervisionTimeout, of: .milliseconds(10), within: 10...3200))
+                supervisionTimeout: supervisionTimeout.units(of: .milliseconds(10), within: 10...3200))
             host.randomSeed = stableHash(name)
             return host
         }
