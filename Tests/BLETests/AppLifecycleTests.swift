@@ -35,9 +35,11 @@ import Testing
     }
 
     /// Connects `recorder` to the rig's sensor, discovers everything and subscribes to the notifier.
-    static func connectAndSubscribe(_ recorder: CentralRecorder, _ rig: Rig) async throws -> Peripheral {
+    static func connectAndSubscribe(
+        _ recorder: CentralRecorder, _ rig: Rig, options: CentralManager.ConnectOptions? = nil
+    ) async throws -> Peripheral {
         let peripheral = try await rig.find(with: recorder)
-        recorder.central.connect(peripheral)
+        recorder.central.connect(peripheral, options: options)
         try await rig.run(until: { peripheral.state == .connected }, "connection")
         try await rig.discoverAll(peripheral, recorder: recorder)
         let notifier = try rig.characteristic(Profile.notifier, on: peripheral)
@@ -65,7 +67,7 @@ import Testing
 
         let first = try #require(launches.last.withLock { $0 })
         launches.last.withLock { $0 = nil }
-        let peripheral = try await Self.connectAndSubscribe(first, rig)
+        _ = try await Self.connectAndSubscribe(first, rig)
         let sensorLines = rig.sensor.recorder.lines.count
         app.terminate(.byUser)
         #expect(app.state == .notRunning)

@@ -34,12 +34,20 @@ final class RecordedLaunches<Recorder: Sendable>: Sendable {
         return (app, launches)
     }
 
-    @Test func aPendingConnectionRelaunchesTheAppWhenItCompletes() async throws {
+    /// A rig whose sensor is published (and advertising, unless not), and the lock app launched: its launches and
+    /// the first launch's recorder.
+    static func launchedLockApp(
+        modes: Set<BluetoothSystem.App.BackgroundMode> = [.bluetoothCentral], advertising: Bool = true
+    ) async throws -> (Rig, BluetoothSystem.App, Launches, CentralRecorder) {
         let rig = Rig()
-        try await rig.startSensor()
-        let (app, launches) = Self.lockApp(rig)
+        try await rig.startSensor(advertising: advertising ? Sensor.advertisement : nil)
+        let (app, launches) = lockApp(rig, modes: modes)
         app.launch()
-        let first = try #require(launches.last)
+        return (rig, app, launches, try #require(launches.last))
+    }
+
+    @Test func aPendingConnectionRelaunchesTheAppWhenItCompletes() async throws {
+        let (rig, app, launches, first) = try await Self.launchedLockApp()
         let lock = try await rig.find(with: first)
         let identifier = lock.identifier
         // The user leaves: the lock is out of range; the app asks to connect and goes to the background.
@@ -85,11 +93,7 @@ final class RecordedLaunches<Recorder: Sendable>: Sendable {
     }
 
     @Test func aNotificationRelaunchesTheAppWithItsSubscriptionsRestored() async throws {
-        let rig = Rig()
-        try await rig.startSensor()
-        let (app, launches) = Self.lockApp(rig)
-        app.launch()
-        let first = try #require(launches.last)
+        let (rig, app, launches, first) = try await Self.launchedLockApp()
         let sensor = try await AppLifecycleTests.connectAndSubscribe(first, rig)
         let servicesBefore = (sensor.services ?? []).map(\.uuid)
         app.terminate(.crash)
@@ -119,11 +123,7 @@ final class RecordedLaunches<Recorder: Sendable>: Sendable {
     }
 
     @Test func aLinkLostWhileKeptRelaunchesTheAppToHearIt() async throws {
-        let rig = Rig()
-        try await rig.startSensor()
-        let (app, launches) = Self.lockApp(rig)
-        app.launch()
-        let first = try #require(launches.last)
+        let (rig, app, launches, first) = try await Self.launchedLockApp()
         let sensor = try await AppLifecycleTests.connectAndSubscribe(first, rig)
         app.terminate(.bySystem)
         #expect(app.keptCentralManagers == [Self.restoreID])
@@ -139,18 +139,8 @@ final class RecordedLaunches<Recorder: Sendable>: Sendable {
     }
 
     @Test func aRestoredPeripheralKeepsItsAutoReconnect() async throws {
-        let rig = Rig()
-        try await rig.startSensor()
-        let (app, launches) = Self.lockApp(rig)
-        app.launch()
-        let first = try #require(launches.last)
-        let sensor = try await rig.find(with: first)
-        first.central.connect(sensor, options: .init(enableAutoReconnect: true))
-        try await rig.run(until: { sensor.state == .connected }, "connection")
-        try await rig.discoverAll(sensor, recorder: first)
-        let notifier = try rig.characteristic(Profile.notifier, on: sensor)
-        sensor.setNotifyValue(true, for: notifier)
-        try await rig.run(until: { notifier.isNotifying }, "subscription")
+        let (rig, app, launches, first) = try await Self.launchedLockApp()
+        _ = try await AppLifecycleTests.connectAndSubscribe(first, rig, options: .init(enableAutoReconnect: true))
         app.terminate(.bySystem)
         _ = rig.sensor.manager.updateValue(Data([1]), for: rig.sensor.notifier, onSubscribedCentrals: nil)
         try await rig.run(until: { launches.count == 2 }, within: .seconds(2), "the relaunch")
@@ -167,11 +157,7 @@ final class RecordedLaunches<Recorder: Sendable>: Sendable {
     }
 
     @Test func aScanForServicesRelaunchesTheAppWhenADeviceIsFound() async throws {
-        let rig = Rig()
-        try await rig.startSensor(advertising: nil)
-        let (app, launches) = Self.lockApp(rig)
-        app.launch()
-        let first = try #require(launches.last)
+        let (rig, app, launches, first) = try await Self.launchedLockApp(advertising: false)
         try await rig.run(until: { first.central.state == .poweredOn }, "power on")
         first.central.scanForPeripherals(withServices: [Profile.service])
         app.terminate(.bySystem)
@@ -187,11 +173,7 @@ final class RecordedLaunches<Recorder: Sendable>: Sendable {
 
     @Test(arguments: [BluetoothSystem.App.Termination.byUser])
     func aUserQuitKeepsNothing(_ cause: BluetoothSystem.App.Termination) async throws {
-        let rig = Rig()
-        try await rig.startSensor()
-        let (app, launches) = Self.lockApp(rig)
-        app.launch()
-        let first = try #require(launches.last)
+        let (rig, app, launches, first) = try await Self.launchedLockApp()
         _ = try await AppLifecycleTests.connectAndSubscribe(first, rig)
         app.terminate(cause)
         #expect(app.keptCentralManagers.isEmpty)
@@ -245,11 +227,7 @@ final class RecordedLaunches<Recorder: Sendable>: Sendable {
     }
 
     @Test func anAppWithoutBluetoothCentralKeepsNothing() async throws {
-        let rig = Rig()
-        try await rig.startSensor()
-        let (app, launches) = Self.lockApp(rig, modes: [])
-        app.launch()
-        let first = try #require(launches.last)
+        let (rig, app, launches, first) = try await Self.launchedLockApp(modes: [])
         let sensor = try await rig.find(with: first)
         rig.sensorSystem.move(to: RadioPosition(x: 1000, y: 0))
         first.central.connect(sensor)
