@@ -45,6 +45,14 @@ import Testing
         return (rig, peripheral)
     }
 
+    /// The tree the phone's app discovers after disconnecting from `peripheral` and connecting again.
+    static func rediscovered(_ peripheral: Peripheral, on rig: Rig) async throws -> [String] {
+        try await disconnect(peripheral, rig.phone, on: rig)
+        _ = try await reconnect(rig.phone, to: peripheral.identifier, on: rig)
+        try await rig.discoverAll(peripheral)
+        return tree(peripheral)
+    }
+
     static func disconnect(_ peripheral: Peripheral, _ app: CentralRecorder, on rig: Rig) async throws {
         let before = app.events.count
         app.central.cancelPeripheralConnection(peripheral)
@@ -110,10 +118,7 @@ import Testing
         #expect(after == before.filter { !$0.hasPrefix("180F") })
 
         // The new database is what the cache holds now: the next reconnection asks nothing again.
-        try await Self.disconnect(peripheral, rig.phone, on: rig)
-        _ = try await Self.reconnect(rig.phone, to: peripheral.identifier, on: rig)
-        try await rig.discoverAll(peripheral)
-        #expect(Self.tree(peripheral) == after)
+        #expect(try await Self.rediscovered(peripheral, on: rig) == after)
         await rig.phoneSystem.shutDown()
 
         let sent = try SnoopATT.sent(in: snoop)
@@ -140,10 +145,7 @@ import Testing
         let after = Self.tree(peripheral)
         #expect(!after.contains { $0.hasPrefix("180F") })
         // The cache now holds the database as it is: a reconnection asks nothing but the hash.
-        try await Self.disconnect(peripheral, rig.phone, on: rig)
-        _ = try await Self.reconnect(rig.phone, to: peripheral.identifier, on: rig)
-        try await rig.discoverAll(peripheral)
-        #expect(Self.tree(peripheral) == after)
+        #expect(try await Self.rediscovered(peripheral, on: rig) == after)
         await rig.phoneSystem.shutDown()
         let sent = try SnoopATT.sent(in: snoop)
         let second = sent.filter { $0.connection == 2 }
