@@ -84,22 +84,30 @@ extension CentralManager {
     /// its peripherals, links, subscriptions and scan. Called in `init`, before the manager registers, so that
     /// `willRestoreState` is the first callback. Returns the events to tell after `didUpdateState`.
     func restore(from kept: CentralManager) -> [RestorationEvent] {
+        // Taken and cleared in one step: the kept manager holds nothing once this manager has it.
         let (connected, pending, events, keptScan) = kept.locked.withLock { s in
-            (s.byHandle, s.pending, s.restorationEvents, s.scan)
+            defer {
+                s.byHandle = [:]
+                s.pending = [:]
+                s.scan = nil
+                s.restorationEvents = []
+            }
+            return (s.byHandle, s.pending, s.restorationEvents, s.scan)
         }
         var map: [ObjectIdentifier: Peripheral] = [:]
         var restored: [Peripheral] = []
-        for (handle, old) in connected.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
+        // Connected ones (on their links) first, then pending ones.
+        let links =
+            connected.sorted { $0.key.rawValue < $1.key.rawValue }.map { (old: $0.value, handle: Optional($0.key)) }
+            + pending.values.sorted { $0.identifier.uuidString < $1.identifier.uuidString }.map {
+                (old: $0, handle: ConnectionHandle?.none)
+            }
+        for (old, handle) in links {
             let p = peripheral(for: old.address, identifier: old.identifier)
             p.restore(from: old, handle: handle)
-            locked.withLock { $0.byHandle[handle] = p }
-            map[ObjectIdentifier(old)] = p
-            restored.append(p)
-        }
-        for (address, old) in pending.sorted(by: { $0.value.identifier.uuidString < $1.value.identifier.uuidString }) {
-            let p = peripheral(for: address, identifier: old.identifier)
-            p.restore(from: old, handle: nil)
-            locked.withLock { $0.pending[address] = p }
+            locked.withLock { s in
+                if let handle { s.byHandle[handle] = p } else { s.pending[old.address] = p }
+            }
             map[ObjectIdentifier(old)] = p
             restored.append(p)
         }
@@ -112,12 +120,6 @@ extension CentralManager {
             locked.withLock {
                 $0.scan = ScanSession(id: scanID, services: keptScan.services, options: keptScan.options)
             }
-        }
-        kept.locked.withLock { s in
-            s.byHandle = [:]
-            s.pending = [:]
-            s.scan = nil
-            s.restorationEvents = []
         }
         // IOS-RULES 5c: keys that would be empty are left out; the scan options hold only what was set.
         let scanOptions = keptScan?.options.flatMap { o -> ScanOptions? in
