@@ -256,8 +256,12 @@ public final class Peripheral: Sendable, Hashable, CustomStringConvertible {
     let observers = ObserverList<any PeripheralObserver>()
 
     func handleValueUpdate(attribute: AttributeHandle, value: [UInt8], isIndication: Bool = false) {
-        // The system subscribes to Service Changed on every link (SharedDiscovery), as iOS does for every app.
-        if let handle, let manager, manager.system.core.discovery.isServiceChanged(attribute, on: handle) {
+        // The system subscribes to Service Changed on every link (SharedDiscovery), as iOS does for every app. It
+        // only indicates, so a notification (the hot path) never asks the system's shared table, as SystemCore
+        // does not either.
+        if isIndication, let handle, let manager,
+            manager.system.core.discovery.isServiceChanged(attribute, on: handle)
+        {
             handleServiceChanged(value)
             return
         }
