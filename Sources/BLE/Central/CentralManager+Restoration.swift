@@ -55,10 +55,11 @@ extension CentralManager {
 
     /// Whether the manager has work the system can carry on: a scan for services, a link, a pending connection.
     var hasRestorableWork: Bool {
-        locked.withLock { s in
-            !s.byHandle.isEmpty || !s.pending.isEmpty || !(s.scan?.services ?? []).isEmpty
-        }
+        !locked.withLock { Self.restorableRecord(of: $0) }.isEmpty
     }
+
+    /// Whether something happened to this kept manager that its app has not heard yet.
+    var hasRestorationEvents: Bool { locked.withLock { !$0.restorationEvents.isEmpty } }
 
     /// The system keeps this manager after its app was terminated.
     func preserve() {
@@ -85,14 +86,15 @@ extension CentralManager {
     /// `willRestoreState` is the first callback. Returns the events to tell after `didUpdateState`.
     func restore(from kept: CentralManager) -> [RestorationEvent] {
         // Taken and cleared in one step: the kept manager holds nothing once this manager has it.
-        let (connected, pending, events, keptScan) = kept.locked.withLock { s in
+        let (connected, pending, events, keptScan, resume) = kept.locked.withLock { s in
             defer {
                 s.byHandle = [:]
                 s.pending = [:]
                 s.scan = nil
                 s.restorationEvents = []
+                s.resumeAtPowerOn = false
             }
-            return (s.byHandle, s.pending, s.restorationEvents, s.scan)
+            return (s.byHandle, s.pending, s.restorationEvents, s.scan, s.resumeAtPowerOn)
         }
         var map: [ObjectIdentifier: Peripheral] = [:]
         var restored: [Peripheral] = []
@@ -115,12 +117,17 @@ extension CentralManager {
             defer { s.nextScanID += 1 }
             return s.nextScanID
         }
-        let request = system.core.transfer(from: kept, to: self, scan: scanID)
-        if request != nil, let keptScan {
+        // A scan preserved by an earlier process and not started yet (the controller is not on) is this
+        // manager's to start once powered on, as are its pending connections.
+        let scanning = system.core.transfer(from: kept, to: self, scan: scanID) != nil || (resume && keptScan != nil)
+        if scanning, let keptScan {
             locked.withLock {
                 $0.scan = ScanSession(id: scanID, services: keptScan.services, options: keptScan.options)
             }
         }
+        locked.withLock { $0.resumeAtPowerOn = resume }
+        // This manager writes the preserved state from now on.
+        persistRestorableState()
         // IOS-RULES 5c: keys that would be empty are left out; the scan options hold only what was set.
         let scanOptions = keptScan?.options.flatMap { o -> ScanOptions? in
             let solicited = o.solicitedServiceUUIDs ?? []
@@ -131,8 +138,8 @@ extension CentralManager {
         }
         let state = RestoredState(
             peripherals: restored.isEmpty ? nil : restored,
-            scanServices: request == nil ? nil : keptScan?.services.flatMap { $0.isEmpty ? nil : $0 },
-            scanOptions: request == nil ? nil : scanOptions)
+            scanServices: scanning ? keptScan?.services.flatMap { $0.isEmpty ? nil : $0 } : nil,
+            scanOptions: scanning ? scanOptions : nil)
         deliver { manager, delegate in delegate?.centralManager(manager, willRestoreState: state) }
         // A peripheral the events name that is neither connected nor pending now (its link went) is this
         // manager's too, disconnected.

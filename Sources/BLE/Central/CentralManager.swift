@@ -34,6 +34,8 @@ public final class CentralManager: Sendable, SystemSession, ScanClient, LinkClie
         var preserved = false
         /// What happened while kept, for the manager that restores it.
         var restorationEvents: [RestorationEvent] = []
+        /// Work preserved by an earlier process (its pending connections and scan), to start once powered on.
+        var resumeAtPowerOn = false
         /// Peripherals asked to connect and not connected yet, by address: the system initiates toward all of
         /// them (and every other app's) at once.
         var pending: [BluetoothAddress: Peripheral] = [:]
@@ -121,7 +123,8 @@ public final class CentralManager: Sendable, SystemSession, ScanClient, LinkClie
 
     deinit {
         // A manager that goes away stops its scan, cancels its pending connects and lets go of its links, as
-        // CoreBluetooth's does (IOS-RULES 6.1); other apps' scans and links go on.
+        // CoreBluetooth's does (IOS-RULES 6.1); other apps' scans and links go on. Nothing is carried on for it.
+        if let key = preservationKey { system.forgetPreserved(key, owner: ObjectIdentifier(self)) }
         system.core.stopScan(self)
         system.core.releaseLinks(of: ObjectIdentifier(self))
         system.core.unregister(self)
@@ -160,6 +163,7 @@ public final class CentralManager: Sendable, SystemSession, ScanClient, LinkClie
             return s.nextScanID
         }
         system.core.startScan(self, request, id: id)
+        persistRestorableState()
     }
 
     /// Stops this manager's scan.
@@ -167,6 +171,7 @@ public final class CentralManager: Sendable, SystemSession, ScanClient, LinkClie
         guard !isDefunct else { return defunct("stopScan") }
         locked.withLock { $0.scan = nil }
         system.core.stopScan(self)
+        persistRestorableState()
     }
 
     // MARK: ScanClient
@@ -197,6 +202,7 @@ public final class CentralManager: Sendable, SystemSession, ScanClient, LinkClie
         // CoreBluetooth has no callback for a scan that could not start or stopped by itself; `isScanning` turns
         // false.
         locked.withLock { s in if s.scan?.id == id { s.scan = nil } }
+        persistRestorableState()
     }
 
     // MARK: Connections
@@ -221,6 +227,7 @@ public final class CentralManager: Sendable, SystemSession, ScanClient, LinkClie
             return true
         }
         guard asked else { return }
+        persistRestorableState()
         if let link = system.core.connect(self, to: peripheral.address) { linkAttached(link) }
     }
 
@@ -243,6 +250,7 @@ public final class CentralManager: Sendable, SystemSession, ScanClient, LinkClie
             }
         }
         guard asked else { return }
+        defer { persistRestorableState() }
         switch system.core.cancelConnection(self, from: peripheral.address) {
         case .nothing:
             // A reconnection waiting to try again (`linkFailed`) is pending here only.
@@ -386,6 +394,7 @@ public final class CentralManager: Sendable, SystemSession, ScanClient, LinkClie
         guard let peripheral = locked.withLock({ $0.pending[peer] }) else { return }
         if isPreserved, !peripheral.isReconnecting {
             locked.withLock { _ = $0.pending.removeValue(forKey: peer) }
+            persistRestorableState()
             return noteForRestoration(.failedToConnect(peripheral, Self.connectFailure(error)))
         }
         if peripheral.isReconnecting {
@@ -402,6 +411,7 @@ public final class CentralManager: Sendable, SystemSession, ScanClient, LinkClie
             return
         }
         locked.withLock { _ = $0.pending.removeValue(forKey: peer) }
+        persistRestorableState()
         initiationEnded(peripheral, error: error)
     }
 
@@ -449,6 +459,7 @@ public final class CentralManager: Sendable, SystemSession, ScanClient, LinkClie
             return (true, wasScanning)
         }
         guard change.changed else { return }
+        if new == .poweredOn { resumePreservedWork() }
         switch new {
         case .poweredOff where system.core.isShutDown:
             failAllLinks(BluetoothError(.systemShutDown, "the system was shut down"))
@@ -510,6 +521,7 @@ public final class CentralManager: Sendable, SystemSession, ScanClient, LinkClie
         guard let peripheral = locked.withLock({ $0.byHandle.removeValue(forKey: handle) }) else { return }
         let local = peripheral.isCancelled
         if isPreserved {
+            persistRestorableState()
             return noteForRestoration(.disconnected(peripheral, local ? nil : Self.disconnectError(reason)))
         }
         if !local, peripheral.alerts.onDisconnection, app.showsConnectionAlerts {
@@ -531,6 +543,7 @@ public final class CentralManager: Sendable, SystemSession, ScanClient, LinkClie
             if let link = system.core.connect(self, to: peripheral.address) { linkAttached(link) }
             return
         }
+        persistRestorableState()
         deliver { manager, delegate in
             // A link that dropped before its didConnect was delivered was never announced: for the
             // application the connection failed.

@@ -118,6 +118,9 @@ public final class Peripheral: Sendable, Hashable, CustomStringConvertible {
     var handle: ConnectionHandle? { locked.withLock { $0.handle } }
     var currentState: PeripheralState { locked.withLock { $0.state } }
     var isCancelled: Bool { locked.withLock { $0.cancelled } }
+
+    /// Whether the last `connect` asked the system to reconnect after a link loss.
+    var wantsAutoReconnect: Bool { locked.withLock { $0.autoReconnect } }
     func setState(_ s: PeripheralState) { locked.withLock { $0.state = s } }
     func setCancelled(_ c: Bool) { locked.withLock { $0.cancelled = c } }
 

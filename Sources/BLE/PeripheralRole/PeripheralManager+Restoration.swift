@@ -24,6 +24,9 @@ extension PeripheralManager {
     /// Whether the manager has work the system can carry on: published services or an advertisement.
     var hasRestorableWork: Bool { locked.withLock { !$0.published.isEmpty || $0.advertising != nil } }
 
+    /// Whether a central asked something of this kept manager that its app has not heard yet.
+    var hasRestorationEvents: Bool { locked.withLock { !$0.restorationEvents.isEmpty } }
+
     /// The system keeps this manager after its app was terminated. Requests the ended app never answered are
     /// refused now (nobody will answer them), rather than left to the ATT transaction timeout.
     func preserve() {

@@ -20,6 +20,8 @@ public final class BluetoothSystem: Sendable, CustomStringConvertible {
     let runtimes = Mutex<[String: AppRuntime]>([:])
     /// The alerts shown so far.
     let alertLog = Mutex<[LoggedAlert]>([])
+    /// Which manager writes each preserved state in the store (`BluetoothSystem+Preservation.swift`).
+    let preservationOwners = Mutex<[PreservedManager.Key: ObjectIdentifier]>([:])
 
     func withRuntime<T>(of app: String, _ body: (inout AppRuntime) -> T) -> T {
         runtimes.withLock { body(&$0[app, default: AppRuntime()]) }
@@ -28,6 +30,8 @@ public final class BluetoothSystem: Sendable, CustomStringConvertible {
     init(core: SystemCore, virtualController: VirtualController?) {
         self.core = core
         self.virtualController = virtualController
+        // A store that kept managers' state (a phone restarted): their work goes on for their apps.
+        resumePreservedWork()
     }
 
     /// The system's name (the simulated device's name; the GAP Device Name its GATT server shows).

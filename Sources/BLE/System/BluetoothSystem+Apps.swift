@@ -61,7 +61,13 @@ extension BluetoothSystem {
         /// app's managers and returns the object that keeps them (the app delegate, say); the system keeps that
         /// object until the app is terminated, then lets go of it.
         public func onLaunch(_ handler: @escaping @Sendable (Launch) -> any Sendable) {
-            system.withRuntime(of: id) { $0.handler = handler }
+            let waiting = system.withRuntime(of: id) { r -> Bool in
+                r.handler = handler
+                return r.keptCentrals.values.contains { $0.hasRestorationEvents }
+                    || r.keptPeripherals.values.contains { $0.hasRestorationEvents }
+            }
+            // Work kept for it bore fruit before it had a launch handler (a restarted system): relaunched now.
+            if waiting { system.relaunchForRestoration(self) }
         }
 
         /// The user opens the app: a launch when it is not running (or was never launched: its launch handler
@@ -128,6 +134,8 @@ extension BluetoothSystem {
                 return (r.launched, released)
             }
             system.release(released)
+            // A force-quit ends state restoration for the app, also across a restart (IOS-RULES 5e).
+            if cause == .byUser { system.forgetPreserved(of: id) }
             let keeping = keep.values.map { ObjectIdentifier($0) } + keepPeripherals.values.map { ObjectIdentifier($0) }
             system.core.terminate(core, keeping: Set(keeping))
             // Tasks that awaited the app's managers end: nothing is delivered to them any more.
@@ -201,6 +209,9 @@ extension BluetoothSystem {
     /// system, as a terminated app's managers do.
     func release(_ kept: [any SystemSession]) {
         for session in kept {
+            if let key = (session as? CentralManager)?.preservationKey {
+                forgetPreserved(key, owner: ObjectIdentifier(session))
+            }
             session.systemAppTerminated()
             core.unregister(session)
         }
@@ -220,6 +231,7 @@ extension BluetoothSystem {
             return kept
         }
         release(kept)
+        forgetPreserved(of: nil)
     }
 
     /// Takes the peripheral manager kept for `app` under `restoreIdentifier`, for a new one to restore from.
@@ -237,7 +249,8 @@ extension BluetoothSystem {
     /// scheduler, never inside the event that caused it.
     func relaunchForRestoration(_ app: App) {
         core.scheduler.schedule(after: .zero) { [self] in
-            guard app.state == .notRunning else { return }
+            // Without a launch handler (a restarted system whose app has not set one yet), `onLaunch` relaunches.
+            guard app.state == .notRunning, withRuntime(of: app.id, { $0.handler != nil }) else { return }
             let options = withRuntime(of: app.id) { r in
                 App.LaunchOptions(
                     bluetoothCentrals: r.keptCentrals.keys.sorted(),

@@ -240,6 +240,17 @@ public final class SystemApp: Sendable, Hashable, CustomStringConvertible {
         if changed { lifecycleChanged() }
     }
 
+    /// An app the system knows before it has run (a phone restarted with work preserved for it): not running
+    /// until it is launched. Does nothing once the app has been launched.
+    public func startNotRunning() {
+        let changed = state.withLock { s -> Bool in
+            guard !s.launched, s.lifecycle == .foreground else { return false }
+            s.lifecycle = .notRunning
+            return true
+        }
+        if changed { lifecycleChanged() }
+    }
+
     /// The app stops running: what was held for it is dropped, and so is everything its managers would hear.
     public func terminate() {
         state.withLock { s in

@@ -6,8 +6,9 @@ import Synchronization
 
 /// What a system keeps beyond its process, in one SQLite database (through GRDB): the identifier of every
 /// peer address it reported, with the peer's last name and when it was last seen, and the GATT cache of each
-/// peer whose database has a hash (what was discovered there, with the hash it was discovered under). Bonds and
-/// preserved state come as later migrations (ARCHITECTURE.md, "Persistence").
+/// peer whose database has a hash (what was discovered there, with the hash it was discovered under), and the
+/// preserved state of managers with a restore identifier (`SystemStore+Preserved.swift`). Bonds come as a later
+/// migration (ARCHITECTURE.md, "Persistence").
 ///
 /// - Identifiers are random per system, as on iOS (a seeded draw in simulation, so a run repeats), and each is
 ///   committed before it is handed out: a process killed right after reporting a peer finds the same
@@ -60,11 +61,11 @@ public final class SystemStore: Sendable {
 
     /// nil: in memory.
     public let path: String?
-    private let database: DatabaseQueue
+    let database: DatabaseQueue
     private let now: @Sendable () -> Int64
-    private let logger: Logger
+    let logger: Logger
 
-    private struct State {
+    struct State {
         var byIdentifier: [UUID: KnownPeer] = [:]
         var byAddress: [BluetoothAddress: UUID] = [:]
         /// Identifiers drawn so far (kept in the file, so a seeded draw continues where it stopped).
@@ -76,8 +77,13 @@ public final class SystemStore: Sendable {
         /// GATT caches changed since the last write (nil: to delete).
         var unwrittenCaches: [UUID: GATTCache?] = [:]
         var closed = false
+        /// The preserved state of managers (state restoration), by key, as read when the store opened and
+        /// written since.
+        var preserved: [PreservedManager.Key: PreservedManager] = [:]
+        /// Preserved-state rows that could not be read as the store opened (logged, then ignored).
+        var unreadablePreserved = 0
     }
-    private let state: Mutex<State>
+    let state: Mutex<State>
 
     /// Opens (or creates) the store at `path`, or one in memory when `path` is nil.
     ///
@@ -116,6 +122,11 @@ public final class SystemStore: Sendable {
         database = opened.0
         var state = opened.1
         state.seed = seed
+        if state.unreadablePreserved > 0 {
+            logger.warning(
+                "preserved manager rows that cannot be read are ignored",
+                metadata: ["path": "\(path ?? ":memory:")", "rows": "\(state.unreadablePreserved)"])
+        }
         self.state = Mutex(state)
     }
 
@@ -145,6 +156,19 @@ public final class SystemStore: Sendable {
                         identifier TEXT PRIMARY KEY NOT NULL REFERENCES peer (identifier) ON DELETE CASCADE,
                         hash BLOB NOT NULL,
                         record BLOB NOT NULL
+                    );
+                    """)
+        }
+        migrator.registerMigration("v3: preserved state") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE preservedManager (
+                        app TEXT NOT NULL,
+                        role TEXT NOT NULL,
+                        restoreIdentifier TEXT NOT NULL,
+                        backgroundModes TEXT NOT NULL,
+                        record BLOB NOT NULL,
+                        PRIMARY KEY (app, role, restoreIdentifier)
                     );
                     """)
         }
@@ -188,6 +212,13 @@ public final class SystemStore: Sendable {
                     state.byAddress[peer.address] = peer.identifier
                 }
                 state.drawn = UInt64(try Int64.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'drawn'") ?? 0)
+                for row in try Row.fetchAll(db, sql: "SELECT * FROM preservedManager") {
+                    guard let preserved = Self.preservedManager(row) else {
+                        state.unreadablePreserved += 1
+                        continue
+                    }
+                    state.preserved[preserved.key] = preserved
+                }
             }
             return (database, state)
         } catch let error as StoreError {
@@ -214,7 +245,7 @@ public final class SystemStore: Sendable {
 
     /// A column's value as `T`, or nil when it is NULL, missing or of another kind (GRDB's typed subscript
     /// would trap on a mismatch, and a file is input like any other).
-    private static func column<T: DatabaseValueConvertible>(_ row: Row, _ name: String) -> T? {
+    static func column<T: DatabaseValueConvertible>(_ row: Row, _ name: String) -> T? {
         guard let value = row[name] as DatabaseValue?, !value.isNull else { return nil }
         switch (value.storage, T.self) {
         case (.blob, is Data.Type), (.string, is String.Type), (.int64, is Int64.Type):
@@ -223,7 +254,7 @@ public final class SystemStore: Sendable {
         }
     }
 
-    private static func words(_ error: any Error) -> String {
+    static func words(_ error: any Error) -> String {
         if let error = error as? DatabaseError {
             return "\(error.message ?? "SQLite error") (SQLite code \(error.resultCode.rawValue))"
         }

@@ -1,0 +1,104 @@
+import BLECore
+import BLESystem
+import Foundation
+import Logging
+import Synchronization
+
+// A central manager's preserved state in the store, and the work a restarted system carries on from it
+// (`BluetoothSystem+Preservation.swift` says when records are written and forgotten).
+
+extension CentralManager {
+    /// Where this manager's state is preserved: it has a restore identifier and its app `bluetooth-central`.
+    var preservationKey: PreservedManager.Key? {
+        guard let id = restoreIdentifier, app.backgroundModes.contains(.bluetoothCentral) else { return nil }
+        return PreservedManager.Key(app: app.id, role: .central, restoreIdentifier: id)
+    }
+
+    /// What the system would carry on for this manager: the peers it wants a link to (connected or pending, not
+    /// cancelled) and its scan for services.
+    static func restorableRecord(of s: State) -> PreservedCentralRecord {
+        let wanted = (Array(s.byHandle.values) + Array(s.pending.values)).filter { !$0.isCancelled }
+        var seen: Set<UUID> = []
+        let peers = wanted.sorted { $0.identifier.uuidString < $1.identifier.uuidString }.compactMap {
+            p -> PreservedCentralRecord.Peer? in
+            guard seen.insert(p.identifier).inserted else { return nil }
+            let alerts = p.alerts
+            return PreservedCentralRecord.Peer(
+                identifier: p.identifier, autoReconnect: p.wantsAutoReconnect,
+                notifyOnConnection: alerts.onConnection, notifyOnDisconnection: alerts.onDisconnection,
+                notifyOnNotification: alerts.onNotification)
+        }
+        let services = (s.scan?.services ?? []).map(\.uuidString)
+        let options = s.scan?.options
+        return PreservedCentralRecord(
+            peers: peers, scanServices: services.isEmpty ? nil : services,
+            allowDuplicates: services.isEmpty ? nil : options?.allowDuplicates,
+            solicitedServices: services.isEmpty ? nil : options?.solicitedServiceUUIDs?.map(\.uuidString))
+    }
+
+    /// Writes what the system would carry on for this manager to the store, when it changed (or forgets it when
+    /// nothing is left): after a connect, a cancel, a connection that failed or ended for good, a scan started
+    /// or stopped.
+    func persistRestorableState() {
+        guard let key = preservationKey else { return }
+        let record = locked.withLock { Self.restorableRecord(of: $0) }
+        system.preserve(
+            key, owner: self, record: record.isEmpty ? nil : record.encoded, modes: app.backgroundModes)
+    }
+
+    /// A kept manager of a restarted system takes `record`'s work: its peers are pending (connected to once the
+    /// controller is on) and its scan runs then. Kept for its app, which is not running.
+    func resume(_ record: PreservedCentralRecord) {
+        var peripherals: [Peripheral] = []
+        for peer in record.peers {
+            guard let known = system.core.store.knownPeer(peer.identifier) else {
+                Self.apiLogger.warning(
+                    "a preserved connection names a peer the store no longer knows; it is not carried on",
+                    metadata: ["identifier": "\(peer.identifier)", "app": "\(app.id)"])
+                continue
+            }
+            let p = peripheral(for: known.address, identifier: peer.identifier)
+            if let name = known.name { p.updateName(name) }
+            p.connectRequested(
+                autoReconnect: peer.autoReconnect,
+                alerts: .init(
+                    onConnection: peer.notifyOnConnection, onDisconnection: peer.notifyOnDisconnection,
+                    onNotification: peer.notifyOnNotification))
+            peripherals.append(p)
+        }
+        let services = record.scanServices?.compactMap(BluetoothUUID.init(string:))
+        locked.withLock { s in
+            s.preserved = true
+            s.resumeAtPowerOn = true
+            for p in peripherals { s.pending[p.address] = p }
+            if let services {
+                s.scan = ScanSession(
+                    id: s.nextScanID, services: services,
+                    options: ScanOptions(
+                        allowDuplicates: record.allowDuplicates,
+                        solicitedServiceUUIDs: record.solicitedServices?.compactMap(BluetoothUUID.init(string:))))
+                s.nextScanID += 1
+            }
+        }
+        persistRestorableState()
+    }
+
+    /// Once powered on, a manager that took preserved work starts it: its pending connections and its scan.
+    func resumePreservedWork() {
+        let work = locked.withLock { s -> (pending: [Peripheral], scan: ScanSession?)? in
+            guard s.resumeAtPowerOn, s.managerState == .poweredOn else { return nil }
+            s.resumeAtPowerOn = false
+            return (s.pending.values.sorted { $0.identifier.uuidString < $1.identifier.uuidString }, s.scan)
+        }
+        guard let work else { return }
+        for p in work.pending {
+            if let link = system.core.connect(self, to: p.address) { linkAttached(link) }
+        }
+        if let scan = work.scan {
+            let request = ScanRequest(
+                services: scan.services, solicitedServices: scan.options?.solicitedServiceUUIDs ?? [],
+                allowDuplicates: scan.options?.allowDuplicates == true)
+            system.core.startScan(self, request, id: scan.id)
+        }
+    }
+}

@@ -1,0 +1,158 @@
+import BLECore
+import BLESystem
+import Dispatch
+import Foundation
+import Logging
+import Synchronization
+
+// State preservation across a process (IOS-RULES 5e: from iOS 11, restoration survives a reboot).
+//
+// A manager with a restore identifier, in an app that declares the background mode of its role, writes what the
+// system would carry on for it to the store each time that changes (committed at once, so a process killed
+// right after finds it): for a central manager, the peers it wants a link to (connected or pending) with their
+// connect options, and its scan for services; for a peripheral manager, its published services and its
+// advertisement. A system made on that store after the process ended (a phone restarted) keeps that work for
+// the app before it runs: it makes a kept manager for each record, which connects, scans, publishes and
+// advertises once the controller is on, and relaunches the app in the background when something happens, as
+// after a termination by the system. What was only true of the old process is not carried: links and
+// subscriptions end with it, so a peer that was connected is pending again, and its services are discovered
+// anew (the GATT cache answers when its database is unchanged).
+//
+// A record goes when its manager has nothing left to carry on, when the manager goes away while its app runs,
+// when the user force-quits the app, and when Bluetooth is turned off in Settings (IOS-RULES 5e). A power-off
+// of the controller (the transport closing, the system shut down) leaves the records as they are: a phone
+// switched off restores them when it starts again.
+
+extension BluetoothSystem {
+    /// The queue of the managers a restarted system keeps for apps that are not running: nothing is delivered
+    /// on it (their apps are not running), it is only where a delivery would go.
+    static let keeperQueue = DispatchQueue(label: "swift-ble.restoration")
+
+    /// Writes the preserved state under `key`, `owner` writing it from now on; or, with nil, forgets it, unless
+    /// another manager wrote it last (a kept manager whose work a restored one took over has nothing left, and
+    /// must not forget what the restored one carries on).
+    func preserve(_ key: PreservedManager.Key, owner: AnyObject, record: [UInt8]?, modes: Set<App.BackgroundMode>) {
+        guard !core.isShutDown else { return }
+        let id = ObjectIdentifier(owner)
+        preservationOwners.withLock { owners in
+            if let record {
+                owners[key] = id
+                core.store.setPreserved(
+                    PreservedManager(key: key, backgroundModes: Set(modes.map(\.rawValue)), record: record))
+            } else if owners[key] == nil || owners[key] == id {
+                owners[key] = nil
+                core.store.removePreserved(key)
+            }
+        }
+    }
+
+    /// Forgets the preserved state under `key` if `owner` wrote it last (a manager that goes away; not one whose
+    /// work another manager took over).
+    func forgetPreserved(_ key: PreservedManager.Key, owner: ObjectIdentifier) {
+        guard !core.isShutDown else { return }
+        preservationOwners.withLock { owners in
+            guard owners[key] == owner else { return }
+            owners[key] = nil
+            core.store.removePreserved(key)
+        }
+    }
+
+    /// Forgets every preserved state of `app` (a force-quit), or of every app (Bluetooth turned off).
+    func forgetPreserved(of app: String?) {
+        guard !core.isShutDown else { return }
+        preservationOwners.withLock { owners in
+            for preserved in core.store.preservedManagers where app == nil || preserved.key.app == app {
+                owners[preserved.key] = nil
+                core.store.removePreserved(preserved.key)
+            }
+        }
+    }
+
+    /// A system made on a store with preserved state (a phone restarted): for each record, the app (known by
+    /// its id, with the background modes it declared, not running) gets a kept manager that carries the work on
+    /// once the controller is on, and its relaunch when something happens. A record that cannot be read, or of
+    /// an app without the role's background mode, is logged and forgotten.
+    func resumePreservedWork() {
+        for preserved in core.store.preservedManagers {
+            let key = preserved.key
+            let app = app(id: key.app)
+            if app.backgroundModes.isEmpty {
+                app.core.setBackgroundModes(Set(preserved.backgroundModes.compactMap(App.BackgroundMode.init)))
+            }
+            app.core.startNotRunning()
+            switch key.role {
+            case .central:
+                guard app.backgroundModes.contains(.bluetoothCentral),
+                    let record = PreservedCentralRecord(decoding: preserved.record)
+                else {
+                    forgetUnusable(preserved)
+                    continue
+                }
+                let keeper = CentralManager(
+                    delegate: nil, queue: Self.keeperQueue,
+                    options: .init(showPowerAlert: false, restoreIdentifier: key.restoreIdentifier), app: app)
+                keeper.resume(record)
+                withRuntime(of: app.id) { $0.keptCentrals[key.restoreIdentifier] = keeper }
+            case .peripheral:
+                forgetUnusable(preserved)
+            }
+            Self.logger.info(
+                "carrying on a preserved manager's work for an app that is not running",
+                metadata: ["manager": "\(key)"])
+        }
+    }
+
+    private func forgetUnusable(_ preserved: PreservedManager) {
+        Self.logger.warning(
+            "a preserved manager's state cannot be used and is forgotten",
+            metadata: ["manager": "\(preserved.key)", "bytes": "\(preserved.record.count)"])
+        core.store.removePreserved(preserved.key)
+    }
+}
+
+/// What the store keeps of a central manager (JSON, with a version a later form can tell apart).
+struct PreservedCentralRecord: Codable, Hashable {
+    static let currentVersion = 1
+
+    /// A peer the manager wants a link to, with what its `connect` asked for.
+    struct Peer: Codable, Hashable {
+        var identifier: UUID
+        var autoReconnect: Bool
+        var notifyOnConnection: Bool
+        var notifyOnDisconnection: Bool
+        var notifyOnNotification: Bool
+    }
+
+    var version = Self.currentVersion
+    var peers: [Peer]
+    /// The services of the scan, when it scans for some (a scan for everything is not carried on).
+    var scanServices: [String]?
+    var allowDuplicates: Bool?
+    var solicitedServices: [String]?
+
+    var isEmpty: Bool { peers.isEmpty && scanServices == nil }
+
+    var encoded: [UInt8] {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        // `try!` cannot trap: every field is a string, a UUID, a Bool or an array of them.
+        return Array(try! encoder.encode(self))
+    }
+
+    init(peers: [Peer], scanServices: [String]?, allowDuplicates: Bool?, solicitedServices: [String]?) {
+        self.peers = peers
+        self.scanServices = scanServices
+        self.allowDuplicates = allowDuplicates
+        self.solicitedServices = solicitedServices
+    }
+
+    /// The record in `bytes`, or nil when they are not one this version wrote.
+    init?(decoding bytes: [UInt8]) {
+        guard let record = try? JSONDecoder().decode(Self.self, from: Data(bytes)),
+            record.version == Self.currentVersion,
+            (record.scanServices ?? []).allSatisfy({ BluetoothUUID(string: $0) != nil }),
+            (record.solicitedServices ?? []).allSatisfy({ BluetoothUUID(string: $0) != nil })
+        else { return nil }
+        self = record
+    }
+}
