@@ -10,6 +10,7 @@ import os
 import re
 import select
 import shutil
+import signal
 import socket
 import sqlite3
 import subprocess
@@ -432,6 +433,8 @@ class BadInputTests(unittest.TestCase):
         (("connect", "HRM-Demo", "--duration=-1"), "--duration"),
         (("read", "HRM-Demo", "notauuid"), "CHAR"),
         (("write", "HRM-Demo", "2A39", "zz"), "HEX"),
+        (("demo", "phone-restart", "--phase", "before"), "--phase"),
+        (("demo", "door-lock", "--store", "/tmp/phone.sqlite"), "--store"),
     ]
 
     def test_bad_numbers_and_values_are_usage_errors_naming_the_option(self):
@@ -508,6 +511,63 @@ class DemoScenarioTests(unittest.TestCase):
         self.assertIn("app     unlocked, still background", lines[relaunched:])
         seconds = float(re.search(r"the door unlocked ([0-9.]+) s after the relaunch", first.stdout).group(1))
         self.assertLess(seconds, 10)
+
+    @staticmethod
+    def untimed(text):
+        return [re.sub(r"^\[ *[0-9.]+s\] ", "", line) for line in text.splitlines()]
+
+    def check_restarted_phone(self, after, identifier):
+        """The second process: the system keeps the app's work, relaunches it when the lock is back, and the
+        restored manager hears willRestoreState, the state and the connection, then unlocks the same lock."""
+        self.assertIn('phone   starts again on its store: the lock app is notRunning, its work kept for ["door-lock"]',
+                      after)
+        relaunched = after.index('app     relaunched in the background for ["door-lock"]')
+        self.assertEqual(after[relaunched + 1:relaunched + 4], [
+            "app     restored: DoorLock connected", "app     state poweredOn",
+            "app     connected to DoorLock while background"])
+        self.assertIn("app     unlocked, still background", after[relaunched:])
+        self.assertRegex(after[-1], r"^phone +the door unlocked [0-9.]+ s after the relaunch; the lock is "
+                         + re.escape(identifier) + "$")
+
+    @staticmethod
+    def lock_identifier(before):
+        return next(l for l in before if l.startswith("phone   the lock is ")).split()[-1]
+
+    def test_phone_restart_demo_kills_the_phone_and_the_restarted_one_unlocks(self):
+        result = ble("demo", "phone-restart", timeout=120)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        lines = self.untimed(result.stdout)
+        killed = next(i for i, l in enumerate(lines) if re.match(r"^---- the phone's process \d+ was killed with SIGKILL", l))
+        before, after = lines[:killed], lines[killed + 1:]
+        self.assertIn("phone   the lock app is suspended, its connection request pending and kept in the store", before)
+        self.assertRegex(before[-1], r"^phone +process \d+ waiting to be killed$")
+        self.check_restarted_phone(after, self.lock_identifier(before))
+
+    def test_phone_restart_phases_survive_a_kill_9_by_hand(self):
+        with tempfile.TemporaryDirectory() as folder:
+            store = os.path.join(folder, "phone.sqlite")
+            process = subprocess.Popen([BLE, "demo", "phone-restart", "--phase", "before", "--store", store],
+                                       stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=ENV)
+            before = []
+            try:
+                reader = LineReader(process.stdout)
+                while not before or "waiting to be killed" not in before[-1]:
+                    before.append(reader.line(60))
+                os.kill(process.pid, signal.SIGKILL)
+                process.wait(timeout=20)
+            finally:
+                if process.poll() is None:
+                    process.kill()
+                    process.wait(timeout=20)
+                process.stdout.close()
+            self.assertEqual(process.returncode, -signal.SIGKILL)
+            # What the killed process left: the lock app's pending connection, committed.
+            with contextlib.closing(sqlite3.connect(store)) as db:
+                rows = db.execute("SELECT app, role, restoreIdentifier, backgroundModes FROM preservedManager").fetchall()
+            self.assertEqual(rows, [("com.example.lock", "central", "door-lock", "bluetooth-central")])
+            after = ble("demo", "phone-restart", "--phase", "after", "--store", store, timeout=120)
+            self.assertEqual(after.returncode, 0, after.stderr)
+            self.check_restarted_phone(self.untimed(after.stdout), self.lock_identifier(self.untimed("\n".join(before))))
 
     def test_an_unknown_scenario_is_refused(self):
         result = ble("demo", "nowhere")

@@ -48,9 +48,12 @@ extension SystemStore {
     }
 
     /// Keeps `manager`'s state, replacing what was kept under its key, and commits it at once: the state a
-    /// process killed right after a change finds on restart is the changed one. A write that fails (a full
-    /// disk, a closed store) is logged; the state is kept in memory.
+    /// process killed right after a change finds on restart is the changed one. The names, last-seen times and
+    /// GATT caches batched so far are written first, so the peers a record names come back with them. A write
+    /// that fails (a full disk, a closed store) is logged; the state is kept in memory.
     public func setPreserved(_ manager: PreservedManager) {
+        guard state.withLock({ $0.preserved[manager.key] != manager }) else { return }
+        flush()
         write(manager.key, manager)
     }
 
