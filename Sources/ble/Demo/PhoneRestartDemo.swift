@@ -98,7 +98,8 @@ enum PhoneRestartDemo {
         // Killed here. A run that nobody kills ends, with an error, rather than waiting for ever.
         try await Task.sleep(for: killWait)
         withExtendedLifetime((lock, phone)) {}
-        throw ToolError(.failure, "the phone was not killed within \(killWait); run 'ble demo phone-restart' without --phase")
+        throw ToolError(
+            .failure, "the phone was not killed within \(killWait); run 'ble demo phone-restart' without --phase")
     }
 
     /// The second process: the phone starts again on the store, the user comes home hours later, the system
