@@ -115,6 +115,26 @@ import Testing
         }
     }
 
+    @Test func anAppOpenedAsThePhoneStartsTakesTheWorkOverBeforeTheControllerIsOn() async throws {
+        let store = SystemStoreAndShutdownTests.storePath()
+        defer { SystemStoreAndShutdownTests.remove(store) }
+        let (before, _, identifier, _, _) = try await Self.phoneWithAPendingConnection(store: store)
+        defer { withExtendedLifetime(before) {} }
+        // Opened at once, before the restarted controller is on: the manager takes the work not yet started.
+        let rig = Rig(phone: .init(storePath: store))
+        let app = rig.phoneSystem.app(id: "com.example.lock")
+        let launches = Launches()
+        Self.install(app, launches)
+        app.launch()
+        let opened = try #require(launches.last)
+        try await rig.run(until: { !opened.events.isEmpty }, "the first callback")
+        #expect(opened.lines.first?.hasPrefix("willRestoreState peripherals=[\"\(identifier) connecting\"]") == true)
+        #expect(app.keptCentralManagers.isEmpty)
+        try await rig.startSensor()
+        try await rig.run(until: { opened.events.contains(where: \.isConnect) }, within: .seconds(5), "didConnect")
+        #expect(opened.lines.last == "didConnect \(identifier)")
+    }
+
     @Test func aDeviceFoundBeforeTheAppIsInstalledAgainRelaunchesItWhenItIs() async throws {
         let store = SystemStoreAndShutdownTests.storePath()
         defer { SystemStoreAndShutdownTests.remove(store) }
@@ -181,5 +201,147 @@ import Testing
             #expect(
                 rig.phoneSystem.knownPeripherals.contains { $0.identifier == identifier }, "the peer is still known")
         }
+    }
+}
+
+/// A peripheral manager's published services and advertisement across a restart of the device (IOS-RULES 5.6,
+/// 5e): the restarted system publishes them again and advertises in the background form; a central's request for
+/// a value the app gives relaunches it, and its restored manager hears the services (rebuilt from the store) and
+/// the advertisement.
+@Suite struct PeripheralPhoneRestartTests {
+    typealias Launches = RecordedLaunches<PeripheralRecorder>
+    static let restoreID = "sensor-peripheral"
+
+    static func install(_ app: BluetoothSystem.App, _ launches: Launches) {
+        app.onLaunch { launch in
+            let recorder = PeripheralRecorder(
+                system: launch.app.system, label: "app sensor", app: launch.app,
+                options: .init(restoreIdentifier: restoreID), values: [Profile.dynamic: Data([0x2A])])
+            launches.launches.withLock { $0.append((launch.options, recorder)) }
+            return recorder
+        }
+    }
+
+    @Test func publishedServicesAndTheAdvertisementSurviveARestart() async throws {
+        let store = SystemStoreAndShutdownTests.storePath()
+        defer { SystemStoreAndShutdownTests.remove(store) }
+        // Before: the sensor app publishes the profile (an included service, static and dynamic values, a
+        // descriptor) and advertises, then leaves the foreground.
+        let before = Rig(sensor: .init(storePath: store))
+        let app = before.sensorSystem.app(id: "com.example.sensor", backgroundModes: [.bluetoothPeripheral])
+        let launches = Launches()
+        Self.install(app, launches)
+        app.launch()
+        let first = try #require(launches.last)
+        try await before.run(until: { first.manager.state == .poweredOn }, "power")
+        first.manager.add(before.sensor.secondary)
+        first.manager.add(before.sensor.primary)
+        first.manager.startAdvertising(Sensor.advertisement)
+        try await before.run(until: { first.manager.isAdvertising }, "advertising")
+        app.moveToBackground()
+        try await before.run(.seconds(10))
+        #expect(app.state == .suspended)
+        defer { withExtendedLifetime(before) {} }
+
+        // The device restarts: the system publishes and advertises for the app, which does not run.
+        let rig = Rig(sensor: .init(storePath: store))
+        let restartedApp = rig.sensorSystem.app(id: "com.example.sensor")
+        #expect(restartedApp.state == .notRunning)
+        #expect(restartedApp.keptPeripheralManagers == [Self.restoreID])
+        let relaunches = Launches()
+        Self.install(restartedApp, relaunches)
+        try await rig.run(until: { rig.central.state == .poweredOn }, "power")
+        // In the background form: found by a scan for its service (in the overflow area), without its name.
+        rig.central.scanForPeripherals(withServices: [Profile.service])
+        try await rig.run(until: { !rig.phone.discoveries.isEmpty }, within: .seconds(5), "the discovery")
+        let found = try #require(rig.phone.discoveries.first)
+        #expect(found.advertisement.localName == nil)
+        #expect(found.advertisement.overflowServiceUUIDs == [Profile.service])
+        rig.central.stopScan()
+        rig.central.connect(found.peripheral)
+        try await rig.run(until: { found.peripheral.state == .connected }, "the connection")
+        try await rig.discoverAll(found.peripheral)
+        // Static values and descriptors are answered by the system: no relaunch for them.
+        let fixed = try rig.characteristic(Profile.fixed, on: found.peripheral)
+        found.peripheral.readValue(for: fixed)
+        try await rig.run(until: { fixed.value == Profile.fixedValue }, within: .seconds(2), "the static read")
+        let described = try rig.characteristic(Profile.described, on: found.peripheral)
+        #expect(described.descriptors?.map(\.uuid) == [.characteristicUserDescription])
+        let remotePrimary = try #require(found.peripheral.services?.first { $0.uuid == Profile.service })
+        found.peripheral.discoverIncludedServices(nil, for: remotePrimary)
+        try await rig.run(
+            until: { rig.phone.lines.contains("didDiscoverIncludedServices \(Profile.service.uuidString)") },
+            "included services")
+        #expect(remotePrimary.includedServices?.map(\.uuid) == [Profile.includedService])
+        #expect(relaunches.count == 0)
+
+        // A value the app gives: the read relaunches it, and its restored manager answers.
+        let dynamic = try rig.characteristic(Profile.dynamic, on: found.peripheral)
+        found.peripheral.readValue(for: dynamic)
+        try await rig.run(until: { dynamic.value == Data([0x2A]) }, within: .seconds(2), "the app's answer")
+        #expect(relaunches.count == 1)
+        #expect(relaunches.lastOptions?.bluetoothPeripherals == [Self.restoreID])
+        let second = try #require(relaunches.last)
+        #expect(second.lines.first?.hasPrefix("willRestoreState") == true, "\(second.lines)")
+        guard case .willRestoreState(let state) = second.events.first else { return }
+        #expect(state.services?.map(\.uuid) == [Profile.includedService, Profile.service])
+        let primary = try #require(state.services?.last)
+        #expect(primary.includedServices?.map(\.uuid) == [Profile.includedService])
+        let characteristics = (primary.characteristics ?? []).compactMap { $0 as? MutableCharacteristic }
+        #expect(characteristics.map(\.uuid) == before.sensor.primary.characteristics?.map(\.uuid))
+        #expect(characteristics.first { $0.uuid == Profile.fixed }?.value == Profile.fixedValue)
+        #expect(characteristics.first { $0.uuid == Profile.dynamic }?.permissions == [.readable, .writeable])
+        #expect(state.advertisementData == Sensor.advertisement)
+        #expect(second.manager.isAdvertising)
+    }
+}
+
+extension PeripheralPhoneRestartTests {
+    @Test func anAppOpenedAsTheDeviceStartsPublishesAndAdvertisesWhatWasPreserved() async throws {
+        let store = SystemStoreAndShutdownTests.storePath()
+        defer { SystemStoreAndShutdownTests.remove(store) }
+        let before = Rig(sensor: .init(storePath: store))
+        let app = before.sensorSystem.app(id: "com.example.sensor", backgroundModes: [.bluetoothPeripheral])
+        let launches = Launches()
+        Self.install(app, launches)
+        app.launch()
+        let first = try #require(launches.last)
+        try await before.run(until: { first.manager.state == .poweredOn }, "power")
+        first.manager.add(before.sensor.secondary)
+        first.manager.add(before.sensor.primary)
+        first.manager.startAdvertising(Sensor.advertisement)
+        try await before.run(until: { first.manager.isAdvertising }, "advertising")
+        defer { withExtendedLifetime(before) {} }
+
+        // Opened at once, before the restarted controller is on: the restored manager publishes and advertises.
+        let rig = Rig(sensor: .init(storePath: store))
+        let restartedApp = rig.sensorSystem.app(id: "com.example.sensor")
+        let opened = Launches()
+        Self.install(restartedApp, opened)
+        restartedApp.launch()
+        let second = try #require(opened.last)
+        try await rig.run(until: { !second.events.isEmpty }, "the first callback")
+        guard case .willRestoreState(let state) = second.events.first else {
+            Issue.record("willRestoreState first: \(second.lines)")
+            return
+        }
+        #expect(state.services?.map(\.uuid) == [Profile.includedService, Profile.service])
+        #expect(state.advertisementData == Sensor.advertisement)
+        try await rig.run(until: { second.manager.isAdvertising }, within: .seconds(2), "advertising")
+        #expect(!second.lines.contains { $0.hasPrefix("didAdd") }, "published by the system, not the app")
+        // In the foreground: found by its name.
+        rig.central.scanForPeripherals(withServices: nil)
+        try await rig.run(
+            until: { rig.phone.discoveries.contains { $0.advertisement.localName == "sensor" } }, within: .seconds(5),
+            "the discovery by name")
+        let found = try #require(rig.phone.discoveries.first { $0.advertisement.localName == "sensor" })
+        rig.central.stopScan()
+        rig.central.connect(found.peripheral)
+        try await rig.run(until: { found.peripheral.state == .connected }, "the connection")
+        try await rig.discoverAll(found.peripheral)
+        let dynamic = try rig.characteristic(Profile.dynamic, on: found.peripheral)
+        found.peripheral.readValue(for: dynamic)
+        try await rig.run(until: { dynamic.value == Data([0x2A]) }, within: .seconds(2), "the app's answer")
+        #expect(opened.count == 1)
     }
 }

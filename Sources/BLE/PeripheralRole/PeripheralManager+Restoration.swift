@@ -22,7 +22,7 @@ extension PeripheralManager {
     var isPreserved: Bool { locked.withLock { $0.preserved } }
 
     /// Whether the manager has work the system can carry on: published services or an advertisement.
-    var hasRestorableWork: Bool { locked.withLock { !$0.published.isEmpty || $0.advertising != nil } }
+    var hasRestorableWork: Bool { !locked.withLock { Self.restorableRecord(of: $0) }.isEmpty }
 
     /// Whether a central asked something of this kept manager that its app has not heard yet.
     var hasRestorationEvents: Bool { locked.withLock { !$0.restorationEvents.isEmpty } }
@@ -67,6 +67,7 @@ extension PeripheralManager {
                 s.isAdvertising = false
                 s.centrals = [:]
                 s.restorationEvents = []
+                s.resumeAtPowerOn = nil
             }
             return s
         }
@@ -75,6 +76,9 @@ extension PeripheralManager {
             s.advertising = taken.advertising
             s.isAdvertising = taken.isAdvertising
             s.centrals = taken.centrals
+            // Preserved by an earlier process and not started yet (the controller is not on): this manager
+            // publishes and advertises once powered on.
+            s.resumeAtPowerOn = taken.resumeAtPowerOn
         }
         system.core.transfer(
             fromPeripheral: kept, to: self,
@@ -83,9 +87,12 @@ extension PeripheralManager {
                 if case .success = result { self?.locked.withLock { $0.isAdvertising = $0.advertising != nil } }
             },
             advertisingEnded: { [weak self] error in self?.advertisingEnded(error) })
+        let services = taken.published.map(\.service) + (taken.resumeAtPowerOn?.services ?? [])
         let state = RestoredState(
-            services: taken.published.isEmpty ? nil : taken.published.map(\.service),
-            advertisementData: taken.isAdvertising ? taken.advertising : nil)
+            services: services.isEmpty ? nil : services,
+            advertisementData: taken.isAdvertising ? taken.advertising : taken.resumeAtPowerOn?.advertisement)
+        // This manager writes the preserved state from now on.
+        persistRestorableState()
         deliver { m, d in d?.peripheralManager(m, willRestoreState: state) }
         return taken.restorationEvents
     }

@@ -38,6 +38,9 @@ public final class PeripheralManager: Sendable, SystemSession {
         var preserved = false
         /// Centrals' requests while kept, for the manager that restores it.
         var restorationEvents: [HostEvent] = []
+        /// Work preserved by an earlier process (services to publish, an advertisement to start), to start once
+        /// powered on.
+        var resumeAtPowerOn: (services: [MutableService], advertisement: AdvertisementData?)?
     }
     let locked = Mutex(State())
     let delegateCell = DelegateCell<any PeripheralManagerDelegate>(nil)
@@ -95,7 +98,9 @@ public final class PeripheralManager: Sendable, SystemSession {
 
     deinit {
         // A manager that goes away takes its services with it (clients hear Service Changed), and its requests
-        // still waiting for an answer are refused rather than left to the ATT transaction timeout.
+        // still waiting for an answer are refused rather than left to the ATT transaction timeout. Nothing is
+        // carried on for it.
+        if let key = preservationKey { system.forgetPreserved(key, owner: ObjectIdentifier(self)) }
         system.core.removeServices(of: ObjectIdentifier(self))
         system.core.stopAdvertising(ObjectIdentifier(self))
         for request in locked.withLock({ Array($0.pendingRequests.values) }) {
@@ -142,6 +147,7 @@ public final class PeripheralManager: Sendable, SystemSession {
                 $0.published.append(
                     Published(service: service, serviceHandle: published.serviceHandle, characteristics: map))
             }
+            persistRestorableState()
             report(reply, nil) { m, d, e in d?.peripheralManager(m, didAdd: service, error: e) }
         case .failure(let error):
             report(reply, error) { m, d, e in d?.peripheralManager(m, didAdd: service, error: e) }
@@ -155,6 +161,7 @@ public final class PeripheralManager: Sendable, SystemSession {
             return s.published.remove(at: i)
         }
         if let entry { system.core.removeService(at: entry.serviceHandle, owner: self) }
+        persistRestorableState()
     }
 
     /// Unpublishes every service this manager added.
@@ -164,6 +171,7 @@ public final class PeripheralManager: Sendable, SystemSession {
             return s.published
         }
         for entry in all { system.core.removeService(at: entry.serviceHandle, owner: self) }
+        persistRestorableState()
     }
 
     // MARK: Advertising
@@ -198,6 +206,7 @@ public final class PeripheralManager: Sendable, SystemSession {
         if alreadyAdvertising {
             return report(reply, BluetoothError(.alreadyAdvertising, "already advertising"), tell)
         }
+        persistRestorableState()
         let (adv, scanResponse) = data.encodedForAdvertising()
         let request = AdvertisingRequest(
             parameters: Self.parameters(for: data, scanResponse: scanResponse), data: adv, scanResponse: scanResponse)
@@ -215,6 +224,7 @@ public final class PeripheralManager: Sendable, SystemSession {
             s.isAdvertising = false
             s.advertising = nil
         }
+        persistRestorableState()
         Self.latencyLogger.warning("advertising ended: the controller refused it (\(error))")
     }
 
@@ -231,7 +241,10 @@ public final class PeripheralManager: Sendable, SystemSession {
             case .failure(let error):
                 // Cancelled: stopAdvertising came before the controller advertised, and the state is already
                 // what that call made it (or what a later startAdvertising made it since).
-                if error.code != .cancelled { locked.withLock { $0.advertising = nil } }
+                if error.code != .cancelled {
+                    locked.withLock { $0.advertising = nil }
+                    persistRestorableState()
+                }
                 report(reply, BluetoothError(error), tell)
             }
         }
@@ -273,6 +286,7 @@ public final class PeripheralManager: Sendable, SystemSession {
             return s.isAdvertising || s.advertising != nil
         }
         if was { system.core.stopAdvertising(ObjectIdentifier(self)) }
+        persistRestorableState()
     }
 
     // MARK: Requests and updates
@@ -433,6 +447,7 @@ public final class PeripheralManager: Sendable, SystemSession {
             return (true, wasAdvertising, links)
         }
         guard change.changed else { return }
+        if new == .poweredOn { resumePreservedWork() }
         if new == .unauthorized {
             // The controller still works, but this app may no longer use it: its advertising stops and the
             // links centrals made to it end on the controller too.

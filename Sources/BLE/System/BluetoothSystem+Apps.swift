@@ -209,7 +209,9 @@ extension BluetoothSystem {
     /// system, as a terminated app's managers do.
     func release(_ kept: [any SystemSession]) {
         for session in kept {
-            if let key = (session as? CentralManager)?.preservationKey {
+            if let key = (session as? CentralManager)?.preservationKey
+                ?? (session as? PeripheralManager)?.preservationKey
+            {
                 forgetPreserved(key, owner: ObjectIdentifier(session))
             }
             session.systemAppTerminated()

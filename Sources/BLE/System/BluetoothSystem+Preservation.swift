@@ -94,7 +94,17 @@ extension BluetoothSystem {
                 keeper.resume(record)
                 withRuntime(of: app.id) { $0.keptCentrals[key.restoreIdentifier] = keeper }
             case .peripheral:
-                forgetUnusable(preserved)
+                guard app.backgroundModes.contains(.bluetoothPeripheral),
+                    let record = PreservedPeripheralRecord(decoding: preserved.record)
+                else {
+                    forgetUnusable(preserved)
+                    continue
+                }
+                let keeper = PeripheralManager(
+                    delegate: nil, queue: Self.keeperQueue,
+                    options: .init(showPowerAlert: false, restoreIdentifier: key.restoreIdentifier), app: app)
+                keeper.resume(record)
+                withRuntime(of: app.id) { $0.keptPeripherals[key.restoreIdentifier] = keeper }
             }
             Self.logger.info(
                 "carrying on a preserved manager's work for an app that is not running",

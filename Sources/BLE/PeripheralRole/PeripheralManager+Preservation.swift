@@ -1,0 +1,227 @@
+import BLECore
+import BLESystem
+import Foundation
+import Logging
+import Synchronization
+
+// A peripheral manager's preserved state in the store, and the work a restarted system carries on from it
+// (`BluetoothSystem+Preservation.swift` says when records are written and forgotten).
+
+/// What the store keeps of a peripheral manager: its published services, as the app defined them, and the
+/// advertisement it asked for (JSON, with a version a later form can tell apart).
+struct PreservedPeripheralRecord: Codable, Hashable {
+    static let currentVersion = 1
+
+    struct Descriptor: Codable, Hashable {
+        var uuid: String
+        var value: Data?
+    }
+
+    struct Characteristic: Codable, Hashable {
+        var uuid: String
+        var properties: UInt
+        var permissions: UInt
+        /// A static value (the stack answers reads of it); nil for a value the app gives on each read.
+        var value: Data?
+        var descriptors: [Descriptor]
+    }
+
+    struct Service: Codable, Hashable {
+        var uuid: String
+        var isPrimary: Bool
+        /// The services it includes, by their place in `services` (always earlier: they were added first).
+        var included: [Int]
+        var characteristics: [Characteristic]
+    }
+
+    struct Advertisement: Codable, Hashable {
+        var localName: String?
+        var manufacturerData: Data?
+        var serviceData: [String: Data]?
+        var serviceUUIDs: [String]?
+        var txPowerLevel: Int?
+        var isConnectable: Bool?
+        var solicitedServiceUUIDs: [String]?
+    }
+
+    var version = Self.currentVersion
+    var services: [Service]
+    var advertisement: Advertisement?
+
+    var isEmpty: Bool { services.isEmpty && advertisement == nil }
+
+    var encoded: [UInt8] {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        // `try!` cannot trap: every field is a string, bytes, a number, a Bool or an array or map of them.
+        return Array(try! encoder.encode(self))
+    }
+
+    init(services: [Service], advertisement: Advertisement?) {
+        self.services = services
+        self.advertisement = advertisement
+    }
+
+    /// The record in `bytes`, or nil when they are not one this version wrote (or name a UUID that is not one,
+    /// or include a service that does not come before).
+    init?(decoding bytes: [UInt8]) {
+        guard let record = try? JSONDecoder().decode(Self.self, from: Data(bytes)),
+            record.version == Self.currentVersion
+        else { return nil }
+        var uuids = record.services.flatMap { s in
+            [s.uuid] + s.characteristics.flatMap { c in [c.uuid] + c.descriptors.map(\.uuid) }
+        }
+        if let a = record.advertisement {
+            uuids += (a.serviceUUIDs ?? []) + (a.solicitedServiceUUIDs ?? []) + (a.serviceData ?? [:]).keys
+        }
+        guard uuids.allSatisfy({ BluetoothUUID(string: $0) != nil }),
+            record.services.enumerated().allSatisfy({ i, s in s.included.allSatisfy { (0..<i).contains($0) } })
+        else { return nil }
+        self = record
+    }
+
+    /// The record of `published` services and the advertisement asked for.
+    init(published: [MutableService], advertising: AdvertisementData?) {
+        let services = published.map { service in
+            Service(
+                uuid: service.uuid.uuidString, isPrimary: service.isPrimary,
+                included: (service.includedServices ?? []).compactMap { i in published.firstIndex { $0 === i } },
+                characteristics: (service.characteristics ?? []).compactMap { $0 as? MutableCharacteristic }.map { c in
+                    Characteristic(
+                        uuid: c.uuid.uuidString, properties: c.properties.rawValue,
+                        permissions: c.permissions.rawValue, value: c.value,
+                        descriptors: (c.descriptors ?? []).compactMap { $0 as? MutableDescriptor }.map {
+                            Descriptor(uuid: $0.uuid.uuidString, value: $0.value as? Data)
+                        })
+                })
+        }
+        let advertisement = advertising.map { a in
+            Advertisement(
+                localName: a.localName, manufacturerData: a.manufacturerData,
+                serviceData: a.serviceData.map {
+                    Dictionary(uniqueKeysWithValues: $0.map { ($0.key.uuidString, $0.value) })
+                },
+                serviceUUIDs: a.serviceUUIDs?.map(\.uuidString), txPowerLevel: a.txPowerLevel,
+                isConnectable: a.isConnectable, solicitedServiceUUIDs: a.solicitedServiceUUIDs?.map(\.uuidString))
+        }
+        self.init(services: services, advertisement: advertisement)
+    }
+
+    /// The services as new objects, in order, with their included services.
+    func makeServices() -> [MutableService] {
+        var made: [MutableService] = []
+        for s in services {
+            let service = MutableService(type: BluetoothUUID(string: s.uuid)!, primary: s.isPrimary)
+            service.characteristics = s.characteristics.map { c in
+                let characteristic = MutableCharacteristic(
+                    type: BluetoothUUID(string: c.uuid)!, properties: CharacteristicProperties(rawValue: c.properties),
+                    value: c.value, permissions: AttributePermissions(rawValue: c.permissions))
+                if !c.descriptors.isEmpty {
+                    characteristic.descriptors = c.descriptors.map {
+                        MutableDescriptor(type: BluetoothUUID(string: $0.uuid)!, value: $0.value)
+                    }
+                }
+                return characteristic
+            }
+            if !s.included.isEmpty { service.includedServices = s.included.map { made[$0] } }
+            made.append(service)
+        }
+        return made
+    }
+
+    /// The advertisement asked for.
+    func makeAdvertisement() -> AdvertisementData? {
+        advertisement.map { a in
+            AdvertisementData(
+                localName: a.localName, manufacturerData: a.manufacturerData,
+                serviceData: a.serviceData.map {
+                    Dictionary(uniqueKeysWithValues: $0.map { (BluetoothUUID(string: $0.key)!, $0.value) })
+                },
+                serviceUUIDs: a.serviceUUIDs?.compactMap(BluetoothUUID.init(string:)), txPowerLevel: a.txPowerLevel,
+                isConnectable: a.isConnectable,
+                solicitedServiceUUIDs: a.solicitedServiceUUIDs?.compactMap(BluetoothUUID.init(string:)))
+        }
+    }
+}
+
+extension PeripheralManager {
+    /// Where this manager's state is preserved: it has a restore identifier and its app `bluetooth-peripheral`.
+    var preservationKey: PreservedManager.Key? {
+        guard let id = restoreIdentifier, app.backgroundModes.contains(.bluetoothPeripheral) else { return nil }
+        return PreservedManager.Key(app: app.id, role: .peripheral, restoreIdentifier: id)
+    }
+
+    /// What the system would carry on for this manager: its services and its advertisement, including those a
+    /// restarted system has yet to publish.
+    static func restorableRecord(of s: State) -> PreservedPeripheralRecord {
+        if let resume = s.resumeAtPowerOn {
+            return PreservedPeripheralRecord(published: resume.services, advertising: resume.advertisement)
+        }
+        return PreservedPeripheralRecord(published: s.published.map(\.service), advertising: s.advertising)
+    }
+
+    /// Writes what the system would carry on for this manager to the store, when it changed (or forgets it when
+    /// nothing is left): after a service is added or removed, advertising started or stopped.
+    func persistRestorableState() {
+        guard let key = preservationKey else { return }
+        let record = locked.withLock { Self.restorableRecord(of: $0) }
+        system.preserve(key, owner: self, record: record.isEmpty ? nil : record.encoded, modes: app.backgroundModes)
+    }
+
+    /// A kept manager of a restarted system takes `record`'s work: its services are published and its
+    /// advertisement started once the controller is on. Kept for its app, which is not running.
+    func resume(_ record: PreservedPeripheralRecord) {
+        let work = (services: record.makeServices(), advertisement: record.makeAdvertisement())
+        locked.withLock { s in
+            s.preserved = true
+            s.resumeAtPowerOn = work
+        }
+        persistRestorableState()
+    }
+
+    /// Once powered on, a manager that took preserved work starts it: its services, then its advertisement
+    /// (as the system restarts it: not refused out of the foreground, IOS-RULES 2.11 being about apps).
+    func resumePreservedWork() {
+        // The preserved work stays what the record says until it has all been started, so that the record is
+        // not rewritten a service at a time; then it is what was published and advertised.
+        let work = locked.withLock { s -> (services: [MutableService], advertisement: AdvertisementData?)? in
+            guard s.managerState == .poweredOn else { return nil }
+            return s.resumeAtPowerOn
+        }
+        guard let work else { return }
+        defer {
+            locked.withLock { $0.resumeAtPowerOn = nil }
+            persistRestorableState()
+        }
+        // Published again by the system, not by the app: no `didAdd` (a failure is logged).
+        for service in work.services {
+            add(
+                service,
+                reply: .task { result in
+                    guard case .failure(let error) = result else { return }
+                    Self.latencyLogger.warning(
+                        "a preserved service could not be published again: \(error)",
+                        metadata: ["service": "\(service.uuid)"])
+                })
+        }
+        guard let data = work.advertisement else { return }
+        locked.withLock { $0.advertising = data }
+        let (adv, scanResponse) = data.encodedForAdvertising()
+        let request = AdvertisingRequest(
+            parameters: Self.parameters(for: data, scanResponse: scanResponse), data: adv, scanResponse: scanResponse)
+        let background = Self.backgroundRequest(for: data, interval: system.core.appRules.backgroundAdvertisingInterval)
+        system.core.startAdvertising(
+            ObjectIdentifier(self), request, background: background,
+            started: { [weak self] result in
+                guard let self else { return }
+                switch result {
+                case .success: self.locked.withLock { $0.isAdvertising = $0.advertising != nil }
+                case .failure(let error):
+                    self.locked.withLock { $0.advertising = nil }
+                    Self.latencyLogger.warning("a preserved advertisement could not start again: \(error)")
+                    self.persistRestorableState()
+                }
+            },
+            ended: { [weak self] error in self?.advertisingEnded(error) })
+    }
+}
