@@ -108,31 +108,52 @@ final class AdvertisingRotation: Sendable {
         add(entry)
     }
 
+    /// What a change of the rotation asks of the controller and tells the apps, done after the lock section that
+    /// made the change, in this order.
+    private struct Effects {
+        /// Starts replaced by a later one.
+        var overtaken: [Started] = []
+        /// Clients whose start is answered now: they joined a rotation already on the air.
+        var joined: [ObjectIdentifier] = []
+        /// What the controller should do, in order (only the latest is done, `LatestWish`).
+        var wishes: [Wish] = []
+    }
+
+    private func apply(_ effects: Effects) {
+        for overtaken in effects.overtaken {
+            overtaken(.failure(HostError(.cancelled, "a later start replaced this one")))
+        }
+        for client in effects.joined { takeStarted(client)?(.success(())) }
+        for wish in effects.wishes { send(wish) }
+        scheduleRotation()
+    }
+
     /// Puts `entry` in the rotation (replacing the client's earlier advertisement). An entry without `started`
     /// (a change of form) keeps the one waiting, if any.
     private func add(_ entry: Entry) {
-        let client = entry.id
-        let request = entry.request
-        let (put, tell, overtaken) = state.withLock { s -> (AdvertisingRequest?, Bool, Started?) in
-            if let i = s.entries.firstIndex(where: { $0.id == client }) {
-                let waiting = s.entries[i].started
-                var replacement = entry
-                if replacement.started == nil { replacement.started = waiting }
-                s.entries[i] = replacement
-                return (i == s.current ? request : nil, false, entry.started == nil ? nil : waiting)
-            }
-            s.entries.append(entry)
-            if s.entries.count == 1 {
-                s.current = 0
-                return (request, false, nil)
-            }
-            // Joins a rotation already on the air: the system advertises for it now.
-            return (nil, s.advertising, nil)
+        var effects = Effects()
+        state.withLock { Self.insert(entry, into: &$0, &effects) }
+        apply(effects)
+    }
+
+    private static func insert(_ entry: Entry, into s: inout State, _ effects: inout Effects) {
+        if let i = s.entries.firstIndex(where: { $0.id == entry.id }) {
+            let waiting = s.entries[i].started
+            var replacement = entry
+            if replacement.started == nil { replacement.started = waiting }
+            s.entries[i] = replacement
+            if i == s.current { effects.wishes.append(.advertise(entry.request)) }
+            if entry.started != nil, let waiting { effects.overtaken.append(waiting) }
+            return
         }
-        overtaken?(.failure(HostError(.cancelled, "a later start replaced this one")))
-        if tell { takeStarted(client)?(.success(())) }
-        if let put { send(.advertise(put)) }
-        scheduleRotation()
+        s.entries.append(entry)
+        if s.entries.count == 1 {
+            s.current = 0
+            effects.wishes.append(.advertise(entry.request))
+        } else if s.advertising {
+            // Joins a rotation already on the air: the system advertises for it now.
+            effects.joined.append(entry.id)
+        }
     }
 
     /// `client` stops advertising; the controller stops with the last.
@@ -153,7 +174,10 @@ final class AdvertisingRotation: Sendable {
     /// The apps' modes changed: each listed client's advertisement takes the form its mode calls for, leaves the
     /// air, or comes back.
     func setModes(_ modes: [ObjectIdentifier: AdvertisingMode]) {
-        let (leaving, returning, changing) = state.withLock { s -> ([ObjectIdentifier], [Entry], [Entry]) in
+        // One lock section for the whole change: a client's stop or start on another thread comes before it or
+        // after it, never between an entry leaving and coming back.
+        var effects = Effects()
+        state.withLock { s in
             var leaving: [ObjectIdentifier] = []
             var returning: [Entry] = []
             var changing: [Entry] = []
@@ -176,14 +200,14 @@ final class AdvertisingRotation: Sendable {
                 back.request = mode == .background ? back.background ?? back.foreground : back.foreground
                 returning.insert(back, at: 0)
             }
-            return (leaving, returning, changing)
+            for client in leaving {
+                guard var entry = Self.take(client, from: &s, &effects) else { continue }
+                entry.mode = .off
+                s.paused.append(entry)
+            }
+            for entry in changing + returning { Self.insert(entry, into: &s, &effects) }
         }
-        for client in leaving {
-            guard var entry = remove(client) else { continue }
-            entry.mode = .off
-            state.withLock { $0.paused.append(entry) }
-        }
-        for entry in changing + returning { add(entry) }
+        apply(effects)
     }
 
     /// `old`'s advertisement is `new`'s (a restored manager taking over), in its place: `started` (when a start
@@ -207,22 +231,26 @@ final class AdvertisingRotation: Sendable {
 
     /// Takes `client` out of the rotation; returns its entry.
     private func remove(_ client: ObjectIdentifier) -> Entry? {
-        let (next, stopAll, removed) = state.withLock { s -> (AdvertisingRequest?, Bool, Entry?) in
-            guard let i = s.entries.firstIndex(where: { $0.id == client }) else { return (nil, false, nil) }
-            let waiting = s.entries.remove(at: i)
-            if s.entries.isEmpty {
-                s.current = 0
-                s.advertising = false
-                return (nil, true, waiting)
-            }
-            if i < s.current { s.current -= 1 }
-            guard i == s.current || s.current >= s.entries.count else { return (nil, false, waiting) }
-            s.current %= s.entries.count
-            return (s.entries[s.current].request, false, waiting)
+        var effects = Effects()
+        let removed = state.withLock { Self.take(client, from: &$0, &effects) }
+        apply(effects)
+        return removed
+    }
+
+    private static func take(_ client: ObjectIdentifier, from s: inout State, _ effects: inout Effects) -> Entry? {
+        guard let i = s.entries.firstIndex(where: { $0.id == client }) else { return nil }
+        let removed = s.entries.remove(at: i)
+        if s.entries.isEmpty {
+            s.current = 0
+            s.advertising = false
+            effects.wishes.append(.stop)
+            return removed
         }
-        if stopAll { send(.stop) }
-        if let next { send(.advertise(next)) }
-        scheduleRotation()
+        if i < s.current { s.current -= 1 }
+        if i == s.current || s.current >= s.entries.count {
+            s.current %= s.entries.count
+            effects.wishes.append(.advertise(s.entries[s.current].request))
+        }
         return removed
     }
 
