@@ -21,6 +21,8 @@ public protocol HostScheduler: Sendable {
     /// delay: a host schedules while holding its lock.
     @discardableResult
     func schedule(after delay: Duration, _ work: @escaping @Sendable () -> Void) -> any ScheduledWork
-    /// Runs `work` asynchronously on `queue` (a manager's delegate queue).
+    /// Runs `work` asynchronously on `queue` (a manager's delegate queue). Never runs it before returning, and
+    /// takes no lock of its caller's: the system dispatches an app's events while holding its lock, so that they
+    /// reach the queue in the order it decided them.
     func dispatch(on queue: DispatchQueue, _ work: @escaping @Sendable () -> Void)
 }

@@ -202,7 +202,7 @@ public final class SystemApp: Sendable, Hashable, CustomStringConvertible {
     /// The app runs in the foreground: launched (a new generation when it was not running), or brought back.
     /// Events held while it was suspended are delivered first, in order.
     public func enterForeground(launching: Bool) {
-        let held = state.withLock { s -> [Event] in
+        state.withLock { s in
             if launching {
                 if s.lifecycle == .notRunning { s.generation += 1 }
                 s.launched = true
@@ -210,10 +210,10 @@ public final class SystemApp: Sendable, Hashable, CustomStringConvertible {
             s.lifecycle = .foreground
             s.suspension?.cancel()
             s.suspension = nil
-            return take(&s)
+            // In the same lock section: an event delivered on another thread now comes after these.
+            dispatch(take(&s), &s)
         }
         lifecycleChanged()
-        dispatch(held)
     }
 
     /// The app is launched into the background by the system (a relaunch for Bluetooth, IOS-RULES 5.15): a new
@@ -305,17 +305,20 @@ public final class SystemApp: Sendable, Hashable, CustomStringConvertible {
         let event = Event(queue: queue, key: key, work: work)
         var startedDropping = false
         var woke = false
-        let go = state.withLock { s -> [Event]? in
-            if let generation, generation != s.generation { return nil }
+        // Dispatched (or held) in the lock section that decides it, so that events reach the app's queues in the
+        // order the system made them, whichever threads deliver them and bring the app back.
+        let delivered = state.withLock { s -> Bool in
+            if let generation, generation != s.generation { return false }
             switch s.lifecycle {
             case .notRunning:
-                return nil
+                return false
             case .suspended:
                 if let wakes, s.backgroundModes.contains(wakes.mode) {
                     woke = true
                     s.lifecycle = .background
                     scheduleSuspension(&s, after: rules.wakeBudget)
-                    return take(&s) + [event]
+                    dispatch(take(&s) + [event], &s)
+                    return true
                 }
                 if let key, rules.queueing == .latestValuePerCharacteristic {
                     s.held.removeAll { $0.key == key }
@@ -329,21 +332,22 @@ public final class SystemApp: Sendable, Hashable, CustomStringConvertible {
                 s.dropped += 1
                 s.droppedInRun += 1
                 startedDropping = s.droppedInRun == 1
-                return nil
+                return false
             }
-            guard held else { return [event] }
-            s.held.append(event)
-            return []
+            if held {
+                s.held.append(event)
+            } else {
+                dispatch([event], &s)
+            }
+            return true
         }
         if startedDropping {
             Self.logger.warning(
                 "an app is \(Self.deliveryLimit) events behind: its notifications and repeated discoveries are dropped until it catches up",
                 metadata: ["app": "\(id)"])
         }
-        guard let go else { return false }
         if woke { lifecycleChanged() }
-        dispatch(go)
-        return true
+        return delivered
     }
 
     /// Takes what was held (the caller dispatches it, in order).
@@ -352,10 +356,12 @@ public final class SystemApp: Sendable, Hashable, CustomStringConvertible {
         return s.held
     }
 
-    /// Dispatches events in order, each counted outstanding until it has run.
-    private func dispatch(_ events: [Event]) {
+    /// Dispatches events in order, each counted outstanding until it has run. Called in a lock section of
+    /// `state`: the scheduler's dispatch only enqueues (it takes no lock of ours), and each event takes `state`
+    /// once it has run, on its queue.
+    private func dispatch(_ events: [Event], _ s: inout State) {
         guard !events.isEmpty else { return }
-        state.withLock { $0.outstanding += events.count }
+        s.outstanding += events.count
         for event in events {
             scheduler.dispatch(on: event.queue) { [self] in
                 event.work()

@@ -38,7 +38,8 @@ final class ManualScheduler: HostScheduler {
     }
 
     func dispatch(on queue: DispatchQueue, _ work: @escaping @Sendable () -> Void) {
-        work()
+        // As the contract says: never before returning.
+        queue.async(execute: work)
     }
 
     /// Moves time forward by `span`, firing every timer due by then, in order.
