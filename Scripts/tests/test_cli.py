@@ -534,9 +534,17 @@ class DemoScenarioTests(unittest.TestCase):
         return next(l for l in before if l.startswith("phone   the lock is ")).split()[-1]
 
     def test_phone_restart_demo_kills_the_phone_and_the_restarted_one_unlocks(self):
-        result = ble("demo", "phone-restart", timeout=120)
-        self.assertEqual(result.returncode, 0, result.stderr)
-        lines = self.untimed(result.stdout)
+        # In a session of its own, so that the phases it starts go with it if it overruns.
+        process = subprocess.Popen([BLE, "demo", "phone-restart"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                   text=True, env=ENV, start_new_session=True)
+        try:
+            stdout, stderr = process.communicate(timeout=120)
+        finally:
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.communicate(timeout=20)
+        self.assertEqual(process.returncode, 0, stderr)
+        lines = self.untimed(stdout)
         killed = next(i for i, l in enumerate(lines) if re.match(r"^---- the phone's process \d+ was killed with SIGKILL", l))
         before, after = lines[:killed], lines[killed + 1:]
         self.assertIn("phone   the lock app is suspended, its connection request pending and kept in the store", before)
@@ -546,8 +554,9 @@ class DemoScenarioTests(unittest.TestCase):
     def test_phone_restart_phases_survive_a_kill_9_by_hand(self):
         with tempfile.TemporaryDirectory() as folder:
             store = os.path.join(folder, "phone.sqlite")
+            errors = open(os.path.join(folder, "before.stderr"), "w+")
             process = subprocess.Popen([BLE, "demo", "phone-restart", "--phase", "before", "--store", store],
-                                       stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=ENV)
+                                       stdout=subprocess.PIPE, stderr=errors, env=ENV)
             before = []
             try:
                 reader = LineReader(process.stdout)
@@ -560,7 +569,10 @@ class DemoScenarioTests(unittest.TestCase):
                     process.kill()
                     process.wait(timeout=20)
                 process.stdout.close()
-            self.assertEqual(process.returncode, -signal.SIGKILL)
+                errors.seek(0)
+                logged = errors.read()
+                errors.close()
+            self.assertEqual(process.returncode, -signal.SIGKILL, logged)
             # What the killed process left: the lock app's pending connection, committed.
             with contextlib.closing(sqlite3.connect(store)) as db:
                 rows = db.execute("SELECT app, role, restoreIdentifier, backgroundModes FROM preservedManager").fetchall()

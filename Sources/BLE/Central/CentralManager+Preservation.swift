@@ -40,10 +40,12 @@ extension CentralManager {
     /// nothing is left): after a connect, a cancel, a connection that failed or ended for good, a scan started
     /// or stopped.
     func persistRestorableState() {
-        guard let key = preservationKey else { return }
-        let record = locked.withLock { Self.restorableRecord(of: $0) }
-        system.preserve(
-            key, owner: self, record: record.isEmpty ? nil : record.encoded, modes: app.backgroundModes)
+        // A manager of an ended app writes nothing (what the system keeps for it, a kept manager writes).
+        guard let key = preservationKey, !isDefunct || isPreserved else { return }
+        system.preserve(key, owner: self, modes: app.backgroundModes) {
+            let record = self.locked.withLock { Self.restorableRecord(of: $0) }
+            return record.isEmpty ? nil : record.encoded
+        }
     }
 
     /// A kept manager of a restarted system takes `record`'s work: its peers are pending (connected to once the
@@ -81,24 +83,28 @@ extension CentralManager {
             }
         }
         persistRestorableState()
+        // The controller may be on already.
+        resumePreservedWork()
     }
 
     /// Once powered on, a manager that took preserved work starts it: its pending connections and its scan.
     func resumePreservedWork() {
-        let work = locked.withLock { s -> (pending: [Peripheral], scan: ScanSession?)? in
-            guard s.resumeAtPowerOn, s.managerState == .poweredOn else { return nil }
-            s.resumeAtPowerOn = false
-            return (s.pending.values.sorted { $0.identifier.uuidString < $1.identifier.uuidString }, s.scan)
-        }
-        guard let work else { return }
-        for p in work.pending {
-            if let link = system.core.connect(self, to: p.address) { linkAttached(link) }
-        }
-        if let scan = work.scan {
-            let request = ScanRequest(
-                services: scan.services, solicitedServices: scan.options?.solicitedServiceUUIDs ?? [],
-                allowDuplicates: scan.options?.allowDuplicates == true)
-            system.core.startScan(self, request, id: scan.id)
+        resumeGate.withLock { _ in
+            let work = locked.withLock { s -> (pending: [Peripheral], scan: ScanSession?)? in
+                guard s.resumeAtPowerOn, s.managerState == .poweredOn else { return nil }
+                s.resumeAtPowerOn = false
+                return (s.pending.values.sorted { $0.identifier.uuidString < $1.identifier.uuidString }, s.scan)
+            }
+            guard let work else { return }
+            for p in work.pending {
+                if let link = system.core.connect(self, to: p.address) { linkAttached(link) }
+            }
+            if let scan = work.scan {
+                let request = ScanRequest(
+                    services: scan.services, solicitedServices: scan.options?.solicitedServiceUUIDs ?? [],
+                    allowDuplicates: scan.options?.allowDuplicates == true)
+                system.core.startScan(self, request, id: scan.id)
+            }
         }
     }
 }

@@ -86,15 +86,19 @@ extension CentralManager {
     /// `willRestoreState` is the first callback. Returns the events to tell after `didUpdateState`.
     func restore(from kept: CentralManager) -> [RestorationEvent] {
         // Taken and cleared in one step: the kept manager holds nothing once this manager has it.
-        let (connected, pending, events, keptScan, resume) = kept.locked.withLock { s in
-            defer {
-                s.byHandle = [:]
-                s.pending = [:]
-                s.scan = nil
-                s.restorationEvents = []
-                s.resumeAtPowerOn = false
+        // Behind the kept manager's gate: its preserved work (a restarted system's) is taken before it starts or
+        // once it runs in the system, where `transfer` finds it.
+        let (connected, pending, events, keptScan, resume) = kept.resumeGate.withLock { _ in
+            kept.locked.withLock { s in
+                defer {
+                    s.byHandle = [:]
+                    s.pending = [:]
+                    s.scan = nil
+                    s.restorationEvents = []
+                    s.resumeAtPowerOn = false
+                }
+                return (s.byHandle, s.pending, s.restorationEvents, s.scan, s.resumeAtPowerOn)
             }
-            return (s.byHandle, s.pending, s.restorationEvents, s.scan, s.resumeAtPowerOn)
         }
         var map: [ObjectIdentifier: Peripheral] = [:]
         var restored: [Peripheral] = []

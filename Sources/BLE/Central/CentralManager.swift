@@ -69,6 +69,9 @@ public final class CentralManager: Sendable, SystemSession, ScanClient, LinkClie
 
     let locked = Mutex(State())
     let delegateCell = DelegateCell<any CentralManagerDelegate>(nil)
+    /// Held while preserved work starts (`resumePreservedWork`) and while a restored manager takes this kept
+    /// one's work: the work is taken either before it starts or once it runs in the system, never between.
+    let resumeGate = Mutex(())
 
     /// The app this manager belongs to.
     public let app: BluetoothSystem.App
@@ -201,8 +204,9 @@ public final class CentralManager: Sendable, SystemSession, ScanClient, LinkClie
     public func scanEnded(_ id: UInt64) {
         // CoreBluetooth has no callback for a scan that could not start or stopped by itself; `isScanning` turns
         // false.
+        // Not written to the preserved state: a scan that ends by itself (the controller going away, a start it
+        // refused) is not the app's wish changing, and a restarted system starts it again.
         locked.withLock { s in if s.scan?.id == id { s.scan = nil } }
-        persistRestorableState()
     }
 
     // MARK: Connections

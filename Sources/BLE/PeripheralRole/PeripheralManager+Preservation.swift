@@ -80,8 +80,23 @@ struct PreservedPeripheralRecord: Codable, Hashable {
         self = record
     }
 
-    /// The record of `published` services and the advertisement asked for.
-    init(published: [MutableService], advertising: AdvertisementData?) {
+    /// The record of `published` services and the advertisement asked for. The services are kept in an order
+    /// where each comes after those it includes (the order they can be published again in), whatever order they
+    /// were published in: an included service removed and added again comes after its includer.
+    init(published unordered: [MutableService], advertising: AdvertisementData?) {
+        var published: [MutableService] = []
+        func place(_ service: MutableService, _ path: [MutableService]) {
+            guard !published.contains(where: { $0 === service }), !path.contains(where: { $0 === service }) else {
+                return
+            }
+            for included in service.includedServices ?? [] {
+                if let i = included as? MutableService, unordered.contains(where: { $0 === i }) {
+                    place(i, path + [service])
+                }
+            }
+            published.append(service)
+        }
+        for service in unordered { place(service, []) }
         let services = published.map { service in
             Service(
                 uuid: service.uuid.uuidString, isPrimary: service.isPrimary,
@@ -163,9 +178,12 @@ extension PeripheralManager {
     /// Writes what the system would carry on for this manager to the store, when it changed (or forgets it when
     /// nothing is left): after a service is added or removed, advertising started or stopped.
     func persistRestorableState() {
-        guard let key = preservationKey else { return }
-        let record = locked.withLock { Self.restorableRecord(of: $0) }
-        system.preserve(key, owner: self, record: record.isEmpty ? nil : record.encoded, modes: app.backgroundModes)
+        // A manager of an ended app writes nothing (what the system keeps for it, a kept manager writes).
+        guard let key = preservationKey, launch == app.core.generation || isPreserved else { return }
+        system.preserve(key, owner: self, modes: app.backgroundModes) {
+            let record = self.locked.withLock { Self.restorableRecord(of: $0) }
+            return record.isEmpty ? nil : record.encoded
+        }
     }
 
     /// A kept manager of a restarted system takes `record`'s work: its services are published and its
@@ -177,11 +195,17 @@ extension PeripheralManager {
             s.resumeAtPowerOn = work
         }
         persistRestorableState()
+        // The controller may be on already.
+        resumePreservedWork()
     }
 
     /// Once powered on, a manager that took preserved work starts it: its services, then its advertisement
     /// (as the system restarts it: not refused out of the foreground, IOS-RULES 2.11 being about apps).
     func resumePreservedWork() {
+        resumeGate.withLock { _ in startPreservedWork() }
+    }
+
+    private func startPreservedWork() {
         // The preserved work stays what the record says until it has all been started, so that the record is
         // not rewritten a service at a time; then it is what was published and advertised.
         let work = locked.withLock { s -> (services: [MutableService], advertisement: AdvertisementData?)? in
@@ -219,7 +243,7 @@ extension PeripheralManager {
                 case .failure(let error):
                     self.locked.withLock { $0.advertising = nil }
                     Self.latencyLogger.warning("a preserved advertisement could not start again: \(error)")
-                    self.persistRestorableState()
+                    if error.code != .transportClosed { self.persistRestorableState() }
                 }
             },
             ended: { [weak self] error in self?.advertisingEnded(error) })

@@ -60,16 +60,20 @@ extension PeripheralManager {
     /// services, advertisement and centrals. Called in `init`, before the manager registers, so that
     /// `willRestoreState` is the first callback. Returns the requests to hand on after `didUpdateState`.
     func restore(from kept: PeripheralManager) -> [HostEvent] {
-        let taken = kept.locked.withLock { s -> State in
-            defer {
-                s.published = []
-                s.advertising = nil
-                s.isAdvertising = false
-                s.centrals = [:]
-                s.restorationEvents = []
-                s.resumeAtPowerOn = nil
+        // Behind the kept manager's gate: its preserved work (a restarted system's) is taken before it starts or
+        // once it runs in the system, where `transfer` finds it.
+        let taken = kept.resumeGate.withLock { _ in
+            kept.locked.withLock { s -> State in
+                defer {
+                    s.published = []
+                    s.advertising = nil
+                    s.isAdvertising = false
+                    s.centrals = [:]
+                    s.restorationEvents = []
+                    s.resumeAtPowerOn = nil
+                }
+                return s
             }
-            return s
         }
         locked.withLock { s in
             s.published = taken.published

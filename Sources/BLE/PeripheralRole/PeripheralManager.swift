@@ -44,6 +44,9 @@ public final class PeripheralManager: Sendable, SystemSession {
     }
     let locked = Mutex(State())
     let delegateCell = DelegateCell<any PeripheralManagerDelegate>(nil)
+    /// Held while preserved work starts (`resumePreservedWork`) and while a restored manager takes this kept
+    /// one's work: the work is taken either before it starts or once it runs in the system, never between.
+    let resumeGate = Mutex(())
 
     /// The app this manager belongs to.
     public let app: BluetoothSystem.App
@@ -243,7 +246,8 @@ public final class PeripheralManager: Sendable, SystemSession {
                 // what that call made it (or what a later startAdvertising made it since).
                 if error.code != .cancelled {
                     locked.withLock { $0.advertising = nil }
-                    persistRestorableState()
+                    // A controller going away is not the app's wish changing: the preserved advertisement stays.
+                    if error.code != .transportClosed { persistRestorableState() }
                 }
                 report(reply, BluetoothError(error), tell)
             }

@@ -42,6 +42,9 @@ extension BluetoothSystem {
     public func setBluetoothEnabled(_ enabled: Bool) {
         if !enabled { releaseAllKept() }
         core.setBluetoothEnabled(enabled)
+        // Nothing is restored after it, also across a restart: forgotten once the radio is quiet, so no late
+        // event of a manager writes it again.
+        if !enabled { forgetPreserved(of: nil) }
     }
 
     /// An alert kept with what tells one event's alerts apart.

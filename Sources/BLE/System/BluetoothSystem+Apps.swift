@@ -134,10 +134,11 @@ extension BluetoothSystem {
                 return (r.launched, released)
             }
             system.release(released)
-            // A force-quit ends state restoration for the app, also across a restart (IOS-RULES 5e).
-            if cause == .byUser { system.forgetPreserved(of: id) }
             let keeping = keep.values.map { ObjectIdentifier($0) } + keepPeripherals.values.map { ObjectIdentifier($0) }
             system.core.terminate(core, keeping: Set(keeping))
+            // A force-quit ends state restoration for the app, also across a restart (IOS-RULES 5e): forgotten once
+            // its managers are off the system, so no late event of theirs writes it again.
+            if cause == .byUser { system.forgetPreserved(of: id) }
             // Tasks that awaited the app's managers end: nothing is delivered to them any more.
             for session in managers {
                 (session as? CentralManager)?.abandonAsyncWork()
@@ -233,7 +234,6 @@ extension BluetoothSystem {
             return kept
         }
         release(kept)
-        forgetPreserved(of: nil)
     }
 
     /// Takes the peripheral manager kept for `app` under `restoreIdentifier`, for a new one to restore from.

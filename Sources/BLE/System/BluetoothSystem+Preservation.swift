@@ -31,11 +31,16 @@ extension BluetoothSystem {
     /// Writes the preserved state under `key`, `owner` writing it from now on; or, with nil, forgets it, unless
     /// another manager wrote it last (a kept manager whose work a restored one took over has nothing left, and
     /// must not forget what the restored one carries on).
-    func preserve(_ key: PreservedManager.Key, owner: AnyObject, record: [UInt8]?, modes: Set<App.BackgroundMode>) {
+    ///
+    /// `record` is read inside the section that writes it, so that two threads' changes are written in the
+    /// order they read them (the manager's lock is never held by a caller of this).
+    func preserve(
+        _ key: PreservedManager.Key, owner: AnyObject, modes: Set<App.BackgroundMode>, record: () -> [UInt8]?
+    ) {
         guard !core.isShutDown else { return }
         let id = ObjectIdentifier(owner)
         preservationOwners.withLock { owners in
-            if let record {
+            if let record = record() {
                 owners[key] = id
                 core.store.setPreserved(
                     PreservedManager(key: key, backgroundModes: Set(modes.map(\.rawValue)), record: record))
@@ -71,7 +76,9 @@ extension BluetoothSystem {
     /// A system made on a store with preserved state (a phone restarted): for each record, the app (known by
     /// its id, with the background modes it declared, not running) gets a kept manager that carries the work on
     /// once the controller is on, and its relaunch when something happens. A record that cannot be read, or of
-    /// an app without the role's background mode, is logged and forgotten.
+    /// an app without the role's background mode, is logged and forgotten; one another version of swift-ble
+    /// wrote is logged and left as it is. The default app is the process itself: it is not made "not running",
+    /// and its kept work waits for the process to make a manager with the restore identifier.
     func resumePreservedWork() {
         for preserved in core.store.preservedManagers {
             let key = preserved.key
@@ -79,7 +86,15 @@ extension BluetoothSystem {
             if app.backgroundModes.isEmpty {
                 app.core.setBackgroundModes(Set(preserved.backgroundModes.compactMap(App.BackgroundMode.init)))
             }
-            app.core.startNotRunning()
+            let version = PreservedRecordVersion.of(preserved.record)
+            let current =
+                key.role == .central ? PreservedCentralRecord.currentVersion : PreservedPeripheralRecord.currentVersion
+            guard version == nil || version == current else {
+                Self.logger.warning(
+                    "a preserved manager's state was written by another version of swift-ble; it is left as it is",
+                    metadata: ["manager": "\(key)", "version": "\(version ?? 0)"])
+                continue
+            }
             switch key.role {
             case .central:
                 guard app.backgroundModes.contains(.bluetoothCentral),
@@ -88,11 +103,12 @@ extension BluetoothSystem {
                     forgetUnusable(preserved)
                     continue
                 }
+                markNotRunning(app)
                 let keeper = CentralManager(
                     delegate: nil, queue: Self.keeperQueue,
                     options: .init(showPowerAlert: false, restoreIdentifier: key.restoreIdentifier), app: app)
-                keeper.resume(record)
                 withRuntime(of: app.id) { $0.keptCentrals[key.restoreIdentifier] = keeper }
+                keeper.resume(record)
             case .peripheral:
                 guard app.backgroundModes.contains(.bluetoothPeripheral),
                     let record = PreservedPeripheralRecord(decoding: preserved.record)
@@ -100,11 +116,12 @@ extension BluetoothSystem {
                     forgetUnusable(preserved)
                     continue
                 }
+                markNotRunning(app)
                 let keeper = PeripheralManager(
                     delegate: nil, queue: Self.keeperQueue,
                     options: .init(showPowerAlert: false, restoreIdentifier: key.restoreIdentifier), app: app)
-                keeper.resume(record)
                 withRuntime(of: app.id) { $0.keptPeripherals[key.restoreIdentifier] = keeper }
+                keeper.resume(record)
             }
             Self.logger.info(
                 "carrying on a preserved manager's work for an app that is not running",
@@ -112,11 +129,27 @@ extension BluetoothSystem {
         }
     }
 
+    /// An app with preserved work has not run since the restart (the default app, the process itself, runs).
+    private func markNotRunning(_ app: App) {
+        guard app.id != SystemCore.defaultAppID else { return }
+        app.core.startNotRunning()
+    }
+
     private func forgetUnusable(_ preserved: PreservedManager) {
         Self.logger.warning(
             "a preserved manager's state cannot be used and is forgotten",
             metadata: ["manager": "\(preserved.key)", "bytes": "\(preserved.record.count)"])
         core.store.removePreserved(preserved.key)
+    }
+}
+
+/// The version a preserved record says it has (both roles' records are JSON objects with a `version`).
+private struct PreservedRecordVersion: Decodable {
+    var version: Int
+
+    /// The version in `bytes`, or nil when they are not a JSON object with one.
+    static func of(_ bytes: [UInt8]) -> Int? {
+        (try? JSONDecoder().decode(Self.self, from: Data(bytes)))?.version
     }
 }
 

@@ -50,7 +50,8 @@ extension SystemStore {
     /// Keeps `manager`'s state, replacing what was kept under its key, and commits it at once: the state a
     /// process killed right after a change finds on restart is the changed one. The names, last-seen times and
     /// GATT caches batched so far are written first, so the peers a record names come back with them. A write
-    /// that fails (a full disk, a closed store) is logged; the state is kept in memory.
+    /// that fails (a full disk, a closed store, another process holding the file too long) is logged, and the
+    /// store goes on answering what it last wrote: the next change (or the same one again) writes anew.
     public func setPreserved(_ manager: PreservedManager) {
         guard state.withLock({ $0.preserved[manager.key] != manager }) else { return }
         flush()
@@ -65,7 +66,6 @@ extension SystemStore {
     private func write(_ key: PreservedManager.Key, _ manager: PreservedManager?) {
         state.withLock { s in
             guard s.preserved[key] != manager else { return }
-            s.preserved[key] = manager
             do {
                 guard !s.closed else { throw StoreError(path: path ?? ":memory:", reason: "the store is closed") }
                 try database.write { db in
@@ -86,6 +86,7 @@ extension SystemStore {
                             arguments: [key.app, key.role.rawValue, key.restoreIdentifier])
                     }
                 }
+                s.preserved[key] = manager
             } catch {
                 logger.error(
                     "a manager's preserved state could not be written: it will not survive the process",

@@ -70,6 +70,10 @@ struct DemoCommand: AsyncParsableCommand {
         if phase != nil, store == nil {
             throw ValidationError("--phase needs --store: both phases must open the same store")
         }
+        if scenario == .phoneRestart, phase == nil, realtime || airCapture != nil {
+            throw ValidationError(
+                "--realtime and --air-capture go with one phase of phone-restart (--phase), not the two-process run")
+        }
     }
 
     func run() async throws {

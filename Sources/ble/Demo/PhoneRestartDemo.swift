@@ -29,6 +29,10 @@ enum PhoneRestartDemo {
     static let readyMarker = "waiting to be killed"
     /// How long `before` waits for its kill before it gives up with an error.
     static let killWait: Duration = .seconds(120)
+    /// How long the two-process run waits for each phase (wall clock) before it kills it and fails.
+    static let phaseLimit: DispatchTimeInterval = .seconds(60)
+    /// Set in a phase's environment by the two-process run: the phase ends when its parent does.
+    static let parentVariable = "BLE_DEMO_PARENT_PID"
     static let appID = "com.example.lock"
     static let home = RadioPosition(x: 2, y: 1)
     static let away = RadioPosition(x: 5_000, y: 0)
@@ -95,8 +99,16 @@ enum PhoneRestartDemo {
         log("phone", "process \(getpid()) \(readyMarker)")
         log.flush()
         fflush(nil)
-        // Killed here. A run that nobody kills ends, with an error, rather than waiting for ever.
-        try await Task.sleep(for: killWait)
+        // Killed here. A run that nobody kills ends, with an error, rather than waiting for ever; one started by
+        // the two-process run also ends when that run does (killed itself, say), rather than linger.
+        let parent = ProcessInfo.processInfo.environment[parentVariable].flatMap { Int32($0) }
+        let end = ContinuousClock.now + killWait
+        while ContinuousClock.now < end {
+            try await Task.sleep(for: .milliseconds(200))
+            if let parent, getppid() != parent {
+                throw ToolError(.failure, "the two-process run that started this phase ended")
+            }
+        }
         withExtendedLifetime((lock, phone)) {}
         throw ToolError(
             .failure, "the phone was not killed within \(killWait); run 'ble demo phone-restart' without --phase")
@@ -151,16 +163,18 @@ enum PhoneRestartDemo {
             }
         }
         let first = try child(.before, store: path, seed: seed)
-        var killed = false
-        let ready = first.lines { line in
+        let killed = Mutex(false)
+        let overdue = first.killWhenOverdue()
+        _ = first.lines { line in
             print(line)
             fflush(nil)
-            guard line.contains(readyMarker), !killed else { return }
-            killed = true
+            guard line.contains(readyMarker), !killed.withLock({ $0 }) else { return }
+            killed.withLock { $0 = true }
             kill(first.process.processIdentifier, SIGKILL)
         }
         first.process.waitUntilExit()
-        guard ready, killed, first.process.terminationReason == .uncaughtSignal,
+        overdue.cancel()
+        guard killed.withLock({ $0 }), first.process.terminationReason == .uncaughtSignal,
             first.process.terminationStatus == SIGKILL
         else {
             throw ToolError(
@@ -170,11 +184,13 @@ enum PhoneRestartDemo {
         print("---- the phone's process \(first.process.processIdentifier) was killed with SIGKILL ----")
         fflush(nil)
         let second = try child(.after, store: path, seed: seed)
+        let secondOverdue = second.killWhenOverdue()
         _ = second.lines { line in
             print(line)
             fflush(nil)
         }
         second.process.waitUntilExit()
+        secondOverdue.cancel()
         guard second.process.terminationReason == .exit, second.process.terminationStatus == 0 else {
             throw ToolError(.failure, "the second phase failed (status \(second.process.terminationStatus))")
         }
@@ -184,6 +200,19 @@ enum PhoneRestartDemo {
     struct Child {
         let process: Process
         let output: Pipe
+
+        /// Kills the child if it is still running `phaseLimit` from now (a phase that stalls before its
+        /// marker, or never ends); cancel it once the child has ended.
+        func killWhenOverdue() -> DispatchWorkItem {
+            let pid = process.processIdentifier
+            let item = DispatchWorkItem { [process] in
+                guard process.isRunning else { return }
+                FileHandle.standardError.write(Data("ble: a phase of the demo overran \(phaseLimit); killed\n".utf8))
+                kill(pid, SIGKILL)
+            }
+            DispatchQueue.global().asyncAfter(deadline: .now() + phaseLimit, execute: item)
+            return item
+        }
 
         /// Hands each line of the child's output to `body` until the output ends; returns whether any came.
         func lines(_ body: (String) -> Void) -> Bool {
@@ -215,6 +244,9 @@ enum PhoneRestartDemo {
         process.arguments = ["demo", "phone-restart", "--phase", phase.rawValue, "--store", store, "--seed", "\(seed)"]
         let output = Pipe()
         process.standardOutput = output
+        var environment = ProcessInfo.processInfo.environment
+        environment[parentVariable] = "\(getpid())"
+        process.environment = environment
         do {
             try process.run()
         } catch {
