@@ -21,7 +21,8 @@ import Synchronization
 // A record goes when its manager has nothing left to carry on, when the manager goes away while its app runs,
 // when the user force-quits the app, and when Bluetooth is turned off in Settings (IOS-RULES 5e). A power-off
 // of the controller (the transport closing, the system shut down) leaves the records as they are: a phone
-// switched off restores them when it starts again.
+// switched off restores them when it starts again. Records follow the app's wishes (a connect, a cancel, a scan
+// started or stopped, a connection over for good), not what the controller does by itself.
 
 extension BluetoothSystem {
     /// The queue of the managers a restarted system keeps for apps that are not running: nothing is delivered
