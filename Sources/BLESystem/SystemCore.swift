@@ -315,7 +315,7 @@ public final class SystemCore: Sendable {
     }
 
     /// A restored peripheral manager takes over what `old` (kept for its terminated app) holds: its services and
-    /// its advertisement. `old` is unregistered; `new` must be registered by the caller.
+    /// its advertisement. `old` stays registered until `replace(_:with:app:)` puts `new` in its place.
     /// `advertisingStarted` and `advertisingEnded` replace the kept manager's callbacks for its advertisement.
     public func transfer(
         fromPeripheral old: any SystemSession, to new: any SystemSession,
@@ -326,12 +326,11 @@ public final class SystemCore: Sendable {
         advertising.transfer(
             from: ObjectIdentifier(old), to: ObjectIdentifier(new), started: advertisingStarted,
             ended: advertisingEnded)
-        unregister(old)
     }
 
     /// A restored manager takes over what `old` (kept for its terminated app) holds: its links and pending
     /// connections, its subscriptions, and its scan (under the scan id `scan`). Returns the scan's request when
-    /// `old` was scanning. `old` is unregistered; `new` must be registered by the caller.
+    /// `old` was scanning. `old` stays registered until `replace(_:with:app:)` puts `new` in its place.
     public func transfer(
         from old: any SystemSession & LinkClient & ScanClient, to new: any SystemSession & LinkClient & ScanClient,
         scan: UInt64
@@ -341,7 +340,6 @@ public final class SystemCore: Sendable {
         subscriptions.transfer(from: oldID, to: ObjectIdentifier(new))
         let request = scans.request(of: oldID)
         let scanning = scans.transfer(from: oldID, to: new, id: scan)
-        unregister(old)
         return scanning ? request : nil
     }
 
@@ -475,6 +473,25 @@ public final class SystemCore: Sendable {
         }
         withExtendedLifetime(live) {}
         if power != .unknown { session.systemPowerStateChanged(power) }
+    }
+
+    /// Puts `new`, a manager of `app` restored from `old`, in `old`'s place among the registered managers, in one
+    /// step: an event for every manager reaches one of them, never neither (the kept one hands what still
+    /// reaches it on). Returns the state to tell `new` (unless `.unknown`), which the caller tells it once its
+    /// restoration has been delivered.
+    public func replace(
+        _ old: any SystemSession, with new: any SystemSession, app: SystemApp
+    ) -> SystemPowerState {
+        let oldID = ObjectIdentifier(old)
+        var live: [any SystemSession] = []  // let go after the lock: a manager's deinit takes it
+        let power = state.withLock { s -> SystemPowerState in
+            live = s.sessions.compactMap(\.session)
+            s.sessions.removeAll { entry in entry.session.map { ObjectIdentifier($0) == oldID } ?? true }
+            s.sessions.append(WeakSession(session: new, app: app))
+            return s.visible
+        }
+        withExtendedLifetime(live) {}
+        return power
     }
 
     public func unregister(_ session: any SystemSession) {

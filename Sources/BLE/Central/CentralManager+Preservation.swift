@@ -71,6 +71,7 @@ extension CentralManager {
         let services = record.scanServices?.compactMap(BluetoothUUID.init(string:))
         locked.withLock { s in
             s.preserved = true
+            gated.store(true, ordering: .releasing)
             s.resumeAtPowerOn = true
             for p in peripherals { s.pending[p.address] = p }
             if let services {
@@ -89,7 +90,7 @@ extension CentralManager {
 
     /// Once powered on, a manager that took preserved work starts it: its pending connections and its scan.
     func resumePreservedWork() {
-        resumeGate.withLock { _ in
+        handover.withLock {
             let work = locked.withLock { s -> (pending: [Peripheral], scan: ScanSession?)? in
                 guard s.resumeAtPowerOn, s.managerState == .poweredOn else { return nil }
                 s.resumeAtPowerOn = false

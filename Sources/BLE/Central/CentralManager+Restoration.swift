@@ -64,6 +64,20 @@ extension CentralManager {
     /// The system keeps this manager after its app was terminated.
     func preserve() {
         locked.withLock { $0.preserved = true }
+        gated.store(true, ordering: .releasing)
+    }
+
+    /// Runs an entry point of the system's (an event, a link's or a scan's news): at once, or, for a kept or a
+    /// restoring manager, under `handover`, and for a kept manager that a restored one took over, handed on to
+    /// that one (`forward`). So an event that reaches the kept manager while its work is handed over is either
+    /// noted before the restored manager takes the notes, or handled by the restored manager once it has told
+    /// its restoration, in order after it: never lost, never told before `willRestoreState`.
+    func entry(_ body: () -> Void, forward: (CentralManager) -> Void) {
+        guard gated.load(ordering: .acquiring) else { return body() }
+        handover.lock()
+        defer { handover.unlock() }
+        if let next = locked.withLock({ $0.successor.manager }) { return forward(next) }
+        body()
     }
 
     /// An event of a kept manager: noted for the manager that restores it, and the app relaunched.
@@ -82,24 +96,26 @@ extension CentralManager {
     }
 
     /// Takes over from `kept`, the manager the system kept for this app under the same restore identifier:
-    /// its peripherals, links, subscriptions and scan. Called in `init`, before the manager registers, so that
+    /// its peripherals, links, subscriptions and scan. Called in `init`, holding `handover` (what reaches this
+    /// manager meanwhile waits), before the manager takes the kept one's place among the registered, so that
     /// `willRestoreState` is the first callback. Returns the events to tell after `didUpdateState`.
     func restore(from kept: CentralManager) -> [RestorationEvent] {
-        // Taken and cleared in one step: the kept manager holds nothing once this manager has it.
-        // Behind the kept manager's gate: its preserved work (a restarted system's) is taken before it starts or
-        // once it runs in the system, where `transfer` finds it.
-        let (connected, pending, events, keptScan, resume) = kept.resumeGate.withLock { _ in
-            kept.locked.withLock { s in
-                defer {
-                    s.byHandle = [:]
-                    s.pending = [:]
-                    s.scan = nil
-                    s.restorationEvents = []
-                    s.resumeAtPowerOn = false
-                }
-                return (s.byHandle, s.pending, s.restorationEvents, s.scan, s.resumeAtPowerOn)
+        // Taken and cleared in one step, under the kept manager's `handover`: its preserved work (a restarted
+        // system's) is taken before it starts or once it runs in the system, where `transfer` finds it, and an
+        // event for it is noted before this or handed on to this manager after (`entry`).
+        kept.handover.lock()
+        let (connected, pending, events, keptScan, resume) = kept.locked.withLock { s in
+            defer {
+                s.byHandle = [:]
+                s.pending = [:]
+                s.scan = nil
+                s.restorationEvents = []
+                s.resumeAtPowerOn = false
+                s.successor = WeakCentralManager(manager: self)
             }
+            return (s.byHandle, s.pending, s.restorationEvents, s.scan, s.resumeAtPowerOn)
         }
+        kept.handover.unlock()
         var map: [ObjectIdentifier: Peripheral] = [:]
         var restored: [Peripheral] = []
         // Connected ones (on their links) first, then pending ones.
@@ -190,6 +206,11 @@ extension CentralManager {
             }
         }
     }
+}
+
+/// A central manager, held weakly (a kept manager's successor).
+struct WeakCentralManager {
+    weak var manager: CentralManager?
 }
 
 extension Peripheral {

@@ -36,6 +36,8 @@ public final class CentralManager: Sendable, SystemSession, ScanClient, LinkClie
         var restorationEvents: [RestorationEvent] = []
         /// Work preserved by an earlier process (its pending connections and scan), to start once powered on.
         var resumeAtPowerOn = false
+        /// The manager that restored this kept one: what still reaches this one goes there.
+        var successor = WeakCentralManager()
         /// Peripherals asked to connect and not connected yet, by address: the system initiates toward all of
         /// them (and every other app's) at once.
         var pending: [BluetoothAddress: Peripheral] = [:]
@@ -69,9 +71,14 @@ public final class CentralManager: Sendable, SystemSession, ScanClient, LinkClie
 
     let locked = Mutex(State())
     let delegateCell = DelegateCell<any CentralManagerDelegate>(nil)
-    /// Held while preserved work starts (`resumePreservedWork`) and while a restored manager takes this kept
-    /// one's work: the work is taken either before it starts or once it runs in the system, never between.
-    let resumeGate = Mutex(())
+    /// The handover of a kept manager's work to the one that restores it (CentralManager+Restoration.swift):
+    /// held by a kept manager's entry points and while its preserved work starts, by a restoring manager's
+    /// entry points and for the whole of its initialiser. Recursive: an entry point may call back into another.
+    let handover = NSRecursiveLock()
+    /// Whether the entry points take `handover`: set while the manager is kept for its ended app (for good) and
+    /// while it restores one (its initialiser). Read without a lock on every event, so that a manager that is
+    /// neither pays nothing more.
+    let gated = Atomic<Bool>(false)
 
     /// The app this manager belongs to.
     public let app: BluetoothSystem.App
@@ -102,8 +109,13 @@ public final class CentralManager: Sendable, SystemSession, ScanClient, LinkClie
         // Relaunched for state restoration: take over from the manager the system kept, before registering, so
         // that `willRestoreState` comes first (IOS-RULES 5.8).
         var restoredEvents: [RestorationEvent] = []
+        var replaced: CentralManager?
         if let id = options?.restoreIdentifier, let kept = app.system.takeKeptCentral(of: app, restoreIdentifier: id) {
+            // Until the restoration has been told, what reaches this manager (or, handed on, the kept one) waits.
+            gated.store(true, ordering: .releasing)
+            handover.lock()
             restoredEvents = restore(from: kept)
+            replaced = kept
         }
         if options?.restoreIdentifier != nil, !app.backgroundModes.contains(.bluetoothCentral) {
             // IOS-RULES 5.3: iOS fails an assertion here; this manager works, without restoration.
@@ -111,8 +123,16 @@ public final class CentralManager: Sendable, SystemSession, ScanClient, LinkClie
                 "API MISUSE: a central manager with a restore identifier in an app without the bluetooth-central background mode: it will not be restored",
                 metadata: ["app": "\(app.id)"])
         }
-        self.system.core.register(self, app: app.core)
-        replay(restoredEvents)
+        if let replaced {
+            // In the kept manager's place, in one step: an event reaches one of the two, never neither.
+            let power = system.core.replace(replaced, with: self, app: app.core)
+            if power != .unknown { systemPowerStateChanged(power) }
+            replay(restoredEvents)
+            gated.store(false, ordering: .releasing)
+            handover.unlock()
+        } else {
+            self.system.core.register(self, app: app.core)
+        }
         // IOS-RULES 3.8: made while Bluetooth is off, a central manager shows "turn on Bluetooth" unless told not.
         if options?.showPowerAlert ?? true, !system.isBluetoothEnabled {
             system.showAlert(.powerOff, for: app)
@@ -180,6 +200,12 @@ public final class CentralManager: Sendable, SystemSession, ScanClient, LinkClie
     // MARK: ScanClient
 
     public func scanDiscovered(_ discovery: SystemDiscovery, scan id: UInt64) {
+        entry({ discovered(discovery, scan: id) }) { next in
+            if let id = next.locked.withLock({ $0.scan?.id }) { next.scanDiscovered(discovery, scan: id) }
+        }
+    }
+
+    private func discovered(_ discovery: SystemDiscovery, scan id: UInt64) {
         guard let scan = locked.withLock({ $0.scan }), scan.id == id else { return }
         if isPreserved { return noteForRestoration(.discovered(discovery)) }
         var decoded = AdvertisementData(decoded: discovery.data, connectable: discovery.connectable)
@@ -202,6 +228,12 @@ public final class CentralManager: Sendable, SystemSession, ScanClient, LinkClie
     }
 
     public func scanEnded(_ id: UInt64) {
+        entry({ scanStopped(id) }) { next in
+            if let id = next.locked.withLock({ $0.scan?.id }) { next.scanEnded(id) }
+        }
+    }
+
+    private func scanStopped(_ id: UInt64) {
         // CoreBluetooth has no callback for a scan that could not start or stopped by itself; `isScanning` turns
         // false.
         // Not written to the preserved state: a scan that ends by itself (the controller going away, a start it
@@ -361,6 +393,10 @@ public final class CentralManager: Sendable, SystemSession, ScanClient, LinkClie
     // MARK: LinkClient
 
     public func linkAttached(_ link: LinkInfo) {
+        entry({ attached(link) }) { $0.linkAttached(link) }
+    }
+
+    private func attached(_ link: LinkInfo) {
         // In one lock section with `cancelPeripheralConnection`'s: a cancel sees either the pending connect or
         // the link, never neither.
         let found = locked.withLock { s -> Peripheral? in
@@ -395,6 +431,10 @@ public final class CentralManager: Sendable, SystemSession, ScanClient, LinkClie
     }
 
     public func linkFailed(peer: BluetoothAddress, error: HostError) {
+        entry({ failed(peer: peer, error: error) }) { $0.linkFailed(peer: peer, error: error) }
+    }
+
+    private func failed(peer: BluetoothAddress, error: HostError) {
         guard let peripheral = locked.withLock({ $0.pending[peer] }) else { return }
         if isPreserved, !peripheral.isReconnecting {
             locked.withLock { _ = $0.pending.removeValue(forKey: peer) }
@@ -423,7 +463,7 @@ public final class CentralManager: Sendable, SystemSession, ScanClient, LinkClie
     static let reconnectPause: Duration = .seconds(1)
 
     public func linkDown(_ handle: ConnectionHandle, reason: HCIStatus) {
-        handleDisconnected(handle, reason: reason)
+        entry({ handleDisconnected(handle, reason: reason) }) { $0.linkDown(handle, reason: reason) }
     }
 
     /// Runs `body` on the manager's queue with the current delegate, through the app's delivery (in order,
@@ -482,6 +522,10 @@ public final class CentralManager: Sendable, SystemSession, ScanClient, LinkClie
     }
 
     public func systemReceived(_ event: HostEvent) {
+        entry({ received(event) }) { $0.systemReceived(event) }
+    }
+
+    private func received(_ event: HostEvent) {
         switch event {
         case .advertisingReport(let report): handleReport(report)
         case .connected(let link) where link.role == .central:
@@ -505,7 +549,7 @@ public final class CentralManager: Sendable, SystemSession, ScanClient, LinkClie
     }
 
     public func systemPeerDatabaseChanged(on link: ConnectionHandle) {
-        peripheralOn(link)?.handleDatabaseChanged()
+        entry({ peripheralOn(link)?.handleDatabaseChanged() }) { $0.systemPeerDatabaseChanged(on: link) }
     }
 
     func peripheralOn(_ handle: ConnectionHandle) -> Peripheral? {

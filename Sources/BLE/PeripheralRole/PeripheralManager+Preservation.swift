@@ -192,6 +192,7 @@ extension PeripheralManager {
         let work = (services: record.makeServices(), advertisement: record.makeAdvertisement())
         locked.withLock { s in
             s.preserved = true
+            gated.store(true, ordering: .releasing)
             s.resumeAtPowerOn = work
         }
         persistRestorableState()
@@ -202,7 +203,7 @@ extension PeripheralManager {
     /// Once powered on, a manager that took preserved work starts it: its services, then its advertisement
     /// (as the system restarts it: not refused out of the foreground, IOS-RULES 2.11 being about apps).
     func resumePreservedWork() {
-        resumeGate.withLock { _ in startPreservedWork() }
+        handover.withLock { startPreservedWork() }
     }
 
     private func startPreservedWork() {

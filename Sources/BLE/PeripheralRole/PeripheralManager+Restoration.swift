@@ -35,6 +35,7 @@ extension PeripheralManager {
             defer { s.pendingRequests = [:] }
             return Array(s.pendingRequests.values)
         }
+        gated.store(true, ordering: .releasing)
         for request in unanswered { system.core.host.respond(to: request, result: .unlikelyError, value: nil) }
     }
 
@@ -57,24 +58,27 @@ extension PeripheralManager {
     }
 
     /// Takes over from `kept`, the manager the system kept for this app under the same restore identifier: its
-    /// services, advertisement and centrals. Called in `init`, before the manager registers, so that
+    /// services, advertisement and centrals. Called in `init`, holding `handover` (what reaches this manager
+    /// meanwhile waits), before the manager takes the kept one's place among the registered, so that
     /// `willRestoreState` is the first callback. Returns the requests to hand on after `didUpdateState`.
     func restore(from kept: PeripheralManager) -> [HostEvent] {
-        // Behind the kept manager's gate: its preserved work (a restarted system's) is taken before it starts or
-        // once it runs in the system, where `transfer` finds it.
-        let taken = kept.resumeGate.withLock { _ in
-            kept.locked.withLock { s -> State in
-                defer {
-                    s.published = []
-                    s.advertising = nil
-                    s.isAdvertising = false
-                    s.centrals = [:]
-                    s.restorationEvents = []
-                    s.resumeAtPowerOn = nil
-                }
-                return s
+        // Under the kept manager's `handover`: its preserved work (a restarted system's) is taken before it
+        // starts or once it runs in the system, where `transfer` finds it, and a central's request to it is noted
+        // before this or handed on to this manager after.
+        kept.handover.lock()
+        let taken = kept.locked.withLock { s -> State in
+            defer {
+                s.published = []
+                s.advertising = nil
+                s.isAdvertising = false
+                s.centrals = [:]
+                s.restorationEvents = []
+                s.resumeAtPowerOn = nil
+                s.successor = WeakPeripheralManager(manager: self)
             }
+            return s
         }
+        kept.handover.unlock()
         locked.withLock { s in
             s.published = taken.published
             s.advertising = taken.advertising
@@ -100,4 +104,9 @@ extension PeripheralManager {
         deliver { m, d in d?.peripheralManager(m, willRestoreState: state) }
         return taken.restorationEvents
     }
+}
+
+/// A peripheral manager, held weakly (a kept manager's successor).
+struct WeakPeripheralManager {
+    weak var manager: PeripheralManager?
 }

@@ -38,15 +38,18 @@ public final class PeripheralManager: Sendable, SystemSession {
         var preserved = false
         /// Centrals' requests while kept, for the manager that restores it.
         var restorationEvents: [HostEvent] = []
+        /// The manager that restored this kept one: what still reaches this one goes there.
+        var successor = WeakPeripheralManager()
         /// Work preserved by an earlier process (services to publish, an advertisement to start), to start once
         /// powered on.
         var resumeAtPowerOn: (services: [MutableService], advertisement: AdvertisementData?)?
     }
     let locked = Mutex(State())
     let delegateCell = DelegateCell<any PeripheralManagerDelegate>(nil)
-    /// Held while preserved work starts (`resumePreservedWork`) and while a restored manager takes this kept
-    /// one's work: the work is taken either before it starts or once it runs in the system, never between.
-    let resumeGate = Mutex(())
+    /// The handover of a kept manager's work to the one that restores it, as `CentralManager.handover`.
+    let handover = NSRecursiveLock()
+    /// Whether `systemReceived` takes `handover`: while kept (for good), and while restoring (the initialiser).
+    let gated = Atomic<Bool>(false)
 
     /// The app this manager belongs to.
     public let app: BluetoothSystem.App
@@ -75,9 +78,14 @@ public final class PeripheralManager: Sendable, SystemSession {
         // Relaunched for state restoration: take over from the manager the system kept, before registering, so
         // that `willRestoreState` comes first (IOS-RULES 5.8).
         var restoredEvents: [HostEvent] = []
+        var replaced: PeripheralManager?
         if let id = options?.restoreIdentifier, let kept = app.system.takeKeptPeripheral(of: app, restoreIdentifier: id)
         {
+            // Until the restoration has been told, what reaches this manager (or, handed on, the kept one) waits.
+            gated.store(true, ordering: .releasing)
+            handover.lock()
             restoredEvents = restore(from: kept)
+            replaced = kept
         }
         if options?.restoreIdentifier != nil, !app.backgroundModes.contains(.bluetoothPeripheral) {
             // IOS-RULES 5.3: iOS fails an assertion here; this manager works, without restoration.
@@ -85,8 +93,16 @@ public final class PeripheralManager: Sendable, SystemSession {
                 "API MISUSE: a peripheral manager with a restore identifier in an app without the bluetooth-peripheral background mode: it will not be restored",
                 metadata: ["app": "\(app.id)"])
         }
-        self.system.core.register(self, app: app.core)
-        for event in restoredEvents { systemReceived(event) }
+        if let replaced {
+            // In the kept manager's place, in one step: an event reaches one of the two, never neither.
+            let power = system.core.replace(replaced, with: self, app: app.core)
+            if power != .unknown { systemPowerStateChanged(power) }
+            for event in restoredEvents { systemReceived(event) }
+            gated.store(false, ordering: .releasing)
+            handover.unlock()
+        } else {
+            self.system.core.register(self, app: app.core)
+        }
         // Centrals already connected to the device (for another app) can reach this manager's services too.
         let host = self.system.core.host
         for link in host.links where link.role == .peripheral {
@@ -464,6 +480,16 @@ public final class PeripheralManager: Sendable, SystemSession {
     }
 
     public func systemReceived(_ event: HostEvent) {
+        // A kept or restoring manager's events go through `handover`; a kept one that a restored one took over
+        // hands them on (as `CentralManager.entry`).
+        guard gated.load(ordering: .acquiring) else { return received(event) }
+        handover.lock()
+        defer { handover.unlock() }
+        if let next = locked.withLock({ $0.successor.manager }) { return next.systemReceived(event) }
+        received(event)
+    }
+
+    private func received(_ event: HostEvent) {
         if isPreserved {
             switch event {
             case .serverRead, .serverWrite, .subscriptionChanged:
