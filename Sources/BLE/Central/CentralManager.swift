@@ -200,9 +200,11 @@ public final class CentralManager: Sendable, SystemSession, ScanClient, LinkClie
     // MARK: ScanClient
 
     public func scanDiscovered(_ discovery: SystemDiscovery, scan id: UInt64) {
-        entry({ discovered(discovery, scan: id) }) { next in
-            if let id = next.locked.withLock({ $0.scan?.id }) { next.scanDiscovered(discovery, scan: id) }
-        }
+        entry(
+            { discovered(discovery, scan: id) },
+            forward: { next in
+                if let id = next.locked.withLock({ $0.scan?.id }) { next.scanDiscovered(discovery, scan: id) }
+            })
     }
 
     private func discovered(_ discovery: SystemDiscovery, scan id: UInt64) {
@@ -228,9 +230,11 @@ public final class CentralManager: Sendable, SystemSession, ScanClient, LinkClie
     }
 
     public func scanEnded(_ id: UInt64) {
-        entry({ scanStopped(id) }) { next in
-            if let id = next.locked.withLock({ $0.scan?.id }) { next.scanEnded(id) }
-        }
+        entry(
+            { scanStopped(id) },
+            forward: { next in
+                if let id = next.locked.withLock({ $0.scan?.id }) { next.scanEnded(id) }
+            })
     }
 
     private func scanStopped(_ id: UInt64) {
@@ -393,7 +397,7 @@ public final class CentralManager: Sendable, SystemSession, ScanClient, LinkClie
     // MARK: LinkClient
 
     public func linkAttached(_ link: LinkInfo) {
-        entry({ attached(link) }) { $0.linkAttached(link) }
+        entry({ attached(link) }, forward: { $0.linkAttached(link) })
     }
 
     private func attached(_ link: LinkInfo) {
@@ -431,7 +435,7 @@ public final class CentralManager: Sendable, SystemSession, ScanClient, LinkClie
     }
 
     public func linkFailed(peer: BluetoothAddress, error: HostError) {
-        entry({ failed(peer: peer, error: error) }) { $0.linkFailed(peer: peer, error: error) }
+        entry({ failed(peer: peer, error: error) }, forward: { $0.linkFailed(peer: peer, error: error) })
     }
 
     private func failed(peer: BluetoothAddress, error: HostError) {
@@ -463,7 +467,7 @@ public final class CentralManager: Sendable, SystemSession, ScanClient, LinkClie
     static let reconnectPause: Duration = .seconds(1)
 
     public func linkDown(_ handle: ConnectionHandle, reason: HCIStatus) {
-        entry({ handleDisconnected(handle, reason: reason) }) { $0.linkDown(handle, reason: reason) }
+        entry({ handleDisconnected(handle, reason: reason) }, forward: { $0.linkDown(handle, reason: reason) })
     }
 
     /// Runs `body` on the manager's queue with the current delegate, through the app's delivery (in order,
@@ -522,7 +526,7 @@ public final class CentralManager: Sendable, SystemSession, ScanClient, LinkClie
     }
 
     public func systemReceived(_ event: HostEvent) {
-        entry({ received(event) }) { $0.systemReceived(event) }
+        entry({ received(event) }, forward: { $0.systemReceived(event) })
     }
 
     private func received(_ event: HostEvent) {
@@ -549,7 +553,7 @@ public final class CentralManager: Sendable, SystemSession, ScanClient, LinkClie
     }
 
     public func systemPeerDatabaseChanged(on link: ConnectionHandle) {
-        entry({ peripheralOn(link)?.handleDatabaseChanged() }) { $0.systemPeerDatabaseChanged(on: link) }
+        entry({ peripheralOn(link)?.handleDatabaseChanged() }, forward: { $0.systemPeerDatabaseChanged(on: link) })
     }
 
     func peripheralOn(_ handle: ConnectionHandle) -> Peripheral? {
