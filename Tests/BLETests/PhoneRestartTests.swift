@@ -222,22 +222,54 @@ import Testing
         }
     }
 
+    /// The sensor app launched on a device whose store is `store`: it publishes the profile's included and
+    /// primary services (an included service, static and dynamic values, a descriptor) and, unless not,
+    /// advertises.
+    static func publishingApp(store: String, advertising: Bool = true) async throws -> (
+        Rig, BluetoothSystem.App, PeripheralRecorder
+    ) {
+        let rig = Rig(sensor: .init(storePath: store))
+        let app = rig.sensorSystem.app(id: "com.example.sensor", backgroundModes: [.bluetoothPeripheral])
+        let launches = Launches()
+        install(app, launches)
+        app.launch()
+        let first = try #require(launches.last)
+        try await rig.run(until: { first.manager.state == .poweredOn }, "power")
+        first.manager.add(rig.sensor.secondary)
+        first.manager.add(rig.sensor.primary)
+        if advertising {
+            first.manager.startAdvertising(Sensor.advertisement)
+            try await rig.run(until: { first.manager.isAdvertising }, "advertising")
+        }
+        return (rig, app, first)
+    }
+
+    /// The sensor app opened by the user on the device restarted on `store`, at once (before its controller is
+    /// on): its recorder, its launches, and the state its restored manager heard first (nil, and an issue, if
+    /// not `willRestoreState`).
+    static func openedAtOnce(store: String) async throws -> (
+        Rig, PeripheralRecorder, Launches, PeripheralManager.RestoredState?
+    ) {
+        let rig = Rig(sensor: .init(storePath: store))
+        let app = rig.sensorSystem.app(id: "com.example.sensor")
+        #expect(app.keptPeripheralManagers == [restoreID])
+        let opened = Launches()
+        install(app, opened)
+        app.launch()
+        let recorder = try #require(opened.last)
+        try await rig.run(until: { !recorder.events.isEmpty }, "the first callback")
+        guard case .willRestoreState(let state) = recorder.events.first else {
+            Issue.record("willRestoreState first: \(recorder.lines)")
+            return (rig, recorder, opened, nil)
+        }
+        return (rig, recorder, opened, state)
+    }
+
     @Test func publishedServicesAndTheAdvertisementSurviveARestart() async throws {
         let store = SystemStoreAndShutdownTests.storePath()
         defer { SystemStoreAndShutdownTests.remove(store) }
-        // Before: the sensor app publishes the profile (an included service, static and dynamic values, a
-        // descriptor) and advertises, then leaves the foreground.
-        let before = Rig(sensor: .init(storePath: store))
-        let app = before.sensorSystem.app(id: "com.example.sensor", backgroundModes: [.bluetoothPeripheral])
-        let launches = Launches()
-        Self.install(app, launches)
-        app.launch()
-        let first = try #require(launches.last)
-        try await before.run(until: { first.manager.state == .poweredOn }, "power")
-        first.manager.add(before.sensor.secondary)
-        first.manager.add(before.sensor.primary)
-        first.manager.startAdvertising(Sensor.advertisement)
-        try await before.run(until: { first.manager.isAdvertising }, "advertising")
+        // Before: the sensor app publishes the profile and advertises, then leaves the foreground.
+        let (before, app, _) = try await Self.publishingApp(store: store)
         app.moveToBackground()
         try await before.run(.seconds(10))
         #expect(app.state == .suspended)
@@ -300,31 +332,12 @@ extension PeripheralPhoneRestartTests {
     @Test func anAppOpenedAsTheDeviceStartsPublishesAndAdvertisesWhatWasPreserved() async throws {
         let store = SystemStoreAndShutdownTests.storePath()
         defer { SystemStoreAndShutdownTests.remove(store) }
-        let before = Rig(sensor: .init(storePath: store))
-        let app = before.sensorSystem.app(id: "com.example.sensor", backgroundModes: [.bluetoothPeripheral])
-        let launches = Launches()
-        Self.install(app, launches)
-        app.launch()
-        let first = try #require(launches.last)
-        try await before.run(until: { first.manager.state == .poweredOn }, "power")
-        first.manager.add(before.sensor.secondary)
-        first.manager.add(before.sensor.primary)
-        first.manager.startAdvertising(Sensor.advertisement)
-        try await before.run(until: { first.manager.isAdvertising }, "advertising")
+        let (before, _, _) = try await Self.publishingApp(store: store)
         defer { withExtendedLifetime(before) {} }
 
         // Opened at once, before the restarted controller is on: the restored manager publishes and advertises.
-        let rig = Rig(sensor: .init(storePath: store))
-        let restartedApp = rig.sensorSystem.app(id: "com.example.sensor")
-        let opened = Launches()
-        Self.install(restartedApp, opened)
-        restartedApp.launch()
-        let second = try #require(opened.last)
-        try await rig.run(until: { !second.events.isEmpty }, "the first callback")
-        guard case .willRestoreState(let state) = second.events.first else {
-            Issue.record("willRestoreState first: \(second.lines)")
-            return
-        }
+        let (rig, second, opened, restored) = try await Self.openedAtOnce(store: store)
+        guard let state = restored else { return }
         #expect(state.services?.map(\.uuid) == [Profile.includedService, Profile.service])
         #expect(state.advertisementData == Sensor.advertisement)
         try await rig.run(until: { second.manager.isAdvertising }, within: .seconds(2), "advertising")

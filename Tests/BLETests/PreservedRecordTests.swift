@@ -58,17 +58,7 @@ import Testing
     @Test func aForceQuitForgetsEvenIfTheEndedAppCallsOn() async throws {
         let store = SystemStoreAndShutdownTests.storePath()
         defer { SystemStoreAndShutdownTests.remove(store) }
-        let rig = Rig(sensor: .init(storePath: store))
-        let app = rig.sensorSystem.app(id: "com.example.sensor", backgroundModes: [.bluetoothPeripheral])
-        let launches = PeripheralPhoneRestartTests.Launches()
-        PeripheralPhoneRestartTests.install(app, launches)
-        app.launch()
-        let first = try #require(launches.last)
-        try await rig.run(until: { first.manager.state == .poweredOn }, "power")
-        first.manager.add(rig.sensor.secondary)
-        first.manager.add(rig.sensor.primary)
-        first.manager.startAdvertising(Sensor.advertisement)
-        try await rig.run(until: { first.manager.isAdvertising }, "advertising")
+        let (rig, app, first) = try await PeripheralPhoneRestartTests.publishingApp(store: store)
         #expect(try Self.records(store).map(\.key.role) == [.peripheral])
         app.terminate(.byUser)
         #expect(try Self.records(store).isEmpty)
@@ -109,33 +99,16 @@ import Testing
     @Test func servicesAreRecordedIncludesFirstWhateverTheOrderTheyWereAddedIn() async throws {
         let store = SystemStoreAndShutdownTests.storePath()
         defer { SystemStoreAndShutdownTests.remove(store) }
-        let before = Rig(sensor: .init(storePath: store))
-        let app = before.sensorSystem.app(id: "com.example.sensor", backgroundModes: [.bluetoothPeripheral])
-        let launches = PeripheralPhoneRestartTests.Launches()
-        PeripheralPhoneRestartTests.install(app, launches)
-        app.launch()
-        let first = try #require(launches.last)
-        try await before.run(until: { first.manager.state == .poweredOn }, "power")
-        first.manager.add(before.sensor.secondary)
-        first.manager.add(before.sensor.primary)
+        let (before, _, first) = try await PeripheralPhoneRestartTests.publishingApp(store: store, advertising: false)
         // The included service removed and added again: published after the one that includes it.
         first.manager.remove(before.sensor.secondary)
         first.manager.add(before.sensor.secondary)
         try await before.run(.milliseconds(100))
         defer { withExtendedLifetime(before) {} }
 
-        let rig = Rig(sensor: .init(storePath: store))
-        let restarted = rig.sensorSystem.app(id: "com.example.sensor")
-        #expect(restarted.keptPeripheralManagers == [PeripheralPhoneRestartTests.restoreID])
-        let opened = PeripheralPhoneRestartTests.Launches()
-        PeripheralPhoneRestartTests.install(restarted, opened)
-        restarted.launch()
-        let second = try #require(opened.last)
-        try await rig.run(until: { !second.events.isEmpty }, "the first callback")
-        guard case .willRestoreState(let state) = second.events.first else {
-            Issue.record("willRestoreState first: \(second.lines)")
-            return
-        }
+        let (rig, _, _, restored) = try await PeripheralPhoneRestartTests.openedAtOnce(store: store)
+        defer { withExtendedLifetime(rig) {} }
+        guard let state = restored else { return }
         #expect(state.services?.map(\.uuid) == [Profile.includedService, Profile.service])
         #expect(state.services?.last?.includedServices?.first === state.services?.first)
     }

@@ -9,7 +9,7 @@ import Synchronization
 
 /// What the store keeps of a peripheral manager: its published services, as the app defined them, and the
 /// advertisement it asked for (JSON, with a version a later form can tell apart).
-struct PreservedPeripheralRecord: Codable, Hashable {
+struct PreservedPeripheralRecord: Codable, Hashable, PreservedRecord {
     static let currentVersion = 1
 
     struct Descriptor: Codable, Hashable {

@@ -96,34 +96,27 @@ extension BluetoothSystem {
                     metadata: ["manager": "\(key)", "version": "\(version ?? 0)"])
                 continue
             }
+            let kept: Bool
             switch key.role {
             case .central:
-                guard app.backgroundModes.contains(.bluetoothCentral),
-                    let record = PreservedCentralRecord(decoding: preserved.record)
-                else {
-                    forgetUnusable(preserved)
-                    continue
+                kept = keep(preserved, for: app, mode: .bluetoothCentral, as: PreservedCentralRecord.self) { record in
+                    let keeper = CentralManager(
+                        delegate: nil, queue: Self.keeperQueue,
+                        options: .init(showPowerAlert: false, restoreIdentifier: key.restoreIdentifier), app: app)
+                    withRuntime(of: app.id) { $0.keptCentrals[key.restoreIdentifier] = keeper }
+                    keeper.resume(record)
                 }
-                markNotRunning(app)
-                let keeper = CentralManager(
-                    delegate: nil, queue: Self.keeperQueue,
-                    options: .init(showPowerAlert: false, restoreIdentifier: key.restoreIdentifier), app: app)
-                withRuntime(of: app.id) { $0.keptCentrals[key.restoreIdentifier] = keeper }
-                keeper.resume(record)
             case .peripheral:
-                guard app.backgroundModes.contains(.bluetoothPeripheral),
-                    let record = PreservedPeripheralRecord(decoding: preserved.record)
-                else {
-                    forgetUnusable(preserved)
-                    continue
+                kept = keep(preserved, for: app, mode: .bluetoothPeripheral, as: PreservedPeripheralRecord.self) {
+                    record in
+                    let keeper = PeripheralManager(
+                        delegate: nil, queue: Self.keeperQueue,
+                        options: .init(showPowerAlert: false, restoreIdentifier: key.restoreIdentifier), app: app)
+                    withRuntime(of: app.id) { $0.keptPeripherals[key.restoreIdentifier] = keeper }
+                    keeper.resume(record)
                 }
-                markNotRunning(app)
-                let keeper = PeripheralManager(
-                    delegate: nil, queue: Self.keeperQueue,
-                    options: .init(showPowerAlert: false, restoreIdentifier: key.restoreIdentifier), app: app)
-                withRuntime(of: app.id) { $0.keptPeripherals[key.restoreIdentifier] = keeper }
-                keeper.resume(record)
             }
+            guard kept else { continue }
             Self.logger.info(
                 "carrying on a preserved manager's work for an app that is not running",
                 metadata: ["manager": "\(key)"])
@@ -134,6 +127,21 @@ extension BluetoothSystem {
     private func markNotRunning(_ app: App) {
         guard app.id != SystemCore.defaultAppID else { return }
         app.core.startNotRunning()
+    }
+
+    /// Starts `preserved`'s work for `app` (`start`, with its record) when the app declares `mode` and the
+    /// record can be read, the app then not running; otherwise forgets the record. Returns whether it started.
+    private func keep<Record: PreservedRecord>(
+        _ preserved: PreservedManager, for app: App, mode: App.BackgroundMode, as: Record.Type,
+        start: (Record) -> Void
+    ) -> Bool {
+        guard app.backgroundModes.contains(mode), let record = Record(decoding: preserved.record) else {
+            forgetUnusable(preserved)
+            return false
+        }
+        markNotRunning(app)
+        start(record)
+        return true
     }
 
     private func forgetUnusable(_ preserved: PreservedManager) {
@@ -154,8 +162,14 @@ private struct PreservedRecordVersion: Decodable {
     }
 }
 
+/// A manager's record in the store, read back.
+protocol PreservedRecord {
+    /// The record in `bytes`, or nil when they are not one this version wrote.
+    init?(decoding bytes: [UInt8])
+}
+
 /// What the store keeps of a central manager (JSON, with a version a later form can tell apart).
-struct PreservedCentralRecord: Codable, Hashable {
+struct PreservedCentralRecord: Codable, Hashable, PreservedRecord {
     static let currentVersion = 1
 
     /// A peer the manager wants a link to, with what its `connect` asked for.
