@@ -138,6 +138,31 @@ final class RecordedLaunches<Recorder: Sendable>: Sendable {
         #expect(second.disconnections.first?.error?.code == .connectionTimeout)
     }
 
+    @Test func aScanForEveryDeviceIsNotCarriedOnNorRestored() async throws {
+        let (rig, app, launches, first) = try await Self.launchedLockApp()
+        let sensor = try await AppLifecycleTests.connectAndSubscribe(first, rig)
+        first.central.scanForPeripherals(withServices: nil)
+        try await rig.run(.seconds(1))
+        #expect(first.central.isScanning)
+        app.terminate(.bySystem)
+        #expect(app.keptCentralManagers == [Self.restoreID], "kept for its link")
+        // A device that only a scan for everything would find relaunches nothing.
+        _ = try await rig.addAdvertiser(
+            name: "stranger", position: RadioPosition(x: 3, y: 0),
+            advertisement: AdvertisementData(localName: "stranger"))
+        try await rig.run(.seconds(5))
+        #expect(launches.count == 1)
+        // The link's loss relaunches it: the scan is not restored.
+        rig.sensorSystem.move(to: RadioPosition(x: 1000, y: 0))
+        try await rig.run(until: { launches.count == 2 }, within: .seconds(10), "the relaunch")
+        let second = try #require(launches.last)
+        try await rig.run(until: { second.events.contains(where: \.isDisconnect) }, within: .seconds(1), "the loss")
+        #expect(second.lines.first == "willRestoreState peripherals=[] scan=[]")
+        #expect(!second.central.isScanning)
+        #expect(second.discoveries.isEmpty)
+        withExtendedLifetime(sensor) {}
+    }
+
     @Test func aRestoredPeripheralKeepsItsAutoReconnect() async throws {
         let (rig, app, launches, first) = try await Self.launchedLockApp()
         _ = try await AppLifecycleTests.connectAndSubscribe(first, rig, options: .init(enableAutoReconnect: true))

@@ -62,9 +62,16 @@ extension CentralManager {
     var hasRestorationEvents: Bool { locked.withLock { !$0.restorationEvents.isEmpty } }
 
     /// The system keeps this manager after its app was terminated.
+    /// A scan for every device is not carried on (only a scan for services is, IOS-RULES 5.5, 6.5): it stops.
     func preserve() {
-        locked.withLock { $0.preserved = true }
+        let unfiltered = locked.withLock { s -> Bool in
+            s.preserved = true
+            guard let scan = s.scan, (scan.services ?? []).isEmpty else { return false }
+            s.scan = nil
+            return true
+        }
         gated.store(true, ordering: .releasing)
+        if unfiltered { system.core.stopScan(self) }
     }
 
     /// Runs an entry point of the system's (an event, a link's or a scan's news): at once, or, for a kept or a
