@@ -87,6 +87,11 @@ extension CentralManager {
         body()
     }
 
+    /// The successor's id for the scan this kept manager knew as `id`: nil for a scan it did not take over.
+    func successorScan(_ id: UInt64) -> UInt64? {
+        locked.withLock { $0.successor.scans[id] }
+    }
+
     /// An event of a kept manager: noted for the manager that restores it, and the app relaunched.
     func noteForRestoration(_ event: RestorationEvent) {
         locked.withLock { s in
@@ -110,6 +115,12 @@ extension CentralManager {
         // Taken and cleared in one step, under the kept manager's `handover`: its preserved work (a restarted
         // system's) is taken before it starts or once it runs in the system, where `transfer` finds it, and an
         // event for it is noted before this or handed on to this manager after (`entry`).
+        // This manager's id for the kept one's scan, should it carry it on: a discovery or an end the system
+        // sent for the kept scan is handed on under it.
+        let scanID = locked.withLock { s -> UInt64 in
+            defer { s.nextScanID += 1 }
+            return s.nextScanID
+        }
         kept.handover.lock()
         let (connected, pending, events, keptScan, resume) = kept.locked.withLock { s in
             defer {
@@ -118,7 +129,7 @@ extension CentralManager {
                 s.scan = nil
                 s.restorationEvents = []
                 s.resumeAtPowerOn = false
-                s.successor = WeakCentralManager(manager: self)
+                s.successor = WeakCentralManager(manager: self, scans: s.scan.map { [$0.id: scanID] } ?? [:])
             }
             return (s.byHandle, s.pending, s.restorationEvents, s.scan, s.resumeAtPowerOn)
         }
@@ -139,10 +150,6 @@ extension CentralManager {
             }
             map[ObjectIdentifier(old)] = p
             restored.append(p)
-        }
-        let scanID = locked.withLock { s -> UInt64 in
-            defer { s.nextScanID += 1 }
-            return s.nextScanID
         }
         // A scan preserved by an earlier process and not started yet (the controller is not on) is this
         // manager's to start once powered on, as are its pending connections.
@@ -218,6 +225,8 @@ extension CentralManager {
 /// A central manager, held weakly (a kept manager's successor).
 struct WeakCentralManager {
     weak var manager: CentralManager?
+    /// The kept manager's scan id and the successor's for the same scan.
+    var scans: [UInt64: UInt64] = [:]
 }
 
 extension Peripheral {

@@ -110,9 +110,11 @@ public final class CentralManager: Sendable, SystemSession, ScanClient, LinkClie
         // that `willRestoreState` comes first (IOS-RULES 5.8).
         var restoredEvents: [RestorationEvent] = []
         var replaced: CentralManager?
+        // A manager that may be kept, or that restores one, takes `handover` at its entry points from the start
+        // and for good: a flag set later could be read unset by a call already under way.
+        if options?.restoreIdentifier != nil { gated.store(true, ordering: .releasing) }
         if let id = options?.restoreIdentifier, let kept = app.system.takeKeptCentral(of: app, restoreIdentifier: id) {
             // Until the restoration has been told, what reaches this manager (or, handed on, the kept one) waits.
-            gated.store(true, ordering: .releasing)
             handover.lock()
             restoredEvents = restore(from: kept)
             replaced = kept
@@ -126,10 +128,12 @@ public final class CentralManager: Sendable, SystemSession, ScanClient, LinkClie
         if let replaced {
             // In the kept manager's place, in one step: an event reaches one of the two, never neither.
             let power = system.core.replace(replaced, with: self, app: app.core)
-            if power != .unknown { systemPowerStateChanged(power) }
+            if power != .unknown { powerChanged(power) }
             replay(restoredEvents)
-            gated.store(false, ordering: .releasing)
             handover.unlock()
+            // Preserved work not started yet (a restarted system's) starts once the restoration is told and the
+            // handover is let go of: the host calls it makes may pass events up from other threads.
+            resumePreservedWork()
         } else {
             self.system.core.register(self, app: app.core)
         }
@@ -203,7 +207,8 @@ public final class CentralManager: Sendable, SystemSession, ScanClient, LinkClie
         entry(
             { discovered(discovery, scan: id) },
             forward: { next in
-                if let id = next.locked.withLock({ $0.scan?.id }) { next.scanDiscovered(discovery, scan: id) }
+                // Only the scan the successor took over goes on, under the successor's own id for it.
+                if let id = successorScan(id) { next.scanDiscovered(discovery, scan: id) }
             })
     }
 
@@ -233,7 +238,7 @@ public final class CentralManager: Sendable, SystemSession, ScanClient, LinkClie
         entry(
             { scanStopped(id) },
             forward: { next in
-                if let id = next.locked.withLock({ $0.scan?.id }) { next.scanEnded(id) }
+                if let id = successorScan(id) { next.scanEnded(id) }
             })
     }
 
@@ -452,15 +457,24 @@ public final class CentralManager: Sendable, SystemSession, ScanClient, LinkClie
                 "reconnection to \(peripheral.identifier) failed (\(error.message)); trying again in \(Self.reconnectPause)"
             )
             system.core.scheduler.schedule(after: Self.reconnectPause) { [weak self] in
-                guard let self, self.locked.withLock({ $0.pending[peer] === peripheral }), peripheral.isReconnecting
-                else { return }
-                if let link = self.system.core.connect(self, to: peer) { self.linkAttached(link) }
+                self?.retryReconnection(to: peer)
             }
             return
         }
         locked.withLock { _ = $0.pending.removeValue(forKey: peer) }
         persistRestorableState()
         initiationEnded(peripheral, error: error)
+    }
+
+    /// An automatic reconnection's next attempt, after its pause: through `entry`, so that a restored manager
+    /// that took the peripheral over (its pending entry) makes the attempt, and the peripheral is not left
+    /// connecting with no request out.
+    func retryReconnection(to peer: BluetoothAddress) {
+        entry(
+            {
+                guard let p = locked.withLock({ $0.pending[peer] }), p.isReconnecting else { return }
+                if let link = system.core.connect(self, to: peer) { linkAttached(link) }
+            }, forward: { $0.retryReconnection(to: peer) })
     }
 
     /// How long an automatic reconnection waits after an attempt the controller refused.
@@ -498,6 +512,14 @@ public final class CentralManager: Sendable, SystemSession, ScanClient, LinkClie
     // MARK: SystemSession
 
     public func systemPowerStateChanged(_ power: SystemPowerState) {
+        entry({ powerChanged(power) }, forward: { $0.systemPowerStateChanged(power) })
+        // Preserved work starts outside the handover (its host calls may pass events up from other threads), and
+        // after `didUpdateState` has been queued.
+        resumePreservedWork()
+    }
+
+    /// A change of the controller's power state, told; the caller starts preserved work after it.
+    func powerChanged(_ power: SystemPowerState) {
         let new = ManagerState(power)
         let change = locked.withLock { s -> (changed: Bool, wasScanning: Bool) in
             guard s.managerState != new else { return (false, false) }
@@ -507,7 +529,6 @@ public final class CentralManager: Sendable, SystemSession, ScanClient, LinkClie
             return (true, wasScanning)
         }
         guard change.changed else { return }
-        if new == .poweredOn { resumePreservedWork() }
         switch new {
         case .poweredOff where system.core.isShutDown:
             failAllLinks(BluetoothError(.systemShutDown, "the system was shut down"))

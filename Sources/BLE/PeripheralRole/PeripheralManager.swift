@@ -79,10 +79,11 @@ public final class PeripheralManager: Sendable, SystemSession {
         // that `willRestoreState` comes first (IOS-RULES 5.8).
         var restoredEvents: [HostEvent] = []
         var replaced: PeripheralManager?
+        // Gated from the start and for good when it may be kept or restores one (as `CentralManager`).
+        if options?.restoreIdentifier != nil { gated.store(true, ordering: .releasing) }
         if let id = options?.restoreIdentifier, let kept = app.system.takeKeptPeripheral(of: app, restoreIdentifier: id)
         {
             // Until the restoration has been told, what reaches this manager (or, handed on, the kept one) waits.
-            gated.store(true, ordering: .releasing)
             handover.lock()
             restoredEvents = restore(from: kept)
             replaced = kept
@@ -96,10 +97,11 @@ public final class PeripheralManager: Sendable, SystemSession {
         if let replaced {
             // In the kept manager's place, in one step: an event reaches one of the two, never neither.
             let power = system.core.replace(replaced, with: self, app: app.core)
-            if power != .unknown { systemPowerStateChanged(power) }
+            if power != .unknown { powerChanged(power) }
             for event in restoredEvents { systemReceived(event) }
-            gated.store(false, ordering: .releasing)
             handover.unlock()
+            // Preserved work not started yet starts once the handover is let go of (as `CentralManager`).
+            resumePreservedWork()
         } else {
             self.system.core.register(self, app: app.core)
         }
@@ -452,6 +454,14 @@ public final class PeripheralManager: Sendable, SystemSession {
     }
 
     public func systemPowerStateChanged(_ power: SystemPowerState) {
+        gate({ powerChanged(power) }, forward: { $0.systemPowerStateChanged(power) })
+        // Preserved work starts outside the handover (its host calls may pass events up from other threads), and
+        // after `didUpdateState` has been queued.
+        resumePreservedWork()
+    }
+
+    /// A change of the controller's power state, told; the caller starts preserved work after it.
+    func powerChanged(_ power: SystemPowerState) {
         let new = ManagerState(power)
         let change = locked.withLock { s -> (changed: Bool, wasAdvertising: Bool, links: [ConnectionHandle]) in
             guard s.managerState != new else { return (false, false, []) }
@@ -467,7 +477,6 @@ public final class PeripheralManager: Sendable, SystemSession {
             return (true, wasAdvertising, links)
         }
         guard change.changed else { return }
-        if new == .poweredOn { resumePreservedWork() }
         if new == .unauthorized {
             // The controller still works, but this app may no longer use it: its advertising stops and the
             // links centrals made to it end on the controller too.
@@ -480,13 +489,17 @@ public final class PeripheralManager: Sendable, SystemSession {
     }
 
     public func systemReceived(_ event: HostEvent) {
-        // A kept or restoring manager's events go through `handover`; a kept one that a restored one took over
-        // hands them on (as `CentralManager.entry`).
-        guard gated.load(ordering: .acquiring) else { return received(event) }
+        gate({ received(event) }, forward: { $0.systemReceived(event) })
+    }
+
+    /// A kept or restoring manager's entry points go through `handover`; a kept one that a restored one took
+    /// over hands them on (as `CentralManager.entry`).
+    private func gate(_ body: () -> Void, forward: (PeripheralManager) -> Void) {
+        guard gated.load(ordering: .acquiring) else { return body() }
         handover.lock()
         defer { handover.unlock() }
-        if let next = locked.withLock({ $0.successor.manager }) { return next.systemReceived(event) }
-        received(event)
+        if let next = locked.withLock({ $0.successor.manager }) { return forward(next) }
+        body()
     }
 
     private func received(_ event: HostEvent) {
