@@ -91,6 +91,7 @@ let package = Package(
             name: "ble",
             dependencies: [
                 "BLE", "BLETransportPosix", .product(name: "ArgumentParser", package: "swift-argument-parser"), logging,
+                nioCore, .product(name: "NIOPosix", package: "swift-nio"),
             ],
             swiftSettings: strict),
 

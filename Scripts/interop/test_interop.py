@@ -12,6 +12,7 @@ import os
 import re
 import shutil
 import signal
+import tempfile
 import unittest
 
 import peers
@@ -442,6 +443,59 @@ class BumbleHostOnOurController(unittest.TestCase):
         controller.popen.send_signal(signal.SIGINT)
         self.assertEqual(controller.wait(10), 0, controller.output())
         peers.check_capture(self, capture)
+
+
+class BumbleInTheSharedRoom(unittest.TestCase):
+    """Bumble's host stack joining the shared room (`ble room --h4 tcp-server:...`) as devices of its own, beside
+    `ble` processes attached over the room's Unix socket: each meets the others on our radio."""
+
+    def test_bumble_and_ble_processes_meet_in_the_room(self):
+        runtime = tempfile.mkdtemp(prefix="ble-room-", dir="/tmp")
+        self.addCleanup(shutil.rmtree, runtime, True)
+        env = {"XDG_RUNTIME_DIR": runtime, "BLE_TRANSPORT": "room"}
+        room = peers.start(self, "ble room", [
+            BLE, "room", "--h4", "tcp-server:127.0.0.1:0", "--idle-timeout", "0"], env=env)
+        port = int(room.expect_regex(r"listening on tcp-server:127\.0\.0\.1:(\d+)", STARTUP).group(1))
+        room.expect_regex(r"room running", STARTUP)
+
+        # A Bumble peripheral joins over H4, and a `ble` process serves a heart-rate profile over the socket.
+        peripheral = peers.start(self, "bumble-peripheral", [
+            PYTHON, os.path.join(HERE, "bumble_peripheral.py"), f"tcp-client:127.0.0.1:{port}", PERIPHERAL_NAME,
+            PERIPHERAL_ADDRESS], stdin=True)
+        peripheral.expect_event("ready", STARTUP)
+        room.expect_regex(r"device \d+ attached \(h4 from 127\.0\.0\.1:\d+\)", 10)
+        serve = peers.start(self, "ble serve", [BLE, "serve", "heart-rate", "--name", "Room-HRM"], env=env)
+        serve.expect_regex(r'^advertising "Room-HRM"', STARTUP)
+
+        # Our central (a third device) reads Bumble's peripheral.
+        result = peers.run("ble read", [BLE, "read", PERIPHERAL_NAME, db.WRITABLE], COMMAND, env=env)
+        self.assertEqual(result.returncode, 0, f"{result.stdout}\n{result.stderr}\n--- room:\n{room.output()}")
+        peripheral.expect_event("connected", 10)
+
+        # Bumble's central (a fourth device, over H4) reads our served device, then Bumble's own peripheral.
+        for target, reads in (({"name": "Room-HRM"}, ["2A38", "2A19"]), ({"name": PERIPHERAL_NAME}, [db.WRITABLE])):
+            plan = {"target": target, "ops": [{"op": "discover"}] + [{"op": "read", "uuid": u} for u in reads]
+                    + [{"op": "disconnect"}]}
+            central = peers.start(self, "bumble-central", [
+                PYTHON, os.path.join(HERE, "bumble_central.py"), f"tcp-client:127.0.0.1:{port}", json.dumps(plan)])
+            self.assertEqual(central.wait(90), 0, f"Bumble's central in the room:\n{central.output()}\n"
+                                                  f"--- room:\n{room.output()}")
+            got = {e["uuid"].upper(): e for e in central.events("read")}
+            for uuid in reads:
+                self.assertIn(uuid.upper(), got, central.output())
+            if target["name"] == "Room-HRM":
+                self.assertEqual(got["2A38"]["hex"], "01", "the body sensor location: chest")
+                # The battery level is the app's to answer: the serving process prints the request.
+                serve.expect_regex(r" read 2A19 [0-9a-f]{2}$", 10)
+
+        # The room says who is in it, and stops when asked; the devices attached hear their controllers go.
+        status = peers.run("ble room status", [BLE, "room", "status", "--json"], 20, env=env)
+        devices = json.loads(status.stdout)["devices"]
+        self.assertEqual(sorted(d["via"].split(" ")[0] for d in devices), ["h4", "unix"], status.stdout)
+        stop = peers.run("ble room stop", [BLE, "room", "stop"], 30, env=env)
+        self.assertEqual(stop.stdout.strip(), "room stopped", stop.stderr)
+        self.assertEqual(room.wait(15), 0, room.output())
+        self.assertNotEqual(serve.wait(15), 0, "ble serve ends with an error when its controller goes")
 
 
 if __name__ == "__main__":

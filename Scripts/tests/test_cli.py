@@ -25,7 +25,8 @@ BLE = os.path.join(ROOT, ".build", "debug", "ble")
 STATE_HOME = tempfile.mkdtemp(prefix="ble-cli-state-")
 atexit.register(shutil.rmtree, STATE_HOME, True)
 ENV = dict(os.environ, BLE_SIM_SPEED="fast", XDG_STATE_HOME=STATE_HOME)
-ENV.pop("BLE_TRANSPORT", None)
+# The private, deterministic radio: the shared room (the default) has tests of its own (test_room.py).
+ENV["BLE_TRANSPORT"] = "virtual"
 
 DOOR_COMMAND = "8D3E0003-5C1A-4F2B-9E6A-0C1D2E3F4A5B"
 DOOR_SERVICE = "8D3E0001-5C1A-4F2B-9E6A-0C1D2E3F4A5B"

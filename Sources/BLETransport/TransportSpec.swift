@@ -10,6 +10,7 @@
 /// | `tcp-server:HOST:PORT` | H4 over TCP, we listen and the controller connects (PORT 0: any free port) |
 /// | `serial:DEVICE[,BAUD[,rtscts]]` | H4 over a UART (termios raw mode; BAUD defaults to 115200; `rtscts` turns on hardware flow control) |
 /// | `hci-socket:N` | the Linux HCI user channel of `hciN` |
+/// | `unix:PATH` | H4 over a Unix-domain stream socket, we connect to a controller listening at `PATH` (the `ble` tool's shared room) |
 ///
 /// An IPv6 host goes in brackets (`tcp-client:[::1]:9000`). `description` prints the canonical spec, which parses
 /// back to an equal value (a serial spec always prints its baud rate).
@@ -27,6 +28,11 @@ public enum TransportSpec: Sendable, Hashable, CustomStringConvertible {
     case serial(device: String, baudRate: Int, rtsCts: Bool)
     /// The Linux HCI user channel of controller `hci<index>` (0...65534).
     case hciSocket(index: Int)
+    /// H4 over a Unix-domain stream socket: connect to the controller listening at `path`.
+    case unix(path: String)
+
+    /// The longest socket path the system takes (`sun_path` holds 108 bytes with its terminating zero).
+    public static let unixPathLimit = 107
 
     /// The kinds a spec can name: the text before the first `:`.
     ///
@@ -41,16 +47,17 @@ public enum TransportSpec: Sendable, Hashable, CustomStringConvertible {
         public static let tcpServer: Kind = "tcp-server"
         public static let serial: Kind = "serial"
         public static let hciSocket: Kind = "hci-socket"
+        public static let unix: Kind = "unix"
 
         /// Every kind a spec string can name, in the order `acceptedForms` lists them.
-        public static let all: [Kind] = [.virtual, .tcpClient, .tcpServer, .serial, .hciSocket]
+        public static let all: [Kind] = [.virtual, .tcpClient, .tcpServer, .serial, .hciSocket, .unix]
 
         public var description: String { rawValue }
     }
 
     /// The accepted forms, as error messages and help texts show them.
     public static let acceptedForms =
-        "virtual, tcp-client:HOST:PORT, tcp-server:HOST:PORT, serial:DEVICE[,BAUD[,rtscts]] or hci-socket:N"
+        "virtual, tcp-client:HOST:PORT, tcp-server:HOST:PORT, serial:DEVICE[,BAUD[,rtscts]], hci-socket:N or unix:PATH"
 
     /// This spec's kind.
     public var kind: Kind {
@@ -60,6 +67,7 @@ public enum TransportSpec: Sendable, Hashable, CustomStringConvertible {
         case .tcpServer: return .tcpServer
         case .serial: return .serial
         case .hciSocket: return .hciSocket
+        case .unix: return .unix
         }
     }
 
@@ -76,6 +84,8 @@ public enum TransportSpec: Sendable, Hashable, CustomStringConvertible {
             return "serial:\(device),\(baudRate)" + (rtsCts ? ",rtscts" : "")
         case .hciSocket(let index):
             return "hci-socket:\(index)"
+        case .unix(let path):
+            return "unix:\(path)"
         }
     }
 
@@ -158,6 +168,17 @@ public enum TransportSpec: Sendable, Hashable, CustomStringConvertible {
             }
             self = .hciSocket(index: index)
 
+        case .unix:
+            guard let arguments, !arguments.isEmpty else {
+                throw fail(.missingArgument, "unix needs the socket's path (unix:PATH)")
+            }
+            guard arguments.utf8.count <= Self.unixPathLimit else {
+                throw fail(
+                    .invalidPath,
+                    "the socket path is \(arguments.utf8.count) bytes, longer than the system's \(Self.unixPathLimit)")
+            }
+            self = .unix(path: String(arguments))
+
         default:
             throw fail(.unknownKind, "'\(kindText)' is not a transport kind")
         }
@@ -237,6 +258,8 @@ public struct TransportSpecError: Error, Hashable, Sendable, CustomStringConvert
         public static let invalidOption = Code(rawValue: 8)
         /// The HCI controller index is not a number in range.
         public static let invalidIndex = Code(rawValue: 9)
+        /// A socket path too long for the system.
+        public static let invalidPath = Code(rawValue: 10)
 
         public var description: String {
             switch self {
@@ -249,6 +272,7 @@ public struct TransportSpecError: Error, Hashable, Sendable, CustomStringConvert
             case .invalidBaudRate: return "invalidBaudRate"
             case .invalidOption: return "invalidOption"
             case .invalidIndex: return "invalidIndex"
+            case .invalidPath: return "invalidPath"
             default: return "code \(rawValue)"
             }
         }

@@ -17,8 +17,8 @@ import NIOPosix
 /// let link = try await TransportRegistry.shared.open("tcp-client:127.0.0.1:6402")
 /// ```
 public enum PosixTransports {
-    /// The kinds this module opens: `tcp-client`, `tcp-server`, `serial`, `hci-socket` (not `virtual`).
-    public static let kinds: [TransportSpec.Kind] = [.tcpClient, .tcpServer, .serial, .hciSocket]
+    /// The kinds this module opens: `tcp-client`, `tcp-server`, `serial`, `hci-socket`, `unix` (not `virtual`).
+    public static let kinds: [TransportSpec.Kind] = [.tcpClient, .tcpServer, .serial, .hciSocket, .unix]
 
     /// Called with the bound spec when a `tcp-server` transport starts waiting for its controller (useful with
     /// port 0, where the system picks the port).
@@ -80,6 +80,8 @@ public enum PosixTransports {
             return try await SerialTransport.open(device: device, baudRate: baudRate, rtsCts: rtsCts)
         case .hciSocket(let index):
             return try HCIUserChannelTransport.open(index: index)
+        case .unix(let path):
+            return try await UnixClientTransport.connect(path: path)
         case .virtual:
             throw TransportError(
                 .unsupported, "virtual: the virtual controller is not a POSIX transport; BluetoothSystem makes it")

@@ -11,12 +11,15 @@ struct BLETool: AsyncParsableCommand {
         commandName: "ble",
         abstract: "Scan, explore and talk to Bluetooth Low Energy devices, or run a simulated world of them.",
         discussion: """
-            The default transport, 'virtual', is a simulated room: a heart-rate sensor (HRM-Demo), a health \
-            thermometer (Thermometer), a door lock (DoorLock), a printer (Printer) and three devices that only \
-            advertise (an iBeacon, an Eddystone beacon, Environment Hub). It runs in wall-clock time, as real \
-            devices do; BLE_SIM_SPEED=fast runs it as fast as possible (tests, scripts).
+            The default transport, 'room', is a simulated room shared by every ble process of the user (see \
+            'ble room'): a heart-rate sensor (HRM-Demo), a health thermometer (Thermometer), a door lock \
+            (DoorLock), a printer (Printer), a camera (Camera) and three devices that only advertise (an iBeacon, \
+            an Eddystone beacon, Environment Hub); the first command starts it. It runs in wall-clock time, as real \
+            devices do. 'virtual' is a private copy of the room for one process, deterministic; \
+            BLE_SIM_SPEED=fast runs it as fast as possible (tests, scripts).
 
-            Environment: BLE_TRANSPORT (the default --transport), BLE_SIM_SPEED=fast.
+            Environment: BLE_TRANSPORT (the default --transport), BLE_SIM_SPEED=fast, BLE_ROOM_IDLE_TIMEOUT, \
+            XDG_RUNTIME_DIR (where the room's sockets are), XDG_STATE_HOME (where the tool's stores are).
 
             Exit status: 0 success; 1 other failure; 2 transport unavailable or not powered on; 3 no such device \
             (nothing matched TARGET within --timeout); 4 not connectable or the connection failed; 5 the peer \
@@ -27,7 +30,7 @@ struct BLETool: AsyncParsableCommand {
         subcommands: [
             ScanCommand.self, ExploreCommand.self, ReadCommand.self, WriteCommand.self, SubscribeCommand.self,
             ServeCommand.self, ConnectCommand.self, SendCommand.self, DevicesCommand.self, DemoCommand.self,
-            ControllerCommand.self,
+            RoomCommand.self, ControllerCommand.self,
             BenchCommand.self,
         ])
 }

@@ -1,6 +1,7 @@
 import BLEHCI
 import BLETransport
 import Dispatch
+import Foundation
 import NIOCore
 import NIOPosix
 import Synchronization
@@ -309,10 +310,10 @@ import Testing
 }
 
 @Suite struct PosixTransportsTests {
-    @Test func registersTheFourKinds() {
+    @Test func registersTheFiveKinds() {
         let registry = TransportRegistry()
         PosixTransports.register(in: registry, onListening: nil)
-        #expect(Set(registry.registeredKinds) == [.tcpClient, .tcpServer, .serial, .hciSocket])
+        #expect(Set(registry.registeredKinds) == [.tcpClient, .tcpServer, .serial, .hciSocket, .unix])
         #expect(!registry.canOpen(.virtual))
     }
 
@@ -327,5 +328,67 @@ import Testing
         transport.setReceiver { _ in }
         transport.send(Packets.reset)
         #expect(await eventually { peer.received == Packets.resetH4 })
+    }
+}
+
+@Suite(.timeLimit(.minutes(1))) struct H4ListenerTests {
+    /// Every connection is a link of its own, at the same time (a simulator's controller each), over a Unix
+    /// socket reached with `unix:PATH` and over TCP.
+    @Test func takesManyHostsAtOnceOnUnixAndTCP() async throws {
+        let folder = "/tmp/h4l-\(UInt32.random(in: 0...UInt32.max))"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let accepted = Mutex<[H4StreamTransport]>([])
+        let received = Mutex<[String: [HCIPacket]]>([:])
+        let closed = Mutex(0)
+        let onConnection: @Sendable (H4StreamTransport) -> Void = { link in
+            let number = accepted.withLock { a in
+                a.append(link)
+                return a.count
+            }
+            // Each link echoes a command complete for what it got, and notes it under its own name.
+            link.setReceiver { event in
+                guard case .packet(let packet) = event else { return closed.withLock { $0 += 1 } }
+                received.withLock { $0["\(number)", default: []].append(packet) }
+                link.send(Packets.resetComplete)
+            }
+        }
+        let unix = try await H4Listener.bind(.unix(path: folder + "/room.sock"), onConnection: onConnection)
+        defer { unix.close() }
+        let tcp = try await H4Listener.bind(.tcp(host: "127.0.0.1", port: 0), onConnection: onConnection)
+        defer { tcp.close() }
+        guard case .tcp(_, let port) = tcp.address else { throw CancellationError() }
+        #expect(port != 0)
+        #expect(unix.address.description == "unix:\(folder)/room.sock")
+
+        let hosts: [any HCITransport] = [
+            try await UnixClientTransport.connect(path: folder + "/room.sock"),
+            try await UnixClientTransport.connect(path: folder + "/room.sock"),
+            try await TCPClientTransport.connect(host: "127.0.0.1", port: port),
+        ]
+        let logs = hosts.map { _ in EventLog() }
+        for (host, log) in zip(hosts, logs) {
+            host.setReceiver(log.receiver)
+            host.send(Packets.reset)
+        }
+        #expect(await eventually { logs.allSatisfy { $0.packets == [Packets.resetComplete] } })
+        #expect(accepted.withLock { $0.count } == 3)
+        #expect(received.withLock { r in r.values.map(\.count).sorted() } == [1, 1, 1])
+
+        // One host leaving closes its link only.
+        hosts[0].close()
+        #expect(await eventually { closed.withLock { $0 } == 1 })
+        hosts[1].send(Packets.reset)
+        #expect(await eventually { logs[1].packets.count == 2 })
+        for host in hosts { host.close() }
+    }
+
+    @Test func connectingToNoSocketNamesThePath() async throws {
+        await #expect {
+            _ = try await UnixClientTransport.connect(
+                path: "/tmp/no-such-room-\(UInt32.random(in: 0...UInt32.max)).sock")
+        } throws: { error in
+            "\(error)".contains("unix:/tmp/no-such-room-") && "\(error)".contains("No such file")
+        }
     }
 }

@@ -40,6 +40,12 @@ import Testing
         ("hci-socket:12", .hciSocket(index: 12), "hci-socket:12"),
         ("hci-socket:hci1", .hciSocket(index: 1), "hci-socket:1"),
         ("hci-socket:65534", .hciSocket(index: 65534), "hci-socket:65534"),
+        (
+            "unix:/run/user/1000/swift-ble/room.sock", .unix(path: "/run/user/1000/swift-ble/room.sock"),
+            "unix:/run/user/1000/swift-ble/room.sock"
+        ),
+        // A path is taken as it is, colons and all.
+        ("unix:relative:odd", .unix(path: "relative:odd"), "unix:relative:odd"),
     ]
 
     @Test(arguments: golden)
@@ -56,8 +62,11 @@ import Testing
         #expect(try TransportSpec(parsing: "tcp-server:a:1").kind == .tcpServer)
         #expect(try TransportSpec(parsing: "serial:/dev/x").kind == .serial)
         #expect(try TransportSpec(parsing: "hci-socket:0").kind == .hciSocket)
+        #expect(try TransportSpec(parsing: "unix:/x").kind == .unix)
         #expect(
-            TransportSpec.Kind.all.map(\.rawValue) == ["virtual", "tcp-client", "tcp-server", "serial", "hci-socket"])
+            TransportSpec.Kind.all.map(\.rawValue) == [
+                "virtual", "tcp-client", "tcp-server", "serial", "hci-socket", "unix",
+            ])
     }
 
     /// Every malformed form, the code it gives and a phrase its message must contain.
@@ -69,6 +78,9 @@ import Testing
         ("TCP-CLIENT:127.0.0.1:9000", .unknownKind, "'TCP-CLIENT'"),
         (":9000", .unknownKind, "'' is not a transport kind"),
         ("virtual:", .unexpectedArgument, "virtual takes no arguments"),
+        ("unix", .missingArgument, "unix needs the socket's path"),
+        ("unix:", .missingArgument, "unix needs the socket's path"),
+        ("unix:/" + String(repeating: "a", count: 107), .invalidPath, "longer than the system's 107"),
         ("virtual:1", .unexpectedArgument, "virtual takes no arguments"),
         ("tcp-client", .missingArgument, "needs a host and a port"),
         ("tcp-client:", .missingArgument, "needs a host and a port"),
@@ -123,7 +135,7 @@ import Testing
             // Every message shows the accepted forms.
             #expect(
                 message.contains(
-                    "virtual, tcp-client:HOST:PORT, tcp-server:HOST:PORT, serial:DEVICE[,BAUD[,rtscts]] or hci-socket:N"
+                    "virtual, tcp-client:HOST:PORT, tcp-server:HOST:PORT, serial:DEVICE[,BAUD[,rtscts]], hci-socket:N or unix:PATH"
                 ))
         }
     }

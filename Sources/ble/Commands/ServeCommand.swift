@@ -83,7 +83,7 @@ struct ServeCommand: AsyncParsableCommand {
             system: system, profile: definition, log: { Output.line($0) },
             onStarted: { error in
                 if let error {
-                    outcome.fail(ToolError(error, doing: "publishing \(advertised.deviceName)"))
+                    outcome.fail(ToolError(error, doing: "serving \(advertised.deviceName)"))
                     return
                 }
                 let services = advertised.servicesToAdvertise.map(\.uuidString).joined(separator: ", ")

@@ -13,7 +13,8 @@ final class ServedDevice: PeripheralManagerDelegate, @unchecked Sendable {
     let behaviour: ProfileBehaviour
     /// Called with one line per event (`ble serve` prints them; the world's devices stay quiet).
     let log: (@Sendable (String) -> Void)?
-    /// Called once advertising started (nil) or failed (the error).
+    /// Called once advertising started (nil) or failed (the error), and with an error if the controller goes
+    /// after that.
     let onStarted: (@Sendable ((any Error)?) -> Void)?
     /// Set inside `queue.sync` in `init`, before any delegate callback (all of which arrive on `queue`).
     var manager: PeripheralManager!
@@ -43,6 +44,11 @@ final class ServedDevice: PeripheralManagerDelegate, @unchecked Sendable {
     // MARK: Publishing
 
     func peripheralManagerDidUpdateState(_ peripheral: PeripheralManager) {
+        if peripheral.state != .poweredOn, !services.isEmpty {
+            // Published, then the controller went (the room stopped, a dongle pulled out): nothing is served now.
+            onStarted?(BluetoothError(.transportClosed, "the controller is gone (\(peripheral.state))"))
+            return
+        }
         guard peripheral.state == .poweredOn, services.isEmpty else { return }
         var byUUID: [BluetoothUUID: MutableService] = [:]
         for definition in profile.services {

@@ -1,5 +1,6 @@
 import ArgumentParser
 import BLE
+import BLETransport
 import BLETransportPosix
 import Dispatch
 import Foundation
@@ -10,12 +11,12 @@ struct TransportOptions: ParsableArguments {
     @Option(
         name: .customLong("transport"),
         help: ArgumentHelp(
-            "Which controller to use: 'virtual' (the default: a simulated room of devices), tcp-client:HOST:PORT, tcp-server:HOST:PORT, serial:DEVICE[,BAUD[,rtscts]] or hci-socket:N.",
+            "Which controller to use: 'room' (the default: the simulated room shared by every ble process, started when needed), 'virtual' (a private simulated room for this process alone), tcp-client:HOST:PORT, tcp-server:HOST:PORT, serial:DEVICE[,BAUD[,rtscts]], hci-socket:N or unix:PATH.",
             valueName: "spec"))
     var transportOption: String?
 
-    /// The spec in force: `--transport`, else `BLE_TRANSPORT`, else `virtual`.
-    var transport: String { transportOption ?? Self.environmentTransport ?? "virtual" }
+    /// The spec in force: `--transport`, else `BLE_TRANSPORT`, else `room`.
+    var transport: String { transportOption ?? Self.environmentTransport ?? "room" }
 
     /// Where the spec came from, for error messages: the flag or the variable actually used.
     var transportSource: String {
@@ -76,9 +77,22 @@ final class Session: Sendable {
         PosixTransports.install(onListening: { spec in
             FileHandle.standardError.write(Data("ble: waiting for a controller to connect to \(spec)\n".utf8))
         })
+        // The shared room: started in the background if it does not run, then reached as a device of its own.
+        var connectSpec = spec
+        if spec == "room" {
+            let paths = RoomPaths.locate()
+            let started = try await RoomClient.ensureRunning(paths).started
+            if started, isatty(STDERR_FILENO) == 1 {
+                FileHandle.standardError.write(
+                    Data(
+                        "ble: started the shared room (ble room status; it stops after a while with nobody in it)\n"
+                            .utf8))
+            }
+            connectSpec = TransportSpec.unix(path: paths.socket).description
+        }
         do {
             let system = try await BluetoothSystem.connect(
-                transport: spec, btsnoop: options.btsnoop, name: name, configuration: configuration)
+                transport: connectSpec, btsnoop: options.btsnoop, name: name, configuration: configuration)
             return Session(system: system, world: nil, pacing: .realtime)
         } catch let error as BluetoothError where error.code == .storeUnavailable {
             throw ToolError.storeUnavailable(error)

@@ -1,0 +1,93 @@
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// The side of the room every other `ble` process sees: whether it runs, starting it in the background when it
+/// does not, asking it for its status and telling it to stop.
+enum RoomClient {
+    /// How long the room waits with nothing attached before it stops, when nothing else is said
+    /// (`BLE_ROOM_IDLE_TIMEOUT` in seconds, or `--idle-timeout`).
+    static var defaultIdleTimeout: Double {
+        ProcessInfo.processInfo.environment["BLE_ROOM_IDLE_TIMEOUT"].flatMap(Double.init).flatMap {
+            (try? CommandLineNumbers.checkSeconds($0, option: "BLE_ROOM_IDLE_TIMEOUT")) != nil ? $0 : nil
+        } ?? 600
+    }
+
+    /// How long a started room may take to answer.
+    static let startLimit: Duration = .seconds(15)
+
+    /// The running room's status, or nil when none answers at `paths`.
+    static func status(_ paths: RoomPaths) async -> [String: Any]? {
+        guard let line = try? await RoomControl.ask("status", at: paths.control),
+            let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+        else { return nil }
+        return object
+    }
+
+    /// Makes sure a room runs at `paths`, starting one in the background (with `arguments` for `ble room`) when
+    /// none answers. Returns the room's status and whether this call started it.
+    @discardableResult
+    static func ensureRunning(
+        _ paths: RoomPaths, arguments: [String] = []
+    ) async throws(ToolError) -> (status: [String: Any], started: Bool) {
+        if let status = await status(paths) { return (status, false) }
+        try paths.prepare()
+        let child = try spawn(paths, arguments: arguments)
+        let deadline = ContinuousClock.now + startLimit
+        while ContinuousClock.now < deadline {
+            if let status = await status(paths) { return (status, true) }
+            if !child.isRunning {
+                // It ended: another room won the race (then it answers now), or it could not start (its log says).
+                if let status = await status(paths) { return (status, false) }
+                throw ToolError(
+                    .transport,
+                    "the shared room did not start: \(lastLogLine(paths) ?? "no reason given") (log: \(paths.log))")
+            }
+            try? await Task.sleep(for: .milliseconds(50))
+        }
+        child.terminate()
+        throw ToolError(.transport, "the shared room did not answer within \(startLimit) (log: \(paths.log))")
+    }
+
+    /// Starts `ble room --daemon` in a session of its own (a Ctrl-C in this terminal does not reach it), its
+    /// output appended to the room's log.
+    private static func spawn(_ paths: RoomPaths, arguments: [String]) throws(ToolError) -> Process {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executablePath)
+        process.arguments = ["room", "run", "--daemon"] + arguments
+        do {
+            if !FileManager.default.fileExists(atPath: paths.log) {
+                _ = FileManager.default.createFile(
+                    atPath: paths.log, contents: nil, attributes: [.posixPermissions: 0o600])
+            }
+            let log = try FileHandle(forWritingTo: URL(fileURLWithPath: paths.log))
+            log.seekToEndOfFile()
+            process.standardOutput = log
+            process.standardError = log
+            process.standardInput = FileHandle.nullDevice
+            try process.run()
+        } catch {
+            throw ToolError(
+                .transport, "cannot start the shared room (\(executablePath)): \(error.localizedDescription)")
+        }
+        return process
+    }
+
+    /// This program's own file.
+    static var executablePath: String {
+        #if os(Linux)
+            if let path = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") { return path }
+        #endif
+        return Bundle.main.executablePath ?? CommandLine.arguments[0]
+    }
+
+    /// The log's last line that says something, for an error.
+    static func lastLogLine(_ paths: RoomPaths) -> String? {
+        guard let text = try? String(contentsOfFile: paths.log, encoding: .utf8) else { return nil }
+        return text.split(separator: "\n").last.map(String.init)
+    }
+}
