@@ -84,7 +84,10 @@ class ScanTests(unittest.TestCase):
 
     def test_exact_keys_and_types(self):
         keys = ["address", "addressType", "identifier", "name", "rssi", "serviceUUIDs", "manufacturerData",
-                "serviceData", "connectable"]
+                "serviceData", "connectable",
+                # Added by the scan detail (issue 15), after the original keys.
+                "advertisingType", "flags", "txPowerLevel", "scanResponseFields", "iBeacon", "eddystone",
+                "rawAdvertisement", "rawScanResponse"]
         for r in self.records:
             self.assertEqual(list(r.keys()), keys)
             self.assertRegex(r["address"], r"^([0-9A-F]{2}:){5}[0-9A-F]{2}$")
@@ -102,6 +105,13 @@ class ScanTests(unittest.TestCase):
                 self.assertRegex(uuid, UUID_FORM)
                 self.assertRegex(data, HEX_LINE)
             self.assertIsInstance(r["connectable"], bool)
+            self.assertIn(r["advertisingType"], ["ADV_IND", "ADV_DIRECT_IND", "ADV_SCAN_IND", "ADV_NONCONN_IND"])
+            self.assertEqual(r["connectable"], r["advertisingType"] in ["ADV_IND", "ADV_DIRECT_IND"])
+            self.assertTrue(r["flags"] is None or all(isinstance(f, str) for f in r["flags"]))
+            self.assertTrue(r["txPowerLevel"] is None or isinstance(r["txPowerLevel"], int))
+            self.assertIsInstance(r["scanResponseFields"], list)
+            self.assertRegex(r["rawAdvertisement"], r"^([0-9a-f]{2})*$")
+            self.assertTrue(r["rawScanResponse"] is None or re.match(r"^([0-9a-f]{2})*$", r["rawScanResponse"]))
 
     def test_devices_differ_as_a_room_would(self):
         by_name = {r["name"]: r for r in self.records if r["name"]}
@@ -125,6 +135,141 @@ class ScanTests(unittest.TestCase):
         self.assertEqual(result.returncode, 0, result.stderr)
         records = [json.loads(line) for line in result.stdout.splitlines()]
         self.assertEqual([r["name"] for r in records], ["HRM-Demo"])
+
+    def test_beacons_are_decoded(self):
+        ibeacon = [r for r in self.records if r["iBeacon"]]
+        self.assertEqual(len(ibeacon), 1)
+        self.assertEqual(ibeacon[0]["iBeacon"], {"uuid": "E2C56DB5-DFFB-48D2-B060-D0F5A71096E0", "major": 1,
+                                                 "minor": 42, "measuredPower": -59})
+        self.assertEqual(ibeacon[0]["advertisingType"], "ADV_NONCONN_IND")
+        self.assertIsNone(ibeacon[0]["eddystone"])
+        eddystone = [r for r in self.records if r["eddystone"]]
+        self.assertEqual(len(eddystone), 1)
+        self.assertEqual(eddystone[0]["eddystone"], {"frame": "URL", "txPower": -20, "url": "https://swift.org"})
+        self.assertEqual(eddystone[0]["advertisingType"], "ADV_NONCONN_IND")
+        self.assertIsNone(eddystone[0]["iBeacon"])
+        self.assertIsNone(eddystone[0]["rawScanResponse"], "a non-scannable PDU has no scan response")
+        self.assertIn("16aafe10ec03", eddystone[0]["rawAdvertisement"], "the service data structure, as sent")
+
+    def test_scan_response_is_marked(self):
+        hub = next(r for r in self.records if r["name"] == "Environment Hub")
+        self.assertEqual(hub["advertisingType"], "ADV_SCAN_IND")
+        self.assertEqual(hub["scanResponseFields"], ["name"], "the complete name came in the scan response")
+        self.assertEqual(hub["rawScanResponse"], "1009" + "Environment Hub".encode().hex())
+        self.assertEqual(hub["flags"], ["LE General Discoverable", "BR/EDR Not Supported"])
+        hrm = next(r for r in self.records if r["name"] == "HRM-Demo")
+        self.assertEqual(hrm["advertisingType"], "ADV_IND")
+        self.assertEqual(hrm["scanResponseFields"], [])
+
+    def test_text_output_shows_the_detail_in_plain_lines(self):
+        result = ble("scan", "--timeout", "3")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertNotIn("\x1b", result.stdout, "no escape sequences outside a terminal")
+        lines = result.stdout.splitlines()
+        self.assertEqual(len(lines), 8, "one line per device")
+        hub = next(line for line in lines if "Environment Hub" in line)
+        self.assertIn('"Environment Hub" (scan response)', hub)
+        self.assertIn("ADV_SCAN_IND", hub)
+        self.assertIn("flags: LE General Discoverable, BR/EDR Not Supported", hub)
+        self.assertTrue(any("iBeacon E2C56DB5-DFFB-48D2-B060-D0F5A71096E0 major 1 minor 42" in line for line in lines))
+        self.assertTrue(any("Eddystone-URL https://swift.org" in line for line in lines))
+
+    def test_raw_prints_advertisement_and_scan_response_apart(self):
+        result = ble("scan", "--timeout", "3", "--raw", "--name", "environment")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertNotIn("\x1b", result.stdout)
+        lines = result.stdout.splitlines()
+        self.assertIn('"Environment Hub" (scan response)', lines[0])
+        self.assertEqual(lines[1], "    advertisement (ADV_SCAN_IND, 31 octets):")
+        self.assertEqual(lines[2], "      len 2  Flags (0x01): 06")
+        self.assertIn("      len 9  Shortened Local Name (0x08): " + "Environm".encode().hex(), lines)
+        index = lines.index("    scan response (SCAN_RSP, 17 octets):")
+        self.assertEqual(lines[index + 1], "      len 16  Complete Local Name (0x09): " + "Environment Hub".encode().hex())
+
+    def test_name_filter_ignores_case(self):
+        result = ble("scan", "--json", "--timeout", "3", "--name", "hUb")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertEqual([json.loads(line)["name"] for line in result.stdout.splitlines()], ["Environment Hub"])
+        result = ble("scan", "--json", "--timeout", "3", "--name", "nothing like it")
+        self.assertEqual((result.returncode, result.stdout), (0, ""))
+
+    def test_rssi_filter_keeps_the_stronger_reports(self):
+        result = ble("scan", "--json", "--timeout", "3", "--rssi", "-60")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        records = [json.loads(line) for line in result.stdout.splitlines()]
+        self.assertTrue(records)
+        self.assertTrue(all(r["rssi"] >= -60 for r in records), [r["rssi"] for r in records])
+        names = {r["name"] for r in records}
+        self.assertIn("HRM-Demo", names, "the nearest device")
+        self.assertLess(len({r["address"] for r in records}), 8, "the far devices are left out")
+        self.assertOneError(ble("scan", "--rssi", "-200"), "--rssi")
+
+    def test_sort_lists_each_device_once_in_order(self):
+        for order, key in [("rssi", lambda r: -r["rssi"]), ("address", lambda r: r["address"]),
+                           ("name", lambda r: (r["name"] is None, (r["name"] or "").lower()))]:
+            result = ble("scan", "--json", "--timeout", "3", "--sort", order)
+            self.assertEqual(result.returncode, 0, result.stderr)
+            records = [json.loads(line) for line in result.stdout.splitlines()]
+            self.assertEqual(len(records), 8, order)
+            self.assertEqual(records, sorted(records, key=key), order)
+        text = ble("scan", "--timeout", "3", "--sort", "name")
+        names = [re.search(r'"([^"]+)"', line) for line in text.stdout.splitlines()]
+        self.assertEqual([m.group(1) for m in names if m],
+                         ["Camera", "DoorLock", "Environment Hub", "HRM-Demo", "Printer", "Thermometer"])
+        self.assertOneError(ble("scan", "--sort", "rssi", "--duplicates"), "--sort")
+
+    def assertOneError(self, result, mention):
+        self.assertNotEqual(result.returncode, 0)
+        self.assertIn(mention, result.stderr)
+
+    def test_live_view_uses_the_alternate_screen(self):
+        """Under a pseudo-terminal: the table goes on the alternate screen, is redrawn in place (never a full
+        clear), fits a window of 6 rows, and the final table is printed on the normal screen after it."""
+        import fcntl
+        import pty
+        import struct
+        import termios
+        pid, fd = pty.fork()
+        if pid == 0:
+            os.execve(BLE, [BLE, "scan", "--timeout", "0", "--sort", "rssi"], ENV)
+        try:
+            fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 6, 100, 0, 0))
+            out = b""
+            start = time.monotonic()
+            interrupted = False
+            while time.monotonic() - start < 30:
+                if not interrupted and time.monotonic() - start > 2:
+                    os.kill(pid, signal.SIGINT)
+                    interrupted = True
+                ready, _, _ = select.select([fd], [], [], 0.2)
+                if ready:
+                    try:
+                        chunk = os.read(fd, 65536)
+                    except OSError:
+                        break
+                    if not chunk:
+                        break
+                    out += chunk
+            _, status = os.waitpid(pid, 0)
+        finally:
+            os.close(fd)
+        self.assertEqual(os.waitstatus_to_exitcode(status), 0, out[-500:])
+        self.assertTrue(out.startswith(b"\x1b[?1049h"), out[:100])
+        self.assertNotIn(b"\x1b[2J", out, "redrawn in place, not cleared")
+        leave = out.index(b"\x1b[?1049l")
+        live, final = out[:leave], out[leave + len(b"\x1b[?1049l"):]
+        self.assertIn(b"\x1b[?25h", live[-20:], "the cursor is shown again")
+        frames = live.split(b"\x1b[H")[1:]
+        self.assertGreater(len(frames), 1, "redrawn as reports come")
+        self.assertLessEqual(len(frames), 2 + 10 * 3, "at most about ten redraws a second")
+        last = frames[-1].split(b"\r\n")
+        self.assertTrue(last[0].startswith(b"8 devices, sorted by rssi"), last[0])
+        self.assertEqual(len(last), 6, "the window's height")
+        self.assertIn(b"4 more", last[-1])
+        self.assertNotIn(b"\x1b", final, "the final table is plain text")
+        rows = final.decode().split("\r\n")
+        self.assertEqual(rows[0], "8 devices, sorted by rssi")
+        self.assertIn("HRM-Demo", rows[1], "the nearest first")
 
     def test_text_output_names_the_manufacturer(self):
         result = ble("scan", "--timeout", "3")

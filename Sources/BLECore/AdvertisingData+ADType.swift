@@ -198,6 +198,11 @@ public struct ADFlags: OptionSet, Sendable, Hashable, CustomStringConvertible {
     public static let leOnlyGeneralDiscoverable: ADFlags = [.leGeneralDiscoverable, .brEdrNotSupported]
 
     public var description: String {
+        "[" + names.joined(separator: ", ") + "]"
+    }
+
+    /// The name of each bit set, lowest first; reserved bits (5-7) as one hex value ("0xe0").
+    public var names: [String] {
         var parts: [String] = []
         if contains(.leLimitedDiscoverable) { parts.append("LE Limited Discoverable") }
         if contains(.leGeneralDiscoverable) { parts.append("LE General Discoverable") }
@@ -206,6 +211,6 @@ public struct ADFlags: OptionSet, Sendable, Hashable, CustomStringConvertible {
         if contains(.simultaneousLEAndBrEdrHost) { parts.append("LE and BR/EDR (Host)") }
         let rest = rawValue & 0b1110_0000
         if rest != 0 { parts.append("0x" + String(rest, radix: 16)) }
-        return "[" + parts.joined(separator: ", ") + "]"
+        return parts
     }
 }

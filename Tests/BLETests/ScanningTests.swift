@@ -32,6 +32,31 @@ import Testing
                 != found.first { $0.advertisement.localName == "beacon" }?.peripheral.identifier)
     }
 
+    /// The swift-ble extensions of a discovery: the PDU type, the raw advertisement and scan response, and which
+    /// fields came in the scan response (here the complete name, too long for the advertising PDU).
+    @Test func discoveryCarriesThePDUTypeAndTheRawBytes() async throws {
+        let rig = Rig()
+        let name = "a-sensor-with-a-name-too-long"
+        try await rig.addAdvertiser(
+            name: "long", position: RadioPosition(x: 0, y: 3),
+            advertisement: AdvertisementData(localName: name, serviceUUIDs: [other]))
+        rig.central.scanForPeripherals(withServices: nil)
+        try await rig.run(.seconds(2))
+        let found = try #require(rig.phone.discoveries.first { $0.advertisement.localName == name })
+        let advertisement = found.advertisement
+        #expect(advertisement.advertisingType == .advInd)
+        #expect(advertisement.advertisingType?.description == "ADV_IND")
+        #expect(advertisement.flags == .leOnlyGeneralDiscoverable)
+        let adv = try #require(advertisement.advertisementStructures)
+        let response = try #require(advertisement.scanResponseStructures)
+        #expect(adv.serviceUUIDs == [other])
+        #expect(adv.completeLocalName == nil)
+        #expect(response.completeLocalName == name)
+        #expect(advertisement.rawAdvertisement.map { Array($0) } == adv.bytes)
+        #expect(advertisement.rawScanResponse.map { Array($0) } == response.bytes)
+        #expect(advertisement.scanResponseTypes == [.completeLocalName])
+    }
+
     @Test func stopScanEndsDiscovery() async throws {
         let rig = Rig()
         try await rig.startSensor()

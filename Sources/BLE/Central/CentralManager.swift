@@ -220,6 +220,9 @@ public final class CentralManager: Sendable, SystemSession, ScanClient, LinkClie
         // the services this scan asked for whose bits are set (IOS-RULES 2.8).
         let overflowing = AppleOverflowArea.listed(scan.services ?? [], in: discovery.data)
         if !overflowing.isEmpty { decoded.overflowServiceUUIDs = overflowing }
+        decoded.advertisingType = AdvertisingPDUType(rawValue: discovery.kind.rawValue)
+        decoded.rawAdvertisement = Data(discovery.advertisement)
+        decoded.rawScanResponse = discovery.scanResponse.map { Data($0) }
         let advertisement = decoded
         // Only a device that matched gets an identifier (and a row in the store) and a `Peripheral`.
         let peripheral = peripheral(for: discovery.address)

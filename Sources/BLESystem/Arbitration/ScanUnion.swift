@@ -32,6 +32,11 @@ public struct SystemDiscovery: Sendable, Hashable {
     public var address: BluetoothAddress
     public var advertisement: [UInt8]
     public var scanResponse: [UInt8]?
+    /// The advertising PDU's type, from the report's event type (never `.scanResponse`: that report's data is
+    /// `scanResponse`).
+    ///
+    /// - SeeAlso: Core Spec 5.4, Vol 4, Part E, 7.7.65.2 (Event_Type); Vol 6, Part B, 2.3 (advertising PDUs).
+    public var kind: AdvertisingReport.Kind
     public var connectable: Bool
     public var rssi: Int?
     /// Both decoded, leniently (every whole AD structure before one that overruns).
@@ -257,7 +262,7 @@ final class ScanUnion: Sendable {
 
     /// The same advertisement, whatever the RSSI.
     private static func sameContent(_ a: SystemDiscovery, _ b: SystemDiscovery) -> Bool {
-        a.advertisement == b.advertisement && a.scanResponse == b.scanResponse && a.connectable == b.connectable
+        a.advertisement == b.advertisement && a.scanResponse == b.scanResponse && a.kind == b.kind
     }
 
     /// Merges an advertisement with its scan response: a scannable advertisement is held until its response
@@ -265,7 +270,7 @@ final class ScanUnion: Sendable {
     private static func merge(_ report: AdvertisingReport, into s: inout State) -> SystemDiscovery? {
         func discovery(_ adv: AdvertisingReport, scanResponse: [UInt8]?, rssi: Int?) -> SystemDiscovery {
             SystemDiscovery(
-                address: adv.address, advertisement: adv.data, scanResponse: scanResponse,
+                address: adv.address, advertisement: adv.data, scanResponse: scanResponse, kind: adv.kind,
                 connectable: adv.kind.isConnectable, rssi: rssi,
                 data: AdvertisingData(
                     AdvertisingData(leniently: adv.data).structures

@@ -6,16 +6,35 @@ import Foundation
 struct ScanCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "scan",
-        abstract: "List advertising devices: address, name, RSSI, services, manufacturer.",
+        abstract: "List advertising devices: address, name, RSSI, advertising type, flags, services, beacons.",
         discussion: """
-            In a terminal the list is redrawn as devices appear and change. Otherwise (a pipe, a file) each new or \
-            changed device is printed as a line. With --json, each report is one JSON object per line:
+            In a terminal the list is a live table on the alternate screen: redrawn in place (at most ten times a \
+            second, RSSI kept current), as many devices as the window holds; when the scan ends the final table \
+            is printed once to the normal screen. Otherwise (a pipe, a file) each new or changed device is \
+            printed as a line, or every report with --duplicates; with --sort, each device once when the scan \
+            ends, in that order.
+            Each line shows the address, address type, RSSI, name, advertising PDU type (ADV_IND, ADV_SCAN_IND, \
+            ADV_NONCONN_IND, ADV_DIRECT_IND), flags, TX power, services, manufacturer, service data, a decoded \
+            iBeacon or Eddystone frame (UID, URL, TLM, EID), and "not connectable" where it applies. A field \
+            that came in the scan response is marked "(scan response)". --raw adds the AD structures of the \
+            advertisement and of the scan response (length, type, value in hex); octets that do not form a \
+            whole structure are shown as they came.
+            With --json, each report is one JSON object per line:
               {"address": "AA:BB:CC:DD:EE:FF", "addressType": "public" | "random", "identifier": "<UUID>",
                "name": "<name>" | null, "rssi": -52, "serviceUUIDs": ["180D", ...],
                "manufacturerData": "<hex>" | null, "serviceData": {"FEAA": "<hex>", ...} | null,
-               "connectable": true | false}
+               "connectable": true | false, "advertisingType": "ADV_IND" | ... | null,
+               "flags": ["LE General Discoverable", "BR/EDR Not Supported"] | null, "txPowerLevel": -8 | null,
+               "scanResponseFields": ["name", ...],
+               "iBeacon": {"uuid": "<UUID>", "major": 1, "minor": 42, "measuredPower": -59} | null,
+               "eddystone": {"frame": "URL", "txPower": -20, "url": "https://swift.org"} | null,
+               "rawAdvertisement": "<hex>" | null, "rawScanResponse": "<hex>" | null}
             UUIDs are printed as CoreBluetooth prints them (4 hex digits for 16-bit ones, the long form otherwise); \
-            manufacturerData starts with the company identifier, little-endian.
+            manufacturerData starts with the company identifier, little-endian. scanResponseFields names the \
+            fields that came in the scan response. An Eddystone frame is {"frame": "UID", "txPower", \
+            "namespace", "instance"}, {"frame": "URL", "txPower", "url"}, {"frame": "TLM", "version": 0, \
+            "batteryVoltage" (mV), "temperature" (°C or null), "advertisingCount", "uptime" (s)}, {"frame": \
+            "EID", "txPower", "identifier"}, or {"frame": "malformed", "error"}.
             """)
 
     @Option(
@@ -30,8 +49,27 @@ struct ScanCommand: AsyncParsableCommand {
             valueName: "uuid"))
     var services: [String] = []
 
+    @Option(
+        name: .customLong("name"),
+        help: ArgumentHelp("Only devices whose name contains this text (ignoring case).", valueName: "text"))
+    var nameFilter: String?
+
+    @Option(
+        name: .customLong("rssi"), parsing: .unconditional,
+        help: ArgumentHelp("Only reports at least this strong, in dBm (for example -70).", valueName: "dBm"))
+    var minimumRSSI: Int?
+
+    @Option(
+        help: ArgumentHelp(
+            "Order of the devices: rssi (strongest first), name, address or seen (first seen first, the default in a terminal).",
+            valueName: "order"))
+    var sort: ScanSort?
+
     @Flag(help: "Report every advertisement instead of each device once (and again when its data changes).")
     var duplicates = false
+
+    @Flag(help: "Also print the raw AD structures of the advertisement and the scan response.")
+    var raw = false
 
     @Flag(help: "One JSON object per line.")
     var json = false
@@ -41,95 +79,42 @@ struct ScanCommand: AsyncParsableCommand {
     func validate() throws {
         try CommandLineNumbers.checkSeconds(timeout, option: "--timeout")
         for service in services { _ = try parseUUID(service, what: "--service") }
+        if let minimumRSSI, !(-127...20).contains(minimumRSSI) {
+            throw ValidationError("--rssi must be between -127 and 20 dBm, not \(minimumRSSI)")
+        }
+        if sort != nil, duplicates {
+            throw ValidationError("--sort lists each device once, so it cannot be used with --duplicates")
+        }
     }
 
     func run() async throws {
         let filter = try services.map { try parseUUID($0, what: "--service") }
         let limit: Duration? = timeout > 0 ? CommandLineNumbers.duration(seconds: timeout) : nil
-        let json = json
-        let duplicates = duplicates
-        let table = ScanTable(live: !json && Output.stdoutIsTerminal)
-        try await CommandRun.flow(transport, limit: limit, interruptedIsSuccess: true) { tool in
-            try await tool.ready()
-            let discoveries = tool.manager.scan(
-                withServices: filter.isEmpty ? nil : filter, options: .init(allowDuplicates: duplicates))
-            // Until the session's time is up or Ctrl-C: both cancel this task, which ends the stream and the scan.
-            for try await found in discoveries {
-                if json {
-                    Output.line(ScanTable.json(found.peripheral, found.advertisementData, found.rssi).text)
-                } else {
-                    table.update(found.peripheral, found.advertisementData, found.rssi)
+        let admits = ScanFilter(name: nameFilter, minimumRSSI: minimumRSSI)
+        let live = !json && Output.stdoutIsTerminal
+        let output = ScanOutput(
+            mode: live ? .live : (sort == nil ? .lines : .sortedAtEnd), json: json, raw: raw, sort: sort ?? .seen,
+            duplicates: duplicates)
+        // The live table shows each device's RSSI as it changes, and a device weaker than --rssi at first may
+        // come closer: both need every report. The output then prints only changes, unless --duplicates.
+        let everyReport = duplicates || live || minimumRSSI != nil
+        do {
+            try await CommandRun.flow(transport, limit: limit, interruptedIsSuccess: true) { tool in
+                try await tool.ready()
+                output.start()
+                let discoveries = tool.manager.scan(
+                    withServices: filter.isEmpty ? nil : filter, options: .init(allowDuplicates: everyReport))
+                // Until the session's time is up or Ctrl-C: both cancel this task, which ends the stream and the
+                // scan.
+                for try await found in discoveries {
+                    let report = ScanReport(found)
+                    if admits.admits(report) { output.received(report) }
                 }
             }
+        } catch {
+            output.abandon()
+            throw error
         }
-        table.finish()
-    }
-}
-
-/// The scan's human-readable output: a table redrawn in place on a terminal, or one line per report.
-final class ScanTable: @unchecked Sendable {
-    // @unchecked: `update` runs in the scan's one task only; `finish` after the run loop ended.
-    let live: Bool
-    private var order: [UUID] = []
-    private var rows: [UUID: String] = [:]
-
-    init(live: Bool) { self.live = live }
-
-    func update(_ peripheral: Peripheral, _ advertisement: AdvertisementData, _ rssi: Int) {
-        let row = Self.line(peripheral, advertisement, rssi)
-        guard live else { return Output.line(row) }
-        if rows[peripheral.identifier] == nil { order.append(peripheral.identifier) }
-        rows[peripheral.identifier] = row
-        var screen = "\u{1B}[H\u{1B}[2J"
-        screen += "\(order.count) device\(order.count == 1 ? "" : "s") (Ctrl-C to stop)\n"
-        for id in order { screen += (rows[id] ?? "") + "\n" }
-        Output.write(screen)
-    }
-
-    func finish() {}
-
-    static func name(_ peripheral: Peripheral, _ advertisement: AdvertisementData) -> String? {
-        advertisement.localName ?? peripheral.name
-    }
-
-    static func services(_ advertisement: AdvertisementData) -> [BluetoothUUID] {
-        (advertisement.serviceUUIDs ?? []) + (advertisement.overflowServiceUUIDs ?? [])
-    }
-
-    static func line(_ peripheral: Peripheral, _ advertisement: AdvertisementData, _ rssi: Int) -> String {
-        let address = peripheral.address
-        var parts = [address.string, address.type.isRandom ? "random" : "public", "\(rssi) dBm"]
-        parts.append(name(peripheral, advertisement).map { "\"\($0)\"" } ?? "(no name)")
-        let uuids = services(advertisement)
-        if !uuids.isEmpty { parts.append("services: " + uuids.map(\.labelled).joined(separator: ", ")) }
-        if let m = advertisement.manufacturerData, m.count >= 2 {
-            let company = CompanyIdentifier(UInt16(m[m.startIndex]) | UInt16(m[m.startIndex + 1]) << 8)
-            parts.append(
-                "manufacturer: \(company.name ?? String(format: "0x%04X", company.rawValue)) \(m.dropFirst(2).hex)")
-        }
-        for (uuid, data) in (advertisement.serviceData ?? [:]).sorted(by: { $0.key < $1.key }) {
-            parts.append("service data \(uuid.labelled): \(data.hex)")
-        }
-        if advertisement.isConnectable == false { parts.append("not connectable") }
-        return parts.joined(separator: "  ")
-    }
-
-    static func json(_ peripheral: Peripheral, _ advertisement: AdvertisementData, _ rssi: Int) -> JSON {
-        .object([
-            ("address", .string(peripheral.address.string)),
-            ("addressType", .string(peripheral.address.type.isRandom ? "random" : "public")),
-            ("identifier", .string(peripheral.identifier.uuidString)),
-            ("name", .optional(name(peripheral, advertisement))),
-            ("rssi", .number(rssi)),
-            ("serviceUUIDs", .array(services(advertisement).map { .string($0.uuidString) })),
-            ("manufacturerData", .optional(advertisement.manufacturerData?.hex)),
-            (
-                "serviceData",
-                advertisement.serviceData.map { data in
-                    .object(data.sorted { $0.key < $1.key }.map { ($0.key.uuidString, .string($0.value.hex)) })
-                } ?? .null
-            ),
-            ("connectable", .bool(advertisement.isConnectable ?? true)),
-        ])
+        output.finish()
     }
 }
