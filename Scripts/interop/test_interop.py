@@ -28,8 +28,14 @@ STARTUP = 20        # a peer becoming ready
 
 
 def hexes(stdout):
-    """The hex lines a `ble read` / `ble subscribe` printed."""
-    return [line.strip().lower() for line in stdout.splitlines() if re.fullmatch(r"\s*[0-9a-fA-F]+\s*", line)]
+    """The hex values a `ble read` / `ble subscribe` printed: a read's line is the hex, then what it means after two
+    spaces when the tool knows; a subscribe line starts with the time and 'notify' or 'indicate'."""
+    values = []
+    for line in stdout.splitlines():
+        match = re.fullmatch(r"\s*(?:\S+ (?:notify|indicate) )?([0-9a-fA-F]+)(?:  .*)?\s*", line)
+        if match:
+            values.append(match.group(1).lower())
+    return values
 
 
 def upper(uuid):

@@ -297,11 +297,12 @@ class ExploreTests(unittest.TestCase):
             self.assertIsInstance(s["primary"], bool)
             self.assertIsInstance(s["handle"], int)
             for c in s["characteristics"]:
-                self.assertEqual(list(c.keys()), ["uuid", "name", "handle", "properties", "value", "descriptors"])
+                self.assertEqual(list(c.keys()),
+                                 ["uuid", "name", "handle", "properties", "value", "decoded", "descriptors"])
                 self.assertGreater(c["handle"], s["handle"])
                 self.assertTrue(c["value"] is None or HEX_LINE.match(c["value"]) or c["value"] == "")
                 for d in c["descriptors"]:
-                    self.assertEqual(list(d.keys()), ["uuid", "handle", "value"])
+                    self.assertEqual(list(d.keys()), ["uuid", "handle", "value", "decoded"])
                     self.assertGreater(d["handle"], c["handle"])
 
     def test_gap_gatt_and_heart_rate(self):
@@ -334,22 +335,153 @@ class ExploreTests(unittest.TestCase):
         self.assertIn("Body (general)", result.stdout)
         self.assertIn("Client Characteristic Configuration (2902)", result.stdout)
 
+    def test_values_are_decoded_by_their_presentation_format(self):
+        services = {s["uuid"]: s for s in self.tree["services"]}
+        battery = next(c for c in services["180F"]["characteristics"] if c["uuid"] == "2A19")
+        self.assertEqual(battery["decoded"], int(battery["value"], 16), "a uint8 by its 2904 descriptor")
+        formats = {d["uuid"]: d for d in battery["descriptors"]}
+        self.assertEqual(formats["2904"]["value"], "0400ad27010000")
+        self.assertEqual(formats["2904"]["decoded"], "format uint8, unit % (0x27AD)")
+        self.assertEqual(formats["2901"]["decoded"], "Battery level in percent")
+        location = next(c for c in services["180D"]["characteristics"] if c["uuid"] == "2A38")
+        self.assertEqual(location["decoded"], "Chest", "by the characteristic's SIG-assigned type")
+        result = ble("explore", "HRM-Demo")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertRegex(result.stdout, r"value: [0-9a-f]{2}  \d+ %\n")
+
 
 class ValueTests(unittest.TestCase):
-    def test_read_prints_hex(self):
+    def test_read_prints_hex_and_its_meaning(self):
         result = ble("read", "HRM-Demo", "2A38")
+        self.assertEqual((result.returncode, result.stdout), (0, "01  Chest\n"), result.stderr)
+        result = ble("read", "HRM-Demo", "2A38", "--format", "hex")
         self.assertEqual((result.returncode, result.stdout), (0, "01\n"), result.stderr)
 
-    def test_read_by_address_and_long_uuid(self):
+    def test_read_decodes_by_the_presentation_format(self):
+        # The battery level has a 2904 descriptor: uint8, percent.
         result = ble("read", "00:1B:DC:0A:12:34", "00002A19-0000-1000-8000-00805F9B34FB")
         self.assertEqual(result.returncode, 0, result.stderr)
-        self.assertRegex(result.stdout, r"^[0-9a-f]{2}\n$")
+        match = re.fullmatch(r"([0-9a-f]{2})  (\d+) %\n", result.stdout)
+        self.assertIsNotNone(match, result.stdout)
+        self.assertEqual(int(match.group(1), 16), int(match.group(2)))
 
     def test_read_by_identifier(self):
         scan = ble("scan", "--json", "--timeout", "3", "--service", "1809")
         identifier = json.loads(scan.stdout.splitlines()[0])["identifier"]
         result = ble("read", identifier, "2A1D")
-        self.assertEqual((result.returncode, result.stdout), (0, "02\n"), result.stderr)
+        self.assertEqual((result.returncode, result.stdout), (0, "02  Body (general)\n"), result.stderr)
+
+    def test_read_formats(self):
+        cases = [
+            (("2A38", "--format", "uint"), "1\n"),
+            (("2A38", "--format", "int"), "1\n"),
+            (("2A00", "--format", "utf8"), "HRM-Demo\n"),
+            (("2A00", "--format", "hex"), "HRM-Demo".encode().hex() + "\n"),
+            (("2A29", "--format", "utf8"), "swift-ble\n"),
+        ]
+        for args, expected in cases:
+            with self.subTest(args=args):
+                result = ble("read", "HRM-Demo", *args)
+                self.assertEqual((result.returncode, result.stdout), (0, expected), result.stderr)
+        value = ble("read", "HRM-Demo", "2A19", "--format", "json")
+        self.assertEqual(value.returncode, 0, value.stderr)
+        record = json.loads(value.stdout)
+        self.assertEqual(list(record), ["uuid", "name", "hex", "decoded", "utf8", "uint", "int", "presentation"])
+        self.assertEqual((record["uuid"], record["name"]), ("2A19", "Battery Level"))
+        self.assertEqual(record["decoded"], int(record["hex"], 16))
+        self.assertEqual(record["presentation"], {"format": "uint8", "exponent": 0, "unit": "27AD", "unitSymbol": "%",
+                                                  "namespace": 1, "description": 0})
+        # A value that does not fit the format asked for says so ("swift-ble" is 9 bytes).
+        for fmt in ("int", "uint", "float"):
+            with self.subTest(format=fmt):
+                result = ble("read", "HRM-Demo", "2A29", "--format", fmt)
+                self.assertEqual(result.returncode, 1, result.stdout)
+                self.assertIn("Manufacturer Name String (2A29): ", result.stderr)
+                self.assertIn("this value has 9 bytes", result.stderr)
+        result = ble("read", "HRM-Demo", "2A38", "--format", "bogus", timeout=20)
+        self.assertEqual(result.returncode, 64)
+        self.assertIn("--format", result.stderr)
+
+    def test_read_and_write_descriptors(self):
+        result = ble("read", "HRM-Demo", "2A19", "--descriptor", "2901")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertEqual(result.stdout, "Battery level in percent".encode().hex() + '  "Battery level in percent"\n')
+        result = ble("read", "HRM-Demo", "2A37", "--descriptor", "2902")
+        self.assertEqual((result.returncode, result.stdout), (0, "0000  notifications off, indications off\n"),
+                         result.stderr)
+        # The CCCD is written by subscribing, as the API does.
+        result = ble("write", "HRM-Demo", "2A37", "--descriptor", "2902", "0100")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn("wrote 2 bytes to Client Characteristic Configuration (2902) of Heart Rate Measurement (2A37)",
+                      result.stdout)
+        refused = ble("write", "HRM-Demo", "2A37", "--descriptor", "2902", "0200")
+        self.assertEqual(refused.returncode, EXIT_NO_SUCH_CHARACTERISTIC)
+        self.assertIn("does not indicate", refused.stderr)
+        # A descriptor the peer does not let anyone write: its ATT error.
+        result = ble("write", "HRM-Demo", "2A19", "--descriptor", "2901", "--text", "mine")
+        self.assertEqual(result.returncode, EXIT_ATT_ERROR)
+        self.assertIn("Write Not Permitted (0x03)", result.stderr)
+        missing = ble("read", "HRM-Demo", "2A38", "--descriptor", "2902")
+        self.assertEqual(missing.returncode, EXIT_NO_SUCH_CHARACTERISTIC)
+        self.assertIn("no descriptor", missing.stderr)
+
+    def test_read_and_write_by_handle(self):
+        tree = json.loads(ble("explore", "HRM-Demo", "--json").stdout)
+        heart = next(s for s in tree["services"] if s["uuid"] == "180D")
+        handles = {c["uuid"]: c["handle"] for c in heart["characteristics"]}
+        cccd = next(d["handle"] for c in heart["characteristics"] if c["uuid"] == "2A37" for d in c["descriptors"])
+        result = ble("read", "HRM-Demo", "--handle", f"0x{handles['2A38']:04x}")
+        self.assertEqual((result.returncode, result.stdout), (0, "01  Chest\n"), result.stderr)
+        result = ble("read", "HRM-Demo", "--handle", str(cccd), "--format", "json")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        record = json.loads(result.stdout)
+        self.assertEqual((record["handle"], record["characteristic"], record["uuid"], record["hex"]),
+                         (cccd, "2A37", "2902", "0000"))
+        result = ble("write", "HRM-Demo", "--handle", f"0x{handles['2A39']:04X}", "01")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn("wrote 1 byte to Heart Rate Control Point (2A39)", result.stdout)
+        result = ble("write", "HRM-Demo", "--handle", str(cccd), "0100")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        declaration = ble("read", "HRM-Demo", "--handle", str(handles["2A38"] - 1))
+        self.assertEqual(declaration.returncode, EXIT_NO_SUCH_CHARACTERISTIC)
+        self.assertIn(f"its value is at 0x{handles['2A38']:04X}", declaration.stderr)
+        nothing = ble("read", "HRM-Demo", "--handle", "0xFFF0")
+        self.assertEqual(nothing.returncode, EXIT_NO_SUCH_CHARACTERISTIC)
+        self.assertIn("no attribute at handle 0xFFF0", nothing.stderr)
+        both = ble("read", "HRM-Demo", "2A38", "--handle", "0x10", timeout=20)
+        self.assertEqual(both.returncode, 64)
+
+    def test_write_text_file_and_standard_input(self):
+        ok = ble("write", "HRM-Demo", "2A39", "--text", "\x01")
+        self.assertEqual(ok.returncode, 0, ok.stderr)
+        self.assertIn("wrote 1 byte to Heart Rate Control Point (2A39)", ok.stdout)
+        refused = ble("write", "HRM-Demo", "2A39", "--text", "A")
+        self.assertEqual(refused.returncode, EXIT_ATT_ERROR, "0x41 is not a control point command")
+        with tempfile.NamedTemporaryFile() as f:
+            f.write(b"\x01")
+            f.flush()
+            result = ble("write", "HRM-Demo", "2A39", "--file", f.name)
+            self.assertEqual(result.returncode, 0, result.stderr)
+        for args in (["-"], ["--stdin"]):
+            with self.subTest(args=args):
+                result = subprocess.run([BLE, "write", "HRM-Demo", "2A39", *args], input=b"\x01",
+                                        capture_output=True, timeout=60, env=ENV)
+                self.assertEqual(result.returncode, 0, result.stderr)
+                self.assertIn(b"wrote 1 byte", result.stdout)
+        empty = subprocess.run([BLE, "write", "HRM-Demo", "2A39", "-"], input=b"", capture_output=True, text=False,
+                               timeout=60, env=ENV)
+        self.assertEqual(empty.returncode, 1)
+        self.assertIn(b"standard input is empty", empty.stderr)
+        missing = ble("write", "HRM-Demo", "2A39", "--file", "/no/such/file", timeout=20)
+        self.assertEqual(missing.returncode, 64)
+        self.assertIn("--file '/no/such/file': no such file", missing.stderr)
+        with tempfile.NamedTemporaryFile() as f:
+            empty = ble("write", "HRM-Demo", "2A39", "--file", f.name)
+            self.assertEqual(empty.returncode, 1)
+            self.assertIn("is empty", empty.stderr)
+        several = ble("write", "HRM-Demo", "2A39", "01", "--text", "x", timeout=20)
+        self.assertEqual(several.returncode, 64)
+        self.assertIn("one way", several.stderr)
 
     def test_write_to_read_only_is_refused_with_the_att_error(self):
         result = ble("write", "HRM-Demo", "2A38", "02")
@@ -369,13 +501,15 @@ class ValueTests(unittest.TestCase):
         self.assertEqual(ble("write", "HRM-Demo", "2A39", "01").returncode, 0)
         self.assertEqual(ble("write", "HRM-Demo", "2A39", "05").returncode, EXIT_ATT_ERROR)
 
+    TIME = r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z"
+
     def test_subscribe_to_notifications(self):
         result = ble("subscribe", "HRM-Demo", "2A37", "--count", "3")
         self.assertEqual(result.returncode, 0, result.stderr)
         lines = result.stdout.splitlines()
         self.assertEqual(len(lines), 3)
         for line in lines:
-            self.assertRegex(line, r"^08[0-9a-f]{6}$")
+            self.assertRegex(line, "^" + self.TIME + r" notify 08[0-9a-f]{6}  \d+ bpm, energy expended \d+ kJ$")
 
     def test_subscribe_to_indications(self):
         result = ble("subscribe", "Thermometer", "2A1C", "--count", "3")
@@ -383,7 +517,27 @@ class ValueTests(unittest.TestCase):
         lines = result.stdout.splitlines()
         self.assertEqual(len(lines), 3)
         for line in lines:
-            self.assertRegex(line, r"^00[0-9a-f]{6}ff$", "flags, then a FLOAT with exponent -1")
+            # Flags, then a FLOAT with exponent -1.
+            self.assertRegex(line, "^" + self.TIME + r" indicate 00[0-9a-f]{6}ff  \d+\.\d °C$")
+
+    def test_subscribe_json_lines(self):
+        for args in (["--json"], ["--format", "json"]):
+            with self.subTest(args=args):
+                result = ble("subscribe", "Thermometer", "2A1C", "--count", "2", *args)
+                self.assertEqual(result.returncode, 0, result.stderr)
+                records = [json.loads(line) for line in result.stdout.splitlines()]
+                self.assertEqual(len(records), 2)
+                for r in records:
+                    self.assertEqual(list(r), ["time", "characteristic", "kind", "hex", "decoded"])
+                    self.assertRegex(r["time"], "^" + self.TIME + "$")
+                    self.assertEqual((r["characteristic"], r["kind"]), ("2A1C", "indicate"))
+                    self.assertRegex(r["hex"], r"^00[0-9a-f]{6}ff$")
+                    self.assertRegex(r["decoded"], r"^\d+\.\d °C$")
+                self.assertLessEqual(records[0]["time"], records[1]["time"])
+        result = ble("subscribe", "HRM-Demo", "2A37", "--count", "1", "--json")
+        self.assertEqual(json.loads(result.stdout)["kind"], "notify")
+        result = ble("subscribe", "HRM-Demo", "2A37", "--count", "1", "--format", "hex")
+        self.assertRegex(result.stdout, "^" + self.TIME + r" notify 08[0-9a-f]{6}\n$")
 
     def test_bulk_write_without_response_waits_for_room(self):
         data = bytes(range(256)) * 8
@@ -471,7 +625,7 @@ class ErrorTests(unittest.TestCase):
 
     def test_names_match_without_regard_to_case(self):
         result = ble("read", "hrm-demo", "2A38")
-        self.assertEqual((result.returncode, result.stdout), (0, "01\n"), result.stderr)
+        self.assertEqual((result.returncode, result.stdout), (0, "01  Chest\n"), result.stderr)
 
     def test_a_near_miss_is_suggested(self):
         self.assertOneLine(ble("read", "HRM-Dem", "2A38", "--timeout", "2"), EXIT_NO_SUCH_DEVICE, "did you mean 'HRM-Demo'?")
@@ -579,6 +733,12 @@ class BadInputTests(unittest.TestCase):
         (("connect", "HRM-Demo", "--duration=-1"), "--duration"),
         (("read", "HRM-Demo", "notauuid"), "CHAR"),
         (("write", "HRM-Demo", "2A39", "zz"), "HEX"),
+        (("write", "HRM-Demo", "2A39"), "HEX"),
+        (("write", "HRM-Demo", "2A39", "--text", ""), "--text"),
+        (("read", "HRM-Demo", "--handle", "0x10000"), "--handle"),
+        (("read", "HRM-Demo", "--handle", "0"), "--handle"),
+        (("read", "HRM-Demo", "2A38", "--descriptor", "xyz"), "--descriptor"),
+        (("serve", "heart-rate", "--updates", "/no/such/file"), "--updates"),
         (("demo", "phone-restart", "--phase", "before"), "--phase"),
         (("demo", "door-lock", "--store", "/tmp/phone.sqlite"), "--store"),
     ]
@@ -819,6 +979,36 @@ class ServeTests(unittest.TestCase):
         block = readme[readme.index("```json", start) + len("```json"):readme.index("```", readme.index("```json", start) + 7)]
         result = self.serve_profile(block)
         self.assertEqual(result.returncode, 0, result.stderr)
+
+    def test_serve_updates_from_a_file_and_standard_input(self):
+        """`--updates`: each good line sets the value (no central is subscribed in this process's private room,
+        so none is sent: the subscriber's side is `ServeLogTests` in `swift test`); each bad line is reported on
+        stderr with its number and skipped."""
+        lines = ["# a heart rate", "2A37 0640", "not a line", "2A99 00", "2A38 02", "sleep 0.1", "2A19 text:hi",
+                 "2A37 zz", "# the end"]
+        with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
+            f.write("\n".join(lines))
+        try:
+            result = ble("serve", "heart-rate", "--updates", f.name, "--duration", "1", timeout=30)
+        finally:
+            os.unlink(f.name)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        time = r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z"
+        out = result.stdout.splitlines()
+        self.assertRegex(out[1], "^" + time + r" \* set 2A37 0640 \(no central is subscribed: reads see it\)$")
+        self.assertRegex(out[2], "^" + time + r" \* set 2A19 6869 ")
+        self.assertRegex(out[3], "^" + time + " updates ended after 9 lines$")
+        errors = result.stderr.strip().splitlines()
+        self.assertEqual([e.split(":")[0:2] for e in errors],
+                         [["ble", " --updates line 3"], ["ble", " --updates line 4"], ["ble", " --updates line 5"],
+                          ["ble", " --updates line 8"]], result.stderr)
+        self.assertIn("no characteristic 2A99", errors[1])
+        self.assertIn("2A38 has a fixed value", errors[2])
+        self.assertTrue(all(e.endswith("; skipped") for e in errors), errors)
+        piped = subprocess.run([BLE, "serve", "battery", "--updates", "-", "--duration", "1"], input="2A19 10\n",
+                               capture_output=True, text=True, timeout=30, env=ENV)
+        self.assertEqual(piped.returncode, 0, piped.stderr)
+        self.assertRegex(piped.stdout, r"\* set 2A19 10 \(no central")
 
     def test_serve_rejects_unknown_profile(self):
         self.assertNotEqual(ble("serve", "no-such-profile").returncode, 0)

@@ -55,4 +55,99 @@ import Testing
         #expect(write < notify, "\(log)")
         withExtendedLifetime(served) {}
     }
+
+    /// A profile with one notifying and one indicating characteristic, values set only from the device's side.
+    static let pushProfile = Profile(
+        name: "Pusher",
+        services: [
+            ProfileService(
+                uuid: BluetoothUUID(0xFFF0),
+                characteristics: [
+                    ProfileCharacteristic(
+                        uuid: BluetoothUUID(0xFFF1), properties: [.read, .notify], permissions: [.readable]),
+                    ProfileCharacteristic(uuid: BluetoothUUID(0xFFF2), properties: [.indicate], permissions: []),
+                ])
+        ])
+
+    /// `ble serve`'s device driven from its own side (`--updates`): it logs the central's connection, MTU,
+    /// subscriptions and disconnection; pushed values reach the subscriber, each by the way its characteristic
+    /// offers (told apart by `valueUpdates(for:)`), and a burst that fills the transmit queue waits for room and
+    /// arrives whole and in order.
+    @Test func pushedUpdatesReachTheSubscriberAndTheLinkIsLogged() async throws {
+        let radio = SimulatedRadio(seed: 12)
+        let deviceSystem = BluetoothSystem.simulated(on: radio, name: "pusher")
+        let phone = BluetoothSystem.simulated(on: radio, name: "phone", position: RadioPosition(x: 2, y: 0))
+        let lines = Mutex<[String]>([])
+        let served = ServedDevice(
+            system: deviceSystem, profile: Self.pushProfile, log: { line in lines.withLock { $0.append(line) } },
+            onStarted: { _ in })
+        let central = CentralManager(delegate: nil, queue: DispatchQueue(label: "phone"), options: nil, system: phone)
+        let burst = (0..<64).map { Data([UInt8($0)] + [UInt8](repeating: 0xAB, count: 199)) }
+
+        let outcome = Mutex<Result<([ValueUpdate], [ValueUpdate]), any Error>?>(nil)
+        let scenario = Task(executorPreference: radio) { () -> ([ValueUpdate], [ValueUpdate]) in
+            try await central.waitUntilPoweredOn(timeout: .seconds(1))
+            for try await found in central.scan(withServices: [BluetoothUUID(0xFFF0)]) {
+                let device = found.peripheral
+                try await central.connect(device, timeout: .seconds(10))
+                let services = try await device.discoverServices(nil, timeout: .seconds(5))
+                let service = try #require(services.first { $0.uuid == BluetoothUUID(0xFFF0) })
+                let characteristics = try await device.discoverCharacteristics(
+                    nil, for: service, timeout: .seconds(5))
+                let notifying = try #require(characteristics.first { $0.uuid == BluetoothUUID(0xFFF1) })
+                let indicating = try #require(characteristics.first { $0.uuid == BluetoothUUID(0xFFF2) })
+                var notified: [ValueUpdate] = []
+                var indicated: [ValueUpdate] = []
+                let notifications = device.valueUpdates(for: notifying)
+                let indications = device.valueUpdates(for: indicating)
+                // Subscribed once both subscriptions reached the device.
+                while !(served.queue.sync {
+                    served.isSubscribed(BluetoothUUID(0xFFF1)) && served.isSubscribed(BluetoothUUID(0xFFF2))
+                }) {
+                    try await phone.sleep(for: .milliseconds(10))
+                }
+                #expect(served.queue.sync { served.push(BluetoothUUID(0xFFF2), Data([0x07])) } == nil)
+                for try await update in indications {
+                    indicated.append(update)
+                    break
+                }
+                served.queue.sync {
+                    for value in burst { _ = served.push(BluetoothUUID(0xFFF1), value) }
+                }
+                for try await update in notifications {
+                    notified.append(update)
+                    if notified.count == burst.count { break }
+                }
+                try await central.disconnect(device)
+                return (notified, indicated)
+            }
+            return ([], [])
+        }
+        Task(executorPreference: radio) {
+            let result = await scenario.result
+            outcome.withLock { $0 = result }
+        }
+        try await radio.run(for: .seconds(30))
+        scenario.cancel()
+        let (notified, indicated) = try #require(outcome.withLock { $0 }).get()
+        #expect(indicated == [ValueUpdate(value: Data([0x07]), kind: .indication)])
+        #expect(notified.map(\.value) == burst, "every value, in order")
+        #expect(notified.allSatisfy { $0.kind == .notification })
+        // What a read sees from now on: the last value pushed.
+        #expect(served.queue.sync { served.behaviour.values[BluetoothUUID(0xFFF1)] } == burst.last)
+
+        let log = lines.withLock { $0 }
+        let connected = try #require(log.firstIndex { $0.hasSuffix(" connected") })
+        let mtu = try #require(log.firstIndex { $0.contains(" mtu ") })
+        let subscribed = try #require(log.firstIndex { $0.hasSuffix(" subscribe FFF1 notifications") })
+        let full = try #require(log.firstIndex { $0 == "* transmit queue full: waiting for room to send" })
+        let disconnected = try #require(log.firstIndex { $0.contains(" disconnected (") })
+        #expect(connected < mtu && mtu < subscribed && subscribed < full && full < disconnected, "\(log)")
+        #expect(log[mtu].hasSuffix("mtu 517 (updates carry up to 512 bytes)"), "\(log)")
+        #expect(log.contains { $0.hasPrefix("* room again: sent ") })
+        #expect(log.filter { $0.hasPrefix("* notify FFF1 ") }.count == burst.count)
+        #expect(log.contains("* indicate FFF2 07"))
+        #expect(log[disconnected].hasSuffix("disconnected (Remote User Terminated Connection (0x13))"), "\(log)")
+        withExtendedLifetime(served) {}
+    }
 }

@@ -60,12 +60,12 @@ final class ObserverList<Observer: Sendable>: Sendable {
 protocol CentralManagerObserver: CentralManagerDelegate, Sendable {}
 
 /// An internal observer of a `Peripheral`. It receives `didUpdateValueFor characteristic` through the
-/// variant that says whether the value arrived in a notification (or indication) or completes a read; the
-/// plain delegate method is not called on observers.
+/// variant that says whether the value arrived in a notification or an indication (`update`), or completes a
+/// read (`update` nil); the plain delegate method is not called on observers.
 protocol PeripheralObserver: PeripheralDelegate, Sendable {
     func peripheral(
         _ peripheral: Peripheral, didUpdateValueFor characteristic: Characteristic, error: (any Error)?,
-        isNotification: Bool)
+        update: ValueUpdate.Kind?)
 }
 
 /// An internal observer of a `PeripheralManager`: the delegate's events, on the manager's queue.
@@ -83,11 +83,11 @@ extension CentralManager {
 
 extension Peripheral {
     /// What `deliver` hands its event closure: the delegate alone, or a fan-out to it and the observers.
-    func deliveryTarget(isNotification: Bool) -> (any PeripheralDelegate)? {
+    func deliveryTarget(update: ValueUpdate.Kind?) -> (any PeripheralDelegate)? {
         let observers = observers.snapshot
         return observers.isEmpty
             ? delegate
-            : PeripheralFanOut(delegate: delegate, observers: observers, isNotification: isNotification)
+            : PeripheralFanOut(delegate: delegate, observers: observers, update: update)
     }
 }
 
@@ -158,12 +158,13 @@ final class CentralManagerFanOut: CentralManagerDelegate {
 final class PeripheralFanOut: PeripheralDelegate {
     let delegate: (any PeripheralDelegate)?
     let observers: [any PeripheralObserver]
-    let isNotification: Bool
+    /// How the value of a `didUpdateValueFor characteristic` came (nil: it completes a read).
+    let update: ValueUpdate.Kind?
 
-    init(delegate: (any PeripheralDelegate)?, observers: [any PeripheralObserver], isNotification: Bool) {
+    init(delegate: (any PeripheralDelegate)?, observers: [any PeripheralObserver], update: ValueUpdate.Kind?) {
         self.delegate = delegate
         self.observers = observers
-        self.isNotification = isNotification
+        self.update = update
     }
 
     func peripheralDidUpdateName(_ peripheral: Peripheral) {
@@ -207,7 +208,7 @@ final class PeripheralFanOut: PeripheralDelegate {
     func peripheral(_ peripheral: Peripheral, didUpdateValueFor characteristic: Characteristic, error: (any Error)?) {
         delegate?.peripheral(peripheral, didUpdateValueFor: characteristic, error: error)
         for o in observers {
-            o.peripheral(peripheral, didUpdateValueFor: characteristic, error: error, isNotification: isNotification)
+            o.peripheral(peripheral, didUpdateValueFor: characteristic, error: error, update: update)
         }
     }
 
@@ -296,5 +297,20 @@ final class PeripheralManagerFanOut: PeripheralManagerDelegate {
     func peripheralManagerIsReady(toUpdateSubscribers peripheral: PeripheralManager) {
         delegate?.peripheralManagerIsReady(toUpdateSubscribers: peripheral)
         for o in observers { o.peripheralManagerIsReady(toUpdateSubscribers: peripheral) }
+    }
+
+    func peripheralManager(_ peripheral: PeripheralManager, didConnect central: Central) {
+        delegate?.peripheralManager(peripheral, didConnect: central)
+        for o in observers { o.peripheralManager(peripheral, didConnect: central) }
+    }
+
+    func peripheralManager(_ peripheral: PeripheralManager, didDisconnect central: Central, error: (any Error)?) {
+        delegate?.peripheralManager(peripheral, didDisconnect: central, error: error)
+        for o in observers { o.peripheralManager(peripheral, didDisconnect: central, error: error) }
+    }
+
+    func peripheralManager(_ peripheral: PeripheralManager, central: Central, didUpdateMTU mtu: Int) {
+        delegate?.peripheralManager(peripheral, central: central, didUpdateMTU: mtu)
+        for o in observers { o.peripheralManager(peripheral, central: central, didUpdateMTU: mtu) }
     }
 }

@@ -134,24 +134,45 @@ extension Peripheral {
     /// stream finishes with an error when subscribing fails and when the link goes down (the disconnection's
     /// error, or `.operationCancelled` after `cancelPeripheralConnection`).
     public func notifications(for characteristic: Characteristic) -> AsyncThrowingStream<Data, any Error> {
-        let observer = asyncObserver
-        return AsyncThrowingStream { continuation in
-            let id = observer.nextID()
-            continuation.onTermination = { [weak self] _ in
-                // The last stream of a characteristic still subscribed (by the stream or by delegate code, and not
-                // unsubscribed meanwhile) unsubscribes.
-                guard observer.removeNotifications(id, for: characteristic), let self, self.state == .connected,
-                    characteristic.isNotifying
-                else { return }
-                self.setNotifyValue(false, for: characteristic, reply: .task { _ in })
-            }
-            observer.addNotifications(id, continuation, for: characteristic)
-            setNotifyValue(
-                true, for: characteristic,
-                reply: .task { result in
-                    if case .failure(let error) = result { continuation.finish(throwing: error) }
-                })
+        AsyncThrowingStream { continuation in
+            subscribe(.values(continuation), for: characteristic) { continuation.onTermination = $0 }
         }
+    }
+
+    /// As ``notifications(for:)``, with each value's way of coming: by notification or by indication.
+    ///
+    /// Not part of CoreBluetooth (its delegate cannot tell the two apart): a swift-ble extension for tools that
+    /// show it. The same rules as `notifications(for:)` apply; both kinds of stream of one characteristic can be
+    /// used at once, and the last of either kind to end unsubscribes.
+    public func valueUpdates(for characteristic: Characteristic) -> AsyncThrowingStream<ValueUpdate, any Error> {
+        AsyncThrowingStream { continuation in
+            subscribe(.updates(continuation), for: characteristic) { continuation.onTermination = $0 }
+        }
+    }
+
+    /// Registers `sink` for the characteristic's updates and subscribes; `onTermination` installs the stream's
+    /// ending, which unsubscribes when it was the characteristic's last stream.
+    private func subscribe<Element>(
+        _ sink: PeripheralAsyncObserver.Sink, for characteristic: Characteristic,
+        onTermination: (@escaping @Sendable (AsyncThrowingStream<Element, any Error>.Continuation.Termination) -> Void)
+            -> Void
+    ) {
+        let observer = asyncObserver
+        let id = observer.nextID()
+        onTermination { [weak self] _ in
+            // The last stream of a characteristic still subscribed (by the stream or by delegate code, and not
+            // unsubscribed meanwhile) unsubscribes.
+            guard observer.removeNotifications(id, for: characteristic), let self, self.state == .connected,
+                characteristic.isNotifying
+            else { return }
+            self.setNotifyValue(false, for: characteristic, reply: .task { _ in })
+        }
+        observer.addNotifications(id, sink, for: characteristic)
+        setNotifyValue(
+            true, for: characteristic,
+            reply: .task { result in
+                if case .failure(let error) = result { sink.finish(throwing: error) }
+            })
     }
 
     /// Reads the link's RSSI (dBm). Completes on `peripheral(_:didReadRSSI:error:)`.

@@ -5,19 +5,41 @@ import Synchronization
 /// writes. It matches no completions: every async request carries its own reply (see `Reply`).
 ///
 /// A read's new value and a notification both arrive as `didUpdateValueFor` a characteristic. The
-/// peripheral's `deliver` knows which one it is delivering and passes the flag to observers, so only
-/// notifications reach the streams.
+/// peripheral's `deliver` knows which one it is delivering (and whether a notification or an indication) and
+/// passes it to observers, so only notifications and indications reach the streams.
 ///
 /// Every method runs on the manager's queue. The state is a `Mutex`, never held while a waiter is resumed or a
 /// stream is fed or finished.
 final class PeripheralAsyncObserver: PeripheralObserver {
     typealias Notifications = AsyncThrowingStream<Data, any Error>.Continuation
+    typealias Updates = AsyncThrowingStream<ValueUpdate, any Error>.Continuation
+
+    /// A stream of one characteristic's updates: of values (`notifications(for:)`) or of values with how they
+    /// came (`valueUpdates(for:)`).
+    enum Sink: Sendable {
+        case values(Notifications)
+        case updates(Updates)
+
+        func yield(_ value: Data, _ kind: ValueUpdate.Kind) {
+            switch self {
+            case .values(let c): c.yield(value)
+            case .updates(let c): c.yield(ValueUpdate(value: value, kind: kind))
+            }
+        }
+
+        func finish(throwing error: any Error) {
+            switch self {
+            case .values(let c): c.finish(throwing: error)
+            case .updates(let c): c.finish(throwing: error)
+            }
+        }
+    }
 
     struct State {
         /// Senders waiting for room: called once on the next "ready", or with the error when the link drops.
         var readyCallbacks: [@Sendable ((any Error)?) -> Void] = []
         /// Notification streams per characteristic.
-        var notifications: [ObjectIdentifier: [UInt64: Notifications]] = [:]
+        var notifications: [ObjectIdentifier: [UInt64: Sink]] = [:]
         var nextID: UInt64 = 0
     }
 
@@ -34,13 +56,13 @@ final class PeripheralAsyncObserver: PeripheralObserver {
 
     func peripheral(
         _ peripheral: Peripheral, didUpdateValueFor characteristic: Characteristic, error: (any Error)?,
-        isNotification: Bool
+        update: ValueUpdate.Kind?
     ) {
-        guard isNotification, error == nil, let value = characteristic.value else { return }
+        guard let update, error == nil, let value = characteristic.value else { return }
         let streams = state.withLock {
             Array(($0.notifications[ObjectIdentifier(characteristic)] ?? [:]).sorted { $0.key < $1.key }.map(\.value))
         }
-        for s in streams { s.yield(value) }
+        for s in streams { s.yield(value, update) }
     }
 
     func peripheralIsReady(toSendWriteWithoutResponse peripheral: Peripheral) {
@@ -61,8 +83,8 @@ final class PeripheralAsyncObserver: PeripheralObserver {
 
     // MARK: Notification streams
 
-    func addNotifications(_ id: UInt64, _ continuation: Notifications, for characteristic: Characteristic) {
-        state.withLock { $0.notifications[ObjectIdentifier(characteristic), default: [:]][id] = continuation }
+    func addNotifications(_ id: UInt64, _ sink: Sink, for characteristic: Characteristic) {
+        state.withLock { $0.notifications[ObjectIdentifier(characteristic), default: [:]][id] = sink }
     }
 
     /// Removes a notification stream; true when it was the characteristic's last one.

@@ -23,13 +23,13 @@ extension CentralManager {
         /// the app too).
         case disconnected(Peripheral, BluetoothError?)
         case failedToConnect(Peripheral, BluetoothError)
-        case notification(Peripheral, attribute: AttributeHandle, value: [UInt8])
+        case notification(Peripheral, attribute: AttributeHandle, value: [UInt8], isIndication: Bool)
         case discovered(SystemDiscovery)
 
         /// Events with one key replace each other: a characteristic's latest value, a device's latest discovery.
         var key: String? {
             switch self {
-            case .notification(let p, let attribute, _): "\(ObjectIdentifier(p).hashValue)/\(attribute.rawValue)"
+            case .notification(let p, let attribute, _, _): "\(ObjectIdentifier(p).hashValue)/\(attribute.rawValue)"
             case .discovered(let discovery): "\(discovery.address)"
             case .connected, .disconnected, .failedToConnect: nil
             }
@@ -190,8 +190,10 @@ extension CentralManager {
             case .connected(let old): .connected(counterpart(old))
             case .disconnected(let old, let error): .disconnected(counterpart(old), error)
             case .failedToConnect(let old, let error): .failedToConnect(counterpart(old), error)
-            case .notification(let old, let attribute, let value):
-                map[ObjectIdentifier(old)].map { .notification($0, attribute: attribute, value: value) }
+            case .notification(let old, let attribute, let value, let isIndication):
+                map[ObjectIdentifier(old)].map {
+                    .notification($0, attribute: attribute, value: value, isIndication: isIndication)
+                }
             case .discovered(let discovery): .discovered(discovery)
             }
         }
@@ -213,8 +215,8 @@ extension CentralManager {
                     p.announceDisconnected()
                     delegate?.centralManager(manager, didFailToConnect: p, error: error)
                 }
-            case .notification(let p, let attribute, let value):
-                p.handleValueUpdate(attribute: attribute, value: value)
+            case .notification(let p, let attribute, let value, let isIndication):
+                p.handleValueUpdate(attribute: attribute, value: value, isIndication: isIndication)
             case .discovered(let discovery):
                 if let scan = locked.withLock({ $0.scan }) { scanDiscovered(discovery, scan: scan.id) }
             }

@@ -235,11 +235,11 @@ public final class Peripheral: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// Runs `body` on the manager's queue with this peripheral's delegate (and its internal observers).
-    /// `isNotification` marks a `didUpdateValueFor` that carries a notification or indication rather than the
+    /// `update` marks a `didUpdateValueFor` that carries a notification or an indication rather than the
     /// completion of a read, for the observers (the delegate cannot tell them apart, as in CoreBluetooth).
     @discardableResult
     func deliver(
-        isNotification: Bool = false, repeating: Bool = false, wakes: Bool = true, key: DeliveryKey? = nil,
+        update: ValueUpdate.Kind? = nil, repeating: Bool = false, wakes: Bool = true, key: DeliveryKey? = nil,
         _ body: @escaping @Sendable (Peripheral, (any PeripheralDelegate)?) -> Void
     ) -> Bool {
         guard let manager else { return false }
@@ -248,7 +248,7 @@ public final class Peripheral: Sendable, Hashable, CustomStringConvertible {
         return manager.app.core.deliver(
             on: manager.queue, generation: manager.launch, repeating: repeating, wakes: wakes ? .central : nil, key: key
         ) { [self] in
-            body(self, deliveryTarget(isNotification: isNotification))
+            body(self, deliveryTarget(update: update))
         }
     }
 
@@ -272,7 +272,8 @@ public final class Peripheral: Sendable, Hashable, CustomStringConvertible {
         if let manager, manager.isPreserved {
             // Kept for a terminated app: a notification it subscribed to relaunches it.
             if characteristic.isNotifying {
-                manager.noteForRestoration(.notification(self, attribute: attribute, value: value))
+                manager.noteForRestoration(
+                    .notification(self, attribute: attribute, value: value, isIndication: isIndication))
             }
             return
         }
@@ -283,8 +284,10 @@ public final class Peripheral: Sendable, Hashable, CustomStringConvertible {
         }
         // Whether the app subscribed is decided on its queue, where `isNotifying` turns true just before the
         // callback that reports the subscription, so nothing sent right after that is missed.
-        deliver(isNotification: true, repeating: !isIndication, key: DeliveryKey(self, attribute: attribute.rawValue)) {
-            p, d in
+        deliver(
+            update: isIndication ? .indication : .notification, repeating: !isIndication,
+            key: DeliveryKey(self, attribute: attribute.rawValue)
+        ) { p, d in
             // Only to an app that subscribed: other apps on the link do not hear its notifications.
             guard characteristic.state.withLock({ $0.isNotifying }) else { return }
             characteristic.state.withLock { $0.value = Data(value) }

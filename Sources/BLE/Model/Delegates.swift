@@ -153,6 +153,17 @@ public protocol PeripheralManagerDelegate: AnyObject {
     func peripheralManager(_ peripheral: PeripheralManager, didReceiveRead request: ATTRequest)
     func peripheralManager(_ peripheral: PeripheralManager, didReceiveWrite requests: [ATTRequest])
     func peripheralManagerIsReady(toUpdateSubscribers peripheral: PeripheralManager)
+
+    // swift-ble extensions, not in CoreBluetooth (whose peripheral manager hears of a central only through its
+    // requests): a central's link as it comes, changes and goes, for tools that log it. Each has an empty default.
+
+    /// A central connected to this device; `central` is the object its requests will carry.
+    func peripheralManager(_ peripheral: PeripheralManager, didConnect central: Central)
+    /// The central's link ended (`error` says why: its `hciStatus` is the reason the controller gave). Its
+    /// subscriptions were ended first, each with `didUnsubscribeFrom`.
+    func peripheralManager(_ peripheral: PeripheralManager, didDisconnect central: Central, error: (any Error)?)
+    /// The link's ATT_MTU changed (an MTU exchange); `central.maximumUpdateValueLength` already follows it.
+    func peripheralManager(_ peripheral: PeripheralManager, central: Central, didUpdateMTU mtu: Int)
 }
 
 extension PeripheralManagerDelegate {
@@ -170,4 +181,9 @@ extension PeripheralManagerDelegate {
     public func peripheralManager(_ peripheral: PeripheralManager, didReceiveRead request: ATTRequest) {}
     public func peripheralManager(_ peripheral: PeripheralManager, didReceiveWrite requests: [ATTRequest]) {}
     public func peripheralManagerIsReady(toUpdateSubscribers peripheral: PeripheralManager) {}
+    public func peripheralManager(_ peripheral: PeripheralManager, didConnect central: Central) {}
+    public func peripheralManager(
+        _ peripheral: PeripheralManager, didDisconnect central: Central, error: (any Error)?
+    ) {}
+    public func peripheralManager(_ peripheral: PeripheralManager, central: Central, didUpdateMTU mtu: Int) {}
 }

@@ -517,7 +517,8 @@ public final class PeripheralManager: Sendable, SystemSession {
                 identifier: system.core.store.identifier(for: link.peer),
                 handle: link.handle.rawValue, mtu: 23, host: system.core.host)
             locked.withLock { $0.centrals[link.handle] = central }
-        case .disconnected(let handle, _):
+            deliver { m, d in d?.peripheralManager(m, didConnect: central) }
+        case .disconnected(let handle, let reason):
             guard let central = locked.withLock({ $0.centrals.removeValue(forKey: handle) }) else { return }
             central.isLinked.withLock { $0 = false }
             // A central that goes away is no longer subscribed to anything.
@@ -530,8 +531,12 @@ public final class PeripheralManager: Sendable, SystemSession {
                 }
                 if was { deliver { m, d in d?.peripheralManager(m, central: central, didUnsubscribeFrom: c) } }
             }
+            let error = BluetoothError.fromLinkStatus(reason, "the central's link ended: \(reason)")
+            deliver { m, d in d?.peripheralManager(m, didDisconnect: central, error: error) }
         case .mtuChanged(let handle, let mtu):
-            locked.withLock { $0.centrals[handle] }?.mtu.withLock { $0 = mtu }
+            guard let central = locked.withLock({ $0.centrals[handle] }) else { return }
+            central.mtu.withLock { $0 = mtu }
+            deliver { m, d in d?.peripheralManager(m, central: central, didUpdateMTU: mtu) }
         case .serverRead(let serverID, let handle, let attribute, let offset):
             guard let central = locked.withLock({ $0.centrals[handle] }), let c = characteristic(at: attribute) else {
                 system.core.host.respond(to: serverID, result: .unlikelyError, value: nil)

@@ -12,10 +12,16 @@ struct ExploreCommand: AsyncParsableCommand {
             With --json, prints one object:
               {"address", "name", "mtu", "services": [{"uuid", "name", "primary", "handle", "includedServices": [uuid, ...],
                 "characteristics": [{"uuid", "name", "handle", "properties": ["read", "write", "writeWithoutResponse",
-                "notify", "indicate", ...], "value": "<hex>" | null, "descriptors": [{"uuid", "handle", "value"}]}]}]}
+                "notify", "indicate", ...], "value": "<hex>" | null, "decoded": ... | null,
+                "descriptors": [{"uuid", "handle", "value", "decoded"}]}]}]}
             "name" is the SIG name (null when unknown); a service's "handle" is its first handle, a characteristic's \
             "handle" its value handle, a descriptor's its own; "value" is null when the characteristic is not \
-            readable or the read was refused; "mtu" is the link's ATT_MTU (Peripheral.attMTU).
+            readable or the read was refused; "decoded" is what the value means (a number, a string or text), by \
+            the characteristic's Characteristic Presentation Format descriptor (0x2904) when it has one, else by \
+            the SIG-assigned format of its type, or null when the tool does not know; "mtu" is the link's ATT_MTU \
+            (Peripheral.attMTU).
+
+            The text tree shows each value as hex, then its meaning found the same way.
             """)
 
     @OptionGroup var target: TargetOptions
@@ -115,6 +121,12 @@ final class Explorer: @unchecked Sendable {
             if case .success(let data)? = result { return .string(data.hex) }
             return .null
         }
+        func decoded(_ result: Result<Data, ToolError>?, type: BluetoothUUID, presentation: PresentationFormat?)
+            -> JSON
+        {
+            guard case .success(let data)? = result else { return .null }
+            return ValueReading(data, type: type, presentation: presentation).decoded?.json ?? .null
+        }
         let services: [JSON] = (peripheral.services ?? []).map { service in
             let characteristics: [JSON] = (service.characteristics ?? []).map { c in
                 let descriptors: [JSON] = (c.descriptors ?? []).map { d in
@@ -122,6 +134,7 @@ final class Explorer: @unchecked Sendable {
                         ("uuid", .string(d.uuid.uuidString)),
                         ("handle", .number(Int(d.handle ?? 0))),
                         ("value", value(descriptorValues[ObjectIdentifier(d)])),
+                        ("decoded", decoded(descriptorValues[ObjectIdentifier(d)], type: d.uuid, presentation: nil)),
                     ])
                 }
                 return .object([
@@ -130,6 +143,11 @@ final class Explorer: @unchecked Sendable {
                     ("handle", .number(Int(c.valueHandle ?? 0))),
                     ("properties", .array(c.properties.names.map { .string($0) })),
                     ("value", value(characteristicValues[ObjectIdentifier(c)])),
+                    (
+                        "decoded",
+                        decoded(
+                            characteristicValues[ObjectIdentifier(c)], type: c.uuid, presentation: presentation(of: c))
+                    ),
                     ("descriptors", .array(descriptors)),
                 ])
             }
@@ -171,7 +189,7 @@ final class Explorer: @unchecked Sendable {
                     "handle \(ValueDecoding.hex16(Int(c.valueHandle ?? 0))) (declaration \(ValueDecoding.hex16(Int(c.handle ?? 0))))"
                 lines.append("  Characteristic \(c.uuid.labelled) \(c.properties), \(handles)")
                 if let result = characteristicValues[ObjectIdentifier(c)] {
-                    lines.append("    value: " + Self.show(result, type: c.uuid))
+                    lines.append("    value: " + Self.show(result, type: c.uuid, presentation: presentation(of: c)))
                 }
                 for d in c.descriptors ?? [] {
                     let shown = descriptorValues[ObjectIdentifier(d)].map { Self.show($0, type: d.uuid) } ?? "not read"
@@ -184,11 +202,21 @@ final class Explorer: @unchecked Sendable {
         return lines.joined(separator: "\n")
     }
 
-    static func show(_ result: Result<Data, ToolError>, type: BluetoothUUID) -> String {
+    /// The characteristic's Presentation Format, when it has exactly one 0x2904 descriptor and it was read.
+    func presentation(of c: Characteristic) -> PresentationFormat? {
+        let formats = (c.descriptors ?? []).filter { $0.uuid == .characteristicPresentationFormat }
+        guard formats.count == 1, case .success(let value)? = descriptorValues[ObjectIdentifier(formats[0])] else {
+            return nil
+        }
+        return PresentationFormat(descriptor: value)
+    }
+
+    static func show(_ result: Result<Data, ToolError>, type: BluetoothUUID, presentation: PresentationFormat? = nil)
+        -> String
+    {
         switch result {
         case .success(let data):
-            let hex = data.isEmpty ? "(empty)" : data.hex
-            return ValueDecoding.describe(data, of: type).map { "\(hex)  \($0)" } ?? hex
+            return ValueReading(data, type: type, presentation: presentation).hexAndMeaning
         case .failure(let error):
             return "(\(error.message))"
         }

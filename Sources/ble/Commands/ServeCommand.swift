@@ -1,6 +1,7 @@
 import ArgumentParser
 import BLE
 import Foundation
+import Synchronization
 
 /// `ble serve`: our `PeripheralManager` publishing a profile.
 struct ServeCommand: AsyncParsableCommand {
@@ -17,9 +18,27 @@ struct ServeCommand: AsyncParsableCommand {
             room, a write command's overflow is dropped), and a status of bytes taken and dropped. \
             Read-only values refuse writes with Write Not Permitted.
 
-            Each request is printed as one line: the central's identifier, the operation (read, write, subscribe, \
-            unsubscribe), the characteristic's UUID and the value in hex; values sent to subscribers are printed as \
-            '* notify UUID HEX' or '* indicate UUID HEX'.
+            Each event is printed as one line, starting with the time it was handled (UTC, ISO 8601 with \
+            milliseconds: 2025-03-01T12:00:00.123Z). A central's events give its identifier, then: 'connected', \
+            'mtu N (updates carry up to M bytes)' after an MTU exchange, 'read UUID HEX', 'write UUID HEX' (with \
+            '-> ERROR' when refused), 'subscribe UUID notifications|indications', 'unsubscribe UUID', and \
+            'disconnected (REASON)'. Values sent to subscribers are printed as '* notify UUID HEX' or \
+            '* indicate UUID HEX'; when the transmit queue is full, '* transmit queue full: waiting for room to \
+            send' is printed and the values wait for peripheralManagerIsReady(toUpdateSubscribers:), in order, \
+            nothing dropped ('* room again: sent N waiting updates').
+
+            --updates FILE (or '-' for standard input, or a FIFO) drives the device from its own side once it \
+            advertises, one line at a time as lines come:
+              UUID HEX          set the characteristic's value (hex digits; spaces or colons may separate bytes) \
+            and notify or indicate it to subscribed centrals
+              UUID text:STRING  the same with STRING's UTF-8 bytes (everything after 'text:')
+              sleep SECONDS     wait before the next line
+              # comment         (and blank lines) skipped
+            e.g. '2A37 0640' sends a heart rate of 64. A set with nobody subscribed prints '* set UUID HEX (no \
+            central is subscribed: reads see it)'. A bad line (not this format, an unknown characteristic, a fixed \
+            value) is reported on stderr as 'ble: --updates line N: WHY; skipped', and the rest go on; the end of \
+            the input is printed as 'updates ended after N lines'. Serving goes on until interrupted or \
+            --duration.
 
             The JSON file:
               {"name": "My Sensor", "advertise": ["180D"],
@@ -49,8 +68,23 @@ struct ServeCommand: AsyncParsableCommand {
         help: ArgumentHelp("Stop after this many seconds (default: run until interrupted).", valueName: "seconds"))
     var duration: Double?
 
+    @Option(
+        help: ArgumentHelp(
+            "Lines of updates to push from the device's side ('UUID HEX', 'UUID text:...', 'sleep S'); '-': stdin.",
+            valueName: "file"))
+    var updates: String?
+
     func validate() throws {
         if let duration { try CommandLineNumbers.checkSeconds(duration, option: "--duration", zeroAllowed: false) }
+        if let updates, updates != "-" {
+            var isFolder: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: updates, isDirectory: &isFolder) else {
+                throw ValidationError("--updates '\(updates)': no such file")
+            }
+            guard !isFolder.boolValue, FileManager.default.isReadableFile(atPath: updates) else {
+                throw ValidationError("--updates '\(updates)' is not a readable file")
+            }
+        }
         // A profile file is checked here too, so that its error comes with this command's usage.
         if BuiltInProfiles.named(profile) == nil { _ = try JSONProfile.load(path: profile, name: name) }
     }
@@ -79,8 +113,11 @@ struct ServeCommand: AsyncParsableCommand {
         let outcome = Outcome()
         let advertised = definition
         let system = session.system
+        let updates = updates
+        let radio = session.world?.radio
+        let served = Mutex<ServedDevice?>(nil)
         let device = ServedDevice(
-            system: system, profile: definition, log: { Output.line($0) },
+            system: system, profile: definition, log: { Output.line("\(Timestamp.now()) \($0)") },
             onStarted: { error in
                 if let error {
                     outcome.fail(ToolError(error, doing: "serving \(advertised.deviceName)"))
@@ -90,11 +127,40 @@ struct ServeCommand: AsyncParsableCommand {
                 Output.line(
                     "advertising \"\(advertised.name)\" as \(system.address?.string ?? "?") with services [\(services)]"
                 )
+                // The device's own updates start once there is something to update.
+                guard let updates, let device = served.withLock({ $0 }) else { return }
+                let feed: @Sendable () async -> Void = { await Self.feed(updates, to: device) }
+                if let radio { Task(executorPreference: radio, operation: feed) } else { Task(operation: feed) }
             })
+        served.withLock { $0 = device }
         let limit: Duration? = duration.map { CommandLineNumbers.duration(seconds: $0) }
         let result = try await session.run(until: outcome, limit: limit)
         device.stop()
         if case .failure(let error)? = result { throw error.report() }
         Output.line("stopped")
+    }
+
+    /// Applies `--updates` lines to the device in order, on its queue; reports a bad line on stderr and goes on.
+    static func feed(_ path: String, to device: ServedDevice) async {
+        var count = 0
+        for await (number, text) in ServeUpdateFeed.lines(from: path) {
+            count = number
+            let update: ServeUpdate
+            switch ServeUpdate.parse(text) {
+            case .success(nil): continue
+            case .success(let parsed?): update = parsed
+            case .failure(let error):
+                Output.error("--updates line \(number): \(error.message); skipped")
+                continue
+            }
+            switch update {
+            case .sleep(let duration):
+                try? await device.system.sleep(for: duration)
+            case .set(let uuid, let value):
+                let problem = device.queue.sync { device.push(uuid, value) }
+                if let problem { Output.error("--updates line \(number): \(problem.message); skipped") }
+            }
+        }
+        device.log?("updates ended after \(count) line\(count == 1 ? "" : "s")")
     }
 }

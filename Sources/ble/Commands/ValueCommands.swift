@@ -2,66 +2,186 @@ import ArgumentParser
 import BLE
 import Foundation
 
-/// `ble read`: one characteristic's value, as hex.
+/// `ble read`: one value, as hex and what it means.
 struct ReadCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "read",
-        abstract: "Read a characteristic and print its value as hex.",
-        discussion: "CHAR is a UUID (2A19, or the long form); when several characteristics share it, the first is read."
-    )
+        abstract: "Read a characteristic's value (or a descriptor's, or an attribute's by handle) and print it.",
+        discussion: """
+            CHAR is a UUID (2A19, or the long form); when several characteristics share it, the first is read. \
+            --descriptor UUID reads that descriptor of CHAR instead (2901 user description, 2902 client \
+            configuration, 2904 presentation format, or any other); --handle H reads the characteristic value or \
+            descriptor at attribute handle H (0x0012 or 18) among everything discovered, in place of CHAR.
+
+            By default the line is the value in hex, then, after two spaces, what it means when the tool knows: by \
+            the characteristic's Characteristic Presentation Format descriptor (0x2904: format, exponent, unit) \
+            when it has one, else by the SIG-assigned format of its type (Battery Level, Heart Rate Measurement, \
+            Temperature, ...). With --format: hex (the hex alone), utf8 (the bytes as text), uint or int (a \
+            little-endian integer of 1 to 8 bytes), float (IEEE 754 of 4 or 8 bytes, or IEEE 11073 SFLOAT/FLOAT \
+            when the 0x2904 descriptor says medfloat16/medfloat32), or json: one object
+              {"uuid", "name", "hex", "decoded", "utf8", "uint", "int", "presentation"}
+            ("handle" first with --handle, "characteristic" first for a descriptor); "decoded" is the meaning (a \
+            number, a string or text) or null, "utf8", "uint" and "int" are null when the bytes are not that, \
+            "presentation" is the 0x2904 descriptor ({"format", "exponent", "unit", "unitSymbol", "namespace", \
+            "description"}) or null. A value that does not fit the format asked for is an error (status 1).
+            """)
 
     @OptionGroup var target: TargetOptions
 
-    @Argument(help: ArgumentHelp("The characteristic's UUID.", valueName: "char"))
-    var characteristic: String
+    @Argument(help: ArgumentHelp("The characteristic's UUID (not with --handle).", valueName: "char"))
+    var characteristic: String?
+
+    @Option(help: ArgumentHelp("Read this descriptor of CHAR (2901, 2902, 2904, ...).", valueName: "uuid"))
+    var descriptor: String?
+
+    @Option(
+        help: ArgumentHelp("Read the attribute at this handle instead of CHAR (0x0012 or 18).", valueName: "handle"))
+    var handle: String?
+
+    @Option(help: ArgumentHelp("How to print the value.", valueName: "format"))
+    var format: ValueFormat = .auto
 
     @OptionGroup var transport: TransportOptions
 
     func validate() throws {
-        _ = try parseUUID(characteristic, what: "CHAR")
+        _ = try AttributeSelection(characteristic: characteristic, descriptor: descriptor, handle: handle)
     }
 
     func run() async throws {
-        let uuid = try parseUUID(characteristic, what: "CHAR")
+        let selection = try AttributeSelection(characteristic: characteristic, descriptor: descriptor, handle: handle)
         let target = target
+        let format = format
         try await CommandRun.flow(transport) { tool in
             let peripheral = try await tool.connect(to: target)
             try await tool.using(peripheral) {
-                let c = try await tool.findCharacteristic(uuid, on: peripheral)
-                try tool.require(.read, of: c, code: .readNotPermitted, for: "reading \(c.uuid.uuidString)")
-                let value = try await tool.run("reading \(c.uuid.uuidString)") {
-                    try await peripheral.readValue(for: c, timeout: nil)
+                let attribute = try await selection.resolve(tool, on: peripheral)
+                let reading: ValueReading
+                var extra: [(String, JSON)] = []
+                if case .handle(let h) = selection { extra.append(("handle", .number(Int(h)))) }
+                switch attribute {
+                case .characteristic(let c):
+                    try tool.require(.read, of: c, code: .readNotPermitted, for: "reading \(c.uuid.uuidString)")
+                    let value = try await tool.run("reading \(c.uuid.uuidString)") {
+                        try await peripheral.readValue(for: c, timeout: nil)
+                    }
+                    // The hex alone needs no descriptor read.
+                    let presentation = format == .hex ? nil : try await tool.presentationFormat(of: c, on: peripheral)
+                    reading = ValueReading(value, type: c.uuid, presentation: presentation)
+                case .descriptor(let d):
+                    let value = try await tool.run("reading \(attribute.label)") {
+                        try await peripheral.readValue(for: d, timeout: nil)
+                    }
+                    if let c = d.characteristic { extra.append(("characteristic", .string(c.uuid.uuidString))) }
+                    reading = ValueReading(value, type: d.uuid)
                 }
-                Output.line(value.hex)
+                if format == .json {
+                    Output.line(reading.json(extra: extra).text)
+                    return
+                }
+                switch reading.rendered(format) {
+                case .success(let text): Output.line(text)
+                case .failure(let error): throw ToolError(.failure, "\(attribute.label): \(error.message)")
+                }
             }
         }
     }
 }
 
-/// `ble write`: values to a characteristic.
+/// Which attribute `read` and `write` work on: CHAR, a descriptor of CHAR, or a handle.
+enum AttributeSelection: Sendable {
+    case characteristic(BluetoothUUID)
+    case descriptor(BluetoothUUID, of: BluetoothUUID)
+    case handle(UInt16)
+
+    /// Checks the combination: CHAR or --handle, and --descriptor only with CHAR.
+    init(characteristic: String?, descriptor: String?, handle: String?) throws {
+        if let handle {
+            guard characteristic == nil else {
+                throw ValidationError("give CHAR or --handle, not both (--handle \(handle) names the attribute)")
+            }
+            guard descriptor == nil else {
+                throw ValidationError(
+                    "--descriptor goes with CHAR, not with --handle (a descriptor has its own handle)")
+            }
+            self = .handle(try parseHandle(handle))
+            return
+        }
+        guard let characteristic else {
+            throw ValidationError("give CHAR (a characteristic's UUID) or --handle")
+        }
+        let uuid = try parseUUID(characteristic, what: "CHAR")
+        guard let descriptor else {
+            self = .characteristic(uuid)
+            return
+        }
+        self = .descriptor(try parseUUID(descriptor, what: "--descriptor"), of: uuid)
+    }
+
+    /// The attribute on a connected peripheral, after the discovery it needs.
+    func resolve(_ tool: CentralTool, on peripheral: Peripheral) async throws -> ValueAttribute {
+        switch self {
+        case .characteristic(let uuid):
+            return .characteristic(try await tool.findCharacteristic(uuid, on: peripheral))
+        case .descriptor(let uuid, let characteristic):
+            let c = try await tool.findCharacteristic(characteristic, on: peripheral)
+            return .descriptor(try await tool.findDescriptor(uuid, of: c, on: peripheral))
+        case .handle(let handle):
+            return try await tool.findAttribute(handle: handle, on: peripheral)
+        }
+    }
+}
+
+/// `ble write`: values to a characteristic, a descriptor, or the attribute at a handle.
 struct WriteCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "write",
-        abstract: "Write hex values to a characteristic.",
+        abstract: "Write values to a characteristic (or a descriptor, or an attribute by handle).",
         discussion: """
-            Each HEX argument is one write, sent in order. Without --without-response a value (up to 512 bytes) \
-            is written with a Write Request, or with the long-write procedure when it does not fit one, and the \
-            peer's answer decides the exit status. With --without-response each value is one Write Command and \
-            must fit ATT_MTU - 3 bytes (an error otherwise; --chunk splits a longer value into such pieces); each \
-            is sent only when the link has room for it (canSendWriteWithoutResponse), so a bulk transfer is paced \
-            by the link rather than dropped.
+            The value is given one way: HEX arguments (one write each, sent in order), --text STRING (its UTF-8 \
+            bytes), --file PATH (the file's bytes), or --stdin, or '-' as HEX (the bytes of standard input until \
+            it ends). A missing or unreadable file is a usage error; an empty file, empty standard input or an \
+            empty --text is refused (write an empty value as HEX '').
+
+            --descriptor UUID writes that descriptor of CHAR instead (2901, or any other writable one). The Client \
+            Characteristic Configuration (2902) is written as the API writes it, by subscribing: 0100 enables \
+            notifications (CHAR must notify), 0200 indications (CHAR must indicate and not notify: the API prefers \
+            notifications), 0000 disables both; the subscription ends with this command's link. --handle H writes \
+            the characteristic value or descriptor at attribute handle H (0x0012 or 18) in place of CHAR; then \
+            the first HEX follows H: ble write TARGET --handle 0x0012 0100.
+
+            Without --without-response a value (up to 512 bytes) is written with a Write Request, or with the \
+            long-write procedure when it does not fit one, and the peer's answer decides the exit status. With \
+            --without-response each value is one Write Command and must fit ATT_MTU - 3 bytes (an error \
+            otherwise; --chunk splits a longer value into such pieces); each is sent only when the link has room \
+            for it (canSendWriteWithoutResponse), so a bulk transfer is paced by the link rather than dropped.
             """)
 
     @OptionGroup var target: TargetOptions
 
-    @Argument(help: ArgumentHelp("The characteristic's UUID.", valueName: "char"))
-    var characteristic: String
+    @Argument(help: ArgumentHelp("The characteristic's UUID (with --handle: the first HEX).", valueName: "char"))
+    var characteristic: String?
 
     @Argument(
         help: ArgumentHelp(
-            "Values: hex digits, optionally separated by spaces or colons; one write each.",
+            "Values: hex digits, optionally separated by spaces or colons; one write each. '-': standard input.",
             valueName: "hex"))
-    var values: [String]
+    var values: [String] = []
+
+    @Option(help: ArgumentHelp("Write this text's UTF-8 bytes.", valueName: "string"))
+    var text: String?
+
+    @Option(help: ArgumentHelp("Write this file's bytes.", valueName: "path"))
+    var file: String?
+
+    @Flag(name: .customLong("stdin"), help: "Write the bytes of standard input (as '-' does).")
+    var fromStandardInput = false
+
+    @Option(help: ArgumentHelp("Write this descriptor of CHAR (2901, 2902, ...).", valueName: "uuid"))
+    var descriptor: String?
+
+    @Option(
+        help: ArgumentHelp("Write the attribute at this handle instead of CHAR (0x0012 or 18).", valueName: "handle"))
+    var handle: String?
 
     @Flag(help: "Send Write Commands (no response) instead of Write Requests.")
     var withoutResponse = false
@@ -71,38 +191,143 @@ struct WriteCommand: AsyncParsableCommand {
 
     @OptionGroup var transport: TransportOptions
 
+    /// Where the value comes from.
+    enum Source {
+        case hex([String])
+        case text(String)
+        case file(String)
+        case standardInput
+    }
+
+    /// The attribute and the value's source, checked: one source, and CHAR or --handle.
+    func parsed() throws -> (AttributeSelection, Source) {
+        var positional = values
+        var char = characteristic
+        // With --handle, what ArgumentParser took for CHAR is the first value.
+        if handle != nil, let first = char {
+            positional.insert(first, at: 0)
+            char = nil
+        }
+        let selection = try AttributeSelection(characteristic: char, descriptor: descriptor, handle: handle)
+        var sources: [Source] = []
+        if positional == ["-"] {
+            sources.append(.standardInput)
+        } else if positional.contains("-") {
+            throw ValidationError("'-' (standard input) is the only value when it is given")
+        } else if !positional.isEmpty {
+            sources.append(.hex(positional))
+        }
+        if let text { sources.append(.text(text)) }
+        if let file { sources.append(.file(file)) }
+        if fromStandardInput { sources.append(.standardInput) }
+        guard sources.count <= 1 else {
+            throw ValidationError("give the value one way: HEX, --text, --file or --stdin ('-'), not several")
+        }
+        guard let source = sources.first else {
+            throw ValidationError("give the value to write: HEX, --text STRING, --file PATH or --stdin ('-')")
+        }
+        return (selection, source)
+    }
+
     func validate() throws {
-        if values.isEmpty { throw ValidationError("give the value to write (HEX)") }
         if chunk && !withoutResponse { throw ValidationError("--chunk goes with --without-response") }
-        _ = try parseUUID(characteristic, what: "CHAR")
-        for text in values {
-            guard let value = Data(hexArgument: text) else { throw ValidationError("HEX '\(text)' is not hex digits") }
-            if !withoutResponse && value.count > 512 {
-                throw ValidationError("a value is at most 512 bytes; this one has \(value.count)")
+        let (selection, source) = try parsed()
+        if case .descriptor = selection, withoutResponse {
+            throw ValidationError("--without-response writes a characteristic; a descriptor is written with response")
+        }
+        switch source {
+        case .hex(let texts):
+            for text in texts { try check(try Self.hex(text)) }
+        case .text(let string):
+            guard !string.isEmpty else {
+                throw ValidationError("--text is empty: nothing to write (write an empty value as HEX '')")
             }
+            try check(Data(string.utf8))
+        case .file(let path):
+            var isFolder: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: path, isDirectory: &isFolder) else {
+                throw ValidationError("--file '\(path)': no such file")
+            }
+            guard !isFolder.boolValue, FileManager.default.isReadableFile(atPath: path) else {
+                throw ValidationError("--file '\(path)' is not a readable file")
+            }
+        case .standardInput:
+            break
         }
     }
 
-    func run() async throws {
-        let uuid = try parseUUID(characteristic, what: "CHAR")
-        var data: [Data] = []
-        for text in values {
-            guard let value = Data(hexArgument: text) else { throw ValidationError("HEX '\(text)' is not hex digits") }
-            if !withoutResponse && value.count > 512 {
-                throw ValidationError("a value is at most 512 bytes; this one has \(value.count)")
+    static func hex(_ text: String) throws -> Data {
+        guard let value = Data(hexArgument: text) else { throw ValidationError("HEX '\(text)' is not hex digits") }
+        return value
+    }
+
+    private func check(_ value: Data) throws {
+        if !withoutResponse && value.count > 512 {
+            throw ValidationError("a value is at most 512 bytes; this one has \(value.count)")
+        }
+    }
+
+    /// The values to write, read before connecting (a file or standard input is read to its end).
+    func load(_ source: Source) throws -> [Data] {
+        let data: Data
+        let origin: String
+        switch source {
+        case .hex(let texts):
+            return try texts.map { try Self.hex($0) }
+        case .text(let string):
+            return [Data(string.utf8)]
+        case .file(let path):
+            origin = "--file '\(path)'"
+            do {
+                data = try FileHandle(forReadingFrom: URL(fileURLWithPath: path)).readToEnd() ?? Data()
+            } catch {
+                throw ToolError(.failure, "\(origin) cannot be read: \(error.localizedDescription)")
             }
-            data.append(value)
+        case .standardInput:
+            origin = "standard input"
+            do {
+                data = try FileHandle.standardInput.readToEnd() ?? Data()
+            } catch {
+                throw ToolError(.failure, "standard input cannot be read: \(error.localizedDescription)")
+            }
+        }
+        guard !data.isEmpty else {
+            throw ToolError(.failure, "\(origin) is empty: nothing to write (write an empty value as HEX '')")
+        }
+        if !withoutResponse && data.count > 512 {
+            throw ToolError(
+                .failure,
+                "\(origin) has \(data.count) bytes; a value is at most 512 (use `ble send` for more)"
+            )
+        }
+        return [data]
+    }
+
+    func run() async throws {
+        let (selection, source) = try parsed()
+        let writes: [Data]
+        do {
+            writes = try load(source)
+        } catch let error as ToolError {
+            throw error.report()
         }
         let target = target
         let withoutResponse = withoutResponse
         let chunk = chunk
-        let writes = data
         let total = writes.reduce(0) { $0 + $1.count }
-        guard withoutResponse else {
-            try await CommandRun.flow(transport) { tool in
-                let peripheral = try await tool.connect(to: target)
-                try await tool.using(peripheral) {
-                    let c = try await tool.findCharacteristic(uuid, on: peripheral)
+        try await CommandRun.flow(transport) { tool in
+            let peripheral = try await tool.connect(to: target)
+            try await tool.using(peripheral) {
+                let attribute = try await selection.resolve(tool, on: peripheral)
+                switch attribute {
+                case .descriptor(let d):
+                    guard !withoutResponse else {
+                        throw ToolError(
+                            .failure, "\(attribute.label) is a descriptor: it is written with response, not without")
+                    }
+                    for value in writes { try await Self.write(value, to: d, label: attribute.label, tool, peripheral) }
+                    Output.line("wrote \(total) byte\(total == 1 ? "" : "s") to \(attribute.label)")
+                case .characteristic(let c) where !withoutResponse:
                     try tool.require(.write, of: c, code: .writeNotPermitted, for: "writing \(c.uuid.uuidString)")
                     for value in writes {
                         try await tool.run("writing \(c.uuid.uuidString)") {
@@ -110,57 +335,120 @@ struct WriteCommand: AsyncParsableCommand {
                         }
                     }
                     Output.line("wrote \(total) byte\(total == 1 ? "" : "s") to \(c.uuid.labelled)")
+                case .characteristic(let c):
+                    try await Self.writeWithoutResponse(writes, to: c, chunk: chunk, tool, peripheral)
                 }
-            }
-            return
-        }
-        try await CommandRun.flow(transport) { tool in
-            let peripheral = try await tool.connect(to: target)
-            try await tool.using(peripheral) {
-                let c = try await tool.findCharacteristic(uuid, on: peripheral)
-                try tool.require(
-                    .writeWithoutResponse, of: c, code: .writeNotPermitted,
-                    for: "writing \(c.uuid.uuidString) without response")
-                let size = max(1, peripheral.maximumWriteValueLength(for: .withoutResponse))
-                if !chunk, let long = writes.first(where: { $0.count > size }) {
-                    throw ToolError(
-                        .failure,
-                        "a write without response carries at most \(size) bytes (ATT_MTU - 3) on this link; this value has \(long.count) (use --chunk to split it)"
-                    )
-                }
-                // Each value is one send: one Write Command, or with --chunk pieces of at most ATT_MTU - 3 bytes,
-                // paced by the link and finished once the peer's link layer acknowledged every one.
-                var sent = 0
-                var waits = 0
-                for value in writes {
-                    // An empty value is one empty Write Command.
-                    let piece = max(1, chunk ? size : value.count)
-                    var last: SendProgress?
-                    try await tool.run("writing \(c.uuid.uuidString)") {
-                        for try await step in peripheral.send(value, to: c, type: .withoutResponse, chunkSize: piece) {
-                            last = step
-                        }
-                    }
-                    // The iteration ends quietly when the task is cancelled: only the last acknowledgement counts.
-                    guard let last, last.bytesAcknowledged == last.totalBytes else { throw CancellationError() }
-                    sent += max(1, (value.count + piece - 1) / piece)
-                    waits += last.timesWaitedForRoom
-                }
-                Output.line(
-                    "sent \(sent) write\(sent == 1 ? "" : "s") without response, waiting for room \(waits) time\(waits == 1 ? "" : "s")"
-                )
-                Output.line("wrote \(total) byte\(total == 1 ? "" : "s") to \(c.uuid.labelled)")
             }
         }
     }
+
+    /// A descriptor write; the Client Characteristic Configuration goes through `setNotifyValue`, the one way the
+    /// API (as CoreBluetooth) writes it.
+    static func write(
+        _ value: Data, to descriptor: Descriptor, label: String, _ tool: CentralTool, _ peripheral: Peripheral
+    ) async throws {
+        guard descriptor.uuid == .clientCharacteristicConfiguration else {
+            try await tool.run("writing \(label)") {
+                try await peripheral.writeValue(value, for: descriptor, timeout: nil)
+            }
+            return
+        }
+        guard let c = descriptor.characteristic else {
+            throw ToolError(.failure, "\(label) belongs to no characteristic")
+        }
+        let enable = try cccdRequest(value, for: c)
+        try await tool.run("writing \(label)") {
+            try await peripheral.setNotifyValue(enable, for: c, timeout: nil)
+        }
+    }
+
+    /// Whether a Client Characteristic Configuration value asks to subscribe, or why the API cannot write it.
+    static func cccdRequest(_ value: Data, for c: Characteristic) throws -> Bool {
+        let hint = "0000 (off), 0100 (notifications) or 0200 (indications)"
+        guard value.count == 2 else {
+            throw ToolError(
+                .failure,
+                "a Client Characteristic Configuration value is 2 bytes, \(hint); this one has \(value.count)")
+        }
+        let notifies = c.properties.contains(.notify)
+        let indicates = c.properties.contains(.indicate)
+        switch UInt16(value[value.startIndex]) | UInt16(value[value.startIndex + 1]) << 8 {
+        case 0x0000:
+            return false
+        case 0x0001 where notifies:
+            return true
+        case 0x0002 where indicates && !notifies:
+            return true
+        case 0x0002 where indicates:
+            throw ToolError(
+                .failure,
+                "\(c.uuid.labelled) notifies and indicates; the API subscribes to its notifications (0100), so 0200 cannot be written"
+            )
+        case 0x0001, 0x0002:
+            let has = c.properties.names.joined(separator: ", ")
+            throw ToolError(
+                .noSuchCharacteristic,
+                "\(c.uuid.labelled) does not \(value.hex == "0100" ? "notify" : "indicate") (its properties: \(has.isEmpty ? "none" : has))"
+            )
+        default:
+            throw ToolError(.failure, "\(value.hex) is not a configuration the API writes: give \(hint)")
+        }
+    }
+
+    /// Write Commands, each value one send (one command, or with `chunk` pieces of ATT_MTU - 3 bytes), paced by
+    /// the link and finished once the peer's link layer acknowledged every one.
+    static func writeWithoutResponse(
+        _ writes: [Data], to c: Characteristic, chunk: Bool, _ tool: CentralTool, _ peripheral: Peripheral
+    ) async throws {
+        try tool.require(
+            .writeWithoutResponse, of: c, code: .writeNotPermitted,
+            for: "writing \(c.uuid.uuidString) without response")
+        let size = max(1, peripheral.maximumWriteValueLength(for: .withoutResponse))
+        if !chunk, let long = writes.first(where: { $0.count > size }) {
+            throw ToolError(
+                .failure,
+                "a write without response carries at most \(size) bytes (ATT_MTU - 3) on this link; this value has \(long.count) (use --chunk to split it)"
+            )
+        }
+        var sent = 0
+        var waits = 0
+        for value in writes {
+            // An empty value is one empty Write Command.
+            let piece = max(1, chunk ? size : value.count)
+            var last: SendProgress?
+            try await tool.run("writing \(c.uuid.uuidString)") {
+                for try await step in peripheral.send(value, to: c, type: .withoutResponse, chunkSize: piece) {
+                    last = step
+                }
+            }
+            // The iteration ends quietly when the task is cancelled: only the last acknowledgement counts.
+            guard let last, last.bytesAcknowledged == last.totalBytes else { throw CancellationError() }
+            sent += max(1, (value.count + piece - 1) / piece)
+            waits += last.timesWaitedForRoom
+        }
+        let total = writes.reduce(0) { $0 + $1.count }
+        Output.line(
+            "sent \(sent) write\(sent == 1 ? "" : "s") without response, waiting for room \(waits) time\(waits == 1 ? "" : "s")"
+        )
+        Output.line("wrote \(total) byte\(total == 1 ? "" : "s") to \(c.uuid.labelled)")
+    }
 }
 
-/// `ble subscribe`: notifications or indications as hex lines.
+/// `ble subscribe`: notifications or indications, one line each.
 struct SubscribeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "subscribe",
-        abstract: "Subscribe to a characteristic's notifications or indications and print one hex line per value.",
-        discussion: "Stops after --count values (unsubscribing and disconnecting), or runs until interrupted.")
+        abstract: "Subscribe to a characteristic's notifications or indications and print one line per value.",
+        discussion: """
+            Each line is the time the value arrived (UTC, ISO 8601 with milliseconds: \
+            2025-03-01T12:00:00.123Z), 'notify' or 'indicate' (how it came), and the value as `read` prints it: \
+            the hex, then what it means when the tool knows (by the characteristic's 0x2904 Presentation Format \
+            descriptor, else by its type); --format hex|utf8|uint|int|float renders the value that way instead (a \
+            value that does not fit is shown as hex with the reason). With --json (or --format json) each line is \
+            one object: {"time", "characteristic", "kind": "notify" | "indicate", "hex", "decoded"} ("decoded" \
+            null when the tool does not know the value's meaning).
+            Stops after --count values (unsubscribing and disconnecting), or runs until interrupted.
+            """)
 
     @OptionGroup var target: TargetOptions
 
@@ -171,6 +459,12 @@ struct SubscribeCommand: AsyncParsableCommand {
         parsing: .unconditional,
         help: ArgumentHelp("Stop after this many values (0: until interrupted).", valueName: "n"))
     var count: Int = 0
+
+    @Option(help: ArgumentHelp("How to print each value.", valueName: "format"))
+    var format: ValueFormat = .auto
+
+    @Flag(help: "Print one JSON object per value (as --format json).")
+    var json = false
 
     func validate() throws {
         _ = try parseUUID(characteristic, what: "CHAR")
@@ -183,6 +477,7 @@ struct SubscribeCommand: AsyncParsableCommand {
         let uuid = try parseUUID(characteristic, what: "CHAR")
         let target = target
         let count = count
+        let format = json ? .json : format
         try await CommandRun.flow(transport, interruptedIsSuccess: true) { tool in
             let peripheral = try await tool.connect(to: target)
             try await tool.using(peripheral) {
@@ -190,11 +485,13 @@ struct SubscribeCommand: AsyncParsableCommand {
                 guard c.properties.contains(.notify) || c.properties.contains(.indicate) else {
                     throw ToolError(.noSuchCharacteristic, "\(c.uuid.labelled) neither notifies nor indicates")
                 }
+                let presentation = format == .hex ? nil : try await tool.presentationFormat(of: c, on: peripheral)
                 var received = 0
                 try await tool.run("subscribing to \(c.uuid.uuidString)") {
-                    for try await value in peripheral.notifications(for: c) {
+                    for try await update in peripheral.valueUpdates(for: c) {
                         received += 1
-                        Output.line(value.hex)
+                        let reading = ValueReading(update.value, type: c.uuid, presentation: presentation)
+                        Output.line(Self.line(reading, kind: update.kind, at: Timestamp.now(), format: format))
                         guard count > 0, received == count else { continue }
                         // Unsubscribe before the stream ends, so the stream has nothing left to undo.
                         try? await peripheral.setNotifyValue(false, for: c, timeout: .seconds(5))
@@ -203,5 +500,39 @@ struct SubscribeCommand: AsyncParsableCommand {
                 }
             }
         }
+    }
+
+    /// One value's line: "TIME notify HEX  MEANING", or its JSON object.
+    static func line(_ reading: ValueReading, kind: ValueUpdate.Kind, at time: String, format: ValueFormat) -> String {
+        let kindName = kind == .notification ? "notify" : "indicate"
+        guard format != .json else {
+            return JSON.object([
+                ("time", .string(time)),
+                ("characteristic", .string(reading.type.uuidString)),
+                ("kind", .string(kindName)),
+                ("hex", .string(reading.value.hex)),
+                ("decoded", reading.decoded?.json ?? .null),
+            ]).text
+        }
+        switch reading.rendered(format) {
+        case .success(let text): return "\(time) \(kindName) \(text)"
+        case .failure(let error): return "\(time) \(kindName) \(reading.value.hex)  (\(error.message))"
+        }
+    }
+}
+
+/// Times as the tool prints them: UTC, ISO 8601 with milliseconds ("2025-03-01T12:00:00.123Z"), from the wall
+/// clock when the tool handled the event.
+enum Timestamp {
+    static func now() -> String { format(Date()) }
+
+    static func format(_ date: Date) -> String {
+        let milliseconds = Int64((date.timeIntervalSince1970 * 1000).rounded(.down))
+        var seconds = time_t(milliseconds / 1000)
+        var parts = tm()
+        gmtime_r(&seconds, &parts)
+        return String(
+            format: "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", Int(parts.tm_year) + 1900, Int(parts.tm_mon) + 1,
+            Int(parts.tm_mday), Int(parts.tm_hour), Int(parts.tm_min), Int(parts.tm_sec), Int(milliseconds % 1000))
     }
 }

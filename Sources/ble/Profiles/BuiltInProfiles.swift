@@ -17,7 +17,8 @@ enum BuiltInProfiles {
         }
     }
 
-    /// Battery (0x180F): Battery Level (0x2A19), read and notify, a percentage.
+    /// Battery (0x180F): Battery Level (0x2A19), read and notify, a percentage, with a user description and a
+    /// Characteristic Presentation Format (uint8, exponent 0, percent, Bluetooth SIG name space, "unknown").
     static func battery(level: UInt8) -> (ProfileService, BluetoothUUID, Data) {
         let service = ProfileService(
             uuid: .battery,
@@ -25,7 +26,10 @@ enum BuiltInProfiles {
                 ProfileCharacteristic(
                     uuid: .batteryLevel, properties: [.read, .notify], permissions: [.readable],
                     initial: Data([level]),
-                    descriptors: [(.characteristicUserDescription, Data("Battery level in percent".utf8))])
+                    descriptors: [
+                        (.characteristicUserDescription, Data("Battery level in percent".utf8)),
+                        (.characteristicPresentationFormat, Data([0x04, 0x00, 0xAD, 0x27, 0x01, 0x00, 0x00])),
+                    ])
             ])
         return (service, .batteryLevel, Data([level]))
     }

@@ -150,6 +150,21 @@ final class ServedDevice: PeripheralManagerDelegate, @unchecked Sendable {
         }
     }
 
+    // MARK: Centrals (swift-ble's extensions of the delegate)
+
+    func peripheralManager(_ peripheral: PeripheralManager, didConnect central: Central) {
+        log?("\(central.identifier) connected")
+    }
+
+    func peripheralManager(_ peripheral: PeripheralManager, didDisconnect central: Central, error: (any Error)?) {
+        let reason = (error as? BluetoothError)?.hciStatus.map { " (\($0))" } ?? ""
+        log?("\(central.identifier) disconnected\(reason)")
+    }
+
+    func peripheralManager(_ peripheral: PeripheralManager, central: Central, didUpdateMTU mtu: Int) {
+        log?("\(central.identifier) mtu \(mtu) (updates carry up to \(central.maximumUpdateValueLength) bytes)")
+    }
+
     func peripheralManager(
         _ peripheral: PeripheralManager, central: Central, didSubscribeTo characteristic: Characteristic
     ) {
@@ -182,16 +197,54 @@ final class ServedDevice: PeripheralManagerDelegate, @unchecked Sendable {
         guard let characteristic = characteristics[uuid], isSubscribed(uuid) else { return }
         let kind = characteristic.properties.contains(.notify) ? "notify" : "indicate"
         log?("* \(kind) \(uuid.uuidString) \(value.hex)")
+        // A value longer than a central's ATT_MTU - 3 reaches it cut short (ATT allows no more): say so.
+        for central in characteristic.subscribedCentrals ?? [] where value.count > central.maximumUpdateValueLength {
+            log?(
+                "* \(uuid.uuidString) reaches \(central.identifier) cut to \(central.maximumUpdateValueLength) of \(value.count) bytes (its ATT_MTU - 3)"
+            )
+        }
         if !pendingUpdates.isEmpty || !manager.updateValue(value, for: characteristic, onSubscribedCentrals: nil) {
             pendingUpdates.append((characteristic, value))
+            // Nothing is dropped: it goes out on peripheralManagerIsReady(toUpdateSubscribers:), in order.
+            if pendingUpdates.count == 1 { log?("* transmit queue full: waiting for room to send") }
         }
     }
 
     func peripheralManagerIsReady(toUpdateSubscribers peripheral: PeripheralManager) {
+        let waiting = pendingUpdates.count
         while let (characteristic, value) = pendingUpdates.first {
             guard peripheral.updateValue(value, for: characteristic, onSubscribedCentrals: nil) else { return }
             pendingUpdates.removeFirst()
         }
+        if waiting > 0 { log?("* room again: sent \(waiting) waiting update\(waiting == 1 ? "" : "s")") }
+    }
+
+    /// An `--updates` instruction from the device's own side: sets the characteristic's value (what reads
+    /// answer from now on) and notifies or indicates it to the subscribed centrals. Returns why it cannot, for
+    /// the caller to report; never traps on what the line named.
+    func push(_ uuid: BluetoothUUID, _ value: Data) -> ServeUpdateError? {
+        guard let characteristic = characteristics[uuid],
+            let definition = profile.services.lazy.flatMap(\.characteristics).first(where: { $0.uuid == uuid })
+        else {
+            let known = characteristics.keys.map(\.uuidString).sorted().joined(separator: ", ")
+            return ServeUpdateError("the profile has no characteristic \(uuid.uuidString) (it has \(known))")
+        }
+        guard definition.value == nil else {
+            return ServeUpdateError(
+                "\(uuid.uuidString) has a fixed value (the stack answers its reads); it cannot change")
+        }
+        behaviour.values[uuid] = value
+        let properties = characteristic.properties
+        guard properties.contains(.notify) || properties.contains(.indicate) else {
+            log?("* set \(uuid.uuidString) \(value.hex) (it neither notifies nor indicates: reads see it)")
+            return nil
+        }
+        guard isSubscribed(uuid) else {
+            log?("* set \(uuid.uuidString) \(value.hex) (no central is subscribed: reads see it)")
+            return nil
+        }
+        update(uuid, value)
+        return nil
     }
 
     /// Runs `work` on the device's queue after `delay` of the system's time.

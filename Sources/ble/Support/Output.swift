@@ -92,6 +92,14 @@ extension BluetoothUUID {
 enum ToolNames {
     static let names: [BluetoothUUID: String] = [
         BluetoothUUID(0x2A21): "Measurement Interval",
+        BluetoothUUID(0x2A1F): "Temperature Celsius",
+        BluetoothUUID(0x2A20): "Temperature Fahrenheit",
+        BluetoothUUID(0x2A6D): "Pressure",
+        BluetoothUUID(0x2A6E): "Temperature",
+        BluetoothUUID(0x2A6F): "Humidity",
+        BluetoothUUID(0x2A76): "UV Index",
+        BluetoothUUID(0x2A77): "Irradiance",
+        BluetoothUUID(0x2A7B): "Dew Point",
         BluetoothUUID(0xFEAA): "Eddystone",
         DoorLockProfile.service: "Door Lock",
         DoorLockProfile.lockState: "Lock State",

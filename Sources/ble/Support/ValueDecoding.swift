@@ -2,8 +2,37 @@ import BLE
 import Foundation
 
 /// Human-readable meanings of values whose type the tool knows. Returns nil when it does not know the type
-/// or the bytes do not fit it; the hex is always printed beside.
+/// or the bytes do not fit it; the hex is always printed beside. A characteristic's Presentation Format
+/// descriptor (`PresentationFormat`), when it has one, goes before all of this.
 enum ValueDecoding {
+    /// What a value of type `type` means: the decoders below, else the SIG-assigned format of the type
+    /// (`knownFormats`).
+    static func decode(_ value: Data, of type: BluetoothUUID) -> DecodedValue? {
+        if let text = describe(value, of: type) {
+            if stringTypes.contains(type), let string = String(data: value, encoding: .utf8) {
+                return DecodedValue(text: text, value: .string(string))
+            }
+            return DecodedValue(text: text)
+        }
+        return knownFormats[type]?.decode(value)
+    }
+
+    /// SIG characteristics whose value is one number of a fixed format (GATT Specification Supplement, 3.x):
+    /// read as if they carried this Presentation Format.
+    static let knownFormats: [BluetoothUUID: PresentationFormat] = [
+        // Temperature Celsius, Temperature Fahrenheit (0.1 degree).
+        BluetoothUUID(0x2A1F): PresentationFormat(format: .sint16, exponent: -1, unit: 0x272F),
+        BluetoothUUID(0x2A20): PresentationFormat(format: .sint16, exponent: -1, unit: 0x27AC),
+        // Pressure (0.1 Pa), Temperature (0.01 °C), Humidity (0.01 %).
+        BluetoothUUID(0x2A6D): PresentationFormat(format: .uint32, exponent: -1, unit: 0x2724),
+        BluetoothUUID(0x2A6E): PresentationFormat(format: .sint16, exponent: -2, unit: 0x272F),
+        BluetoothUUID(0x2A6F): PresentationFormat(format: .uint16, exponent: -2, unit: 0x27AD),
+        // UV Index, Irradiance (0.1 W/m²), Dew Point (°C).
+        BluetoothUUID(0x2A76): PresentationFormat(format: .uint8),
+        BluetoothUUID(0x2A77): PresentationFormat(format: .uint16, exponent: -1, unit: 0x27B6),
+        BluetoothUUID(0x2A7B): PresentationFormat(format: .sint8, unit: 0x272F),
+    ]
+
     static let stringTypes: Set<BluetoothUUID> = [
         .deviceName, .modelNumberString, .serialNumberString, .firmwareRevisionString, .hardwareRevisionString,
         .softwareRevisionString, .manufacturerNameString, .characteristicUserDescription,
@@ -48,6 +77,8 @@ enum ValueDecoding {
         case .clientCharacteristicConfiguration:
             guard let v = u16(0) else { return nil }
             return "notifications \(v & 1 != 0 ? "on" : "off"), indications \(v & 2 != 0 ? "on" : "off")"
+        case .characteristicPresentationFormat:
+            return PresentationFormat(descriptor: value)?.summary
         case .characteristicExtendedProperties:
             guard let v = u16(0) else { return nil }
             return "reliable write \(v & 1 != 0 ? "on" : "off"), writable auxiliaries \(v & 2 != 0 ? "on" : "off")"
