@@ -45,6 +45,29 @@ def ble(*args, timeout=60):
     return subprocess.run([BLE, *args], capture_output=True, text=True, timeout=timeout, env=ENV)
 
 
+def serve_until(args, marker, stdin=None, seconds=30):
+    """Runs `ble ARGS` until a line of its output contains `marker` (within `seconds`), then stops it with SIGINT;
+    returns a CompletedProcess with everything it printed."""
+    process = subprocess.Popen([BLE, *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               env=ENV)
+    try:
+        if stdin is not None:
+            process.stdin.write(stdin.encode())
+            process.stdin.flush()
+        reader = LineReader(process.stdout)
+        lines = []
+        while not lines or marker not in lines[-1]:
+            lines.append(reader.line(seconds))
+        process.send_signal(signal.SIGINT)
+        rest, err = process.communicate(timeout=seconds)
+        out = "\n".join(lines) + "\n" + reader.pending.decode() + rest.decode()
+        return subprocess.CompletedProcess(args, process.returncode, out, err.decode())
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(10)
+
+
 class LineReader:
     """Lines of a child's output, read from its file descriptor without buffering, each within a deadline
     (never an endless wait)."""
@@ -988,8 +1011,9 @@ class ServeTests(unittest.TestCase):
                  "2A37 zz", "# the end"]
         with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
             f.write("\n".join(lines))
+        # Waited for, then stopped with Ctrl-C: on the fast clock a --duration could end before the lines are read.
         try:
-            result = ble("serve", "heart-rate", "--updates", f.name, "--duration", "1", timeout=30)
+            result = serve_until(["serve", "heart-rate", "--updates", f.name], "updates ended after")
         finally:
             os.unlink(f.name)
         self.assertEqual(result.returncode, 0, result.stderr)
@@ -1005,8 +1029,7 @@ class ServeTests(unittest.TestCase):
         self.assertIn("no characteristic 2A99", errors[1])
         self.assertIn("2A38 has a fixed value", errors[2])
         self.assertTrue(all(e.endswith("; skipped") for e in errors), errors)
-        piped = subprocess.run([BLE, "serve", "battery", "--updates", "-", "--duration", "1"], input="2A19 10\n",
-                               capture_output=True, text=True, timeout=30, env=ENV)
+        piped = serve_until(["serve", "battery", "--updates", "-"], "* set 2A19 10", stdin="2A19 10\n")
         self.assertEqual(piped.returncode, 0, piped.stderr)
         self.assertRegex(piped.stdout, r"\* set 2A19 10 \(no central")
 
