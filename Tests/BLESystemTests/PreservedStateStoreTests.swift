@@ -2,6 +2,7 @@ import BLECore
 import BLESystem
 import Foundation
 import GRDB
+import Synchronization
 import Testing
 
 /// The store's preserved manager states: committed at once (a process killed right after a change finds it),
@@ -16,6 +17,25 @@ import Testing
         PreservedManager(
             key: .init(app: "com.example.lock", role: role, restoreIdentifier: id),
             backgroundModes: ["bluetooth-central"], record: record)
+    }
+
+    /// Two processes of one device opening a new store at the same moment (two `ble` commands started together):
+    /// both open it, whichever makes the tables. Before, the loser failed with "table peer already exists".
+    @Test func manyOpeningANewStoreAtOnceAllSucceed() throws {
+        for _ in 0..<10 {
+            let folder = try Folder()
+            let path = folder.file()
+            let clock = Clock()
+            let failures = Mutex<[String]>([])
+            DispatchQueue.concurrentPerform(iterations: 8) { _ in
+                do {
+                    try SystemStore(path: path, seed: 1, now: clock.read).close()
+                } catch {
+                    failures.withLock { $0.append("\(error)") }
+                }
+            }
+            #expect(failures.withLock { $0 } == [])
+        }
     }
 
     @Test func aStateIsCommittedAtOnceAndReplacedOrForgottenByKey() throws {

@@ -200,7 +200,19 @@ public final class SystemStore: Sendable {
             if try database.read({ db in try migrator.hasBeenSuperseded(db) }) {
                 throw StoreError(path: path ?? ":memory:", reason: "it was written by a newer version of swift-ble")
             }
-            try migrator.migrate(database)
+            // Two processes opening a new store at once (two `ble` commands of one device) both find it empty, and
+            // the one that loses the race to make the tables fails; tried again, it finds them made.
+            var attempt = 1
+            while true {
+                do {
+                    try migrator.migrate(database)
+                    break
+                } catch {
+                    guard attempt < 5 else { throw error }
+                    attempt += 1
+                    Thread.sleep(forTimeInterval: 0.05 * Double(attempt))
+                }
+            }
             var state = State()
             try database.write { db in
                 try db.execute(sql: "DELETE FROM peer WHERE lastSeen < ?", arguments: [now - maximumAge])

@@ -51,7 +51,8 @@ struct ServeCommand: AsyncParsableCommand {
             dynamic: reads answer its current value (the hex "value" or empty), writes replace it, and subscribers \
             are notified or indicated of each new value.
 
-            On the virtual transport the device joins the simulated room. Runs until interrupted (Ctrl-C) or \
+            On the room transport (the default) the device joins the shared room, where other ble processes and \
+            other host stacks find it; on virtual, a private copy of the room. Runs until interrupted (Ctrl-C) or \
             for --duration seconds.
             """)
 

@@ -23,7 +23,8 @@ enum RoomClient {
     /// The running room's status, or nil when none answers at `paths`.
     static func status(_ paths: RoomPaths) async -> [String: Any]? {
         guard let line = try? await RoomControl.ask("status", at: paths.control),
-            let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+            let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+            object["running"] as? Bool == true
         else { return nil }
         return object
     }
@@ -34,8 +35,10 @@ enum RoomClient {
     static func ensureRunning(
         _ paths: RoomPaths, arguments: [String] = []
     ) async throws(ToolError) -> (status: [String: Any], started: Bool) {
-        if let status = await status(paths) { return (status, false) }
+        // The folder is checked before anything in it is trusted: in the temporary folder, another user could
+        // have made it first.
         try paths.prepare()
+        if let status = await status(paths) { return (status, false) }
         let child = try spawn(paths, arguments: arguments)
         let deadline = ContinuousClock.now + startLimit
         while ContinuousClock.now < deadline {
@@ -70,6 +73,7 @@ enum RoomClient {
             process.standardError = log
             process.standardInput = FileHandle.nullDevice
             try process.run()
+            try? log.close()
         } catch {
             throw ToolError(
                 .transport, "cannot start the shared room (\(executablePath)): \(error.localizedDescription)")

@@ -96,6 +96,8 @@ struct RoomRunCommand: AsyncParsableCommand {
             _ = setsid()
             signal(SIGHUP, SIG_IGN)
         }
+        // A log on a closed pipe (`ble room | head`) must not end the room with its sockets left behind.
+        signal(SIGPIPE, SIG_IGN)
         let paths = RoomPaths.locate()
         do {
             try paths.prepare()
@@ -104,7 +106,7 @@ struct RoomRunCommand: AsyncParsableCommand {
         }
         // One room per user: the lock is held for the room's life (the system lets it go when the process ends,
         // however it ends). A room that is stopping is waited for a little.
-        let lock = open(paths.lock, O_RDWR | O_CREAT, 0o600)
+        let lock = open(paths.lock, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard lock >= 0 else {
             throw ToolError(.transport, "cannot open \(paths.lock): \(String(cString: strerror(errno)))").report()
         }
@@ -209,6 +211,11 @@ struct RoomStopCommand: AsyncParsableCommand {
 
     func run() async throws {
         let paths = RoomPaths.locate()
+        do {
+            try paths.prepare()
+        } catch {
+            throw error.report()
+        }
         guard (try? await RoomControl.ask("stop", at: paths.control)) != nil else {
             print("no room is running")
             return
@@ -240,8 +247,14 @@ struct RoomStatusCommand: AsyncParsableCommand {
 
     func run() async throws {
         let paths = RoomPaths.locate()
+        do {
+            try paths.prepare()
+        } catch {
+            throw error.report()
+        }
         guard let line = try? await RoomControl.ask("status", at: paths.control),
-            let status = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+            let status = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+            status["running"] as? Bool == true
         else {
             print(json ? #"{"running":false}"# : "no room is running (unix:\(paths.socket))")
             throw ExitCode(1)

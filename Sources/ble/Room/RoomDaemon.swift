@@ -66,7 +66,16 @@ final class RoomDaemon: Sendable {
             name: "room device \(index)", address: address,
             position: RadioPosition(x: radius * cos(angle), y: radius * sin(angle)))
         let device = Device(index: index, address: address, via: via, since: Date(), controller: controller)
-        state.withLock { $0.devices[index] = device }
+        // Checked again in the section that records it: a stop that came meanwhile has already let the others go.
+        let admitted = state.withLock { s -> Bool in
+            guard s.stop == nil else { return false }
+            s.devices[index] = device
+            return true
+        }
+        guard admitted else {
+            controller.powerOff(reason: "the room is stopping")
+            return link.close()
+        }
         let hostEnd = controller.hostTransport
         hostEnd.setReceiver { event in
             switch event {
@@ -116,6 +125,10 @@ final class RoomDaemon: Sendable {
     func status() -> JSON {
         let s = state.withLock { $0 }
         let iso = ISO8601DateFormatter()
+        // A room that is stopping takes no more devices: it says so, and a command starts a new one.
+        if let stop = s.stop {
+            return .object([("running", .bool(false)), ("stopping", .string(stop)), ("pid", .number(Int(getpid())))])
+        }
         return .object([
             ("running", .bool(true)),
             ("pid", .number(Int(getpid()))),
@@ -154,8 +167,10 @@ final class RoomDaemon: Sendable {
                 return s.stop
             }
             if let reason { return reason }
-            // Short steps: a host's packet waits at most this long for the radio to look at it.
-            try await world.radio.run(for: .milliseconds(2), pacing: .realtime)
+            // Short steps while hosts are attached: a host's packet waits at most this long for the radio to look
+            // at it. With nobody attached, longer ones (a new host's first command waits up to 50 ms once).
+            let attached = state.withLock { !$0.devices.isEmpty }
+            try await world.radio.run(for: .milliseconds(attached ? 2 : 50), pacing: .realtime)
         }
     }
 
@@ -173,5 +188,6 @@ final class RoomDaemon: Sendable {
 func roomLog(_ line: String) {
     let stamp = ISO8601DateFormatter.string(
         from: Date(), timeZone: .current, formatOptions: [.withInternetDateTime, .withFractionalSeconds])
-    FileHandle.standardOutput.write(Data("\(stamp) \(line)\n".utf8))
+    // A log that cannot be written (a closed pipe, a full disk) loses the line, not the room.
+    try? FileHandle.standardOutput.write(contentsOf: Data("\(stamp) \(line)\n".utf8))
 }
