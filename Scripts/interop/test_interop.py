@@ -183,7 +183,7 @@ class OurCentralAgainstBumblePeripheral:
         argv = [BLE, "subscribe", PERIPHERAL_NAME, db.NOTIFY, "--count", "100000", "--transport", self.link.ours(),
                 "--btsnoop", capture]
         subscriber = peers.start(self, "ble subscribe (peer disconnects)", argv)
-        subscriber.expect_regex(r"^\s*[0-9a-fA-F]+\s*$", COMMAND, "a first notification")
+        subscriber.expect_regex(r"^\S+Z notify [0-9a-f]+(  .*)?$", COMMAND, "a first notification")
         p.send("disconnect")
         p.expect_event("disconnect-sent", 20)
         status = subscriber.wait(20)
