@@ -22,11 +22,16 @@ enum RoomClient {
 
     /// The running room's status, or nil when none answers at `paths`.
     static func status(_ paths: RoomPaths) async -> [String: Any]? {
+        await statusAnswer(paths)?.status
+    }
+
+    /// The running room's status as it answered (the line) and read; nil when none answers or it is stopping.
+    static func statusAnswer(_ paths: RoomPaths) async -> (line: String, status: [String: Any])? {
         guard let line = try? await RoomControl.ask("status", at: paths.control),
             let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
             object["running"] as? Bool == true
         else { return nil }
-        return object
+        return (line, object)
     }
 
     /// Makes sure a room runs at `paths`, starting one in the background (with `arguments` for `ble room`) when

@@ -98,12 +98,7 @@ struct RoomRunCommand: AsyncParsableCommand {
         }
         // A log on a closed pipe (`ble room | head`) must not end the room with its sockets left behind.
         signal(SIGPIPE, SIG_IGN)
-        let paths = RoomPaths.locate()
-        do {
-            try paths.prepare()
-        } catch {
-            throw error.report()
-        }
+        let paths = try RoomPaths.preparedForCommand()
         // One room per user: the lock is held for the room's life (the system lets it go when the process ends,
         // however it ends). A room that is stopping is waited for a little.
         let lock = open(paths.lock, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
@@ -177,6 +172,19 @@ struct RoomRunCommand: AsyncParsableCommand {
     }
 }
 
+extension RoomPaths {
+    /// The room's folder, made and checked, for a command: a problem is the command's one error line.
+    static func preparedForCommand() throws -> RoomPaths {
+        let paths = RoomPaths.locate()
+        do {
+            try paths.prepare()
+        } catch {
+            throw error.report()
+        }
+        return paths
+    }
+}
+
 /// `ble room start`: starts the room in the background unless one runs.
 struct RoomStartCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -210,12 +218,7 @@ struct RoomStopCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "stop", abstract: "Stop the shared room.")
 
     func run() async throws {
-        let paths = RoomPaths.locate()
-        do {
-            try paths.prepare()
-        } catch {
-            throw error.report()
-        }
+        let paths = try RoomPaths.preparedForCommand()
         guard (try? await RoomControl.ask("stop", at: paths.control)) != nil else {
             print("no room is running")
             return
@@ -246,16 +249,8 @@ struct RoomStatusCommand: AsyncParsableCommand {
     var json = false
 
     func run() async throws {
-        let paths = RoomPaths.locate()
-        do {
-            try paths.prepare()
-        } catch {
-            throw error.report()
-        }
-        guard let line = try? await RoomControl.ask("status", at: paths.control),
-            let status = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
-            status["running"] as? Bool == true
-        else {
+        let paths = try RoomPaths.preparedForCommand()
+        guard let (line, status) = await RoomClient.statusAnswer(paths) else {
             print(json ? #"{"running":false}"# : "no room is running (unix:\(paths.socket))")
             throw ExitCode(1)
         }
