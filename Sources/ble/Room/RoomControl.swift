@@ -1,3 +1,4 @@
+import BLECore
 import NIOCore
 import NIOPosix
 import Synchronization
@@ -72,17 +73,6 @@ final class Once: Sendable {
 enum RoomControlError: Error, CustomStringConvertible {
     case noAnswer
     var description: String { "the room did not answer" }
-}
-
-extension Duration {
-    /// Whole nanoseconds, saturating.
-    var clampedNanoseconds: Int64 {
-        let (seconds, attoseconds) = components
-        let (product, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
-        if overflow { return seconds < 0 ? .min : .max }
-        let (sum, overflow2) = product.addingReportingOverflow(attoseconds / 1_000_000_000)
-        return overflow2 ? (seconds < 0 ? .min : .max) : sum
-    }
 }
 
 /// The room's side: collects a line (at most 256 bytes), answers it, closes.
