@@ -51,6 +51,9 @@ public final class SystemStore: Sendable {
     public struct StoreError: Error, Sendable, CustomStringConvertible {
         public var path: String
         public var reason: String
+        /// Another process held the file for longer than the store waits: the file is sound, and is never moved
+        /// aside for it.
+        var busy = false
         public var description: String { "the system store \(path) cannot be used: \(reason)" }
     }
 
@@ -104,7 +107,7 @@ public final class SystemStore: Sendable {
         do {
             opened = try Self.open(path: path, now: ageing ? now() : Int64.min + Self.maximumAge)
         } catch let error as StoreError {
-            guard rebuildUnusable, let path else { throw error }
+            guard rebuildUnusable, !error.busy, let path else { throw error }
             let aside = Self.moveAside(path)
             logger.warning(
                 "the system store could not be used and was moved aside to start afresh",
@@ -175,7 +178,32 @@ public final class SystemStore: Sendable {
         return migrator
     }
 
+    /// Opens the store, trying again while another process is opening or migrating the same file: two processes
+    /// opening a new store at once (two `ble` commands of one device) both find it empty, and the one that loses
+    /// the race to make the tables fails, reads the migrations' table between the other's creating it and
+    /// committing, or finds the file locked while the other turns on its write-ahead log. Tried again, it finds the
+    /// tables made.
     private static func open(path: String?, now: Int64) throws -> (DatabaseQueue, State) {
+        var attempt = 1
+        while true {
+            do {
+                return try openOnce(path: path, now: now)
+            } catch let race as MigrationRace {
+                guard attempt < 10 else { throw race.error }
+            } catch let error as StoreError where error.busy && attempt < 10 {
+            }
+            attempt += 1
+            Thread.sleep(forTimeInterval: 0.01 * Double(attempt * attempt))
+        }
+    }
+
+    /// A migration that failed, perhaps because another process was making the same tables at the same moment:
+    /// tried again, it finds them made (the migrator reads what is applied before its write transaction).
+    private struct MigrationRace: Error {
+        var error: StoreError
+    }
+
+    private static func openOnce(path: String?, now: Int64) throws -> (DatabaseQueue, State) {
         var configuration = Configuration()
         configuration.label = "swift-ble.store"
         // Two processes of one device (two `ble` commands at once) share the file: a writer waits for the other.
@@ -189,7 +217,7 @@ public final class SystemStore: Sendable {
                 database = try DatabaseQueue(configuration: configuration)
             }
         } catch {
-            throw StoreError(path: path ?? ":memory:", reason: Self.words(error))
+            throw StoreError(path: path ?? ":memory:", reason: Self.words(error), busy: Self.isBusy(error))
         }
         let migrator = migrator()
         do {
@@ -197,21 +225,15 @@ public final class SystemStore: Sendable {
             guard check == "ok" else {
                 throw StoreError(path: path ?? ":memory:", reason: "the database is damaged (\(check ?? "no answer"))")
             }
-            if try database.read({ db in try migrator.hasBeenSuperseded(db) }) {
-                throw StoreError(path: path ?? ":memory:", reason: "it was written by a newer version of swift-ble")
-            }
-            // Two processes opening a new store at once (two `ble` commands of one device) both find it empty, and
-            // the one that loses the race to make the tables fails; tried again, it finds them made.
-            var attempt = 1
-            while true {
-                do {
-                    try migrator.migrate(database)
-                    break
-                } catch {
-                    guard attempt < 5 else { throw error }
-                    attempt += 1
-                    Thread.sleep(forTimeInterval: 0.05 * Double(attempt))
+            do {
+                if try database.read({ db in try migrator.hasBeenSuperseded(db) }) {
+                    throw StoreError(
+                        path: path ?? ":memory:", reason: "it was written by a newer version of swift-ble")
                 }
+                try migrator.migrate(database)
+            } catch let error as DatabaseError {
+                throw MigrationRace(
+                    error: StoreError(path: path ?? ":memory:", reason: Self.words(error), busy: Self.isBusy(error)))
             }
             var state = State()
             try database.write { db in
@@ -233,12 +255,15 @@ public final class SystemStore: Sendable {
                 }
             }
             return (database, state)
+        } catch let race as MigrationRace {
+            try? database.close()
+            throw race
         } catch let error as StoreError {
             try? database.close()
             throw error
         } catch {
             try? database.close()
-            throw StoreError(path: path ?? ":memory:", reason: Self.words(error))
+            throw StoreError(path: path ?? ":memory:", reason: Self.words(error), busy: Self.isBusy(error))
         }
     }
 
@@ -264,6 +289,12 @@ public final class SystemStore: Sendable {
             return T.fromDatabaseValue(value)
         default: return nil
         }
+    }
+
+    /// Whether `error` says another process held the file, not that the file is unusable.
+    private static func isBusy(_ error: any Error) -> Bool {
+        guard let error = error as? DatabaseError else { return false }
+        return error.resultCode == .SQLITE_BUSY || error.resultCode == .SQLITE_LOCKED
     }
 
     static func words(_ error: any Error) -> String {
