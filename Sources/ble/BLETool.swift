@@ -29,7 +29,8 @@ struct BLETool: AsyncParsableCommand {
         version: BLETool.version,
         subcommands: [
             ScanCommand.self, ExploreCommand.self, ReadCommand.self, WriteCommand.self, SubscribeCommand.self,
-            ServeCommand.self, ConnectCommand.self, SendCommand.self, DevicesCommand.self, DemoCommand.self,
+            ServeCommand.self, ShellCommand.self, ConnectCommand.self, SendCommand.self, DevicesCommand.self,
+            DemoCommand.self,
             RoomCommand.self, ControllerCommand.self,
             BenchCommand.self,
         ])

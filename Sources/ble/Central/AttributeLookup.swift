@@ -27,6 +27,7 @@ enum ValueAttribute: Sendable {
 extension CentralTool {
     /// Discovers every service, characteristic and descriptor: `--handle` looks among all of them.
     func discoverEverything(_ peripheral: Peripheral) async throws {
+        guard !Self.everythingDiscovered(peripheral) else { return }
         try await discoverCharacteristicsOfAllServices(peripheral)
         for service in peripheral.services ?? [] {
             for c in service.characteristics ?? [] {
@@ -37,13 +38,28 @@ extension CentralTool {
         }
     }
 
+    /// Whether every service, characteristic and descriptor has been discovered on this link already.
+    static func everythingDiscovered(_ peripheral: Peripheral) -> Bool {
+        guard let services = peripheral.services, !services.isEmpty else { return false }
+        return services.allSatisfy { service in
+            guard let characteristics = service.characteristics else { return false }
+            return characteristics.allSatisfy { $0.descriptors != nil }
+        }
+    }
+
+    /// The characteristic's descriptors: those discovered on this link, or discovered now.
+    func descriptors(of characteristic: Characteristic, on peripheral: Peripheral) async throws -> [Descriptor] {
+        if let known = characteristic.descriptors { return known }
+        return try await run("discovering descriptors of \(characteristic.uuid.uuidString)") {
+            try await peripheral.discoverDescriptors(for: characteristic, timeout: nil)
+        }
+    }
+
     /// The descriptor of type `uuid` of `characteristic`, after discovering its descriptors.
     func findDescriptor(_ uuid: BluetoothUUID, of characteristic: Characteristic, on peripheral: Peripheral)
         async throws -> Descriptor
     {
-        let descriptors = try await run("discovering descriptors of \(characteristic.uuid.uuidString)") {
-            try await peripheral.discoverDescriptors(for: characteristic, timeout: nil)
-        }
+        let descriptors = try await descriptors(of: characteristic, on: peripheral)
         guard let d = descriptors.first(where: { $0.uuid == uuid }) else {
             let has = descriptors.map(\.uuid.uuidString).joined(separator: ", ")
             throw ToolError(
@@ -93,9 +109,7 @@ extension CentralTool {
     func presentationFormat(of characteristic: Characteristic, on peripheral: Peripheral) async throws
         -> PresentationFormat?
     {
-        let descriptors = try await run("discovering descriptors of \(characteristic.uuid.uuidString)") {
-            try await peripheral.discoverDescriptors(for: characteristic, timeout: nil)
-        }
+        let descriptors = try await descriptors(of: characteristic, on: peripheral)
         let formats = descriptors.filter { $0.uuid == .characteristicPresentationFormat }
         guard formats.count == 1, let descriptor = formats.first else { return nil }
         // A refused read leaves the value to the other decoders; a lost link ends the command.

@@ -166,8 +166,12 @@ struct CentralTool: Sendable {
         }
     }
 
-    /// The first characteristic of type `uuid`, after discovering the database.
+    /// The first characteristic of type `uuid`: among those discovered on this link when it is there (the shell
+    /// discovers the database once), else after discovering the database.
     func findCharacteristic(_ uuid: BluetoothUUID, on peripheral: Peripheral) async throws -> Characteristic {
+        for service in peripheral.services ?? [] {
+            if let c = service.characteristics?.first(where: { $0.uuid == uuid }) { return c }
+        }
         try await discoverCharacteristicsOfAllServices(peripheral)
         for service in peripheral.services ?? [] {
             if let c = service.characteristics?.first(where: { $0.uuid == uuid }) { return c }

@@ -54,79 +54,8 @@ struct ReadCommand: AsyncParsableCommand {
         try await CommandRun.flow(transport) { tool in
             let peripheral = try await tool.connect(to: target)
             try await tool.using(peripheral) {
-                let attribute = try await selection.resolve(tool, on: peripheral)
-                let reading: ValueReading
-                var extra: [(String, JSON)] = []
-                if case .handle(let h) = selection { extra.append(("handle", .number(Int(h)))) }
-                switch attribute {
-                case .characteristic(let c):
-                    try tool.require(.read, of: c, code: .readNotPermitted, for: "reading \(c.uuid.uuidString)")
-                    let value = try await tool.run("reading \(c.uuid.uuidString)") {
-                        try await peripheral.readValue(for: c, timeout: nil)
-                    }
-                    // The hex alone needs no descriptor read.
-                    let presentation = format == .hex ? nil : try await tool.presentationFormat(of: c, on: peripheral)
-                    reading = ValueReading(value, type: c.uuid, presentation: presentation)
-                case .descriptor(let d):
-                    let value = try await tool.run("reading \(attribute.label)") {
-                        try await peripheral.readValue(for: d, timeout: nil)
-                    }
-                    if let c = d.characteristic { extra.append(("characteristic", .string(c.uuid.uuidString))) }
-                    reading = ValueReading(value, type: d.uuid)
-                }
-                if format == .json {
-                    Output.line(reading.json(extra: extra).text)
-                    return
-                }
-                switch reading.rendered(format) {
-                case .success(let text): Output.line(text)
-                case .failure(let error): throw ToolError(.failure, "\(attribute.label): \(error.message)")
-                }
+                Output.line(try await tool.readLine(selection, format: format, on: peripheral))
             }
-        }
-    }
-}
-
-/// Which attribute `read` and `write` work on: CHAR, a descriptor of CHAR, or a handle.
-enum AttributeSelection: Sendable {
-    case characteristic(BluetoothUUID)
-    case descriptor(BluetoothUUID, of: BluetoothUUID)
-    case handle(UInt16)
-
-    /// Checks the combination: CHAR or --handle, and --descriptor only with CHAR.
-    init(characteristic: String?, descriptor: String?, handle: String?) throws {
-        if let handle {
-            guard characteristic == nil else {
-                throw ValidationError("give CHAR or --handle, not both (--handle \(handle) names the attribute)")
-            }
-            guard descriptor == nil else {
-                throw ValidationError(
-                    "--descriptor goes with CHAR, not with --handle (a descriptor has its own handle)")
-            }
-            self = .handle(try parseHandle(handle))
-            return
-        }
-        guard let characteristic else {
-            throw ValidationError("give CHAR (a characteristic's UUID) or --handle")
-        }
-        let uuid = try parseUUID(characteristic, what: "CHAR")
-        guard let descriptor else {
-            self = .characteristic(uuid)
-            return
-        }
-        self = .descriptor(try parseUUID(descriptor, what: "--descriptor"), of: uuid)
-    }
-
-    /// The attribute on a connected peripheral, after the discovery it needs.
-    func resolve(_ tool: CentralTool, on peripheral: Peripheral) async throws -> ValueAttribute {
-        switch self {
-        case .characteristic(let uuid):
-            return .characteristic(try await tool.findCharacteristic(uuid, on: peripheral))
-        case .descriptor(let uuid, let characteristic):
-            let c = try await tool.findCharacteristic(characteristic, on: peripheral)
-            return .descriptor(try await tool.findDescriptor(uuid, of: c, on: peripheral))
-        case .handle(let handle):
-            return try await tool.findAttribute(handle: handle, on: peripheral)
         }
     }
 }
@@ -314,123 +243,14 @@ struct WriteCommand: AsyncParsableCommand {
         let target = target
         let withoutResponse = withoutResponse
         let chunk = chunk
-        let total = writes.reduce(0) { $0 + $1.count }
         try await CommandRun.flow(transport) { tool in
             let peripheral = try await tool.connect(to: target)
             try await tool.using(peripheral) {
-                let attribute = try await selection.resolve(tool, on: peripheral)
-                switch attribute {
-                case .descriptor(let d):
-                    guard !withoutResponse else {
-                        throw ToolError(
-                            .failure, "\(attribute.label) is a descriptor: it is written with response, not without")
-                    }
-                    for value in writes { try await Self.write(value, to: d, label: attribute.label, tool, peripheral) }
-                    Output.line("wrote \(total) byte\(total == 1 ? "" : "s") to \(attribute.label)")
-                case .characteristic(let c) where !withoutResponse:
-                    try tool.require(.write, of: c, code: .writeNotPermitted, for: "writing \(c.uuid.uuidString)")
-                    for value in writes {
-                        try await tool.run("writing \(c.uuid.uuidString)") {
-                            try await peripheral.writeValue(value, for: c, type: .withResponse, timeout: nil)
-                        }
-                    }
-                    Output.line("wrote \(total) byte\(total == 1 ? "" : "s") to \(c.uuid.labelled)")
-                case .characteristic(let c):
-                    try await Self.writeWithoutResponse(writes, to: c, chunk: chunk, tool, peripheral)
-                }
+                let lines = try await tool.write(
+                    writes, to: selection, withoutResponse: withoutResponse, chunk: chunk, on: peripheral)
+                for line in lines { Output.line(line) }
             }
         }
-    }
-
-    /// A descriptor write; the Client Characteristic Configuration goes through `setNotifyValue`, the one way the
-    /// API (as CoreBluetooth) writes it.
-    static func write(
-        _ value: Data, to descriptor: Descriptor, label: String, _ tool: CentralTool, _ peripheral: Peripheral
-    ) async throws {
-        guard descriptor.uuid == .clientCharacteristicConfiguration else {
-            try await tool.run("writing \(label)") {
-                try await peripheral.writeValue(value, for: descriptor, timeout: nil)
-            }
-            return
-        }
-        guard let c = descriptor.characteristic else {
-            throw ToolError(.failure, "\(label) belongs to no characteristic")
-        }
-        let enable = try cccdRequest(value, for: c)
-        try await tool.run("writing \(label)") {
-            try await peripheral.setNotifyValue(enable, for: c, timeout: nil)
-        }
-    }
-
-    /// Whether a Client Characteristic Configuration value asks to subscribe, or why the API cannot write it.
-    static func cccdRequest(_ value: Data, for c: Characteristic) throws -> Bool {
-        let hint = "0000 (off), 0100 (notifications) or 0200 (indications)"
-        guard value.count == 2 else {
-            throw ToolError(
-                .failure,
-                "a Client Characteristic Configuration value is 2 bytes, \(hint); this one has \(value.count)")
-        }
-        let notifies = c.properties.contains(.notify)
-        let indicates = c.properties.contains(.indicate)
-        switch UInt16(value[value.startIndex]) | UInt16(value[value.startIndex + 1]) << 8 {
-        case 0x0000:
-            return false
-        case 0x0001 where notifies:
-            return true
-        case 0x0002 where indicates && !notifies:
-            return true
-        case 0x0002 where indicates:
-            throw ToolError(
-                .failure,
-                "\(c.uuid.labelled) notifies and indicates; the API subscribes to its notifications (0100), so 0200 cannot be written"
-            )
-        case 0x0001, 0x0002:
-            let has = c.properties.names.joined(separator: ", ")
-            throw ToolError(
-                .noSuchCharacteristic,
-                "\(c.uuid.labelled) does not \(value.hex == "0100" ? "notify" : "indicate") (its properties: \(has.isEmpty ? "none" : has))"
-            )
-        default:
-            throw ToolError(.failure, "\(value.hex) is not a configuration the API writes: give \(hint)")
-        }
-    }
-
-    /// Write Commands, each value one send (one command, or with `chunk` pieces of ATT_MTU - 3 bytes), paced by
-    /// the link and finished once the peer's link layer acknowledged every one.
-    static func writeWithoutResponse(
-        _ writes: [Data], to c: Characteristic, chunk: Bool, _ tool: CentralTool, _ peripheral: Peripheral
-    ) async throws {
-        try tool.require(
-            .writeWithoutResponse, of: c, code: .writeNotPermitted,
-            for: "writing \(c.uuid.uuidString) without response")
-        let size = max(1, peripheral.maximumWriteValueLength(for: .withoutResponse))
-        if !chunk, let long = writes.first(where: { $0.count > size }) {
-            throw ToolError(
-                .failure,
-                "a write without response carries at most \(size) bytes (ATT_MTU - 3) on this link; this value has \(long.count) (use --chunk to split it)"
-            )
-        }
-        var sent = 0
-        var waits = 0
-        for value in writes {
-            // An empty value is one empty Write Command.
-            let piece = max(1, chunk ? size : value.count)
-            var last: SendProgress?
-            try await tool.run("writing \(c.uuid.uuidString)") {
-                for try await step in peripheral.send(value, to: c, type: .withoutResponse, chunkSize: piece) {
-                    last = step
-                }
-            }
-            // The iteration ends quietly when the task is cancelled: only the last acknowledgement counts.
-            guard let last, last.bytesAcknowledged == last.totalBytes else { throw CancellationError() }
-            sent += max(1, (value.count + piece - 1) / piece)
-            waits += last.timesWaitedForRoom
-        }
-        let total = writes.reduce(0) { $0 + $1.count }
-        Output.line(
-            "sent \(sent) write\(sent == 1 ? "" : "s") without response, waiting for room \(waits) time\(waits == 1 ? "" : "s")"
-        )
-        Output.line("wrote \(total) byte\(total == 1 ? "" : "s") to \(c.uuid.labelled)")
     }
 }
 

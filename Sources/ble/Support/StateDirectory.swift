@@ -7,6 +7,11 @@ enum StateDirectory {
     /// The store file for the device `name`, its folder made if missing. Nil (the store stays in memory) when
     /// neither `XDG_STATE_HOME` nor `HOME` says where to put it.
     static func storePath(forDevice name: String) throws(ToolError) -> String? {
+        try folder().map { $0 + "/" + fileName(name) + ".sqlite" }
+    }
+
+    /// The tool's state folder, made if missing; nil when neither `XDG_STATE_HOME` nor `HOME` says where it is.
+    static func folder() throws(ToolError) -> String? {
         let environment = ProcessInfo.processInfo.environment
         let base: String
         if let state = environment["XDG_STATE_HOME"], state.hasPrefix("/") {
@@ -23,7 +28,7 @@ enum StateDirectory {
             throw ToolError(
                 .transport, "cannot make the folder for the tool's state, \(folder): \(error.localizedDescription)")
         }
-        return folder + "/" + fileName(name) + ".sqlite"
+        return folder
     }
 
     /// A device name as a file name: letters, digits, '-', '_' and '.' kept, everything else '_'.

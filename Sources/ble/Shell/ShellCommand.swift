@@ -1,0 +1,77 @@
+import ArgumentParser
+import BLE
+import Foundation
+import Synchronization
+
+/// `ble shell`: an interactive session, in the spirit of bluetoothctl and Bumble's console, that keeps its
+/// connection between commands.
+struct ShellCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "shell",
+        abstract: "An interactive session: scan, connect, explore, read, write, subscribe, mtu, rssi, disconnect.",
+        discussion: """
+            At a terminal, the shell reads commands at a prompt with line editing (arrows, Home/End, Ctrl-A/E/K/U/W, \
+            Ctrl-L), a history (Up/Down; kept in the tool's state folder, shell_history), and Tab completion of \
+            commands, device names and addresses seen by 'scan', the connected device's characteristic and \
+            descriptor UUIDs, formats and options. Notifications and every other line are printed above the \
+            prompt without disturbing what is being typed. Ctrl-C stops the running command (or clears the line); \
+            Ctrl-D on an empty line or 'quit' disconnects and leaves. 'help' lists the commands and 'help COMMAND' \
+            shows a command's options; values are read, written and shown as 'ble read', 'ble write' and 'ble \
+            subscribe' do.
+
+            Driven by a script (standard input not a terminal), it reads one command per line with no prompt or \
+            editing, runs each to its end before the next ('wait SECONDS' lets notifications arrive), skips blank \
+            lines and lines starting with '#', prints failures to stderr as 'ble: MESSAGE' and goes on; at the end \
+            of the input it disconnects and exits with the status of the first command that failed (the tool's \
+            statuses; 64 for a command it could not parse), or 0.
+            """)
+
+    @OptionGroup var transport: TransportOptions
+
+    func run() async throws {
+        let interactive = ShellTerminal.standardStreamsAreTerminals
+        let historyPath = interactive ? ShellHistory.path() : nil
+        let terminal = ShellTerminal(
+            interactive: interactive, prompt: ShellSession.idlePrompt,
+            history: historyPath.map(ShellHistory.load) ?? [])
+        let failure = FirstFailure()
+        try await CommandRun.flow(transport) { tool in
+            let shell = ShellSession(tool: tool, terminal: terminal)
+            failure.set(await shell.run())
+        }
+        if let historyPath { ShellHistory.save(terminal.history, to: historyPath) }
+        if !interactive, let status = failure.status { throw ExitCode(status) }
+    }
+}
+
+/// The status a script's run ends with, handed out of the session's task.
+final class FirstFailure: Sendable {
+    private let value = Mutex<Int32?>(nil)
+    var status: Int32? { value.withLock { $0 } }
+    func set(_ status: Int32?) { value.withLock { $0 = status } }
+}
+
+/// The shell's history file: one line per entry, the last `LineEditing.historyLimit` kept, readable by the user
+/// alone.
+enum ShellHistory {
+    static func path() -> String? {
+        (try? StateDirectory.folder()).flatMap { $0 }.map { $0 + "/shell_history" }
+    }
+
+    static func load(_ path: String) -> [String] {
+        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return [] }
+        return text.split(separator: "\n").map(String.init)
+    }
+
+    static func save(_ history: [String], to path: String) {
+        let text = history.suffix(LineEditing.historyLimit).joined(separator: "\n") + "\n"
+        // A history that cannot be saved costs the next session its Up arrow, nothing else: said, not fatal.
+        guard
+            FileManager.default.createFile(
+                atPath: path, contents: Data(text.utf8), attributes: [.posixPermissions: 0o600])
+        else {
+            Output.error("the shell's history could not be saved to \(path)")
+            return
+        }
+    }
+}

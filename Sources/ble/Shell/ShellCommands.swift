@@ -1,0 +1,490 @@
+import ArgumentParser
+import BLE
+import Foundation
+import Synchronization
+
+/// One of `ble shell`'s commands: parsed from the line's words by ArgumentParser (so `help read` and a wrong
+/// option read as the tool's own commands do), then run against the session.
+protocol ShellCommandLine: ParsableCommand {
+    func run(in shell: ShellSession) async throws
+    /// The options Tab offers after '-'.
+    static var optionNames: [String] { get }
+}
+
+extension ShellCommandLine {
+    static var optionNames: [String] { ["--help"] }
+}
+
+/// The shell's commands, in the order `help` lists them.
+enum ShellCommands {
+    static let all: [any ShellCommandLine.Type] = [
+        ShellScan.self, ShellDevices.self, ShellConnect.self, ShellExplore.self, ShellRead.self, ShellWrite.self,
+        ShellSubscribe.self, ShellUnsubscribe.self, ShellMTU.self, ShellRSSI.self, ShellInfo.self,
+        ShellDisconnect.self, ShellWait.self, ShellHelp.self, ShellQuit.self,
+    ]
+
+    static var names: [String] { all.compactMap { $0.configuration.commandName } + ["exit"] }
+
+    static func named(_ name: String) -> (any ShellCommandLine.Type)? {
+        let name = name == "exit" ? "quit" : name
+        return all.first { $0.configuration.commandName == name }
+    }
+
+    static func parse<T: ShellCommandLine>(_ type: T.Type, _ arguments: [String]) throws -> any ShellCommandLine {
+        try T.parse(arguments)
+    }
+
+    /// `help`: one line per command.
+    static func summary() -> String {
+        let rows = all.map { type -> (String, String) in
+            // The options are for 'help COMMAND'; the list shows the arguments.
+            let usage =
+                type.usageString().replacing(#/ ?\[--[^\]]*\]/#, with: "")
+                + (type.optionNames.count > 1 ? " [options]" : "")
+            return (usage, type.configuration.abstract)
+        }
+        let width = min(44, rows.map(\.0.count).max() ?? 0)
+        var lines = ["Commands ('help COMMAND' for its options; Tab completes commands, names and UUIDs):"]
+        for (usage, abstract) in rows {
+            if usage.count > width {
+                lines.append("  \(usage)")
+                lines.append("  " + String(repeating: " ", count: width) + "  \(abstract)")
+            } else {
+                lines.append("  " + usage.padding(toLength: width, withPad: " ", startingAt: 0) + "  \(abstract)")
+            }
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    static func usageString<T: ParsableCommand>(_ type: T.Type) -> String { type.usageString() }
+}
+
+extension ParsableCommand {
+    /// "read [<char>] [--descriptor <uuid>] ...": the usage without the "USAGE: " ArgumentParser puts first.
+    static func usageString() -> String {
+        let text = helpMessage(columns: 200)
+        guard let line = text.split(separator: "\n").first(where: { $0.hasPrefix("USAGE:") }) else {
+            return configuration.commandName ?? ""
+        }
+        return line.dropFirst("USAGE:".count).trimmingCharacters(in: .whitespaces)
+    }
+}
+
+// MARK: Scanning and connecting
+
+struct ShellScan: ShellCommandLine {
+    static let configuration = CommandConfiguration(
+        commandName: "scan",
+        abstract: "Scan for SECONDS (5 by default), one line per device found.")
+
+    @Argument(help: ArgumentHelp("How long to scan.", valueName: "seconds"))
+    var seconds: Double = 5
+
+    @Option(help: ArgumentHelp("Only devices whose name contains this (any case).", valueName: "text"))
+    var name: String?
+
+    @Option(help: ArgumentHelp("Only devices advertising this service.", valueName: "uuid"))
+    var service: String?
+
+    static var optionNames: [String] { ["--name", "--service", "--help"] }
+
+    func validate() throws {
+        try CommandLineNumbers.checkSeconds(seconds, option: "SECONDS", zeroAllowed: false)
+        if let service { _ = try parseUUID(service, what: "--service") }
+    }
+
+    func run(in shell: ShellSession) async throws {
+        let tool = shell.tool
+        try await tool.ready()
+        let services = try service.map { [try parseUUID($0, what: "--service")] }
+        let filter = ScanFilter(name: name, minimumRSSI: nil)
+        let limit = CommandLineNumbers.duration(seconds: seconds)
+        var found = 0
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask {
+                for try await discovery in tool.manager.scan(withServices: services) {
+                    let report = ScanReport(discovery)
+                    guard filter.admits(report), shell.remember(report) else { continue }
+                    shell.terminal.print(ScanFormat.line(report))
+                }
+            }
+            group.addTask { try await tool.system.sleep(for: limit) }
+            defer { group.cancelAll() }
+            try await group.next()
+        }
+        found = shell.seenReports.filter(filter.admits).count
+        shell.terminal.print("scan done: \(found) device\(found == 1 ? "" : "s") seen so far")
+    }
+}
+
+struct ShellDevices: ShellCommandLine {
+    static let configuration = CommandConfiguration(
+        commandName: "devices", abstract: "The devices scans have found, with their latest signal strength.")
+
+    func run(in shell: ShellSession) async throws {
+        let reports = shell.seenReports
+        guard !reports.isEmpty else {
+            shell.terminal.print("no devices seen yet: 'scan' first")
+            return
+        }
+        shell.terminal.print(
+            reports.map { r in
+                "\(r.address.string)  \(r.rssi) dBm  \(r.name.map { "\"\($0)\"" } ?? "(no name)")"
+            }.joined(separator: "\n"))
+    }
+}
+
+struct ShellConnect: ShellCommandLine {
+    static let configuration = CommandConfiguration(
+        commandName: "connect",
+        abstract: "Connect to a device (name, address or identifier) and discover its database.")
+
+    @Argument(help: ArgumentHelp("An advertised name, an address or a peripheral identifier.", valueName: "target"))
+    var target: String
+
+    @Option(
+        parsing: .unconditional,
+        help: ArgumentHelp("Seconds to scan for the target before giving up.", valueName: "seconds"))
+    var timeout: Double = 10
+
+    static var optionNames: [String] { ["--timeout", "--help"] }
+
+    func validate() throws {
+        try CommandLineNumbers.checkSeconds(timeout, option: "--timeout", zeroAllowed: false)
+    }
+
+    func run(in shell: ShellSession) async throws {
+        if let current = shell.state.withLock({ $0.peripheral }), current.state == .connected {
+            throw ToolError(
+                .failure, "already connected to \(CentralTool.describe(current)): 'disconnect' first")
+        }
+        let tool = shell.tool
+        let peripheral = try await tool.connect(
+            toTarget: target, within: CommandLineNumbers.duration(seconds: timeout))
+        shell.setConnected(peripheral)
+        // The whole database, once: Tab completes its UUIDs, and each command after this finds its attribute
+        // without asking the peer again.
+        try await tool.discoverEverything(peripheral)
+        let services = peripheral.services ?? []
+        let characteristics = services.reduce(0) { $0 + ($1.characteristics?.count ?? 0) }
+        shell.terminal.print(
+            "connected to \(CentralTool.describe(peripheral)), ATT MTU \(peripheral.attMTU); "
+                + "\(services.count) service\(services.count == 1 ? "" : "s"), "
+                + "\(characteristics) characteristic\(characteristics == 1 ? "" : "s")")
+    }
+}
+
+struct ShellDisconnect: ShellCommandLine {
+    static let configuration = CommandConfiguration(
+        commandName: "disconnect", abstract: "End the link (and its subscriptions).")
+
+    func run(in shell: ShellSession) async throws {
+        let peripheral = try shell.connected()
+        await shell.disconnect(peripheral)
+        shell.terminal.print("disconnected from \(CentralTool.describe(peripheral))")
+    }
+}
+
+// MARK: The database and its values
+
+struct ShellExplore: ShellCommandLine {
+    static let configuration = CommandConfiguration(
+        commandName: "explore", abstract: "Read every readable value and print the database as a tree.")
+
+    @Flag(help: "Print one JSON object.")
+    var json = false
+
+    static var optionNames: [String] { ["--json", "--help"] }
+
+    func run(in shell: ShellSession) async throws {
+        let explorer = Explorer(tool: shell.tool, peripheral: try shell.connected())
+        try await explorer.run()
+        shell.terminal.print(json ? explorer.json().text : explorer.text())
+    }
+}
+
+struct ShellRead: ShellCommandLine {
+    static let configuration = CommandConfiguration(
+        commandName: "read",
+        abstract: "Read a characteristic (or --descriptor of it, or --handle) as `ble read` does.")
+
+    @Argument(help: ArgumentHelp("The characteristic's UUID (not with --handle).", valueName: "char"))
+    var characteristic: String?
+
+    @Option(help: ArgumentHelp("Read this descriptor of CHAR (2901, 2902, 2904, ...).", valueName: "uuid"))
+    var descriptor: String?
+
+    @Option(help: ArgumentHelp("Read the attribute at this handle (0x0012 or 18).", valueName: "handle"))
+    var handle: String?
+
+    @Option(help: ArgumentHelp("auto, hex, utf8, uint, int, float or json.", valueName: "format"))
+    var format: ValueFormat = .auto
+
+    static var optionNames: [String] { ["--descriptor", "--handle", "--format", "--help"] }
+
+    func validate() throws {
+        _ = try AttributeSelection(characteristic: characteristic, descriptor: descriptor, handle: handle)
+    }
+
+    func run(in shell: ShellSession) async throws {
+        let selection = try AttributeSelection(characteristic: characteristic, descriptor: descriptor, handle: handle)
+        let peripheral = try shell.connected()
+        shell.terminal.print(try await shell.tool.readLine(selection, format: format, on: peripheral))
+    }
+}
+
+struct ShellWrite: ShellCommandLine {
+    static let configuration = CommandConfiguration(
+        commandName: "write",
+        abstract: "Write HEX values (or --text, or --file) to a characteristic, descriptor or handle.")
+
+    @Argument(help: ArgumentHelp("The characteristic's UUID (with --handle: the first HEX).", valueName: "char"))
+    var characteristic: String?
+
+    @Argument(help: ArgumentHelp("Values in hex; one write each.", valueName: "hex"))
+    var values: [String] = []
+
+    @Option(help: ArgumentHelp("Write this text's UTF-8 bytes.", valueName: "string"))
+    var text: String?
+
+    @Option(help: ArgumentHelp("Write this file's bytes.", valueName: "path"))
+    var file: String?
+
+    @Option(help: ArgumentHelp("Write this descriptor of CHAR.", valueName: "uuid"))
+    var descriptor: String?
+
+    @Option(help: ArgumentHelp("Write the attribute at this handle instead of CHAR.", valueName: "handle"))
+    var handle: String?
+
+    @Flag(help: "Send Write Commands (no response) instead of Write Requests.")
+    var withoutResponse = false
+
+    @Flag(help: "With --without-response: split each value into pieces of ATT_MTU - 3 bytes.")
+    var chunk = false
+
+    static var optionNames: [String] {
+        ["--text", "--file", "--descriptor", "--handle", "--without-response", "--chunk", "--help"]
+    }
+
+    /// The attribute and the values, checked as `ble write` checks them.
+    func parsed() throws -> (AttributeSelection, [Data]) {
+        var positional = values
+        var char = characteristic
+        if handle != nil, let first = char {
+            positional.insert(first, at: 0)
+            char = nil
+        }
+        if chunk && !withoutResponse { throw ValidationError("--chunk goes with --without-response") }
+        let selection = try AttributeSelection(characteristic: char, descriptor: descriptor, handle: handle)
+        var writes: [[Data]] = []
+        if !positional.isEmpty { writes.append(try positional.map { try WriteCommand.hex($0) }) }
+        if let text {
+            guard !text.isEmpty else { throw ValidationError("--text is empty: nothing to write") }
+            writes.append([Data(text.utf8)])
+        }
+        if let file {
+            guard let data = FileManager.default.contents(atPath: file) else {
+                throw ValidationError("--file '\(file)' cannot be read")
+            }
+            guard !data.isEmpty else { throw ValidationError("--file '\(file)' is empty: nothing to write") }
+            writes.append([data])
+        }
+        guard writes.count == 1, let values = writes.first else {
+            throw ValidationError(
+                writes.isEmpty
+                    ? "give the value to write: HEX, --text STRING or --file PATH"
+                    : "give the value one way: HEX, --text or --file, not several")
+        }
+        if !withoutResponse, let long = values.first(where: { $0.count > 512 }) {
+            throw ValidationError("a value is at most 512 bytes; this one has \(long.count)")
+        }
+        return (selection, values)
+    }
+
+    func validate() throws { _ = try parsed() }
+
+    func run(in shell: ShellSession) async throws {
+        let (selection, values) = try parsed()
+        let peripheral = try shell.connected()
+        let lines = try await shell.tool.write(
+            values, to: selection, withoutResponse: withoutResponse, chunk: chunk, on: peripheral)
+        shell.terminal.print(lines.joined(separator: "\n"))
+    }
+}
+
+struct ShellSubscribe: ShellCommandLine {
+    static let configuration = CommandConfiguration(
+        commandName: "subscribe",
+        abstract: "Print a characteristic's notifications or indications as they arrive, until 'unsubscribe'.")
+
+    @Argument(help: ArgumentHelp("The characteristic's UUID.", valueName: "char"))
+    var characteristic: String
+
+    @Option(help: ArgumentHelp("auto, hex, utf8, uint, int, float or json.", valueName: "format"))
+    var format: ValueFormat = .auto
+
+    @Flag(help: "One JSON object per value (as --format json).")
+    var json = false
+
+    static var optionNames: [String] { ["--format", "--json", "--help"] }
+
+    func validate() throws { _ = try parseUUID(characteristic, what: "CHAR") }
+
+    func run(in shell: ShellSession) async throws {
+        let uuid = try parseUUID(characteristic, what: "CHAR")
+        let tool = shell.tool
+        let peripheral = try shell.connected()
+        guard shell.state.withLock({ $0.subscriptions[uuid] == nil }) else {
+            throw ToolError(.failure, "already subscribed to \(uuid.labelled)")
+        }
+        let c = try await tool.findCharacteristic(uuid, on: peripheral)
+        guard c.properties.contains(.notify) || c.properties.contains(.indicate) else {
+            throw ToolError(.noSuchCharacteristic, "\(c.uuid.labelled) neither notifies nor indicates")
+        }
+        let format = json ? .json : format
+        let presentation = format == .hex ? nil : try await tool.presentationFormat(of: c, on: peripheral)
+        // Confirmed first, so a refusal is this command's error; the stream then finds it subscribed.
+        try await tool.run("subscribing to \(c.uuid.uuidString)") {
+            try await peripheral.setNotifyValue(true, for: c, timeout: nil)
+        }
+        let updates = peripheral.valueUpdates(for: c)
+        let terminal = shell.terminal
+        let task = Task {
+            do {
+                for try await update in updates {
+                    let reading = ValueReading(update.value, type: c.uuid, presentation: presentation)
+                    terminal.print(
+                        SubscribeCommand.line(reading, kind: update.kind, at: Timestamp.now(), format: format))
+                }
+            } catch {
+                // A link that went down says so itself; anything else ends this subscription alone.
+                if peripheral.state == .connected {
+                    terminal.printError("the subscription to \(c.uuid.labelled) ended: \(error)")
+                }
+            }
+        }
+        shell.state.withLock { $0.subscriptions[uuid] = task }
+        let kind = c.properties.contains(.notify) ? "notifications" : "indications"
+        shell.terminal.print("subscribed to \(c.uuid.labelled) (\(kind))")
+    }
+}
+
+struct ShellUnsubscribe: ShellCommandLine {
+    static let configuration = CommandConfiguration(
+        commandName: "unsubscribe", abstract: "Stop a subscription (every one when CHAR is not given).")
+
+    @Argument(help: ArgumentHelp("The characteristic's UUID.", valueName: "char"))
+    var characteristic: String?
+
+    func validate() throws { if let characteristic { _ = try parseUUID(characteristic, what: "CHAR") } }
+
+    func run(in shell: ShellSession) async throws {
+        let peripheral = try shell.connected()
+        let running = shell.state.withLock { $0.subscriptions }
+        let uuids: [BluetoothUUID]
+        if let characteristic {
+            let uuid = try parseUUID(characteristic, what: "CHAR")
+            guard running[uuid] != nil else { throw ToolError(.failure, "not subscribed to \(uuid.labelled)") }
+            uuids = [uuid]
+        } else {
+            guard !running.isEmpty else { throw ToolError(.failure, "no subscriptions") }
+            uuids = running.keys.sorted()
+        }
+        for uuid in uuids {
+            let c = try await shell.tool.findCharacteristic(uuid, on: peripheral)
+            try await shell.tool.run("unsubscribing from \(uuid.uuidString)") {
+                try await peripheral.setNotifyValue(false, for: c, timeout: nil)
+            }
+            shell.state.withLock { $0.subscriptions.removeValue(forKey: uuid) }?.cancel()
+            shell.terminal.print("unsubscribed from \(uuid.labelled)")
+        }
+    }
+}
+
+// MARK: The link
+
+struct ShellMTU: ShellCommandLine {
+    static let configuration = CommandConfiguration(
+        commandName: "mtu", abstract: "The link's ATT MTU and the longest write of each kind.")
+
+    func run(in shell: ShellSession) async throws {
+        let p = try shell.connected()
+        shell.terminal.print(
+            "ATT MTU \(p.attMTU): a write without response carries up to \(p.maximumWriteValueLength(for: .withoutResponse)) bytes, "
+                + "a write with response up to \(p.maximumWriteValueLength(for: .withResponse))")
+    }
+}
+
+struct ShellRSSI: ShellCommandLine {
+    static let configuration = CommandConfiguration(
+        commandName: "rssi", abstract: "Read the link's signal strength.")
+
+    func run(in shell: ShellSession) async throws {
+        let p = try shell.connected()
+        let rssi = try await shell.tool.run("reading the RSSI") { try await p.readRSSI(timeout: nil) }
+        shell.terminal.print("\(rssi) dBm")
+    }
+}
+
+struct ShellInfo: ShellCommandLine {
+    static let configuration = CommandConfiguration(
+        commandName: "info", abstract: "The connected device, its link and its subscriptions.")
+
+    func run(in shell: ShellSession) async throws {
+        let p = try shell.connected()
+        let subscribed = shell.state.withLock { $0.subscriptions.keys.sorted() }
+        var lines = [
+            "connected to \(CentralTool.describe(p)), identifier \(p.identifier.uuidString)",
+            "ATT MTU \(p.attMTU)",
+        ]
+        lines.append(
+            subscribed.isEmpty
+                ? "no subscriptions" : "subscribed to " + subscribed.map(\.labelled).joined(separator: ", "))
+        shell.terminal.print(lines.joined(separator: "\n"))
+    }
+}
+
+// MARK: The shell itself
+
+struct ShellWait: ShellCommandLine {
+    static let configuration = CommandConfiguration(
+        commandName: "wait", abstract: "Wait SECONDS (in a script: for notifications to arrive).")
+
+    @Argument(help: ArgumentHelp("How long.", valueName: "seconds"))
+    var seconds: Double
+
+    func validate() throws {
+        try CommandLineNumbers.checkSeconds(seconds, option: "SECONDS")
+    }
+
+    func run(in shell: ShellSession) async throws {
+        try await shell.tool.system.sleep(for: CommandLineNumbers.duration(seconds: seconds))
+    }
+}
+
+struct ShellHelp: ShellCommandLine {
+    static let configuration = CommandConfiguration(
+        commandName: "help", abstract: "List the commands, or show one command's options.")
+
+    @Argument(help: ArgumentHelp("A command.", valueName: "command"))
+    var command: String?
+
+    func run(in shell: ShellSession) async throws {
+        guard let command else {
+            shell.terminal.print(ShellCommands.summary())
+            return
+        }
+        guard let type = ShellCommands.named(command) else {
+            throw ValidationError("no command '\(command)' ('help' lists them)")
+        }
+        shell.terminal.print(type.helpMessage(columns: ShellTerminal.columns()))
+    }
+}
+
+struct ShellQuit: ShellCommandLine {
+    static let configuration = CommandConfiguration(
+        commandName: "quit", abstract: "Disconnect and leave (also 'exit', or Ctrl-D).")
+
+    /// Handled by the loop before parsing; here for `help`.
+    func run(in shell: ShellSession) async throws {}
+}

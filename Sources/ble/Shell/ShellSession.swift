@@ -1,0 +1,242 @@
+import ArgumentParser
+import BLE
+import Foundation
+import Synchronization
+
+/// `ble shell`'s state between commands: the tool's central, the device it is connected to, its subscriptions
+/// and the devices seen, for Tab; and the loop that runs one command per line.
+final class ShellSession: Sendable {
+    let tool: CentralTool
+    let terminal: ShellTerminal
+
+    struct State {
+        /// The device the commands act on, once `connect` reached it.
+        var peripheral: Peripheral?
+        /// Running subscriptions, by characteristic: each a task printing values as they come.
+        var subscriptions: [BluetoothUUID: Task<Void, Never>] = [:]
+        /// The latest report of each device seen by `scan`, in the order first seen.
+        var seen: [UUID: ScanReport] = [:]
+        var seenOrder: [UUID] = []
+        /// Stops the command running now (Ctrl-C).
+        var stopCurrent: AsyncStream<Void>.Continuation?
+        /// The exit status of the first command that failed, for a script.
+        var firstFailure: Int32?
+    }
+
+    let state = Mutex(State())
+
+    init(tool: CentralTool, terminal: ShellTerminal) {
+        self.tool = tool
+        self.terminal = terminal
+    }
+
+    static let idlePrompt = "ble> "
+
+    static func prompt(for peripheral: Peripheral?) -> String {
+        guard let peripheral else { return idlePrompt }
+        return "ble [\(peripheral.name ?? peripheral.address.string)]> "
+    }
+
+    // MARK: The loop
+
+    /// Runs commands until `quit`, Ctrl-D or the end of the script; then ends the subscriptions and the link.
+    /// Returns the exit status of the first command that failed (nil: none did).
+    func run() async -> Int32? {
+        let lines = terminal.lines(
+            completer: { [self] words, partial in completions(words, partial) },
+            onInterrupt: { [self] in _ = state.withLock { $0.stopCurrent?.yield() } })
+        terminal.enterRawMode()
+        let watcher = Task { [self] in await watchDisconnections() }
+        if terminal.interactive {
+            terminal.print("swift-ble shell: 'help' lists the commands; Tab completes; Ctrl-D or 'quit' leaves.")
+        }
+        for await line in lines {
+            let words: [String]
+            do {
+                words = try ShellWords.split(line)
+            } catch {
+                fail(status: ExitCode.validationFailure.rawValue, error.message)
+                continue
+            }
+            guard let name = words.first, !name.hasPrefix("#") else { continue }
+            if name == "quit" || name == "exit" { break }
+            await runInterruptibly(words)
+        }
+        await close()
+        watcher.cancel()
+        terminal.restore()
+        return state.withLock { $0.firstFailure }
+    }
+
+    /// Runs one command, which Ctrl-C stops (its pending requests end as cancelled).
+    private func runInterruptibly(_ words: [String]) async {
+        let (stopped, stop) = AsyncStream<Void>.makeStream()
+        state.withLock { $0.stopCurrent = stop }
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { [self] in await execute(words) }
+            group.addTask {
+                for await _ in stopped { return }
+            }
+            await group.next()
+            group.cancelAll()
+        }
+        state.withLock { $0.stopCurrent = nil }
+        stop.finish()
+    }
+
+    /// Parses and runs one command line, printing what it gives or why it failed.
+    private func execute(_ words: [String]) async {
+        guard let type = ShellCommands.named(words[0]) else {
+            let near = TargetMatcher(text: words[0]).nearMisses(among: Set(ShellCommands.names))
+            fail(
+                status: ExitCode.validationFailure.rawValue,
+                "no command '\(words[0])'" + (near.isEmpty ? "" : "; did you mean \(near[0])?") + " ('help' lists them)"
+            )
+            return
+        }
+        let command: any ShellCommandLine
+        do {
+            command = try ShellCommands.parse(type, Array(words.dropFirst()))
+        } catch {
+            if type.exitCode(for: error) == .success {
+                terminal.print(type.fullMessage(for: error))
+            } else {
+                fail(
+                    status: ExitCode.validationFailure.rawValue,
+                    "\(words[0]): \(type.message(for: error))\n\(type.usageString())")
+            }
+            return
+        }
+        do {
+            try await command.run(in: self)
+        } catch let error as ToolError {
+            fail(status: error.kind.rawValue, error.message)
+        } catch is CancellationError {
+            terminal.print("interrupted")
+        } catch let error as ValidationError {
+            fail(status: ExitCode.validationFailure.rawValue, "\(words[0]): \(error.message)")
+        } catch {
+            fail(status: ToolError.Kind.failure.rawValue, "\(words[0]): \(error)")
+        }
+    }
+
+    func fail(status: Int32, _ message: String) {
+        state.withLock { if $0.firstFailure == nil { $0.firstFailure = status } }
+        terminal.printError(message)
+    }
+
+    // MARK: The link
+
+    /// The connected device, or the error a command that needs one gives.
+    func connected() throws -> Peripheral {
+        guard let peripheral = state.withLock({ $0.peripheral }), peripheral.state == .connected else {
+            throw ToolError(.disconnected, "not connected: 'connect TARGET' first")
+        }
+        return peripheral
+    }
+
+    /// Records the connected device (or none) and shows it in the prompt.
+    func setConnected(_ peripheral: Peripheral?) {
+        state.withLock { $0.peripheral = peripheral }
+        terminal.setPrompt(Self.prompt(for: peripheral))
+    }
+
+    /// Ends every subscription's task (the link's end or an unsubscribe has already stopped the values).
+    func endSubscriptions() {
+        let tasks = state.withLock { s in
+            defer { s.subscriptions = [:] }
+            return Array(s.subscriptions.values)
+        }
+        for task in tasks { task.cancel() }
+    }
+
+    /// Disconnects politely, waiting at most two seconds of the system's time for a peer that vanished.
+    func disconnect(_ peripheral: Peripheral) async {
+        endSubscriptions()
+        _ = try? await tool.using(peripheral) {}
+        setConnected(nil)
+    }
+
+    /// At the end: subscriptions stopped, the link closed.
+    private func close() async {
+        guard let peripheral = state.withLock({ $0.peripheral }) else {
+            endSubscriptions()
+            return
+        }
+        await disconnect(peripheral)
+    }
+
+    /// Says when the link goes down by itself (the peer left, the link was lost), at once, above the prompt.
+    private func watchDisconnections() async {
+        for await event in tool.manager.disconnections {
+            let current = state.withLock { $0.peripheral }
+            guard let current, current === event.peripheral, let error = event.error else { continue }
+            endSubscriptions()
+            setConnected(nil)
+            terminal.print("disconnected from \(CentralTool.describe(current)): \(error)")
+        }
+    }
+
+    // MARK: Devices seen
+
+    func remember(_ report: ScanReport) -> Bool {
+        state.withLock { s in
+            let isNew = s.seen[report.identifier] == nil
+            if isNew { s.seenOrder.append(report.identifier) }
+            s.seen[report.identifier] = report
+            return isNew
+        }
+    }
+
+    var seenReports: [ScanReport] {
+        state.withLock { s in s.seenOrder.compactMap { s.seen[$0] } }
+    }
+
+    // MARK: Completion
+
+    /// Tab's candidates: command names first, then what the command takes at that place: device names and
+    /// addresses for `connect`, the connected device's characteristic UUIDs for `read`, `write`, `subscribe`
+    /// and `unsubscribe`, descriptor UUIDs after `--descriptor`, formats after `--format`, options after '-'.
+    func completions(_ words: [String], _ partial: String) -> [String] {
+        func matching(_ candidates: [String]) -> [String] {
+            candidates.filter { $0.lowercased().hasPrefix(partial.lowercased()) }
+        }
+        guard let command = words.first else { return matching(ShellCommands.names) }
+        guard let type = ShellCommands.named(command) else { return [] }
+        if partial.hasPrefix("-") { return matching(type.optionNames) }
+        let previous = words.count > 1 ? words.last : nil
+        let (peripheral, reports, subscribed) = state.withLock { s in
+            (s.peripheral, s.seenOrder.compactMap { s.seen[$0] }, Array(s.subscriptions.keys))
+        }
+        let characteristics = (peripheral?.services ?? []).flatMap { $0.characteristics ?? [] }
+        switch previous {
+        case "--format":
+            return matching(ValueFormat.allCases.map(\.rawValue))
+        case "--descriptor":
+            let uuids = characteristics.flatMap { ($0.descriptors ?? []).map(\.uuid.uuidString) }
+            return matching(Array(Set(uuids)))
+        case "--handle":
+            let handles = characteristics.flatMap { c in
+                [c.valueHandle].compactMap { $0 } + (c.descriptors ?? []).compactMap(\.handle)
+            }
+            return matching(handles.map { ValueDecoding.hex16(Int($0)) })
+        default:
+            break
+        }
+        // Only the first argument is completed (a value to write is the user's to type).
+        guard words.count == 1 else { return [] }
+        switch command {
+        case "help":
+            return matching(ShellCommands.names)
+        case "connect":
+            let names = reports.compactMap(\.name) + reports.map(\.address.string)
+            return matching(names)
+        case "unsubscribe":
+            return matching(subscribed.map(\.uuidString))
+        case "read", "write", "subscribe":
+            return matching(Array(Set(characteristics.map(\.uuid.uuidString))))
+        default:
+            return []
+        }
+    }
+}
