@@ -25,6 +25,7 @@ python3 Scripts/check-demo.py
 echo "== ble tool"
 python3 Scripts/tests/test_cli.py
 python3 Scripts/tests/test_room.py
+.venv/bin/python Scripts/tests/test_shell.py
 
 echo "== interop with Bumble and RootCanal"
 Scripts/interop/run.sh

@@ -38,9 +38,10 @@ class Room:
         return subprocess.run([BLE, *args], capture_output=True, text=True, timeout=timeout,
                               env=dict(self.env, **(env or {})))
 
-    def start(self, *args):
+    def start(self, *args, stdin=None):
         """A long-running `ble` process (stopped at the end)."""
-        process = subprocess.Popen([BLE, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=self.env)
+        process = subprocess.Popen([BLE, *args], stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                   env=self.env)
         self.processes.append(process)
         return process
 
@@ -60,7 +61,7 @@ class Room:
                 except subprocess.TimeoutExpired:
                     process.kill()
                     process.wait(10)
-            for stream in (process.stdout, process.stderr):
+            for stream in (process.stdin, process.stdout, process.stderr):
                 if stream:
                     stream.close()
         pid = self.pid()
@@ -160,6 +161,24 @@ class SharedRoomTests(unittest.TestCase):
         status = json.loads(room.ble("room", "status", "--json").stdout)
         self.assertTrue(status["running"])
         self.assertGreaterEqual(len(status["devices"]), 1, "the serving process is still attached")
+
+    def test_a_shell_keeps_its_link_and_hears_the_peer_leave(self):
+        room = Room(self)
+        serve = room.start("serve", "heart-rate", "--name", "Leaving HRM", "--duration", "120")
+        read_line(serve, "advertising", 30)
+        shell = room.start("shell", stdin=subprocess.PIPE)
+        shell.stdin.write(b"connect \"Leaving HRM\"\nread 2A38\n")
+        shell.stdin.flush()
+        read_line(shell, "connected to Leaving HRM", 30)
+        self.assertEqual(read_line(shell, "01", 10)[-1], "01  Chest")
+        # The served device leaves: the shell says so at once, without being asked.
+        serve.send_signal(signal.SIGINT)
+        serve.wait(10)
+        line = read_line(shell, "disconnected from", 10)[-1]
+        self.assertTrue(line.startswith("disconnected from Leaving HRM ("), line)
+        _, err = shell.communicate(input=b"rssi\n", timeout=COMMAND)
+        self.assertEqual(err.decode(), "ble: not connected: 'connect TARGET' first\n")
+        self.assertEqual(shell.returncode, 8)
 
     def test_the_first_command_starts_the_room_and_stop_ends_it(self):
         room = Room(self)

@@ -161,9 +161,10 @@ struct ShellConnect: ShellCommandLine {
         let tool = shell.tool
         let peripheral = try await tool.connect(
             toTarget: target, within: CommandLineNumbers.duration(seconds: timeout))
-        shell.setConnected(peripheral)
         // The whole database, once: Tab completes its UUIDs, and each command after this finds its attribute
-        // without asking the peer again.
+        // without asking the peer again. The prompt names the device once that is done (or failed).
+        shell.state.withLock { $0.peripheral = peripheral }
+        defer { if shell.state.withLock({ $0.peripheral === peripheral }) { shell.setConnected(peripheral) } }
         try await tool.discoverEverything(peripheral)
         let services = peripheral.services ?? []
         let characteristics = services.reduce(0) { $0 + ($1.characteristics?.count ?? 0) }
