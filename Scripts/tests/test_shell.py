@@ -105,6 +105,25 @@ class ScriptedShellTests(StateFolder, unittest.TestCase):
         self.assertIn("Primary service Printer (5E1D0001-7A3B-4C8D-9E0F-1A2B3C4D5E6F)", result.stdout)
         self.assertIn("wrote 5 bytes to Print Data (5E1D0002-7A3B-4C8D-9E0F-1A2B3C4D5E6F)", result.stdout)
 
+    def test_each_scan_lists_what_it_found_and_devices_keeps_the_latest(self):
+        result = self.shell("scan 2\nscan 2 --name hrm\ndevices\n")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        lines = result.stdout.splitlines()
+        first_end = next(i for i, line in enumerate(lines) if line.startswith("scan done:"))
+        first = lines[:first_end]
+        self.assertEqual(lines[first_end], f"scan done: {len(first)} devices found")
+        self.assertGreaterEqual(len(first), 6, result.stdout)
+        self.assertEqual(len({line.split()[0] for line in first}), len(first), "one line per device")
+        # The second scan shows its devices again (the name filter: HRM-Demo alone).
+        second_end = next(i for i, line in enumerate(lines) if i > first_end and line.startswith("scan done:"))
+        second = lines[first_end + 1:second_end]
+        self.assertEqual(len(second), 1, result.stdout)
+        self.assertIn('"HRM-Demo"', second[0])
+        self.assertEqual(lines[second_end], "scan done: 1 device found")
+        devices = lines[second_end + 1:]
+        self.assertEqual(len(devices), len(first), result.stdout)
+        self.assertTrue(any(re.match(r'^00:1B:DC:0A:12:34  -\d+ dBm  "HRM-Demo"$', line) for line in devices), devices)
+
     def test_a_failure_is_said_and_the_script_goes_on_then_exits_with_its_status(self):
         result = self.shell("read 2A19\nfrobnicate\nconnect HRM-Demo\nread 2A19\nquit\nread 2A19\n")
         self.assertEqual(result.returncode, EXIT_DISCONNECTED, result.stderr)

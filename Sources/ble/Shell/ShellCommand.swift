@@ -35,6 +35,9 @@ struct ShellCommand: AsyncParsableCommand {
             interactive: interactive, prompt: ShellSession.idlePrompt,
             history: historyPath.map(ShellHistory.load) ?? [])
         let failure = FirstFailure()
+        // However the session ends (a SIGINT sent to the process ends it without waiting for the shell's task),
+        // the terminal is given back.
+        defer { terminal.restore() }
         try await CommandRun.flow(transport) { tool in
             let shell = ShellSession(tool: tool, terminal: terminal)
             failure.set(await shell.run())

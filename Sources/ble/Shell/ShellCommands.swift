@@ -99,12 +99,16 @@ struct ShellScan: ShellCommandLine {
         let services = try service.map { [try parseUUID($0, what: "--service")] }
         let filter = ScanFilter(name: name, minimumRSSI: nil)
         let limit = CommandLineNumbers.duration(seconds: seconds)
-        var found = 0
+        let found = FoundDevices()
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask {
                 for try await discovery in tool.manager.scan(withServices: services) {
                     let report = ScanReport(discovery)
-                    guard filter.admits(report), shell.remember(report) else { continue }
+                    shell.remember(report)
+                    // One line per device in this scan; `devices` shows the latest of each.
+                    guard filter.admits(report), found.ids.withLock({ $0.insert(report.identifier).inserted }) else {
+                        continue
+                    }
                     shell.terminal.print(ScanFormat.line(report))
                 }
             }
@@ -112,9 +116,14 @@ struct ShellScan: ShellCommandLine {
             defer { group.cancelAll() }
             try await group.next()
         }
-        found = shell.seenReports.filter(filter.admits).count
-        shell.terminal.print("scan done: \(found) device\(found == 1 ? "" : "s") seen so far")
+        let count = found.ids.withLock { $0.count }
+        shell.terminal.print("scan done: \(count) device\(count == 1 ? "" : "s") found")
     }
+}
+
+/// The devices one scan has shown.
+final class FoundDevices: Sendable {
+    let ids = Mutex<Set<UUID>>([])
 }
 
 struct ShellDevices: ShellCommandLine {

@@ -42,10 +42,10 @@ final class ShellSession: Sendable {
     /// Runs commands until `quit`, Ctrl-D or the end of the script; then ends the subscriptions and the link.
     /// Returns the exit status of the first command that failed (nil: none did).
     func run() async -> Int32? {
+        terminal.enterRawMode()
         let lines = terminal.lines(
             completer: { [self] words, partial in completions(words, partial) },
             onInterrupt: { [self] in _ = state.withLock { $0.stopCurrent?.yield() } })
-        terminal.enterRawMode()
         let watcher = Task { [self] in await watchDisconnections() }
         if terminal.interactive {
             terminal.print("swift-ble shell: 'help' lists the commands; Tab completes; Ctrl-D or 'quit' leaves.")
@@ -179,12 +179,11 @@ final class ShellSession: Sendable {
 
     // MARK: Devices seen
 
-    func remember(_ report: ScanReport) -> Bool {
+    /// Keeps the latest report of a device, for `devices` and Tab.
+    func remember(_ report: ScanReport) {
         state.withLock { s in
-            let isNew = s.seen[report.identifier] == nil
-            if isNew { s.seenOrder.append(report.identifier) }
+            if s.seen[report.identifier] == nil { s.seenOrder.append(report.identifier) }
             s.seen[report.identifier] = report
-            return isNew
         }
     }
 
