@@ -79,6 +79,9 @@ struct KeyDecoder: Sendable {
         case 0x80...:
             let length = utf8Length(first)
             guard length > 1 else { return (.ignored, 1) }
+            guard bytes.dropFirst().prefix(length - 1).allSatisfy({ (0x80...0xBF).contains($0) }) else {
+                return (.ignored, 1)
+            }
             guard bytes.count >= length else { return nil }
             let scalarBytes = Array(bytes.prefix(length))
             guard let text = String(validating: scalarBytes, as: UTF8.self), let c = text.first else {
