@@ -84,6 +84,9 @@ import Testing
         #expect(keys == [.ignored, .ignored, .character("a"), .character("b"), .right])
         // ESC before a key that makes no sequence with it: the ESC alone is dropped.
         #expect(decoder.feed([Self.esc] + Self.bytes("x")) == [.ignored, .character("x")])
+        // A control key typed after ESC [ (Ctrl-C, Return) is not taken as the sequence's end: it is a key.
+        #expect(decoder.feed([Self.esc] + Self.bytes("[") + [0x03]) == [.ignored, .interrupt])
+        #expect(decoder.feed([Self.esc] + Self.bytes("[1;\r")) == [.ignored, .enter])
     }
 
     @Test func aByteThatStartsNoCharacterDoesNotHoldUpTheKeysAfterIt() {

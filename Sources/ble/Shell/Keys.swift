@@ -115,6 +115,9 @@ struct KeyDecoder: Sendable {
             while index < bytes.endIndex, (0x20...0x3F).contains(bytes[index]) { index += 1 }
             guard index < bytes.endIndex else { return bytes.count > 16 ? (.ignored, bytes.count) : nil }
             let final = bytes[index]
+            // A byte that cannot end a sequence (a control key typed after ESC [) ends the sequence before it and
+            // is a key of its own.
+            guard (0x40...0x7E).contains(final) else { return (.ignored, index - start) }
             let parameters = String(decoding: bytes[(start + 2)..<index], as: UTF8.self)
             let used = index - start + 1
             switch (final, parameters) {
