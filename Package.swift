@@ -45,6 +45,15 @@ let package = Package(
             ],
             swiftSettings: strict),
 
+        // The Security Manager: SMP's PDUs, its pairing machines and its cryptographic toolbox (swift-crypto).
+        .target(
+            name: "BLESMP",
+            dependencies: [
+                "BLECore", .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CryptoExtras", package: "swift-crypto"),
+            ],
+            swiftSettings: strict),
+
         // The seam between a host and a controller.
         .target(name: "BLETransport", dependencies: ["BLECore", "BLEHCI", nioCore], swiftSettings: strict),
 
@@ -99,6 +108,7 @@ let package = Package(
         .testTarget(name: "BLEHCITests", dependencies: ["BLEHCI", "BLECore", nioCore], swiftSettings: strict),
         .testTarget(name: "BLEL2CAPTests", dependencies: ["BLEL2CAP", "BLECore", nioCore], swiftSettings: strict),
         .testTarget(name: "BLEATTTests", dependencies: ["BLEATT", "BLECore", nioCore], swiftSettings: strict),
+        .testTarget(name: "BLESMPTests", dependencies: ["BLESMP", "BLECore"], swiftSettings: strict),
         .testTarget(
             name: "BLEGATTTests", dependencies: ["BLEGATT", "BLEATT", "BLECore", nioCore], swiftSettings: strict),
         .testTarget(
