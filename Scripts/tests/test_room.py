@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Checks the shared room (`ble room`, the `room` transport, the tool's default) as users see it: several `ble`
 processes meeting in one room, a value written by one command read by the next, the room started by the first
-command, its status, its stop and its idle stop. Each test has a room of its own (a private XDG_RUNTIME_DIR),
-stopped at the end even when the test fails. The room runs in real time; every wait is bounded. Standard
-library only."""
+command, its status, its stop and its idle stop, and what a command says when the room goes away under it. Each
+test has a room of its own (a private XDG_RUNTIME_DIR), stopped at the end even when the test fails. The room runs
+in real time; every wait is bounded. Standard library only."""
 import json
 import os
 import shutil
@@ -43,6 +43,10 @@ class Room:
         process = subprocess.Popen([BLE, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=self.env)
         self.processes.append(process)
         return process
+
+    def went_away(self):
+        """What a command attached to this room says when the room goes away under it."""
+        return f"ble: the shared room went away (log: {os.path.join(self.folder, 'room.log')})"
 
     def pid(self):
         try:
@@ -212,6 +216,34 @@ class SharedRoomTests(unittest.TestCase):
         self.assertEqual(result.returncode, 2, result.stdout + result.stderr)
         self.assertIn("can be written by others", result.stderr)
         self.assertEqual(len(result.stderr.strip().splitlines()), 1, result.stderr)
+
+    def test_a_command_says_when_the_room_is_stopped_under_it(self):
+        room = Room(self)
+        serve = room.start("serve", "heart-rate", "--name", "Short-lived HRM", "--duration", "120")
+        read_line(serve, "advertising", 30)
+        subscribe = room.start("subscribe", "Short-lived HRM", "2A37")
+        read_line(subscribe, " notify ", 30)
+        # One that would try again and again for ever: the room will not come back.
+        connect = room.start("connect", "HRM-Demo", "--reconnect")
+        read_line(connect, "connected to HRM-Demo", 30)
+        stop = room.ble("room", "stop")
+        self.assertEqual(stop.returncode, 0, stop.stderr)
+        for process in (serve, subscribe, connect):
+            _, err = process.communicate(timeout=COMMAND)
+            self.assertEqual(process.returncode, 2, err.decode())
+            self.assertEqual(err.decode().strip().splitlines()[-1], room.went_away(), err.decode())
+
+    def test_a_command_says_when_the_room_is_killed_under_it(self):
+        room = Room(self)
+        subscribe = room.start("subscribe", "HRM-Demo", "2A37")
+        read_line(subscribe, " notify ", 30)
+        os.kill(room.pid(), signal.SIGKILL)
+        _, err = subscribe.communicate(timeout=COMMAND)
+        self.assertEqual(subscribe.returncode, 2, err.decode())
+        self.assertEqual(err.decode().strip().splitlines()[-1], room.went_away(), err.decode())
+        # The next command starts a new room over what the killed one left.
+        read = room.ble("read", "HRM-Demo", "2A38")
+        self.assertEqual(read.returncode, 0, read.stderr)
 
     def test_bad_idle_timeouts_are_refused(self):
         room = Room(self)
