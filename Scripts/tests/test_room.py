@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
 """Checks the shared room (`ble room`, the `room` transport, the tool's default) as users see it: several `ble`
 processes meeting in one room, a value written by one command read by the next, the room started by the first
-command, its status, its stop and its idle stop, and what a command says when the room goes away under it. Each
-test has a room of its own (a private XDG_RUNTIME_DIR), stopped at the end even when the test fails. The room runs
-in real time; every wait is bounded. Standard library only."""
+command, its status, its stop and its idle stop, and what a command says when the room goes away under it or
+cannot start. Each test has a room of its own (a private XDG_RUNTIME_DIR), stopped at the end even when the test
+fails. The room runs in real time; every wait is bounded. Standard library only."""
 import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import tempfile
 import time
@@ -244,6 +245,22 @@ class SharedRoomTests(unittest.TestCase):
         # The next command starts a new room over what the killed one left.
         read = room.ble("read", "HRM-Demo", "2A38")
         self.assertEqual(read.returncode, 0, read.stderr)
+
+    def test_a_failed_start_quotes_only_what_that_room_wrote(self):
+        room = Room(self)
+        os.makedirs(room.folder, mode=0o700)
+        with open(os.path.join(room.folder, "room.log"), "w") as f:
+            f.write("2026-01-01T00:00:00.000Z room stopped (an earlier room's last words)\n")
+        busy = socket.socket()
+        self.addCleanup(busy.close)
+        busy.bind(("127.0.0.1", 0))
+        busy.listen(1)
+        port = busy.getsockname()[1]
+        result = room.ble("room", "start", "--h4", f"tcp-server:127.0.0.1:{port}")
+        self.assertEqual(result.returncode, 2, result.stdout + result.stderr)
+        self.assertIn("ble: the shared room did not start: the room cannot listen", result.stderr)
+        self.assertNotIn("earlier room", result.stderr)
+        self.assertEqual(len(result.stderr.strip().splitlines()), 1, result.stderr)
 
     def test_bad_idle_timeouts_are_refused(self):
         room = Room(self)

@@ -44,6 +44,8 @@ enum RoomClient {
         // have made it first.
         try paths.prepare()
         if let status = await status(paths) { return (status, false) }
+        // What the log holds already is earlier rooms' story: a failure quotes only what this one writes.
+        let logStart = logSize(paths)
         let child = try spawn(paths, arguments: arguments)
         let deadline = ContinuousClock.now + startLimit
         while ContinuousClock.now < deadline {
@@ -51,9 +53,10 @@ enum RoomClient {
             if !child.isRunning {
                 // It ended: another room won the race (then it answers now), or it could not start (its log says).
                 if let status = await status(paths) { return (status, false) }
-                throw ToolError(
-                    .transport,
-                    "the shared room did not start: \(lastLogLine(paths) ?? "no reason given") (log: \(paths.log))")
+                var reason = lastLogLine(paths, from: logStart) ?? "no reason given"
+                // Its own error line ("ble: ..."), quoted inside ours, needs the tool's name no more.
+                if reason.hasPrefix("ble: ") { reason.removeFirst(5) }
+                throw ToolError(.transport, "the shared room did not start: \(reason) (log: \(paths.log))")
             }
             try? await Task.sleep(for: .milliseconds(50))
         }
@@ -94,9 +97,22 @@ enum RoomClient {
         return Bundle.main.executablePath ?? CommandLine.arguments[0]
     }
 
-    /// The log's last line that says something, for an error.
-    static func lastLogLine(_ paths: RoomPaths) -> String? {
-        guard let text = try? String(contentsOfFile: paths.log, encoding: .utf8) else { return nil }
-        return text.split(separator: "\n").last.map(String.init)
+    /// How long the room's log is now (0 when there is none).
+    static func logSize(_ paths: RoomPaths) -> UInt64 {
+        var info = stat()
+        return stat(paths.log, &info) == 0 ? UInt64(info.st_size) : 0
+    }
+
+    /// The last line that says something among those written to the room's log from byte `start` on (from the
+    /// beginning if the log is now shorter: it was replaced); nil when there is none.
+    static func lastLogLine(_ paths: RoomPaths, from start: UInt64 = 0) -> String? {
+        guard let file = FileHandle(forReadingAtPath: paths.log) else { return nil }
+        defer { try? file.close() }
+        let size = (try? file.seekToEnd()) ?? 0
+        guard (try? file.seek(toOffset: start <= size ? start : 0)) != nil,
+            let data = try? file.readToEnd()
+        else { return nil }
+        return String(decoding: data, as: UTF8.self).split(whereSeparator: \.isNewline)
+            .map { $0.trimmingCharacters(in: .whitespaces) }.last { !$0.isEmpty }
     }
 }
