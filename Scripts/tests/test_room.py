@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Checks the shared room (`ble room`, the `room` transport, the tool's default) as users see it: several `ble`
 processes meeting in one room, a value written by one command read by the next, the room started by the first
-command, its status, its stop and its idle stop, and what a command says when the room goes away under it or
-cannot start. Each test has a room of its own (a private XDG_RUNTIME_DIR), stopped at the end even when the test
-fails. The room runs in real time; every wait is bounded. Standard library only."""
+command, its status, its stop and its idle stop, what a command says when the room goes away under it or cannot
+start, and the room's control socket with idle clients. Each test has a room of its own (a private
+XDG_RUNTIME_DIR), stopped at the end even when the test fails. The room runs in real time; every wait is bounded.
+Standard library only."""
 import json
 import os
 import shutil
@@ -261,6 +262,26 @@ class SharedRoomTests(unittest.TestCase):
         self.assertIn("ble: the shared room did not start: the room cannot listen", result.stderr)
         self.assertNotIn("earlier room", result.stderr)
         self.assertEqual(len(result.stderr.strip().splitlines()), 1, result.stderr)
+
+    def test_idle_control_connections_are_let_go(self):
+        room = Room(self)
+        self.assertEqual(room.ble("room", "start").returncode, 0)
+        control = os.path.join(room.folder, "room.ctl")
+        idle = []
+        for _ in range(100):
+            client = socket.socket(socket.AF_UNIX)
+            self.addCleanup(client.close)
+            client.connect(control)
+            idle.append(client)
+        status = room.ble("room", "status", "--json", timeout=30)
+        self.assertEqual(status.returncode, 0, status.stderr)
+        self.assertTrue(json.loads(status.stdout)["running"])
+        # The newest of them, which said nothing, is closed after a few seconds.
+        last = idle[-1]
+        last.settimeout(15)
+        started = time.monotonic()
+        self.assertEqual(last.recv(1), b"")
+        self.assertLess(time.monotonic() - started, 10)
 
     def test_bad_idle_timeouts_are_refused(self):
         room = Room(self)

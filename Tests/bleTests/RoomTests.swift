@@ -1,4 +1,5 @@
 import Foundation
+import NIOCore
 import Testing
 
 @testable import ble
@@ -10,8 +11,8 @@ import Testing
 #endif
 
 /// The shared room's parts that a user meets, tested without a room running: what a command says when the room
-/// goes away, and what a failed start quotes from the log. `Scripts/tests/test_room.py` checks the same with real
-/// rooms.
+/// goes away, what a failed start quotes from the log, and how the control socket treats clients that say
+/// nothing. `Scripts/tests/test_room.py` checks the same with real rooms.
 @Suite(.timeLimit(.minutes(1))) struct RoomTests {
     // MARK: A room that goes away
 
@@ -59,6 +60,57 @@ import Testing
         #expect(RoomClient.lastLogLine(paths, from: start) == "ble: cannot open room.lock")
     }
 
+    // MARK: The control socket
+
+    @Test func theRoomClosesAControlConnectionThatSaysNothing() async throws {
+        let folder = try Self.temporaryFolder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let path = folder + "/room.ctl"
+        let listener = try await RoomControl.listen(at: path, connectionLimit: .milliseconds(300)) { _ in "{}" }
+        defer { listener.close(promise: nil) }
+        let idle = try Self.connectClient(path)
+        defer { close(idle) }
+        let started = ContinuousClock.now
+        #expect(Self.closedByPeer(idle, within: .seconds(5)))
+        #expect(ContinuousClock.now - started < .seconds(3))
+        // A client that asks is still answered.
+        #expect(try await RoomControl.ask("status", at: path) == "{}")
+    }
+
+    @Test func idleControlConnectionsCannotCrowdOutAQuestion() async throws {
+        let folder = try Self.temporaryFolder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let path = folder + "/room.ctl"
+        let listener = try await RoomControl.listen(
+            at: path, connectionLimit: .seconds(30), maximumConnections: 4
+        ) { request in "answer to \(request)" }
+        defer { listener.close(promise: nil) }
+        var idle: [Int32] = []
+        defer {
+            for descriptor in idle { close(descriptor) }
+        }
+        for _ in 0..<12 { idle.append(try Self.connectClient(path)) }
+        #expect(try await RoomControl.ask("status", at: path, timeout: .seconds(5)) == "answer to status")
+        // The oldest were let go to make room, long before their time was up: all but the 3 newest (the question
+        // was the fourth).
+        let closed = idle.indices.filter { Self.closedByPeer(idle[$0], within: .seconds(1)) }
+        #expect(closed == Array(0..<9))
+    }
+
+    @Test func askingARoomThatNeverAnswersGivesUp() async throws {
+        let folder = try Self.temporaryFolder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let path = folder + "/room.ctl"
+        // Listens and never accepts: a connection succeeds (the backlog takes it) and nothing ever answers.
+        let silent = try Self.listenWithoutAccepting(path)
+        defer { close(silent) }
+        let started = ContinuousClock.now
+        await #expect(throws: (any Error).self) {
+            try await RoomControl.ask("status", at: path, timeout: .milliseconds(300))
+        }
+        #expect(ContinuousClock.now - started < .seconds(3))
+    }
+
     // MARK: Helpers
 
     /// A new folder of the test's own, short enough for a socket path.
@@ -76,5 +128,64 @@ import Testing
         defer { try? file.close() }
         try file.seekToEnd()
         try file.write(contentsOf: Data(text.utf8))
+    }
+
+    static func address(_ path: String) -> sockaddr_un {
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            for (index, byte) in path.utf8.prefix(raw.count - 1).enumerated() { raw[index] = byte }
+        }
+        return address
+    }
+
+    static func socketDescriptor() throws -> Int32 {
+        #if canImport(Glibc)
+            let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        #else
+            let descriptor = socket(AF_UNIX, SOCK_STREAM, 0)
+        #endif
+        guard descriptor >= 0 else { throw POSIXError(.EIO) }
+        return descriptor
+    }
+
+    /// A client connection to the Unix socket at `path`.
+    static func connectClient(_ path: String) throws -> Int32 {
+        let descriptor = try socketDescriptor()
+        var address = address(path)
+        let result = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        guard result == 0 else {
+            close(descriptor)
+            throw POSIXError(.ECONNREFUSED)
+        }
+        return descriptor
+    }
+
+    /// A socket listening at `path` that never accepts.
+    static func listenWithoutAccepting(_ path: String) throws -> Int32 {
+        let descriptor = try socketDescriptor()
+        var address = address(path)
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        guard bound == 0, listen(descriptor, 8) == 0 else {
+            close(descriptor)
+            throw POSIXError(.EADDRINUSE)
+        }
+        return descriptor
+    }
+
+    /// Whether the other end closes the connection `descriptor` (reading shows its end) within `limit`.
+    static func closedByPeer(_ descriptor: Int32, within limit: Duration) -> Bool {
+        var entry = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+        guard poll(&entry, 1, Int32(limit.components.seconds * 1000)) == 1 else { return false }
+        var byte: UInt8 = 0
+        return read(descriptor, &byte, 1) <= 0
     }
 }
