@@ -2,9 +2,9 @@
 """Checks the shared room (`ble room`, the `room` transport, the tool's default) as users see it: several `ble`
 processes meeting in one room, a value written by one command read by the next, the room started by the first
 command, its status, its stop and its idle stop, what a command says when the room goes away under it or cannot
-start, and the room's control socket with idle clients. Each test has a room of its own (a private
-XDG_RUNTIME_DIR), stopped at the end even when the test fails. The room runs in real time; every wait is bounded.
-Standard library only."""
+start, the room's own session, and its control socket with idle clients. Each test has a room of its own (a
+private XDG_RUNTIME_DIR), stopped at the end even when the test fails. The room runs in real time; every wait is
+bounded. Standard library only."""
 import json
 import os
 import shutil
@@ -262,6 +262,26 @@ class SharedRoomTests(unittest.TestCase):
         self.assertIn("ble: the shared room did not start: the room cannot listen", result.stderr)
         self.assertNotIn("earlier room", result.stderr)
         self.assertEqual(len(result.stderr.strip().splitlines()), 1, result.stderr)
+
+    def test_the_room_runs_in_a_session_of_its_own(self):
+        room = Room(self)
+        extra_path = os.path.join(room.runtime, "extra")
+        with open(extra_path, "w") as extra:
+            # A file the starting command holds (and would hand down if nothing closed it).
+            start = subprocess.run([BLE, "room", "start"], capture_output=True, text=True, timeout=COMMAND,
+                                   env=room.env, pass_fds=(extra.fileno(),))
+        self.assertEqual(start.returncode, 0, start.stderr)
+        pid = room.pid()
+        # Out of reach of this terminal's Ctrl-C and hang-up from its first instruction: it leads its own session.
+        self.assertEqual(os.getsid(pid), pid)
+        self.assertEqual(os.getpgid(pid), pid)
+        self.assertNotEqual(os.getsid(pid), os.getsid(0))
+        fds = f"/proc/{pid}/fd"
+        if os.path.isdir(fds):
+            targets = {int(fd): os.readlink(os.path.join(fds, fd)) for fd in os.listdir(fds)}
+            log = os.path.join(room.folder, "room.log")
+            self.assertEqual((targets[0], targets[1], targets[2]), ("/dev/null", log, log))
+            self.assertNotIn(extra_path, targets.values())
 
     def test_idle_control_connections_are_let_go(self):
         room = Room(self)

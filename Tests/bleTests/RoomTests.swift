@@ -10,9 +10,9 @@ import Testing
     import Darwin
 #endif
 
-/// The shared room's parts that a user meets, tested without a room running: what a command says when the room
-/// goes away, what a failed start quotes from the log, and how the control socket treats clients that say
-/// nothing. `Scripts/tests/test_room.py` checks the same with real rooms.
+/// The shared room's parts that a user meets without a room running: what a command says when the room goes
+/// away, what a failed start quotes from the log, how the control socket treats clients that say nothing, and how
+/// the room's process is started. `Scripts/tests/test_room.py` checks the same with real rooms.
 @Suite(.timeLimit(.minutes(1))) struct RoomTests {
     // MARK: A room that goes away
 
@@ -109,6 +109,64 @@ import Testing
             try await RoomControl.ask("status", at: path, timeout: .milliseconds(300))
         }
         #expect(ContinuousClock.now - started < .seconds(3))
+    }
+
+    // MARK: Starting the room's process
+
+    @Test func aDaemonStartsInASessionOfItsOwnWithItsOutputInTheLog() async throws {
+        let folder = try Self.temporaryFolder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let log = folder + "/room.log"
+        try Self.append("an earlier line\n", to: log)
+        // A file of ours that a child would inherit if nothing closed it.
+        let ours = open(folder + "/ours", O_WRONLY | O_CREAT, 0o600)
+        #expect(ours > STDERR_FILENO)
+        defer { close(ours) }
+        let script = """
+            echo out; echo err >&2
+            if read line; then echo "read $line"; else echo "stdin: end"; fi
+            if [ -e /dev/fd/\(ours) ]; then echo "fd \(ours): inherited"; else echo "fd \(ours): closed"; fi
+            exec sleep 20
+            """
+        let child = try DaemonProcess.spawn("/bin/sh", arguments: ["-c", script], log: log)
+        defer { child.terminate() }
+        #expect(child.isRunning)
+        #expect(getsid(child.pid) == child.pid, "it leads a session of its own")
+        #expect(getpgid(child.pid) == child.pid)
+        let expected = "an earlier line\nout\nerr\nstdin: end\nfd \(ours): closed\n"
+        let deadline = ContinuousClock.now + .seconds(10)
+        var text = ""
+        while ContinuousClock.now < deadline {
+            text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+            if text == expected { break }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(text == expected)
+    }
+
+    @Test func aDaemonThatEndsIsCollected() async throws {
+        let folder = try Self.temporaryFolder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let child = try DaemonProcess.spawn("/bin/sh", arguments: ["-c", "exit 3"], log: folder + "/room.log")
+        let deadline = ContinuousClock.now + .seconds(10)
+        while child.isRunning, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        #expect(!child.isRunning)
+        #expect(!child.isRunning, "and says so again")
+        #expect(kill(child.pid, 0) != 0, "no zombie is left")
+    }
+
+    @Test func aDaemonThatCannotStartIsNamed() throws {
+        let folder = try Self.temporaryFolder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        #expect(throws: ToolError.self) {
+            try DaemonProcess.spawn(folder + "/missing", arguments: [], log: folder + "/room.log")
+        }
+        do {
+            _ = try DaemonProcess.spawn("/bin/sh", arguments: [], log: folder + "/no/such/room.log")
+            Issue.record("a log that cannot be opened is an error")
+        } catch {
+            #expect(error.message.hasPrefix("cannot open \(folder)/no/such/room.log: "))
+        }
     }
 
     // MARK: Helpers

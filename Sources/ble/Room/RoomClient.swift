@@ -49,7 +49,10 @@ enum RoomClient {
         let child = try spawn(paths, arguments: arguments)
         let deadline = ContinuousClock.now + startLimit
         while ContinuousClock.now < deadline {
-            if let status = await status(paths) { return (status, true) }
+            if let status = await status(paths) {
+                child.reapWhenItEnds()
+                return (status, true)
+            }
             if !child.isRunning {
                 // It ended: another room won the race (then it answers now), or it could not start (its log says).
                 if let status = await status(paths) { return (status, false) }
@@ -64,29 +67,15 @@ enum RoomClient {
         throw ToolError(.transport, "the shared room did not answer within \(startLimit) (log: \(paths.log))")
     }
 
-    /// Starts `ble room --daemon` in a session of its own (a Ctrl-C in this terminal does not reach it), its
-    /// output appended to the room's log.
-    private static func spawn(_ paths: RoomPaths, arguments: [String]) throws(ToolError) -> Process {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executablePath)
-        process.arguments = ["room", "run", "--daemon"] + arguments
+    /// Starts `ble room run --daemon` in a session of its own from the start (a Ctrl-C in this terminal never
+    /// reaches it), its output appended to the room's log.
+    private static func spawn(_ paths: RoomPaths, arguments: [String]) throws(ToolError) -> DaemonProcess {
         do {
-            if !FileManager.default.fileExists(atPath: paths.log) {
-                _ = FileManager.default.createFile(
-                    atPath: paths.log, contents: nil, attributes: [.posixPermissions: 0o600])
-            }
-            let log = try FileHandle(forWritingTo: URL(fileURLWithPath: paths.log))
-            log.seekToEndOfFile()
-            process.standardOutput = log
-            process.standardError = log
-            process.standardInput = FileHandle.nullDevice
-            try process.run()
-            try? log.close()
+            return try DaemonProcess.spawn(
+                executablePath, arguments: ["room", "run", "--daemon"] + arguments, log: paths.log)
         } catch {
-            throw ToolError(
-                .transport, "cannot start the shared room (\(executablePath)): \(error.localizedDescription)")
+            throw ToolError(.transport, "cannot start the shared room: \(error.message)")
         }
-        return process
     }
 
     /// This program's own file.
