@@ -141,7 +141,9 @@ let package = Package(
         // Scripts/tests/test_cli.py checks the built tool from outside.
         .testTarget(
             name: "bleTests",
-            dependencies: ["ble", "BLE", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            dependencies: [
+                "ble", "BLE", nioCore, .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
             swiftSettings: strict),
     ]
 )

@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
 """Checks the shared room (`ble room`, the `room` transport, the tool's default) as users see it: several `ble`
 processes meeting in one room, a value written by one command read by the next, the room started by the first
-command, its status, its stop and its idle stop. Each test has a room of its own (a private XDG_RUNTIME_DIR),
-stopped at the end even when the test fails. The room runs in real time; every wait is bounded. Standard
-library only."""
+command, its status, its stop and its idle stop, what a command says when the room goes away under it or cannot
+start, the room's own session, and its control socket with idle clients. Each test has a room of its own (a
+private XDG_RUNTIME_DIR), stopped at the end even when the test fails. The room runs in real time; every wait is
+bounded. Standard library only."""
 import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import tempfile
 import time
@@ -44,6 +46,10 @@ class Room:
                                    env=self.env)
         self.processes.append(process)
         return process
+
+    def went_away(self):
+        """What a command attached to this room says when the room goes away under it."""
+        return f"ble: the shared room went away (log: {os.path.join(self.folder, 'room.log')})"
 
     def pid(self):
         try:
@@ -231,6 +237,90 @@ class SharedRoomTests(unittest.TestCase):
         self.assertEqual(result.returncode, 2, result.stdout + result.stderr)
         self.assertIn("can be written by others", result.stderr)
         self.assertEqual(len(result.stderr.strip().splitlines()), 1, result.stderr)
+
+    def test_a_command_says_when_the_room_is_stopped_under_it(self):
+        room = Room(self)
+        serve = room.start("serve", "heart-rate", "--name", "Short-lived HRM", "--duration", "120")
+        read_line(serve, "advertising", 30)
+        subscribe = room.start("subscribe", "Short-lived HRM", "2A37")
+        read_line(subscribe, " notify ", 30)
+        # One that would try again and again for ever: the room will not come back.
+        connect = room.start("connect", "HRM-Demo", "--reconnect")
+        read_line(connect, "connected to HRM-Demo", 30)
+        stop = room.ble("room", "stop")
+        self.assertEqual(stop.returncode, 0, stop.stderr)
+        for process in (serve, subscribe, connect):
+            _, err = process.communicate(timeout=COMMAND)
+            self.assertEqual(process.returncode, 2, err.decode())
+            self.assertEqual(err.decode().strip().splitlines()[-1], room.went_away(), err.decode())
+
+    def test_a_command_says_when_the_room_is_killed_under_it(self):
+        room = Room(self)
+        subscribe = room.start("subscribe", "HRM-Demo", "2A37")
+        read_line(subscribe, " notify ", 30)
+        os.kill(room.pid(), signal.SIGKILL)
+        _, err = subscribe.communicate(timeout=COMMAND)
+        self.assertEqual(subscribe.returncode, 2, err.decode())
+        self.assertEqual(err.decode().strip().splitlines()[-1], room.went_away(), err.decode())
+        # The next command starts a new room over what the killed one left.
+        read = room.ble("read", "HRM-Demo", "2A38")
+        self.assertEqual(read.returncode, 0, read.stderr)
+
+    def test_a_failed_start_quotes_only_what_that_room_wrote(self):
+        room = Room(self)
+        os.makedirs(room.folder, mode=0o700)
+        with open(os.path.join(room.folder, "room.log"), "w") as f:
+            f.write("2026-01-01T00:00:00.000Z room stopped (an earlier room's last words)\n")
+        busy = socket.socket()
+        self.addCleanup(busy.close)
+        busy.bind(("127.0.0.1", 0))
+        busy.listen(1)
+        port = busy.getsockname()[1]
+        result = room.ble("room", "start", "--h4", f"tcp-server:127.0.0.1:{port}")
+        self.assertEqual(result.returncode, 2, result.stdout + result.stderr)
+        self.assertIn("ble: the shared room did not start: the room cannot listen", result.stderr)
+        self.assertNotIn("earlier room", result.stderr)
+        self.assertEqual(len(result.stderr.strip().splitlines()), 1, result.stderr)
+
+    def test_the_room_runs_in_a_session_of_its_own(self):
+        room = Room(self)
+        extra_path = os.path.join(room.runtime, "extra")
+        with open(extra_path, "w") as extra:
+            # A file the starting command holds (and would hand down if nothing closed it).
+            start = subprocess.run([BLE, "room", "start"], capture_output=True, text=True, timeout=COMMAND,
+                                   env=room.env, pass_fds=(extra.fileno(),))
+        self.assertEqual(start.returncode, 0, start.stderr)
+        pid = room.pid()
+        # Out of reach of this terminal's Ctrl-C and hang-up from its first instruction: it leads its own session.
+        self.assertEqual(os.getsid(pid), pid)
+        self.assertEqual(os.getpgid(pid), pid)
+        self.assertNotEqual(os.getsid(pid), os.getsid(0))
+        fds = f"/proc/{pid}/fd"
+        if os.path.isdir(fds):
+            targets = {int(fd): os.readlink(os.path.join(fds, fd)) for fd in os.listdir(fds)}
+            log = os.path.join(room.folder, "room.log")
+            self.assertEqual((targets[0], targets[1], targets[2]), ("/dev/null", log, log))
+            self.assertNotIn(extra_path, targets.values())
+
+    def test_idle_control_connections_are_let_go(self):
+        room = Room(self)
+        self.assertEqual(room.ble("room", "start").returncode, 0)
+        control = os.path.join(room.folder, "room.ctl")
+        idle = []
+        for _ in range(100):
+            client = socket.socket(socket.AF_UNIX)
+            self.addCleanup(client.close)
+            client.connect(control)
+            idle.append(client)
+        status = room.ble("room", "status", "--json", timeout=30)
+        self.assertEqual(status.returncode, 0, status.stderr)
+        self.assertTrue(json.loads(status.stdout)["running"])
+        # The newest of them, which said nothing, is closed after a few seconds.
+        last = idle[-1]
+        last.settimeout(15)
+        started = time.monotonic()
+        self.assertEqual(last.recv(1), b"")
+        self.assertLess(time.monotonic() - started, 10)
 
     def test_bad_idle_timeouts_are_refused(self):
         room = Room(self)

@@ -119,9 +119,13 @@ struct ServeCommand: AsyncParsableCommand {
         let served = Mutex<ServedDevice?>(nil)
         let device = ServedDevice(
             system: system, profile: definition, log: { Output.line("\(Timestamp.now()) \($0)") },
-            onStarted: { error in
+            onStarted: { [session] error in
                 if let error {
-                    outcome.fail(ToolError(error, doing: "serving \(advertised.deviceName)"))
+                    // The served device tells the controller's going away as `.transportClosed`.
+                    let gone = (error as? BluetoothError)?.code == .transportClosed
+                    outcome.fail(
+                        session.explained(
+                            ToolError(error, doing: "serving \(advertised.deviceName)"), controllerGone: gone))
                     return
                 }
                 let services = advertised.servicesToAdvertise.map(\.uuidString).joined(separator: ", ")

@@ -44,16 +44,22 @@ enum RoomClient {
         // have made it first.
         try paths.prepare()
         if let status = await status(paths) { return (status, false) }
+        // What the log holds already is earlier rooms' story: a failure quotes only what this one writes.
+        let logStart = logSize(paths)
         let child = try spawn(paths, arguments: arguments)
         let deadline = ContinuousClock.now + startLimit
         while ContinuousClock.now < deadline {
-            if let status = await status(paths) { return (status, true) }
+            if let status = await status(paths) {
+                child.reapWhenItEnds()
+                return (status, true)
+            }
             if !child.isRunning {
                 // It ended: another room won the race (then it answers now), or it could not start (its log says).
                 if let status = await status(paths) { return (status, false) }
-                throw ToolError(
-                    .transport,
-                    "the shared room did not start: \(lastLogLine(paths) ?? "no reason given") (log: \(paths.log))")
+                var reason = lastLogLine(paths, from: logStart) ?? "no reason given"
+                // Its own error line ("ble: ..."), quoted inside ours, needs the tool's name no more.
+                if reason.hasPrefix("ble: ") { reason.removeFirst(5) }
+                throw ToolError(.transport, "the shared room did not start: \(reason) (log: \(paths.log))")
             }
             try? await Task.sleep(for: .milliseconds(50))
         }
@@ -61,29 +67,15 @@ enum RoomClient {
         throw ToolError(.transport, "the shared room did not answer within \(startLimit) (log: \(paths.log))")
     }
 
-    /// Starts `ble room --daemon` in a session of its own (a Ctrl-C in this terminal does not reach it), its
-    /// output appended to the room's log.
-    private static func spawn(_ paths: RoomPaths, arguments: [String]) throws(ToolError) -> Process {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executablePath)
-        process.arguments = ["room", "run", "--daemon"] + arguments
+    /// Starts `ble room run --daemon` in a session of its own from the start (a Ctrl-C in this terminal never
+    /// reaches it), its output appended to the room's log.
+    private static func spawn(_ paths: RoomPaths, arguments: [String]) throws(ToolError) -> DaemonProcess {
         do {
-            if !FileManager.default.fileExists(atPath: paths.log) {
-                _ = FileManager.default.createFile(
-                    atPath: paths.log, contents: nil, attributes: [.posixPermissions: 0o600])
-            }
-            let log = try FileHandle(forWritingTo: URL(fileURLWithPath: paths.log))
-            log.seekToEndOfFile()
-            process.standardOutput = log
-            process.standardError = log
-            process.standardInput = FileHandle.nullDevice
-            try process.run()
-            try? log.close()
+            return try DaemonProcess.spawn(
+                executablePath, arguments: ["room", "run", "--daemon"] + arguments, log: paths.log)
         } catch {
-            throw ToolError(
-                .transport, "cannot start the shared room (\(executablePath)): \(error.localizedDescription)")
+            throw ToolError(.transport, "cannot start the shared room: \(error.message)")
         }
-        return process
     }
 
     /// This program's own file.
@@ -94,9 +86,22 @@ enum RoomClient {
         return Bundle.main.executablePath ?? CommandLine.arguments[0]
     }
 
-    /// The log's last line that says something, for an error.
-    static func lastLogLine(_ paths: RoomPaths) -> String? {
-        guard let text = try? String(contentsOfFile: paths.log, encoding: .utf8) else { return nil }
-        return text.split(separator: "\n").last.map(String.init)
+    /// How long the room's log is now (0 when there is none).
+    static func logSize(_ paths: RoomPaths) -> UInt64 {
+        var info = stat()
+        return stat(paths.log, &info) == 0 ? UInt64(info.st_size) : 0
+    }
+
+    /// The last line that says something among those written to the room's log from byte `start` on (from the
+    /// beginning if the log is now shorter: it was replaced); nil when there is none.
+    static func lastLogLine(_ paths: RoomPaths, from start: UInt64 = 0) -> String? {
+        guard let file = FileHandle(forReadingAtPath: paths.log) else { return nil }
+        defer { try? file.close() }
+        let size = (try? file.seekToEnd()) ?? 0
+        guard (try? file.seek(toOffset: start <= size ? start : 0)) != nil,
+            let data = try? file.readToEnd()
+        else { return nil }
+        return String(decoding: data, as: UTF8.self).split(whereSeparator: \.isNewline)
+            .map { $0.trimmingCharacters(in: .whitespaces) }.last { !$0.isEmpty }
     }
 }

@@ -92,8 +92,10 @@ struct RoomRunCommand: AsyncParsableCommand {
     func run() async throws {
         log.install()
         if daemon {
-            // A session of its own: the terminal's Ctrl-C and hang-up are not the room's business.
-            _ = setsid()
+            // A session of its own: the terminal's Ctrl-C and hang-up are not the room's business. Started by a
+            // command it leads one already (`DaemonProcess`); started by hand, it is let go of the terminal here
+            // when it can be (a process group's leader, as a shell makes it, cannot).
+            if getsid(0) != getpid() { _ = setsid() }
             signal(SIGHUP, SIG_IGN)
         }
         // A log on a closed pipe (`ble room | head`) must not end the room with its sockets left behind.

@@ -5,15 +5,29 @@ import Synchronization
 
 /// The room's control socket: one request line in (`status`, `stop`), one answer line out, then the connection
 /// closes. `ble room status` and `stop` speak it; the room answers status as one JSON object.
+///
+/// Both sides bound their wait. The room closes a connection `connectionLimit` after it came, answered or not,
+/// and holds at most `maximumConnections` at once (one more closes the oldest), so clients that connect and say
+/// nothing can neither keep a connection for ever nor pile up; the asking side gives up after its `timeout`.
 enum RoomControl {
+    /// How long a connection may take to send its line and read the answer before the room closes it.
+    static let connectionLimit: Duration = .seconds(3)
+    /// How many connections the room holds at once.
+    static let maximumConnections = 32
+
     /// Listens at `path`; `answer` turns each request line into the answer line (without its newline).
     static func listen(
-        at path: String, answer: @escaping @Sendable (String) -> String
+        at path: String, connectionLimit: Duration = connectionLimit, maximumConnections: Int = maximumConnections,
+        answer: @escaping @Sendable (String) -> String
     ) async throws -> any Channel {
-        try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+        let connections = ControlConnections(maximum: maximumConnections)
+        // One event loop for the listener and every connection: they are counted in as they were accepted, so the
+        // oldest is the one let go (across loops, a later connection could be counted first).
+        return try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton.next())
             .childChannelInitializer { child in
                 child.eventLoop.makeCompletedFuture {
-                    try child.pipeline.syncOperations.addHandler(LineHandler(respond: answer))
+                    try child.pipeline.syncOperations.addHandler(
+                        LineHandler(connections: connections, limit: connectionLimit, respond: answer))
                 }
             }
             .bind(unixDomainSocketPath: path).get()
@@ -75,14 +89,59 @@ enum RoomControlError: Error, CustomStringConvertible {
     var description: String { "the room did not answer" }
 }
 
-/// The room's side: collects a line (at most 256 bytes), answers it, closes.
+/// The room's open control connections, oldest first.
+private final class ControlConnections: Sendable {
+    private let maximum: Int
+    private let open = Mutex<[(id: ObjectIdentifier, channel: any Channel)]>([])
+
+    init(maximum: Int) { self.maximum = maximum }
+
+    /// Counts `channel` in; returns the connections to close to stay within the maximum (the oldest).
+    func admit(_ channel: any Channel) -> [any Channel] {
+        open.withLock { open in
+            open.append((ObjectIdentifier(channel), channel))
+            let excess = max(0, open.count - maximum)
+            defer { open.removeFirst(excess) }
+            return open.prefix(excess).map(\.channel)
+        }
+    }
+
+    func remove(_ channel: any Channel) {
+        open.withLock { open in open.removeAll { $0.id == ObjectIdentifier(channel) } }
+    }
+}
+
+/// The room's side: collects a line (at most 256 bytes), answers it, closes; closes anyway after `limit`.
 private final class LineHandler: ChannelInboundHandler {
     typealias InboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer
     private var line: [UInt8] = []
+    private let connections: ControlConnections
+    private let limit: Duration
     private let respond: @Sendable (String) -> String
+    private var deadline: Scheduled<Void>?
 
-    init(respond: @escaping @Sendable (String) -> String) { self.respond = respond }
+    init(connections: ControlConnections, limit: Duration, respond: @escaping @Sendable (String) -> String) {
+        self.connections = connections
+        self.limit = limit
+        self.respond = respond
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        let channel = context.channel
+        deadline = context.eventLoop.scheduleTask(in: .nanoseconds(limit.clampedNanoseconds)) {
+            channel.close(promise: nil)
+        }
+        for oldest in connections.admit(channel) { oldest.close(promise: nil) }
+        context.fireChannelActive()
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        deadline?.cancel()
+        deadline = nil
+        connections.remove(context.channel)
+        context.fireChannelInactive()
+    }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         var buffer = Self.unwrapInboundIn(data)

@@ -41,7 +41,10 @@ enum CommandRun {
         } else {
             task = Task(operation: work)
         }
+        let manager = tool.manager
+        let watch = session.room == nil ? nil : failWhenGone(manager, outcome)
         let result = try await session.run(until: outcome, limit: limit)
+        watch?.cancel()
         if result == nil { task.cancel() }
         // The names and last-seen times of what this run saw, for the next run and `ble devices`.
         session.system.flushStore()
@@ -49,9 +52,25 @@ enum CommandRun {
         case .success?:
             return
         case .failure(let error)?:
-            throw error.report()
+            throw await session.explained(error, controllerGone: { manager.state == .poweredOff }).report()
         case nil:
             if Interrupt.shared.fired && !interruptedIsSuccess { throw ExitCode(130) }
+        }
+    }
+
+    /// On the shared room, a controller that went away never comes back (a closed transport is not opened again):
+    /// a flow that would go on waiting for it (`connect --reconnect` retrying) ends as failed with it, after a
+    /// moment in which it may end by itself.
+    private static func failWhenGone(_ manager: CentralManager, _ outcome: Outcome) -> Task<Void, Never> {
+        Task {
+            while !Task.isCancelled, outcome.result == nil {
+                if manager.state == .poweredOff {
+                    try? await Task.sleep(for: .seconds(1))
+                    if !Task.isCancelled { outcome.fail(ToolError(.transport, "the controller went away")) }
+                    return
+                }
+                try? await Task.sleep(for: .milliseconds(100))
+            }
         }
     }
 }

@@ -44,11 +44,14 @@ final class Session: Sendable {
     let system: BluetoothSystem
     let world: World?
     let pacing: SimulationPacing
+    /// The shared room's folder when the transport is `room`, else nil.
+    let room: RoomPaths?
 
-    private init(system: BluetoothSystem, world: World?, pacing: SimulationPacing) {
+    private init(system: BluetoothSystem, world: World?, pacing: SimulationPacing, room: RoomPaths? = nil) {
         self.system = system
         self.world = world
         self.pacing = pacing
+        self.room = room
     }
 
     /// Opens the transport. On `virtual`, builds the world and adds the tool's device to it under `name`;
@@ -79,8 +82,10 @@ final class Session: Sendable {
         })
         // The shared room: started in the background if it does not run, then reached as a device of its own.
         var connectSpec = spec
+        var room: RoomPaths?
         if spec == "room" {
             let paths = RoomPaths.locate()
+            room = paths
             let started = try await RoomClient.ensureRunning(paths).started
             if started, isatty(STDERR_FILENO) == 1 {
                 FileHandle.standardError.write(
@@ -93,7 +98,7 @@ final class Session: Sendable {
         do {
             let system = try await BluetoothSystem.connect(
                 transport: connectSpec, btsnoop: options.btsnoop, name: name, configuration: configuration)
-            return Session(system: system, world: nil, pacing: .realtime)
+            return Session(system: system, world: nil, pacing: .realtime, room: room)
         } catch let error as BluetoothError where error.code == .storeUnavailable {
             throw ToolError.storeUnavailable(error)
         } catch {
@@ -108,6 +113,27 @@ final class Session: Sendable {
             let named = message.contains(spec) || message.contains("'") ? message : "\(spec): \(message)"
             throw ToolError(.transport, "\(options.transportSource): \(named)")
         }
+    }
+
+    /// The error a command ends with, as its user should read it. On the shared room, a failure that came with
+    /// the controller going away (the room was stopped or killed under the command) is the room's story, not the
+    /// command's: it says so and where the room's log is. Otherwise `error` as it is.
+    func explained(_ error: ToolError, controllerGone: Bool) -> ToolError {
+        Self.explained(error, room: room, controllerGone: controllerGone)
+    }
+
+    /// As `explained(_:controllerGone:)`, with `controllerGone` asked again a moment later when it is false at
+    /// first: a closing transport fails what was pending before the managers hear that the power is off.
+    func explained(_ error: ToolError, controllerGone: @Sendable () -> Bool) async -> ToolError {
+        guard room != nil else { return error }
+        if controllerGone() { return explained(error, controllerGone: true) }
+        try? await Task.sleep(for: .milliseconds(20))
+        return explained(error, controllerGone: controllerGone())
+    }
+
+    static func explained(_ error: ToolError, room: RoomPaths?, controllerGone: Bool) -> ToolError {
+        guard let room, controllerGone else { return error }
+        return ToolError(.transport, "the shared room went away (log: \(room.log))")
     }
 
     /// Runs the world (or, over a real controller, waits) until `outcome` holds a result, SIGINT arrives, or
