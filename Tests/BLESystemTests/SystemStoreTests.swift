@@ -51,6 +51,29 @@ import Testing
         again.close()
     }
 
+    /// Two processes of one device (two `ble` commands at once) with the store open, both meeting a new device:
+    /// both print the same identifier, and what each writes about it afterwards lands. Before, the second's insert
+    /// failed ("UNIQUE constraint failed"), it kept an identifier of its own in memory, and its GATT cache could
+    /// not be written (a foreign key to a peer that was never stored).
+    @Test func twoProcessesMeetingOneDeviceGiveItOneIdentifier() throws {
+        let folder = try Folder()
+        let clock = Clock()
+        let first = try SystemStore(path: folder.file(), seed: 1, now: clock.read)
+        let second = try SystemStore(path: folder.file(), seed: 2, now: clock.read)
+        let a = first.identifier(for: Self.address(1))
+        let b = second.identifier(for: Self.address(1))
+        #expect(a == b)
+        second.setGATTCache(SystemStore.GATTCache(hash: [1, 2], record: [3]), for: b)
+        second.flush()
+        second.close()
+        first.close()
+        let later = try SystemStore(path: folder.file(), seed: 3, now: clock.read)
+        #expect(later.existingIdentifier(for: Self.address(1)) == a)
+        #expect(later.gattCache(for: a) == SystemStore.GATTCache(hash: [1, 2], record: [3]))
+        #expect(later.knownPeerCount == 1)
+        later.close()
+    }
+
     @Test func identifiersAreRandomPerSystemAndRepeatWithTheSeed() throws {
         let clock = Clock()
         let a = try SystemStore(path: nil, seed: 1, now: clock.read)

@@ -326,46 +326,67 @@ public final class SystemStore: Sendable {
 
     // MARK: Identifiers and known peers
 
-    /// The identifier of `address`, drawn and committed on first use. When the write fails (a full disk, a store
-    /// closed by `shutDown`), the identifier is kept in memory only, and the failure logged: it holds until
-    /// the process ends.
+    /// The identifier of `address`, drawn and committed on first use. Another process of the same device (two
+    /// `ble` commands at once) may have given the address an identifier since this store was opened: the one in
+    /// the file is then taken, so both print the same. When the write fails (a full disk, a store closed by
+    /// `shutDown`), the identifier is kept in memory only, and the failure logged: it holds until the process
+    /// ends.
     public func identifier(for address: BluetoothAddress) -> UUID {
         state.withLock { s -> UUID in
             if let known = s.byAddress[address] { return known }
             var identifier = draw(&s)
             while s.byIdentifier[identifier] != nil { identifier = draw(&s) }
-            let peer = KnownPeer(identifier: identifier, address: address, name: nil, lastSeen: now())
             let drawn = s.drawn
-            let evicted = s.byIdentifier.count >= Self.peerLimit ? oldest(s) : nil
+            let time = now()
+            var evicted = s.byIdentifier.count >= Self.peerLimit ? oldest(s) : nil
+            var adopted: UUID?
             do {
                 guard !s.closed else { throw StoreError(path: path ?? ":memory:", reason: "the store is closed") }
-                try database.write { db in
-                    if let evicted {
-                        try db.execute(sql: "DELETE FROM peer WHERE identifier = ?", arguments: [evicted.uuidString])
+                let inMemory = s.byIdentifier
+                try database.writeWithoutTransaction { db in
+                    // Immediate: the look and the insert are one step for every process of the device.
+                    try db.inTransaction(.immediate) {
+                        if let text = try String.fetchOne(
+                            db, sql: "SELECT identifier FROM peer WHERE address = ? AND addressType = ?",
+                            arguments: [Data(address.bytes), address.type.storeCode]),
+                            let existing = UUID(uuidString: text), inMemory[existing] == nil
+                        {
+                            adopted = existing
+                            return .commit
+                        }
+                        if let evicted {
+                            try db.execute(
+                                sql: "DELETE FROM peer WHERE identifier = ?", arguments: [evicted.uuidString])
+                        }
+                        try db.execute(
+                            sql: """
+                                INSERT INTO peer (identifier, address, addressType, name, lastSeen)
+                                VALUES (?, ?, ?, NULL, ?)
+                                """,
+                            arguments: [
+                                identifier.uuidString, Data(address.bytes), address.type.storeCode, time,
+                            ])
+                        try db.execute(
+                            sql: "INSERT OR REPLACE INTO meta (key, value) VALUES ('drawn', ?)",
+                            arguments: [Int64(bitPattern: drawn)])
+                        return .commit
                     }
-                    try db.execute(
-                        sql: """
-                            INSERT INTO peer (identifier, address, addressType, name, lastSeen)
-                            VALUES (?, ?, ?, NULL, ?)
-                            """,
-                        arguments: [
-                            identifier.uuidString, Data(address.bytes), address.type.storeCode, peer.lastSeen,
-                        ])
-                    try db.execute(
-                        sql: "INSERT OR REPLACE INTO meta (key, value) VALUES ('drawn', ?)",
-                        arguments: [Int64(bitPattern: drawn)])
                 }
             } catch {
                 logger.error(
                     "a peer's identifier is kept in memory only: it could not be written",
                     metadata: ["error": "\(Self.words(error))", "identifier": "\(identifier)"])
             }
+            if let adopted {
+                identifier = adopted
+                evicted = nil
+            }
             if let evicted, let gone = s.byIdentifier.removeValue(forKey: evicted) {
                 s.byAddress.removeValue(forKey: gone.address)
                 s.unwritten.remove(evicted)
                 s.unwrittenCaches.removeValue(forKey: evicted)
             }
-            s.byIdentifier[identifier] = peer
+            s.byIdentifier[identifier] = KnownPeer(identifier: identifier, address: address, name: nil, lastSeen: time)
             s.byAddress[address] = identifier
             return identifier
         }
