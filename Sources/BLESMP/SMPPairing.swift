@@ -9,8 +9,8 @@ import BLECore
 /// answered with OOB Not Available; the stack never has the peer's), and the signing key (CSRK: never offered,
 /// not asked for, and a Signing Information the peer sends anyway fails the pairing with Unspecified Reason).
 ///
-/// Random values come from `random` (the caller's generator, so a run can repeat), and the Secure Connections
-/// key pair from the 32 octets of `Configuration.privateKey`.
+/// Random values come from `random` (seeded by the caller, so a run can repeat), and the Secure Connections key
+/// pair from the 32 octets of `Configuration.privateKey`.
 ///
 /// - SeeAlso: Core Spec 5.4, Vol 3, Part H, 2.3 (pairing), 3.3 (the 30 s timer), 3.5–3.6 (the commands).
 public struct SMPPairing: Sendable {
@@ -154,7 +154,7 @@ public struct SMPPairing: Sendable {
     /// The addresses the link was made with, and their types (c1, f5 and f6 take them).
     let initiatorAddress: BluetoothAddress
     let responderAddress: BluetoothAddress
-    private let random: @Sendable (Int) -> [UInt8]
+    private var random: SMPRandom
 
     enum Phase: Sendable, Hashable {
         case idle
@@ -219,7 +219,7 @@ public struct SMPPairing: Sendable {
 
     public init(
         role: Role, configuration: Configuration, initiatorAddress: BluetoothAddress,
-        responderAddress: BluetoothAddress, random: @escaping @Sendable (Int) -> [UInt8]
+        responderAddress: BluetoothAddress, random: SMPRandom
     ) {
         self.role = role
         self.configuration = configuration
@@ -448,7 +448,7 @@ public struct SMPPairing: Sendable {
         case .responderDisplaysInitiatorInputs: displays = role == .responder
         }
         guard displays else { return [.requestPasskey] }
-        let octets = random(4)
+        let octets = random.next(4)
         let value = octets.reduce(UInt32(0)) { $0 << 8 | UInt32($1) } % 1_000_000
         return [.displayPasskey(value)] + passkeyKnown(value)
     }
@@ -498,7 +498,7 @@ public struct SMPPairing: Sendable {
         if method == .justWorks && !userAccepted { return [] }
         var actions: [Action] = []
         if !sentConfirm && (role == .initiator || peerConfirm != nil) {
-            localRandom = random(16)
+            localRandom = random.next(16)
             sentConfirm = true
             actions += sending(.pairingConfirm(legacyConfirm(tk: tk, random: localRandom)))
         }
@@ -596,7 +596,7 @@ public struct SMPPairing: Sendable {
             bit = 0
         }
         let (pka, pkb) = role == .initiator ? (keyPair.publicKey.x, peerKey.x) : (peerKey.x, keyPair.publicKey.x)
-        if localRandom.isEmpty { localRandom = random(16) }
+        if localRandom.isEmpty { localRandom = random.next(16) }
         // Who commits: both in Passkey Entry (the initiator first); only the responder otherwise.
         let commits = passkeyRound || role == .responder
         if commits && !sentConfirm && (role == .initiator || peerConfirm != nil || !passkeyRound) {
@@ -723,9 +723,9 @@ public struct SMPPairing: Sendable {
             : local.responderKeys.intersection(peer.responderKeys)
         var actions: [Action] = []
         if agreed.contains(.encryptionKey) && !secure {
-            let ltk = masked(random(16))
-            let ediv = random(2).reduce(UInt16(0)) { $0 << 8 | UInt16($1) }
-            let rand = random(8).reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+            let ltk = masked(random.next(16))
+            let ediv = random.next(2).reduce(UInt16(0)) { $0 << 8 | UInt16($1) }
+            let rand = random.next(8).reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
             result?.localLongTermKey = LongTermKey(key: ltk, ediv: ediv, rand: rand)
             actions += sending(.encryptionInformation(longTermKey: ltk))
             actions += sending(.centralIdentification(ediv: ediv, rand: rand))

@@ -11,19 +11,7 @@ import Testing
     static let centralAddress = BluetoothAddress(bytes: [0xC0, 0x11, 0x22, 0x33, 0x44, 0x55], type: .randomDevice)
     static let peripheralAddress = BluetoothAddress(bytes: [0x00, 0x1B, 0xDC, 0x0A, 0x12, 0x34])
 
-    /// A repeatable source of random octets (a counter through a mixing step).
-    final class Octets: Sendable {
-        private let state: Mutex<UInt64>
-        init(seed: UInt64) { state = Mutex(seed) }
-        func take(_ count: Int) -> [UInt8] {
-            state.withLock { s in
-                (0..<count).map { _ in
-                    s = s &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
-                    return UInt8(truncatingIfNeeded: s >> 33)
-                }
-            }
-        }
-    }
+    static func random(_ seed: UInt8) -> SMPRandom { SMPRandom(seed: [UInt8](repeating: seed, count: 16)) }
 
     /// What a scripted user does when asked.
     struct User {
@@ -59,16 +47,17 @@ import Testing
             central: SMPPairing.Configuration, peripheral: SMPPairing.Configuration, centralUser: User = User(),
             peripheralUser: User = User(), seed: UInt64 = 1
         ) {
-            let octets = Octets(seed: seed)
             self.central = Side(
                 machine: SMPPairing(
                     role: .initiator, configuration: central, initiatorAddress: SMPPairingTests.centralAddress,
-                    responderAddress: SMPPairingTests.peripheralAddress, random: { octets.take($0) }),
+                    responderAddress: SMPPairingTests.peripheralAddress,
+                    random: SMPPairingTests.random(UInt8(truncatingIfNeeded: seed))),
                 user: centralUser)
             self.peripheral = Side(
                 machine: SMPPairing(
                     role: .responder, configuration: peripheral, initiatorAddress: SMPPairingTests.centralAddress,
-                    responderAddress: SMPPairingTests.peripheralAddress, random: { octets.take($0) }),
+                    responderAddress: SMPPairingTests.peripheralAddress,
+                    random: SMPPairingTests.random(UInt8(truncatingIfNeeded: seed &+ 100))),
                 user: peripheralUser)
         }
 
@@ -350,7 +339,7 @@ extension SMPPairingTests {
     @Test func aPeerWithOurOOBDataIsRefused() {
         var peripheral = SMPPairing(
             role: .responder, configuration: Self.configuration(.noInputNoOutput, key: 2),
-            initiatorAddress: Self.centralAddress, responderAddress: Self.peripheralAddress, random: { _ in [] })
+            initiatorAddress: Self.centralAddress, responderAddress: Self.peripheralAddress, random: Self.random(9))
         let request = PairingFeatures(
             ioCapability: .noInputNoOutput, oobDataPresent: true, authentication: [.bonding, .secureConnections],
             initiatorKeys: [.encryptionKey], responderKeys: [.encryptionKey])
@@ -373,7 +362,7 @@ extension SMPPairingTests {
         ] {
             var peripheral = SMPPairing(
                 role: .responder, configuration: Self.configuration(.noInputNoOutput),
-                initiatorAddress: Self.centralAddress, responderAddress: Self.peripheralAddress, random: { _ in [] })
+                initiatorAddress: Self.centralAddress, responderAddress: Self.peripheralAddress, random: Self.random(9))
             #expect(
                 peripheral.handle(.received(.pairingRequest(request))).contains(
                     .send(.pairingFailed(.invalidParameters))))
@@ -385,7 +374,7 @@ extension SMPPairingTests {
             var peripheral = SMPPairing(
                 role: .responder, configuration: Self.configuration(.noInputNoOutput, key: 2),
                 initiatorAddress: Self.centralAddress, responderAddress: Self.peripheralAddress,
-                random: { Array(repeating: 7, count: $0) })
+                random: Self.random(7))
             let request = PairingFeatures(
                 ioCapability: .noInputNoOutput, authentication: [.bonding, .secureConnections],
                 initiatorKeys: [.encryptionKey], responderKeys: [.encryptionKey])
@@ -404,7 +393,7 @@ extension SMPPairingTests {
         var central = SMPPairing(
             role: .initiator, configuration: Self.configuration(.noInputNoOutput),
             initiatorAddress: Self.centralAddress, responderAddress: Self.peripheralAddress,
-            random: { Array(repeating: 7, count: $0) })
+            random: Self.random(7))
         let started = central.handle(.start)
         #expect(started.contains(.startTimer))
         #expect(central.handle(.timerExpired) == [.failed(.timeout)])
@@ -416,13 +405,13 @@ extension SMPPairingTests {
     @Test func anUnknownCommandIsNotSupportedAndAnUnexpectedOneUnspecified() {
         var peripheral = SMPPairing(
             role: .responder, configuration: Self.configuration(.noInputNoOutput),
-            initiatorAddress: Self.centralAddress, responderAddress: Self.peripheralAddress, random: { _ in [] })
+            initiatorAddress: Self.centralAddress, responderAddress: Self.peripheralAddress, random: Self.random(9))
         #expect(
             peripheral.handle(.received(.unknown(code: 0x20, data: []))).first
                 == .send(.pairingFailed(.commandNotSupported)))
         var other = SMPPairing(
             role: .responder, configuration: Self.configuration(.noInputNoOutput),
-            initiatorAddress: Self.centralAddress, responderAddress: Self.peripheralAddress, random: { _ in [] })
+            initiatorAddress: Self.centralAddress, responderAddress: Self.peripheralAddress, random: Self.random(9))
         #expect(
             other.handle(.received(.pairingRandom([UInt8](repeating: 0, count: 16)))).first
                 == .send(.pairingFailed(.unspecifiedReason)))
@@ -452,6 +441,20 @@ extension SMPPairingTests {
         #expect(link.central.failure == .local(.unspecifiedReason))
         #expect(link.peripheral.failure == .remote(.unspecifiedReason))
         #expect(link.central.result == nil)
+    }
+
+    @Test func theRandomSourceRepeatsWithItsSeedAndDiffersAcrossSeeds() {
+        var a = Self.random(1)
+        var b = Self.random(1)
+        var c = Self.random(2)
+        let first = a.next(5) + a.next(27)
+        #expect(first == b.next(32))
+        #expect(first != c.next(32))
+        #expect(Set(first).count > 16)
+        // A longer seed is folded in, not cut: two seeds that share their first 16 octets differ.
+        var long1 = SMPRandom(seed: [UInt8](repeating: 1, count: 16) + [1])
+        var long2 = SMPRandom(seed: [UInt8](repeating: 1, count: 16) + [2])
+        #expect(long1.next(16) != long2.next(16))
     }
 
     @Test(arguments: [
