@@ -82,10 +82,14 @@ let package = Package(
             ],
             swiftSettings: strict),
 
-        // The controller side: speaks HCI bytes only.
+        // The controller side: speaks HCI bytes only. swift-crypto's AES block is its link-layer encryption (CCM).
         .target(
             name: "BLEVirtualController",
-            dependencies: ["BLECore", "BLEHCI", "BLETransport", nioCore, collections, heap],
+            dependencies: [
+                "BLECore", "BLEHCI", "BLETransport", nioCore, collections, heap,
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CryptoExtras", package: "swift-crypto"),
+            ],
             swiftSettings: strict),
 
         // Public API.

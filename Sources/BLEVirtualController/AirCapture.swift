@@ -17,12 +17,17 @@ struct AirPacket: Sendable {
     var direction: UInt16
     /// The transmitter's power at the sniffer, dBm.
     var rssi: Int8
+    /// For an encrypted PDU: whether the sniffer checked its MIC, and whether the MIC was valid (then `pdu` shows
+    /// the payload decrypted, MIC kept, and `onAir` holds the PDU as transmitted, whose CRC the record carries).
+    var micChecked = false
+    var micValid = false
+    var onAir: [UInt8]?
 }
 
 /// Writes air packets as pcap with `LINKTYPE_BLUETOOTH_LE_LL_WITH_PHDR` (256): a 10-byte pseudo-header (channel,
 /// signal power, noise power, access address offenses, reference access address, flags), then the access
-/// address, the PDU and its CRC. Timestamps are virtual time from 2026-01-01T00:00:00Z, so a capture of the same
-/// run is the same file.
+/// address, the PDU and its CRC. An encrypted PDU is recorded decrypted, its MIC kept, and flagged so. Timestamps
+/// are virtual time from 2026-01-01T00:00:00Z, so a capture of the same run is the same file.
 ///
 /// Records are in time order, as a sniffer writes them. The radio makes packets in the order it processes
 /// events, which is not quite their order on the air (an exchange's packets are made when it ends, an
@@ -89,13 +94,17 @@ final class AirCaptureFile: Sendable {
             case .le2M: 1
             case .leCoded: 2
             }
-        let flags: UInt16 = 0x0001 | 0x0002 | 0x0010 | (packet.direction << 7) | (phy << 14)
+        var flags: UInt16 = 0x0001 | 0x0002 | 0x0010 | (packet.direction << 7) | (phy << 14)
+        // An encrypted PDU: the sniffer checked the CRC on what it received, and the MIC (0x1000), valid (0x2000)
+        // when it could decrypt the payload (0x0008). A reader cannot check a CRC over decrypted bytes itself.
+        if packet.micChecked { flags |= 0x0400 | 0x0800 | 0x1000 }
+        if packet.micValid { flags |= 0x0008 | 0x2000 }
         body.u16(flags)
         body.u32(packet.accessAddress)
         // LE Coded packets carry their coding indicator after the access address (0: S=8).
         if packet.phy == .leCoded { body.u8(0) }
         body.append(packet.pdu)
-        body.u24(Self.crc(packet.pdu, initial: packet.crcInit))
+        body.u24(Self.crc(packet.onAir ?? packet.pdu, initial: packet.crcInit))
         var record = ByteWriter(capacity: 16 + body.bytes.count)
         let seconds = packet.time / 1_000_000_000
         record.u32(UInt32(truncatingIfNeeded: Self.origin + seconds))

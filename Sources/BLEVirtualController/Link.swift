@@ -17,6 +17,17 @@ enum LLControlPDU {
     case featureRsp(features: UInt64)
     case versionInd(version: UInt8, company: UInt16, subversion: UInt16)
     case terminateInd(reason: UInt8)
+    // The encryption start and pause procedures (Vol 6, Part B, 5.1.3; PDUs in 2.4.2.4-2.4.2.7, 2.4.2.11-2.4.2.12).
+    /// LL_ENC_REQ: the LTK's Rand and EDIV, and the central's halves of the session key diversifier and IV.
+    case encReq(rand: UInt64, ediv: UInt16, skd: UInt64, iv: UInt32)
+    /// LL_ENC_RSP: the peripheral's halves of the session key diversifier and IV.
+    case encRsp(skd: UInt64, iv: UInt32)
+    case startEncReq
+    case startEncRsp
+    case pauseEncReq
+    case pauseEncRsp
+    /// LL_REJECT_IND (Vol 6, Part B, 2.4.2.14): an error code, for a peer that does not take LL_REJECT_EXT_IND.
+    case rejectInd(error: UInt8)
 
     /// Opcode + CtrData length in bytes (Vol 6, Part B, 2.4.2).
     var payloadLength: Int {
@@ -30,11 +41,16 @@ enum LLControlPDU {
         case .featureReq, .featureRsp: return 9
         case .versionInd: return 6
         case .terminateInd: return 2
+        case .encReq: return 23
+        case .encRsp: return 13
+        case .startEncReq, .startEncRsp, .pauseEncReq, .pauseEncRsp: return 1
+        case .rejectInd: return 2
         }
     }
 
     /// LL control opcodes used in LL_REJECT_EXT_IND.
     static let connectionParamReqOpcode: UInt8 = 0x0F
+    static let encReqOpcode: UInt8 = 0x03
 
     /// The PDU's payload on the air: opcode and CtrData (Vol 6, Part B, 2.4.2). Fields this model does not keep
     /// (window size and offset, preferred periodicity, the offsets of a parameters request) are sent as zero.
@@ -89,6 +105,23 @@ enum LLControlPDU {
         case .terminateInd(let reason):
             w.u8(0x02)
             w.u8(reason)
+        case .encReq(let rand, let ediv, let skd, let iv):
+            w.u8(Self.encReqOpcode)
+            w.u64(rand)
+            w.u16(ediv)
+            w.u64(skd)
+            w.u32(iv)
+        case .encRsp(let skd, let iv):
+            w.u8(0x04)
+            w.u64(skd)
+            w.u32(iv)
+        case .startEncReq: w.u8(0x05)
+        case .startEncRsp: w.u8(0x06)
+        case .pauseEncReq: w.u8(0x0A)
+        case .pauseEncRsp: w.u8(0x0B)
+        case .rejectInd(let error):
+            w.u8(0x0D)
+            w.u8(error)
         }
         return w.bytes
     }
@@ -123,6 +156,16 @@ struct LinkSide {
     var alive = true
     var control = Deque<LLControlPDU>()
     var data = Deque<PendingACL>()
+    /// PDUs of the encryption procedures: sent before anything else, and the only ones (with LL_TERMINATE_IND)
+    /// sent while a procedure holds the rest.
+    var encryptionControl = Deque<LLControlPDU>()
+    var encryption = LinkEncryption()
+    /// The PDU in flight as it goes on the air when this side encrypts: its payload encrypted, then the MIC; and the
+    /// packet counter it was sealed with. A retransmission sends the same bytes (Vol 6, Part E, 2).
+    var sealed: [UInt8]?
+    var sealedCounter: UInt64 = 0
+    /// The peer's LE features, once a feature exchange has told them.
+    var peerFeatures: UInt64?
     /// The head of `control`/`data` has reached the peer but its acknowledgement was lost; the peer will
     /// discard the retransmission (SN/NESN), so it is not delivered twice.
     var headDelivered = false
@@ -159,7 +202,15 @@ struct LinkSide {
     var terminating: UInt8?
     var terminateStart: Int64 = 0
 
-    var hasPendingTraffic: Bool { current != nil || !control.isEmpty || !data.isEmpty }
+    var hasPendingTraffic: Bool { current != nil || hasSendable }
+
+    /// Whether something could be sent after the PDU in flight: an encryption procedure's PDU, or, unless a
+    /// procedure holds them, other control PDUs and data; LL_TERMINATE_IND always.
+    var hasSendable: Bool {
+        if !encryptionControl.isEmpty { return true }
+        guard encryption.holdsTraffic else { return !control.isEmpty || !data.isEmpty }
+        return control.contains { if case .terminateInd = $0 { true } else { false } }
+    }
 
     /// The payload of the data PDU in flight: its piece of the oldest ACL packet (nil for a control PDU or none).
     var currentData: [UInt8]? {
@@ -169,29 +220,60 @@ struct LinkSide {
         return Array(head.data[head.offset..<head.offset + length])
     }
 
-    /// Whether something waits behind the PDU in flight (the MD bit).
-    var hasMoreThanCurrent: Bool {
+    /// The PDU in flight before any encryption: its header's first octet (the LLID; the sequence bits and MD are
+    /// left out, as the CCM's AAD leaves them out) and its payload. Nil for an empty PDU.
+    func currentPlaintext(fromCentral: Bool) -> (header: UInt8, payload: [UInt8])? {
         switch current {
-        case nil: return false
-        case .control: return !control.isEmpty || !data.isEmpty
-        case .data(let length, _):
-            guard let head = data.first else { return !control.isEmpty }
-            return head.offset + length < head.data.count || data.count > 1 || !control.isEmpty
+        case .data(_, let start)?:
+            guard let bytes = currentData else { return nil }
+            return (start ? 0b10 : 0b01, bytes)
+        case .control(let pdu)?:
+            var bytes = pdu.bytes
+            // A feature request from the peripheral is LL_PERIPHERAL_FEATURE_REQ (Vol 6, Part B, 2.4.2.15).
+            if !fromCentral, case .featureReq = pdu { bytes[0] = 0x0E }
+            return (0b11, bytes)
+        case nil:
+            return nil
         }
     }
 
-    /// Chooses the next PDU if none is in flight: control PDUs first, then a piece of the oldest ACL packet.
-    mutating func pickNext() {
+    /// Whether something waits behind the PDU in flight (the MD bit).
+    var hasMoreThanCurrent: Bool {
+        guard case .data(let length, _)? = current else { return current != nil && hasSendable }
+        // A procedure that began while this data PDU was in flight holds the rest of the data.
+        if encryption.holdsTraffic { return hasSendable }
+        guard let head = data.first else { return !control.isEmpty }
+        return head.offset + length < head.data.count || data.count > 1 || !control.isEmpty
+            || !encryptionControl.isEmpty
+    }
+
+    /// Chooses the next PDU if none is in flight: the encryption procedures' PDUs first, then other control PDUs,
+    /// then a piece of the oldest ACL packet; while a procedure runs, only its PDUs and LL_TERMINATE_IND. A side
+    /// that encrypts seals the PDU now, with the next packet counter.
+    mutating func pickNext(fromCentral: Bool) {
         guard current == nil else { return }
-        if let pdu = control.popFirst() {
+        sealed = nil
+        if let pdu = encryptionControl.popFirst() {
+            current = .control(pdu)
+        } else if encryption.holdsTraffic {
+            if let i = control.firstIndex(where: { if case .terminateInd = $0 { true } else { false } }) {
+                current = .control(control.remove(at: i))
+            }
+        } else if let pdu = control.popFirst() {
             current = .control(pdu)
         } else if let head = data.first {
             let length = min(head.data.count - head.offset, txPayloadLimit)
             current = .data(length: length, start: head.offset == 0 && head.startsMessage)
         }
+        // An empty PDU is never encrypted (Vol 6, Part E, 1).
+        if let session = encryption.transmit, let (header, payload) = currentPlaintext(fromCentral: fromCentral) {
+            sealedCounter = encryption.transmitCounter
+            sealed = session.seal(payload, header: header, counter: sealedCounter, fromCentral: fromCentral)
+            encryption.transmitCounter += 1
+        }
     }
 
-    /// Payload length of what this side sends next (0: an empty PDU).
+    /// Payload length of what this side sends next (0: an empty PDU), without a MIC.
     var currentPayloadLength: Int {
         switch current {
         case .control(let pdu): return pdu.payloadLength
@@ -199,6 +281,12 @@ struct LinkSide {
         case nil: return 0
         }
     }
+
+    /// Whether what this side sends next carries a MIC, which takes 4 octets more of air time.
+    var currentHasMIC: Bool { sealed != nil }
+
+    /// Air time of what this side sends next on `phy`.
+    func currentAirTime(on phy: LEPhy) -> Int64 { phy.airTime(payload: currentPayloadLength, mic: currentHasMIC) }
 }
 
 /// A PDU in flight on one side of a link.

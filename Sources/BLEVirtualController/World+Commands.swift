@@ -7,6 +7,7 @@ enum Status {
     static let success: UInt8 = 0x00
     static let unknownCommand: UInt8 = 0x01
     static let unknownConnection: UInt8 = 0x02
+    static let pinOrKeyMissing: UInt8 = 0x06
     static let connectionLimitExceeded: UInt8 = 0x09
     static let connectionAlreadyExists: UInt8 = 0x0B
     static let commandDisallowed: UInt8 = 0x0C
@@ -18,6 +19,7 @@ enum Status {
     static let unsupportedRemoteFeature: UInt8 = 0x1A
     static let connectionTimeout: UInt8 = 0x08
     static let advertisingTimeout: UInt8 = 0x3C
+    static let micFailure: UInt8 = 0x3D
     static let connectionFailedToBeEstablished: UInt8 = 0x3E
 }
 
@@ -29,11 +31,10 @@ enum ControllerVersion {
     static let subversion: UInt16 = 0x0001
 }
 
-/// LE features this controller implements (Vol 6, Part B, 4.6): bit 1 Connection Parameters Request
-/// procedure, bit 2 Extended Reject Indication, bit 3 Peripheral-initiated Features Exchange, bit 5 LE Data
-/// Packet Length Extension, bit 8 LE 2M PHY, bit 11 LE Coded PHY. Encryption is not implemented, so bit 0 is
-/// clear.
-let leLocalFeatures: UInt64 = (1 << 1) | (1 << 2) | (1 << 3) | (1 << 5) | (1 << 8) | (1 << 11)
+/// LE features this controller implements (Vol 6, Part B, 4.6): bit 0 LE Encryption, bit 1 Connection
+/// Parameters Request procedure, bit 2 Extended Reject Indication, bit 3 Peripheral-initiated Features Exchange,
+/// bit 5 LE Data Packet Length Extension, bit 8 LE 2M PHY, bit 11 LE Coded PHY.
+let leLocalFeatures: UInt64 = (1 << 0) | (1 << 1) | (1 << 2) | (1 << 3) | (1 << 5) | (1 << 8) | (1 << 11)
 
 /// The commands this controller implements, as (octet, bit) of the Supported_Commands bitmask.
 /// - SeeAlso: Core Spec 5.4, Vol 4, Part E, 6.27 (Supported commands).
@@ -71,7 +72,11 @@ let supportedCommandBits: [(octet: Int, bit: Int)] = [
     (27, 1),  // LE Remove Device From Filter Accept List
     (27, 2),  // LE Connection Update
     (27, 5),  // LE Read Remote Features
+    (27, 6),  // LE Encrypt
     (27, 7),  // LE Rand
+    (28, 0),  // LE Enable Encryption
+    (28, 1),  // LE Long Term Key Request Reply
+    (28, 2),  // LE Long Term Key Request Negative Reply
     (33, 4),  // LE Remote Connection Parameter Request Reply
     (33, 5),  // LE Remote Connection Parameter Request Negative Reply
     (33, 6),  // LE Set Data Length
@@ -126,7 +131,11 @@ enum Opcode {
     static let leRemoveDeviceFromFilterAcceptList: UInt16 = 0x2012
     static let leConnectionUpdate: UInt16 = 0x2013
     static let leReadRemoteFeatures: UInt16 = 0x2016
+    static let leEncrypt: UInt16 = 0x2017
     static let leRand: UInt16 = 0x2018
+    static let leEnableEncryption: UInt16 = 0x2019
+    static let leLongTermKeyRequestReply: UInt16 = 0x201A
+    static let leLongTermKeyRequestNegativeReply: UInt16 = 0x201B
     static let leRemoteConnectionParameterRequestReply: UInt16 = 0x2020
     static let leRemoteConnectionParameterRequestNegativeReply: UInt16 = 0x2021
     static let leSetDataLength: UInt16 = 0x2022
@@ -524,6 +533,45 @@ extension World {
             var w = ByteWriter()
             w.u64(random.next())
             ok(w.bytes)
+
+        case Opcode.leEncrypt:
+            // Vol 4, Part E, 7.8.22: Key and Plaintext_Data, 16 octets each; Encrypted_Data back.
+            guard let key = r.bytes(16), let plaintext = r.bytes(16) else { return fail(Status.invalidParameters) }
+            ok(LLCrypto.hciEncrypt(key: key, plaintext: plaintext))
+
+        case Opcode.leEnableEncryption:
+            // Vol 4, Part E, 7.8.24: the central starts encryption (or refreshes the key); Command Status now,
+            // Encryption Change or Encryption Key Refresh Complete when the procedure ends.
+            guard let handle = r.u16(), let rand = r.u64(), let ediv = r.u16(), let key = r.bytes(16) else {
+                return commandStatus(c, op, Status.invalidParameters)
+            }
+            guard let (link, side) = lookup(c, handle) else { return commandStatus(c, op, Status.unknownConnection) }
+            guard side == 0, link.established, link.sides[0].encryption.step == .idle,
+                link.sides[0].terminating == nil
+            else { return commandStatus(c, op, Status.commandDisallowed) }
+            commandStatus(c, op, Status.success)
+            startEncryption(link, rand: rand, ediv: ediv, longTermKey: key)
+
+        case Opcode.leLongTermKeyRequestReply:
+            // Vol 4, Part E, 7.8.25: Command Complete with the handle.
+            guard let handle = r.u16(), let key = r.bytes(16) else { return fail(Status.invalidParameters, [0, 0]) }
+            guard let (link, side) = lookup(c, handle) else { return fail(Status.unknownConnection, le16(handle)) }
+            guard side == 1, link.sides[1].encryption.awaitsKey else {
+                return fail(Status.commandDisallowed, le16(handle))
+            }
+            ok(le16(handle))
+            longTermKeyReply(link, longTermKey: key)
+
+        case Opcode.leLongTermKeyRequestNegativeReply:
+            // Vol 4, Part E, 7.8.26: Command Complete with the handle.
+            guard let handle = r.u16() else { return fail(Status.invalidParameters, [0, 0]) }
+            guard let (link, side) = lookup(c, handle) else { return fail(Status.unknownConnection, le16(handle)) }
+            guard side == 1, link.sides[1].encryption.awaitsKey else {
+                return fail(Status.commandDisallowed, le16(handle))
+            }
+            ok(le16(handle))
+            rejectEncryption(link)
+            wake(link)
 
         case Opcode.disconnect:
             guard let handle = r.u16(), let reason = r.u8() else {

@@ -84,8 +84,8 @@ extension World {
         if link.established, link.latency > 0, !link.sides[1].hasPendingTraffic, !link.peripheralMissed,
             (counter - link.peripheralListened) % (Int(link.latency) + 1) != 0
         {
-            link.sides[0].pickNext()
-            let packet = link.phyCentralToPeripheral.airTime(payload: link.sides[0].currentPayloadLength)
+            link.sides[0].pickNext(fromCentral: true)
+            let packet = link.sides[0].currentAirTime(on: link.phyCentralToPeripheral)
             radios[0].airBusyUntil = max(radios[0].airBusyUntil, t + packet)
             airData(link, side: 0, at: t, channel: link.channel(ofCounter: counter), more: false)
             return endEvent(link, counter: counter, anchor: t)
@@ -113,14 +113,14 @@ extension World {
     /// anchor.
     func startExchange(_ link: Link) {
         guard var event = link.event else { return }
-        link.sides[0].pickNext()
-        link.sides[1].pickNext()
+        link.sides[0].pickNext(fromCentral: true)
+        link.sides[1].pickNext(fromCentral: false)
         let idle = !link.sides[0].hasPendingTraffic && !link.sides[1].hasPendingTraffic
         stampInstant(link, side: 0, counter: event.counter)
+        // An encrypted PDU carries a 4-octet MIC after its payload (Vol 6, Part B, 2.4; Part E, 1).
         let pair =
-            link.phyCentralToPeripheral.airTime(payload: link.sides[0].currentPayloadLength)
-            + link.phyPeripheralToCentral.airTime(payload: link.sides[1].currentPayloadLength)
-            + 2 * interFrameSpace
+            link.sides[0].currentAirTime(on: link.phyCentralToPeripheral)
+            + link.sides[1].currentAirTime(on: link.phyPeripheralToCentral) + 2 * interFrameSpace
         let start = event.anchor + event.used
         let radios = [controllers[link.sides[0].controller], controllers[link.sides[1].controller]]
         if event.used > 0 {
@@ -161,7 +161,7 @@ extension World {
         let counter = event.counter
         var lostOne = false
         let channel = link.channel(ofCounter: counter)
-        let centralPDU = link.phyCentralToPeripheral.airTime(payload: link.sides[0].currentPayloadLength)
+        let centralPDU = link.sides[0].currentAirTime(on: link.phyCentralToPeripheral)
         airData(link, side: 0, at: start, channel: channel, more: link.sides[0].hasMoreThanCurrent)
         exchange: do {
             // Central -> peripheral. A lost packet ends the event: the peripheral does not answer.
@@ -176,7 +176,8 @@ extension World {
                 more: link.sides[1].hasMoreThanCurrent)
             link.sides[1].lastReceived = start
             deliverCurrent(link, from: 0, counter: counter)
-            if link.closed { break exchange }
+            // A peripheral that left (a MIC failure) answers nothing more.
+            if link.closed || !link.sides[1].alive { break exchange }
             // Peripheral -> central. A lost answer leaves the central's PDU unacknowledged; the peripheral
             // already has it and will discard the retransmission.
             if lost() {
@@ -191,7 +192,7 @@ extension World {
             if !link.established { establish(link) }
             acknowledge(link, side: 0)
             deliverCurrent(link, from: 1, counter: counter)
-            if link.closed { break exchange }
+            if link.closed || !link.sides[0].alive { break exchange }
             acknowledge(link, side: 1)
         }
         emitCompletedPackets(link)
@@ -294,14 +295,16 @@ extension World {
     }
 
     /// Hands what `from` is sending to the other side, once (a retransmission after a lost acknowledgement is
-    /// recognised and dropped by the receiver).
+    /// recognised and dropped by the receiver). The receiver decrypts an encrypted PDU with its own session; one
+    /// whose MIC fails ends the link on the receiver's side.
     func deliverCurrent(_ link: Link, from s: Int, counter: Int) {
         guard let out = link.sides[s].current, !link.sides[s].headDelivered else { return }
         link.sides[s].headDelivered = true
         let r = 1 - s
+        guard let bytes = read(link, by: r) else { return micFailure(link, side: r) }
         switch out {
         case .data(_, let start):
-            guard let bytes = link.sides[s].currentData else { return }
+            guard !bytes.isEmpty else { return }
             emitACL(
                 controllers[link.sides[r].controller], handle: link.sides[r].handle,
                 boundary: start ? 0b10 : 0b01, data: bytes)
@@ -314,6 +317,7 @@ extension World {
     func acknowledge(_ link: Link, side s: Int) {
         guard link.sides[s].alive, let out = link.sides[s].current else { return }
         link.sides[s].current = nil
+        link.sides[s].sealed = nil
         link.sides[s].headDelivered = false
         guard case .data(let length, _) = out, !link.sides[s].data.isEmpty else { return }
         link.sides[s].data[0].offset += length
@@ -334,7 +338,9 @@ extension World {
         controller.aclInFlight -= link.sides[s].data.count
         link.sides[s].data.removeAll()
         link.sides[s].control.removeAll()
+        link.sides[s].encryptionControl.removeAll()
         link.sides[s].current = nil
+        link.sides[s].sealed = nil
         link.sides[s].completed = 0
         if !link.sides[1 - s].alive {
             link.closed = true
@@ -450,6 +456,12 @@ extension World {
                         error: Status.unsupportedRemoteFeature))
             }
 
+        case .encReq, .encRsp, .startEncReq, .startEncRsp, .pauseEncReq, .pauseEncRsp, .rejectInd:
+            receivedEncryptionPDU(pdu, link: link, by: r)
+
+        case .rejectExtInd(let opcode, _) where opcode == LLControlPDU.encReqOpcode:
+            receivedEncryptionPDU(pdu, link: link, by: r)
+
         case .rejectExtInd(let opcode, let error):
             if opcode == LLControlPDU.connectionParamReqOpcode && link.sides[r].awaitingParamReq {
                 link.sides[r].awaitingParamReq = false
@@ -487,10 +499,12 @@ extension World {
                 )
             }
 
-        case .featureReq:
+        case .featureReq(let features):
+            link.sides[r].peerFeatures = features
             link.sides[r].control.append(.featureRsp(features: leLocalFeatures))
 
         case .featureRsp(let features):
+            link.sides[r].peerFeatures = features
             if link.sides[r].awaitingFeatures {
                 link.sides[r].awaitingFeatures = false
                 var w = ByteWriter(capacity: 11)

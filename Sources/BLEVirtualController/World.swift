@@ -103,32 +103,34 @@ final class World {
     }
 
     /// Records one data-channel PDU of side `s` of `link` (LLID, the sequence bits and MD in its header).
+    ///
+    /// An encrypted PDU is recorded as a sniffer that follows the link's encryption shows it: decrypted with the
+    /// receiver's session, its MIC kept after the payload (the length field counts it, as on the air), flagged
+    /// "decrypted", "MIC checked" and "MIC valid", with the CRC of the bytes that were on the air, checked and valid.
+    /// One whose MIC the receiver cannot check (different keys) is recorded as sent, "MIC checked" but not valid.
     func airData(_ link: Link, side s: Int, at time: Int64, channel: Int, more: Bool) {
         guard capturingAir else { return }
         let side = link.sides[s]
-        let llid: UInt8
-        let payload: [UInt8]
-        switch side.current {
-        case .data(_, let start):
-            llid = start ? 0b10 : 0b01
-            payload = side.currentData ?? []
-        case .control(let pdu):
-            llid = 0b11
-            var bytes = pdu.bytes
-            // A feature request from the peripheral is LL_PERIPHERAL_FEATURE_REQ (Vol 6, Part B, 2.4.2.10).
-            if s == 1, case .featureReq = pdu { bytes[0] = 0x0E }
-            payload = bytes
-        case nil:
-            llid = 0b01
-            payload = []
-        }
+        let (llid, payload) = side.currentPlaintext(fromCentral: s == 0) ?? (0b01, [])
         let header = llid | (side.nesn << 2) | (side.sn << 3) | (more ? 0x10 : 0)
-        effects.append(
-            .air(
-                AirPacket(
-                    time: time, channel: channel, accessAddress: link.accessAddress,
-                    pdu: [header, UInt8(payload.count)] + payload, crcInit: link.crcInit, phy: link.phy(from: s),
-                    direction: s == 0 ? 2 : 3, rssi: Int8(clamping: Int(controllers[side.controller].txPower) - 40))))
+        var packet = AirPacket(
+            time: time, channel: channel, accessAddress: link.accessAddress,
+            pdu: [header, UInt8(payload.count)] + payload, crcInit: link.crcInit, phy: link.phy(from: s),
+            direction: s == 0 ? 2 : 3, rssi: Int8(clamping: Int(controllers[side.controller].txPower) - 40))
+        if let sealed = side.sealed {
+            let onAir = [header, UInt8(sealed.count)] + sealed
+            packet.micChecked = true
+            if let opened = link.sides[1 - s].encryption.receive?.open(
+                sealed, header: header, counter: side.sealedCounter, fromCentral: s == 0)
+            {
+                packet.pdu = [header, UInt8(sealed.count)] + opened + sealed.suffix(LLSession.micLength)
+                packet.onAir = onAir
+                packet.micValid = true
+            } else {
+                packet.pdu = onAir
+            }
+        }
+        effects.append(.air(packet))
     }
 
     // MARK: Radio helpers
@@ -168,6 +170,8 @@ final class World {
         let bit: UInt64?
         switch code {
         case 0x05: bit = 4  // Disconnection Complete
+        case 0x08: bit = 7  // Encryption Change [v1]
+        case 0x30: bit = 47  // Encryption Key Refresh Complete
         case 0x0C: bit = 11  // Read Remote Version Information Complete
         case 0x1A: bit = 25  // Data Buffer Overflow
         case 0x3E: bit = 61  // LE Meta

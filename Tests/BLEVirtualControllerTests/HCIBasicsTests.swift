@@ -35,9 +35,11 @@ import Testing
         #expect(commands.count == 65)
         #expect(commands[1 + 35] & (1 << 6) != 0)  // LE Set PHY
         #expect(commands[1 + 0] & (1 << 5) != 0)  // Disconnect
-        #expect(commands[1 + 28] == 0)  // no encryption commands
+        #expect(commands[1 + 27] & 0b1100_0000 == 0b1100_0000)  // LE Encrypt, LE Rand
+        #expect(commands[1 + 28] == 0b111)  // LE Enable Encryption, LE Long Term Key Request (Negative) Reply
         let features = try await host.command(0x2003)
-        #expect(features == [0, 0x2E, 0x09, 0, 0, 0, 0, 0, 0])  // bits 1, 2, 3, 5; 8 (2M) and 11 (Coded)
+        // Bits 0 (LE Encryption), 1, 2, 3, 5; 8 (2M) and 11 (Coded).
+        #expect(features == [0, 0x2F, 0x09, 0, 0, 0, 0, 0, 0])
         // 251 octets, 17,040 µs (0x4290: 251 octets on LE Coded), both ways.
         #expect(try await host.command(0x202F) == [0, 251, 0, 0x90, 0x42, 251, 0, 0x90, 0x42])
         #expect(try await host.command(0x2023) == [0, 27, 0, 0x48, 0x01])

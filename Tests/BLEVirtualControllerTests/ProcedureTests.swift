@@ -149,7 +149,7 @@ import Testing
         try await pair.radio.run(for: .milliseconds(200))
         #expect(
             pair.central.leEvents(0x04).map(\.parameters) == [
-                [0] + le16(pair.centralHandle) + [0x2E, 0x09, 0, 0, 0, 0, 0, 0]
+                [0] + le16(pair.centralHandle) + [0x2F, 0x09, 0, 0, 0, 0, 0, 0]
             ])
         #expect(
             pair.peripheral.events(code: 0x0C).map(\.parameters) == [

@@ -172,6 +172,7 @@ public struct HCICommandRegistry: Sendable {
         HCILEAddDeviceToFilterAcceptList.self,
         HCILEConnectionUpdate.self,
         HCILEReadRemoteFeatures.self,
+        HCILEEncrypt.self,
         HCILERand.self,
         HCILEEnableEncryption.self,
         HCILELongTermKeyRequestReply.self,

@@ -1,6 +1,51 @@
 import BLECore
 import NIOCore
 
+/// HCI_LE_Encrypt: one AES-128 block computed by the controller (the security function e), the host's way to
+/// AES without a library of its own.
+///
+/// - SeeAlso: Core Spec 5.4, Vol 4, Part E, 7.8.22.
+public struct HCILEEncrypt: HCISyncCommand {
+    public static let opcode = HCIOpcode.leEncrypt
+
+    /// Key: 16 octets, least significant octet first (the order HCI carries keys in).
+    public var key: [UInt8]
+    /// Plaintext_Data: 16 octets, least significant octet first.
+    public var plaintext: [UInt8]
+
+    public init(key: [UInt8], plaintext: [UInt8]) {
+        self.key = key
+        self.plaintext = plaintext
+    }
+
+    public init(parameters: inout ByteBuffer) throws {
+        key = try parameters.hciReadBytes(16, "Key")
+        plaintext = try parameters.hciReadBytes(16, "Plaintext_Data")
+    }
+
+    public func encodeParameters(into buffer: inout ByteBuffer) {
+        precondition(key.count == 16 && plaintext.count == 16, "a key and a block have 16 octets")
+        buffer.writeBytes(key)
+        buffer.writeBytes(plaintext)
+    }
+
+    public struct ReturnParameters: HCIReturnParameters {
+        /// Encrypted_Data: 16 octets, least significant octet first.
+        public var encryptedData: [UInt8]
+
+        public init(encryptedData: [UInt8]) { self.encryptedData = encryptedData }
+
+        public init(decoding buffer: inout ByteBuffer) throws {
+            encryptedData = try buffer.hciReadBytes(16, "Encrypted_Data")
+        }
+
+        public func encode(into buffer: inout ByteBuffer) {
+            precondition(encryptedData.count == 16, "an encrypted block has 16 octets")
+            buffer.writeBytes(encryptedData)
+        }
+    }
+}
+
 /// HCI_LE_Enable_Encryption: as central, start (or restart) encryption with a long term key. Acknowledged by
 /// Command Status; Encryption Change (or Encryption Key Refresh Complete when already encrypted) follows.
 ///
