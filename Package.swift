@@ -61,7 +61,8 @@ let package = Package(
         .target(
             name: "BLEHost",
             dependencies: [
-                "BLECore", "BLEHCI", "BLEL2CAP", "BLEATT", "BLEGATT", "BLETransport", nioCore, collections, logging,
+                "BLECore", "BLEHCI", "BLEL2CAP", "BLEATT", "BLEGATT", "BLESMP", "BLETransport", nioCore, collections,
+                logging,
             ],
             swiftSettings: strict),
         // The daemon: apps, arbitration, delivery, and the store (SQLite through GRDB).
@@ -129,7 +130,9 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(
             name: "BLETests",
-            dependencies: ["BLE", "BLETransport", "BLEHCI", "BLEHost", "BLESystem", "BLEVirtualController"],
+            dependencies: [
+                "BLE", "BLETransport", "BLEHCI", "BLEHost", "BLESMP", "BLESystem", "BLEVirtualController", "BLEGATT",
+            ],
             swiftSettings: strict),
         .testTarget(
             name: "BLETransportTests", dependencies: ["BLETransport", "BLEHCI", "BLECore", nioCore],

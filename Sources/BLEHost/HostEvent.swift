@@ -2,6 +2,7 @@ import BLEATT
 import BLECore
 import BLEGATT
 import BLEHCI
+import BLESMP
 import BLETransport
 import DequeModule
 import Synchronization
@@ -36,4 +37,15 @@ public enum HostEvent: Sendable, Hashable {
     case advertisingEnded
     /// The transport closed; the host is unusable.
     case transportClosed(String?)
+    /// A pairing asks the user something: answer with `answerPairing`.
+    case pairingPrompt(ConnectionHandle, PairingPrompt)
+    /// Central: the peripheral asked for security (encrypt with a bond, or pair).
+    case securityRequested(ConnectionHandle, AuthenticationRequirements)
+    /// A pairing finished: the keys to keep (when bonded) and how strong they are.
+    case pairingCompleted(ConnectionHandle, SMPPairing.Result)
+    case pairingFailed(ConnectionHandle, SMPPairing.Failure)
+    /// The link's encryption changed (or a start failed: the status says why).
+    case encryptionChanged(ConnectionHandle, encrypted: Bool, status: HCIStatus)
+    /// Peripheral: the central encrypts with a kept key: answer with `replyLongTermKey`.
+    case longTermKeyRequested(ConnectionHandle, ediv: UInt16, rand: UInt64)
 }

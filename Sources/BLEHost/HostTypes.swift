@@ -1,6 +1,7 @@
 import BLEATT
 import BLECore
 import BLEHCI
+import BLESMP
 import BLETransport
 import DequeModule
 import Synchronization
@@ -35,8 +36,49 @@ public struct HostConfiguration: Sendable {
     /// Seed for the host's own random choices (the random static address when the controller has no public
     /// address). Real hosts pass entropy; simulations pass something derived from the radio's seed.
     public var randomSeed: UInt64 = 0x5EED
+    /// How this host pairs; nil: it does not (a Pairing Request is answered with Pairing Not Supported and an
+    /// LTK request with a negative reply).
+    public var security: HostSecurityConfiguration?
 
     public init() {}
+}
+
+/// How a host pairs (the Security Manager, Core Spec 5.4, Vol 3, Part H).
+public struct HostSecurityConfiguration: Sendable, Hashable {
+    public var ioCapability: IOCapability = .noInputNoOutput
+    /// Keys are kept (the layer above stores them).
+    public var bonding = true
+    /// MITM protection is required: a pairing that cannot give it fails.
+    public var mitm = false
+    public var secureConnections = true
+    public var secureConnectionsOnly = false
+    /// The IRK and identity address this host distributes, if it has one.
+    public var identity: SMPPairing.Identity?
+    /// At least 16 octets of entropy for the pairings' random values (nonces, passkeys, keys): a real host passes
+    /// its system's secure random octets; a simulation passes something derived from its seed.
+    public var seed: [UInt8]
+
+    public init(seed: [UInt8]) {
+        self.seed = seed
+    }
+}
+
+/// What a pairing asks the user (through the layer above).
+public enum PairingPrompt: Sendable, Hashable {
+    /// Show this six-digit passkey; the peer's user types it.
+    case displayPasskey(UInt32)
+    /// Ask for the passkey the peer shows; answer with `.passkey`.
+    case enterPasskey
+    /// Ask the user to accept: Just Works (no value) or Numeric Comparison (the value both sides show); answer
+    /// with `.accept`.
+    case confirm(numericValue: UInt32?)
+}
+
+/// The user's answer to a `PairingPrompt`.
+public enum PairingAnswer: Sendable, Hashable {
+    case accept(Bool)
+    /// The passkey typed, or nil when the user cancelled.
+    case passkey(UInt32?)
 }
 
 /// What went wrong in the host, and how far the failure reaches.
@@ -50,7 +92,7 @@ public struct HostError: Error, Sendable, Hashable, CustomStringConvertible, Cus
             case hci(HCIStatus)
             case att(ATTErrorCode)
             case commandTimeout, transactionTimeout, disconnected, transportClosed, invalidState, invalidParameters
-            case protocolError, unsupported, cancelled, shutDown
+            case protocolError, unsupported, cancelled, shutDown, pairingFailed
         }
         private let base: Base
         private init(_ base: Base) { self.base = base }
@@ -79,6 +121,8 @@ public struct HostError: Error, Sendable, Hashable, CustomStringConvertible, Cus
         public static let cancelled = Code(.cancelled)
         /// The host was shut down (`HostDriver.shutDown`) while the operation was pending, or before it came.
         public static let shutDown = Code(.shutDown)
+        /// Pairing failed (the message says how: a reason sent or received, the timer, the encryption).
+        public static let pairingFailed = Code(.pairingFailed)
 
         /// The controller's status of an ``hci(_:)`` code.
         public var hciStatus: HCIStatus? {

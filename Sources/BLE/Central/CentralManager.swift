@@ -573,6 +573,10 @@ public final class CentralManager: Sendable, SystemSession, ScanClient, LinkClie
         case .mtuChanged, .connected, .connectionFailed, .serverRead, .serverWrite, .subscriptionChanged,
             .readyToNotify, .advertisingEnded:
             break
+        case .pairingPrompt, .securityRequested, .pairingCompleted, .pairingFailed, .encryptionChanged,
+            .longTermKeyRequested:
+            // The system's hosts are not configured to pair yet (issue 16: the API's pairing comes next).
+            break
         }
     }
 

@@ -602,6 +602,10 @@ public final class PeripheralManager: Sendable, SystemSession {
             .readyToWriteWithoutResponse,
             .transportClosed:
             break
+        case .pairingPrompt, .securityRequested, .pairingCompleted, .pairingFailed, .encryptionChanged,
+            .longTermKeyRequested:
+            // The system's hosts are not configured to pair yet (issue 16: the API's pairing comes next).
+            break
         }
     }
 

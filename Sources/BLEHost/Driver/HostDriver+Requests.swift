@@ -2,6 +2,7 @@ import BLEATT
 import BLECore
 import BLEGATT
 import BLEHCI
+import BLESMP
 import Synchronization
 
 /// The requests of the layer above, each one operation of the machine with one completion. Completions are
@@ -94,6 +95,40 @@ extension HostDriver {
                     return .success(rssi)
                 })
         }
+    }
+
+    // MARK: Security
+
+    /// Central: pairs on the link; peripheral: asks the central to (Security Request). Completes once the keys
+    /// are distributed (with the pairing's result), or with the failure. Needs `HostConfiguration.security`.
+    public func pair(
+        on handle: ConnectionHandle, completion: @escaping @Sendable (Result<SMPPairing.Result, HostError>) -> Void
+    ) {
+        request(.pair(handle)) { result in
+            completion(
+                result.flatMap { output in
+                    guard case .paired(let paired) = output else { return .failure(Self.unexpected(output)) }
+                    return .success(paired)
+                })
+        }
+    }
+
+    /// Central: encrypts the link with a key kept from an earlier pairing; completes on Encryption Change.
+    public func encrypt(
+        on handle: ConnectionHandle, key: SMPPairing.LongTermKey,
+        completion: @escaping @Sendable (Result<Void, HostError>) -> Void
+    ) {
+        request(.encrypt(handle, key: key)) { result in completion(result.map { _ in () }) }
+    }
+
+    /// The user's answer to a `.pairingPrompt`.
+    public func answerPairing(on handle: ConnectionHandle, _ answer: PairingAnswer) {
+        request(.answerPairing(handle, answer)) { _ in }
+    }
+
+    /// Peripheral: answers `.longTermKeyRequested` with a kept key, or nil for none (a negative reply).
+    public func replyLongTermKey(on handle: ConnectionHandle, key: [UInt8]?) {
+        request(.replyLongTermKey(handle, key: key)) { _ in }
     }
 
     // MARK: GATT client

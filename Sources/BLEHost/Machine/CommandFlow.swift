@@ -20,6 +20,8 @@ enum CommandPurpose: Sendable, Hashable {
     case readRSSI(HostOperationID)
     /// LE Connection Update applying a peripheral's L2CAP request: the answer goes back to the peer.
     case connectionUpdate(ConnectionHandle, L2CAPSignalingIdentifier)
+    /// LE Enable Encryption on this link: a refusal fails what waited for the encryption.
+    case encryption(ConnectionHandle)
     /// A command the host sends on its own account and whose answer changes nothing (LE Set Data Length, a
     /// Long Term Key negative reply, a disconnection after a closed bearer).
     case none
@@ -136,6 +138,8 @@ extension HostMachine {
                     identifier: identifier, accepted: accepted) ?? []
             runSignaling(actions, on: handle)
             pumpACL()
+        case .encryption(let handle):
+            if case .failure(let error) = Self.statusOnly(opcode, result) { encryptionRefused(handle, error) }
         case .none:
             break
         }

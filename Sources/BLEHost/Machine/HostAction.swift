@@ -1,6 +1,7 @@
 import BLECore
 import BLEGATT
 import BLEHCI
+import BLESMP
 
 /// Names one request of the layer above, from the moment it is made to its one completion.
 ///
@@ -46,6 +47,15 @@ public enum HostRequest: Sendable, Hashable {
     case readRSSI(ConnectionHandle)
     /// Run a GATT client procedure on a link; completes with `.gatt(result)`.
     case gatt(GATTOperation, on: ConnectionHandle)
+    /// Central: pair; peripheral: send a Security Request. Completes with `.paired(result)` once the keys are
+    /// distributed, or fails (`.pairingFailed`). Needs `HostConfiguration.security`.
+    case pair(ConnectionHandle)
+    /// Central: encrypt the link with a kept key; completes on Encryption Change.
+    case encrypt(ConnectionHandle, key: SMPPairing.LongTermKey)
+    /// The user's answer to a `.pairingPrompt`; completes at once.
+    case answerPairing(ConnectionHandle, PairingAnswer)
+    /// Peripheral: the answer to `.longTermKeyRequested` (nil: no key, a negative reply).
+    case replyLongTermKey(ConnectionHandle, key: [UInt8]?)
 }
 
 /// How the controller answered a raw command.
@@ -61,6 +71,7 @@ public enum HostOutput: Sendable, Hashable {
     case command(HCICommandAnswer)
     case rssi(Int)
     case gatt(GATTResult)
+    case paired(SMPPairing.Result)
 }
 
 /// Something the host noticed that no request or event reports: the driver logs it (the machine holds no

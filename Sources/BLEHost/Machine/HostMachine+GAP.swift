@@ -159,9 +159,10 @@ extension HostMachine {
         case .leMeta(let meta):
             handleLEMeta(meta)
         case .encryptionChange(let event):
-            server.encryptionChanged(event.handle, isEncrypted: event.isEncrypted && event.status == .success)
-        case .hardwareError, .dataBufferOverflow, .encryptionKeyRefreshComplete,
-            .readRemoteVersionInformationComplete, .unknown:
+            encryptionChanged(event.handle, status: event.status, encrypted: event.isEncrypted)
+        case .encryptionKeyRefreshComplete(let event):
+            encryptionChanged(event.handle, status: event.status, encrypted: true)
+        case .hardwareError, .dataBufferOverflow, .readRemoteVersionInformationComplete, .unknown:
             break
         }
     }
@@ -208,8 +209,7 @@ extension HostMachine {
             if let tx = LinkPHY(event.txPHY) { links[event.handle]?.info.txPHY = tx }
             if let rx = LinkPHY(event.rxPHY) { links[event.handle]?.info.rxPHY = rx }
         case .longTermKeyRequest(let request):
-            // No bonding yet (security is a later layer): refuse, so the peer learns the key is missing.
-            enqueue(HCILELongTermKeyRequestNegativeReply(handle: request.handle).packet, for: .none)
+            longTermKeyRequested(request.handle, ediv: request.encryptedDiversifier, rand: request.randomNumber)
         case .readRemoteFeaturesComplete, .unknown:
             break
         }

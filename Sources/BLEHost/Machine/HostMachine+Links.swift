@@ -106,6 +106,7 @@ extension HostMachine {
             if pendingDeliveries.removeValue(forKey: waiting.id) != nil { complete(waiting.id, .failure(failure)) }
         }
         serviceChangedIndications = serviceChangedIndications.filter { $0.value.link != handle }
+        securityLinkDown(link, failure: failure)
         _ = link.bearer.linkDisconnected()
         _ = link.signaling.linkDisconnected()
         server.disconnected(handle)
@@ -212,11 +213,7 @@ extension HostMachine {
             let actions = links[handle]?.signaling.received(frame.payload) ?? []
             runSignaling(actions, on: handle)
         case .smp:
-            // Pairing is a later layer: refuse politely (Pairing Failed, Pairing Not Supported 0x05) so the peer
-            // does not wait for its SMP timeout. Never answer a Pairing Failed.
-            if let code = frame.payload.getInteger(at: frame.payload.readerIndex, as: UInt8.self), code != 0x05 {
-                queueL2CAP(ByteBuffer(bytes: [0x05, 0x05]), channel: .smp, kind: .other, on: handle)
-            }
+            receivedSMP(frame.payload, on: handle)
         default:
             // Unknown fixed channels are dropped (Vol 3, Part A, 2.1).
             log(

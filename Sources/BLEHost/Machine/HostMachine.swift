@@ -120,6 +120,14 @@ public struct HostMachine: Sendable {
             enqueue(HCIReadRSSI(handle: handle).packet, for: .readRSSI(id))
         case .gatt(let operation, let handle):
             startClientOperation(operation, on: handle, id: id)
+        case .pair(let handle):
+            pair(handle, id: id)
+        case .encrypt(let handle, let key):
+            encrypt(handle, key: key, id: id)
+        case .answerPairing(let handle, let answer):
+            answerPairing(handle, answer, id: id)
+        case .replyLongTermKey(let handle, let key):
+            replyLongTermKey(handle, key: key, id: id)
         }
         return takeActions()
     }
@@ -183,6 +191,8 @@ public struct HostMachine: Sendable {
             let actions = links[handle]?.signaling.timerFired(timer) ?? []
             runSignaling(actions, on: handle)
             pumpACL()
+        case .security(let handle):
+            securityTimerFired(id, on: handle)
         }
         return takeActions()
     }
@@ -271,6 +281,8 @@ enum TimerPurpose: Sendable, Hashable {
     case connectCancel
     /// The turn of the peers initiated now, when more wait than the accept list holds.
     case connectTurn
+    /// The Security Manager's 30 s timer on a link (Vol 3, Part H, 3.4).
+    case security(ConnectionHandle)
 }
 
 extension HostRequest {
@@ -287,6 +299,10 @@ extension HostRequest {
         case .disconnect: "disconnecting"
         case .readRSSI: "reading the RSSI"
         case .gatt: "the GATT operation"
+        case .pair: "pairing"
+        case .encrypt: "encrypting the link"
+        case .answerPairing: "answering the pairing"
+        case .replyLongTermKey: "answering the LTK request"
         }
     }
 }

@@ -29,6 +29,8 @@ struct Link: Sendable {
     /// The running timers of the bearer and the signalling channel, by the ids the machine gave them.
     var attTimers: [ATTTimer: HostTimerID] = [:]
     var signalingTimers: [L2CAPSignalingChannel.Timer: HostTimerID] = [:]
+    /// Pairing and encryption on this link.
+    var security = LinkSecurity()
 
     init(info: LinkInfo, preferredMTU: Int) {
         self.info = info

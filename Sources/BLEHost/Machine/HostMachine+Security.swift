@@ -1,0 +1,290 @@
+import BLECore
+import BLEGATT
+import BLEHCI
+import BLEL2CAP
+import BLESMP
+import NIOCore
+
+/// What the host knows of one link's security: the pairing under way, its timer, the requests waiting for
+/// it, and whether the link is encrypted.
+struct LinkSecurity: Sendable {
+    var pairing: SMPPairing?
+    var timer: HostTimerID?
+    /// The `pair` request waiting for the pairing's end.
+    var pairRequest: HostOperationID?
+    /// The `encrypt` request waiting for Encryption Change.
+    var encryptRequest: HostOperationID?
+    /// The key the peripheral answers the next LTK request with (EDIV and Rand zero): the pairing's STK or LTK.
+    var keyForRequest: [UInt8]?
+    var encrypted = false
+}
+
+extension HostMachine {
+    // MARK: Requests
+
+    /// Central: pairs (Pairing Request); peripheral: asks the central to (Security Request). Completes with
+    /// `.paired(result)` when the keys are distributed, or fails with the pairing's failure.
+    mutating func pair(_ handle: ConnectionHandle, id: HostOperationID) {
+        guard let security = configuration.security else {
+            return complete(id, .failure(HostError(.unsupported, "this host is not configured to pair")))
+        }
+        guard let link = links[handle] else {
+            return complete(id, .failure(HostError(.invalidState, "pairing: \(handle) is not a link")))
+        }
+        if link.security.pairRequest != nil || link.security.pairing?.isPairing == true {
+            return complete(id, .failure(HostError(.invalidState, "a pairing is already under way on \(handle)")))
+        }
+        if links[handle]?.security.pairing == nil {
+            let pairing = makePairing(for: link.info, security)
+            links[handle]?.security.pairing = pairing
+        }
+        links[handle]?.security.pairRequest = id
+        runPairing(links[handle]?.security.pairing?.handle(.start) ?? [], on: handle)
+        // A peripheral's Security Request is answered by the central's Pairing Request, or not at all: the
+        // request stays until the pairing ends, the link does, or the timer runs out.
+        if link.info.role == .peripheral, links[handle]?.security.timer == nil {
+            startSecurityTimer(on: handle)
+        }
+    }
+
+    /// Encrypts the link with a key kept from an earlier pairing (central only). Completes when the controller
+    /// reports Encryption Change (or Key Refresh Complete on a link already encrypted).
+    mutating func encrypt(_ handle: ConnectionHandle, key: SMPPairing.LongTermKey, id: HostOperationID) {
+        guard let link = links[handle] else {
+            return complete(id, .failure(HostError(.invalidState, "encrypting: \(handle) is not a link")))
+        }
+        guard link.info.role == .central else {
+            return complete(id, .failure(HostError(.invalidState, "only the central starts encryption")))
+        }
+        guard link.security.encryptRequest == nil else {
+            return complete(id, .failure(HostError(.invalidState, "encryption is already being started on \(handle)")))
+        }
+        guard key.key.count == 16 else {
+            return complete(id, .failure(HostError(.invalidParameters, "a Long Term Key has 16 octets")))
+        }
+        links[handle]?.security.encryptRequest = id
+        startEncryption(handle, key)
+    }
+
+    /// The user's answer to a pairing prompt.
+    mutating func answerPairing(_ handle: ConnectionHandle, _ answer: PairingAnswer, id: HostOperationID) {
+        guard links[handle]?.security.pairing?.isPairing == true else {
+            return complete(id, .failure(HostError(.invalidState, "no pairing waits for an answer on \(handle)")))
+        }
+        let event: SMPPairing.Event
+        switch answer {
+        case .accept(let accepted): event = .confirmed(accepted)
+        case .passkey(let value): event = .passkeyEntered(value)
+        }
+        complete(id, .success(.done))
+        runPairing(links[handle]?.security.pairing?.handle(event) ?? [], on: handle)
+    }
+
+    /// Answers the controller's LTK request with a key kept from an earlier pairing, or says there is none.
+    mutating func replyLongTermKey(_ handle: ConnectionHandle, key: [UInt8]?, id: HostOperationID) {
+        guard links[handle] != nil else {
+            return complete(id, .failure(HostError(.invalidState, "answering an LTK request: \(handle) is not a link")))
+        }
+        if let key, key.count == 16 {
+            enqueue(HCILELongTermKeyRequestReply(handle: handle, longTermKey: key).packet, for: .operation(id))
+        } else {
+            enqueue(HCILELongTermKeyRequestNegativeReply(handle: handle).packet, for: .operation(id))
+        }
+    }
+
+    // MARK: Events
+
+    /// A frame on the Security Manager channel (CID 0x0006).
+    mutating func receivedSMP(_ payload: ByteBuffer, on handle: ConnectionHandle) {
+        let bytes = Array(payload.readableBytesView)
+        guard let security = configuration.security, let link = links[handle] else {
+            // Not configured to pair: refuse politely (Pairing Not Supported) so the peer does not wait for its
+            // timeout. Never answer a Pairing Failed.
+            if let code = bytes.first, code != 0x05 {
+                queueL2CAP(ByteBuffer(bytes: [0x05, 0x05]), channel: .smp, kind: .other, on: handle)
+            }
+            return
+        }
+        let pdu: SMPPDU
+        do {
+            pdu = try SMPPDU(decoding: bytes)
+        } catch {
+            log(.warning, "a malformed SMP command from the peer: \(error)", connection: handle)
+            // A malformed Pairing Failed is not answered; anything else fails the pairing as the spec says.
+            guard bytes.first != 0x05 else { return }
+            if links[handle]?.security.pairing == nil {
+                queueL2CAP(
+                    ByteBuffer(bytes: SMPPDU.pairingFailed(.invalidParameters).encoded), channel: .smp, kind: .other,
+                    on: handle)
+                return
+            }
+            // The machine hears it as an unexpected command and fails the pairing in order.
+            runPairing(
+                links[handle]?.security.pairing?.handle(.received(.pairingFailed(.invalidParameters))) ?? [],
+                on: handle)
+            queueL2CAP(
+                ByteBuffer(bytes: SMPPDU.pairingFailed(.invalidParameters).encoded), channel: .smp, kind: .other,
+                on: handle)
+            return
+        }
+        if links[handle]?.security.pairing == nil {
+            let pairing = makePairing(for: link.info, security)
+            links[handle]?.security.pairing = pairing
+        }
+        runPairing(links[handle]?.security.pairing?.handle(.received(pdu)) ?? [], on: handle)
+    }
+
+    /// Encryption Change and Encryption Key Refresh Complete.
+    mutating func encryptionChanged(_ handle: ConnectionHandle, status: HCIStatus, encrypted: Bool) {
+        guard links[handle] != nil else { return }
+        let wasEncrypted = links[handle]?.security.encrypted ?? false
+        links[handle]?.security.encrypted = status == .success ? encrypted : wasEncrypted
+        server.encryptionChanged(handle, isEncrypted: links[handle]?.security.encrypted ?? false)
+        if let id = links[handle]?.security.encryptRequest {
+            links[handle]?.security.encryptRequest = nil
+            complete(
+                id,
+                status == .success
+                    ? .success(.done)
+                    : .failure(HostError(.hci(status), "encrypting the link failed: \(status)")))
+        }
+        emit(.encryptionChanged(handle, encrypted: links[handle]?.security.encrypted ?? false, status: status))
+        if links[handle]?.security.pairing != nil {
+            runPairing(
+                links[handle]?.security.pairing?.handle(.encryptionChanged(status: status.rawValue)) ?? [], on: handle)
+        }
+    }
+
+    /// The controller asks the peripheral's host for the key the central encrypts with.
+    mutating func longTermKeyRequested(_ handle: ConnectionHandle, ediv: UInt16, rand: UInt64) {
+        guard links[handle] != nil else {
+            return enqueue(HCILELongTermKeyRequestNegativeReply(handle: handle).packet, for: .none)
+        }
+        // A key the pairing under way made (EDIV and Rand zero) answers at once.
+        if ediv == 0, rand == 0, let key = links[handle]?.security.keyForRequest {
+            links[handle]?.security.keyForRequest = nil
+            return enqueue(HCILELongTermKeyRequestReply(handle: handle, longTermKey: key).packet, for: .none)
+        }
+        guard configuration.security != nil else {
+            return enqueue(HCILELongTermKeyRequestNegativeReply(handle: handle).packet, for: .none)
+        }
+        // A bond's key is the layer above's to find: it answers with `replyLongTermKey`.
+        emit(.longTermKeyRequested(handle, ediv: ediv, rand: rand))
+    }
+
+    /// The 30 s Security Manager timer expired.
+    mutating func securityTimerFired(_ id: HostTimerID, on handle: ConnectionHandle) {
+        guard links[handle]?.security.timer == id else { return }
+        links[handle]?.security.timer = nil
+        guard links[handle]?.security.pairing?.isPairing == true else {
+            // A Security Request nobody answered.
+            if let request = links[handle]?.security.pairRequest {
+                links[handle]?.security.pairRequest = nil
+                complete(request, .failure(HostError(.transactionTimeout, "the central did not pair within 30 s")))
+            }
+            return
+        }
+        runPairing(links[handle]?.security.pairing?.handle(.timerExpired) ?? [], on: handle)
+    }
+
+    /// What is left of a link's security when it goes down: its requests fail, its timer stops.
+    mutating func securityLinkDown(_ link: Link, failure: HostError) {
+        if let timer = link.security.timer { cancelTimer(timer) }
+        if let id = link.security.pairRequest { complete(id, .failure(failure)) }
+        if let id = link.security.encryptRequest { complete(id, .failure(failure)) }
+    }
+
+    // MARK: The pairing machine's actions
+
+    private func makePairing(for info: LinkInfo, _ security: HostSecurityConfiguration) -> SMPPairing {
+        let local = self.info?.address ?? .zero
+        let localAddress = BluetoothAddress(
+            bytes: local.bytes, type: local.type.isRandom ? .randomDevice : .publicDevice)
+        let peer = BluetoothAddress(
+            bytes: info.peer.bytes, type: info.peer.type.isRandom ? .randomDevice : .publicDevice)
+        var random = SMPRandom(seed: security.seed + Self.octets(UInt64(info.handle.rawValue)))
+        var privateKey = random.next(32)
+        // A draw outside 1...n-1 (about one in 2^32) is drawn again.
+        while SMPKeyPair(privateKey: privateKey) == nil { privateKey = random.next(32) }
+        var configuration = SMPPairing.Configuration(
+            ioCapability: security.ioCapability, privateKey: privateKey, identity: security.identity)
+        configuration.bonding = security.bonding
+        configuration.mitm = security.mitm
+        configuration.secureConnections = security.secureConnections
+        configuration.secureConnectionsOnly = security.secureConnectionsOnly
+        return SMPPairing(
+            role: info.role == .central ? .initiator : .responder, configuration: configuration,
+            initiatorAddress: info.role == .central ? localAddress : peer,
+            responderAddress: info.role == .central ? peer : localAddress, random: random)
+    }
+
+    private static func octets(_ value: UInt64) -> [UInt8] {
+        (0..<8).map { UInt8(truncatingIfNeeded: value >> (8 * $0)) }
+    }
+
+    private mutating func runPairing(_ actions: [SMPPairing.Action], on handle: ConnectionHandle) {
+        for action in actions {
+            switch action {
+            case .send(let pdu):
+                queueL2CAP(ByteBuffer(bytes: pdu.encoded), channel: .smp, kind: .other, on: handle)
+            case .startTimer:
+                startSecurityTimer(on: handle)
+            case .stopTimer:
+                if let timer = links[handle]?.security.timer { cancelTimer(timer) }
+                links[handle]?.security.timer = nil
+            case .displayPasskey(let value):
+                emit(.pairingPrompt(handle, .displayPasskey(value)))
+            case .requestPasskey:
+                emit(.pairingPrompt(handle, .enterPasskey))
+            case .confirm(let value):
+                emit(.pairingPrompt(handle, .confirm(numericValue: value)))
+            case .encrypt(let key):
+                startEncryption(handle, key)
+            case .provideKeyForEncryption(let key):
+                links[handle]?.security.keyForRequest = key
+            case .securityRequested(let requirements):
+                emit(.securityRequested(handle, requirements))
+            case .completed(let result):
+                if let id = links[handle]?.security.pairRequest {
+                    links[handle]?.security.pairRequest = nil
+                    complete(id, .success(.paired(result)))
+                }
+                emit(.pairingCompleted(handle, result))
+            case .failed(let failure):
+                links[handle]?.security.keyForRequest = nil
+                if let id = links[handle]?.security.pairRequest {
+                    links[handle]?.security.pairRequest = nil
+                    complete(id, .failure(HostError(.pairingFailed, "\(failure)")))
+                }
+                emit(.pairingFailed(handle, failure))
+            }
+        }
+        pumpACL()
+    }
+
+    private mutating func startSecurityTimer(on handle: ConnectionHandle) {
+        if let running = links[handle]?.security.timer { cancelTimer(running) }
+        let timer = startTimer(.security(handle), after: .seconds(30))
+        links[handle]?.security.timer = timer
+    }
+
+    private mutating func startEncryption(_ handle: ConnectionHandle, _ key: SMPPairing.LongTermKey) {
+        enqueue(
+            HCILEEnableEncryption(
+                handle: handle, randomNumber: key.rand, encryptedDiversifier: key.ediv, longTermKey: key.key
+            ).packet, for: .encryption(handle))
+    }
+
+    /// LE Enable Encryption refused by the controller: what waited for it fails.
+    mutating func encryptionRefused(_ handle: ConnectionHandle, _ error: HostError) {
+        guard links[handle] != nil else { return }
+        if let id = links[handle]?.security.encryptRequest {
+            links[handle]?.security.encryptRequest = nil
+            complete(id, .failure(error))
+        }
+        if links[handle]?.security.pairing?.isPairing == true {
+            let status = error.code.hciStatus?.rawValue ?? HCIStatus.unspecifiedError.rawValue
+            runPairing(links[handle]?.security.pairing?.handle(.encryptionChanged(status: status)) ?? [], on: handle)
+        }
+    }
+}

@@ -1,0 +1,256 @@
+import BLECore
+import BLEGATT
+import BLEHCI
+import BLEHost
+import BLESMP
+import BLEVirtualController
+import Synchronization
+import Testing
+
+/// Two hosts with the Security Manager on two virtual controllers: pairing over the air in both versions, the
+/// link encrypted with the new key (the controllers' LL encryption, AES-CCM), data still flowing, and a
+/// reconnection re-encrypted with the kept key or refused when the peripheral lost it.
+@Suite struct HostPairingTests {
+    /// One side: its host, what it heard, and scripted answers to prompts.
+    final class Side: Sendable {
+        let host: HostDriver
+        let controller: VirtualController
+        let events = Mutex<[HostEvent]>([])
+        /// The passkey this side shows, for the other side's user to type.
+        let shown = Mutex<UInt32?>(nil)
+        /// Keys answered to LTK requests by EDIV and Rand (the bond the peripheral kept).
+        let keys = Mutex<[SMPPairing.LongTermKey]>([])
+        weak var other: Side? {
+            get { otherBox.withLock { $0.value } }
+            set { otherBox.withLock { $0.value = newValue } }
+        }
+        private let otherBox = Mutex(WeakSide())
+
+        struct WeakSide: Sendable {
+            nonisolated(unsafe) weak var value: Side?
+        }
+
+        init(radio: SimulatedRadio, name: String, security: HostSecurityConfiguration) {
+            // Public addresses of their own (hosts on controllers without one would draw the same random static
+            // address from the default seed).
+            let last = UInt8(truncatingIfNeeded: name.utf8.reduce(0) { $0 &+ Int($1) })
+            controller = radio.addController(
+                name: name, address: BluetoothAddress(bytes: [0x00, 0x1B, 0xDC, 0x5E, 0xC0, last]))
+            var configuration = HostConfiguration()
+            configuration.deviceName = name
+            configuration.security = security
+            host = HostDriver(transport: controller.hostTransport, scheduler: radio, configuration: configuration)
+            host.setEventHandler { [weak self] event in self?.heard(event) }
+        }
+
+        private func heard(_ event: HostEvent) {
+            events.withLock { $0.append(event) }
+            switch event {
+            case .pairingPrompt(let handle, .displayPasskey(let value)):
+                shown.withLock { $0 = value }
+                // A user waiting to type it reads it now.
+                if let other, other.waitingToType.withLock({ $0 }), let link = other.host.links.first?.handle {
+                    other.waitingToType.withLock { $0 = false }
+                    other.host.answerPairing(on: link, .passkey(value))
+                }
+                _ = handle
+            case .pairingPrompt(let handle, .enterPasskey):
+                if let value = other?.shown.withLock({ $0 }) {
+                    host.answerPairing(on: handle, .passkey(value))
+                } else {
+                    waitingToType.withLock { $0 = true }
+                }
+            case .pairingPrompt(let handle, .confirm):
+                host.answerPairing(on: handle, .accept(true))
+            case .longTermKeyRequested(let handle, let ediv, let rand):
+                let key = keys.withLock { $0.first { $0.ediv == ediv && $0.rand == rand }?.key }
+                host.replyLongTermKey(on: handle, key: key)
+            default:
+                break
+            }
+        }
+
+        let waitingToType = Mutex(false)
+
+        func heardAny(_ match: (HostEvent) -> Bool) -> Bool { events.withLock { $0.contains(where: match) } }
+    }
+
+    struct Pair {
+        let radio = SimulatedRadio(seed: 7)
+        let central: Side
+        let peripheral: Side
+
+        init(central: HostSecurityConfiguration, peripheral: HostSecurityConfiguration) {
+            self.central = Side(radio: radio, name: "central", security: central)
+            self.peripheral = Side(radio: radio, name: "peripheral", security: peripheral)
+            self.central.other = self.peripheral
+            self.peripheral.other = self.central
+        }
+
+        /// Runs the radio until `condition` holds, for at most `limit` of virtual time.
+        func run(until condition: () -> Bool, limit: Duration = .seconds(60), _ what: String) async throws {
+            var waited: Duration = .zero
+            while !condition() {
+                guard waited < limit else {
+                    Issue.record(
+                        "\(what) did not happen within \(limit) of virtual time; the central heard \(central.events.withLock { $0 }), the peripheral \(peripheral.events.withLock { $0 })"
+                    )
+                    throw CancellationError()
+                }
+                try await radio.run(for: .milliseconds(50))
+                waited += .milliseconds(50)
+            }
+        }
+
+        /// Both hosts started, the peripheral advertising, the central connected to it; the two handles.
+        func connect() async throws -> (central: ConnectionHandle, peripheral: ConnectionHandle) {
+            let started = Mutex(0)
+            for side in [central, peripheral] {
+                side.host.start { if case .success = $0 { started.withLock { $0 += 1 } } }
+            }
+            try await run(until: { started.withLock { $0 } == 2 }, "both hosts starting")
+            return try await reconnect()
+        }
+
+        func reconnect() async throws -> (central: ConnectionHandle, peripheral: ConnectionHandle) {
+            peripheral.host.startAdvertising(
+                AdvertisingParameters(kind: .connectable, intervalMin: 0x20, intervalMax: 0x20),
+                data: [0x02, 0x01, 0x06],
+                scanResponse: []
+            ) { result in if case .failure(let error) = result { Issue.record("advertising failed: \(error)") } }
+            central.host.setConnectTargets([peripheral.controller.address], parameters: ConnectionParameters())
+            try await run(until: { !central.host.links.isEmpty && !peripheral.host.links.isEmpty }, "the connection")
+            central.host.setConnectTargets([], parameters: ConnectionParameters())
+            return (central.host.links[0].handle, peripheral.host.links[0].handle)
+        }
+
+        func disconnect(_ handle: ConnectionHandle) async throws {
+            central.host.disconnect(handle, reason: .remoteUserTerminatedConnection)
+            try await run(until: { central.host.links.isEmpty && peripheral.host.links.isEmpty }, "the disconnection")
+        }
+
+        /// Pairs from the central; returns what the central's request completed with.
+        func pair(_ handle: ConnectionHandle) async throws -> Result<SMPPairing.Result, HostError> {
+            let outcome = Mutex<Result<SMPPairing.Result, HostError>?>(nil)
+            central.host.pair(on: handle) { result in outcome.withLock { $0 = result } }
+            try await run(until: { outcome.withLock { $0 } != nil }, "the pairing")
+            return try #require(outcome.withLock { $0 })
+        }
+    }
+
+    static func security(
+        _ io: IOCapability, seed: UInt8, secure: Bool = true, mitm: Bool = false
+    ) -> HostSecurityConfiguration {
+        var s = HostSecurityConfiguration(seed: [UInt8](repeating: seed, count: 16))
+        s.ioCapability = io
+        s.secureConnections = secure
+        s.mitm = mitm
+        return s
+    }
+
+    static func encrypted(_ side: Side) -> Bool {
+        side.heardAny { if case .encryptionChanged(_, true, .success) = $0 { true } else { false } }
+    }
+
+    @Test(arguments: [true, false])
+    func justWorksPairsEncryptsAndReEncryptsWithTheKeptKey(secure: Bool) async throws {
+        let pair = Pair(
+            central: Self.security(.noInputNoOutput, seed: 1, secure: secure),
+            peripheral: Self.security(.noInputNoOutput, seed: 2))
+        let (handle, _) = try await pair.connect()
+        let result = try await pair.pair(handle).get()
+        #expect(result.secureConnections == secure)
+        #expect(result.method == .justWorks)
+        #expect(Self.encrypted(pair.central) && Self.encrypted(pair.peripheral))
+        // The peripheral also reported the pairing, with the key it answers with.
+        let peripheralResult = try #require(
+            pair.peripheral.events.withLock { events in
+                events.compactMap { if case .pairingCompleted(_, let r) = $0 { r } else { nil } }.first
+            })
+        let kept = try #require(result.peerLongTermKey)
+        #expect(peripheralResult.localLongTermKey == kept)
+        // Data flows on the encrypted link: a GATT discovery answers.
+        let services = Mutex<Result<[GATTService], HostError>?>(nil)
+        pair.central.host.discoverServices(on: handle, uuid: nil) { r in services.withLock { $0 = r } }
+        try await pair.run(until: { services.withLock { $0 } != nil }, "the discovery")
+        #expect(try services.withLock { $0 }?.get().isEmpty == false)
+
+        // Next time: the central encrypts with the kept key, the peripheral finds it by EDIV and Rand.
+        pair.peripheral.keys.withLock { $0 = [try! #require(peripheralResult.localLongTermKey)] }
+        try await pair.disconnect(handle)
+        pair.central.events.withLock { $0.removeAll() }
+        pair.peripheral.events.withLock { $0.removeAll() }
+        let (again, _) = try await pair.reconnect()
+        let encryptedAgain = Mutex<Result<Void, HostError>?>(nil)
+        pair.central.host.encrypt(on: again, key: kept) { r in encryptedAgain.withLock { $0 = r } }
+        try await pair.run(until: { encryptedAgain.withLock { $0 } != nil }, "the re-encryption")
+        #expect(throws: Never.self) { try encryptedAgain.withLock { $0 }?.get() }
+        #expect(Self.encrypted(pair.central) && Self.encrypted(pair.peripheral))
+    }
+
+    @Test func aPeripheralThatLostTheKeyRefusesAndTheLinkStays() async throws {
+        let pair = Pair(
+            central: Self.security(.noInputNoOutput, seed: 1), peripheral: Self.security(.noInputNoOutput, seed: 2))
+        let (handle, _) = try await pair.connect()
+        let outcome = Mutex<Result<Void, HostError>?>(nil)
+        let key = SMPPairing.LongTermKey(key: [UInt8](repeating: 9, count: 16), ediv: 0x1234, rand: 42)
+        pair.central.host.encrypt(on: handle, key: key) { r in outcome.withLock { $0 = r } }
+        try await pair.run(until: { outcome.withLock { $0 } != nil }, "the refusal")
+        guard case .failure(let error)? = outcome.withLock({ $0 }) else {
+            Issue.record("encryption with a key the peripheral does not have succeeded")
+            return
+        }
+        #expect(error.code == .hci(.pinOrKeyMissing))
+        #expect(!pair.central.host.links.isEmpty)
+    }
+
+    @Test(arguments: [true, false])
+    func passkeyEntryAuthenticatesOverTheAir(secure: Bool) async throws {
+        let pair = Pair(
+            central: Self.security(.keyboardOnly, seed: 3, secure: secure, mitm: true),
+            peripheral: Self.security(.displayOnly, seed: 4, mitm: true))
+        let (handle, _) = try await pair.connect()
+        let result = try await pair.pair(handle).get()
+        #expect(result.authenticated)
+        #expect(result.method == .passkeyEntry(.responderDisplaysInitiatorInputs))
+        #expect(pair.peripheral.shown.withLock { $0 } != nil)
+        #expect(Self.encrypted(pair.central) && Self.encrypted(pair.peripheral))
+    }
+
+    @Test func numericComparisonShowsBothUsersTheSameValue() async throws {
+        let pair = Pair(
+            central: Self.security(.displayYesNo, seed: 5, mitm: true),
+            peripheral: Self.security(.displayYesNo, seed: 6, mitm: true))
+        let (handle, _) = try await pair.connect()
+        let result = try await pair.pair(handle).get()
+        #expect(result.method == .numericComparison)
+        let values = [pair.central, pair.peripheral].map { side in
+            side.events.withLock { events in
+                events.compactMap { if case .pairingPrompt(_, .confirm(let v)) = $0 { v } else { nil } }.first
+            }
+        }
+        #expect(values[0] != nil && values[0] == values[1])
+    }
+
+    @Test func aHostNotConfiguredToPairRefusesWithPairingNotSupported() async throws {
+        let pair = Pair(
+            central: Self.security(.noInputNoOutput, seed: 1), peripheral: Self.security(.noInputNoOutput, seed: 2))
+        // A third host without security: the central pairs with it and hears Pairing Not Supported.
+        let plainController = pair.radio.addController(
+            name: "plain", address: BluetoothAddress(bytes: [0x00, 0x1B, 0xDC, 0x5E, 0xC0, 0x01]))
+        let plain = HostDriver(transport: plainController.hostTransport, scheduler: pair.radio)
+        let started = Mutex(0)
+        for host in [pair.central.host, plain] { host.start { if case .success = $0 { started.withLock { $0 += 1 } } } }
+        try await pair.run(until: { started.withLock { $0 } == 2 }, "starting")
+        plain.startAdvertising(AdvertisingParameters(), data: [0x02, 0x01, 0x06], scanResponse: []) { _ in }
+        pair.central.host.setConnectTargets([plainController.address], parameters: ConnectionParameters())
+        try await pair.run(until: { !pair.central.host.links.isEmpty }, "the connection")
+        let result = try await pair.pair(pair.central.host.links[0].handle)
+        guard case .failure(let error) = result else {
+            Issue.record("pairing with a host that does not pair succeeded")
+            return
+        }
+        #expect(error.code == .pairingFailed)
+        #expect("\(error)".contains("Pairing Not Supported"))
+    }
+}
