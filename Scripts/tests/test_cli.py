@@ -688,6 +688,37 @@ class ErrorTests(unittest.TestCase):
                     controller.wait(10)
                 controller.stdout.close()
 
+    def test_a_reconnecting_command_ends_when_its_controllers_transport_closes(self):
+        # A closed transport is never opened again: `connect --reconnect` must not retry for ever.
+        controller = subprocess.Popen([BLE, "controller", "tcp-server:127.0.0.1:0"], stdout=subprocess.PIPE,
+                                      stderr=subprocess.DEVNULL, env=ENV)
+        connect = None
+        try:
+            lines = LineReader(controller.stdout)
+            match = re.search(r"listening on tcp-server:127\.0\.0\.1:(\d+)", lines.line(20))
+            self.assertIsNotNone(match)
+            connect = subprocess.Popen(
+                [BLE, "connect", "HRM-Demo", "--reconnect", "--transport", f"tcp-client:127.0.0.1:{match.group(1)}"],
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=ENV)
+            reader = LineReader(connect.stdout)
+            seen = [reader.line(30)]
+            while "connected" not in seen[-1]:
+                seen.append(reader.line(30))
+            controller.terminate()
+            controller.wait(10)
+            _, err = connect.communicate(timeout=30)
+            self.assertEqual(connect.returncode, 2, err)
+            self.assertIn("the controller went away (its transport closed)", err.decode())
+        finally:
+            for process in (connect, controller):
+                if process is not None and process.poll() is None:
+                    process.kill()
+                    process.wait(10)
+            controller.stdout.close()
+            if connect is not None:
+                connect.stdout.close()
+                connect.stderr.close()
+
     def test_unavailable_transport(self):
         self.assertOneLine(ble("scan", "--transport", "nonsense"), 2, "not a transport")
 

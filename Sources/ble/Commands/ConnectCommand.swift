@@ -19,7 +19,8 @@ struct ConnectCommand: AsyncParsableCommand {
             whenever the command ends; exit 0 when it ends by --duration or an interrupt with every link up). \
             With --reconnect it connects again after every loss: by the device's identifier, or by scanning for \
             its name, with pauses of 1 s doubling up to 30 s between failed attempts, until interrupted or \
-            --duration passes. Either way it ends with exit 2 when the shared room itself goes away.
+            --duration passes. Either way it ends with exit 2 when the controller goes away (the shared room \
+            stopped, or the transport to another controller closed: it is never opened again).
             """)
 
     @Argument(

@@ -42,7 +42,8 @@ enum CommandRun {
             task = Task(operation: work)
         }
         let manager = tool.manager
-        let watch = session.room == nil ? nil : failWhenGone(manager, outcome)
+        // Only the private simulated room's controller is not behind a transport that can close.
+        let watch = session.world == nil ? failWhenGone(manager, outcome) : nil
         let result = try await session.run(until: outcome, limit: limit)
         watch?.cancel()
         if result == nil { task.cancel() }
@@ -58,15 +59,17 @@ enum CommandRun {
         }
     }
 
-    /// On the shared room, a controller that went away never comes back (a closed transport is not opened again):
-    /// a flow that would go on waiting for it (`connect --reconnect` retrying) ends as failed with it, after a
-    /// moment in which it may end by itself.
+    /// Behind a transport (the shared room, TCP, a serial port, an HCI socket), a controller that went away never
+    /// comes back (a closed transport is not opened again): a flow that would go on waiting for it (`connect
+    /// --reconnect` retrying) ends as failed with it, after a moment in which it may end by itself.
     private static func failWhenGone(_ manager: CentralManager, _ outcome: Outcome) -> Task<Void, Never> {
         Task {
             while !Task.isCancelled, outcome.result == nil {
                 if manager.state == .poweredOff {
                     try? await Task.sleep(for: .seconds(1))
-                    if !Task.isCancelled { outcome.fail(ToolError(.transport, "the controller went away")) }
+                    if !Task.isCancelled {
+                        outcome.fail(ToolError(.transport, "the controller went away (its transport closed)"))
+                    }
                     return
                 }
                 try? await Task.sleep(for: .milliseconds(100))
