@@ -116,7 +116,7 @@ import Testing
 
     /// Without the option, a link loss is final: `isReconnecting` false, `.disconnected`, no new connection.
     @Test func withoutTheOptionALossIsFinal() async throws {
-        let (rig, app, peripheral) = try await Self.connected(autoReconnect: nil)
+        let (rig, app, _) = try await Self.connected(autoReconnect: nil)
         rig.sensorSystem.move(to: RadioPosition(x: 1000, y: 0))
         try await rig.run(until: { !app.endings.withLock { $0.isEmpty } }, within: .seconds(10), "link loss")
         let ending = try #require(app.endings.withLock { $0.first })

@@ -106,7 +106,7 @@ struct PreservedPeripheralRecord: Codable, Hashable, PreservedRecord {
                         uuid: c.uuid.uuidString, properties: c.properties.rawValue,
                         permissions: c.permissions.rawValue, value: c.value,
                         descriptors: (c.descriptors ?? []).compactMap { $0 as? MutableDescriptor }.map {
-                            Descriptor(uuid: $0.uuid.uuidString, value: $0.value as? Data)
+                            Descriptor(uuid: $0.uuid.uuidString, value: $0.value)
                         })
                 })
         }
