@@ -188,6 +188,20 @@ import Testing
         #expect(Self.encrypted(pair.central) && Self.encrypted(pair.peripheral))
     }
 
+    /// Each pairing draws its own values: a second pairing with the same peer makes another key. (The random
+    /// values follow a count of the host's pairings, not the link handle, which a controller may reuse.)
+    @Test func pairingAgainMakesANewKey() async throws {
+        let pair = Pair(
+            central: Self.security(.noInputNoOutput, seed: 1), peripheral: Self.security(.noInputNoOutput, seed: 2))
+        let (first, _) = try await pair.connect()
+        let one = try await pair.pair(first).get()
+        try await pair.disconnect(first)
+        let (second, _) = try await pair.reconnect()
+        let two = try await pair.pair(second).get()
+        #expect(one.peerLongTermKey != nil && two.peerLongTermKey != nil)
+        #expect(one.peerLongTermKey != two.peerLongTermKey)
+    }
+
     @Test func aPeripheralThatLostTheKeyRefusesAndTheLinkStays() async throws {
         let pair = Pair(
             central: Self.security(.noInputNoOutput, seed: 1), peripheral: Self.security(.noInputNoOutput, seed: 2))

@@ -196,13 +196,16 @@ extension HostMachine {
 
     // MARK: The pairing machine's actions
 
-    private func makePairing(for info: LinkInfo, _ security: HostSecurityConfiguration) -> SMPPairing {
+    /// A pairing machine for the link, with random values of its own: the seed is stretched by a count of the
+    /// pairings this host made, so no two (not even two on a reused handle) share nonces, passkeys or keys.
+    private mutating func makePairing(for info: LinkInfo, _ security: HostSecurityConfiguration) -> SMPPairing {
+        pairingsMade += 1
         let local = self.info?.address ?? .zero
         let localAddress = BluetoothAddress(
             bytes: local.bytes, type: local.type.isRandom ? .randomDevice : .publicDevice)
         let peer = BluetoothAddress(
             bytes: info.peer.bytes, type: info.peer.type.isRandom ? .randomDevice : .publicDevice)
-        var random = SMPRandom(seed: security.seed + Self.octets(UInt64(info.handle.rawValue)))
+        var random = SMPRandom(seed: security.seed + Self.octets(pairingsMade))
         var privateKey = random.next(32)
         // A draw outside 1...n-1 (about one in 2^32) is drawn again.
         while SMPKeyPair(privateKey: privateKey) == nil { privateKey = random.next(32) }

@@ -67,6 +67,8 @@ public struct HostMachine: Sendable {
 
     var timers: [HostTimerID: TimerPurpose] = [:]
     var nextTimer: UInt64 = 1
+    /// Pairing machines made so far: each one's random values come from the security seed and this count.
+    var pairingsMade: UInt64 = 0
 
     /// What the current event produced so far.
     var pending: [HostAction] = []
