@@ -132,6 +132,7 @@ let package = Package(
             name: "BLETests",
             dependencies: [
                 "BLE", "BLETransport", "BLEHCI", "BLEHost", "BLESMP", "BLESystem", "BLEVirtualController", "BLEGATT",
+                "BLEATT",
             ],
             swiftSettings: strict),
         .testTarget(

@@ -144,6 +144,15 @@ private let c2 = ConnectionHandle(2)
         #expect(
             world.run(.write(AttributeHandle(15), value: [0])).error
                 == GATTError(.errorResponse, attErrorCode: .writeNotPermitted))  // a declaration
+        // A client without a bond must pair first (Insufficient Authentication); a bonded one only encrypt
+        // (Vol 3, Part C, 10.3.1, Table 10.2).
+        #expect(
+            world.run(.read(AttributeHandle(34))).error
+                == GATTError(.errorResponse, attErrorCode: .insufficientAuthentication))
+        #expect(
+            world.run(.write(AttributeHandle(34), value: [1])).error
+                == GATTError(.errorResponse, attErrorCode: .insufficientAuthentication))
+        world.server.bondChanged(c1, isBonded: true)
         #expect(
             world.run(.read(AttributeHandle(34))).error
                 == GATTError(.errorResponse, attErrorCode: .insufficientEncryption))

@@ -1,3 +1,4 @@
+import BLEATT
 import BLECore
 import BLEGATT
 import BLEHCI
@@ -202,6 +203,49 @@ import Testing
         #expect(one.peerLongTermKey != two.peerLongTermKey)
     }
 
+    /// A value that needs encryption: refused to a stranger with Insufficient Authentication (pair first), and
+    /// read once the link is paired and encrypted; after a reconnection, refused to the bonded central with
+    /// Insufficient Encryption (encrypt first) until it encrypts with the kept key (Vol 3, Part C, 10.3.1).
+    @Test func anEncryptedValueIsRefusedAsTheSpecSaysUntilTheLinkIsEncrypted() async throws {
+        let pair = Pair(
+            central: Self.security(.noInputNoOutput, seed: 1), peripheral: Self.security(.noInputNoOutput, seed: 2))
+        let definition = GATTServiceDefinition(
+            uuid: BluetoothUUID(0xFFF0),
+            characteristics: [
+                GATTCharacteristicDefinition(
+                    uuid: BluetoothUUID(0xFFF1), properties: [.read], permissions: [.readEncryptionRequired],
+                    value: [0x2A])
+            ])
+        let service = try pair.peripheral.host.addService(definition).get()
+        let value = service.characteristicValueHandles[0]
+        func read(_ handle: ConnectionHandle) async throws -> Result<[UInt8], HostError> {
+            let outcome = Mutex<Result<[UInt8], HostError>?>(nil)
+            pair.central.host.read(on: handle, attribute: value) { r in outcome.withLock { $0 = r } }
+            try await pair.run(until: { outcome.withLock { $0 } != nil }, "the read")
+            return try #require(outcome.withLock { $0 })
+        }
+        let (handle, _) = try await pair.connect()
+        let stranger = try await read(handle)
+        #expect(stranger.error?.code == .att(.insufficientAuthentication), "\(stranger)")
+        let result = try await pair.pair(handle).get()
+        #expect(try await read(handle).get() == [0x2A])
+
+        try await pair.disconnect(handle)
+        let (again, peripheralAgain) = try await pair.reconnect()
+        // The peripheral's system knows the central is bonded (the layer above tells the host).
+        pair.peripheral.host.setPeerBonded(on: peripheralAgain, true)
+        let bonded = try await read(again)
+        #expect(bonded.error?.code == .att(.insufficientEncryption), "\(bonded)")
+        let kept = try #require(result.peerLongTermKey)
+        pair.peripheral.keys.withLock { $0 = [kept] }
+        let encrypted = Mutex<Result<Void, HostError>?>(nil)
+        pair.central.host.encrypt(on: again, key: kept) { r in
+            encrypted.withLock { $0 = r }
+        }
+        try await pair.run(until: { encrypted.withLock { $0 } != nil }, "the re-encryption")
+        #expect(try await read(again).get() == [0x2A])
+    }
+
     @Test func aPeripheralThatLostTheKeyRefusesAndTheLinkStays() async throws {
         let pair = Pair(
             central: Self.security(.noInputNoOutput, seed: 1), peripheral: Self.security(.noInputNoOutput, seed: 2))
@@ -266,5 +310,13 @@ import Testing
         }
         #expect(error.code == .pairingFailed)
         #expect("\(error)".contains("Pairing Not Supported"))
+    }
+}
+
+extension Result {
+    /// The failure, if it is one.
+    var error: Failure? {
+        if case .failure(let error) = self { return error }
+        return nil
     }
 }

@@ -63,6 +63,9 @@ public struct GATTServer: Sendable {
     struct Client: Sendable {
         var mtu: UInt16 = ATTBearer.defaultMTU
         var isEncrypted = false
+        /// Whether this server's device holds a Long Term Key for the client (a bond): a value that needs
+        /// encryption is then refused with Insufficient Encryption, else with Insufficient Authentication.
+        var isBonded = false
         var configurations: [AttributeHandle: GATTClientConfiguration] = [:]
         var prepareQueue: [GATTWriteRequest] = []
         /// The Client Supported Features it wrote (the known bits only; empty until it writes).
@@ -122,6 +125,19 @@ public struct GATTServer: Sendable {
     /// The link's encryption changed.
     public mutating func encryptionChanged(_ connection: ConnectionHandle, isEncrypted: Bool) {
         clients[connection, default: Client()].isEncrypted = isEncrypted
+    }
+
+    /// Whether the device holds a bond (a Long Term Key) with the client on this connection.
+    public mutating func bondChanged(_ connection: ConnectionHandle, isBonded: Bool) {
+        clients[connection, default: Client()].isBonded = isBonded
+    }
+
+    /// Why a value that needs encryption is refused on a link that is not encrypted (Core Spec 5.4, Vol 3,
+    /// Part C, 10.3.1, Table 10.2): with a key for the client, Insufficient Encryption (it only has to encrypt);
+    /// without one, Insufficient Authentication (it has to pair first).
+    private func encryptionRefusal(_ connection: ConnectionHandle) -> ATTErrorCode? {
+        guard !(clients[connection]?.isEncrypted ?? false) else { return nil }
+        return clients[connection]?.isBonded == true ? .insufficientEncryption : .insufficientAuthentication
     }
 
     /// The ATT_MTU in force on a connection.
@@ -284,8 +300,8 @@ public struct GATTServer: Sendable {
             return .readNotPermitted
         }
         guard attribute.permissions.allowsRead else { return .readNotPermitted }
-        if attribute.permissions.contains(.readEncryptionRequired) && !(clients[connection]?.isEncrypted ?? false) {
-            return .insufficientEncryption
+        if attribute.permissions.contains(.readEncryptionRequired), let refusal = encryptionRefusal(connection) {
+            return refusal
         }
         return nil
     }
@@ -301,8 +317,8 @@ public struct GATTServer: Sendable {
             return .writeNotPermitted
         }
         guard !attribute.isDeclaration, attribute.permissions.allowsWrite else { return .writeNotPermitted }
-        if attribute.permissions.contains(.writeEncryptionRequired) && !(clients[connection]?.isEncrypted ?? false) {
-            return .insufficientEncryption
+        if attribute.permissions.contains(.writeEncryptionRequired), let refusal = encryptionRefusal(connection) {
+            return refusal
         }
         return nil
     }

@@ -266,6 +266,11 @@ extension HostDriver {
         state.withLock { $0.machine.setDeviceName(name) }
     }
 
+    /// Whether this device holds a bond with the peer of a link (the GATT server's refusals depend on it).
+    public func setPeerBonded(on handle: ConnectionHandle, _ isBonded: Bool) {
+        state.withLock { $0.machine.setPeerBonded(handle, isBonded) }
+    }
+
     /// Answers a `.serverRead` or `.serverWrite` request. `completion`, when given, hears once whether the response
     /// was handed to the bearer, or why not (the request is unknown or already answered, or its link is gone).
     public func respond(

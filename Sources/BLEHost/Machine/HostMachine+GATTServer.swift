@@ -40,6 +40,13 @@ extension HostMachine {
         server.database.deviceName = name
     }
 
+    /// Tells the GATT server whether this device holds a bond with the peer of a link: a value that needs
+    /// encryption is then refused with Insufficient Encryption instead of Insufficient Authentication.
+    public mutating func setPeerBonded(_ handle: ConnectionHandle, _ isBonded: Bool) {
+        guard links[handle] != nil else { return }
+        server.bondChanged(handle, isBonded: isBonded)
+    }
+
     /// Answers a `.serverRead` or `.serverWrite` request.
     ///
     /// With `id`, that operation completes once the response is handed to the bearer, or fails when there is

@@ -248,6 +248,7 @@ extension HostMachine {
             case .securityRequested(let requirements):
                 emit(.securityRequested(handle, requirements))
             case .completed(let result):
+                if result.bonded { server.bondChanged(handle, isBonded: true) }
                 if let id = links[handle]?.security.pairRequest {
                     links[handle]?.security.pairRequest = nil
                     complete(id, .success(.paired(result)))
