@@ -65,11 +65,12 @@ let package = Package(
                 logging,
             ],
             swiftSettings: strict),
-        // The daemon: apps, arbitration, delivery, and the store (SQLite through GRDB).
+        // The daemon: apps, arbitration, delivery, and the store (SQLite through GRDB; BLESMP's `ah` resolves
+        // bonded peers' private addresses).
         .target(
             name: "BLESystem",
             dependencies: [
-                "BLECore", "BLEATT", "BLEGATT", "BLEHost", "BLETransport", logging,
+                "BLECore", "BLEATT", "BLEGATT", "BLEHost", "BLESMP", "BLETransport", logging,
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "OrderedCollections", package: "swift-collections"),
             ],
@@ -126,7 +127,7 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(
             name: "BLESystemTests",
-            dependencies: ["BLESystem", "BLECore", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: ["BLESystem", "BLESMP", "BLECore", logging, .product(name: "GRDB", package: "GRDB.swift")],
             swiftSettings: strict),
         .testTarget(
             name: "BLETests",

@@ -6,9 +6,9 @@ import Synchronization
 
 /// What a system keeps beyond its process, in one SQLite database (through GRDB): the identifier of every
 /// peer address it reported, with the peer's last name and when it was last seen, and the GATT cache of each
-/// peer whose database has a hash (what was discovered there, with the hash it was discovered under), and the
-/// preserved state of managers with a restore identifier (`SystemStore+Preserved.swift`). Bonds come as a later
-/// migration (ARCHITECTURE.md, "Persistence").
+/// peer whose database has a hash (what was discovered there, with the hash it was discovered under), the
+/// preserved state of managers with a restore identifier (`SystemStore+Preserved.swift`), and the bonds: each
+/// bonded peer's keys and identity, under its identifier (`SystemStore+Bonds.swift`).
 ///
 /// - Identifiers are random per system, as on iOS (a seeded draw in simulation, so a run repeats), and each is
 ///   committed before it is handed out: a process killed right after reporting a peer finds the same
@@ -21,7 +21,8 @@ import Synchronization
 ///   takes its cache with it.
 /// - Known peers are bounded (`peerLimit`, the least recently seen go first) and aged (peers not seen for
 ///   `maximumAge` are forgotten when the store opens), so devices that rotate their random addresses cannot
-///   grow the file without end.
+///   grow the file without end. A bonded peer is neither: it stays until its bond is removed, and the limit
+///   counts the peers without a bond.
 /// - A file that cannot be used (not a database, corrupt, unreadable, written by a newer schema) fails the
 ///   initialiser with `StoreError`, naming the path; with `rebuildUnusable` the file is moved aside (and the
 ///   move logged) and a new one started. An empty file is a new store.
@@ -65,7 +66,7 @@ public final class SystemStore: Sendable {
     /// nil: in memory.
     public let path: String?
     let database: DatabaseQueue
-    private let now: @Sendable () -> Int64
+    let now: @Sendable () -> Int64
     let logger: Logger
 
     struct State {
@@ -85,6 +86,15 @@ public final class SystemStore: Sendable {
         var preserved: [PreservedManager.Key: PreservedManager] = [:]
         /// Preserved-state rows that could not be read as the store opened (logged, then ignored).
         var unreadablePreserved = 0
+        /// Bonds by the peer's identifier; every one names a peer in `byIdentifier`.
+        var bonds: [UUID: StoredBond] = [:]
+        /// Bonded identifiers by the bond's identity address (in its identity form, `identityForm`).
+        var byIdentity: [BluetoothAddress: UUID] = [:]
+        /// Addresses other than its row's that map to a peer in `byAddress`, in memory only: a bonded peer's
+        /// resolvable private addresses and identity address, and the address a peer paired from.
+        var aliases: [UUID: Set<BluetoothAddress>] = [:]
+        /// Bond rows that could not be read as the store opened (logged, then ignored).
+        var unreadableBonds = 0
     }
     let state: Mutex<State>
 
@@ -130,6 +140,11 @@ public final class SystemStore: Sendable {
                 "preserved manager rows that cannot be read are ignored",
                 metadata: ["path": "\(path ?? ":memory:")", "rows": "\(state.unreadablePreserved)"])
         }
+        if state.unreadableBonds > 0 {
+            logger.warning(
+                "bond rows that cannot be read are ignored: those peers are not bonded",
+                metadata: ["path": "\(path ?? ":memory:")", "rows": "\(state.unreadableBonds)"])
+        }
         self.state = Mutex(state)
     }
 
@@ -172,6 +187,31 @@ public final class SystemStore: Sendable {
                         backgroundModes TEXT NOT NULL,
                         record BLOB NOT NULL,
                         PRIMARY KEY (app, role, restoreIdentifier)
+                    );
+                    """)
+        }
+        // Keyed by the peer's identifier, like the GATT cache, so a bonded peer keeps its identifier and goes
+        // with its row; one bond per identity address. Rand is written as its bit pattern (SQLite integers are
+        // signed). A key's three columns are all NULL or all set.
+        migrator.registerMigration("v4: bonds") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE bond (
+                        identifier TEXT PRIMARY KEY NOT NULL REFERENCES peer (identifier) ON DELETE CASCADE,
+                        identityAddress BLOB NOT NULL,
+                        identityAddressType INTEGER NOT NULL,
+                        resolvingKey BLOB,
+                        centralKey BLOB,
+                        centralEDIV INTEGER,
+                        centralRand INTEGER,
+                        peripheralKey BLOB,
+                        peripheralEDIV INTEGER,
+                        peripheralRand INTEGER,
+                        keySize INTEGER NOT NULL,
+                        authenticated INTEGER NOT NULL,
+                        secureConnections INTEGER NOT NULL,
+                        created INTEGER NOT NULL,
+                        UNIQUE (identityAddress, identityAddressType)
                     );
                     """)
         }
@@ -237,7 +277,10 @@ public final class SystemStore: Sendable {
             }
             var state = State()
             try database.write { db in
-                try db.execute(sql: "DELETE FROM peer WHERE lastSeen < ?", arguments: [now - maximumAge])
+                // A bonded peer is not aged: it stays until its bond is removed.
+                try db.execute(
+                    sql: "DELETE FROM peer WHERE lastSeen < ? AND identifier NOT IN (SELECT identifier FROM bond)",
+                    arguments: [now - maximumAge])
                 let rows = try Row.fetchAll(
                     db, sql: "SELECT identifier, address, addressType, name, lastSeen FROM peer")
                 for row in rows {
@@ -252,6 +295,15 @@ public final class SystemStore: Sendable {
                         continue
                     }
                     state.preserved[preserved.key] = preserved
+                }
+                for row in try Row.fetchAll(db, sql: "SELECT * FROM bond") {
+                    // A bond of a peer whose row could not be read names nobody the store knows.
+                    guard let bond = Self.bond(row), state.byIdentifier[bond.identifier] != nil else {
+                        state.unreadableBonds += 1
+                        continue
+                    }
+                    state.bonds[bond.identifier] = bond
+                    state.byIdentity[bond.identityAddress.identityForm] = bond.identifier
                 }
             }
             return (database, state)
@@ -326,75 +378,76 @@ public final class SystemStore: Sendable {
 
     // MARK: Identifiers and known peers
 
-    /// The identifier of `address`, drawn and committed on first use. Another process of the same device (two
-    /// `ble` commands at once) may have given the address an identifier since this store was opened: the one in
-    /// the file is then taken, so both print the same. When the write fails (a full disk, a store closed by
-    /// `shutDown`), the identifier is kept in memory only, and the failure logged: it holds until the process
-    /// ends.
+    /// The identifier of `address`, drawn and committed on first use. A bonded peer's identity address, and a
+    /// resolvable private address one of the bonded peers' IRKs resolves (`identifier(resolving:)`), give the
+    /// bonded peer's identifier: a bonded device keeps its identifier however often it changes its address.
+    /// Another process of the same device (two `ble` commands at once) may have given the address an identifier
+    /// since this store was opened: the one in the file is then taken, so both print the same. When the write
+    /// fails (a full disk, a store closed by `shutDown`), the identifier is kept in memory only, and the failure
+    /// logged: it holds until the process ends.
     public func identifier(for address: BluetoothAddress) -> UUID {
-        state.withLock { s -> UUID in
-            if let known = s.byAddress[address] { return known }
-            var identifier = draw(&s)
-            while s.byIdentifier[identifier] != nil { identifier = draw(&s) }
-            let drawn = s.drawn
-            let time = now()
-            var evicted = s.byIdentifier.count >= Self.peerLimit ? oldest(s) : nil
-            var adopted: UUID?
-            do {
-                guard !s.closed else { throw StoreError(path: path ?? ":memory:", reason: "the store is closed") }
-                let inMemory = s.byIdentifier
-                try database.writeWithoutTransaction { db in
-                    // Immediate: the look and the insert are one step for every process of the device.
-                    try db.inTransaction(.immediate) {
-                        if let text = try String.fetchOne(
-                            db, sql: "SELECT identifier FROM peer WHERE address = ? AND addressType = ?",
-                            arguments: [Data(address.bytes), address.type.storeCode]),
-                            let existing = UUID(uuidString: text), inMemory[existing] == nil
-                        {
-                            adopted = existing
-                            return .commit
-                        }
-                        if let evicted {
-                            try db.execute(
-                                sql: "DELETE FROM peer WHERE identifier = ?", arguments: [evicted.uuidString])
-                        }
-                        try db.execute(
-                            sql: """
-                                INSERT INTO peer (identifier, address, addressType, name, lastSeen)
-                                VALUES (?, ?, ?, NULL, ?)
-                                """,
-                            arguments: [
-                                identifier.uuidString, Data(address.bytes), address.type.storeCode, time,
-                            ])
-                        try db.execute(
-                            sql: "INSERT OR REPLACE INTO meta (key, value) VALUES ('drawn', ?)",
-                            arguments: [Int64(bitPattern: drawn)])
-                        return .commit
-                    }
-                }
-            } catch {
-                logger.error(
-                    "a peer's identifier is kept in memory only: it could not be written",
-                    metadata: ["error": "\(Self.words(error))", "identifier": "\(identifier)"])
-            }
-            if let adopted {
-                identifier = adopted
-                evicted = nil
-            }
-            if let evicted, let gone = s.byIdentifier.removeValue(forKey: evicted) {
-                s.byAddress.removeValue(forKey: gone.address)
-                s.unwritten.remove(evicted)
-                s.unwrittenCaches.removeValue(forKey: evicted)
-            }
-            s.byIdentifier[identifier] = KnownPeer(identifier: identifier, address: address, name: nil, lastSeen: time)
-            s.byAddress[address] = identifier
-            return identifier
-        }
+        state.withLock { s in identifier(for: address, in: &s) }
     }
 
-    /// The identifier already given to `address`, if any (nothing is drawn).
+    func identifier(for address: BluetoothAddress, in s: inout State) -> UUID {
+        if let known = knownIdentifier(for: address, in: &s) { return known }
+        var identifier = draw(&s)
+        while s.byIdentifier[identifier] != nil { identifier = draw(&s) }
+        let drawn = s.drawn
+        let time = now()
+        // The limit counts the peers without a bond, and only they are evicted.
+        var evicted = s.byIdentifier.count - s.bonds.count >= Self.peerLimit ? oldest(s) : nil
+        var adopted: UUID?
+        do {
+            guard !s.closed else { throw StoreError(path: path ?? ":memory:", reason: "the store is closed") }
+            let inMemory = s.byIdentifier
+            try database.writeWithoutTransaction { db in
+                // Immediate: the look and the insert are one step for every process of the device.
+                try db.inTransaction(.immediate) {
+                    if let text = try String.fetchOne(
+                        db, sql: "SELECT identifier FROM peer WHERE address = ? AND addressType = ?",
+                        arguments: [Data(address.bytes), address.type.storeCode]),
+                        let existing = UUID(uuidString: text), inMemory[existing] == nil
+                    {
+                        adopted = existing
+                        return .commit
+                    }
+                    if let evicted {
+                        try db.execute(sql: "DELETE FROM peer WHERE identifier = ?", arguments: [evicted.uuidString])
+                    }
+                    try db.execute(
+                        sql: """
+                            INSERT INTO peer (identifier, address, addressType, name, lastSeen)
+                            VALUES (?, ?, ?, NULL, ?)
+                            """,
+                        arguments: [
+                            identifier.uuidString, Data(address.bytes), address.type.storeCode, time,
+                        ])
+                    try db.execute(
+                        sql: "INSERT OR REPLACE INTO meta (key, value) VALUES ('drawn', ?)",
+                        arguments: [Int64(bitPattern: drawn)])
+                    return .commit
+                }
+            }
+        } catch {
+            logger.error(
+                "a peer's identifier is kept in memory only: it could not be written",
+                metadata: ["error": "\(Self.words(error))", "identifier": "\(identifier)"])
+        }
+        if let adopted {
+            identifier = adopted
+            evicted = nil
+        }
+        if let evicted { s.forget(evicted) }
+        s.byIdentifier[identifier] = KnownPeer(identifier: identifier, address: address, name: nil, lastSeen: time)
+        s.byAddress[address] = identifier
+        return identifier
+    }
+
+    /// The identifier already given to `address`, if any (nothing is drawn). A bonded peer's identity address
+    /// and the resolvable private addresses its IRK resolves give its identifier, as in `identifier(for:)`.
     public func existingIdentifier(for address: BluetoothAddress) -> UUID? {
-        state.withLock { $0.byAddress[address] }
+        state.withLock { s in knownIdentifier(for: address, in: &s) }
     }
 
     /// The peer an identifier was given to.
@@ -481,28 +534,31 @@ public final class SystemStore: Sendable {
     /// The GATT cache kept for the peer with `identifier`, if any. A row that cannot be read is logged and
     /// treated as none.
     public func gattCache(for identifier: UUID) -> GATTCache? {
-        state.withLock { s -> GATTCache? in
-            if let pending = s.unwrittenCaches[identifier] { return pending }
-            guard !s.closed, s.byIdentifier[identifier] != nil else { return nil }
-            do {
-                let row = try database.read { db in
-                    try Row.fetchOne(
-                        db, sql: "SELECT hash, record FROM gattCache WHERE identifier = ?",
-                        arguments: [identifier.uuidString])
-                }
-                guard let row else { return nil }
-                guard let hash: Data = Self.column(row, "hash"), let record: Data = Self.column(row, "record") else {
-                    logger.warning(
-                        "a GATT cache row cannot be read and is ignored", metadata: ["identifier": "\(identifier)"])
-                    return nil
-                }
-                return GATTCache(hash: Array(hash), record: Array(record))
-            } catch {
-                logger.error(
-                    "could not read a GATT cache",
-                    metadata: ["error": "\(Self.words(error))", "identifier": "\(identifier)"])
+        state.withLock { s in gattCache(for: identifier, in: s) }
+    }
+
+    func gattCache(for identifier: UUID, in s: State) -> GATTCache? {
+        if let pending = s.unwrittenCaches[identifier] { return pending }
+        guard !s.closed, s.byIdentifier[identifier] != nil else { return nil }
+        do {
+            let row = try database.read { db in
+                try Row.fetchOne(
+                    db, sql: "SELECT hash, record FROM gattCache WHERE identifier = ?",
+                    arguments: [identifier.uuidString]
+                )
+            }
+            guard let row else { return nil }
+            guard let hash: Data = Self.column(row, "hash"), let record: Data = Self.column(row, "record") else {
+                logger.warning(
+                    "a GATT cache row cannot be read and is ignored", metadata: ["identifier": "\(identifier)"])
                 return nil
             }
+            return GATTCache(hash: Array(hash), record: Array(record))
+        } catch {
+            logger.error(
+                "could not read a GATT cache",
+                metadata: ["error": "\(Self.words(error))", "identifier": "\(identifier)"])
+            return nil
         }
     }
 
@@ -564,9 +620,46 @@ public final class SystemStore: Sendable {
             ))
     }
 
+    /// The least recently seen peer without a bond.
     private func oldest(_ s: State) -> UUID? {
-        s.byIdentifier.values.min { ($0.lastSeen, $0.identifier.uuidString) < ($1.lastSeen, $1.identifier.uuidString) }?
-            .identifier
+        s.byIdentifier.values.lazy.filter { s.bonds[$0.identifier] == nil }
+            .min { ($0.lastSeen, $0.identifier.uuidString) < ($1.lastSeen, $1.identifier.uuidString) }?.identifier
+    }
+}
+
+extension SystemStore.State {
+    /// Maps `address`, which is not the row's, to the peer with `identifier` until the process ends.
+    mutating func alias(_ address: BluetoothAddress, to identifier: UUID) {
+        byAddress[address] = identifier
+        if byIdentifier[identifier]?.address != address { aliases[identifier, default: []].insert(address) }
+    }
+
+    /// Forgets the peer with `identifier` in memory: its addresses, what waits to be written of it, its bond.
+    mutating func forget(_ identifier: UUID) {
+        guard let gone = byIdentifier.removeValue(forKey: identifier) else { return }
+        for address in [gone.address] + (aliases.removeValue(forKey: identifier) ?? [])
+        where byAddress[address] == identifier {
+            byAddress.removeValue(forKey: address)
+        }
+        unwritten.remove(identifier)
+        unwrittenCaches.removeValue(forKey: identifier)
+        forgetBond(identifier)
+    }
+
+    /// Forgets the bond of the peer with `identifier` in memory; the peer stays.
+    mutating func forgetBond(_ identifier: UUID) {
+        guard let bond = bonds.removeValue(forKey: identifier) else { return }
+        let identity = bond.identityAddress.identityForm
+        if byIdentity[identity] == identifier { byIdentity.removeValue(forKey: identity) }
+    }
+}
+
+extension BluetoothAddress {
+    /// The address with an identity type (0x02, 0x03: a controller that resolved it) written as the device type
+    /// it stands for (0x00, 0x01), the form Identity Address Information carries, so one device's identity is
+    /// one key whichever way it was reported.
+    var identityForm: BluetoothAddress {
+        BluetoothAddress(bytes: bytes, type: type.isRandom ? .randomDevice : .publicDevice)
     }
 }
 
