@@ -98,7 +98,9 @@ let package = Package(
         .target(
             name: "BLE",
             dependencies: [
-                "BLECore", "BLESystem", "BLEHost", "BLEGATT", "BLEATT", "BLETransport", "BLEVirtualController", logging,
+                "BLECore", "BLESystem", "BLEHost", "BLEGATT", "BLEATT", "BLESMP", "BLETransport",
+                "BLEVirtualController",
+                logging,
             ],
             swiftSettings: strict),
 

@@ -61,6 +61,8 @@ public final class SystemCore: Sendable {
     public let scheduler: any HostScheduler
     /// What outlives the process: identifiers and known peers (later bonds, GATT caches, preserved state).
     public let store: SystemStore
+    /// Pairing and encryption: bonds, LTK requests, links secured on demand.
+    public let security: SystemSecurity
     /// The app of managers made without one: the process itself, on a real controller.
     public let defaultApp: SystemApp
 
@@ -124,6 +126,7 @@ public final class SystemCore: Sendable {
         state.withLock { $0.apps[Self.defaultAppID] = defaultApp }
         let host = HostDriver(transport: transport, scheduler: scheduler, configuration: configuration)
         self.host = host
+        self.security = SystemSecurity(host: host, store: store)
         // In 0.625 ms units, within what LE Set Scan Parameters takes (2.5 ms ... 10.24 s).
         let window = min(appRules.backgroundScanWindow, appRules.backgroundScanInterval)
         self.scans = ScanUnion(
@@ -529,6 +532,7 @@ public final class SystemCore: Sendable {
     /// GATT server's owners) and passes it on to the managers it concerns. The host's event handler; a test may
     /// feed events here as a controller would cause them.
     public func handle(_ event: HostEvent) {
+        security.handle(event)
         switch event {
         case .transportClosed(let reason):
             scans.controllerFailed()

@@ -117,7 +117,8 @@ extension Peripheral {
         guard characteristic.properties.contains(.read) else {
             return fail(reply, Self.notPermitted(.readNotPermitted, "read", characteristic), tell)
         }
-        host.read(on: handle, attribute: remote.valueHandle) { [self] result in
+        let attempt: Attempt<[UInt8]> = { host.read(on: handle, attribute: remote.valueHandle, completion: $0) }
+        securing(handle, attempt) { [self] result in
             report(reply, result, valueChanged: true, delegate: tell) { _, bytes in
                 let value = Data(bytes)
                 characteristic.state.withLock { $0.value = value }
@@ -134,7 +135,8 @@ extension Peripheral {
     func readValue(for descriptor: Descriptor, reply: Reply<Data>) {
         let tell: DelegateReport = { p, d, e in d?.peripheral(p, didUpdateValueFor: descriptor, error: e) }
         guard let (host, handle) = link(reply, tell), let remote = discovered(descriptor, reply, tell) else { return }
-        host.read(on: handle, attribute: remote.handle) { [self] result in
+        let attempt: Attempt<[UInt8]> = { host.read(on: handle, attribute: remote.handle, completion: $0) }
+        securing(handle, attempt) { [self] result in
             report(reply, result, valueChanged: true, delegate: tell) { _, bytes in
                 let value = Data(bytes)
                 descriptor.state.withLock { $0.value = value }
@@ -169,7 +171,10 @@ extension Peripheral {
                 .att(.invalidAttributeValueLength), "a value is at most 512 bytes; this one has \(data.count)")
             return fail(reply, error, tell)
         }
-        host.write(on: handle, attribute: remote.valueHandle, value: Array(data)) { [self] result in
+        let attempt: Attempt<Void> = {
+            host.write(on: handle, attribute: remote.valueHandle, value: Array(data), completion: $0)
+        }
+        securing(handle, attempt) { [self] result in
             report(reply, result, delegate: tell) { _, _ in () }
         }
     }
@@ -233,7 +238,10 @@ extension Peripheral {
             )
             return fail(reply, error, tell)
         }
-        host.write(on: handle, attribute: remote.handle, value: Array(data)) { [self] result in
+        let attempt: Attempt<Void> = {
+            host.write(on: handle, attribute: remote.handle, value: Array(data), completion: $0)
+        }
+        securing(handle, attempt) { [self] result in
             report(reply, result, delegate: tell) { _, _ in descriptor.state.withLock { $0.value = data } }
         }
     }
@@ -313,6 +321,29 @@ extension Peripheral {
     // MARK: Reporting
 
     /// The live link, or the request reported at once with `.notConnected`.
+    /// Runs a GATT request; when the peer refuses it for want of security (Insufficient Authentication,
+    /// Encryption or Encryption Key Size), secures the link as iOS does (encrypts with the bond's key, or pairs)
+    /// and runs it once more, so the application sees the retried result. When the link cannot be secured, the
+    /// peer's refusal is what the application sees.
+    typealias Attempt<T: Sendable> = @Sendable (@escaping @Sendable (Result<T, HostError>) -> Void) -> Void
+
+    func securing<T: Sendable>(
+        _ handle: ConnectionHandle, _ attempt: @escaping Attempt<T>,
+        completion: @escaping @Sendable (Result<T, HostError>) -> Void
+    ) {
+        attempt { [weak self] result in
+            guard case .failure(let error) = result, let code = error.code.attErrorCode,
+                code == .insufficientAuthentication || code == .insufficientEncryption
+                    || code == .insufficientEncryptionKeySize,
+                let security = self?.manager?.system.core.security, security.isEnabled, !security.isEncrypted(handle)
+            else { return completion(result) }
+            security.secure(handle) { secured in
+                guard case .success = secured else { return completion(result) }
+                attempt(completion)
+            }
+        }
+    }
+
     func link<T: Sendable>(_ reply: Reply<T>, _ tell: @escaping DelegateReport) -> (HostDriver, ConnectionHandle)? {
         if manager?.isDefunct == true {
             // A terminated app's peripheral: nothing of it reaches the link the system may still keep.

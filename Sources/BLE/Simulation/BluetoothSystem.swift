@@ -174,6 +174,9 @@ public final class BluetoothSystem: Sendable, CustomStringConvertible {
         /// The timing of the rules for apps out of the foreground: how soon an app that left the foreground is
         /// suspended, an app's wake budget, and how events are held for a suspended app.
         public var appRules = AppRules()
+        /// How this device pairs (a swift-ble extension: iOS decides it itself); nil: it does not pair (a
+        /// Pairing Request is answered Pairing Not Supported, a key request refused).
+        public var pairing: PairingConfiguration? = PairingConfiguration()
 
         public init(
             preferredMTU: Int = 517, preferredDataLength: Int = 251, writeWithoutResponseQueueDepth: Int = 8,
@@ -215,6 +218,16 @@ public final class BluetoothSystem: Sendable, CustomStringConvertible {
                 latency: UInt16(min(max(peripheralLatency, 0), 499)),
                 supervisionTimeout: supervisionTimeout.units(of: .milliseconds(10), within: 10...3200))
             host.randomSeed = stableHash(name)
+            if let pairing {
+                // A simulated device's pairings repeat with its name; a real one draws fresh values (below).
+                var security = HostSecurityConfiguration(
+                    seed: (0..<16).map { UInt8(truncatingIfNeeded: stableHash(name + "#pairing") >> (8 * ($0 % 8))) })
+                security.ioCapability = pairing.ioCapability.smp
+                security.bonding = pairing.bonding
+                security.mitm = pairing.requiresMITMProtection
+                security.secureConnectionsOnly = pairing.secureConnectionsOnly
+                host.security = security
+            }
             return host
         }
     }
@@ -286,6 +299,9 @@ public final class BluetoothSystem: Sendable, CustomStringConvertible {
         }
         var host = configuration.hostConfiguration(name: name)
         host.randomSeed = UInt64.random(in: 1...UInt64.max)  // a real device: a fresh static address
+        // ... and pairings whose nonces, passkeys and keys come from the system's secure generator.
+        var generator = SystemRandomNumberGenerator()
+        host.security?.seed = (0..<32).map { _ in UInt8.random(in: 0...255, using: &generator) }
         let core = SystemCore(
             name: name, transport: transport, scheduler: DispatchHostScheduler(), configuration: host, store: store,
             appRules: configuration.appRules)

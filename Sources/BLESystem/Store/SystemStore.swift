@@ -376,6 +376,9 @@ public final class SystemStore: Sendable {
         return moved
     }
 
+    /// The store's clock (seconds; virtual time in a simulation), for what callers stamp.
+    public var currentTime: Int64 { now() }
+
     // MARK: Identifiers and known peers
 
     /// The identifier of `address`, drawn and committed on first use. A bonded peer's identity address, and a

@@ -1,0 +1,242 @@
+import BLECore
+import BLEHCI
+import BLEHost
+import BLESMP
+import Foundation
+import Synchronization
+
+/// The system's part in pairing and encryption on one controller, as a phone's Bluetooth daemon does it: bonds
+/// kept in the store after a bonding pairing, the controller's LTK requests answered from them, a bonded
+/// peripheral's link encrypted at once when this device connects to it, a peripheral's Security Request
+/// answered (encrypt with the bond, or pair), and the pairing's questions passed to the user (`prompter`).
+///
+/// Links that need security (`secure(_:completion:)`) wait for the link's encryption; every waiter completes
+/// once, with success or with why not (the pairing's failure, a key the peer no longer has, the link's end).
+public final class SystemSecurity: Sendable {
+    let host: HostDriver
+    let store: SystemStore
+
+    /// What a pairing asks the user, with the link and the peer's identifier; the answer goes to
+    /// `answer(_:on:)`. Without a prompter, Just Works is accepted and everything else refused.
+    public typealias Prompter = @Sendable (ConnectionHandle, UUID?, PairingPrompt) -> Void
+
+    /// Why a link could not be secured.
+    public enum Failure: Error, Sendable, Hashable, CustomStringConvertible {
+        /// Pairing failed (the machine's reason).
+        case pairing(SMPPairing.Failure)
+        /// The peer answered the kept key with PIN or Key Missing: it removed the pairing information.
+        case peerRemovedPairingInformation
+        /// The controller refused or failed the encryption with this status.
+        case encryption(HCIStatus)
+        /// The link went down first, or the system does not pair.
+        case unavailable(String)
+
+        public var description: String {
+            switch self {
+            case .pairing(let failure): "\(failure)"
+            case .peerRemovedPairingInformation: "the peer removed its pairing information (it no longer has the key)"
+            case .encryption(let status): "encrypting the link failed: \(status)"
+            case .unavailable(let why): why
+            }
+        }
+    }
+
+    private struct LinkState {
+        var info: LinkInfo
+        var encrypted = false
+        /// Waiting for the link to be encrypted.
+        var waiters: [@Sendable (Result<Void, Failure>) -> Void] = []
+        /// A pairing or an encryption this system started is under way.
+        var securing = false
+    }
+
+    private struct State {
+        var links: [ConnectionHandle: LinkState] = [:]
+        var prompter: Prompter?
+    }
+
+    private let state = Mutex(State())
+
+    init(host: HostDriver, store: SystemStore) {
+        self.host = host
+        self.store = store
+    }
+
+    /// Whether the host pairs at all (`HostConfiguration.security`).
+    public var isEnabled: Bool { host.configuration.security != nil }
+
+    public func setPrompter(_ prompter: Prompter?) {
+        state.withLock { $0.prompter = prompter }
+    }
+
+    /// The user's answer to a prompt.
+    public func answer(_ answer: PairingAnswer, on handle: ConnectionHandle) {
+        host.answerPairing(on: handle, answer)
+    }
+
+    /// Whether the link is encrypted.
+    public func isEncrypted(_ handle: ConnectionHandle) -> Bool {
+        state.withLock { $0.links[handle]?.encrypted ?? false }
+    }
+
+    /// Makes the link encrypted, as a phone does when a peer's attribute needs it: with the bond's key when
+    /// this device is central and bonded, else by pairing (a peripheral asks its central with a Security
+    /// Request). `completion` hears once, when the link is encrypted or why it cannot be.
+    public func secure(_ handle: ConnectionHandle, completion: @escaping @Sendable (Result<Void, Failure>) -> Void) {
+        guard isEnabled else { return completion(.failure(.unavailable("this system is not configured to pair"))) }
+        enum Start {
+            case noLink, encrypted, waiting
+            case first(LinkInfo)
+        }
+        let start = state.withLock { s -> Start in
+            guard var link = s.links[handle] else { return .noLink }
+            if link.encrypted { return .encrypted }
+            link.waiters.append(completion)
+            let first = !link.securing
+            link.securing = true
+            s.links[handle] = link
+            return first ? .first(link.info) : .waiting
+        }
+        let info: LinkInfo
+        switch start {
+        case .noLink: return completion(.failure(.unavailable("the link is not up")))
+        case .encrypted: return completion(.success(()))
+        case .waiting: return
+        case .first(let link): info = link
+        }
+        if info.role == .central, let key = bond(of: info)?.centralKey {
+            encrypt(handle, with: key)
+        } else {
+            pair(handle)
+        }
+    }
+
+    // MARK: Events
+
+    /// The host's events this part takes (the system passes every event on to the managers as well).
+    func handle(_ event: HostEvent) {
+        switch event {
+        case .connected(let info):
+            state.withLock { $0.links[info.handle] = LinkState(info: info) }
+            guard isEnabled, let bond = bond(of: info) else { return }
+            host.setPeerBonded(on: info.handle, true)
+            // A phone encrypts a bonded peripheral's link at once, with the key it kept.
+            if info.role == .central, let key = bond.centralKey {
+                state.withLock { $0.links[info.handle]?.securing = true }
+                encrypt(info.handle, with: key)
+            }
+        case .disconnected(let handle, let reason):
+            let waiters = state.withLock { $0.links.removeValue(forKey: handle)?.waiters ?? [] }
+            for waiter in waiters { waiter(.failure(.unavailable("the link went down: \(reason)"))) }
+        case .transportClosed(let reason):
+            let waiters = state.withLock { s -> [@Sendable (Result<Void, Failure>) -> Void] in
+                defer { s.links = [:] }
+                return s.links.values.flatMap(\.waiters)
+            }
+            for waiter in waiters { waiter(.failure(.unavailable(reason ?? "the controller's transport closed"))) }
+        case .encryptionChanged(let handle, let encrypted, let status):
+            if status == .success {
+                let waiters = state.withLock { s -> [@Sendable (Result<Void, Failure>) -> Void] in
+                    s.links[handle]?.encrypted = encrypted
+                    guard encrypted else { return [] }
+                    s.links[handle]?.securing = false
+                    defer { s.links[handle]?.waiters = [] }
+                    return s.links[handle]?.waiters ?? []
+                }
+                for waiter in waiters { waiter(.success(())) }
+            }
+        case .pairingCompleted(let handle, let result):
+            keep(result, on: handle)
+        case .pairingFailed(let handle, let failure):
+            finish(handle, .failure(.pairing(failure)))
+        case .pairingPrompt(let handle, let prompt):
+            let (prompter, peer) = state.withLock { s in
+                (s.prompter, s.links[handle].map { store.existingIdentifier(for: $0.info.peer) } ?? nil)
+            }
+            if let prompter {
+                prompter(handle, peer, prompt)
+            } else {
+                // No one to ask: Just Works is accepted (as a phone's dialog would be), anything that needs the
+                // user is refused.
+                switch prompt {
+                case .confirm(numericValue: nil): host.answerPairing(on: handle, .accept(true))
+                case .confirm: host.answerPairing(on: handle, .accept(false))
+                case .enterPasskey: host.answerPairing(on: handle, .passkey(nil))
+                case .displayPasskey: break
+                }
+            }
+        case .longTermKeyRequested(let handle, let ediv, let rand):
+            host.replyLongTermKey(on: handle, key: keyForRequest(handle, ediv: ediv, rand: rand)?.key)
+        case .securityRequested(let handle, _):
+            // Central: the peripheral wants security; encrypt with the bond, or pair.
+            secure(handle) { _ in }
+        default:
+            break
+        }
+    }
+
+    // MARK: Helpers
+
+    private func bond(of info: LinkInfo) -> StoredBond? {
+        store.existingIdentifier(for: info.peer).flatMap { store.bond(for: $0) }
+    }
+
+    private func encrypt(_ handle: ConnectionHandle, with key: StoredLongTermKey) {
+        host.encrypt(on: handle, key: SMPPairing.LongTermKey(key: key.key, ediv: key.ediv, rand: key.rand)) {
+            [weak self] result in
+            guard case .failure(let error) = result else { return }
+            // PIN or Key Missing: the peripheral no longer has the bond (iOS: peerRemovedPairingInformation).
+            let failure: Failure =
+                error.code == .hci(.pinOrKeyMissing)
+                ? .peerRemovedPairingInformation : .encryption(error.code.hciStatus ?? .unspecifiedError)
+            self?.finish(handle, .failure(failure))
+        }
+    }
+
+    private func pair(_ handle: ConnectionHandle) {
+        host.pair(on: handle) { [weak self] result in
+            guard case .failure(let error) = result, error.code != .pairingFailed else { return }
+            // A failure the pairing machine did not report (the link's end, a host refusal).
+            self?.finish(handle, .failure(.unavailable(error.message)))
+        }
+    }
+
+    private func finish(_ handle: ConnectionHandle, _ result: Result<Void, Failure>) {
+        let waiters = state.withLock { s -> [@Sendable (Result<Void, Failure>) -> Void] in
+            s.links[handle]?.securing = false
+            defer { s.links[handle]?.waiters = [] }
+            return s.links[handle]?.waiters ?? []
+        }
+        for waiter in waiters { waiter(result) }
+    }
+
+    /// The key for the controller's LTK request: the legacy bond its EDIV and Rand name, or, with both zero
+    /// (Secure Connections), the bond of the link's peer.
+    private func keyForRequest(_ handle: ConnectionHandle, ediv: UInt16, rand: UInt64) -> StoredLongTermKey? {
+        if ediv != 0 || rand != 0 {
+            return store.bondAnswering(ediv: ediv, rand: rand)?.peripheralKey
+        }
+        guard let info = state.withLock({ $0.links[handle]?.info }), let bond = bond(of: info),
+            bond.secureConnections
+        else { return nil }
+        return bond.peripheralKey
+    }
+
+    /// A bonding pairing's keys, kept under the peer's identifier (its identity address when it gave one).
+    private func keep(_ result: SMPPairing.Result, on handle: ConnectionHandle) {
+        guard result.bonded, let info = state.withLock({ $0.links[handle]?.info }) else { return }
+        let identity = result.peerIdentity?.address ?? info.peer
+        let identifier = store.identifierAfterPairing(peerAddress: info.peer, identityAddress: identity)
+        func stored(_ key: SMPPairing.LongTermKey?) -> StoredLongTermKey? {
+            key.map { StoredLongTermKey(key: $0.key, ediv: $0.ediv, rand: $0.rand) }
+        }
+        store.setBond(
+            StoredBond(
+                identifier: identifier, identityAddress: identity, resolvingKey: result.peerIdentity?.resolvingKey,
+                // The key this device encrypts with as central, and the one it answers with as peripheral (the
+                // same derived key in Secure Connections; in legacy pairing, each side's distributed LTK).
+                centralKey: stored(result.peerLongTermKey), peripheralKey: stored(result.localLongTermKey),
+                keySize: result.keySize, authenticated: result.authenticated,
+                secureConnections: result.secureConnections, created: store.currentTime))
+    }
+}

@@ -1,0 +1,122 @@
+import BLEVirtualController
+import Dispatch
+import Foundation
+import Synchronization
+import Testing
+
+@testable import BLE
+
+/// Security through the public API, as an iOS app meets it: a lock whose state needs encryption is read by a
+/// phone that never asks to pair; the system pairs (Just Works, accepted by default), encrypts and retries, and
+/// the app sees the value. Both sides keep the bond: the next link is encrypted at once with the kept key, and
+/// a bond the lock forgot leaves the phone with the lock's refusal.
+@Suite struct PairingTests {
+    static let service = BluetoothUUID(string: "8D3E0001-5C1A-4F2B-9E6A-0C1D2E3F4A5B")!
+    static let state = BluetoothUUID(string: "8D3E0002-5C1A-4F2B-9E6A-0C1D2E3F4A5B")!
+
+    struct Room {
+        let radio = SimulatedRadio(seed: 11)
+        let phone: BluetoothSystem
+        let lock: BluetoothSystem
+        let central: CentralManager
+        let peripheral: PeripheralManager
+
+        init() {
+            phone = BluetoothSystem.simulated(on: radio, name: "phone")
+            lock = BluetoothSystem.simulated(on: radio, name: "lock", position: RadioPosition(x: 2, y: 0))
+            central = CentralManager(delegate: nil, queue: DispatchQueue(label: "phone"), options: nil, system: phone)
+            peripheral = PeripheralManager(
+                delegate: nil, queue: DispatchQueue(label: "lock"), options: nil, system: lock)
+        }
+
+        /// Publishes the lock's service (its state readable only on an encrypted link) and advertises.
+        func publish() async throws {
+            try await peripheral.waitUntilPoweredOn(timeout: .seconds(1))
+            let service = MutableService(type: PairingTests.service, primary: true)
+            service.characteristics = [
+                MutableCharacteristic(
+                    type: PairingTests.state, properties: [.read], value: Data([0x01]),
+                    permissions: [.readEncryptionRequired])
+            ]
+            try await peripheral.add(service, timeout: .seconds(1))
+            try await peripheral.startAdvertising(
+                AdvertisementData(localName: "lock", serviceUUIDs: [PairingTests.service]), timeout: .seconds(1))
+        }
+
+        /// Connects, finds the state characteristic and reads it; disconnects after.
+        func connectAndRead() async throws -> (Peripheral, Result<Data, any Error>) {
+            try await central.waitUntilPoweredOn(timeout: .seconds(1))
+            var found: Peripheral?
+            for try await discovery in central.scan(withServices: [PairingTests.service]) {
+                found = discovery.peripheral
+                break
+            }
+            let lock = try #require(found)
+            try await central.connect(lock, timeout: .seconds(5))
+            let services = try await lock.discoverServices([PairingTests.service], timeout: .seconds(5))
+            let characteristics = try await lock.discoverCharacteristics(
+                nil, for: try #require(services.first), timeout: .seconds(5))
+            let state = try #require(characteristics.first { $0.uuid == PairingTests.state })
+            let result: Result<Data, any Error>
+            do {
+                result = .success(try await lock.readValue(for: state, timeout: .seconds(40)))
+            } catch {
+                result = .failure(error)
+            }
+            central.cancelPeripheralConnection(lock)
+            for await gone in central.disconnections where gone.peripheral === lock { break }
+            return (lock, result)
+        }
+
+        /// Runs `body` as a task on the radio, driving the radio until it ends (at most `limit` of virtual time).
+        func run<T: Sendable>(limit: Duration = .seconds(120), _ body: @escaping @Sendable () async throws -> T)
+            async throws -> T
+        {
+            let task = Task(executorPreference: radio) { try await body() }
+            let done = Mutex(false)
+            let watcher = Task {
+                _ = try? await task.value
+                done.withLock { $0 = true }
+            }
+            var waited: Duration = .zero
+            while !done.withLock({ $0 }), waited < limit {
+                try await radio.run(for: .milliseconds(100))
+                waited += .milliseconds(100)
+            }
+            watcher.cancel()
+            if !done.withLock({ $0 }) { task.cancel() }
+            return try await task.value
+        }
+    }
+
+    @Test func aValueThatNeedsEncryptionIsReadAfterTheSystemPairsByItself() async throws {
+        let room = Room()
+        try await room.run { try await room.publish() }
+        let (lock, first) = try await room.run { try await room.connectAndRead() }
+        #expect(try first.get() == Data([0x01]))
+        // Both sides keep a bond, under the identifiers they know each other by.
+        let phoneBond = try #require(room.phone.core.store.bond(for: lock.identifier))
+        #expect(phoneBond.centralKey != nil)
+        #expect(room.lock.core.store.bonds.count == 1)
+        #expect(room.lock.core.store.bonds.first?.peripheralKey?.key == phoneBond.centralKey?.key)
+
+        // The next link is encrypted at once with the kept key: the read is answered the first time.
+        let (_, second) = try await room.run { try await room.connectAndRead() }
+        #expect(try second.get() == Data([0x01]))
+    }
+
+    @Test func aBondTheLockForgotLeavesThePhoneWithTheRefusal() async throws {
+        let room = Room()
+        try await room.run { try await room.publish() }
+        let (_, first) = try await room.run { try await room.connectAndRead() }
+        #expect(try first.get() == Data([0x01]))
+        // The lock forgets the phone (a factory reset of the lock's bonds).
+        for bond in room.lock.core.store.bonds { room.lock.core.store.removeBond(bond.identifier) }
+        let (_, second) = try await room.run { try await room.connectAndRead() }
+        guard case .failure(let error) = second else {
+            Issue.record("a lock without the bond gave its state")
+            return
+        }
+        #expect((error as? BluetoothError)?.attErrorCode == .insufficientAuthentication, "\(error)")
+    }
+}
