@@ -6,6 +6,7 @@ Standard library only."""
 import atexit
 import contextlib
 import json
+import math
 import os
 import re
 import select
@@ -273,6 +274,9 @@ class ScanTests(unittest.TestCase):
                     if not chunk:
                         break
                     out += chunk
+            # How long the view lived: the redraw rate is checked against it (a loaded machine delays the
+            # interrupt's effect, and the view rightly goes on redrawing meanwhile).
+            lived = time.monotonic() - start
             _, status = os.waitpid(pid, 0)
         finally:
             os.close(fd)
@@ -284,7 +288,7 @@ class ScanTests(unittest.TestCase):
         self.assertIn(b"\x1b[?25h", live[-20:], "the cursor is shown again")
         frames = live.split(b"\x1b[H")[1:]
         self.assertGreater(len(frames), 1, "redrawn as reports come")
-        self.assertLessEqual(len(frames), 2 + 10 * 3, "at most about ten redraws a second")
+        self.assertLessEqual(len(frames), 2 + 10 * math.ceil(lived), f"at most ten redraws a second ({lived:.1f} s)")
         last = frames[-1].split(b"\r\n")
         self.assertTrue(last[0].startswith(b"8 devices, sorted by rssi"), last[0])
         self.assertEqual(len(last), 6, "the window's height")
