@@ -21,9 +21,14 @@ import Testing
         let central: CentralManager
         let peripheral: PeripheralManager
 
-        init() {
-            phone = BluetoothSystem.simulated(on: radio, name: "phone")
-            lock = BluetoothSystem.simulated(on: radio, name: "lock", position: RadioPosition(x: 2, y: 0))
+        init(phone phonePairing: PairingConfiguration = .init(), lock lockPairing: PairingConfiguration = .init()) {
+            var phoneConfiguration = BluetoothSystem.Configuration()
+            phoneConfiguration.pairing = phonePairing
+            var lockConfiguration = BluetoothSystem.Configuration()
+            lockConfiguration.pairing = lockPairing
+            phone = BluetoothSystem.simulated(on: radio, name: "phone", configuration: phoneConfiguration)
+            lock = BluetoothSystem.simulated(
+                on: radio, name: "lock", position: RadioPosition(x: 2, y: 0), configuration: lockConfiguration)
             central = CentralManager(delegate: nil, queue: DispatchQueue(label: "phone"), options: nil, system: phone)
             peripheral = PeripheralManager(
                 delegate: nil, queue: DispatchQueue(label: "lock"), options: nil, system: lock)
@@ -118,5 +123,91 @@ import Testing
             return
         }
         #expect((error as? BluetoothError)?.attErrorCode == .insufficientAuthentication, "\(error)")
+    }
+
+    /// A user at each device: what they were shown, and how they answer.
+    final class User: PairingDelegate {
+        let accepts: Bool
+        let compared = Mutex<[UInt32?]>([])
+        let shown = Mutex<UInt32?>(nil)
+        /// The other device's user, whose screen this one reads when asked for a passkey.
+        let other = Mutex<User?>(nil)
+
+        init(accepts: Bool = true) { self.accepts = accepts }
+
+        func bluetoothSystem(_ system: BluetoothSystem, shouldPairWith peer: UUID?, numericValue: UInt32?) async
+            -> Bool
+        {
+            compared.withLock { $0.append(numericValue) }
+            return accepts
+        }
+
+        func bluetoothSystem(_ system: BluetoothSystem, display passkey: UInt32, for peer: UUID?) {
+            shown.withLock { $0 = passkey }
+        }
+
+        func bluetoothSystem(_ system: BluetoothSystem, passkeyFor peer: UUID?) async -> UInt32? {
+            // The other device shows it before the question is asked here (the displaying side shows it first).
+            for _ in 0..<100 {
+                if let value = other.withLock({ $0 })?.shown.withLock({ $0 }) { return value }
+                try? await Task.sleep(for: .milliseconds(10))
+            }
+            return nil
+        }
+    }
+
+    @Test func numericComparisonGoesThroughBothUsersAndTheyCompareTheSameDigits() async throws {
+        let both = PairingConfiguration(ioCapability: .displayYesNo, requiresMITMProtection: true)
+        let room = Room(phone: both, lock: both)
+        let phoneUser = User()
+        let lockUser = User()
+        room.phone.pairingDelegate = phoneUser
+        room.lock.pairingDelegate = lockUser
+        try await room.run { try await room.publish() }
+        let (lock, read) = try await room.run { try await room.connectAndRead() }
+        #expect(try read.get() == Data([0x01]))
+        let phoneSaw = phoneUser.compared.withLock { $0 }
+        #expect(phoneSaw.count == 1 && phoneSaw.first! != nil)
+        #expect(lockUser.compared.withLock { $0 } == phoneSaw)
+        #expect(room.phone.core.store.bond(for: lock.identifier)?.authenticated == true)
+    }
+
+    @Test func passkeyEntryTheLockShowsAndThePhonesUserTypes() async throws {
+        let room = Room(
+            phone: PairingConfiguration(ioCapability: .keyboardOnly, requiresMITMProtection: true),
+            lock: PairingConfiguration(ioCapability: .displayOnly, requiresMITMProtection: true))
+        let phoneUser = User()
+        let lockUser = User()
+        phoneUser.other.withLock { $0 = lockUser }
+        room.phone.pairingDelegate = phoneUser
+        room.lock.pairingDelegate = lockUser
+        try await room.run { try await room.publish() }
+        let (_, read) = try await room.run { try await room.connectAndRead() }
+        #expect(try read.get() == Data([0x01]))
+        #expect(lockUser.shown.withLock { $0 } != nil)
+    }
+
+    @Test func aUserWhoRefusesLeavesThePhoneWithTheRefusal() async throws {
+        let both = PairingConfiguration(ioCapability: .displayYesNo, requiresMITMProtection: true)
+        let room = Room(phone: both, lock: both)
+        let phoneUser = User(accepts: false)
+        room.phone.pairingDelegate = phoneUser
+        room.lock.pairingDelegate = User()
+        try await room.run { try await room.publish() }
+        let (lock, read) = try await room.run { try await room.connectAndRead() }
+        guard case .failure(let error) = read else {
+            Issue.record("the state was read though the user refused to pair")
+            return
+        }
+        #expect((error as? BluetoothError)?.attErrorCode == .insufficientAuthentication, "\(error)")
+        #expect(room.phone.core.store.bond(for: lock.identifier) == nil)
+    }
+
+    @Test func withoutADelegateANumericComparisonIsRefused() async throws {
+        let both = PairingConfiguration(ioCapability: .displayYesNo, requiresMITMProtection: true)
+        let room = Room(phone: both, lock: both)
+        try await room.run { try await room.publish() }
+        let (_, read) = try await room.run { try await room.connectAndRead() }
+        #expect((read.error as? BluetoothError)?.attErrorCode == .insufficientAuthentication)
     }
 }

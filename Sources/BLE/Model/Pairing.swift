@@ -1,4 +1,7 @@
+import BLEHost
 import BLESMP
+import Foundation
+import Synchronization
 
 /// How a device pairs: what its user can do, and what it insists on. A swift-ble extension: on iOS the
 /// system decides it and shows its own dialog; here an application (or the `ble` tool) says it, and answers
@@ -46,4 +49,84 @@ public struct PairingConfiguration: Sendable, Hashable {
         self.requiresMITMProtection = requiresMITMProtection
         self.secureConnectionsOnly = secureConnectionsOnly
     }
+}
+
+/// Answers a pairing's questions for a device's user. A swift-ble extension: on iOS the system shows its own
+/// dialog and the app never sees these. Every method has a default: Just Works is accepted (as a user would tap
+/// "Pair"), a numeric comparison and a passkey are refused, so a pairing that needs the user fails without a
+/// delegate that asks one.
+public protocol PairingDelegate: AnyObject, Sendable {
+    /// Just Works (`numericValue` nil) or Numeric Comparison (the six digits both devices show, to compare):
+    /// whether to pair.
+    func bluetoothSystem(_ system: BluetoothSystem, shouldPairWith peer: UUID?, numericValue: UInt32?) async -> Bool
+    /// Show this passkey (six digits, leading zeros kept) to the user, who types it on the other device.
+    func bluetoothSystem(_ system: BluetoothSystem, display passkey: UInt32, for peer: UUID?)
+    /// The passkey the other device shows, as the user typed it; nil when they cancelled.
+    func bluetoothSystem(_ system: BluetoothSystem, passkeyFor peer: UUID?) async -> UInt32?
+}
+
+extension PairingDelegate {
+    public func bluetoothSystem(_ system: BluetoothSystem, shouldPairWith peer: UUID?, numericValue: UInt32?) async
+        -> Bool
+    {
+        numericValue == nil
+    }
+
+    public func bluetoothSystem(_ system: BluetoothSystem, display passkey: UInt32, for peer: UUID?) {}
+
+    public func bluetoothSystem(_ system: BluetoothSystem, passkeyFor peer: UUID?) async -> UInt32? { nil }
+}
+
+extension BluetoothSystem {
+    /// Who answers this device's pairing questions (held weakly, as CoreBluetooth holds delegates); nil: the
+    /// defaults of `PairingDelegate` (Just Works accepted, anything else refused).
+    public var pairingDelegate: (any PairingDelegate)? {
+        get { pairingDelegateBox.withLock { $0.value } }
+        set {
+            pairingDelegateBox.withLock { $0.value = newValue }
+            guard newValue != nil else {
+                core.security.setPrompter(nil)
+                return
+            }
+            core.security.setPrompter { [weak self] handle, peer, prompt in
+                guard let self else { return }
+                // A delegate gone meanwhile answers as no delegate does: every question gets an answer.
+                let delegate = self.pairingDelegate ?? DefaultPairingDelegate()
+                let security = self.core.security
+                switch prompt {
+                case .displayPasskey(let value):
+                    delegate.bluetoothSystem(self, display: value, for: peer)
+                case .confirm(let value):
+                    self.ask {
+                        let accepted = await delegate.bluetoothSystem(self, shouldPairWith: peer, numericValue: value)
+                        security.answer(.accept(accepted), on: handle)
+                    }
+                case .enterPasskey:
+                    self.ask {
+                        security.answer(.passkey(await delegate.bluetoothSystem(self, passkeyFor: peer)), on: handle)
+                    }
+                }
+            }
+        }
+    }
+}
+
+extension BluetoothSystem {
+    /// Runs a question to the delegate as a task; on a simulated device, one that prefers the radio as its
+    /// executor, so the answer comes within the radio's time (the 30 s pairing timer counts virtual time).
+    fileprivate func ask(_ question: @escaping @Sendable () async -> Void) {
+        if let radio = virtualController?.radio {
+            Task(executorPreference: radio) { await question() }
+        } else {
+            Task { await question() }
+        }
+    }
+}
+
+/// The answers of a system without a delegate.
+private final class DefaultPairingDelegate: PairingDelegate {}
+
+/// A weak reference to a pairing delegate.
+struct WeakPairingDelegate: Sendable {
+    nonisolated(unsafe) weak var value: (any PairingDelegate)?
 }

@@ -22,6 +22,8 @@ public final class BluetoothSystem: Sendable, CustomStringConvertible {
     let alertLog = Mutex<[LoggedAlert]>([])
     /// Which manager writes each preserved state in the store (`BluetoothSystem+Preservation.swift`).
     let preservationOwners = Mutex<[PreservedManager.Key: ObjectIdentifier]>([:])
+    /// The pairing delegate (`Pairing.swift`).
+    let pairingDelegateBox = Mutex(WeakPairingDelegate())
 
     func withRuntime<T>(of app: String, _ body: (inout AppRuntime) -> T) -> T {
         runtimes.withLock { body(&$0[app, default: AppRuntime()]) }
