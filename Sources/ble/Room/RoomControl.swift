@@ -59,7 +59,13 @@ enum RoomControl {
         defer { deadline.cancel() }
         var buffer = channel.allocator.buffer(capacity: request.utf8.count + 1)
         buffer.writeString(request + "\n")
-        try await channel.writeAndFlush(buffer).get()
+        do {
+            try await channel.writeAndFlush(buffer).get()
+        } catch {
+            // The room closed the connection first (its limit ran out on a loaded machine): the close has
+            // already said "no answer", which is what the caller hears; the write's own error is the fallback.
+            promise.complete(.failure(error))
+        }
         return try await promise.future.get()
     }
 }
