@@ -272,6 +272,8 @@ public struct SMPPairing: Sendable {
     }
 
     private mutating func start() -> [Action] {
+        // After a timeout no command may be sent on this link: a new pairing needs a new link (Vol 3 Part H 3.4).
+        if timedOut { return [.failed(.timeout)] }
         switch (role, phase) {
         case (.initiator, .idle), (.initiator, .done), (.initiator, .failed):
             reset()

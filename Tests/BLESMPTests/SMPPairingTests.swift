@@ -400,6 +400,8 @@ extension SMPPairingTests {
         // No command is sent or handled on this link again, not even Pairing Failed.
         #expect(central.handle(.received(.pairingFailed(.unspecifiedReason))) == [])
         #expect(central.handle(.received(.securityRequest([.bonding]))) == [])
+        // Asked to pair again on the same link, it fails at once and sends nothing.
+        #expect(central.handle(.start) == [.failed(.timeout)])
     }
 
     @Test func anUnknownCommandIsNotSupportedAndAnUnexpectedOneUnspecified() {

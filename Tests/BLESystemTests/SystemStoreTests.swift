@@ -32,6 +32,23 @@ import Testing
             type: random ? .randomDevice : .publicDevice)
     }
 
+    /// The count of identifiers drawn is a file's to hold like anything else: -1 (or any count past Int64.max)
+    /// opens, and drawing goes on without a trap (found by the fuzzing helper).
+    @Test func aDrawCountOfMinusOneInTheFileDoesNotTrap() throws {
+        let folder = try Folder()
+        let clock = Clock()
+        let first = try SystemStore(path: folder.file(), seed: 1, now: clock.read)
+        _ = first.identifier(for: Self.address(1))
+        first.close()
+        let database = try DatabaseQueue(path: folder.file())
+        try database.write { db in try db.execute(sql: "UPDATE meta SET value = -1 WHERE key = 'drawn'") }
+        try database.close()
+        let again = try SystemStore(path: folder.file(), seed: 1, now: clock.read)
+        let second = again.identifier(for: Self.address(2))
+        #expect(second != again.identifier(for: Self.address(1)))
+        again.close()
+    }
+
     @Test func identifiersOutliveAProcessThatNeverClosedItsStore() throws {
         let folder = try Folder()
         let clock = Clock()
