@@ -111,7 +111,8 @@ public struct SMPPairing: Sendable {
     }
 
     public enum Event: Sendable, Hashable {
-        /// The central starts pairing (Pairing Request); the peripheral asks for it (Security Request).
+        /// The central starts pairing (Pairing Request); the peripheral asks for it (Security Request). After a
+        /// timeout on this link it fails at once with `.timeout` and sends nothing.
         case start
         case received(SMPPDU)
         /// The passkey typed by the user, or nil when they cancelled.
@@ -272,6 +273,8 @@ public struct SMPPairing: Sendable {
     }
 
     private mutating func start() -> [Action] {
+        // After a timeout no command may be sent on this link: a new pairing needs a new link (Vol 3 Part H 3.4).
+        if timedOut { return [.failed(.timeout)] }
         switch (role, phase) {
         case (.initiator, .idle), (.initiator, .done), (.initiator, .failed):
             reset()
