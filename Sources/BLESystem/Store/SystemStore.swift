@@ -245,7 +245,9 @@ public final class SystemStore: Sendable {
                     state.byIdentifier[peer.identifier] = peer
                     state.byAddress[peer.address] = peer.identifier
                 }
-                state.drawn = UInt64(try Int64.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'drawn'") ?? 0)
+                // Written as the count's bit pattern (SQLite has no unsigned integers), so read back the same way.
+                let drawn = try Int64.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'drawn'") ?? 0
+                state.drawn = UInt64(bitPattern: drawn)
                 for row in try Row.fetchAll(db, sql: "SELECT * FROM preservedManager") {
                     guard let preserved = Self.preservedManager(row) else {
                         state.unreadablePreserved += 1
@@ -534,7 +536,8 @@ public final class SystemStore: Sendable {
     // MARK: Drawing
 
     private func draw(_ s: inout State) -> UUID {
-        s.drawn += 1
+        // Wraps rather than traps: a file may hold any count, and a drawn identifier already given is drawn again.
+        s.drawn &+= 1
         var bytes: [UInt8] = []
         if let seed = s.seed {
             // Two words hashed from the seed and the count of identifiers drawn so far: the same sequence each
