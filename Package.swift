@@ -105,7 +105,7 @@ let package = Package(
         .target(
             name: "BLEFuzzing",
             dependencies: [
-                "BLECore", "BLEHCI", "BLEL2CAP", "BLEATT", "BLESMP", "BLEGATT", "BLESystem", nioCore,
+                "BLECore", "BLEHCI", "BLEL2CAP", "BLEATT", "BLESMP", "BLEGATT", "BLESystem", nioCore, logging,
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],
             swiftSettings: strict),

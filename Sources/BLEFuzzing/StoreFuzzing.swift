@@ -3,6 +3,7 @@ import BLEGATT
 import BLESystem
 import Foundation
 import GRDB
+import Logging
 
 extension FuzzTarget {
     /// A system store file whose rows a hand, another version or a damaged disk wrote: an empty store with
@@ -35,7 +36,8 @@ extension FuzzTarget {
         }
         guard
             let store = try? SystemStore(
-                path: path, rebuildUnusable: flags & 1 != 0, seed: 7, ageing: flags & 2 != 0, now: { now })
+                path: path, rebuildUnusable: flags & 1 != 0, seed: 7, ageing: flags & 2 != 0, now: { now },
+                logger: StoreScratch.silent)
         else { return }
         for peer in store.knownPeers {
             try expect(
@@ -57,8 +59,9 @@ extension FuzzTarget {
     }
 }
 
-/// The store file each input starts from, in a folder of this process's own: an empty store (every migration
-/// applied), made once and copied for each input.
+/// The store file each input starts from, in a folder of this process's own (in memory where there is
+/// /dev/shm), removed when the process exits: an empty store (every migration applied), made once and copied
+/// for each input.
 enum StoreScratch {
     static let folder: URL = {
         let shared = URL(fileURLWithPath: "/dev/shm", isDirectory: true)
@@ -66,8 +69,14 @@ enum StoreScratch {
             FileManager.default.fileExists(atPath: shared.path) ? shared : FileManager.default.temporaryDirectory
         let folder = base.appendingPathComponent("ble-fuzz-store-\(ProcessInfo.processInfo.processIdentifier)")
         try? FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        atexit {
+            try? FileManager.default.removeItem(at: StoreScratch.folder)
+        }
         return folder
     }()
+
+    /// The store's own log (a file moved aside, rows it cannot read) would be written for most inputs.
+    static let silent = Logger(label: "swift-ble.fuzz.store") { _ in SwiftLogNoOpLogHandler() }
 
     /// Bytes, not `Data`: LeakSanitizer does not see through `Data`'s representation and would call the template
     /// a leak.
@@ -83,10 +92,14 @@ enum StoreScratch {
         return [UInt8](bytes)
     }()
 
-    /// A fresh copy of the empty store; returns its path.
+    /// A fresh copy of the empty store; returns its path. What the last input left (the file, its log, files
+    /// the store moved aside) is removed.
     static func freshStore() -> String {
         let path = folder.appendingPathComponent("store.sqlite").path
-        for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
+        let files = (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []
+        for file in files where file.hasPrefix("store.sqlite") {
+            try? FileManager.default.removeItem(atPath: folder.appendingPathComponent(file).path)
+        }
         _ = FileManager.default.createFile(atPath: path, contents: Data(template))
         return path
     }
