@@ -104,6 +104,16 @@ let package = Package(
             ],
             swiftSettings: strict),
 
+        // The fuzz targets' entry points: each decoder that bytes from a peer or a file reach, fed one input.
+        // Fuzz/Driver runs them under libFuzzer (Scripts/fuzz.sh); BLEFuzzingTests replays their corpora.
+        .target(
+            name: "BLEFuzzing",
+            dependencies: [
+                "BLECore", "BLEHCI", "BLEL2CAP", "BLEATT", "BLESMP", "BLEGATT", "BLESystem", nioCore, logging,
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ],
+            swiftSettings: strict),
+
         .executableTarget(
             name: "ble",
             dependencies: [
@@ -148,6 +158,7 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
             ],
             swiftSettings: strict),
+        .testTarget(name: "BLEFuzzingTests", dependencies: ["BLEFuzzing"], swiftSettings: strict),
         // The tool's own parts (profiles, served devices, target matching), tested in process on a simulated radio;
         // Scripts/tests/test_cli.py checks the built tool from outside.
         .testTarget(
@@ -158,3 +169,13 @@ let package = Package(
             swiftSettings: strict),
     ]
 )
+
+// The libFuzzer driver, only for Scripts/fuzz.sh, which sets BLE_FUZZ=1: it links only with `-sanitize=fuzzer`,
+// whose runtime supplies LLVMFuzzerRunDriver, so an ordinary build leaves it out.
+if Context.environment["BLE_FUZZ"] == "1" {
+    package.targets += [
+        .systemLibrary(name: "CLibFuzzer", path: "Fuzz/CLibFuzzer"),
+        .executableTarget(
+            name: "ble-fuzz", dependencies: ["BLEFuzzing", "CLibFuzzer"], path: "Fuzz/Driver", swiftSettings: strict),
+    ]
+}

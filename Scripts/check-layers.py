@@ -28,7 +28,11 @@ RANK = {
     "BLEHost": 4,
     "BLESystem": 5,
     "BLE": 6,
+    # The fuzz targets' entry points; their libFuzzer driver (and its C declarations) exist only when
+    # Scripts/fuzz.sh builds with BLE_FUZZ=1.
+    "BLEFuzzing": 6,
     "ble": 7,
+    "CLibFuzzer": 0, "ble-fuzz": 7,
 }
 PURE = {"BLECore", "BLEHCI", "BLEL2CAP", "BLEATT", "BLEGATT", "BLESMP"}
 # Crypto and CryptoExtras (swift-crypto): AES-CMAC and, for SMP, the rest of the toolbox; computation only.
@@ -123,7 +127,7 @@ def main():
 
         # The library never writes to stdout or stderr itself: it logs through swift-log, and the application
         # (the ble tool) picks where logs go.
-        if name != "ble":
+        if name not in ("ble", "ble-fuzz"):
             scan_code(target, CONSOLE_TOKENS, f"{name} is a library", "writes to the console (log instead)")
 
     test_targets = {n for n, t in targets.items() if t.get("type") == "test"}

@@ -111,7 +111,8 @@ public struct SMPPairing: Sendable {
     }
 
     public enum Event: Sendable, Hashable {
-        /// The central starts pairing (Pairing Request); the peripheral asks for it (Security Request).
+        /// The central starts pairing (Pairing Request); the peripheral asks for it (Security Request). After a
+        /// timeout on this link it fails at once with `.timeout` and sends nothing.
         case start
         case received(SMPPDU)
         /// The passkey typed by the user, or nil when they cancelled.

@@ -404,6 +404,28 @@ extension SMPPairingTests {
         #expect(central.handle(.start) == [.failed(.timeout)])
     }
 
+    /// Fuzz finding (smp-pairing): a peripheral whose pairing timed out sent a Security Request when asked to
+    /// pair again on the same link, though no SMP command may follow a timeout (Vol 3 Part H 3.4). Both roles
+    /// now fail a start at once.
+    @Test func aStartAfterATimeoutSendsNothing() throws {
+        var peripheral = SMPPairing(
+            role: .responder, configuration: Self.configuration(.displayYesNo), initiatorAddress: Self.centralAddress,
+            responderAddress: Self.peripheralAddress, random: Self.random(3))
+        // The Pairing Request the fuzzer's central sent: DisplayOnly, no OOB, bonding and SC, 16 octets; it
+        // offers its LTK and asks for the peripheral's LTK and IRK.
+        let request = try SMPPDU(decoding: [0x01, 0x00, 0x00, 0x09, 0x10, 0x01, 0x03])
+        #expect(peripheral.handle(.received(request)).contains { if case .send = $0 { true } else { false } })
+        #expect(peripheral.handle(.timerExpired) == [.failed(.timeout)])
+        #expect(peripheral.handle(.start) == [.failed(.timeout)])
+
+        var central = SMPPairing(
+            role: .initiator, configuration: Self.configuration(.noInputNoOutput),
+            initiatorAddress: Self.centralAddress, responderAddress: Self.peripheralAddress, random: Self.random(4))
+        _ = central.handle(.start)
+        #expect(central.handle(.timerExpired) == [.failed(.timeout)])
+        #expect(central.handle(.start) == [.failed(.timeout)])
+    }
+
     @Test func anUnknownCommandIsNotSupportedAndAnUnexpectedOneUnspecified() {
         var peripheral = SMPPairing(
             role: .responder, configuration: Self.configuration(.noInputNoOutput),
