@@ -39,8 +39,46 @@ public struct HostConfiguration: Sendable {
     /// How this host pairs; nil: it does not (a Pairing Request is answered with Pairing Not Supported and an
     /// LTK request with a negative reply).
     public var security: HostSecurityConfiguration?
+    /// LE privacy (Core Spec 5.4, Vol 3, Part C, 10.7): the host advertises, scans and connects from resolvable
+    /// private addresses it generates from its IRK and renews every `rotationPeriod`, and distributes its IRK
+    /// and identity address when it bonds; nil: it uses its public or static address.
+    public var privacy: HostPrivacyConfiguration?
 
     public init() {}
+}
+
+/// How a host keeps its address private (Core Spec 5.4, Vol 3, Part C, 10.7; Vol 6, Part B, 1.3.2.2).
+public struct HostPrivacyConfiguration: Sendable, Hashable {
+    /// The host's Identity Resolving Key: 16 octets, least significant first (as Identity Information carries
+    /// it). Peers that bonded with it resolve this host's private addresses with it.
+    public var resolvingKey: [UInt8]
+    /// The identity address distributed with the IRK: a public address or a static random one; nil: the
+    /// controller's public address, or (without one) the static random address the host chooses.
+    public var identityAddress: BluetoothAddress?
+    /// How long one resolvable private address is used before the host generates the next: T_GAP(private_addr_int),
+    /// 15 minutes as the spec recommends (Vol 3, Part C, Appendix A).
+    public var rotationPeriod: Duration
+
+    public init(
+        resolvingKey: [UInt8], identityAddress: BluetoothAddress? = nil, rotationPeriod: Duration = .seconds(900)
+    ) {
+        self.resolvingKey = resolvingKey
+        self.identityAddress = identityAddress
+        self.rotationPeriod = rotationPeriod
+    }
+}
+
+/// A peer's identity address and the IRK that resolves its private addresses: an entry of the host's resolving
+/// list (kept by the host, since neither our controller nor Bumble's resolves addresses).
+public struct ResolvableIdentity: Sendable, Hashable {
+    public var address: BluetoothAddress
+    /// 16 octets, least significant first.
+    public var resolvingKey: [UInt8]
+
+    public init(address: BluetoothAddress, resolvingKey: [UInt8]) {
+        self.address = address
+        self.resolvingKey = resolvingKey
+    }
 }
 
 /// How a host pairs (the Security Manager, Core Spec 5.4, Vol 3, Part H).
@@ -176,7 +214,10 @@ public struct HostError: Error, Sendable, Hashable, CustomStringConvertible, Cus
 
 /// What the controller told the host about itself during initialisation.
 public struct ControllerInfo: Sendable, Hashable {
+    /// The address the controller uses now (with privacy on, the current resolvable private address).
     public var address: BluetoothAddress
+    /// With privacy on, the identity address behind `address` (public or static random); nil otherwise.
+    public var identityAddress: BluetoothAddress?
     public var hciVersion: UInt8 = 0
     public var manufacturer: UInt16 = 0
     /// LE ACL data packet length and count the host fragments and paces to.

@@ -127,6 +127,7 @@ public final class SystemCore: Sendable {
         let host = HostDriver(transport: transport, scheduler: scheduler, configuration: configuration)
         self.host = host
         self.security = SystemSecurity(host: host, store: store)
+        security.refreshResolvingList()
         // In 0.625 ms units, within what LE Set Scan Parameters takes (2.5 ms ... 10.24 s).
         let window = min(appRules.backgroundScanWindow, appRules.backgroundScanInterval)
         self.scans = ScanUnion(

@@ -31,7 +31,10 @@ import Testing
             nonisolated(unsafe) weak var value: Side?
         }
 
-        init(radio: SimulatedRadio, name: String, security: HostSecurityConfiguration) {
+        init(
+            radio: SimulatedRadio, name: String, security: HostSecurityConfiguration,
+            privacy: HostPrivacyConfiguration? = nil
+        ) {
             // Public addresses of their own (hosts on controllers without one would draw the same random static
             // address from the default seed).
             let last = UInt8(truncatingIfNeeded: name.utf8.reduce(0) { $0 &+ Int($1) })
@@ -40,6 +43,7 @@ import Testing
             var configuration = HostConfiguration()
             configuration.deviceName = name
             configuration.security = security
+            configuration.privacy = privacy
             host = HostDriver(transport: controller.hostTransport, scheduler: radio, configuration: configuration)
             host.setEventHandler { [weak self] event in self?.heard(event) }
         }
@@ -81,9 +85,13 @@ import Testing
         let central: Side
         let peripheral: Side
 
-        init(central: HostSecurityConfiguration, peripheral: HostSecurityConfiguration) {
-            self.central = Side(radio: radio, name: "central", security: central)
-            self.peripheral = Side(radio: radio, name: "peripheral", security: peripheral)
+        init(
+            central: HostSecurityConfiguration, peripheral: HostSecurityConfiguration,
+            centralPrivacy: HostPrivacyConfiguration? = nil, peripheralPrivacy: HostPrivacyConfiguration? = nil
+        ) {
+            self.central = Side(radio: radio, name: "central", security: central, privacy: centralPrivacy)
+            self.peripheral = Side(
+                radio: radio, name: "peripheral", security: peripheral, privacy: peripheralPrivacy)
             self.central.other = self.peripheral
             self.peripheral.other = self.central
         }

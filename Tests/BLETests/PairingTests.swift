@@ -26,6 +26,10 @@ import Testing
             phoneConfiguration.pairing = phonePairing
             var lockConfiguration = BluetoothSystem.Configuration()
             lockConfiguration.pairing = lockPairing
+            self.init(phoneConfiguration: phoneConfiguration, lockConfiguration: lockConfiguration)
+        }
+
+        init(phoneConfiguration: BluetoothSystem.Configuration, lockConfiguration: BluetoothSystem.Configuration) {
             phone = BluetoothSystem.simulated(on: radio, name: "phone", configuration: phoneConfiguration)
             lock = BluetoothSystem.simulated(
                 on: radio, name: "lock", position: RadioPosition(x: 2, y: 0), configuration: lockConfiguration)

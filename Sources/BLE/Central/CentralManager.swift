@@ -262,6 +262,12 @@ public final class CentralManager: Sendable, SystemSession, ScanClient, LinkClie
     public func connect(_ peripheral: Peripheral, options: ConnectOptions? = nil) {
         guard !isDefunct else { return defunct("connect") }
         guard currentState == .poweredOn else { return misuse("connect") }
+        // A bonded peer that gave its identity address is connected to by it (the host finds where it is now).
+        if let identity = system.core.store.bond(for: peripheral.identifier)?.identityAddress,
+            identity != peripheral.address
+        {
+            peripheral.readdress(identity)
+        }
         let asked = locked.withLock { s -> Bool in
             guard peripheral.currentState == .disconnected else { return false }
             peripheral.connectRequested(
@@ -384,7 +390,11 @@ public final class CentralManager: Sendable, SystemSession, ScanClient, LinkClie
     func peripheral(for address: BluetoothAddress, identifier: UUID? = nil) -> Peripheral {
         let id = identifier ?? system.core.store.identifier(for: address)
         return locked.withLock { s in
-            if let p = s.peripherals[id]?.peripheral { return p }
+            if let p = s.peripherals[id]?.peripheral {
+                // Heard at another address (a bonded peer's identity, once resolved).
+                if identifier == nil, p.address != address { p.readdress(address) }
+                return p
+            }
             let p = Peripheral(identifier: id, address: address, manager: self)
             s.peripherals[id] = WeakPeripheral(peripheral: p)
             if s.peripherals.count > s.sweepAt {

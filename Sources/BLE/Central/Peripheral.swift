@@ -19,11 +19,13 @@ public final class Peripheral: Sendable, Hashable, CustomStringConvertible {
     /// Stable for this peripheral's address on this system (`CBPeer.identifier`).
     public let identifier: UUID
     /// The peripheral's device address and its type. CoreBluetooth hides it; tools (and Linux gateways)
-    /// need it, so it is public here.
-    public let address: BluetoothAddress
+    /// need it, so it is public here. For a bonded peripheral that gave its identity (LE privacy), its identity
+    /// address once known, whatever private address it uses on the air.
+    public var address: BluetoothAddress { locked.withLock { $0.address } }
     weak let manager: CentralManager?
 
     struct State {
+        var address: BluetoothAddress
         var name: String?
         var state: PeripheralState = .disconnected
         var handle: ConnectionHandle?
@@ -52,13 +54,21 @@ public final class Peripheral: Sendable, Hashable, CustomStringConvertible {
         var timestamp: CFAbsoluteTime
         var isReconnecting: Bool
     }
-    let locked = Mutex(State())
+    let locked: Mutex<State>
     let delegateCell = DelegateCell<any PeripheralDelegate>(nil)
 
     init(identifier: UUID, address: BluetoothAddress, manager: CentralManager) {
         self.identifier = identifier
-        self.address = address
+        self.locked = Mutex(State(address: address))
         self.manager = manager
+    }
+
+    /// The peripheral is now known by `address` (its identity, once it bonded and the host resolves it); only
+    /// while disconnected, so a pending connect or a link keeps the address it was made with.
+    func readdress(_ address: BluetoothAddress) {
+        locked.withLock { s in
+            if s.state == .disconnected { s.address = address }
+        }
     }
 
     public var delegate: (any PeripheralDelegate)? {

@@ -51,6 +51,17 @@ public struct PairingConfiguration: Sendable, Hashable {
     }
 }
 
+/// LE privacy for a device (`BluetoothSystem.Configuration.privacy`, a swift-ble extension).
+public struct PrivacyConfiguration: Sendable, Hashable {
+    /// How long one resolvable private address is used: 15 minutes by default, as the Core Specification
+    /// recommends (Vol 3, Part C, Appendix A, T_GAP(private_addr_int)); at least a second.
+    public var rotationPeriod: Duration
+
+    public init(rotationPeriod: Duration = .seconds(900)) {
+        self.rotationPeriod = rotationPeriod
+    }
+}
+
 /// Answers a pairing's questions for a device's user. A swift-ble extension: on iOS the system shows its own
 /// dialog and the app never sees these. Every method has a default: Just Works is accepted (as a user would tap
 /// "Pair"), a numeric comparison and a passkey are refused, so a pairing that needs the user fails without a

@@ -107,7 +107,8 @@ public final class BluetoothSystem: Sendable, CustomStringConvertible {
         }
         let core = SystemCore(
             name: name, transport: transport, scheduler: radio,
-            configuration: configuration.hostConfiguration(name: name), store: store, appRules: configuration.appRules)
+            configuration: configuration.hostConfiguration(name: name, store: store), store: store,
+            appRules: configuration.appRules)
         return BluetoothSystem(core: core, virtualController: controller)
     }
 
@@ -179,6 +180,12 @@ public final class BluetoothSystem: Sendable, CustomStringConvertible {
         /// How this device pairs (a swift-ble extension: iOS decides it itself); nil: it does not pair (a
         /// Pairing Request is answered Pairing Not Supported, a key request refused).
         public var pairing: PairingConfiguration? = PairingConfiguration()
+        /// LE privacy (a swift-ble extension: an iPhone always uses it, and decides its own period): this device
+        /// advertises, scans and connects from resolvable private addresses it renews every period, and gives a
+        /// peer it bonds with its IRK and identity address, so the peer still knows it. The identity is kept in
+        /// the store under the system's name (made on first use). nil, the default: the controller's address is
+        /// used as it is.
+        public var privacy: PrivacyConfiguration?
 
         public init(
             preferredMTU: Int = 517, preferredDataLength: Int = 251, writeWithoutResponseQueueDepth: Int = 8,
@@ -206,8 +213,14 @@ public final class BluetoothSystem: Sendable, CustomStringConvertible {
             self.aclBufferCount = aclBufferCount
         }
 
-        func hostConfiguration(name: String) -> HostConfiguration {
+        func hostConfiguration(name: String, store: SystemStore) -> HostConfiguration {
             var host = HostConfiguration()
+            if let privacy {
+                let identity = store.localIdentity(named: name)
+                host.privacy = HostPrivacyConfiguration(
+                    resolvingKey: identity.resolvingKey, identityAddress: identity.address,
+                    rotationPeriod: privacy.rotationPeriod)
+            }
             host.deviceName = name
             host.preferredMTU = min(517, max(23, preferredMTU))
             host.preferredDataLength = min(251, max(27, preferredDataLength))
@@ -299,7 +312,7 @@ public final class BluetoothSystem: Sendable, CustomStringConvertible {
             transport.close()
             throw error
         }
-        var host = configuration.hostConfiguration(name: name)
+        var host = configuration.hostConfiguration(name: name, store: store)
         host.randomSeed = UInt64.random(in: 1...UInt64.max)  // a real device: a fresh static address
         // ... and pairings whose nonces, passkeys and keys come from the system's secure generator.
         var generator = SystemRandomNumberGenerator()

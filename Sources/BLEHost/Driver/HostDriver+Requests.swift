@@ -80,6 +80,11 @@ extension HostDriver {
         request(.setConnectTargets(peers, parameters)) { _ in }
     }
 
+    /// The peers whose private addresses the host resolves (`HostRequest.setResolvingList`).
+    public func setResolvingList(_ identities: [ResolvableIdentity]) {
+        request(.setResolvingList(identities)) { _ in }
+    }
+
     /// Disconnects a link; `.disconnected` follows.
     public func disconnect(_ handle: ConnectionHandle, reason: HCIStatus) {
         request(.disconnect(handle, reason: reason)) { _ in }

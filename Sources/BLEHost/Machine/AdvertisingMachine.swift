@@ -43,7 +43,25 @@ struct AdvertisingMachine: Sendable {
     private(set) var controller = ControllerState()
     private var disallowed = 0
 
+    /// Held off while the host changes its random address (LE Set Random Address is refused while legacy
+    /// advertising or scanning is enabled, Vol 4, Part E, 7.8.4): the controller is brought to off, and requests
+    /// to turn it on wait until `resume`.
+    private(set) var paused = false
+
     init() {}
+
+    /// Whether the controller is off with nothing in flight (what a paused machine waits for).
+    var isQuiet: Bool { inFlight == nil && controller.enabled == false }
+
+    mutating func pause() -> [Output] {
+        paused = true
+        return advance()
+    }
+
+    mutating func resume() -> [Output] {
+        paused = false
+        return advance()
+    }
 
     /// What the layer above wants: nil for no advertising.
     var desired: AdvertisingSet? { wishes.desired }
@@ -124,6 +142,7 @@ struct AdvertisingMachine: Sendable {
     }
 
     mutating func closed(_ error: HostError) -> [Output] {
+        paused = false
         disallowed = 0
         controller = ControllerState()
         return wishes.closed(error)
@@ -132,6 +151,7 @@ struct AdvertisingMachine: Sendable {
     // MARK: Steps
 
     private func nextCommand() -> Command? {
+        if paused { return controller.enabled == false ? nil : .disable }
         guard let wanted = desired else { return controller.enabled == false ? nil : .disable }
         if controller.parameters != wanted.parameters {
             return controller.enabled == false ? .setParameters(wanted.parameters) : .disable
@@ -143,6 +163,9 @@ struct AdvertisingMachine: Sendable {
     }
 
     private mutating func advance() -> [Output] {
-        wishes.advance(nextCommand())
+        let next = nextCommand()
+        // Paused and off: a wish to advertise waits for `resume` rather than completing.
+        if paused && next == nil && desired != nil { return [] }
+        return wishes.advance(next)
     }
 }

@@ -22,6 +22,8 @@ enum CommandPurpose: Sendable, Hashable {
     case connectionUpdate(ConnectionHandle, L2CAPSignalingIdentifier)
     /// LE Enable Encryption on this link: a refusal fails what waited for the encryption.
     case encryption(ConnectionHandle)
+    /// LE Set Random Address with the host's next private address.
+    case randomAddress
     /// A command the host sends on its own account and whose answer changes nothing (LE Set Data Length, a
     /// Long Term Key negative reply, a disconnection after a closed bearer).
     case none
@@ -140,6 +142,8 @@ extension HostMachine {
             pumpACL()
         case .encryption(let handle):
             if case .failure(let error) = Self.statusOnly(opcode, result) { encryptionRefused(handle, error) }
+        case .randomAddress:
+            randomAddressAnswered(Self.statusOnly(opcode, result))
         case .none:
             break
         }

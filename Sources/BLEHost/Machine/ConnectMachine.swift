@@ -75,10 +75,27 @@ struct ConnectMachine: Sendable {
     /// Unknown at first: whatever a previous host left there is cleared before the first use.
     private var acceptList: Set<BluetoothAddress>?
 
+    /// Held off while the host changes its random address (LE Set Random Address is refused while the
+    /// controller initiates): an initiation under way is cancelled, and the peers wait until `resume`.
+    private(set) var paused = false
+
     init() {}
 
     /// The peers the controller should initiate toward now.
-    private var wanted: [BluetoothAddress] { Array(targets.prefix(capacity)) }
+    private var wanted: [BluetoothAddress] { paused ? [] : Array(targets.prefix(capacity)) }
+
+    /// Whether the controller is idle with nothing in flight (what a paused machine waits for).
+    var isQuiet: Bool { inFlight == nil && phase == .idle }
+
+    mutating func pause() -> [Output] {
+        paused = true
+        return advance()
+    }
+
+    mutating func resume() -> [Output] {
+        paused = false
+        return advance() + turnTimer()
+    }
 
     /// Whether a failed or cancelled LE Connection Complete is this machine's (the controller initiates or may).
     var expectsCompletion: Bool {
@@ -176,6 +193,7 @@ struct ConnectMachine: Sendable {
 
     /// The transport closed: nothing more is initiated (the layer above hears of the close itself).
     mutating func closed() {
+        paused = false
         turnTimerRunning = false
         unconfirmedCancel = false
         targets = []

@@ -56,6 +56,10 @@ public enum HostRequest: Sendable, Hashable {
     case answerPairing(ConnectionHandle, PairingAnswer)
     /// Peripheral: the answer to `.longTermKeyRequested` (nil: no key, a negative reply).
     case replyLongTermKey(ConnectionHandle, key: [UInt8]?)
+    /// The peers whose private addresses the host resolves (replacing the earlier list); completes at once.
+    /// Advertising reports and links from an address one of them resolves carry its identity address, and a
+    /// connection to an identity address goes to the private address it was last heard from.
+    case setResolvingList([ResolvableIdentity])
 }
 
 /// How the controller answered a raw command.

@@ -27,6 +27,7 @@ extension HostMachine {
                 complete(id, result.map { .done })
             }
         }
+        rotateAddressIfQuiet()
     }
 
     /// Performs the advertising machine's outputs.
@@ -56,6 +57,7 @@ extension HostMachine {
                 complete(id, result.map { .done })
             }
         }
+        rotateAddressIfQuiet()
     }
 
     // MARK: Connections
@@ -81,7 +83,7 @@ extension HostMachine {
             case .send(.cancel):
                 enqueue(HCILECreateConnectionCancel().packet, for: .connecting)
             case .failed(let peer, let error):
-                emit(.connectionFailed(peer: peer, error: error))
+                emit(.connectionFailed(peer: connectTargetEnded(onAir: peer), error: error))
             case .startCancelTimer:
                 if let timer = connectCancelTimer { cancelTimer(timer) }
                 connectCancelTimer = startTimer(.connectCancel, after: Self.connectCancelTimeout)
@@ -96,6 +98,7 @@ extension HostMachine {
                 connectTurnTimer = nil
             }
         }
+        rotateAddressIfQuiet()
     }
 
     /// How long the host waits for the Connection Complete that confirms LE Create Connection Cancel.
@@ -170,16 +173,19 @@ extension HostMachine {
     private mutating func handleLEMeta(_ meta: HCILEMetaEvent) {
         switch meta {
         case .advertisingReport(let event):
-            guard scan.isScanning else { return }
             for report in event.reports {
-                guard let kind = AdvertisingReport.Kind(rawValue: report.eventType.rawValue) else { continue }
-                emitReport(kind, report.address, report.rssi, report.data)
+                // Heard even when only the host listens (for a resolvable peer it connects to).
+                let address = heard(from: report.address)
+                guard scan.isScanning, let kind = AdvertisingReport.Kind(rawValue: report.eventType.rawValue) else {
+                    continue
+                }
+                emitReport(kind, address, report.rssi, report.data)
             }
         case .extendedAdvertisingReport(let event):
-            guard scan.isScanning else { return }
             for report in event.reports where report.eventType.dataStatus == 0 {
-                guard let kind = Self.kind(of: report.eventType) else { continue }
-                emitReport(kind, report.address, report.rssi, report.data)
+                let address = heard(from: report.address)
+                guard scan.isScanning, let kind = Self.kind(of: report.eventType) else { continue }
+                emitReport(kind, address, report.rssi, report.data)
             }
         case .connectionComplete(let event):
             connectionComplete(

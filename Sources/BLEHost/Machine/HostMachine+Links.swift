@@ -23,11 +23,19 @@ extension HostMachine {
             return
         }
         let linkRole: LinkRole = role == .central ? .central : .peripheral
+        // A peer that resolves is known by its identity address above; the link keeps the addresses on the air
+        // (pairing computes with them, Vol 3, Part H, 2.2.3 and 2.2.7).
+        let identity = heard(from: peer)
         let info = LinkInfo(
-            handle: handle, role: linkRole, peer: peer, interval: interval, latency: latency,
+            handle: handle, role: linkRole, peer: identity, interval: interval, latency: latency,
             supervisionTimeout: timeout)
-        if linkRole == .central { runConnect(connecting.connectionComplete(status: .success, peer: peer)) }
-        links[handle] = Link(info: info, preferredMTU: configuration.preferredMTU)
+        if linkRole == .central {
+            _ = connectTargetEnded(onAir: peer)
+            runConnect(connecting.connectionComplete(status: .success, peer: peer))
+        }
+        links[handle] = Link(
+            info: info, preferredMTU: configuration.preferredMTU, peerAddress: peer,
+            localAddress: self.info?.address ?? .zero)
         acl.order.append(handle)
         server.connected(handle)
         emit(.connected(info))

@@ -200,17 +200,20 @@ extension HostMachine {
     /// pairings this host made, so no two (not even two on a reused handle) share nonces, passkeys or keys.
     private mutating func makePairing(for info: LinkInfo, _ security: HostSecurityConfiguration) -> SMPPairing {
         pairingsMade += 1
-        let local = self.info?.address ?? .zero
+        // The addresses the link was made with, not this host's current one nor the peer's identity.
+        let link = links[info.handle]
+        let local = link?.localAddress ?? self.info?.address ?? .zero
         let localAddress = BluetoothAddress(
             bytes: local.bytes, type: local.type.isRandom ? .randomDevice : .publicDevice)
+        let onAir = link?.peerAddress ?? info.peer
         let peer = BluetoothAddress(
-            bytes: info.peer.bytes, type: info.peer.type.isRandom ? .randomDevice : .publicDevice)
+            bytes: onAir.bytes, type: onAir.type.isRandom ? .randomDevice : .publicDevice)
         var random = SMPRandom(seed: security.seed + Self.octets(pairingsMade))
         var privateKey = random.next(32)
         // A draw outside 1...n-1 (about one in 2^32) is drawn again.
         while SMPKeyPair(privateKey: privateKey) == nil { privateKey = random.next(32) }
         var configuration = SMPPairing.Configuration(
-            ioCapability: security.ioCapability, privateKey: privateKey, identity: security.identity)
+            ioCapability: security.ioCapability, privateKey: privateKey, identity: distributedIdentity)
         configuration.bonding = security.bonding
         configuration.mitm = security.mitm
         configuration.secureConnections = security.secureConnections

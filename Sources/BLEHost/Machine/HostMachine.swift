@@ -69,6 +69,10 @@ public struct HostMachine: Sendable {
     var nextTimer: UInt64 = 1
     /// Pairing machines made so far: each one's random values come from the security seed and this count.
     var pairingsMade: UInt64 = 0
+    /// This host's private addresses (`HostConfiguration.privacy`): nil without privacy.
+    var addressPrivacy: AddressPrivacy?
+    /// The peers whose private addresses this host resolves, and where each was last heard.
+    var resolution = PeerResolution()
 
     /// What the current event produced so far.
     var pending: [HostAction] = []
@@ -114,7 +118,7 @@ public struct HostMachine: Sendable {
             runAdvertising(advertising.stop(id: id))
         case .setConnectTargets(let peers, let parameters):
             connectParameters = parameters
-            runConnect(connecting.setTargets(peers))
+            setConnectTargets(peers)
             complete(id, .success(.done))
         case .disconnect(let handle, let reason):
             enqueue(HCIDisconnect(handle: handle, reason: reason).packet, for: .operation(id))
@@ -130,6 +134,9 @@ public struct HostMachine: Sendable {
             answerPairing(handle, answer, id: id)
         case .replyLongTermKey(let handle, let key):
             replyLongTermKey(handle, key: key, id: id)
+        case .setResolvingList(let identities):
+            setResolvingList(identities)
+            complete(id, .success(.done))
         }
         return takeActions()
     }
@@ -195,6 +202,8 @@ public struct HostMachine: Sendable {
             pumpACL()
         case .security(let handle):
             securityTimerFired(id, on: handle)
+        case .addressRotation:
+            addressRotationDue(timer: id)
         }
         return takeActions()
     }
@@ -221,6 +230,8 @@ public struct HostMachine: Sendable {
         runScan(scan.closed(error))
         runAdvertising(advertising.closed(error))
         connecting.closed()
+        if let timer = addressPrivacy?.timer { cancelTimer(timer) }
+        addressPrivacy?.timer = nil
         if let timer = connectCancelTimer { cancelTimer(timer) }
         connectCancelTimer = nil
         if let timer = connectTurnTimer { cancelTimer(timer) }
@@ -285,6 +296,8 @@ enum TimerPurpose: Sendable, Hashable {
     case connectTurn
     /// The Security Manager's 30 s timer on a link (Vol 3, Part H, 3.4).
     case security(ConnectionHandle)
+    /// The current resolvable private address has been used for its period.
+    case addressRotation
 }
 
 extension HostRequest {
@@ -305,6 +318,7 @@ extension HostRequest {
         case .encrypt: "encrypting the link"
         case .answerPairing: "answering the pairing"
         case .replyLongTermKey: "answering the LTK request"
+        case .setResolvingList: "setting the resolving list"
         }
     }
 }

@@ -31,9 +31,16 @@ struct Link: Sendable {
     var signalingTimers: [L2CAPSignalingChannel.Timer: HostTimerID] = [:]
     /// Pairing and encryption on this link.
     var security = LinkSecurity()
+    /// The addresses on the air when the link came up (`info.peer` is the peer's identity when it resolved).
+    var peerAddress: BluetoothAddress
+    var localAddress: BluetoothAddress
 
-    init(info: LinkInfo, preferredMTU: Int) {
+    init(
+        info: LinkInfo, preferredMTU: Int, peerAddress: BluetoothAddress? = nil, localAddress: BluetoothAddress = .zero
+    ) {
         self.info = info
+        self.peerAddress = peerAddress ?? info.peer
+        self.localAddress = localAddress
         self.signaling = L2CAPSignalingChannel(role: info.role == .central ? .central : .peripheral)
         self.bearer = ATTBearer(localRxMTU: UInt16(clamping: preferredMTU))
         self.client = GATTClient(firstRequestID: 1)

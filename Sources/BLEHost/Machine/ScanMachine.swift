@@ -51,13 +51,44 @@ struct ScanMachine: Sendable {
     /// Command Disallowed answers to LE Set Scan Parameters since the last success: the second gives up.
     private var disallowed = 0
 
+    /// Held off while the host changes its random address (LE Set Random Address is refused while legacy
+    /// advertising or scanning is enabled, Vol 4, Part E, 7.8.4): the controller is brought to off, and requests
+    /// to turn it on wait until `resume`.
+    private(set) var paused = false
+
     init() {}
+
+    /// Whether the controller is off with nothing in flight (what a paused machine waits for).
+    var isQuiet: Bool { inFlight == nil && controller.enabled == false }
+
+    mutating func pause() -> [Output] {
+        paused = true
+        return advance()
+    }
+
+    mutating func resume() -> [Output] {
+        paused = false
+        return advance()
+    }
 
     /// What the layer above wants: nil for no scan.
     var desired: ScanParameters? { wishes.desired }
 
     /// Whether the layer above wants a scan (advertising reports are passed up only then).
     var isScanning: Bool { desired != nil }
+
+    /// A scan the host runs for itself (to hear where a peer it connects to by identity now advertises): the
+    /// controller scans with it when the layer above does not want a scan of its own.
+    private(set) var background: ScanParameters?
+
+    /// What the controller should do: the layer above's scan, else the host's own.
+    var effective: ScanParameters? { desired ?? background }
+
+    mutating func setBackground(_ parameters: ScanParameters?) -> [Output] {
+        guard parameters != background else { return [] }
+        background = parameters
+        return advance()
+    }
 
     /// The command on the wire, if any.
     var inFlight: Command? { wishes.sent?.command }
@@ -129,6 +160,8 @@ struct ScanMachine: Sendable {
 
     /// The transport closed: every request fails with `error`; nothing more can be sent.
     mutating func closed(_ error: HostError) -> [Output] {
+        paused = false
+        background = nil
         disallowed = 0
         controller = ControllerState(enabled: false)
         return wishes.closed(error)
@@ -137,7 +170,8 @@ struct ScanMachine: Sendable {
     // MARK: Steps
 
     private func nextCommand() -> Command? {
-        guard let wanted = desired else { return controller.enabled == false ? nil : .disable }
+        if paused { return controller.enabled == false ? nil : .disable }
+        guard let wanted = effective else { return controller.enabled == false ? nil : .disable }
         if controller.parameters != wanted {
             return controller.enabled == false ? .setParameters(wanted) : .disable
         }
@@ -148,6 +182,9 @@ struct ScanMachine: Sendable {
 
     /// The next command toward `desired`, or the completions when it is reached.
     private mutating func advance() -> [Output] {
-        wishes.advance(nextCommand())
+        let next = nextCommand()
+        // Paused and off: a wish to scan waits for `resume` rather than completing.
+        if paused && next == nil && desired != nil { return [] }
+        return wishes.advance(next)
     }
 }

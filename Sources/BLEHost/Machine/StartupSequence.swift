@@ -7,7 +7,8 @@ import BLEHCI
 /// (Reset should leave the controller idle, but some do not: Bumble's Reset does nothing, and a refusal to
 /// disable what is off is ignored); local version; supported commands; BD_ADDR; event masks; LE buffer sizes,
 /// with the fallback to the shared ACL buffers when the LE size is 0 (Vol 4, Part E, 7.8.2); LE features; a
-/// random static address when the controller has no public one; the suggested data length when supported.
+/// random static address when the controller has no public one (with privacy, a resolvable private address
+/// whatever it has); the suggested data length when supported.
 /// Optional commands are sent only when the controller claims them; a failed optional read is skipped.
 struct StartupSequence: Sendable {
     enum Step: Sendable, Hashable {
@@ -38,6 +39,7 @@ struct StartupSequence: Sendable {
     let preferredDataLength: Int
     let preferredPHY: LinkPHY?
     let randomSeed: UInt64
+    let privacy: HostPrivacyConfiguration?
     private(set) var step: Step = .reset
     private var info = ControllerInfo(address: .zero)
     private var supported: HCISupportedCommands?
@@ -47,6 +49,7 @@ struct StartupSequence: Sendable {
         self.preferredDataLength = configuration.preferredDataLength
         self.preferredPHY = configuration.preferredPHY
         self.randomSeed = configuration.randomSeed
+        self.privacy = configuration.privacy
     }
 
     /// The first command.
@@ -142,8 +145,22 @@ struct StartupSequence: Sendable {
     }
 
     private mutating func afterFeatures() -> Next {
-        guard info.address.bytes == [0, 0, 0, 0, 0, 0] else { return afterAddress() }
-        // No public address: use a random static one (two top bits set, Vol 6, Part B, 1.3.2.1).
+        let hasPublicAddress = info.address.bytes != [0, 0, 0, 0, 0, 0]
+        guard let privacy else {
+            guard !hasPublicAddress else { return afterAddress() }
+            // No public address: use a random static one.
+            let address = staticAddress
+            return go(.setRandomAddress(address), HCILESetRandomAddress(randomAddress: address).packet)
+        }
+        // Privacy: the identity stays behind a resolvable private address from the start.
+        info.identityAddress = privacy.identityAddress ?? (hasPublicAddress ? info.address : staticAddress)
+        let address = HostMachine.privateAddress(resolvingKey: privacy.resolvingKey, seed: randomSeed, count: 0)
+        return go(.setRandomAddress(address), HCILESetRandomAddress(randomAddress: address).packet)
+    }
+
+    /// The random static address this host takes when the controller has no public one (two top bits set, Vol 6,
+    /// Part B, 1.3.2.1), from the host's seed.
+    private var staticAddress: BluetoothAddress {
         var seed = randomSeed
         var bytes: [UInt8] = []
         for _ in 0..<6 {
@@ -151,8 +168,7 @@ struct StartupSequence: Sendable {
             bytes.append(UInt8(truncatingIfNeeded: seed >> 33))
         }
         bytes[0] |= 0xC0
-        let address = BluetoothAddress(bytes: bytes, type: .randomDevice)
-        return go(.setRandomAddress(address), HCILESetRandomAddress(randomAddress: address).packet)
+        return BluetoothAddress(bytes: bytes, type: .randomDevice)
     }
 
     private mutating func afterAddress() -> Next {
@@ -204,6 +220,7 @@ extension HostMachine {
             acl.length = info.leBufferLength
             acl.total = info.leBufferCount
             acl.credits = info.leBufferCount
+            startAddressPrivacy()
             complete(sequence.id, .success(.controller(info)))
         case .failed(let error):
             startup = nil

@@ -62,6 +62,13 @@ public final class SystemSecurity: Sendable {
         self.store = store
     }
 
+    /// Hands the host the bonded peers' IRKs, so it knows each by its identity address whatever private address
+    /// it uses (at start, after a bonding pairing, and after a bond is removed).
+    public func refreshResolvingList() {
+        host.setResolvingList(
+            store.resolvableBonds().map { ResolvableIdentity(address: $0.address, resolvingKey: $0.resolvingKey) })
+    }
+
     /// Whether the host pairs at all (`HostConfiguration.security`).
     public var isEnabled: Bool { host.configuration.security != nil }
 
@@ -238,5 +245,6 @@ public final class SystemSecurity: Sendable {
                 centralKey: stored(result.peerLongTermKey), peripheralKey: stored(result.localLongTermKey),
                 keySize: result.keySize, authenticated: result.authenticated,
                 secureConnections: result.secureConnections, created: store.currentTime))
+        if result.peerIdentity?.resolvingKey != nil { refreshResolvingList() }
     }
 }

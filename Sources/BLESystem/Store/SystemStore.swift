@@ -215,6 +215,16 @@ public final class SystemStore: Sendable {
                     );
                     """)
         }
+        migrator.registerMigration("v5: local identities") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE localIdentity (
+                        name TEXT PRIMARY KEY NOT NULL,
+                        resolvingKey BLOB NOT NULL,
+                        address BLOB NOT NULL
+                    );
+                    """)
+        }
         return migrator
     }
 
