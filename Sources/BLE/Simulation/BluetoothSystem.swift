@@ -295,22 +295,29 @@ public final class BluetoothSystem: Sendable, CustomStringConvertible {
             virtual.btsnoop = recording
             return try makeVirtual(name: name, configuration: virtual)
         }
+        // The store (and the identity it keeps) first: a controller shared over the network (`ble controller`)
+        // gives a connection a few seconds to speak, and a new store takes a few writes to make.
+        let store = try openStore(configuration, seed: nil, now: { Int64(Date().timeIntervalSince1970) })
         var transport: any HCITransport
         do {
             transport = try await TransportRegistry.shared.open(parsed)
         } catch let error as TransportError {
+            store.close()
             throw BluetoothError(
                 error.code == .notRegistered ? .operationNotSupported : .connectionFailed, error.message)
         } catch {
+            store.close()
             throw BluetoothError(.connectionFailed, "\(parsed): \(error)")  // names the spec, as TransportError does
         }
-        if let recording { transport = try recorded(transport, to: recording, clock: BTSnoopWriter.wallClock) }
-        let store: SystemStore
-        do {
-            store = try openStore(configuration, seed: nil, now: { Int64(Date().timeIntervalSince1970) })
-        } catch {
-            transport.close()
-            throw error
+        if let recording {
+            do {
+                transport = try recorded(transport, to: recording, clock: BTSnoopWriter.wallClock)
+            } catch {
+                // Neither is left open behind the refusal.
+                transport.close()
+                store.close()
+                throw error
+            }
         }
         var host = configuration.hostConfiguration(name: name, store: store)
         host.randomSeed = UInt64.random(in: 1...UInt64.max)  // a real device: a fresh static address

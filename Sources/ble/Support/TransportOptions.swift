@@ -64,6 +64,9 @@ final class Session: Sendable {
         let spec = options.transport
         var configuration = configuration
         configuration.storePath = try StateDirectory.storePath(forDevice: name)
+        // As an iPhone does: behind resolvable private addresses, with an identity kept in the device's store, so
+        // a bond made by one run is recognised by the next whatever address the controller gives this one.
+        configuration.privacy = try privacy(ProcessInfo.processInfo.environment["BLE_PRIVACY"])
         if spec == "virtual" {
             let world = World(seed: 2024)
             configuration.btsnoop = options.btsnoop
@@ -113,6 +116,19 @@ final class Session: Sendable {
             let named = message.contains(spec) || message.contains("'") ? message : "\(spec): \(message)"
             throw ToolError(.transport, "\(options.transportSource): \(named)")
         }
+    }
+
+    /// `BLE_PRIVACY`: unset or empty, a new private address every 15 minutes; `off`, the controller's own address;
+    /// a number of seconds (at least 1), that period.
+    static func privacy(_ setting: String?) throws(ToolError) -> PrivacyConfiguration? {
+        guard let setting, !setting.isEmpty else { return PrivacyConfiguration() }
+        if setting == "off" { return nil }
+        guard let seconds = Double(setting), seconds.isFinite, seconds >= 1, seconds <= 86_400 else {
+            throw ToolError(
+                .failure,
+                "BLE_PRIVACY=\(setting): expected 'off' or the seconds between private addresses (1 to 86400)")
+        }
+        return PrivacyConfiguration(rotationPeriod: .milliseconds(Int64(seconds * 1000)))
     }
 
     /// The error a command ends with, as its user should read it. On the shared room, a failure that came with
