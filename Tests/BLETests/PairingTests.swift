@@ -114,6 +114,22 @@ import Testing
         #expect(try second.get() == Data([0x01]))
     }
 
+    /// A legacy bond between our own central and peripheral re-encrypts on the next link (Bumble's peripheral
+    /// answers such a request with the wrong key, shared/PEERS.md 2.5b, so this is where the case is checked).
+    @Test func aLegacyBondReEncryptsTheNextLink() async throws {
+        let room = Room(phone: PairingConfiguration(secureConnections: false))
+        try await room.run { try await room.publish() }
+        let (lock, first) = try await room.run { try await room.connectAndRead() }
+        #expect(try first.get() == Data([0x01]))
+        let bond = try #require(room.phone.core.store.bond(for: lock.identifier))
+        #expect(!bond.secureConnections)
+        // Legacy keys: each side distributed its own, named by EDIV and Rand.
+        #expect(bond.centralKey?.ediv != 0 || bond.centralKey?.rand != 0)
+        let (_, second) = try await room.run { try await room.connectAndRead() }
+        #expect(try second.get() == Data([0x01]))
+        #expect(room.phone.core.store.bond(for: lock.identifier) == bond, "paired again instead of re-encrypting")
+    }
+
     @Test func aBondTheLockForgotLeavesThePhoneWithTheRefusal() async throws {
         let room = Room()
         try await room.run { try await room.publish() }

@@ -39,15 +39,19 @@ public struct PairingConfiguration: Sendable, Hashable {
     public var requiresMITMProtection: Bool
     /// LE legacy pairing is refused.
     public var secureConnectionsOnly: Bool
+    /// LE Secure Connections is offered (true, the default); false: this device pairs as one from before
+    /// Bluetooth 4.2 does, with LE legacy pairing only.
+    public var secureConnections: Bool
 
     public init(
         ioCapability: IOCapability = .noInputNoOutput, bonding: Bool = true, requiresMITMProtection: Bool = false,
-        secureConnectionsOnly: Bool = false
+        secureConnectionsOnly: Bool = false, secureConnections: Bool = true
     ) {
         self.ioCapability = ioCapability
         self.bonding = bonding
         self.requiresMITMProtection = requiresMITMProtection
         self.secureConnectionsOnly = secureConnectionsOnly
+        self.secureConnections = secureConnections
     }
 }
 

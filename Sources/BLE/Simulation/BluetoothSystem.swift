@@ -241,6 +241,7 @@ public final class BluetoothSystem: Sendable, CustomStringConvertible {
                 security.bonding = pairing.bonding
                 security.mitm = pairing.requiresMITMProtection
                 security.secureConnectionsOnly = pairing.secureConnectionsOnly
+                security.secureConnections = pairing.secureConnections || pairing.secureConnectionsOnly
                 host.security = security
             }
             return host
