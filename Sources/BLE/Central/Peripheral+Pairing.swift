@@ -54,7 +54,8 @@ extension Peripheral {
                 pairingFailureReason: reason)
         case .pairing(.timeout):
             return BluetoothError(
-                .encryptionTimedOut, "pairing timed out: 30 s without the next step (the peer or a user did not answer)")
+                .encryptionTimedOut, "pairing timed out: 30 s without the next step (the peer or a user did not answer)"
+            )
         case .pairing(.encryption(let status)):
             let hci = HCIStatus(rawValue: status)
             return BluetoothError(.pairingFailed, "encrypting the link with the new key failed: \(hci)", hciStatus: hci)

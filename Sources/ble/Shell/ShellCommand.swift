@@ -32,7 +32,9 @@ struct ShellCommand: AsyncParsableCommand {
     @OptionGroup var transport: TransportOptions
 
     func validate() throws {
-        if pairing.passkey == "-" { throw ValidationError("--passkey - cannot be used: the shell reads its commands there") }
+        if pairing.passkey == "-" {
+            throw ValidationError("--passkey - cannot be used: the shell reads its commands there")
+        }
     }
 
     func run() async throws {
