@@ -799,6 +799,22 @@ class BadInputTests(unittest.TestCase):
         (("serve", "heart-rate", "--updates", "/no/such/file"), "--updates"),
         (("demo", "phone-restart", "--phase", "before"), "--phase"),
         (("demo", "door-lock", "--store", "/tmp/phone.sqlite"), "--store"),
+        (("pair", "DoorLock", "--timeout", "nan"), "--timeout"),
+        (("pair", "DoorLock", "--timeout", "inf"), "--timeout"),
+        (("pair", "DoorLock", "--timeout=-1"), "--timeout"),
+        (("pair", "DoorLock", "--io-capability", "keyboard", "--passkey", "12345"), "--passkey"),
+        (("pair", "DoorLock", "--io-capability", "keyboard", "--passkey", "1234567"), "--passkey"),
+        (("pair", "DoorLock", "--io-capability", "keyboard", "--passkey", "12a456"), "--passkey"),
+        (("pair", "DoorLock", "--passkey", "123456"), "--passkey"),
+        (("pair", "DoorLock", "--io-capability", "display", "--passkey", "123456"), "--passkey"),
+        (("pair", "DoorLock", "--io-capability", "keyboard", "--yes"), "--yes"),
+        (("pair", "DoorLock", "--io-capability", "display-yes-no", "--yes", "--no"), "--yes"),
+        (("pair", "DoorLock", "--io-capability", "telepathy"), "--io-capability"),
+        (("serve", "secure-lock", "--passkey", "-", "--updates", "-", "--io-capability", "keyboard"), "--passkey"),
+        (("shell", "--passkey", "-", "--io-capability", "keyboard"), "--passkey"),
+        (("bonds", "remove"), "--all"),
+        (("bonds", "remove", "not-a-peer"), "not-a-peer"),
+        (("bonds", "remove", "--all", "00:11:22:33:44:55"), "--all"),
     ]
 
     def test_bad_numbers_and_values_are_usage_errors_naming_the_option(self):
@@ -809,6 +825,90 @@ class BadInputTests(unittest.TestCase):
                 first = result.stderr.strip().splitlines()[0]
                 self.assertIn(option, first)
                 self.assertIn("Usage: ble " + args[0], result.stderr)
+
+
+class PairAndBondsTests(unittest.TestCase):
+    """`ble pair` and `ble bonds` on the private room, each test with a store of its own (a bond must not reach the
+    other tests' links). The world's devices pair with Just Works only; the encrypted lock, passkeys and numeric
+    comparison are in test_room.py, where `ble serve secure-lock` runs beside the pairing process."""
+
+    def setUp(self):
+        self.state = tempfile.mkdtemp(prefix="ble-cli-pair-")
+        self.addCleanup(shutil.rmtree, self.state, True)
+        self.env = dict(ENV, XDG_STATE_HOME=self.state)
+
+    def run_ble(self, *args, input_text=None):
+        return subprocess.run([BLE, *args], capture_output=True, text=True, timeout=60, env=self.env,
+                              input=input_text)
+
+    def test_pair_prints_what_was_agreed_and_bonds_lists_and_removes_it(self):
+        self.assertEqual(self.run_ble("bonds").stdout, "", "no bond before pairing")
+        pair = self.run_ble("pair", "DoorLock")
+        self.assertEqual(pair.returncode, 0, pair.stderr)
+        lines = pair.stdout.splitlines()
+        self.assertRegex(lines[0], r"^paired with DoorLock \(([0-9A-F]{2}:){5}[0-9A-F]{2}\)$")
+        self.assertRegex(lines[1], r"^identifier: [0-9A-F-]{36}$")
+        self.assertEqual(lines[2:], ["method: Just Works", "security: Secure Connections, unauthenticated, key size 16",
+                                     "bonded: yes"])
+        identifier = lines[1].split(": ")[1]
+        bonds = [json.loads(line) for line in self.run_ble("bonds", "--json").stdout.splitlines()]
+        self.assertEqual([(b["identifier"], b["name"], b["authenticated"], b["secureConnections"], b["keySize"])
+                          for b in bonds], [(identifier, "DoorLock", False, True, 16)])
+        self.assertRegex(bonds[0]["created"], r"^2026-01-01T\d\d:\d\d:\d\dZ$", "virtual time")
+        # `ble devices` knows the same identifier.
+        devices = [json.loads(line) for line in self.run_ble("devices", "--json").stdout.splitlines()]
+        self.assertIn(identifier, [d["identifier"] for d in devices])
+        removed = self.run_ble("bonds", "remove", identifier)
+        self.assertEqual((removed.returncode, removed.stdout),
+                         (0, f"removed the bond with {identifier} ({bonds[0]['address']})\n"), removed.stderr)
+        self.assertEqual(self.run_ble("bonds", "--json").stdout, "")
+        unknown = self.run_ble("bonds", "remove", identifier)
+        self.assertEqual(unknown.returncode, 10)
+        self.assertEqual(unknown.stderr, f"ble: no bond with {identifier} (ble bonds lists them)\n")
+
+    def test_pair_json_and_remove_all(self):
+        first = self.run_ble("pair", "DoorLock", "--json")
+        self.assertEqual(first.returncode, 0, first.stderr)
+        record = json.loads(first.stdout)
+        self.assertEqual(list(record.keys()), ["identifier", "address", "name", "method", "secureConnections",
+                                               "authenticated", "bonded", "keySize"])
+        self.assertEqual((record["name"], record["method"], record["bonded"]), ("DoorLock", "Just Works", True))
+        second = self.run_ble("pair", "HRM-Demo", "--json")
+        self.assertEqual(second.returncode, 0, second.stderr)
+        self.assertEqual(len(self.run_ble("bonds", "--json").stdout.splitlines()), 2)
+        removed = self.run_ble("bonds", "remove", "--all")
+        self.assertEqual(removed.returncode, 0, removed.stderr)
+        self.assertEqual(len(removed.stdout.splitlines()), 2, removed.stdout)
+        self.assertEqual(self.run_ble("bonds").stdout, "")
+        # Nothing left to remove is not an error for --all.
+        self.assertEqual(self.run_ble("bonds", "remove", "--all").returncode, 0)
+
+    def test_a_pairing_that_cannot_protect_against_a_man_in_the_middle_fails_with_status_9(self):
+        # The lock has no display and no keyboard: only Just Works, which --mitm refuses.
+        result = self.run_ble("pair", "DoorLock", "--io-capability", "keyboard-display", "--mitm")
+        self.assertEqual(result.returncode, 9, result.stdout + result.stderr)
+        self.assertEqual(len(result.stderr.splitlines()), 1, result.stderr)
+        self.assertRegex(result.stderr, r"^ble: pairing with DoorLock \(.*\): pairing failed here: the requirements "
+                                        r"cannot be met .*\(Authentication Requirements, 0x03\)\n$")
+        self.assertEqual(self.run_ble("bonds").stdout, "", "no bond from a failed pairing")
+
+    def test_a_pairing_without_a_device_is_status_3(self):
+        result = self.run_ble("pair", "NoSuchLock", "--timeout", "1")
+        self.assertEqual(result.returncode, EXIT_NO_SUCH_DEVICE, result.stderr)
+
+    def test_the_shell_pairs_once_and_reads_on_the_encrypted_link(self):
+        shell = self.run_ble("shell", input_text="connect DoorLock\npair\nread 8D3E0002-5C1A-4F2B-9E6A-0C1D2E3F4A5B\n")
+        self.assertEqual(shell.returncode, 0, shell.stdout + shell.stderr)
+        lines = shell.stdout.splitlines()
+        self.assertIn("method: Just Works", lines)
+        self.assertIn("bonded: yes", lines)
+        self.assertEqual(lines[-1].split()[0], "01", shell.stdout)
+
+    def test_serve_lists_and_runs_the_secure_lock(self):
+        self.assertIn("secure-lock", ble("serve", "--help").stdout)
+        served = serve_until(["serve", "secure-lock", "--duration", "5"], "advertising")
+        self.assertIn('advertising "SecureLock" as ', served.stdout)
+        self.assertIn("5EC10001-2B7D-4E8A-9C3F-6A1B2C3D4E5F", served.stdout)
 
 
 class AirCaptureTests(unittest.TestCase):

@@ -36,8 +36,8 @@ class Room:
         self.processes = []
         test.addCleanup(self.close)
 
-    def ble(self, *args, timeout=COMMAND, env=None):
-        return subprocess.run([BLE, *args], capture_output=True, text=True, timeout=timeout,
+    def ble(self, *args, timeout=COMMAND, env=None, input_text=None):
+        return subprocess.run([BLE, *args], capture_output=True, text=True, timeout=timeout, input=input_text,
                               env=dict(self.env, **(env or {})))
 
     def start(self, *args, stdin=None):
@@ -329,6 +329,135 @@ class SharedRoomTests(unittest.TestCase):
             self.assertEqual(result.returncode, 64, result.stderr)
             self.assertIn("--idle-timeout", result.stderr)
         self.assertEqual(room.ble("room", "start", "--h4", "tcp-client:127.0.0.1:1").returncode, 64)
+
+
+LOCK_STATE = "5EC10002-2B7D-4E8A-9C3F-6A1B2C3D4E5F"
+LOCK_COMMAND = "5EC10003-2B7D-4E8A-9C3F-6A1B2C3D4E5F"
+
+
+class PairingRoomTests(unittest.TestCase):
+    """`ble serve secure-lock` in one process; `ble pair`, `ble shell` and `ble bonds` in others. Each `ble` process
+    gets a controller address of its own from the room, but the tool's devices keep their identity in their store
+    and use resolvable private addresses: a bond made by one process is used by the next."""
+
+    def serve_lock(self, room, *options):
+        serve = room.start("serve", "secure-lock", "--duration", "180", *options)
+        read_line(serve, "advertising \"SecureLock\"", 30)
+        return serve
+
+    def test_a_shell_pairs_then_reads_and_writes_the_encrypted_lock_and_the_bond_is_listed_and_removed(self):
+        room = Room(self)
+        serve = self.serve_lock(room)
+        script = (f"connect SecureLock\npair\nread {LOCK_STATE}\nwrite {LOCK_COMMAND} 00\nread {LOCK_STATE}\n"
+                  "info\n")
+        shell = room.ble("shell", input_text=script)
+        self.assertEqual(shell.returncode, 0, shell.stdout + shell.stderr)
+        lines = shell.stdout.splitlines()
+        self.assertIn("method: Just Works", lines)
+        self.assertIn("security: Secure Connections, unauthenticated, key size 16", lines)
+        self.assertIn("bonded: yes", lines)
+        values = [line.split()[0] for line in lines if line[:2] in ("00", "01") and len(line.split()[0]) == 2]
+        self.assertEqual(values, ["01", "00"], shell.stdout)
+        identifier = next(line.split(": ")[1] for line in lines if line.startswith("identifier: "))
+        # The lock answered the reads and the write only on the encrypted link.
+        seen = read_line(serve, f"write {LOCK_COMMAND} 00", 10)
+        self.assertFalse(any("->" in line for line in seen), seen)
+
+        listed = room.ble("bonds", "--json")
+        self.assertEqual(listed.returncode, 0, listed.stderr)
+        bonds = [json.loads(line) for line in listed.stdout.splitlines()]
+        self.assertEqual([b["identifier"] for b in bonds], [identifier])
+        self.assertEqual(list(bonds[0].keys()), ["identifier", "address", "addressType", "name", "secureConnections",
+                                                 "authenticated", "keySize", "resolvesPrivateAddresses", "created"])
+        self.assertEqual((bonds[0]["name"], bonds[0]["secureConnections"], bonds[0]["authenticated"],
+                          bonds[0]["keySize"]), ("SecureLock", True, False, 16))
+        table = room.ble("bonds")
+        self.assertEqual(table.stdout.splitlines()[0].split(), ["IDENTIFIER", "ADDRESS", "SECURITY", "KEY",
+                                                               "CREATED", "NAME"])
+        self.assertIn(identifier, table.stdout)
+        self.assertIn("SC, unauthenticated", table.stdout)
+
+        removed = room.ble("bonds", "remove", bonds[0]["address"])
+        self.assertEqual(removed.returncode, 0, removed.stderr)
+        self.assertEqual(removed.stdout, f"removed the bond with {identifier} ({bonds[0]['address']})\n")
+        self.assertEqual(room.ble("bonds").stdout, "")
+        again = room.ble("bonds", "remove", identifier)
+        self.assertEqual(again.returncode, 10, again.stderr)
+        self.assertEqual(again.stderr, f"ble: no bond with {identifier} (ble bonds lists them)\n")
+
+    def test_a_read_from_a_new_process_pairs_by_itself_and_the_next_process_uses_the_bond(self):
+        room = Room(self)
+        serve = self.serve_lock(room)
+        read = room.ble("read", "SecureLock", LOCK_STATE)
+        self.assertEqual(read.returncode, 0, read.stderr)
+        self.assertEqual(read.stdout.split()[0], "01")
+        bonds = room.ble("bonds", "--json").stdout.splitlines()
+        self.assertEqual(len(bonds), 1, "the pairing bonded")
+        first = [line for line in read_line(serve, " disconnected ", 10) if line.endswith(" connected")]
+        # Another process, with another controller address: the lock knows it by the identity its private address
+        # resolves to (the same identifier), the link is encrypted with the kept key, and nobody pairs again.
+        again = room.ble("read", "SecureLock", LOCK_STATE)
+        self.assertEqual(again.returncode, 0, again.stderr)
+        self.assertEqual(again.stdout.split()[0], "01")
+        self.assertEqual(room.ble("bonds", "--json").stdout.splitlines(), bonds, "the same bond, not a new one")
+        second = [line for line in read_line(serve, " disconnected ", 10) if line.endswith(" connected")]
+        self.assertEqual(len(first), 1, first)
+        self.assertEqual(len(second), 1, second)
+        self.assertEqual(first[0].split()[1], second[0].split()[1], "the lock knew the second process as the first")
+
+    def test_pair_with_a_passkey_both_users_type(self):
+        room = Room(self)
+        self.serve_lock(room, "--io-capability", "keyboard", "--passkey", "123456", "--mitm")
+        pair = room.ble("pair", "SecureLock", "--io-capability", "keyboard", "--passkey", "123456", "--mitm",
+                        "--json")
+        self.assertEqual(pair.returncode, 0, pair.stdout + pair.stderr)
+        result = json.loads(pair.stdout.splitlines()[-1])
+        self.assertEqual(list(result.keys()), ["identifier", "address", "name", "method", "secureConnections",
+                                               "authenticated", "bonded", "keySize"])
+        self.assertEqual((result["name"], result["method"], result["authenticated"], result["bonded"]),
+                         ("SecureLock", "Passkey Entry", True, True))
+        # A later process reads without typing anything: the authenticated key is kept on both sides.
+        read = room.ble("read", "SecureLock", LOCK_STATE)
+        self.assertEqual((read.returncode, read.stdout.split()[:1]), (0, ["01"]), read.stderr)
+        # Another user, in a store of their own, types the wrong digits.
+        other = tempfile.mkdtemp(prefix="ble-room-other-")
+        self.addCleanup(shutil.rmtree, other, True)
+        wrong = room.ble("pair", "SecureLock", "--io-capability", "keyboard", "--passkey", "654321", "--mitm",
+                         env={"XDG_STATE_HOME": other})
+        self.assertEqual(wrong.returncode, 9, wrong.stdout + wrong.stderr)
+        self.assertIn("the passkeys did not match", wrong.stderr)
+        self.assertEqual(len(wrong.stderr.splitlines()), 1, wrong.stderr)
+
+    def test_a_passkey_the_lock_shows_is_typed_from_standard_input(self):
+        room = Room(self)
+        serve = self.serve_lock(room, "--io-capability", "display", "--mitm")
+        pair = room.start("pair", "SecureLock", "--io-capability", "keyboard", "--mitm", "--passkey", "-",
+                          stdin=subprocess.PIPE)
+        shown = read_line(serve, "* passkey: ", 30)[-1]
+        digits = shown.split("* passkey: ")[1].split()[0]
+        self.assertRegex(digits, r"^[0-9]{6}$")
+        pair.stdin.write(digits.encode() + b"\n")
+        pair.stdin.flush()
+        out, err = pair.communicate(timeout=COMMAND)
+        self.assertEqual(pair.returncode, 0, out.decode() + err.decode())
+        self.assertIn("method: Passkey Entry", out.decode().splitlines())
+        self.assertIn("security: Secure Connections, authenticated, key size 16", out.decode().splitlines())
+
+    def test_numeric_comparison_answered_by_yes_and_by_no(self):
+        room = Room(self)
+        serve = self.serve_lock(room, "--io-capability", "display-yes-no", "--mitm")
+        pair = room.ble("pair", "SecureLock", "--io-capability", "display-yes-no", "--mitm", "--yes")
+        self.assertEqual(pair.returncode, 0, pair.stdout + pair.stderr)
+        self.assertIn("method: Numeric Comparison", pair.stdout.splitlines())
+        digits = next(line.split(": ")[1].split()[0] for line in pair.stdout.splitlines()
+                      if line.startswith("numeric comparison: "))
+        self.assertIn(f"* numeric comparison: {digits}", "\n".join(read_line(serve, "numeric comparison: ", 10)))
+        other = tempfile.mkdtemp(prefix="ble-room-other-")
+        self.addCleanup(shutil.rmtree, other, True)
+        refused = room.ble("pair", "SecureLock", "--io-capability", "display-yes-no", "--mitm", "--no",
+                           env={"XDG_STATE_HOME": other})
+        self.assertEqual(refused.returncode, 9, refused.stdout + refused.stderr)
+        self.assertIn("numbers were not confirmed", refused.stderr)
 
 
 if __name__ == "__main__":

@@ -2,8 +2,9 @@
 //
 // BLECore's identifier types (BluetoothUUID, BluetoothAddress, AdvertisingData, ...) are part of every
 // signature here, so the module is re-exported whole. From the lower layers only the types the contract
-// names are re-exported: the ATT error codes a peripheral manager answers with, the HCI status a
-// `BluetoothError` carries, and the simulation API (with the packet type its trace handler receives).
+// names are re-exported: the ATT error codes a peripheral manager answers with, the HCI status and the
+// Security Manager's failure reason a `BluetoothError` carries, and the simulation API (with the packet type
+// its trace handler receives).
 @_exported import BLECore
 // As `import CoreBluetooth` does: values are Data, identifiers UUID, and delegates run on a DispatchQueue.
 @_exported import Dispatch
@@ -13,6 +14,7 @@
 @_exported import enum BLEHCI.HCIPacket
 @_exported import struct BLEHCI.HCIStatus
 @_exported import enum BLEHost.LinkPHY
+@_exported import struct BLESMP.SMPFailureReason
 @_exported import enum BLESystem.AppBackgroundMode
 @_exported import enum BLESystem.AppLifecycleState
 @_exported import struct BLESystem.AppRules

@@ -24,12 +24,14 @@ struct BLETool: AsyncParsableCommand {
             Exit status: 0 success; 1 other failure; 2 transport unavailable or not powered on; 3 no such device \
             (nothing matched TARGET within --timeout); 4 not connectable or the connection failed; 5 the peer \
             refused with an ATT error; 6 timeout; 7 no such characteristic, or it does not allow the operation; \
-            8 the link dropped; 64 bad arguments; 130 interrupted. Failures print one line to stderr.
+            8 the link dropped; 9 pairing failed or was refused; 10 no such bond; 64 bad arguments; 130 \
+            interrupted. Failures print one line to stderr.
             """,
         version: BLETool.version,
         subcommands: [
             ScanCommand.self, ExploreCommand.self, ReadCommand.self, WriteCommand.self, SubscribeCommand.self,
-            ServeCommand.self, ShellCommand.self, ConnectCommand.self, SendCommand.self, DevicesCommand.self,
+            ServeCommand.self, ShellCommand.self, ConnectCommand.self, SendCommand.self, PairCommand.self,
+            BondsCommand.self, DevicesCommand.self,
             DemoCommand.self,
             RoomCommand.self, ControllerCommand.self,
             BenchCommand.self,

@@ -134,6 +134,32 @@ import Testing
         later.close()
     }
 
+    /// What a tool's "remove this bond" needs to say: whether there was one. A bond another process made after this
+    /// store opened (so only in the file) counts, and goes; a second removal, or one of a peer without a bond, finds
+    /// nothing.
+    @Test func removingABondSaysWhetherThereWasOne() throws {
+        let folder = try Folder()
+        let clock = Clock()
+        let store = try SystemStore(path: folder.file(), seed: 6, now: clock.read)
+        let peer = store.identifier(for: SystemStoreTests.address(1))
+        let other = store.identifier(for: SystemStoreTests.address(2))
+        store.setBond(Self.bond(peer))
+        #expect(store.removeBond(peer))
+        #expect(!store.removeBond(peer))
+        #expect(!store.removeBond(other))
+        #expect(!store.removeBond(UUID()))
+        // Another process bonds after this store opened: the file has it, this store's memory does not.
+        let writer = try SystemStore(path: folder.file(), seed: 6, now: clock.read)
+        var late = Self.bond(other)
+        late.identityAddress = SystemStoreTests.address(2)
+        writer.setBond(late)
+        writer.close()
+        #expect(store.bond(for: other) == nil)
+        #expect(store.removeBond(other))
+        #expect(try Self.count("bond", in: folder.file()) == 0)
+        store.close()
+    }
+
     @Test func aBondedPeerKeepsItsIdentifierAcrossPrivateAddresses() throws {
         let folder = try Folder()
         let clock = Clock()

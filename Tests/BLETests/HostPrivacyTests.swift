@@ -111,6 +111,30 @@ import Testing
         #expect(throws: Never.self) { try encrypted.withLock { $0 }?.get() }
     }
 
+    /// A central that disconnects the moment its pairing completes does not cut its own keys off: the pairing
+    /// completes once they are delivered, so the peripheral has them (found with `ble pair`, whose lock had no
+    /// bond).
+    @Test func aCentralThatDisconnectsAtOnceAfterPairingStillGaveItsKeys() async throws {
+        let pair = Pair(
+            central: HostPairingTests.security(.noInputNoOutput, seed: 1),
+            peripheral: HostPairingTests.security(.noInputNoOutput, seed: 2),
+            centralPrivacy: HostPrivacyConfiguration(resolvingKey: Self.centralKey))
+        let (handle, _) = try await pair.connect()
+        let host = pair.central.host
+        let done = Mutex(false)
+        host.pair(on: handle) { result in
+            if case .failure(let error) = result { Issue.record("pairing failed: \(error)") }
+            host.disconnect(handle, reason: .remoteUserTerminatedConnection)
+            done.withLock { $0 = true }
+        }
+        try await pair.run(
+            until: { done.withLock { $0 } && pair.peripheral.host.links.isEmpty }, "the pairing and the disconnection")
+        let heard = pair.peripheral.events.withLock { events in
+            events.compactMap { if case .pairingCompleted(_, let r) = $0 { r } else { nil } }.first
+        }
+        #expect(heard?.peerIdentity?.resolvingKey == Self.centralKey, "the peripheral did not get the central's keys")
+    }
+
     /// Advertising and scanning outlive many rotations: each period the host pauses them for the new address
     /// and they resume; nothing the layer above asked for fails or ends.
     @Test func advertisingAndScanningGoOnAcrossRotations() async throws {

@@ -81,6 +81,13 @@ import Testing
         func run<T: Sendable>(limit: Duration = .seconds(120), _ body: @escaping @Sendable () async throws -> T)
             async throws -> T
         {
+            try await Self.drive(radio, limit: limit, body)
+        }
+
+        /// Runs `body` as a task on `radio`, driving the radio until it ends (at most `limit` of virtual time).
+        static func drive<T: Sendable>(
+            _ radio: SimulatedRadio, limit: Duration = .seconds(120), _ body: @escaping @Sendable () async throws -> T
+        ) async throws -> T {
             let task = Task(executorPreference: radio) { try await body() }
             let done = Mutex(false)
             let watcher = Task {

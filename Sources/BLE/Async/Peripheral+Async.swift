@@ -184,7 +184,7 @@ extension Peripheral {
 
     /// Makes one request with this task as its reply, and waits for the answer (or the timeout, or the task's
     /// cancellation, whichever comes first).
-    private func perform<T: Sendable>(
+    func perform<T: Sendable>(
         timeout: Duration?, what: String, _ request: (Reply<T>) -> Void
     ) async throws -> T {
         try Task.checkCancellation()

@@ -1,6 +1,7 @@
 import BLEATT
 import BLECore
 import BLEHCI
+import BLESMP
 
 /// An error from the public API, shaped like CoreBluetooth's `CBError` and `CBATTError`: a code to compare with
 /// (`error.code == .connectionTimeout`), the peer's ATT code when a peer refused, the controller's HCI status when
@@ -16,7 +17,7 @@ public struct BluetoothError: Error, Sendable, Hashable, CustomStringConvertible
             case unknown, invalidParameters, invalidHandle, notConnected, outOfSpace, operationCancelled
             case connectionTimeout, peripheralDisconnected, uuidNotAllowed, alreadyAdvertising, connectionFailed
             case connectionLimitReached, unknownDevice, operationNotSupported, peerRemovedPairingInformation
-            case encryptionTimedOut, tooManyLEPairedDevices
+            case encryptionTimedOut, tooManyLEPairedDevices, pairingFailed
             case timeout, transactionTimeout, controllerTimeout, transportClosed, systemShutDown, storeUnavailable
             case att(ATTErrorCode)
         }
@@ -57,6 +58,12 @@ public struct BluetoothError: Error, Sendable, Hashable, CustomStringConvertible
         public static let encryptionTimedOut = Code(.encryptionTimedOut)
         /// The system holds as many bonds as it can.
         public static let tooManyLEPairedDevices = Code(.tooManyLEPairedDevices)
+        /// Pairing failed: a user refused or typed a wrong passkey, the peer does not pair, or the two devices'
+        /// requirements cannot both be met. ``BluetoothError/pairingFailureReason`` gives the Security Manager's
+        /// reason, and the description says which side failed it. A swift-ble extension: iOS pairs out of the
+        /// app's sight, and its app sees only the peer's refusal that follows. (A pairing that times out is
+        /// ``encryptionTimedOut``, as on iOS.)
+        public static let pairingFailed = Code(.pairingFailed)
         /// The operation did not complete within the time the caller allowed (an async call's `timeout:`).
         public static let timeout = Code(.timeout)
         /// The peer did not answer an ATT request (or confirm an indication) within the ATT transaction timeout,
@@ -94,6 +101,9 @@ public struct BluetoothError: Error, Sendable, Hashable, CustomStringConvertible
     /// The controller's HCI status when the failure came from the controller or from the link's end (a
     /// disconnection's reason, a refused command). Not part of equality.
     public let hciStatus: HCIStatus?
+    /// The Security Manager's reason when a pairing failed (``Code-swift.struct/pairingFailed``), sent by either
+    /// side (Core Spec 5.4, Vol 3, Part H, 3.5.5). Not part of equality.
+    public let pairingFailureReason: SMPFailureReason?
     private let diagnostics: Diagnostics
 
     /// Where and why an error was made; shown by ``description``, not part of equality.
@@ -104,10 +114,12 @@ public struct BluetoothError: Error, Sendable, Hashable, CustomStringConvertible
     }
 
     public init(
-        _ code: Code, _ message: String, hciStatus: HCIStatus? = nil, file: String = #fileID, line: UInt = #line
+        _ code: Code, _ message: String, hciStatus: HCIStatus? = nil, pairingFailureReason: SMPFailureReason? = nil,
+        file: String = #fileID, line: UInt = #line
     ) {
         self.code = code
         self.hciStatus = hciStatus
+        self.pairingFailureReason = pairingFailureReason
         self.diagnostics = Diagnostics(message: message, file: file, line: line)
     }
 
@@ -127,6 +139,7 @@ public struct BluetoothError: Error, Sendable, Hashable, CustomStringConvertible
     public var debugDescription: String {
         var text = "BluetoothError.\(code): \(diagnostics.message)"
         if let hciStatus { text += " [HCI status \(hciStatus)]" }
+        if let pairingFailureReason { text += " [SMP reason \(pairingFailureReason)]" }
         return text + " [\(diagnostics.file):\(diagnostics.line)]"
     }
 

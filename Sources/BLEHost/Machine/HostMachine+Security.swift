@@ -229,10 +229,22 @@ extension HostMachine {
     }
 
     private mutating func runPairing(_ actions: [SMPPairing.Action], on handle: ConnectionHandle) {
+        // A pairing that ends with this side's keys sent (the initiator's distribution comes last) is over only
+        // once the controller has delivered them: an application that disconnects at once must not cut the
+        // peer's keys off (seen with `ble pair`, which left the lock without a bond).
+        var delivery: HostOperationID?
+        if actions.contains(where: { if case .completed = $0 { true } else { false } }),
+            actions.contains(where: { if case .send = $0 { true } else { false } })
+        {
+            let id = HostOperationID(rawValue: nextPairingDelivery)
+            nextPairingDelivery += 1
+            beginDelivery(id)
+            delivery = id
+        }
         for action in actions {
             switch action {
             case .send(let pdu):
-                queueL2CAP(ByteBuffer(bytes: pdu.encoded), channel: .smp, kind: .other, on: handle)
+                queueL2CAP(ByteBuffer(bytes: pdu.encoded), channel: .smp, kind: .other, on: handle, delivery: delivery)
             case .startTimer:
                 startSecurityTimer(on: handle)
             case .stopTimer:
@@ -251,12 +263,13 @@ extension HostMachine {
             case .securityRequested(let requirements):
                 emit(.securityRequested(handle, requirements))
             case .completed(let result):
-                if result.bonded { server.bondChanged(handle, isBonded: true) }
-                if let id = links[handle]?.security.pairRequest {
-                    links[handle]?.security.pairRequest = nil
-                    complete(id, .success(.paired(result)))
+                let request = links[handle]?.security.pairRequest
+                links[handle]?.security.pairRequest = nil
+                if let delivery {
+                    pairingsDelivering[delivery] = (handle, result, request)
+                } else {
+                    pairingCompleted(on: handle, result, request: request)
                 }
-                emit(.pairingCompleted(handle, result))
             case .failed(let failure):
                 links[handle]?.security.keyForRequest = nil
                 if let id = links[handle]?.security.pairRequest {
@@ -266,7 +279,16 @@ extension HostMachine {
                 emit(.pairingFailed(handle, failure))
             }
         }
+        if let delivery { endDelivery(delivery) }
         pumpACL()
+    }
+
+    /// A pairing is over: the request that started it completes and the layer above hears the result.
+    mutating func pairingCompleted(on handle: ConnectionHandle, _ result: SMPPairing.Result, request: HostOperationID?)
+    {
+        if result.bonded, links[handle] != nil { server.bondChanged(handle, isBonded: true) }
+        if let request { complete(request, .success(.paired(result))) }
+        emit(.pairingCompleted(handle, result))
     }
 
     private mutating func startSecurityTimer(on handle: ConnectionHandle) {

@@ -3,6 +3,7 @@ import BLECore
 import BLEGATT
 import BLEHCI
 import BLEL2CAP
+import BLESMP
 import DequeModule
 
 /// The host for one controller as one value: every rule of the host stack, and none of its I/O.
@@ -69,6 +70,12 @@ public struct HostMachine: Sendable {
     var nextTimer: UInt64 = 1
     /// Pairing machines made so far: each one's random values come from the security seed and this count.
     var pairingsMade: UInt64 = 0
+    /// Pairings whose last keys this side sent are still being delivered, by the delivery id their packets carry
+    /// (ids of the machine's own, above any the driver gives): they complete when it completes, delivered or not
+    /// (the keys this side received are kept either way).
+    var pairingsDelivering:
+        [HostOperationID: (handle: ConnectionHandle, result: SMPPairing.Result, request: HostOperationID?)] = [:]
+    var nextPairingDelivery: UInt64 = 1 << 63
     /// This host's private addresses (`HostConfiguration.privacy`): nil without privacy.
     var addressPrivacy: AddressPrivacy?
     /// The peers whose private addresses this host resolves, and where each was last heard.
@@ -265,6 +272,9 @@ public struct HostMachine: Sendable {
     mutating func emit(_ event: HostEvent) { pending.append(.emit(event)) }
 
     mutating func complete(_ id: HostOperationID, _ result: Result<HostOutput, HostError>) {
+        if let pairing = pairingsDelivering.removeValue(forKey: id) {
+            return pairingCompleted(on: pairing.handle, pairing.result, request: pairing.request)
+        }
         pending.append(.complete(id, result))
     }
 

@@ -48,6 +48,8 @@ public final class SystemSecurity: Sendable {
         var waiters: [@Sendable (Result<Void, Failure>) -> Void] = []
         /// A pairing or an encryption this system started is under way.
         var securing = false
+        /// Waiting for the end of a pairing asked for with `pair(_:completion:)`.
+        var pairWaiters: [@Sendable (Result<Paired, any Error>) -> Void] = []
     }
 
     private struct State {
@@ -118,6 +120,41 @@ public final class SystemSecurity: Sendable {
         }
     }
 
+    /// What a pairing agreed (`pair(_:completion:)`), and the identifier its bond is kept under (nil when it did
+    /// not bond: the peer's identifier may change with a bond, when the peer tells its identity address).
+    public struct Paired: Sendable, Hashable {
+        public var result: SMPPairing.Result
+        public var bondIdentifier: UUID?
+    }
+
+    /// Pairs on the link now, whether or not it is encrypted (a new pairing replaces the bond), as a user's
+    /// "pair" does. A pairing or an encryption under way finishes first; a pairing under way answers this one too.
+    /// `completion` hears once, after the bond is kept: the result, or why not: a `Failure` (the pairing's
+    /// failure, the link's end) or a `HostError` (the host refused: the system does not pair, say).
+    public func pair(_ handle: ConnectionHandle, completion: @escaping @Sendable (Result<Paired, any Error>) -> Void) {
+        guard isEnabled else {
+            return completion(.failure(HostError(.unsupported, "this system is not configured to pair")))
+        }
+        let busy = state.withLock { s -> Bool? in
+            guard s.links[handle] != nil else { return nil }
+            s.links[handle]?.pairWaiters.append(completion)
+            defer { s.links[handle]?.securing = true }
+            return s.links[handle]?.securing
+        }
+        switch busy {
+        case nil: completion(.failure(Failure.unavailable("the link is not up")))
+        case true?:
+            // Once what is under way ends: a pairing has answered the waiters by then; an encryption has not.
+            let waiter: @Sendable (Result<Void, Failure>) -> Void = { [weak self] _ in
+                guard let self, state.withLock({ !($0.links[handle]?.pairWaiters.isEmpty ?? true) }) else { return }
+                state.withLock { $0.links[handle]?.securing = true }
+                pair(handle)
+            }
+            state.withLock { $0.links[handle]?.waiters.append(waiter) }
+        case false?: pair(handle)
+        }
+    }
+
     // MARK: Events
 
     /// The host's events this part takes (the system passes every event on to the managers as well).
@@ -133,14 +170,19 @@ public final class SystemSecurity: Sendable {
                 encrypt(info.handle, with: key)
             }
         case .disconnected(let handle, let reason):
-            let waiters = state.withLock { $0.links.removeValue(forKey: handle)?.waiters ?? [] }
-            for waiter in waiters { waiter(.failure(.unavailable("the link went down: \(reason)"))) }
-        case .transportClosed(let reason):
-            let waiters = state.withLock { s -> [@Sendable (Result<Void, Failure>) -> Void] in
-                defer { s.links = [:] }
-                return s.links.values.flatMap(\.waiters)
+            let link = state.withLock { $0.links.removeValue(forKey: handle) }
+            for waiter in link?.waiters ?? [] { waiter(.failure(.unavailable("the link went down: \(reason)"))) }
+            for waiter in link?.pairWaiters ?? [] {
+                waiter(.failure(Failure.unavailable("the link went down: \(reason)")))
             }
-            for waiter in waiters { waiter(.failure(.unavailable(reason ?? "the controller's transport closed"))) }
+        case .transportClosed(let reason):
+            let links = state.withLock { s -> [LinkState] in
+                defer { s.links = [:] }
+                return Array(s.links.values)
+            }
+            let why = reason ?? "the controller's transport closed"
+            for waiter in links.flatMap(\.waiters) { waiter(.failure(.unavailable(why))) }
+            for waiter in links.flatMap(\.pairWaiters) { waiter(.failure(Failure.unavailable(why))) }
         case .encryptionChanged(let handle, let encrypted, let status):
             if status == .success {
                 let waiters = state.withLock { s -> [@Sendable (Result<Void, Failure>) -> Void] in
@@ -153,9 +195,15 @@ public final class SystemSecurity: Sendable {
                 for waiter in waiters { waiter(.success(())) }
             }
         case .pairingCompleted(let handle, let result):
-            keep(result, on: handle)
+            let identifier = keep(result, on: handle)
+            // The pairing encrypted the link (its waiters heard it then): nothing is under way any more.
+            state.withLock { $0.links[handle]?.securing = false }
+            for waiter in takePairWaiters(handle) {
+                waiter(.success(Paired(result: result, bondIdentifier: identifier)))
+            }
         case .pairingFailed(let handle, let failure):
             finish(handle, .failure(.pairing(failure)))
+            for waiter in takePairWaiters(handle) { waiter(.failure(Failure.pairing(failure))) }
         case .pairingPrompt(let handle, let prompt):
             let (prompter, peer) = state.withLock { s in
                 (s.prompter, s.links[handle].map { store.existingIdentifier(for: $0.info.peer) } ?? nil)
@@ -202,9 +250,20 @@ public final class SystemSecurity: Sendable {
 
     private func pair(_ handle: ConnectionHandle) {
         host.pair(on: handle) { [weak self] result in
-            guard case .failure(let error) = result, error.code != .pairingFailed else { return }
+            guard let self, case .failure(let error) = result, error.code != .pairingFailed else { return }
             // A failure the pairing machine did not report (the link's end, a host refusal).
-            self?.finish(handle, .failure(.unavailable(error.message)))
+            finish(handle, .failure(.unavailable(error.message)))
+            // A pairing already under way (the peer's, say) answers `pair`'s waiters when it ends, and a link
+            // gone does when its end is reported: the host refuses both as not fitting the link's state.
+            guard error.code != .invalidState else { return }
+            for waiter in takePairWaiters(handle) { waiter(.failure(error)) }
+        }
+    }
+
+    private func takePairWaiters(_ handle: ConnectionHandle) -> [@Sendable (Result<Paired, any Error>) -> Void] {
+        state.withLock { s in
+            defer { s.links[handle]?.pairWaiters = [] }
+            return s.links[handle]?.pairWaiters ?? []
         }
     }
 
@@ -229,9 +288,11 @@ public final class SystemSecurity: Sendable {
         return bond.peripheralKey
     }
 
-    /// A bonding pairing's keys, kept under the peer's identifier (its identity address when it gave one).
-    private func keep(_ result: SMPPairing.Result, on handle: ConnectionHandle) {
-        guard result.bonded, let info = state.withLock({ $0.links[handle]?.info }) else { return }
+    /// A bonding pairing's keys, kept under the peer's identifier (its identity address when it gave one); that
+    /// identifier, or nil when nothing was kept.
+    @discardableResult
+    private func keep(_ result: SMPPairing.Result, on handle: ConnectionHandle) -> UUID? {
+        guard result.bonded, let info = state.withLock({ $0.links[handle]?.info }) else { return nil }
         let identity = result.peerIdentity?.address ?? info.peer
         let identifier = store.identifierAfterPairing(peerAddress: info.peer, identityAddress: identity)
         func stored(_ key: SMPPairing.LongTermKey?) -> StoredLongTermKey? {
@@ -246,5 +307,6 @@ public final class SystemSecurity: Sendable {
                 keySize: result.keySize, authenticated: result.authenticated,
                 secureConnections: result.secureConnections, created: store.currentTime))
         if result.peerIdentity?.resolvingKey != nil { refreshResolvingList() }
+        return identifier
     }
 }

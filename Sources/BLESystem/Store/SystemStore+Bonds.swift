@@ -195,19 +195,26 @@ extension SystemStore {
 
     /// Forgets the bond of the peer `identifier` names, at once. The peer stays, with its identifier, as a peer
     /// without a bond (aged and bounded again); addresses already mapped to it in this process stay mapped.
-    public func removeBond(_ identifier: UUID) {
+    /// Whether there was a bond to forget: in this store's memory, or in the file (another process's, made after
+    /// this store opened).
+    @discardableResult
+    public func removeBond(_ identifier: UUID) -> Bool {
         state.withLock { s in
+            var deleted = false
             do {
                 guard !s.closed else { throw StoreError(path: path ?? ":memory:", reason: "the store is closed") }
                 try database.write { db in
                     try db.execute(sql: "DELETE FROM bond WHERE identifier = ?", arguments: [identifier.uuidString])
+                    deleted = db.changesCount > 0
                 }
             } catch {
                 logger.error(
                     "a bond is forgotten for this process only: it could not be deleted",
                     metadata: ["error": "\(Self.words(error))", "identifier": "\(identifier)"])
             }
+            let held = s.bonds[identifier] != nil
             s.forgetBond(identifier)
+            return held || deleted
         }
     }
 

@@ -9,11 +9,14 @@ struct ServeCommand: AsyncParsableCommand {
         commandName: "serve",
         abstract: "Publish a GATT profile, advertise it, answer requests and print them as they arrive.",
         discussion: """
-            PROFILE is heart-rate, battery, thermometer, door-lock, printer, camera, or a JSON file describing a GATT \
-            database.
+            PROFILE is heart-rate, battery, thermometer, door-lock, secure-lock, printer, camera, or a JSON file \
+            describing a GATT database.
             heart-rate notifies a measurement every second while a central is subscribed and accepts 01 on the \
             control point (anything else is refused with 0x80); thermometer indicates a temperature every 2 s; \
-            door-lock takes 01 (lock) or 00 (unlock) on its command characteristic and notifies its state; camera \
+            door-lock takes 01 (lock) or 00 (unlock) on its command characteristic and notifies its state; \
+            secure-lock is the same lock on its own service (5EC10001-2B7D-4E8A-9C3F-6A1B2C3D4E5F) with its state \
+            (5EC10002-...) readable and its command (5EC10003-...) writable only on an encrypted link, so a central \
+            pairs first (ble pair, or any read, which pairs when refused); camera \
             is seed 004's: commands into an 18-byte buffer that drains a byte every 2 ms (a write request waits for \
             room, a write command's overflow is dropped), and a status of bytes taken and dropped. \
             Read-only values refuse writes with Write Not Permitted.
@@ -51,6 +54,12 @@ struct ServeCommand: AsyncParsableCommand {
             dynamic: reads answer its current value (the hex "value" or empty), writes replace it, and subscribers \
             are notified or indicated of each new value.
 
+            Pairing: the device pairs as --io-capability says (none by default: Just Works), with --mitm and \
+            --sc-only as for 'ble pair'. A passkey it shows is printed as '* passkey: 123456 (type it on the other \
+            device)'; one it must type is --passkey's (or refused); a numeric comparison prints its digits and is \
+            confirmed, unless --no. The bonds it keeps are in its own store \
+            ($XDG_STATE_HOME/swift-ble/NAME.sqlite).
+
             On the room transport (the default) the device joins the shared room, where other ble processes and \
             other host stacks find it; on virtual, a private copy of the room. Runs until interrupted (Ctrl-C) or \
             for --duration seconds.
@@ -58,7 +67,8 @@ struct ServeCommand: AsyncParsableCommand {
 
     @Argument(
         help: ArgumentHelp(
-            "heart-rate, battery, thermometer, door-lock, printer, camera, or a JSON file.", valueName: "profile"))
+            "heart-rate, battery, thermometer, door-lock, secure-lock, printer, camera, or a JSON file.",
+            valueName: "profile"))
     var profile: String
 
     @Option(help: "The name to advertise (and the GAP Device Name).")
@@ -75,7 +85,12 @@ struct ServeCommand: AsyncParsableCommand {
             valueName: "file"))
     var updates: String?
 
+    @OptionGroup var pairing: PairingOptions
+
     func validate() throws {
+        if pairing.passkey == "-" && updates == "-" {
+            throw ValidationError("--passkey - and --updates - cannot both read standard input")
+        }
         if let duration { try CommandLineNumbers.checkSeconds(duration, option: "--duration", zeroAllowed: false) }
         if let updates, updates != "-" {
             var isFolder: ObjCBool = false
@@ -100,6 +115,7 @@ struct ServeCommand: AsyncParsableCommand {
         } else {
             definition = try JSONProfile.load(path: profile, name: name)
         }
+        definition.configuration.pairing = pairing.configuration
         Output.configure()
         transport.log.install()
         Interrupt.shared.install()
@@ -111,6 +127,10 @@ struct ServeCommand: AsyncParsableCommand {
         } catch {
             throw error.report()
         }
+        // Held here for the whole run: the system holds its delegate weakly.
+        let agent = PairingAgent(
+            options: pairing, asking: .never(unanswered: true), log: { Output.line("\(Timestamp.now()) * \($0)") })
+        session.system.pairingDelegate = agent
         let outcome = Outcome()
         let advertised = definition
         let system = session.system
@@ -140,6 +160,7 @@ struct ServeCommand: AsyncParsableCommand {
         served.withLock { $0 = device }
         let limit: Duration? = duration.map { CommandLineNumbers.duration(seconds: $0) }
         let result = try await session.run(until: outcome, limit: limit)
+        withExtendedLifetime(agent) {}
         device.stop()
         if case .failure(let error)? = result { throw error.report() }
         Output.line("stopped")

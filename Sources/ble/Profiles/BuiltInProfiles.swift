@@ -3,7 +3,7 @@ import Foundation
 
 /// The profiles `ble serve` offers by name, and the building blocks the world's devices share.
 enum BuiltInProfiles {
-    static let names = ["heart-rate", "battery", "thermometer", "door-lock", "printer"]
+    static let names = ["heart-rate", "battery", "thermometer", "door-lock", "secure-lock", "printer"]
 
     static func named(_ name: String) -> Profile? {
         switch name {
@@ -11,6 +11,7 @@ enum BuiltInProfiles {
         case "battery": BatteryProfile.make(name: "Battery-Demo")
         case "thermometer": ThermometerProfile.make(name: "Thermometer")
         case "door-lock": DoorLockProfile.make(name: "DoorLock")
+        case "secure-lock": SecureLockProfile.make(name: "SecureLock")
         case "printer": PrinterProfile.make(name: "Printer")
         case "camera": CameraProfile.make(name: "Camera")
         default: nil
@@ -257,16 +258,62 @@ enum DoorLockProfile {
 
 final class DoorLockBehaviour: ProfileBehaviour, @unchecked Sendable {
     // @unchecked: as ProfileBehaviour, touched only on the device\'s queue.
+    let state: BluetoothUUID
+    let command: BluetoothUUID
+
+    init(state: BluetoothUUID = DoorLockProfile.lockState, command: BluetoothUUID = DoorLockProfile.lockCommand) {
+        self.state = state
+        self.command = command
+    }
+
     override func write(_ uuid: BluetoothUUID, value: Data) -> ATTErrorCode {
-        guard uuid == DoorLockProfile.lockCommand else { return .writeNotPermitted }
+        guard uuid == command else { return .writeNotPermitted }
         guard value.count == 1, let command = value.first, command <= 1 else {
             return ATTErrorCode(rawValue: 0x80)  // application error: not a lock command
         }
-        if values[DoorLockProfile.lockState] != Data([command]) {
-            values[DoorLockProfile.lockState] = Data([command])
-            device?.update(DoorLockProfile.lockState, Data([command]))
+        if values[state] != Data([command]) {
+            values[state] = Data([command])
+            device?.update(state, Data([command]))
         }
         return .success
+    }
+}
+
+// MARK: Secure lock
+
+/// A door lock that insists on an encrypted link, as a real one does: Lock State (read and notify: 0x01 locked,
+/// 0x00 unlocked) is readable only encrypted, Lock Command (write with response: 0x01 locks, 0x00 unlocks) is
+/// writable only encrypted; a central on a link that is not encrypted is refused with Insufficient
+/// Authentication (Insufficient Encryption once bonded), and pairs. Its own 128-bit service, so it is not taken
+/// for the plain door lock. How it pairs is `ble serve`'s --io-capability, --passkey and --mitm.
+enum SecureLockProfile {
+    static let service = BluetoothUUID(string: "5EC10001-2B7D-4E8A-9C3F-6A1B2C3D4E5F")!
+    static let lockState = BluetoothUUID(string: "5EC10002-2B7D-4E8A-9C3F-6A1B2C3D4E5F")!
+    static let lockCommand = BluetoothUUID(string: "5EC10003-2B7D-4E8A-9C3F-6A1B2C3D4E5F")!
+
+    static func make(name: String) -> Profile {
+        Profile(
+            name: name,
+            services: [
+                ProfileService(
+                    uuid: service,
+                    characteristics: [
+                        ProfileCharacteristic(
+                            uuid: lockState, properties: [.read, .notify], permissions: [.readEncryptionRequired],
+                            initial: Data([0x01]),
+                            descriptors: [
+                                (.characteristicUserDescription, Data("Lock state: 01 locked, 00 unlocked".utf8))
+                            ]),
+                        ProfileCharacteristic(
+                            uuid: lockCommand, properties: [.write], permissions: [.writeEncryptionRequired],
+                            descriptors: [
+                                (.characteristicUserDescription, Data("Lock command: 01 lock, 00 unlock".utf8))
+                            ]),
+                    ]),
+                BuiltInProfiles.deviceInformation(model: "LOCK-2", serial: "SL-0001"),
+            ],
+            advertisedServices: [service],
+            behaviour: { DoorLockBehaviour(state: lockState, command: lockCommand) })
     }
 }
 

@@ -17,7 +17,8 @@ struct ShellCommand: AsyncParsableCommand {
             prompt without disturbing what is being typed. Ctrl-C stops the running command (or clears the line); \
             Ctrl-D on an empty line or 'quit' disconnects and leaves. 'help' lists the commands and 'help COMMAND' \
             shows a command's options; values are read, written and shown as 'ble read', 'ble write' and 'ble \
-            subscribe' do.
+            subscribe' do. 'pair' pairs with the connected device as the pairing options say (--io-capability, \
+            --passkey, --mitm, --sc-only, --yes/--no for a numeric comparison; the shell never prompts for them).
 
             Driven by a script (standard input not a terminal), it reads one command per line with no prompt or \
             editing, runs each to its end before the next ('wait SECONDS' lets notifications arrive), skips blank \
@@ -26,7 +27,15 @@ struct ShellCommand: AsyncParsableCommand {
             statuses; 64 for a command it could not parse), or 0.
             """)
 
+    @OptionGroup var pairing: PairingOptions
+
     @OptionGroup var transport: TransportOptions
+
+    func validate() throws {
+        if pairing.passkey == "-" {
+            throw ValidationError("--passkey - cannot be used: the shell reads its commands there")
+        }
+    }
 
     func run() async throws {
         let interactive = ShellTerminal.standardStreamsAreTerminals
@@ -38,8 +47,15 @@ struct ShellCommand: AsyncParsableCommand {
         // However the session ends (a SIGINT sent to the process ends it without waiting for the shell's task),
         // the terminal is given back.
         defer { terminal.restore() }
-        try await CommandRun.flow(transport) { tool in
-            let shell = ShellSession(tool: tool, terminal: terminal)
+        var configuration = BluetoothSystem.Configuration()
+        configuration.pairing = pairing.configuration
+        // The shell reads its commands from standard input: the pairing's questions take the options' answers
+        // (a numeric comparison without --yes is refused), never a prompt.
+        let agent = PairingAgent(
+            options: pairing, asking: .never(unanswered: false), log: { terminal.print($0) })
+        try await CommandRun.flow(transport, configuration: configuration) { tool in
+            tool.system.pairingDelegate = agent
+            let shell = ShellSession(tool: tool, terminal: terminal, pairingAgent: agent)
             failure.set(await shell.run())
         }
         if let historyPath { ShellHistory.save(terminal.history, to: historyPath) }

@@ -19,7 +19,7 @@ extension ShellCommandLine {
 enum ShellCommands {
     static let all: [any ShellCommandLine.Type] = [
         ShellScan.self, ShellDevices.self, ShellConnect.self, ShellExplore.self, ShellRead.self, ShellWrite.self,
-        ShellSubscribe.self, ShellUnsubscribe.self, ShellMTU.self, ShellRSSI.self, ShellInfo.self,
+        ShellSubscribe.self, ShellUnsubscribe.self, ShellPair.self, ShellMTU.self, ShellRSSI.self, ShellInfo.self,
         ShellDisconnect.self, ShellWait.self, ShellHelp.self, ShellQuit.self,
     ]
 
@@ -412,6 +412,28 @@ struct ShellUnsubscribe: ShellCommandLine {
 }
 
 // MARK: The link
+
+struct ShellPair: ShellCommandLine {
+    static let configuration = CommandConfiguration(
+        commandName: "pair",
+        abstract: "Pair with the connected device (as 'ble shell's pairing options say) and bond.")
+
+    @Flag(help: "Print one JSON object.")
+    var json = false
+
+    static var optionNames: [String] { ["--json", "--help"] }
+
+    func run(in shell: ShellSession) async throws {
+        let p = try shell.connected()
+        let result: PairingResult
+        do {
+            result = try await p.pair(timeout: nil)
+        } catch let error as BluetoothError {
+            throw PairCommand.failure(error, agent: shell.pairingAgent, peripheral: p)
+        }
+        shell.terminal.print(PairCommand.lines(result, peripheral: p, json: json).joined(separator: "\n"))
+    }
+}
 
 struct ShellMTU: ShellCommandLine {
     static let configuration = CommandConfiguration(

@@ -8,6 +8,8 @@ import Synchronization
 final class ShellSession: Sendable {
     let tool: CentralTool
     let terminal: ShellTerminal
+    /// Answers the pairings of this session's device (`ble shell`'s pairing options).
+    let pairingAgent: PairingAgent?
 
     struct State {
         /// The device the commands act on, once `connect` reached it.
@@ -25,9 +27,10 @@ final class ShellSession: Sendable {
 
     let state = Mutex(State())
 
-    init(tool: CentralTool, terminal: ShellTerminal) {
+    init(tool: CentralTool, terminal: ShellTerminal, pairingAgent: PairingAgent? = nil) {
         self.tool = tool
         self.terminal = terminal
+        self.pairingAgent = pairingAgent
     }
 
     static let idlePrompt = "ble> "

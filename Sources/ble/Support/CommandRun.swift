@@ -10,6 +10,7 @@ enum CommandRun {
     /// while the session drives the world; what it throws becomes the command's one line and exit status.
     static func flow(
         _ transport: TransportOptions, limit: Duration? = nil, interruptedIsSuccess: Bool = false,
+        configuration: BluetoothSystem.Configuration = .init(),
         _ flow: @escaping @Sendable (CentralTool) async throws -> Void
     ) async throws {
         Output.configure()
@@ -17,7 +18,7 @@ enum CommandRun {
         Interrupt.shared.install()
         let session: Session
         do {
-            session = try await Session.open(transport)
+            session = try await Session.open(transport, configuration: configuration)
         } catch {
             throw error.report()
         }

@@ -23,6 +23,11 @@ struct ToolError: Error, CustomStringConvertible {
         case noSuchCharacteristic = 7
         /// The link dropped before the command finished.
         case disconnected = 8
+        /// Pairing failed: refused (by a user, or by the peer), a wrong passkey, the peer does not pair, the two
+        /// sides' requirements cannot both be met, or the peer removed its pairing information.
+        case pairingFailed = 9
+        /// `bonds remove`: no bond with that identifier or address.
+        case noSuchBond = 10
     }
 
     let kind: Kind
@@ -60,6 +65,10 @@ struct ToolError: Error, CustomStringConvertible {
             self.init(.notConnectable, "\(what): \(error)")
         case .transportClosed:
             self.init(.transport, "\(what): \(error)")
+        case .pairingFailed, .peerRemovedPairingInformation:
+            self.init(.pairingFailed, "\(what): \(error)")
+        case .encryptionTimedOut:
+            self.init(.timeout, "\(what): timed out (\(error))")
         default:
             self.init(.failure, "\(what): \(error)")
         }

@@ -1,0 +1,206 @@
+import BLEVirtualController
+import Dispatch
+import Foundation
+import Synchronization
+import Testing
+
+@testable import BLE
+
+/// Pairing when the user asks (`Peripheral.pair`), and the bonds it leaves (`BluetoothSystem.bonds`,
+/// `removeBond(for:)`), between a phone and a lock on one simulated radio, as the `ble pair` and `ble bonds`
+/// commands use them: what was agreed, why a pairing failed, and a removed bond costing a new pairing.
+@Suite struct PairOnRequestTests {
+    typealias User = PairingTests.User
+
+    struct Room {
+        let radio = SimulatedRadio(seed: 23)
+        let phone: BluetoothSystem
+        let lock: BluetoothSystem
+        let central: CentralManager
+        let peripheral: PeripheralManager
+
+        init(phone phonePairing: PairingConfiguration? = .init(), lock lockPairing: PairingConfiguration? = .init()) {
+            var phoneConfiguration = BluetoothSystem.Configuration()
+            phoneConfiguration.pairing = phonePairing
+            var lockConfiguration = BluetoothSystem.Configuration()
+            lockConfiguration.pairing = lockPairing
+            phone = BluetoothSystem.simulated(on: radio, name: "phone", configuration: phoneConfiguration)
+            lock = BluetoothSystem.simulated(
+                on: radio, name: "lock", position: RadioPosition(x: 2, y: 0), configuration: lockConfiguration)
+            central = CentralManager(delegate: nil, queue: DispatchQueue(label: "phone"), options: nil, system: phone)
+            peripheral = PeripheralManager(
+                delegate: nil, queue: DispatchQueue(label: "lock"), options: nil, system: lock)
+        }
+
+        /// The lock's state, readable only on an encrypted link; then advertising.
+        func publish() async throws {
+            try await peripheral.waitUntilPoweredOn(timeout: .seconds(1))
+            let service = MutableService(type: PairingTests.service, primary: true)
+            service.characteristics = [
+                MutableCharacteristic(
+                    type: PairingTests.state, properties: [.read], value: Data([0x01]),
+                    permissions: [.readEncryptionRequired])
+            ]
+            try await peripheral.add(service, timeout: .seconds(1))
+            try await peripheral.startAdvertising(
+                AdvertisementData(localName: "lock", serviceUUIDs: [PairingTests.service]), timeout: .seconds(1))
+        }
+
+        func connect() async throws -> Peripheral {
+            try await central.waitUntilPoweredOn(timeout: .seconds(1))
+            var found: Peripheral?
+            for try await discovery in central.scan(withServices: [PairingTests.service]) {
+                found = discovery.peripheral
+                break
+            }
+            let lock = try #require(found)
+            try await central.connect(lock, timeout: .seconds(5))
+            return lock
+        }
+
+        func readState(_ lock: Peripheral) async throws -> Data {
+            let services = try await lock.discoverServices([PairingTests.service], timeout: .seconds(5))
+            let characteristics = try await lock.discoverCharacteristics(
+                nil, for: try #require(services.first), timeout: .seconds(5))
+            let state = try #require(characteristics.first { $0.uuid == PairingTests.state })
+            return try await lock.readValue(for: state, timeout: .seconds(40))
+        }
+
+        func disconnect(_ lock: Peripheral) async {
+            central.cancelPeripheralConnection(lock)
+            for await gone in central.disconnections where gone.peripheral === lock { break }
+        }
+
+        /// Connects and pairs; the result or the error.
+        func connectAndPair() async throws -> Result<PairingResult, BluetoothError> {
+            let lock = try await connect()
+            defer { central.cancelPeripheralConnection(lock) }
+            do {
+                return .success(try await lock.pair(timeout: .seconds(60)))
+            } catch let error as BluetoothError {
+                return .failure(error)
+            }
+        }
+
+        func run<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T {
+            try await PairingTests.Room.drive(radio, body)
+        }
+    }
+
+    @Test func pairingOnRequestSaysWhatWasAgreedAndBothSidesListTheBond() async throws {
+        let room = Room()
+        try await room.run { try await room.publish() }
+        let (lock, result, state, again) = try await room.run {
+            let lock = try await room.connect()
+            let result = try await lock.pair(timeout: .seconds(60))
+            // The link is encrypted by the pairing: the value is read the first time.
+            let state = try await room.readState(lock)
+            // Pairing again on the encrypted link makes new keys, which replace the bond.
+            let again = try await lock.pair(timeout: .seconds(60))
+            await room.disconnect(lock)
+            return (lock, result, state, again)
+        }
+        #expect(state == Data([0x01]))
+        #expect(
+            result
+                == PairingResult(
+                    peer: lock.identifier, method: .justWorks, secureConnections: true, authenticated: false,
+                    bonded: true, keySize: 16))
+        #expect(again == result)
+        let phoneBonds = room.phone.bonds
+        #expect(phoneBonds.map(\.identifier) == [lock.identifier])
+        let bond = try #require(phoneBonds.first)
+        #expect(bond.name == "lock")
+        #expect(bond.identityAddress.bytes == lock.address.bytes)
+        #expect(bond.secureConnections && !bond.authenticated && bond.keySize == 16)
+        #expect(room.lock.bonds.count == 1)
+        #expect(room.lock.bonds.first?.identityAddress.bytes == room.phone.address?.bytes)
+    }
+
+    @Test func aRemovedBondCostsANewPairingBeforeTheValueIsReadAgain() async throws {
+        let room = Room()
+        try await room.run { try await room.publish() }
+        let paired = try await room.run { try await room.connectAndPair() }
+        let identifier = try paired.get().peer
+        let created = try #require(room.phone.bonds.first?.created)
+        // The phone forgets the lock (Settings' "Forget This Device"); a second removal finds nothing.
+        #expect(room.phone.removeBond(for: identifier))
+        #expect(!room.phone.removeBond(for: identifier))
+        #expect(room.phone.bonds.isEmpty)
+        // The next link is not encrypted at once: the read is refused, the phone pairs again, and reads.
+        try await room.run { try await room.phone.sleep(for: .seconds(5)) }
+        let state = try await room.run {
+            let lock = try await room.connect()
+            let state = try await room.readState(lock)
+            await room.disconnect(lock)
+            return state
+        }
+        #expect(state == Data([0x01]))
+        let renewed = try #require(room.phone.bonds.first)
+        #expect(renewed.identifier == identifier)
+        #expect(renewed.created > created)
+    }
+
+    @Test func aWrongPasskeyFailsThePairingAndKeepsNoBond() async throws {
+        let room = Room(
+            phone: PairingConfiguration(ioCapability: .keyboardOnly, requiresMITMProtection: true),
+            lock: PairingConfiguration(ioCapability: .displayOnly, requiresMITMProtection: true))
+        let lockUser = User()
+        let phoneUser = MistypingUser(reading: lockUser)
+        room.phone.pairingDelegate = phoneUser
+        room.lock.pairingDelegate = lockUser
+        try await room.run { try await room.publish() }
+        let result = try await room.run { try await room.connectAndPair() }
+        guard case .failure(let error) = result else {
+            Issue.record("a wrong passkey paired")
+            return
+        }
+        #expect(error.code == .pairingFailed, "\(error)")
+        #expect(error.pairingFailureReason == .confirmValueFailed, "\(error)")
+        #expect(error.description.contains("passkey"), "\(error)")
+        #expect(room.phone.bonds.isEmpty)
+        #expect(room.lock.bonds.isEmpty)
+    }
+
+    @Test func aPeerThatDoesNotPairSaysSo() async throws {
+        let room = Room(lock: nil)
+        try await room.run { try await room.publish() }
+        let result = try await room.run { try await room.connectAndPair() }
+        #expect(result.failure?.code == .pairingFailed)
+        #expect(result.failure?.pairingFailureReason == .pairingNotSupported)
+        #expect(result.failure?.description.contains("does not pair") == true, "\(String(describing: result))")
+    }
+
+    @Test func aSystemThatDoesNotPairRefusesAtOnce() async throws {
+        let room = Room(phone: nil)
+        try await room.run { try await room.publish() }
+        let result = try await room.run { try await room.connectAndPair() }
+        #expect(result.failure?.code == .operationNotSupported)
+    }
+
+    @Test func aUserWhoRefusesTheNumbersFailsThePairing() async throws {
+        let both = PairingConfiguration(ioCapability: .displayYesNo, requiresMITMProtection: true)
+        let room = Room(phone: both, lock: both)
+        room.phone.pairingDelegate = User(accepts: false)
+        room.lock.pairingDelegate = User()
+        try await room.run { try await room.publish() }
+        let result = try await room.run { try await room.connectAndPair() }
+        #expect(result.failure?.code == .pairingFailed)
+        #expect(result.failure?.pairingFailureReason == .numericComparisonFailed)
+        #expect(room.phone.bonds.isEmpty)
+    }
+
+    /// Types the passkey the other device shows, off by one.
+    final class MistypingUser: PairingDelegate {
+        let other: User
+        init(reading other: User) { self.other = other }
+
+        func bluetoothSystem(_ system: BluetoothSystem, passkeyFor peer: UUID?) async -> UInt32? {
+            for _ in 0..<100 {
+                if let value = other.shown.withLock({ $0 }) { return (value + 1) % 1_000_000 }
+                try? await Task.sleep(for: .milliseconds(10))
+            }
+            return nil
+        }
+    }
+}
