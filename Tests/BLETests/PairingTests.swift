@@ -8,8 +8,8 @@ import Testing
 
 /// Security through the public API, as an iOS app meets it: a lock whose state needs encryption is read by a
 /// phone that never asks to pair; the system pairs (Just Works, accepted by default), encrypts and retries, and
-/// the app sees the value. Both sides keep the bond: the next link is encrypted at once with the kept key, and
-/// a bond the lock forgot leaves the phone with the lock's refusal.
+/// the app sees the value. Both sides keep the bond: the next link is encrypted at once with the kept key (a bond
+/// one side lost: `LostBondTests`).
 @Suite struct PairingTests {
     static let service = BluetoothUUID(string: "8D3E0001-5C1A-4F2B-9E6A-0C1D2E3F4A5B")!
     static let state = BluetoothUUID(string: "8D3E0002-5C1A-4F2B-9E6A-0C1D2E3F4A5B")!
@@ -108,21 +108,6 @@ import Testing
         // The next link is encrypted at once with the kept key: the read is answered the first time.
         let (_, second) = try await room.run { try await room.connectAndRead() }
         #expect(try second.get() == Data([0x01]))
-    }
-
-    @Test func aBondTheLockForgotLeavesThePhoneWithTheRefusal() async throws {
-        let room = Room()
-        try await room.run { try await room.publish() }
-        let (_, first) = try await room.run { try await room.connectAndRead() }
-        #expect(try first.get() == Data([0x01]))
-        // The lock forgets the phone (a factory reset of the lock's bonds).
-        for bond in room.lock.core.store.bonds { room.lock.core.store.removeBond(bond.identifier) }
-        let (_, second) = try await room.run { try await room.connectAndRead() }
-        guard case .failure(let error) = second else {
-            Issue.record("a lock without the bond gave its state")
-            return
-        }
-        #expect((error as? BluetoothError)?.attErrorCode == .insufficientAuthentication, "\(error)")
     }
 
     /// A user at each device: what they were shown, and how they answer.

@@ -324,7 +324,8 @@ extension Peripheral {
     /// Runs a GATT request; when the peer refuses it for want of security (Insufficient Authentication,
     /// Encryption or Encryption Key Size), secures the link as iOS does (encrypts with the bond's key, or pairs)
     /// and runs it once more, so the application sees the retried result. When the link cannot be secured, the
-    /// peer's refusal is what the application sees.
+    /// peer's refusal is what the application sees, except for a peer that no longer has the bond's key (PIN or
+    /// Key Missing): the application sees `peerRemovedPairingInformation`, as on iOS, and the system ends the link.
     typealias Attempt<T: Sendable> = @Sendable (@escaping @Sendable (Result<T, HostError>) -> Void) -> Void
 
     func securing<T: Sendable>(
@@ -338,8 +339,12 @@ extension Peripheral {
                 let security = self?.manager?.system.core.security, security.isEnabled, !security.isEncrypted(handle)
             else { return completion(result) }
             security.secure(handle) { secured in
-                guard case .success = secured else { return completion(result) }
-                attempt(completion)
+                switch secured {
+                case .success: attempt(completion)
+                case .failure(.peerRemovedPairingInformation):
+                    completion(.failure(HostError(.hci(.pinOrKeyMissing), "\(SystemSecurity.Failure.peerRemovedPairingInformation)")))
+                case .failure: completion(result)
+                }
             }
         }
     }
