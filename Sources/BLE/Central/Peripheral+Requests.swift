@@ -275,10 +275,16 @@ extension Peripheral {
                 }
             }
             // One descriptor for every app on the link: written when what they want together is not what the
-            // peer holds.
-            guard let manager else { return done(.failure(HostError(.invalidState, "the manager went away"))) }
-            manager.system.core.setSubscription(
-                value, by: ObjectIdentifier(manager), descriptor: cccd, on: handle, done: done)
+            // peer holds. A write refused for want of security is retried once the link is secured, as a read is
+            // (the refusal took the app's wish back, so the retry asks again).
+            let attempt: Attempt<Void> = { [weak self] done in
+                guard let manager = self?.manager else {
+                    return done(.failure(HostError(.invalidState, "the manager went away")))
+                }
+                manager.system.core.setSubscription(
+                    value, by: ObjectIdentifier(manager), descriptor: cccd, on: handle, done: done)
+            }
+            securing(handle, attempt, completion: done)
         }
         if let cccd = characteristic.descriptors?.first(where: { $0.uuid == .clientCharacteristicConfiguration }),
             let cccdHandle = cccd.state.withLock({ $0.remote?.handle })

@@ -257,7 +257,7 @@ public struct GATTDatabase: Sendable {
                     new.append(
                         GATTAttribute(
                             handle: handle, type: descriptor.uuid, value: nil,
-                            permissions: [.readable, .writeable],
+                            permissions: Self.clientConfigurationPermissions(characteristic),
                             role: .clientConfiguration(
                                 characteristicValue: valueHandle,
                                 properties: characteristic.properties)))
@@ -276,7 +276,7 @@ public struct GATTDatabase: Sendable {
                 new.append(
                     GATTAttribute(
                         handle: handle, type: .clientCharacteristicConfiguration, value: nil,
-                        permissions: [.readable, .writeable],
+                        permissions: Self.clientConfigurationPermissions(characteristic),
                         role: .clientConfiguration(
                             characteristicValue: valueHandle,
                             properties: characteristic.properties)))
@@ -315,6 +315,15 @@ public struct GATTDatabase: Sendable {
     }
 
     // MARK: - Private
+
+    /// A CCCD is always readable; writing it needs encryption when reading the value does (a notification
+    /// carries the value) or the definition asks for it.
+    private static func clientConfigurationPermissions(_ characteristic: GATTCharacteristicDefinition)
+        -> GATTAttributePermissions
+    {
+        characteristic.permissions.contains(.readEncryptionRequired) || characteristic.subscribingRequiresEncryption
+            ? [.readable, .writeEncryptionRequired] : [.readable, .writeable]
+    }
 
     private static func needsAutomaticCCCD(_ characteristic: GATTCharacteristicDefinition) -> Bool {
         !characteristic.properties.isDisjoint(with: [.notify, .indicate])
