@@ -20,12 +20,22 @@ import Testing
         let lock: BluetoothSystem
         let central: CentralManager
         let peripheral: PeripheralManager
+        /// Whether the lock's state needs encryption to be read.
+        let encrypted: Bool
 
         init(phone phonePairing: PairingConfiguration = .init(), lock lockPairing: PairingConfiguration = .init()) {
             var phoneConfiguration = BluetoothSystem.Configuration()
             phoneConfiguration.pairing = phonePairing
             var lockConfiguration = BluetoothSystem.Configuration()
             lockConfiguration.pairing = lockPairing
+            self.init(phoneConfiguration: phoneConfiguration, lockConfiguration: lockConfiguration)
+        }
+
+        init(
+            phoneConfiguration: BluetoothSystem.Configuration, lockConfiguration: BluetoothSystem.Configuration,
+            encrypted: Bool = true
+        ) {
+            self.encrypted = encrypted
             phone = BluetoothSystem.simulated(on: radio, name: "phone", configuration: phoneConfiguration)
             lock = BluetoothSystem.simulated(
                 on: radio, name: "lock", position: RadioPosition(x: 2, y: 0), configuration: lockConfiguration)
@@ -41,7 +51,7 @@ import Testing
             service.characteristics = [
                 MutableCharacteristic(
                     type: PairingTests.state, properties: [.read], value: Data([0x01]),
-                    permissions: [.readEncryptionRequired])
+                    permissions: encrypted ? [.readEncryptionRequired] : [.readable])
             ]
             try await peripheral.add(service, timeout: .seconds(1))
             try await peripheral.startAdvertising(

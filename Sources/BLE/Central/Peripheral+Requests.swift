@@ -348,7 +348,10 @@ extension Peripheral {
                 switch secured {
                 case .success: attempt(completion)
                 case .failure(.peerRemovedPairingInformation):
-                    completion(.failure(HostError(.hci(.pinOrKeyMissing), "\(SystemSecurity.Failure.peerRemovedPairingInformation)")))
+                    completion(
+                        .failure(
+                            HostError(.hci(.pinOrKeyMissing), "\(SystemSecurity.Failure.peerRemovedPairingInformation)")
+                        ))
                 case .failure: completion(result)
                 }
             }
