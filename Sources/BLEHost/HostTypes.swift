@@ -33,6 +33,8 @@ public struct HostConfiguration: Sendable {
     public var deviceName: String = "swift-ble"
     /// The GAP Appearance value (Assigned Numbers 2.6), 0 = unknown.
     public var appearance: UInt16 = 0
+    /// Whether this host's GATT server has a Database Hash (false: as a server older than Core 5.1).
+    public var servesDatabaseHash = true
     /// Seed for the host's own random choices (the random static address when the controller has no public
     /// address). Real hosts pass entropy; simulations pass something derived from the radio's seed.
     public var randomSeed: UInt64 = 0x5EED

@@ -144,6 +144,8 @@ public final class SystemCore: Sendable {
         discovery.onDatabaseChanged { [weak self] link in
             for session in self?.liveSessions ?? [] { session.systemPeerDatabaseChanged(on: link) }
         }
+        // A peer that lost the bond's key: the link is ended, and its apps hear `peerRemovedPairingInformation`.
+        security.onPeerRemovedPairingInformation { [links] handle in links.refuse(handle, status: .pinOrKeyMissing) }
         host.start { [weak self] result in
             switch result {
             case .success: self?.setPower(.poweredOn)
@@ -548,7 +550,22 @@ public final class SystemCore: Sendable {
             advertising.ended()
         case .connected(let info) where info.role == .central:
             discovery.linkUp(info.handle, peer: store.existingIdentifier(for: info.peer))
-            links.connected(info)
+            // A bonded peer's link is being encrypted with the kept key (`security` started it): as on iOS, the
+            // apps' connection completes once it is encrypted, and fails when it cannot be (a peer that lost the
+            // key: `peerRemovedPairingInformation` in `didFailToConnect`).
+            let held = security.isSecuring(info.handle)
+            links.connected(info, securing: held)
+            if held {
+                security.secure(info.handle) { [links] result in
+                    switch result {
+                    case .success: links.secured(info.handle)
+                    case .failure(.peerRemovedPairingInformation): links.refuse(info.handle, status: .pinOrKeyMissing)
+                    case .failure(.encryption(let status)): links.refuse(info.handle, status: status)
+                    case .failure(.pairing): links.refuse(info.handle, status: .authenticationFailure)
+                    case .failure(.unavailable): break  // the link is down already; its end tells the apps
+                    }
+                }
+            }
         case .valueUpdated(let link, let attribute, let value, isIndication: true)
         where discovery.isServiceChanged(attribute, on: link):
             // Every app on the link forgets what was discovered there, before any of them hears of it.

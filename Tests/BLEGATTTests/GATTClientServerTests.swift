@@ -166,6 +166,35 @@ private let c2 = ConnectionHandle(2)
         #expect(world.links[c1]?.clientBearer.isOpen == true)
     }
 
+    /// A CCCD is read freely; writing it (subscribing) needs encryption when the value does to be read, or
+    /// when the definition says so (CoreBluetooth's `notifyEncryptionRequired`), and is refused as a protected
+    /// value is until the link is encrypted.
+    @Test(arguments: [false, true])
+    func aCCCDNeedsEncryptionWhenItsValueOrItsDefinitionDoes(byDefinition: Bool) throws {
+        var database = GATTDatabase(deviceName: "lock", appearance: 0)
+        let layout = try database.add(
+            GATTServiceDefinition(
+                uuid: secondaryUUID,
+                characteristics: [
+                    GATTCharacteristicDefinition(
+                        uuid: secretUUID, properties: [.notify],
+                        permissions: byDefinition ? [.readable] : [.readEncryptionRequired],
+                        subscribingRequiresEncryption: byDefinition),
+                    GATTCharacteristicDefinition(uuid: dynamicUUID, properties: [.notify], permissions: [.readable]),
+                ]))
+        let protected = try #require(layout.characteristics[0].clientConfigurationHandle)
+        let open = try #require(layout.characteristics[1].clientConfigurationHandle)
+        var world = World(database: database)
+        world.connect(c1)
+        #expect(world.run(.read(protected)).value == [0x00, 0x00])
+        #expect(
+            world.run(.setClientConfiguration(descriptor: protected, .notification)).error
+                == GATTError(.errorResponse, attErrorCode: .insufficientAuthentication))
+        #expect(world.run(.setClientConfiguration(descriptor: open, .notification)) == .success(.written))
+        world.server.encryptionChanged(c1, isEncrypted: true)
+        #expect(world.run(.setClientConfiguration(descriptor: protected, .notification)) == .success(.written))
+    }
+
     @Test func cccdSubscriptionsArePerClient() throws {
         var world = try world()
         let cccd = AttributeHandle(17)

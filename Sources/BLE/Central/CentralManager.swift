@@ -676,22 +676,27 @@ public final class CentralManager: Sendable, SystemSession, ScanClient, LinkClie
         }
     }
 
-    /// `didFailToConnect`'s error: `.connectionFailed` unless the controller's status says more (a connection
-    /// limit, an existing link), with the status kept.
+    /// `didFailToConnect`'s error: `.connectionFailed` unless the status says more (a connection limit, a peer
+    /// that no longer has the bond's key), with the status kept.
     static func connectFailure(_ error: HostError) -> BluetoothError {
         let message = "could not connect: \(error.message)"
         guard let status = error.hciStatus else { return BluetoothError(.connectionFailed, message) }
         let mapped = BluetoothError.fromLinkStatus(status, message)
-        return mapped.code == .connectionLimitReached
+        return mapped.code == .connectionLimitReached || mapped.code == .peerRemovedPairingInformation
             ? mapped : BluetoothError(.connectionFailed, message, hciStatus: status)
     }
 
     /// `didDisconnectPeripheral`'s error for a link the app did not end: `.connectionTimeout` for a supervision
-    /// or LL response timeout, `.peripheralDisconnected` for every other reason, the reason kept in `hciStatus`.
+    /// or LL response timeout, `.peerRemovedPairingInformation` for a link the system ended because the peer no
+    /// longer has the bond's key, `.peripheralDisconnected` for every other reason, the reason kept in `hciStatus`.
     static func disconnectError(_ reason: HCIStatus) -> BluetoothError {
         let mapped = BluetoothError.fromLinkStatus(reason, "the peripheral disconnected: \(reason)")
         if mapped.code == .connectionTimeout {
             return .fromLinkStatus(reason, "the connection timed out (supervision timeout)")
+        }
+        // The system ended the link: the peer no longer has the bond's key.
+        if mapped.code == .peerRemovedPairingInformation {
+            return .fromLinkStatus(reason, "the peer removed its pairing information (it no longer has the key)")
         }
         return BluetoothError(.peripheralDisconnected, "the peripheral disconnected: \(reason)", hciStatus: reason)
     }

@@ -275,10 +275,16 @@ extension Peripheral {
                 }
             }
             // One descriptor for every app on the link: written when what they want together is not what the
-            // peer holds.
-            guard let manager else { return done(.failure(HostError(.invalidState, "the manager went away"))) }
-            manager.system.core.setSubscription(
-                value, by: ObjectIdentifier(manager), descriptor: cccd, on: handle, done: done)
+            // peer holds. A write refused for want of security is retried once the link is secured, as a read is
+            // (the refusal took the app's wish back, so the retry asks again).
+            let attempt: Attempt<Void> = { [weak self] done in
+                guard let manager = self?.manager else {
+                    return done(.failure(HostError(.invalidState, "the manager went away")))
+                }
+                manager.system.core.setSubscription(
+                    value, by: ObjectIdentifier(manager), descriptor: cccd, on: handle, done: done)
+            }
+            securing(handle, attempt, completion: done)
         }
         if let cccd = characteristic.descriptors?.first(where: { $0.uuid == .clientCharacteristicConfiguration }),
             let cccdHandle = cccd.state.withLock({ $0.remote?.handle })
@@ -324,7 +330,8 @@ extension Peripheral {
     /// Runs a GATT request; when the peer refuses it for want of security (Insufficient Authentication,
     /// Encryption or Encryption Key Size), secures the link as iOS does (encrypts with the bond's key, or pairs)
     /// and runs it once more, so the application sees the retried result. When the link cannot be secured, the
-    /// peer's refusal is what the application sees.
+    /// peer's refusal is what the application sees, except for a peer that no longer has the bond's key (PIN or
+    /// Key Missing): the application sees `peerRemovedPairingInformation`, as on iOS, and the system ends the link.
     typealias Attempt<T: Sendable> = @Sendable (@escaping @Sendable (Result<T, HostError>) -> Void) -> Void
 
     func securing<T: Sendable>(
@@ -338,8 +345,15 @@ extension Peripheral {
                 let security = self?.manager?.system.core.security, security.isEnabled, !security.isEncrypted(handle)
             else { return completion(result) }
             security.secure(handle) { secured in
-                guard case .success = secured else { return completion(result) }
-                attempt(completion)
+                switch secured {
+                case .success: attempt(completion)
+                case .failure(.peerRemovedPairingInformation):
+                    completion(
+                        .failure(
+                            HostError(.hci(.pinOrKeyMissing), "\(SystemSecurity.Failure.peerRemovedPairingInformation)")
+                        ))
+                case .failure: completion(result)
+                }
             }
         }
     }

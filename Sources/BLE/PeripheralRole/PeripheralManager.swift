@@ -638,13 +638,23 @@ public final class PeripheralManager: Sendable, SystemSession {
                 }
                 descriptors.append(GATTDescriptorDefinition(uuid: d.uuid, value: d.value.map { Array($0) } ?? []))
             }
+            // `notifyEncryptionRequired` and `indicateEncryptionRequired` are notify and indicate in the declaration,
+            // with a CCCD that only an encrypted link may write (as CoreBluetooth's "trusted devices").
+            var declared = UInt8(props.rawValue & 0xFF)
+            if props.contains(.notifyEncryptionRequired) { declared |= UInt8(CharacteristicProperties.notify.rawValue) }
+            if props.contains(.indicateEncryptionRequired) {
+                declared |= UInt8(CharacteristicProperties.indicate.rawValue)
+            }
             characteristics.append(
                 GATTCharacteristicDefinition(
                     uuid: m.uuid,
-                    properties: GATTCharacteristicProperties(rawValue: UInt8(props.rawValue & 0xFF)),
+                    properties: GATTCharacteristicProperties(rawValue: declared),
                     permissions: GATTAttributePermissions(rawValue: UInt8(m.permissions.rawValue & 0xFF)),
                     value: m.value.map { Array($0) },
-                    descriptors: descriptors))
+                    descriptors: descriptors,
+                    subscribingRequiresEncryption: !props.isDisjoint(with: [
+                        .notifyEncryptionRequired, .indicateEncryptionRequired,
+                    ])))
         }
         return .success(
             GATTServiceDefinition(

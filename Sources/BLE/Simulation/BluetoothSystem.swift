@@ -186,6 +186,9 @@ public final class BluetoothSystem: Sendable, CustomStringConvertible {
         /// the store under the system's name (made on first use). nil, the default: the controller's address is
         /// used as it is.
         public var privacy: PrivacyConfiguration?
+        /// Whether this device's GATT server has a Database Hash; false simulates a device older than Core 5.1,
+        /// which a phone caches only when bonded (tests).
+        var servesDatabaseHash = true
 
         public init(
             preferredMTU: Int = 517, preferredDataLength: Int = 251, writeWithoutResponseQueueDepth: Int = 8,
@@ -233,6 +236,7 @@ public final class BluetoothSystem: Sendable, CustomStringConvertible {
                 latency: UInt16(min(max(peripheralLatency, 0), 499)),
                 supervisionTimeout: supervisionTimeout.units(of: .milliseconds(10), within: 10...3200))
             host.randomSeed = stableHash(name)
+            host.servesDatabaseHash = servesDatabaseHash
             if let pairing {
                 // A simulated device's pairings repeat with its name; a real one draws fresh values (below).
                 var security = HostSecurityConfiguration(

@@ -92,7 +92,9 @@ public struct GATTDatabase: Sendable {
     public private(set) var databaseHashHandle = AttributeHandle(0)
 
     /// A database holding only the GAP and GATT services.
-    public init(deviceName: String = "", appearance: UInt16 = 0) {
+    /// With `databaseHash` false, the GATT service has no Database Hash (as a server older than Core 5.1, which
+    /// clients cannot cache by hash); `databaseHashHandle` is then 0 and names no attribute.
+    public init(deviceName: String = "", appearance: UInt16 = 0, databaseHash: Bool = true) {
         let gap = GATTServiceDefinition(
             uuid: .genericAccess,
             characteristics: [
@@ -113,10 +115,13 @@ public struct GATTDatabase: Sendable {
                 GATTCharacteristicDefinition(
                     uuid: .clientSupportedFeatures, properties: [.read, .write], permissions: [.readable, .writeable],
                     value: [0x00]),
-                GATTCharacteristicDefinition(
-                    uuid: .databaseHash, properties: [.read], permissions: [.readable],
-                    value: [UInt8](repeating: 0, count: 16)),
-            ])
+            ]
+                + (databaseHash
+                    ? [
+                        GATTCharacteristicDefinition(
+                            uuid: .databaseHash, properties: [.read], permissions: [.readable],
+                            value: [UInt8](repeating: 0, count: 16))
+                    ] : []))
         // Neither definition can fail on an empty database: their handles are the first thirteen, and every value
         // is within 512 octets (the name is cut to 248 above).
         let gapLayout = try! add(gap)
@@ -125,7 +130,7 @@ public struct GATTDatabase: Sendable {
         appearanceHandle = gapLayout.characteristics[1].characteristic.valueHandle
         serviceChangedHandle = gattLayout.characteristics[0].characteristic.valueHandle
         clientSupportedFeaturesHandle = gattLayout.characteristics[1].characteristic.valueHandle
-        databaseHashHandle = gattLayout.characteristics[2].characteristic.valueHandle
+        if databaseHash { databaseHashHandle = gattLayout.characteristics[2].characteristic.valueHandle }
     }
 
     /// The GAP Device Name, UTF-8.
@@ -257,7 +262,7 @@ public struct GATTDatabase: Sendable {
                     new.append(
                         GATTAttribute(
                             handle: handle, type: descriptor.uuid, value: nil,
-                            permissions: [.readable, .writeable],
+                            permissions: Self.clientConfigurationPermissions(characteristic),
                             role: .clientConfiguration(
                                 characteristicValue: valueHandle,
                                 properties: characteristic.properties)))
@@ -276,7 +281,7 @@ public struct GATTDatabase: Sendable {
                 new.append(
                     GATTAttribute(
                         handle: handle, type: .clientCharacteristicConfiguration, value: nil,
-                        permissions: [.readable, .writeable],
+                        permissions: Self.clientConfigurationPermissions(characteristic),
                         role: .clientConfiguration(
                             characteristicValue: valueHandle,
                             properties: characteristic.properties)))
@@ -315,6 +320,15 @@ public struct GATTDatabase: Sendable {
     }
 
     // MARK: - Private
+
+    /// A CCCD is always readable; writing it needs encryption when reading the value does (a notification
+    /// carries the value) or the definition asks for it.
+    private static func clientConfigurationPermissions(_ characteristic: GATTCharacteristicDefinition)
+        -> GATTAttributePermissions
+    {
+        characteristic.permissions.contains(.readEncryptionRequired) || characteristic.subscribingRequiresEncryption
+            ? [.readable, .writeEncryptionRequired] : [.readable, .writeable]
+    }
 
     private static func needsAutomaticCCCD(_ characteristic: GATTCharacteristicDefinition) -> Bool {
         !characteristic.properties.isDisjoint(with: [.notify, .indicate])

@@ -87,7 +87,9 @@ public struct HostMachine: Sendable {
     public init(configuration: HostConfiguration = HostConfiguration()) {
         self.configuration = configuration
         self.server = GATTServer(
-            database: GATTDatabase(deviceName: configuration.deviceName, appearance: configuration.appearance))
+            database: GATTDatabase(
+                deviceName: configuration.deviceName, appearance: configuration.appearance,
+                databaseHash: configuration.servesDatabaseHash))
     }
 
     // MARK: Events in

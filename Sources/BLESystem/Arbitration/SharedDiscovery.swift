@@ -1,3 +1,4 @@
+import BLEATT
 import BLECore
 import BLEGATT
 import BLEHost
@@ -15,8 +16,10 @@ import Synchronization
 ///   UUID over 0x0001–0xFFFF, Core Spec 5.4, Vol 3, Part G, 7.3) before any discovery goes out. The same bytes
 ///   as the cache was kept under: the cache answers as if discovered on this link, so a reconnection costs that
 ///   one read. Other bytes, or no hash where there was one: the cache is dropped and the apps are told
-///   (`databaseChanged`, which the managers turn into `didModifyServices`). A peer without a hash is never
-///   cached across links (bonds, step 10, will let a bonded peer's cache be trusted without one).
+///   (`databaseChanged`, which the managers turn into `didModifyServices`). A peer without a hash (it answers the
+///   read with nothing, or Attribute Not Found) is cached across links only when bonded: Core Spec 5.4, Vol 3,
+///   Part G, 2.5.2 lets a client keep a bonded server's handles, which the server must tell it of with Service
+///   Changed, so its cache is kept under an empty hash and answers on every link while the bond lasts.
 /// - Service Changed: the system subscribes to it on every link (as iOS does for every app), from the cache when
 ///   it can; an indication forgets what is kept for the link and in the store (the system calls `invalidate`
 ///   before any app hears of it) and the hash is read again before the next discovery. An answer still on its
@@ -173,10 +176,14 @@ public final class SharedDiscovery: Sendable {
     /// The link went down: nothing of it is kept here (the store keeps the cache), and requests still waiting for
     /// the hash go on to the host, which fails them.
     func linkDown(_ link: ConnectionHandle) {
-        let waiting = state.withLock { s -> [@Sendable () -> Void] in
-            let waiting = s[link]?.waiting ?? []
+        let (waiting, old) = state.withLock { s -> ([@Sendable () -> Void], Kept?) in
+            let old = s[link]
             s[link] = Kept(generation: (s[link]?.generation ?? 0) &+ 1)
-            return waiting
+            return (old?.waiting ?? [], old)
+        }
+        // What was discovered before the peer bonded on this link is kept once the bond is there.
+        if let old, case .known(nil) = old.hash, let (peer, cache) = cache(of: old) {
+            store.setGATTCache(cache, for: peer)
         }
         for request in waiting { request() }
     }
@@ -212,10 +219,18 @@ public final class SharedDiscovery: Sendable {
             guard var kept = s[link], kept.generation == generation else { return nil }
             change(&kept.record)
             s[link] = kept
-            guard let peer = kept.peer, case .known(let hash?) = kept.hash else { return nil }
-            return (peer, StoreCache(hash: hash, record: kept.record.encoded()))
+            return cache(of: kept)
         }
         if let (peer, cache) = save { store.setGATTCache(cache, for: peer) }
+    }
+
+    /// What the store keeps of a link's discovery: under the peer's hash, or, for a bonded peer without one, under
+    /// an empty hash; nil when nothing is to be kept (no identifier, the hash unknown, no hash and no bond).
+    private func cache(of kept: Kept) -> (UUID, StoreCache)? {
+        guard let peer = kept.peer, case .known(let hash) = kept.hash, !kept.record.isEmpty else { return nil }
+        if let hash { return (peer, StoreCache(hash: hash, record: kept.record.encoded())) }
+        guard store.bond(for: peer) != nil else { return nil }
+        return (peer, StoreCache(hash: [], record: kept.record.encoded()))
     }
 
     private typealias StoreCache = SystemStore.GATTCache
@@ -227,8 +242,11 @@ public final class SharedDiscovery: Sendable {
                 // A hash is 128 bits; anything else is no hash to trust.
                 let hash = values.first.map(\.value).flatMap { $0.count == 16 ? $0 : nil }
                 hashRead(hash, on: link, asOf: asOf, againstCache: againstCache)
+            case .failure(let error) where error.attErrorCode == .attributeNotFound:
+                // The peer has no Database Hash (a server older than Core 5.1).
+                hashRead(nil, on: link, asOf: asOf, againstCache: true)
             case .failure:
-                // The read failed (an error the peer answered, the link going down): nothing is known of its
+                // The read failed (another error the peer answered, the link going down): nothing is known of its
                 // database, so the cache is neither used nor dropped, and nobody is told of a change.
                 hashRead(nil, on: link, asOf: asOf, againstCache: false)
             }
@@ -240,7 +258,9 @@ public final class SharedDiscovery: Sendable {
         let peer = state.withLock { $0[link]?.generation == asOf ? $0[link]?.peer : nil }
         let cached = againstCache ? peer.flatMap(store.gattCache(for:)) : nil
         var loaded: GATTCacheRecord?
-        if let cached, let hash, cached.hash == hash {
+        // A cache kept under the same hash; or, for a peer without one, kept (under an empty hash) while bonded.
+        let same = cached.map { $0.hash == (hash ?? []) } ?? false
+        if let cached, same, hash != nil || peer.flatMap(store.bond(for:)) != nil {
             loaded = GATTCacheRecord(decoding: cached.record)
             if loaded == nil, let peer {
                 Self.logger.warning(
@@ -262,7 +282,7 @@ public final class SharedDiscovery: Sendable {
             // Dropped: another hash, no hash any more, or a record that cannot be read (that alone is no change
             // of the peer's, so nobody is told).
             store.setGATTCache(nil, for: peer)
-            if hash != cached.hash, let handler = databaseChanged.withLock({ $0 }) { handler(link) }
+            if !same, let handler = databaseChanged.withLock({ $0 }) { handler(link) }
         }
         // The system's own requests first, then the apps' that waited: in one order whatever the threads, so a
         // simulation repeats (an app's next request comes after, from its queue).

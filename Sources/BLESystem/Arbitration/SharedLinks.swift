@@ -31,6 +31,11 @@ public enum LinkCancellation: Sendable, Hashable {
 /// appears blocks no other, and nothing times out); an app that connects to a peer already linked for another
 /// app is attached at once; the link goes down when its last app lets go; an app that lets go while others stay
 /// is simply off it. Only links this device initiated (central role) are shared here.
+///
+/// A link to a bonded peer is held while the system encrypts it with the kept key (`connected(_:securing:)`),
+/// as iOS completes such a connection only once the link is encrypted: its clients keep waiting and are attached
+/// by `secured(_:)`. When the system gives the link up (`refuse(_:status:)`, the peer no longer has the key,
+/// say), the waiting clients' connect fails, and clients already on the link hear it go down, with that status.
 final class SharedLinks: Sendable {
     private struct WeakClient {
         weak var client: (any LinkClient)?
@@ -44,6 +49,10 @@ final class SharedLinks: Sendable {
         var link: LinkInfo?
         var users: [ObjectIdentifier: WeakClient] = [:]
         var disconnecting = false
+        /// The link is up but its clients wait for the system to encrypt it (a bonded peer).
+        var securing = false
+        /// Why the system ends the link (`refuse`): what its clients hear instead of the controller's reason.
+        var refusal: HCIStatus?
         /// The services any app discovered on the link.
         var services = Set<BluetoothUUID>()
 
@@ -68,7 +77,7 @@ final class SharedLinks: Sendable {
         let id = ObjectIdentifier(client)
         let (attached, targets) = state.withLock { s -> (LinkInfo?, [BluetoothAddress]?) in
             var entry = s.peers[peer] ?? Peer()
-            if let link = entry.link, !entry.disconnecting {
+            if let link = entry.link, !entry.disconnecting, !entry.securing {
                 entry.users[id] = WeakClient(client: client)
                 s.peers[peer] = entry
                 return (link, nil)
@@ -109,11 +118,17 @@ final class SharedLinks: Sendable {
         // Strong references taken under the lock are let go after it (a manager's deinit takes this lock).
         var others: [any LinkClient] = []
         defer { withExtendedLifetime(others) {} }
+        var disconnect: ConnectionHandle?
         let (outcome, targets) = state.withLock { s -> (LinkCancellation, [BluetoothAddress]?) in
             guard var entry = s.peers[peer] else { return (.nothing, nil) }
             defer { s.peers[peer] = entry.isUnused ? nil : entry }
             if let i = entry.waiting.firstIndex(where: { $0.id == id }) {
                 entry.waiting.remove(at: i)
+                if let link = entry.link, entry.securing, entry.waiting.isEmpty, !entry.disconnecting {
+                    // Every app let go while the link was being encrypted: nobody wants it.
+                    entry.disconnecting = true
+                    disconnect = link.handle
+                }
                 return (.withdrawn, Self.changedTargets(&s, updating: peer, to: entry))
             }
             guard let link = entry.link, !entry.disconnecting, let leaving = entry.users[id] else {
@@ -132,6 +147,7 @@ final class SharedLinks: Sendable {
         if case .disconnecting(let handle) = outcome {
             host.disconnect(handle, reason: .remoteUserTerminatedConnection)
         }
+        if let disconnect { host.disconnect(disconnect, reason: .remoteUserTerminatedConnection) }
         return outcome
     }
 
@@ -139,7 +155,7 @@ final class SharedLinks: Sendable {
     func linkedPeers(offering services: [BluetoothUUID]?) -> [BluetoothAddress] {
         state.withLock { s in
             s.peers.filter { _, entry in
-                guard entry.link != nil, !entry.disconnecting else { return false }
+                guard entry.link != nil, !entry.disconnecting, !entry.securing else { return false }
                 guard let services else { return true }
                 return services.contains(where: entry.services.contains)
             }.keys.map { $0 }
@@ -179,24 +195,62 @@ final class SharedLinks: Sendable {
 
     // MARK: Host events
 
-    /// A link came up in the central role: every client waiting for its peer is on it.
-    func connected(_ info: LinkInfo) {
+    /// A link came up in the central role: every client waiting for its peer is on it; with `securing`, they
+    /// go on waiting until `secured(_:)` (or the link's end: their connect fails).
+    func connected(_ info: LinkInfo, securing: Bool = false) {
         let (clients, orphan, targets) = state.withLock {
             s -> ([any LinkClient], Bool, [BluetoothAddress]?) in
             var entry = s.peers[info.peer] ?? Peer()
-            let waiting = entry.waiting.compactMap { w in w.client.client.map { (w.id, $0) } }
-            entry.waiting = []
             entry.link = info
-            entry.disconnecting = waiting.isEmpty
-            for (id, client) in waiting { entry.users[id] = WeakClient(client: client) }
-            s.peers[info.peer] = entry
+            entry.refusal = nil
             s.byHandle[info.handle] = info.peer
-            return (waiting.map(\.1), waiting.isEmpty, Self.changedTargets(&s))
+            defer { s.peers[info.peer] = entry }
+            let waiting = entry.waiting.compactMap { w in w.client.client.map { (w.id, $0) } }
+            entry.disconnecting = waiting.isEmpty
+            if securing && !waiting.isEmpty {
+                entry.securing = true
+                return ([], false, Self.changedTargets(&s, updating: info.peer, to: entry))
+            }
+            entry.waiting = []
+            for (id, client) in waiting { entry.users[id] = WeakClient(client: client) }
+            return (waiting.map(\.1), waiting.isEmpty, Self.changedTargets(&s, updating: info.peer, to: entry))
         }
         if targets != nil { sendTargets() }
         // Every app cancelled while the controller was completing the connection: nobody wants it.
         if orphan { host.disconnect(info.handle, reason: .remoteUserTerminatedConnection) }
         for client in clients { client.linkAttached(info) }
+    }
+
+    /// The held link `handle` is encrypted: every client waiting for it is on it now.
+    func secured(_ handle: ConnectionHandle) {
+        let (info, clients) = state.withLock { s -> (LinkInfo?, [any LinkClient]) in
+            guard let peer = s.byHandle[handle], var entry = s.peers[peer], entry.securing, let link = entry.link,
+                !entry.disconnecting
+            else { return (nil, []) }
+            let waiting = entry.waiting.compactMap { w in w.client.client.map { (w.id, $0) } }
+            entry.waiting = []
+            entry.securing = false
+            for (id, client) in waiting { entry.users[id] = WeakClient(client: client) }
+            s.peers[peer] = entry
+            return (link, waiting.map(\.1))
+        }
+        guard let info else { return }
+        for client in clients { client.linkAttached(info) }
+    }
+
+    /// The system gives the link `handle` up (`status` says why, e.g. PIN or Key Missing: the peer no longer
+    /// has the bond's key): it is disconnected, and its clients hear `status` as the reason, whether they were
+    /// on it (`linkDown`) or waiting for its encryption (`linkFailed`).
+    func refuse(_ handle: ConnectionHandle, status: HCIStatus) {
+        let disconnect = state.withLock { s -> Bool in
+            guard let peer = s.byHandle[handle], var entry = s.peers[peer] else { return false }
+            entry.refusal = entry.refusal ?? status
+            defer { s.peers[peer] = entry }
+            guard !entry.disconnecting else { return false }
+            entry.disconnecting = true
+            return true
+        }
+        if disconnect { host.disconnect(handle, reason: .authenticationFailure) }
     }
 
     /// The attempt to `peer` failed: every client waiting for it hears so.
@@ -212,20 +266,32 @@ final class SharedLinks: Sendable {
         for client in clients { client.linkFailed(peer: peer, error: error) }
     }
 
-    /// A link went down: every client on it hears so; clients that asked again meanwhile wait anew.
+    /// A link went down: every client on it hears so; clients that asked again meanwhile wait anew. Clients
+    /// that waited for its encryption hear their connect fail (they were never on it).
     func disconnected(_ handle: ConnectionHandle, reason: HCIStatus) {
-        let (clients, targets) = state.withLock { s -> ([any LinkClient], [BluetoothAddress]?) in
-            guard let peer = s.byHandle.removeValue(forKey: handle), var entry = s.peers[peer] else { return ([], nil) }
+        let (peer, clients, failed, why, targets) = state.withLock {
+            s -> (BluetoothAddress?, [any LinkClient], [any LinkClient], HCIStatus, [BluetoothAddress]?) in
+            guard let peer = s.byHandle.removeValue(forKey: handle), var entry = s.peers[peer] else {
+                return (nil, [], [], reason, nil)
+            }
             let users = entry.users.values.compactMap(\.client)
+            let failed = entry.securing ? entry.waiting.compactMap(\.client.client) : []
+            if entry.securing { entry.waiting = [] }
+            let why = entry.refusal ?? reason
             entry.users = [:]
             entry.link = nil
             entry.disconnecting = false
+            entry.securing = false
+            entry.refusal = nil
             entry.services = []
             s.peers[peer] = entry.isUnused ? nil : entry
-            return (users, Self.changedTargets(&s))
+            return (peer, users, failed, why, Self.changedTargets(&s))
         }
         if targets != nil { sendTargets() }
-        for client in clients { client.linkDown(handle, reason: reason) }
+        for client in clients { client.linkDown(handle, reason: why) }
+        guard let peer, !failed.isEmpty else { return }
+        let error = HostError(.hci(why), "the link was not secured: \(why)")
+        for client in failed { client.linkFailed(peer: peer, error: error) }
     }
 
     /// The controller went away: nothing is linked or initiated any more (clients hear of the power state).

@@ -55,6 +55,7 @@ public final class SystemSecurity: Sendable {
     private struct State {
         var links: [ConnectionHandle: LinkState] = [:]
         var prompter: Prompter?
+        var keyMissing: (@Sendable (ConnectionHandle) -> Void)?
     }
 
     private let state = Mutex(State())
@@ -86,6 +87,18 @@ public final class SystemSecurity: Sendable {
     /// Whether the link is encrypted.
     public func isEncrypted(_ handle: ConnectionHandle) -> Bool {
         state.withLock { $0.links[handle]?.encrypted ?? false }
+    }
+
+    /// Whether a pairing or an encryption is under way on the link (right after `.connected`: the link's peer is
+    /// bonded and this device, central, encrypts with the kept key).
+    public func isSecuring(_ handle: ConnectionHandle) -> Bool {
+        state.withLock { $0.links[handle]?.securing ?? false }
+    }
+
+    /// `body` hears of a link whose encryption with a bond's key failed with PIN or Key Missing (the peer no
+    /// longer has the key), before the link's waiters do: the system ends such a link.
+    func onPeerRemovedPairingInformation(_ body: @escaping @Sendable (ConnectionHandle) -> Void) {
+        state.withLock { $0.keyMissing = body }
     }
 
     /// Makes the link encrypted, as a phone does when a peer's attribute needs it: with the bond's key when
@@ -241,10 +254,13 @@ public final class SystemSecurity: Sendable {
             [weak self] result in
             guard case .failure(let error) = result else { return }
             // PIN or Key Missing: the peripheral no longer has the bond (iOS: peerRemovedPairingInformation).
-            let failure: Failure =
-                error.code == .hci(.pinOrKeyMissing)
-                ? .peerRemovedPairingInformation : .encryption(error.code.hciStatus ?? .unspecifiedError)
-            self?.finish(handle, .failure(failure))
+            guard let self else { return }
+            guard error.code == .hci(.pinOrKeyMissing) else {
+                return finish(handle, .failure(.encryption(error.code.hciStatus ?? .unspecifiedError)))
+            }
+            // The bond is kept, as iOS keeps it until the user forgets the device: the next link fails the same way.
+            state.withLock { $0.keyMissing }?(handle)
+            finish(handle, .failure(.peerRemovedPairingInformation))
         }
     }
 
