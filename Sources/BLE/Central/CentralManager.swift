@@ -262,8 +262,10 @@ public final class CentralManager: Sendable, SystemSession, ScanClient, LinkClie
     public func connect(_ peripheral: Peripheral, options: ConnectOptions? = nil) {
         guard !isDefunct else { return defunct("connect") }
         guard currentState == .poweredOn else { return misuse("connect") }
-        // A bonded peer that gave its identity address is connected to by it (the host finds where it is now).
-        if let identity = system.core.store.bond(for: peripheral.identifier)?.identityAddress,
+        // A bonded peer known by a private address is connected to by the identity it gave (the host finds where
+        // it is now); one known by a public or static address is heard with that address again.
+        if !peripheral.address.isStableOnAir,
+            let identity = system.core.store.bond(for: peripheral.identifier)?.identityAddress,
             identity != peripheral.address
         {
             peripheral.readdress(identity)

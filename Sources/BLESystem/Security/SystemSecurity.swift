@@ -48,6 +48,10 @@ public final class SystemSecurity: Sendable {
         var waiters: [@Sendable (Result<Void, Failure>) -> Void] = []
         /// A pairing or an encryption this system started is under way.
         var securing = false
+        /// This system asked for a pairing on the link: its waiters hear when the keys are distributed, not when
+        /// the link is first encrypted (an app that disconnects right after its retried read must not cut the
+        /// distribution off, or the peer keeps no bond).
+        var pairing = false
         /// Waiting for the end of a pairing asked for with `pair(_:completion:)`.
         var pairWaiters: [@Sendable (Result<Paired, any Error>) -> Void] = []
     }
@@ -200,7 +204,7 @@ public final class SystemSecurity: Sendable {
             if status == .success {
                 let waiters = state.withLock { s -> [@Sendable (Result<Void, Failure>) -> Void] in
                     s.links[handle]?.encrypted = encrypted
-                    guard encrypted else { return [] }
+                    guard encrypted, s.links[handle]?.pairing != true else { return [] }
                     s.links[handle]?.securing = false
                     defer { s.links[handle]?.waiters = [] }
                     return s.links[handle]?.waiters ?? []
@@ -209,12 +213,26 @@ public final class SystemSecurity: Sendable {
             }
         case .pairingCompleted(let handle, let result):
             let identifier = keep(result, on: handle)
-            // The pairing encrypted the link (its waiters heard it then): nothing is under way any more.
-            state.withLock { $0.links[handle]?.securing = false }
-            for waiter in takePairWaiters(handle) {
-                waiter(.success(Paired(result: result, bondIdentifier: identifier)))
+            let done: @Sendable () -> Void = { [weak self] in
+                guard let self else { return }
+                state.withLock { $0.links[handle]?.pairing = false }
+                finish(handle, .success(()))
+                for waiter in takePairWaiters(handle) {
+                    waiter(.success(Paired(result: result, bondIdentifier: identifier)))
+                }
+            }
+            // The central distributes its keys last, and SMP acknowledges none: an app that disconnects as soon as
+            // it hears "paired" can cut them off before the peer has them (Bumble's link delivers the
+            // disconnection first now and then, and the peer keeps no bond). One ATT exchange after them (a read
+            // of the first handle, whatever it answers) comes back only once the peer has read what came before it
+            // on the link; then the waiters hear.
+            if state.withLock({ $0.links[handle]?.info.role }) == .central {
+                host.read(on: handle, attribute: .min) { _ in done() }
+            } else {
+                done()
             }
         case .pairingFailed(let handle, let failure):
+            state.withLock { $0.links[handle]?.pairing = false }
             finish(handle, .failure(.pairing(failure)))
             for waiter in takePairWaiters(handle) { waiter(.failure(Failure.pairing(failure))) }
         case .pairingPrompt(let handle, let prompt):
@@ -265,9 +283,11 @@ public final class SystemSecurity: Sendable {
     }
 
     private func pair(_ handle: ConnectionHandle) {
+        state.withLock { $0.links[handle]?.pairing = true }
         host.pair(on: handle) { [weak self] result in
             guard let self, case .failure(let error) = result, error.code != .pairingFailed else { return }
             // A failure the pairing machine did not report (the link's end, a host refusal).
+            state.withLock { $0.links[handle]?.pairing = false }
             finish(handle, .failure(.unavailable(error.message)))
             // A pairing already under way (the peer's, say) answers `pair`'s waiters when it ends, and a link
             // gone does when its end is reported: the host refuses both as not fitting the link's state.

@@ -229,9 +229,10 @@ extension SystemStore {
     ///   that one has one, and so does its name; the last-seen time is the later one. A bond kept under the
     ///   deleted row goes with it (`setBond` under the returned identifier replaces it). Addresses that mapped to
     ///   the deleted identifier map to the kept one.
-    /// - Otherwise the identifier `peerAddress` has (drawn now if it has none) is the peer's, its row's address
-    ///   becomes the identity address, so the device seen with it later is the same peer, and the row's former
-    ///   address maps to it in memory.
+    /// - Otherwise the identifier `peerAddress` has (drawn now if it has none) is the peer's; when `peerAddress`
+    ///   is private, its row's address becomes the identity address, so the device seen with it later is the
+    ///   same peer, and the row's former address maps to it in memory; a public or static `peerAddress` stays
+    ///   the row's address (the peer is heard with it again), the bond mapping the identity to it.
     ///
     /// A write that fails is logged, and the change holds in memory until the process ends.
     public func identifierAfterPairing(peerAddress: BluetoothAddress, identityAddress: BluetoothAddress) -> UUID {
@@ -248,7 +249,10 @@ extension SystemStore {
                 s.alias(peerAddress, to: owner)
                 return owner
             }
-            if owner == nil { readdress(current, to: identity, &s) }
+            // A private address changes: the row takes the identity. A public or static one does not, and it is
+            // what the peer is heard with next time (a device may advertise from a static address and give its
+            // public one as identity, as Bumble does): the row keeps it, and the bond maps the identity.
+            if owner == nil, !peerAddress.isStableOnAir { readdress(current, to: identity, &s) }
             s.alias(peerAddress, to: current)
             return current
         }
@@ -399,4 +403,9 @@ extension SystemStore {
         else { return nil }
         return .some(StoredLongTermKey(key: Array(key), ediv: ediv, rand: UInt64(bitPattern: rand)))
     }
+}
+
+extension BluetoothAddress {
+    /// Public or static random: an address a device keeps (private addresses change, Vol 6, Part B, 1.3.2).
+    public var isStableOnAir: Bool { !type.isRandom || randomKind == .staticAddress }
 }
