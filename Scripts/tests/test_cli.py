@@ -815,6 +815,12 @@ class BadInputTests(unittest.TestCase):
         (("bonds", "remove"), "--all"),
         (("bonds", "remove", "not-a-peer"), "not-a-peer"),
         (("bonds", "remove", "--all", "00:11:22:33:44:55"), "--all"),
+        (("soak", "--hours", "nan"), "--hours"),
+        (("soak", "--hours", "inf"), "--hours"),
+        (("soak", "--hours", "-1"), "--hours"),
+        (("soak", "--hours", "0"), "--hours"),
+        (("soak", "--centrals", "0"), "--centrals"),
+        (("soak", "--peripherals", "41"), "--peripherals"),
     ]
 
     def test_bad_numbers_and_values_are_usage_errors_naming_the_option(self):
@@ -1067,6 +1073,29 @@ class BenchTests(unittest.TestCase):
         result = ble("bench", "link", "--kind", "bulk", timeout=20)
         self.assertEqual(result.returncode, 64, result.stderr)
         self.assertIn("--kind", result.stderr.splitlines()[0])
+
+
+class SoakTests(unittest.TestCase):
+    """`ble soak` for half a simulated hour (issue 18 item 5; the 24-hour run is the README's)."""
+
+    def test_a_soak_accounts_for_every_acknowledged_write_and_repeats_with_its_seed(self):
+        runs = []
+        for _ in range(2):
+            result = ble("soak", "--hours", "0.5", "--seed", "11", "--json", timeout=300)
+            self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
+            runs.append(json.loads(result.stdout))
+        report = runs[0]
+        self.assertTrue(report["passed"], report)
+        self.assertEqual((report["lostWrites"], report["hung"]), ([], []))
+        kinds = {o["kind"]: o for o in report["operations"]}
+        for kind in ["connect", "discover", "read", "write", "long write", "transfer", "subscribe", "unsubscribe"]:
+            self.assertGreater(kinds[kind]["ok"], 0, kind)
+        self.assertGreater(report["acknowledgedWrites"], 50)
+        self.assertEqual(report["acknowledgedWrites"], kinds["write"]["ok"] + kinds["long write"]["ok"])
+        self.assertEqual(len(report["residentBytesPerHour"]), 1)
+        # The same seed, the same run (virtual time): what happened, not how long it took.
+        for key in ["operations", "connections", "linksLost", "outOfRange", "acknowledgedWrites"]:
+            self.assertEqual(runs[0][key], runs[1][key], key)
 
 
 class ServeTests(unittest.TestCase):
