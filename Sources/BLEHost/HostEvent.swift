@@ -37,6 +37,12 @@ public enum HostEvent: Sendable, Hashable {
     case advertisingEnded
     /// The transport closed; the host is unusable.
     case transportClosed(String?)
+    /// The controller reported a hardware error (Core Spec 5.4, Vol 4, Part E, 7.7.16) and the host resets it:
+    /// what it held is gone. Every request it had has failed and every link is gone (without a `.disconnected`
+    /// each, as with `.transportClosed`); `.controllerRestarted` follows.
+    case controllerResetting(String)
+    /// The controller was initialised again after a reset, with this information, or could not be (why).
+    case controllerRestarted(Result<ControllerInfo, HostError>)
     /// A pairing asks the user something: answer with `answerPairing`.
     case pairingPrompt(ConnectionHandle, PairingPrompt)
     /// Central: the peripheral asked for security (encrypt with a bond, or pair).

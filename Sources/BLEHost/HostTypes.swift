@@ -132,7 +132,7 @@ public struct HostError: Error, Sendable, Hashable, CustomStringConvertible, Cus
             case hci(HCIStatus)
             case att(ATTErrorCode)
             case commandTimeout, transactionTimeout, disconnected, transportClosed, invalidState, invalidParameters
-            case protocolError, unsupported, cancelled, shutDown, pairingFailed
+            case protocolError, unsupported, cancelled, shutDown, pairingFailed, controllerReset
         }
         private let base: Base
         private init(_ base: Base) { self.base = base }
@@ -163,6 +163,8 @@ public struct HostError: Error, Sendable, Hashable, CustomStringConvertible, Cus
         public static let shutDown = Code(.shutDown)
         /// Pairing failed (the message says how: a reason sent or received, the timer, the encryption).
         public static let pairingFailed = Code(.pairingFailed)
+        /// The controller reported a hardware error and was reset: what it was doing is gone.
+        public static let controllerReset = Code(.controllerReset)
 
         /// The controller's status of an ``hci(_:)`` code.
         public var hciStatus: HCIStatus? {

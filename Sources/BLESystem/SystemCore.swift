@@ -16,6 +16,8 @@ public enum SystemPowerState: Sendable, Hashable {
     case unsupported(reason: String)
     /// The transport closed or the controller failed; `reason` says what happened.
     case poweredOff(reason: String)
+    /// The controller reported a hardware error and is being reset; `.poweredOn` follows when it is back.
+    case resetting(reason: String)
     /// The controller may be fine, but the user has not allowed Bluetooth (``SystemAuthorization``).
     case unauthorized
 }
@@ -544,6 +546,19 @@ public final class SystemCore: Sendable {
             advertising.reset()
             discovery.reset()
             setPower(.poweredOff(reason: reason ?? "the controller's transport closed"))
+        case .controllerResetting(let reason):
+            // As on iOS (IOS-RULES 6.7): managers see `.resetting`; scans, pending connects, advertising and links
+            // end without a callback each (the host reports each link's end after this, to the system alone).
+            scans.controllerFailed()
+            links.reset()
+            subscriptions.reset()
+            advertising.reset()
+            discovery.reset()
+            setPower(.resetting(reason: reason))
+        case .controllerRestarted(.success):
+            setPower(.poweredOn)
+        case .controllerRestarted(.failure(let error)):
+            setPower(.poweredOff(reason: "the controller did not come back after a reset: \(error.message)"))
         case .advertisingReport(let report):
             scans.received(report)
         case .advertisingEnded:

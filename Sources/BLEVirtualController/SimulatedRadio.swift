@@ -181,6 +181,10 @@ public final class SimulatedRadio: HostScheduler, Sendable {
 
     func isPowered(_ index: Int) -> Bool { world.withLock { $0.controllers[index].powered } }
 
+    func failHardware(_ index: Int, code: UInt8) {
+        world.withLock { w in w.clock.schedule(at: w.now, .hardwareError(controller: index, code: code)) }
+    }
+
     // MARK: Trace
 
     /// Records every link-layer packet on the air from now on to `path`, as pcap with

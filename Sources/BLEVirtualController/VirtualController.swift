@@ -40,6 +40,13 @@ public final class VirtualController: Sendable {
         radio.vanish(index, reason: reason)
     }
 
+    /// The controller's hardware fails and recovers, as silicon whose firmware restarts: at once it forgets its
+    /// links (its peers' links time out), stops advertising, scanning and initiating, restores its defaults, and
+    /// sends its host a Hardware Error event with `code`; it answers again at once (the host resets it).
+    public func failHardware(code: UInt8 = 0x01) {
+        radio.failHardware(index, code: code)
+    }
+
     /// Powers the controller off for good, in order, as a phone whose Bluetooth is switched off: it stops
     /// advertising, scanning and answering; its peers hear each link end at once (Disconnection Complete with
     /// Remote Device Terminated due to Power Off, 0x15); its host's transport closes with `reason`.

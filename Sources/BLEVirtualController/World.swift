@@ -20,6 +20,8 @@ enum RadioEvent {
     case toHost(controller: Int, HCIPacket)
     /// A controller powered off in good order: its links end now, and their peers hear it.
     case linksEndedByPowerOff(controller: Int)
+    /// A controller's hardware fails: it forgets everything, as after HCI_Reset, and tells its host.
+    case hardwareError(controller: Int, code: UInt8)
 }
 
 /// What processing an event asks the radio to do once its lock is released, in order.
@@ -82,6 +84,13 @@ final class World {
             effects.append(.toHost(pipe: controller.pipe, name: controller.name, packet))
         case .linksEndedByPowerOff(let index):
             terminateAllLinks(controllers[index])
+        case .hardwareError(let index, let code):
+            // Its links, advertising, scanning and initiation are gone (the peers' links time out); the host
+            // hears Hardware Error (Vol 4, Part E, 7.7.16) and is expected to reset it.
+            let controller = controllers[index]
+            guard controller.powered else { return }
+            reset(controller)
+            emitEvent(controller, code: 0x10, [code])
         }
     }
 

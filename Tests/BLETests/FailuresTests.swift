@@ -1,6 +1,7 @@
-import BLE
 import Foundation
 import Testing
+
+@testable import BLE
 
 /// What an app sees when things go wrong: operations on a disconnected peripheral, links lost under pending
 /// operations, supervision and ATT transaction timeouts, values out of bounds.
@@ -205,6 +206,57 @@ import Testing
         try await rig.run(.seconds(1))
         #expect(rig.phone.valueUpdates.count == 1)
         #expect(rig.phone.valueUpdates.first?.error?.code == .att(.invalidOffset))
+    }
+
+    /// The phone's controller reports a hardware error mid-connection (its firmware restarted): the host resets
+    /// it; the app sees `.resetting` (the pending read failing first, no `didDisconnectPeripheral`, IOS-RULES 6.7)
+    /// and then `.poweredOn`, and connects and reads again; nothing of the old link is left in the host.
+    @Test func thePhonesControllerResetsAfterAHardwareError() async throws {
+        let (rig, peripheral) = try await Rig.connected()
+        rig.sensor.recorder.answer = .ignore
+        let dynamic = try rig.characteristic(Profile.dynamic, on: peripheral)
+        peripheral.readValue(for: dynamic)
+        try await rig.run(.seconds(1))
+        rig.phoneSystem.failHardware(code: 0x42)
+        try await rig.run(until: { rig.central.state == .poweredOn && rig.phone.lines.count >= 3 }, "the reset")
+        try await rig.run(.milliseconds(100))
+        #expect(
+            rig.phone.lines == [
+                "didUpdateValue \(Profile.dynamic.uuidString) nil error=peripheralDisconnected",
+                "didUpdateState resetting", "didUpdateState poweredOn",
+            ])
+        #expect(peripheral.state == .disconnected)
+        #expect(rig.phone.disconnections.isEmpty)
+        #expect(rig.phoneSystem.core.host.links.isEmpty, "the host keeps no link of the reset controller")
+        #expect(rig.phoneSystem.core.host.counters.controllerResets == 1)
+        // The sensor's side of the link times out; then the phone connects again and reads.
+        rig.sensor.recorder.answer = .store
+        rig.phone.clear()
+        rig.central.connect(peripheral)
+        try await rig.run(until: { peripheral.state == .connected }, within: .seconds(30), "the reconnection")
+        peripheral.readValue(for: dynamic)
+        try await rig.run(until: { !rig.phone.valueUpdates.isEmpty }, "the read")
+        #expect(rig.phone.valueUpdates.first?.error == nil)
+    }
+
+    /// The sensor's controller fails mid-connection: its app sees `.resetting` then `.poweredOn` (its services
+    /// still published: the GATT database is the host's), the phone loses the link by supervision timeout, and
+    /// once the sensor advertises again the phone connects and reads.
+    @Test func theSensorsControllerResetsAfterAHardwareError() async throws {
+        let (rig, peripheral) = try await Rig.connected()
+        rig.sensor.recorder.clear()
+        rig.sensorSystem.failHardware()
+        try await rig.run(until: { rig.phone.disconnections.count == 1 }, "the phone's link loss")
+        #expect(rig.phone.disconnections.first?.error?.code == .connectionTimeout)
+        #expect(rig.sensor.recorder.lines.prefix(2) == ["didUpdateState resetting", "didUpdateState poweredOn"])
+        #expect(rig.sensorSystem.core.host.links.isEmpty)
+        rig.sensor.manager.startAdvertising(Sensor.advertisement)
+        rig.phone.clear()
+        rig.central.connect(peripheral)
+        try await rig.run(until: { peripheral.state == .connected }, within: .seconds(30), "the reconnection")
+        peripheral.readValue(for: try rig.characteristic(Profile.fixed, on: peripheral))
+        try await rig.run(until: { !rig.phone.valueUpdates.isEmpty }, "the read")
+        #expect(rig.phone.valueUpdates.first?.error == nil)
     }
 
     @Test func thePhonesControllerGoingAway() async throws {

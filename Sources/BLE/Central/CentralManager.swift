@@ -549,6 +549,10 @@ public final class CentralManager: Sendable, SystemSession, ScanClient, LinkClie
             failAllLinks(BluetoothError(.systemShutDown, "the system was shut down"))
         case .poweredOff:
             failAllLinks(BluetoothError(.transportClosed, "the controller went away"))
+        case .resetting:
+            // Every link is gone with the controller's reset; the peripherals are disconnected without a callback
+            // each (IOS-RULES 6.7), and what was pending on them fails.
+            failAllLinks(BluetoothError(.peripheralDisconnected, "the controller was reset (a hardware error)"))
         case .unauthorized:
             // The controller still works, but this app may no longer use it: its scan stops and its links and
             // connection attempts end on the controller too (IOS-RULES 6.7).
@@ -576,18 +580,20 @@ public final class CentralManager: Sendable, SystemSession, ScanClient, LinkClie
         case .valueUpdated(let handle, let attribute, let value, let isIndication):
             peripheralOn(handle)?.handleValueUpdate(attribute: attribute, value: value, isIndication: isIndication)
         case .readyToWriteWithoutResponse(let handle): peripheralOn(handle)?.handleReadyToWrite()
-        case .transportClosed:
-            // Every link ended with the transport, though the host reports no disconnection for each.
+        case .transportClosed, .controllerResetting:
+            // Every link ended with the transport (or the controller's reset), though the host reports no
+            // disconnection for each.
             let handles = locked.withLock { Array($0.linkPeers.keys) }
             for handle in handles.sorted(by: { $0.rawValue < $1.rawValue }) {
                 connectionEvent(.peerDisconnected, handle: handle, peer: nil)
             }
         case .mtuChanged, .connected, .connectionFailed, .serverRead, .serverWrite, .subscriptionChanged,
-            .readyToNotify, .advertisingEnded:
+            .readyToNotify, .advertisingEnded, .controllerRestarted:
+            // The controller's return reaches this manager as its state (`powerChanged`).
             break
         case .pairingPrompt, .securityRequested, .pairingCompleted, .pairingFailed, .encryptionChanged,
             .longTermKeyRequested:
-            // The system's hosts are not configured to pair yet (issue 16: the API's pairing comes next).
+            // The system (`SystemSecurity`) answers these; CoreBluetooth tells an app nothing of them.
             break
         }
     }

@@ -102,6 +102,7 @@ extension ManagerState {
         case .poweredOn: self = .poweredOn
         case .unsupported: self = .unsupported
         case .poweredOff: self = .poweredOff
+        case .resetting: self = .resetting
         case .unauthorized: self = .unauthorized
         }
     }

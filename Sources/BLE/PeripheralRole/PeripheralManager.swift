@@ -599,12 +599,12 @@ public final class PeripheralManager: Sendable, SystemSession {
             }
             if refused { deliver { m, d in d?.peripheralManagerIsReady(toUpdateSubscribers: m) } }
         case .advertisingEnded, .advertisingReport, .connected, .connectionFailed, .valueUpdated,
-            .readyToWriteWithoutResponse,
-            .transportClosed:
+            .readyToWriteWithoutResponse, .transportClosed, .controllerResetting, .controllerRestarted:
+            // The controller's end and reset reach this manager as its state (`powerChanged`).
             break
         case .pairingPrompt, .securityRequested, .pairingCompleted, .pairingFailed, .encryptionChanged,
             .longTermKeyRequested:
-            // The system's hosts are not configured to pair yet (issue 16: the API's pairing comes next).
+            // The system (`SystemSecurity`) answers these; CoreBluetooth tells an app nothing of them.
             break
         }
     }

@@ -258,6 +258,14 @@ public final class BluetoothSystem: Sendable, CustomStringConvertible {
         controller.radio.move(controller, to: position)
     }
 
+    /// A simulated device's controller fails and restarts (a firmware fault): it forgets its links, scan and
+    /// advertising and tells the host with a Hardware Error event; the host resets it, managers see `.resetting`
+    /// (links gone without a callback each, what was pending on them failed) and then `.poweredOn`, as on iOS when
+    /// Bluetooth restarts. Nothing resumes by itself.
+    public func failHardware(code: UInt8 = 0x01) {
+        virtualController?.failHardware(code: code)
+    }
+
     /// Makes a simulated device vanish, as if its battery died: it stops radiating, its peers' links time out,
     /// and its own managers report `poweredOff`.
     public func vanish() {
@@ -347,7 +355,7 @@ public final class BluetoothSystem: Sendable, CustomStringConvertible {
         }
         core.unregister(waiter)
         switch power {
-        case .poweredOn, .unknown, .unauthorized: return
+        case .poweredOn, .unknown, .unauthorized, .resetting: return  // a reset ends in poweredOn or poweredOff
         case .unsupported(let reason): throw BluetoothError(.operationNotSupported, reason)
         case .poweredOff(let reason): throw BluetoothError(.transportClosed, reason)
         }

@@ -165,7 +165,9 @@ extension HostMachine {
             encryptionChanged(event.handle, status: event.status, encrypted: event.isEncrypted)
         case .encryptionKeyRefreshComplete(let event):
             encryptionChanged(event.handle, status: event.status, encrypted: true)
-        case .hardwareError, .dataBufferOverflow, .readRemoteVersionInformationComplete, .unknown:
+        case .hardwareError(let event):
+            controllerFailed(code: event.hardwareCode)
+        case .dataBufferOverflow, .readRemoteVersionInformationComplete, .unknown:
             break
         }
     }

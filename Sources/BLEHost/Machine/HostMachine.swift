@@ -277,6 +277,7 @@ public struct HostMachine: Sendable {
         if let pairing = pairingsDelivering.removeValue(forKey: id) {
             return pairingCompleted(on: pairing.handle, pairing.result, request: pairing.request)
         }
+        if id == Self.restartOperation { return restartCompleted(result) }
         pending.append(.complete(id, result))
     }
 

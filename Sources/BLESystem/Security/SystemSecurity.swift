@@ -192,7 +192,7 @@ public final class SystemSecurity: Sendable {
             for waiter in link?.pairWaiters ?? [] {
                 waiter(.failure(Failure.unavailable("the link went down: \(reason)")))
             }
-        case .transportClosed(let reason):
+        case .transportClosed(let reason), .controllerResetting(let reason as String?):
             let links = state.withLock { s -> [LinkState] in
                 defer { s.links = [:] }
                 return Array(s.links.values)
