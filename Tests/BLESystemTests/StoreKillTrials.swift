@@ -112,9 +112,15 @@ import Testing
         var model = Model()
         var tally = Tally()
         let started = ContinuousClock.now
-        // When a writer on a new file prints `open 1` and `opened 1` (its first open, the migrations included),
-        // measured by the first trial.
-        var window = (start: Duration.milliseconds(30), end: Duration.milliseconds(60))
+        // When a writer on a new file prints `open 1` and `opened 1` (its first open, the migrations included):
+        // the median of what the trials on new files saw so far (the first one waits for `opened 1`), so the aim
+        // follows the machine's load.
+        var starts: [Duration] = []
+        var ends: [Duration] = []
+        var window: (start: Duration, end: Duration) {
+            guard !ends.isEmpty else { return (.milliseconds(30), .milliseconds(60)) }
+            return (starts.sorted()[starts.count / 2], ends.sorted()[ends.count / 2])
+        }
         let verbose = ProcessInfo.processInfo.environment["BLE_KILL_VERBOSE"] == "1"
         for trial in 0..<trials {
             let fresh = trial == 0 || Int.random(in: 0..<10, using: &random) < 4
@@ -139,7 +145,10 @@ import Testing
             let outcome = try Self.runAndKill(
                 path: path, folder: folder.path, trial: trial, seed: random.next() >> 1, clock: model.clock + 10_000,
                 after: delay)
-            if let measured = outcome.window { window = measured }
+            if fresh, let start = outcome.opening, let end = outcome.opened {
+                starts.append(start)
+                ends.append(end)
+            }
             let lines = outcome.lines
             // Where the kill landed.
             let phases = lines.filter { ["open", "opened", "close", "closed"].contains($0.first) }
@@ -182,8 +191,9 @@ import Testing
 
     struct Outcome {
         var lines: [[String]]
-        /// When the writer printed `open 1` and `opened 1` (only for the calibrating first trial).
-        var window: (start: Duration, end: Duration)?
+        /// When the writer printed `open 1` and `opened 1`, if it did before the kill.
+        var opening: Duration?
+        var opened: Duration?
         /// Migrations applied in the file as the kill left it (-1: no database yet).
         var migrations: Int
         /// Whether the kill left frames in the write-ahead log.
@@ -193,7 +203,8 @@ import Testing
     }
 
     /// Starts the writer on `path`, kills it with SIGKILL after `delay` (nil: as soon as it prints `opened 1`),
-    /// and returns its whole lines, with a look at a copy of the file as the kill left it.
+    /// and returns its whole lines, when it printed `open 1` and `opened 1`, and a look at a copy of the file as
+    /// the kill left it.
     static func runAndKill(
         path: String, folder: String, trial: Int, seed: UInt64, clock: Int64, after delay: Duration?
     ) throws -> Outcome {
@@ -213,22 +224,27 @@ import Testing
         defer {
             if process.isRunning { kill(process.processIdentifier, SIGKILL) }
         }
+        // Until the kill, or until `opened 1` when there is no delay: when `open 1` and `opened 1` appear, which aims
+        // the later trials' kills (looked at every 0.2 ms while the output is a line or two, then no more).
         var opened: Duration?
         var opening: Duration?
-        if let delay {
-            Thread.sleep(
-                forTimeInterval: Double(delay.components.attoseconds) / 1e18 + Double(delay.components.seconds))
-        } else {
-            let deadline = start + .seconds(10)
-            while ContinuousClock.now < deadline {
-                let text = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
-                if opening == nil, text.contains("open 1\n") { opening = ContinuousClock.now - start }
-                if text.contains("opened 1\n") {
-                    opened = ContinuousClock.now - start
-                    break
-                }
-                usleep(200)
+        let killAt = start + (delay ?? .seconds(10))
+        while ContinuousClock.now < killAt {
+            guard opened == nil else {
+                let left = killAt - ContinuousClock.now
+                Thread.sleep(
+                    forTimeInterval: Double(left.components.attoseconds) / 1e18 + Double(left.components.seconds))
+                break
             }
+            let text = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
+            if opening == nil, text.contains("open 1\n") { opening = ContinuousClock.now - start }
+            if text.contains("opened 1\n") {
+                opened = ContinuousClock.now - start
+                if delay == nil { break }
+            }
+            usleep(200)
+        }
+        if delay == nil {
             try #require(opened != nil, "trial \(trial): the writer never opened its store within 10 s")
         }
         let alreadyGone = !process.isRunning
@@ -253,9 +269,9 @@ import Testing
         let look = try lookAtCopy(path, in: folder)
         try? FileManager.default.removeItem(atPath: output)
         try? FileManager.default.removeItem(atPath: errors)
-        let window = opened.map { (start: opening ?? $0, end: $0) }
         return Outcome(
-            lines: lines, window: window, migrations: look.migrations, walFrames: look.walFrames, journal: look.journal)
+            lines: lines, opening: opening, opened: opened, migrations: look.migrations, walFrames: look.walFrames,
+            journal: look.journal)
     }
 
     /// How many migrations a copy of the killed file holds, and whether it has a write-ahead log to replay. The
