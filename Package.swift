@@ -122,6 +122,12 @@ let package = Package(
             ],
             swiftSettings: strict),
 
+        // The process the store's kill -9 trials kill (StoreKillTrials in BLESystemTests, Scripts/kill-trials.sh):
+        // it changes a store and prints each committed change. Only those trials run it.
+        .executableTarget(
+            name: "ble-store-writer", dependencies: ["BLESystem", "BLECore", logging], path: "Tests/StoreWriter",
+            swiftSettings: strict),
+
         .testTarget(name: "BLECoreTests", dependencies: ["BLECore", nioCore], swiftSettings: strict),
         .testTarget(name: "BLEHCITests", dependencies: ["BLEHCI", "BLECore", nioCore], swiftSettings: strict),
         .testTarget(name: "BLEL2CAPTests", dependencies: ["BLEL2CAP", "BLECore", nioCore], swiftSettings: strict),

@@ -52,9 +52,13 @@ extension SystemStore {
         }
     }
 
+    /// A row as an identity; a row of another shape (a column of another kind, a key or address of the wrong
+    /// length, an all-zero key, an address that is not static) is nil, for the caller to replace. Read with the kinds
+    /// checked (`column`): GRDB's typed subscript traps on an integer where bytes belong.
     static func identity(_ row: Row) -> LocalIdentity? {
-        guard let key = row["resolvingKey"] as Data?, key.count == 16, key.contains(where: { $0 != 0 }),
-            let address = row["address"] as Data?, address.count == 6, address.first.map({ $0 & 0xC0 == 0xC0 }) == true
+        guard let key: Data = column(row, "resolvingKey"), key.count == 16, key.contains(where: { $0 != 0 }),
+            let address: Data = column(row, "address"), address.count == 6,
+            address.first.map({ $0 & 0xC0 == 0xC0 }) == true
         else { return nil }
         return LocalIdentity(
             resolvingKey: Array(key), address: BluetoothAddress(bytes: Array(address), type: .randomDevice))
