@@ -65,6 +65,11 @@ public struct GATTDiscoverCharacteristics: GATTProcedure {
                     return .invalid("a malformed characteristic declaration")
                 }
                 let valueHandle = AttributeHandle(UInt16(v[1]) | UInt16(v[2]) << 8)
+                // The value lies inside the service (Vol 3, Part G, 3.3): a handle elsewhere would make reads and
+                // writes of this characteristic reach another service's attribute.
+                guard service.handleRange.contains(valueHandle) else {
+                    return .invalid("a characteristic whose value handle \(valueHandle) lies outside its service")
+                }
                 declarations.append((entry.handle, GATTCharacteristicProperties(rawValue: v[0]), valueHandle, uuid))
             }
             let last = response.attributeData.map(\.handle).max()!

@@ -28,6 +28,15 @@ public struct GATTReadValue: GATTProcedure {
         case .failure(let failure): return .fail(failure)
         }
         value += part
+        // No attribute value is longer than 512 octets (Vol 3, Part F, 3.2.9): a server whose parts add up to more
+        // is answered as a write that long is, with Invalid Attribute Value Length.
+        guard value.count <= GATTDatabase.maximumValueLength else {
+            return .finished(
+                .failure(
+                    GATTError(
+                        .invalidResponse, attErrorCode: .invalidAttributeValueLength, handle: handle,
+                        "the server's parts add up to \(value.count) octets, more than the 512 a value may have")))
+        }
         guard part.count >= Int(mtu) - 1, value.count < GATTDatabase.maximumValueLength else {
             return .finished(.success(.value(value)))
         }

@@ -23,18 +23,21 @@ public struct GATTDiscoverAllPrimaryServices: GATTProcedure {
         case .failure(let failure) where failure.isAttributeNotFound: return .finished(.success(.services(services)))
         case .failure(let failure): return .fail(failure)
         case .success(.readByGroupTypeResponse(let response)):
+            // Groups come in handle order and never overlap: each starts after the one before ends (Vol 3,
+            // Part F, 3.4.4.10), so the search only moves forward.
+            var next = start
             for entry in response.attributeData {
                 guard let uuid = BluetoothUUID(littleEndian: entry.value), entry.value.count != 4,
-                    entry.handle >= start, entry.endGroupHandle >= entry.handle
+                    entry.handle >= next, entry.endGroupHandle >= entry.handle
                 else {
-                    return .invalid("a malformed service group")
+                    return .invalid("a malformed service group, or one that overlaps another")
                 }
                 services.append(
                     GATTService(uuid: uuid, isPrimary: true, handleRange: entry.handle...entry.endGroupHandle))
+                guard entry.endGroupHandle != .max else { return .finished(.success(.services(services))) }
+                next = entry.endGroupHandle.advanced(by: 1)
             }
-            let last = response.attributeData.last!.endGroupHandle
-            guard last != .max else { return .finished(.success(.services(services))) }
-            start = last.advanced(by: 1)
+            start = next
             return request()
         case .success: return .invalid("not a Read By Group Type Response")
         }
@@ -66,18 +69,20 @@ public struct GATTDiscoverPrimaryServicesByUUID: GATTProcedure {
         case .failure(let failure) where failure.isAttributeNotFound: return .finished(.success(.services(services)))
         case .failure(let failure): return .fail(failure)
         case .success(.findByTypeValueResponse(let response)):
+            // As for Read By Group Type: in handle order, never overlapping.
+            var next = start
             for entry in response.handlesInformation {
-                guard entry.foundAttributeHandle >= start, entry.groupEndHandle >= entry.foundAttributeHandle else {
-                    return .invalid("a malformed service group")
+                guard entry.foundAttributeHandle >= next, entry.groupEndHandle >= entry.foundAttributeHandle else {
+                    return .invalid("a malformed service group, or one that overlaps another")
                 }
                 services.append(
                     GATTService(
                         uuid: uuid, isPrimary: true,
                         handleRange: entry.foundAttributeHandle...entry.groupEndHandle))
+                guard entry.groupEndHandle != .max else { return .finished(.success(.services(services))) }
+                next = entry.groupEndHandle.advanced(by: 1)
             }
-            let last = response.handlesInformation.last!.groupEndHandle
-            guard last != .max else { return .finished(.success(.services(services))) }
-            start = last.advanced(by: 1)
+            start = next
             return request()
         case .success: return .invalid("not a Find By Type Value Response")
         }

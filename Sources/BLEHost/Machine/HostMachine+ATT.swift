@@ -167,6 +167,9 @@ extension HostMachine {
             return HostError(.protocolError, "the ATT bearer closed: \(error)")
         case .rejected:
             return HostError(.invalidParameters, "\(error)")
+        case .invalidResponse where error.attErrorCode != nil:
+            // A response the client refuses for a reason ATT has a code for (a value longer than 512 octets).
+            return HostError(.att(error.attErrorCode!), "\(error)")
         default:
             return HostError(.protocolError, "\(error)")
         }
