@@ -31,7 +31,9 @@ RANK = {
     # The fuzz targets' entry points; their libFuzzer driver (and its C declarations) exist only when
     # Scripts/fuzz.sh builds with BLE_FUZZ=1.
     "BLEFuzzing": 6,
-    "ble": 7,
+    # The benchmarks' scenarios, on the public API only (ble bench and the Benchmarks/ package run them).
+    "BLEBench": 7,
+    "ble": 8,
     "CLibFuzzer": 0, "ble-fuzz": 7,
 }
 PURE = {"BLECore", "BLEHCI", "BLEL2CAP", "BLEATT", "BLEGATT", "BLESMP"}

@@ -1,6 +1,7 @@
 import BLE
 import Testing
 
+import BLEBench
 @testable import ble
 
 /// `ble bench link` measures what the model says a link carries (virtual time: deterministic).
