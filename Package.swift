@@ -123,7 +123,8 @@ let package = Package(
         .executableTarget(
             name: "ble",
             dependencies: [
-                "BLE", "BLEBench", "BLETransportPosix", .product(name: "ArgumentParser", package: "swift-argument-parser"), logging,
+                "BLE", "BLEBench", "BLETransportPosix",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"), logging,
                 nioCore, .product(name: "NIOPosix", package: "swift-nio"),
             ],
             swiftSettings: strict),

@@ -21,7 +21,9 @@ let package = Package(
                 .product(name: "BLEBench", package: "swift-ble"),
             ],
             path: "Benchmarks/BLEBenchmarks",
-            swiftSettings: [.enableUpcomingFeature("ExistentialAny"), .enableUpcomingFeature("MemberImportVisibility")],
+            swiftSettings: [
+                .enableUpcomingFeature("ExistentialAny"), .enableUpcomingFeature("MemberImportVisibility"),
+            ],
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         )
     ]

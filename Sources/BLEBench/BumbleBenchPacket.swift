@@ -50,8 +50,9 @@ public struct BumbleBenchPacket: Sendable, Hashable {
     /// The payload's length; its octets are zeros (bumble-bench sends `bytes(packet_size - 10)`).
     public var payloadLength: Int
 
-    public init(type: PacketType, flags: Flags = [], sequence: UInt32 = 0, timestamp: UInt32 = 0, payloadLength: Int = 0)
-    {
+    public init(
+        type: PacketType, flags: Flags = [], sequence: UInt32 = 0, timestamp: UInt32 = 0, payloadLength: Int = 0
+    ) {
         self.type = type
         self.flags = flags
         self.sequence = sequence

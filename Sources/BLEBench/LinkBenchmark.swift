@@ -87,7 +87,8 @@ public struct LinkBenchmark: Sendable, Hashable {
         let phoneSystem = BluetoothSystem.simulated(on: radio, name: "phone", configuration: link)
         let sensorSystem = BluetoothSystem.simulated(
             on: radio, name: "sensor", position: RadioPosition(x: 1, y: 0), configuration: link)
-        let sensor = BenchPeripheral(system: sensorSystem, valueLength: valueLength, kind: kind, format: format, radio: radio)
+        let sensor = BenchPeripheral(
+            system: sensorSystem, valueLength: valueLength, kind: kind, format: format, radio: radio)
         let central = CentralManager(
             delegate: nil, queue: DispatchQueue(label: "bench.phone"), options: nil, system: phoneSystem)
         let meter = BenchMeter(radio: radio, format: format)

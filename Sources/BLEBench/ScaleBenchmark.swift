@@ -45,7 +45,7 @@ public struct ScaleBenchmark: Sendable, Hashable {
         public var subscribed: Int
         public var sent: Int
         public var received: Int
-        /// What `rate` promises over the window: links · rate · seconds.
+        /// What `rate` promises over the window from the subscribed links: subscribed · rate · seconds.
         public var expected: Int
         public var virtualSeconds: Double
         public var wallSeconds: Double
@@ -108,23 +108,33 @@ public struct ScaleBenchmark: Sendable, Hashable {
                     meter.centralReady()
                     var found: [Peripheral] = []
                     for try await discovery in central.scan(withServices: [service]) {
-                        if !found.contains(where: { $0 === discovery.peripheral }) { found.append(discovery.peripheral) }
+                        if !found.contains(where: { $0 === discovery.peripheral }) {
+                            found.append(discovery.peripheral)
+                        }
                         if found.count == wanted { break }
                     }
                     try await withThrowingTaskGroup(of: Void.self) { counting in
                         for peripheral in found {
-                            try await central.connect(peripheral, timeout: .seconds(30))
-                            let services = try await peripheral.discoverServices([service], timeout: .seconds(30))
-                            guard let first = services.first else { throw BenchError("no bench service") }
-                            let characteristics = try await peripheral.discoverCharacteristics(
-                                [Self.characteristic], for: first, timeout: .seconds(30))
-                            guard let source = characteristics.first else { throw BenchError("no bench value") }
-                            let values = peripheral.notifications(for: source)
-                            counting.addTask {
-                                for try await _ in values { meter.received() }
+                            // A link that cannot be set up (its central's air is full) is counted out, not fatal:
+                            // the result says how many links were subscribed.
+                            do {
+                                try await central.connect(peripheral, timeout: .seconds(30))
+                                let services = try await peripheral.discoverServices([service], timeout: .seconds(30))
+                                guard let first = services.first else { throw BenchError("no bench service") }
+                                let characteristics = try await peripheral.discoverCharacteristics(
+                                    [Self.characteristic], for: first, timeout: .seconds(30))
+                                guard let source = characteristics.first else { throw BenchError("no bench value") }
+                                let values = peripheral.notifications(for: source)
+                                counting.addTask {
+                                    for try await _ in values { meter.received() }
+                                }
+                                try await peripheral.setNotifyValue(true, for: source, timeout: .seconds(30))
+                                meter.subscribed()
+                            } catch is CancellationError {
+                                throw CancellationError()
+                            } catch {
+                                meter.failed()
                             }
-                            try await peripheral.setNotifyValue(true, for: source, timeout: .seconds(30))
-                            meter.subscribed()
                         }
                         try await counting.waitForAll()
                     }
@@ -135,7 +145,7 @@ public struct ScaleBenchmark: Sendable, Hashable {
         let setupStart = ContinuousClock.now
         try await radio.run(for: setupLimit, until: { meter.readyCentrals == centrals })
         let devicesUp = ResidentMemory.bytes()
-        try await radio.run(for: setupLimit, until: { meter.subscribedLinks == links })
+        try await radio.run(for: setupLimit, until: { meter.subscribedLinks + meter.failedLinks == links })
         let linksUp = ResidentMemory.bytes()
         let setupWall = ContinuousClock.now - setupStart
         let subscribed = meter.subscribedLinks
@@ -156,7 +166,7 @@ public struct ScaleBenchmark: Sendable, Hashable {
         if let devicesUp, let linksUp, subscribed > 0 { perLink = max(0, linksUp - devicesUp) / subscribed }
         return Result(
             links: links, subscribed: subscribed, sent: sent, received: received,
-            expected: Int((Double(links) * rate * Double(span.clampedNanoseconds) / 1e9).rounded()),
+            expected: Int((Double(subscribed) * rate * Double(span.clampedNanoseconds) / 1e9).rounded()),
             virtualSeconds: Double(span.clampedNanoseconds) / 1e9, wallSeconds: wall.seconds,
             setupWallSeconds: setupWall.seconds, bytesPerLink: perLink)
     }
@@ -195,6 +205,7 @@ final class ScaleMeter: Sendable {
     private struct State {
         var ready = 0
         var subscribed = 0
+        var failed = 0
         var open = false
         var sent = 0
         var received = 0
@@ -205,6 +216,8 @@ final class ScaleMeter: Sendable {
     var subscribedLinks: Int { state.withLock { $0.subscribed } }
     func centralReady() { state.withLock { $0.ready += 1 } }
     func subscribed() { state.withLock { $0.subscribed += 1 } }
+    var failedLinks: Int { state.withLock { $0.failed } }
+    func failed() { state.withLock { $0.failed += 1 } }
     func open() { state.withLock { $0.open = true } }
     func sent() { state.withLock { if $0.open { $0.sent += 1 } } }
     func received() { state.withLock { if $0.open { $0.received += 1 } } }

@@ -112,8 +112,10 @@ extension World {
     /// event scheduled (only starved ones, with `starvedOnly`): this link's event must be over by then.
     func nextOtherAnchor(_ link: Link, after time: Int64, starvedOnly: Bool = false) -> Int64 {
         min(
-            earliestAnchor(of: controllers[link.sides[0].controller], excluding: link.id, after: time, starvedOnly: starvedOnly),
-            earliestAnchor(of: controllers[link.sides[1].controller], excluding: link.id, after: time, starvedOnly: starvedOnly))
+            earliestAnchor(
+                of: controllers[link.sides[0].controller], excluding: link.id, after: time, starvedOnly: starvedOnly),
+            earliestAnchor(
+                of: controllers[link.sides[1].controller], excluding: link.id, after: time, starvedOnly: starvedOnly))
     }
 
     /// The earliest anchor at or after `time` of a link of `c` (other than `excluding`) that has an event

@@ -1,7 +1,7 @@
 import BLE
+import BLEBench
 import Testing
 
-import BLEBench
 @testable import ble
 
 /// `ble bench link` measures what the model says a link carries (virtual time: deterministic).

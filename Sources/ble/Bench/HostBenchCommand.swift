@@ -40,7 +40,8 @@ struct HostBenchCommand: AsyncParsableCommand {
         if runs > 100 { throw ValidationError("--runs must be at most 100, not \(runs)") }
         if PacketFormat(rawValue: format) == nil {
             throw ValidationError(
-                "--format must be one of \(PacketFormat.allCases.map(\.rawValue).joined(separator: ", ")), not '\(format)'")
+                "--format must be one of \(PacketFormat.allCases.map(\.rawValue).joined(separator: ", ")), not '\(format)'"
+            )
         }
     }
 
@@ -50,7 +51,9 @@ struct HostBenchCommand: AsyncParsableCommand {
 
     func run() async throws {
         let bench = Self.bench(format: PacketFormat(rawValue: format) ?? .plain)
-        if !json { Output.line("run   virtual s   wall s   values   in sequence   payload MB/s (wall)   kbit/s (virtual)") }
+        if !json {
+            Output.line("run   virtual s   wall s   values   in sequence   payload MB/s (wall)   kbit/s (virtual)")
+        }
         var rates: [Double] = []
         for run in 1...runs {
             let m = try await bench.run(seconds: seconds, seed: seed)
@@ -58,7 +61,8 @@ struct HostBenchCommand: AsyncParsableCommand {
             if json {
                 Output.line(
                     JSON.object([
-                        ("run", .number(run)), ("format", .string(format)), ("virtualSeconds", .double(m.virtualSeconds)),
+                        ("run", .number(run)), ("format", .string(format)),
+                        ("virtualSeconds", .double(m.virtualSeconds)),
                         ("wallSeconds", .double(m.wallSeconds)), ("values", .number(m.values)),
                         ("inSequence", .number(m.inSequence)), ("payloadBytes", .number(m.bytes)),
                         ("bytesPerWallSecond", .double(m.bytesPerWallSecond.rounded())),
@@ -67,7 +71,8 @@ struct HostBenchCommand: AsyncParsableCommand {
             } else {
                 Output.line(
                     String(
-                        format: "%3d %11.1f %8.3f %8d %13d %21.2f %18.1f", run, m.virtualSeconds, m.wallSeconds, m.values,
+                        format: "%3d %11.1f %8.3f %8d %13d %21.2f %18.1f", run, m.virtualSeconds, m.wallSeconds,
+                        m.values,
                         m.inSequence, m.bytesPerWallSecond / 1e6, m.virtualKbps))
             }
         }
@@ -118,7 +123,7 @@ struct ScaleBenchCommand: AsyncParsableCommand {
 
     static let defaultCases = ["1x10", "1x100", "10x20", "50x20", "1x1000"]
 
-    static func parse(_ text: String) -> (centrals: Int, peripherals: Int)? {
+    static func parseCase(_ text: String) -> (centrals: Int, peripherals: Int)? {
         let parts = text.lowercased().split(separator: "x", omittingEmptySubsequences: false)
         guard parts.count == 2, let c = Int(parts[0]), let p = Int(parts[1]), (1...1000).contains(c),
             (1...2000).contains(p), c * p <= 20_000
@@ -137,7 +142,7 @@ struct ScaleBenchCommand: AsyncParsableCommand {
         guard intervalMs.isFinite, (7.5...4000).contains(intervalMs) else {
             throw ValidationError("--interval-ms must be a number from 7.5 to 4000, not \(intervalMs)")
         }
-        for text in cases where Self.parse(text) == nil {
+        for text in cases where Self.parseCase(text) == nil {
             throw ValidationError(
                 "--case must be CENTRALSxPERIPHERALS (1...1000 x 1...2000, at most 20000 links), not '\(text)'")
         }
@@ -150,7 +155,7 @@ struct ScaleBenchCommand: AsyncParsableCommand {
         }
         let interval = Duration.microseconds(Int64((intervalMs * 1000).rounded()))
         for text in cases.isEmpty ? Self.defaultCases : cases {
-            guard let (c, p) = Self.parse(text) else { continue }
+            guard let (c, p) = Self.parseCase(text) else { continue }
             let bench = ScaleBenchmark(
                 centrals: c, peripheralsPerCentral: p, rate: rate, valueLength: valueLength, interval: interval)
             let r = try await bench.run(seconds: seconds, seed: seed)
