@@ -21,6 +21,8 @@ let package = Package(
     products: [
         .library(name: "BLE", targets: ["BLE"]),
         .executable(name: "ble", targets: ["ble"]),
+        // The benchmarks' scenarios, for `ble bench` and the ordo-one/benchmark package in Benchmarks/.
+        .library(name: "BLEBench", targets: ["BLEBench"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-nio", from: "2.80.0"),
@@ -114,10 +116,15 @@ let package = Package(
             ],
             swiftSettings: strict),
 
+        // The benchmarks' scenarios on the public API: `ble bench` runs them, and so does Benchmarks/ (a package of
+        // its own, so that neither the main build nor `swift test` builds ordo-one/benchmark).
+        .target(name: "BLEBench", dependencies: ["BLE"], swiftSettings: strict),
+
         .executableTarget(
             name: "ble",
             dependencies: [
-                "BLE", "BLETransportPosix", .product(name: "ArgumentParser", package: "swift-argument-parser"), logging,
+                "BLE", "BLEBench", "BLETransportPosix",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"), logging,
                 nioCore, .product(name: "NIOPosix", package: "swift-nio"),
             ],
             swiftSettings: strict),
@@ -170,7 +177,7 @@ let package = Package(
         .testTarget(
             name: "bleTests",
             dependencies: [
-                "ble", "BLE", nioCore, .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "ble", "BLE", "BLEBench", nioCore, .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strict),
     ]

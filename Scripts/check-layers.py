@@ -31,9 +31,11 @@ RANK = {
     # The fuzz targets' entry points; their libFuzzer driver (and its C declarations) exist only when
     # Scripts/fuzz.sh builds with BLE_FUZZ=1.
     "BLEFuzzing": 6,
-    "ble": 7,
     # The process the store's kill -9 trials kill (Tests/StoreWriter); not in a product.
     "ble-store-writer": 6,
+    # The benchmarks' scenarios, on the public API only (ble bench and the Benchmarks/ package run them).
+    "BLEBench": 7,
+    "ble": 8,
     "CLibFuzzer": 0, "ble-fuzz": 7,
 }
 PURE = {"BLECore", "BLEHCI", "BLEL2CAP", "BLEATT", "BLEGATT", "BLESMP"}

@@ -1,6 +1,7 @@
 import BLECore
 import BLETransport
 import DequeModule
+import HeapModule
 
 /// Legacy advertising PDU types, as LE Set Advertising Parameters numbers them (`Advertising_Type`).
 /// - SeeAlso: Core Spec 5.4, Vol 4, Part E, 7.8.5; Vol 6, Part B, 2.3.1.
@@ -154,13 +155,28 @@ final class ControllerState {
 
     // Scanning state
     var scanParameters = ScanParameters()
-    var scanning = false
+    var scanning = false {
+        didSet { if scanning != oldValue { updateListening() } }
+    }
     var filterDuplicates = false
     var scanStart: Int64 = 0
     var seen = Set<SeenKey>()
 
     // Initiating state
-    var initiating: InitiatingParameters?
+    var initiating: InitiatingParameters? {
+        didSet { if (initiating == nil) != (oldValue == nil) { updateListening() } }
+    }
+
+    /// The world's controllers that listen on the advertising channels; this one is in it while it scans or
+    /// initiates, so that an advertising event looks at those only.
+    let listeners: ListenerSet
+
+    private func updateListening() { listeners.set(index, listening: scanning || initiating != nil) }
+
+    /// The anchors of this controller's links that have an event scheduled (`World.earliestAnchor`), and of
+    /// those among them that lost their last event to a colliding one.
+    var scheduledAnchors = Heap<ScheduledAnchor>()
+    var starvedAnchors = Heap<ScheduledAnchor>()
 
     // Links
     var linkByHandle: [UInt16: Int] = [:]
@@ -169,8 +185,9 @@ final class ControllerState {
     init(
         index: Int, name: String, pipe: HCIPipe, identity: BluetoothAddress, position: RadioPosition,
         txPower: Int8, aclBufferLength: Int, aclBufferCount: Int, maximumConnections: Int = 32,
-        hostLink: HostControllerLink = .ideal
+        hostLink: HostControllerLink = .ideal, listeners: ListenerSet = ListenerSet()
     ) {
+        self.listeners = listeners
         self.hostLink = hostLink
         self.maximumConnections = maximumConnections
         self.index = index
@@ -233,5 +250,35 @@ final class ControllerState {
         let handle = nextHandle
         nextHandle = nextHandle >= 0x0EFF ? 0x0001 : nextHandle + 1
         return handle
+    }
+}
+
+/// The indices of the controllers that scan or initiate, in increasing order (the order an advertising event
+/// hears them in, as when it looked at every controller).
+final class ListenerSet {
+    private(set) var indices: [Int] = []
+
+    func set(_ index: Int, listening: Bool) {
+        var low = 0
+        var high = indices.count
+        while low < high {
+            let mid = (low + high) / 2
+            if indices[mid] < index { low = mid + 1 } else { high = mid }
+        }
+        let present = low < indices.count && indices[low] == index
+        if listening && !present { indices.insert(index, at: low) }
+        if !listening && present { indices.remove(at: low) }
+    }
+}
+
+/// A link's scheduled anchor as one of its controllers keeps it: valid while the link is still scheduled with
+/// the same `stamp` (each scheduling pushes a new entry; stale ones are dropped when they surface).
+struct ScheduledAnchor: Comparable {
+    var anchor: Int64
+    var link: Int
+    var stamp: UInt64
+
+    static func < (a: ScheduledAnchor, b: ScheduledAnchor) -> Bool {
+        a.anchor != b.anchor ? a.anchor < b.anchor : a.link < b.link
     }
 }

@@ -314,6 +314,8 @@ final class Link {
     /// Event counter of the last connection event processed (-1 before the first).
     var lastCounter = -1
     var scheduled = false
+    /// Counts the link's schedulings: the entry its controllers keep for the latest one carries it.
+    var anchorStamp: UInt64 = 0
     /// The anchor of the event scheduled next (valid while `scheduled`).
     var nextAnchor: Int64 = 0
     /// The event counter the peripheral last listened at: with peripheral latency L and nothing to send, it

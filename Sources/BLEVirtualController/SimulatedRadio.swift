@@ -125,7 +125,7 @@ public final class SimulatedRadio: HostScheduler, Sendable {
                 ControllerState(
                     index: index, name: name, pipe: pipe, identity: identity, position: position, txPower: txPower,
                     aclBufferLength: max(27, aclBufferLength), aclBufferCount: max(1, aclBufferCount),
-                    maximumConnections: max(1, maximumConnections), hostLink: hostLink))
+                    maximumConnections: max(1, maximumConnections), hostLink: hostLink, listeners: w.listeners))
             return index
         }
         pipe.attachController { [weak self] packet in

@@ -27,9 +27,12 @@ enum VirtualTime {
 /// (time, sequence number).
 ///
 /// The sequence number is handed out in insertion order, so two events due at the same instant run in the order
-/// they were scheduled: ties never depend on heap internals, which keeps runs deterministic. Cancellation is
-/// lazy: a cancelled entry stays in the heap and is skipped when it surfaces (`cancel(_:)` records its
-/// sequence number). Link-layer timers avoid even that by carrying a generation that the owner compares.
+/// they were scheduled: ties never depend on heap internals, which keeps runs deterministic. `cancel(_:)` records
+/// the sequence number, and a cancelled entry is dropped when it surfaces or, once cancelled entries make up half
+/// of the agenda, when the heap is rebuilt without them (linear, so a cancel costs amortised constant time): a
+/// host that starts and cancels timers by the thousand (a transaction timer per request, on every link) leaves no
+/// agenda growing with timers that will never fire. Link-layer timers avoid even that by carrying a generation that
+/// the owner compares.
 struct VirtualClock<Payload> {
     struct Entry: Comparable {
         var time: Int64
@@ -61,7 +64,19 @@ struct VirtualClock<Payload> {
 
     /// Marks the event with this sequence number as cancelled; it will be skipped.
     mutating func cancel(_ sequence: UInt64) {
-        if sequence < nextSequence { cancelled.insert(sequence) }
+        guard sequence < nextSequence, cancelled.insert(sequence).inserted else { return }
+        if cancelled.count >= Self.compactionFloor, cancelled.count * 2 >= heap.count { compact() }
+    }
+
+    /// Below this many cancelled entries the heap is not rebuilt: they surface soon enough.
+    static var compactionFloor: Int { 64 }
+
+    /// Rebuilds the heap without the cancelled entries (a cancelled sequence number whose entry already ran is
+    /// forgotten too). The order of what remains is (time, sequence), as before.
+    private mutating func compact() {
+        let live = heap.unordered.filter { !cancelled.contains($0.sequence) }
+        heap = Heap(live)
+        cancelled.removeAll(keepingCapacity: true)
     }
 
     /// Time of the earliest live event, discarding cancelled entries on the way.

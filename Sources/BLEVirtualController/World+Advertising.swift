@@ -107,8 +107,10 @@ extension World {
                 c, at: t, channel: channel, type: p.type.pduType, txRandom: advA.isRandom,
                 rxRandom: p.type.isDirected && p.peerAddress.isRandom,
                 advA.littleEndian + (p.type.isDirected ? p.peerAddress.littleEndian : c.advertisingData))
-            for s in controllers where s.index != c.index && s.powered {
-                guard let (listened, initiating) = listening(s, at: t), listened == channel else { continue }
+            // Only the controllers that scan or initiate can hear it, in index order.
+            for index in listeners.indices where index != c.index {
+                let s = controllers[index]
+                guard s.powered, let (listened, initiating) = listening(s, at: t), listened == channel else { continue }
                 guard delivered(from: c, to: s) else { continue }
                 // A controller may scan and initiate at once (Vol 6, Part B, 1.1.1): what the initiator does not
                 // connect to, the scanner reports.
@@ -140,12 +142,8 @@ extension World {
         // An exchange ending right now, whose entry has not run yet: just after it.
         if c.linkByHandle.values.contains(where: { links[$0]?.event != nil }) { return now + 1 }
         if urgent { return nil }
-        var anchor: Int64?
-        for id in c.linkByHandle.values {
-            guard let link = links[id], link.scheduled, link.nextAnchor >= now else { continue }
-            anchor = min(anchor ?? link.nextAnchor, link.nextAnchor)
-        }
-        if let anchor, now + duration > anchor { return anchor + 1 }
+        let anchor = earliestAnchor(of: c, excluding: nil, after: now, starvedOnly: false)
+        if anchor != .max, now + duration > anchor { return anchor + 1 }
         return nil
     }
 

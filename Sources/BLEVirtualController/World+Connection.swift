@@ -1,4 +1,5 @@
 import DequeModule
+import HeapModule
 
 /// The connection state: connection events, acknowledged data, LL control procedures, supervision.
 ///
@@ -27,6 +28,19 @@ extension World {
         link.generation &+= 1
         link.scheduled = true
         link.nextAnchor = link.anchor(ofCounter: counter)
+        link.anchorStamp &+= 1
+        let entry = ScheduledAnchor(anchor: link.nextAnchor, link: link.id, stamp: link.anchorStamp)
+        for s in 0..<2 where link.sides[s].alive {
+            let controller = controllers[link.sides[s].controller]
+            controller.scheduledAnchors.insert(entry)
+            if link.starved { controller.starvedAnchors.insert(entry) }
+            // A controller that is seldom asked (its links' events skipped) drops its stale entries here, now
+            // and then, so that its heaps stay within a few times its links.
+            let bound = 4 * (controller.linkByHandle.count + 8)
+            if controller.scheduledAnchors.count > bound || controller.starvedAnchors.count > bound {
+                dropStaleAnchors(of: controller)
+            }
+        }
         clock.schedule(
             at: link.anchor(ofCounter: counter),
             .connection(link: link.id, counter: counter, generation: link.generation))
@@ -97,15 +111,54 @@ extension World {
     /// The earliest anchor, at or after `time`, of another link of either of `link`'s controllers that has an
     /// event scheduled (only starved ones, with `starvedOnly`): this link's event must be over by then.
     func nextOtherAnchor(_ link: Link, after time: Int64, starvedOnly: Bool = false) -> Int64 {
-        var earliest = Int64.max
-        for s in 0..<2 {
-            for id in controllers[link.sides[s].controller].linkByHandle.values where id != link.id {
-                guard let other = links[id], other.scheduled, other.nextAnchor >= time else { continue }
-                if starvedOnly && !other.starved { continue }
-                earliest = min(earliest, other.nextAnchor)
-            }
+        min(
+            earliestAnchor(
+                of: controllers[link.sides[0].controller], excluding: link.id, after: time, starvedOnly: starvedOnly),
+            earliestAnchor(
+                of: controllers[link.sides[1].controller], excluding: link.id, after: time, starvedOnly: starvedOnly))
+    }
+
+    /// The earliest anchor at or after `time` of a link of `c` (other than `excluding`) that has an event
+    /// scheduled (and lost its last one, with `starvedOnly`), or `Int64.max`. The controller keeps its links'
+    /// scheduled anchors in a heap, so this costs the stale entries it drops, not a look at every link.
+    func earliestAnchor(of c: ControllerState, excluding: Int?, after time: Int64, starvedOnly: Bool) -> Int64 {
+        var set = aside
+        defer {
+            for entry in set { starvedOnly ? c.starvedAnchors.insert(entry) : c.scheduledAnchors.insert(entry) }
+            set.removeAll(keepingCapacity: true)
+            aside = set
         }
-        return earliest
+        while let top = starvedOnly ? c.starvedAnchors.min : c.scheduledAnchors.min {
+            guard let other = links[top.link], other.scheduled, other.anchorStamp == top.stamp,
+                !starvedOnly || other.starved, isMember(other, of: c)
+            else {
+                // Stale: the link's event came, it was scheduled again, it left `c`, or it no longer waits.
+                _ = starvedOnly ? c.starvedAnchors.removeMin() : c.scheduledAnchors.removeMin()
+                continue
+            }
+            guard other.id == excluding || top.anchor < time else { return top.anchor }
+            // Live but not what is asked: set aside and put back afterwards.
+            set.append(starvedOnly ? c.starvedAnchors.removeMin() : c.scheduledAnchors.removeMin())
+        }
+        return .max
+    }
+
+    /// Rebuilds `c`'s anchor heaps with their live entries only.
+    func dropStaleAnchors(of c: ControllerState) {
+        func live(_ e: ScheduledAnchor, starved: Bool) -> Bool {
+            guard let link = links[e.link] else { return false }
+            return link.scheduled && link.anchorStamp == e.stamp && (!starved || link.starved) && isMember(link, of: c)
+        }
+        c.scheduledAnchors = Heap(c.scheduledAnchors.unordered.filter { live($0, starved: false) })
+        c.starvedAnchors = Heap(c.starvedAnchors.unordered.filter { live($0, starved: true) })
+    }
+
+    /// Whether `link` is one of `c`'s links (a side of it on `c` is still there).
+    func isMember(_ link: Link, of c: ControllerState) -> Bool {
+        for s in 0..<2 where link.sides[s].controller == c.index {
+            if c.linkByHandle[link.sides[s].handle] == link.id { return true }
+        }
+        return false
     }
 
     /// Chooses what each side sends next and starts the exchange, or ends the event when there is nothing to

@@ -45,12 +45,16 @@ final class World {
     var clock = VirtualClock<RadioEvent>()
     var random: SimulationRandom
     var controllers: [ControllerState] = []
+    /// The controllers that scan or initiate (kept by the controllers themselves).
+    let listeners = ListenerSet()
     var links: [Int: Link] = [:]
     var nextLinkID = 0
     var packetLossRate: Double = 0
     var effects: [RadioEffect] = []
     /// Whether link-layer packets are recorded (an air capture is open).
     var capturingAir = false
+    /// Scratch space of `earliestAnchor`: live anchors set aside while it looks past them.
+    var aside: [ScheduledAnchor] = []
 
     init(seed: UInt64) {
         random = SimulationRandom(seed: seed)

@@ -1,4 +1,5 @@
 import BLE
+import BLEBench
 import Testing
 
 @testable import ble

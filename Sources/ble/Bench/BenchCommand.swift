@@ -1,13 +1,14 @@
 import ArgumentParser
 import BLE
+import BLEBench
 import Foundation
 
 /// `ble bench`: measurements of the stack.
 struct BenchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "bench",
-        abstract: "Measure the stack: throughput of a link on the simulated radio against the air-time model.",
-        subcommands: [LinkBenchCommand.self])
+        abstract: "Measure the stack: a link against the air-time model, the whole stack's speed, and many links.",
+        subcommands: [LinkBenchCommand.self, HostBenchCommand.self, ScaleBenchCommand.self])
 }
 
 /// `ble bench link`: the link table.
