@@ -114,7 +114,8 @@ import Testing
         await #expect(throws: (any Error).self) {
             try await RoomControl.ask("status", at: path, timeout: .milliseconds(300))
         }
-        #expect(ContinuousClock.now - started < .seconds(3))
+        // A bound that catches a hang, not a speed measurement (a loaded machine took 4 s for the 300 ms limit).
+        #expect(ContinuousClock.now - started < .seconds(20))
     }
 
     // MARK: Starting the room's process
