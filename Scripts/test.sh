@@ -6,26 +6,46 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-echo "== peers (Bumble, RootCanal, tshark)"
+# Each stage's wall time, printed at the end (and as far as it got, on a failure).
+stage_names=()
+stage_seconds=()
+stage_started=$SECONDS
+stage() {
+    if ((${#stage_names[@]} > 0)); then stage_seconds+=($((SECONDS - stage_started))); fi
+    stage_names+=("$1")
+    stage_started=$SECONDS
+    echo "== $1"
+}
+report() {
+    stage_seconds+=($((SECONDS - stage_started)))
+    echo "== stage times"
+    for i in "${!stage_names[@]}"; do
+        printf '%6d s  %s\n' "${stage_seconds[$i]}" "${stage_names[$i]}"
+    done
+    printf '%6d s  in all\n' "$SECONDS"
+}
+trap report EXIT
+
+stage "peers (Bumble, RootCanal, tshark)"
 Scripts/setup-peers.sh
 
-echo "== house style"
+stage "house style"
 Scripts/check-format.sh
 
-echo "== layer rules"
+stage "layer rules"
 python3 Scripts/check-layers.py
 
-echo "== swift test"
+stage "swift test"
 swift build --build-tests
 swift test --skip-build
 
-echo "== ble demo"
+stage "ble demo"
 python3 Scripts/check-demo.py
 
-echo "== ble tool"
+stage "ble tool"
 python3 Scripts/tests/test_cli.py
 python3 Scripts/tests/test_room.py
 .venv/bin/python Scripts/tests/test_shell.py
 
-echo "== interop with Bumble and RootCanal"
+stage "interop with Bumble and RootCanal"
 Scripts/interop/run.sh
