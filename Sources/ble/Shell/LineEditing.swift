@@ -191,9 +191,12 @@ struct LineEditing: Sendable {
     }
 
     static func commonPrefix(_ words: [String]) -> String {
-        guard var prefix = words.first.map(Array.init) else { return "" }
+        // Characters, said outright: with every module's extensions in sight (the sanitizer build), `Array.init`
+        // of a String can also mean its UTF-8 octets.
+        guard let first = words.first else { return "" }
+        var prefix: [Character] = Array(first)
         for word in words.dropFirst() {
-            let chars = Array(word)
+            let chars: [Character] = Array(word)
             var n = 0
             while n < prefix.count, n < chars.count, prefix[n] == chars[n] { n += 1 }
             prefix.removeSubrange(n...)
