@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs every test of swift-ble: the layer rules, the Swift test suite, the demo's output, the ble tool's
+# Runs every test of swift-ble: the layer rules, the Swift test suite (and its host, system and API tests under
+# ThreadSanitizer), the demo's output, the ble tool's
 # commands, and the interop tests against Bumble and RootCanal. It installs what they need first (a Python
 # virtual environment in .venv with the pinned peers, and tshark), so a fresh clone passes as it is.
 # This is the command the README gives and .ci/run calls.
@@ -38,6 +39,9 @@ python3 Scripts/check-layers.py
 stage "swift test"
 swift build --build-tests
 swift test --skip-build
+
+stage "swift test under ThreadSanitizer (host, system and API)"
+Scripts/sanitizers.sh thread --filter 'BLEHostTests|BLESystemTests|BLETests'
 
 stage "ble demo"
 python3 Scripts/check-demo.py
