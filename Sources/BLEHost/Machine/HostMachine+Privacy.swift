@@ -69,7 +69,8 @@ extension HostMachine {
         }
     }
 
-    private static func littleEndian(_ value: UInt64) -> [UInt8] {
+    /// A count's eight octets, least significant first (what seeds the random sources with it).
+    static func littleEndian(_ value: UInt64) -> [UInt8] {
         (0..<8).map { UInt8(truncatingIfNeeded: value >> (8 * $0)) }
     }
 

@@ -20,15 +20,8 @@ extension HostMachine {
         log(.error, reason)
         counters.controllerResets += 1
         let error = HostError(.controllerReset, reason)
-        runScan(scan.closed(error))
-        runAdvertising(advertising.closed(error))
-        connecting.closed()
+        stopControllerMachines(error)
         resolution.requested = []
-        if let timer = connectCancelTimer { cancelTimer(timer) }
-        connectCancelTimer = nil
-        if let timer = connectTurnTimer { cancelTimer(timer) }
-        connectTurnTimer = nil
-        if let timer = addressPrivacy?.timer { cancelTimer(timer) }
         addressPrivacy = nil
         // A start-up under way is abandoned with the rest: the restart below replaces it (its request hears
         // the failure).

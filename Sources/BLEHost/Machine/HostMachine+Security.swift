@@ -208,7 +208,7 @@ extension HostMachine {
         let onAir = link?.peerAddress ?? info.peer
         let peer = BluetoothAddress(
             bytes: onAir.bytes, type: onAir.type.isRandom ? .randomDevice : .publicDevice)
-        var random = SMPRandom(seed: security.seed + Self.octets(pairingsMade))
+        var random = SMPRandom(seed: security.seed + Self.littleEndian(pairingsMade))
         var privateKey = random.next(32)
         // A draw outside 1...n-1 (about one in 2^32) is drawn again.
         while SMPKeyPair(privateKey: privateKey) == nil { privateKey = random.next(32) }
@@ -222,10 +222,6 @@ extension HostMachine {
             role: info.role == .central ? .initiator : .responder, configuration: configuration,
             initiatorAddress: info.role == .central ? localAddress : peer,
             responderAddress: info.role == .central ? peer : localAddress, random: random)
-    }
-
-    private static func octets(_ value: UInt64) -> [UInt8] {
-        (0..<8).map { UInt8(truncatingIfNeeded: value >> (8 * $0)) }
     }
 
     private mutating func runPairing(_ actions: [SMPPairing.Action], on handle: ConnectionHandle) {

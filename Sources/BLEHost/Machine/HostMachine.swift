@@ -236,15 +236,7 @@ public struct HostMachine: Sendable {
         isClosed = true
         // The scan and advertising machines let go of their commands first, so failing those commands below
         // finds nothing in flight there.
-        runScan(scan.closed(error))
-        runAdvertising(advertising.closed(error))
-        connecting.closed()
-        if let timer = addressPrivacy?.timer { cancelTimer(timer) }
-        addressPrivacy?.timer = nil
-        if let timer = connectCancelTimer { cancelTimer(timer) }
-        connectCancelTimer = nil
-        if let timer = connectTurnTimer { cancelTimer(timer) }
-        connectTurnTimer = nil
+        stopControllerMachines(error)
         for command in commands.removeAll() {
             if let timer = command.timer { cancelTimer(timer) }
             commandFinished(command.purpose, opcode: command.opcode, .failure(error))
@@ -254,6 +246,20 @@ public struct HostMachine: Sendable {
         }
         emit(.transportClosed(reason))
         return takeActions()
+    }
+
+    /// What the transport's end and a controller's reset share: the scan, advertising and connect machines start
+    /// over from off (their requests fail with `error`), and the connect and address-rotation timers stop.
+    mutating func stopControllerMachines(_ error: HostError) {
+        runScan(scan.closed(error))
+        runAdvertising(advertising.closed(error))
+        connecting.closed()
+        if let timer = addressPrivacy?.timer { cancelTimer(timer) }
+        addressPrivacy?.timer = nil
+        if let timer = connectCancelTimer { cancelTimer(timer) }
+        connectCancelTimer = nil
+        if let timer = connectTurnTimer { cancelTimer(timer) }
+        connectTurnTimer = nil
     }
 
     // MARK: Actions out
