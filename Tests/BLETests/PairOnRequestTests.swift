@@ -12,80 +12,7 @@ import Testing
 @Suite struct PairOnRequestTests {
     typealias User = PairingTests.User
 
-    struct Room {
-        let radio = SimulatedRadio(seed: 23)
-        let phone: BluetoothSystem
-        let lock: BluetoothSystem
-        let central: CentralManager
-        let peripheral: PeripheralManager
-
-        init(phone phonePairing: PairingConfiguration? = .init(), lock lockPairing: PairingConfiguration? = .init()) {
-            var phoneConfiguration = BluetoothSystem.Configuration()
-            phoneConfiguration.pairing = phonePairing
-            var lockConfiguration = BluetoothSystem.Configuration()
-            lockConfiguration.pairing = lockPairing
-            phone = BluetoothSystem.simulated(on: radio, name: "phone", configuration: phoneConfiguration)
-            lock = BluetoothSystem.simulated(
-                on: radio, name: "lock", position: RadioPosition(x: 2, y: 0), configuration: lockConfiguration)
-            central = CentralManager(delegate: nil, queue: DispatchQueue(label: "phone"), options: nil, system: phone)
-            peripheral = PeripheralManager(
-                delegate: nil, queue: DispatchQueue(label: "lock"), options: nil, system: lock)
-        }
-
-        /// The lock's state, readable only on an encrypted link; then advertising.
-        func publish() async throws {
-            try await peripheral.waitUntilPoweredOn(timeout: .seconds(1))
-            let service = MutableService(type: PairingTests.service, primary: true)
-            service.characteristics = [
-                MutableCharacteristic(
-                    type: PairingTests.state, properties: [.read], value: Data([0x01]),
-                    permissions: [.readEncryptionRequired])
-            ]
-            try await peripheral.add(service, timeout: .seconds(1))
-            try await peripheral.startAdvertising(
-                AdvertisementData(localName: "lock", serviceUUIDs: [PairingTests.service]), timeout: .seconds(1))
-        }
-
-        func connect() async throws -> Peripheral {
-            try await central.waitUntilPoweredOn(timeout: .seconds(1))
-            var found: Peripheral?
-            for try await discovery in central.scan(withServices: [PairingTests.service]) {
-                found = discovery.peripheral
-                break
-            }
-            let lock = try #require(found)
-            try await central.connect(lock, timeout: .seconds(5))
-            return lock
-        }
-
-        func readState(_ lock: Peripheral) async throws -> Data {
-            let services = try await lock.discoverServices([PairingTests.service], timeout: .seconds(5))
-            let characteristics = try await lock.discoverCharacteristics(
-                nil, for: try #require(services.first), timeout: .seconds(5))
-            let state = try #require(characteristics.first { $0.uuid == PairingTests.state })
-            return try await lock.readValue(for: state, timeout: .seconds(40))
-        }
-
-        func disconnect(_ lock: Peripheral) async {
-            central.cancelPeripheralConnection(lock)
-            for await gone in central.disconnections where gone.peripheral === lock { break }
-        }
-
-        /// Connects and pairs; the result or the error.
-        func connectAndPair() async throws -> Result<PairingResult, BluetoothError> {
-            let lock = try await connect()
-            defer { central.cancelPeripheralConnection(lock) }
-            do {
-                return .success(try await lock.pair(timeout: .seconds(60)))
-            } catch let error as BluetoothError {
-                return .failure(error)
-            }
-        }
-
-        func run<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T {
-            try await PairingTests.Room.drive(radio, body)
-        }
-    }
+    typealias Room = PairingTests.Room
 
     @Test func pairingOnRequestSaysWhatWasAgreedAndBothSidesListTheBond() async throws {
         let room = Room()
@@ -201,6 +128,19 @@ import Testing
                 try? await Task.sleep(for: .milliseconds(10))
             }
             return nil
+        }
+    }
+}
+
+extension PairingTests.Room {
+    /// Connects and pairs; the result or the error.
+    func connectAndPair() async throws -> Result<PairingResult, BluetoothError> {
+        let lock = try await connect()
+        defer { central.cancelPeripheralConnection(lock) }
+        do {
+            return .success(try await lock.pair(timeout: .seconds(60)))
+        } catch let error as BluetoothError {
+            return .failure(error)
         }
     }
 }

@@ -23,7 +23,8 @@ import Testing
         /// Whether the lock's state needs encryption to be read.
         let encrypted: Bool
 
-        init(phone phonePairing: PairingConfiguration = .init(), lock lockPairing: PairingConfiguration = .init()) {
+        /// nil for a side: that device does not pair.
+        init(phone phonePairing: PairingConfiguration? = .init(), lock lockPairing: PairingConfiguration? = .init()) {
             var phoneConfiguration = BluetoothSystem.Configuration()
             phoneConfiguration.pairing = phonePairing
             var lockConfiguration = BluetoothSystem.Configuration()
@@ -60,6 +61,19 @@ import Testing
 
         /// Connects, finds the state characteristic and reads it; disconnects after.
         func connectAndRead() async throws -> (Peripheral, Result<Data, any Error>) {
+            let lock = try await connect()
+            let result: Result<Data, any Error>
+            do {
+                result = .success(try await readState(lock))
+            } catch {
+                result = .failure(error)
+            }
+            await disconnect(lock)
+            return (lock, result)
+        }
+
+        /// Finds the lock by its service and connects.
+        func connect() async throws -> Peripheral {
             try await central.waitUntilPoweredOn(timeout: .seconds(1))
             var found: Peripheral?
             for try await discovery in central.scan(withServices: [PairingTests.service]) {
@@ -68,19 +82,22 @@ import Testing
             }
             let lock = try #require(found)
             try await central.connect(lock, timeout: .seconds(5))
+            return lock
+        }
+
+        /// Finds the state characteristic and reads it.
+        func readState(_ lock: Peripheral) async throws -> Data {
             let services = try await lock.discoverServices([PairingTests.service], timeout: .seconds(5))
             let characteristics = try await lock.discoverCharacteristics(
                 nil, for: try #require(services.first), timeout: .seconds(5))
             let state = try #require(characteristics.first { $0.uuid == PairingTests.state })
-            let result: Result<Data, any Error>
-            do {
-                result = .success(try await lock.readValue(for: state, timeout: .seconds(40)))
-            } catch {
-                result = .failure(error)
-            }
+            return try await lock.readValue(for: state, timeout: .seconds(40))
+        }
+
+        /// Disconnects and waits until the manager reports it.
+        func disconnect(_ lock: Peripheral) async {
             central.cancelPeripheralConnection(lock)
             for await gone in central.disconnections where gone.peripheral === lock { break }
-            return (lock, result)
         }
 
         /// Runs `body` as a task on the radio, driving the radio until it ends (at most `limit` of virtual time).
