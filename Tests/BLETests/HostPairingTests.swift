@@ -113,12 +113,17 @@ import Testing
 
         /// Both hosts started, the peripheral advertising, the central connected to it; the two handles.
         func connect() async throws -> (central: ConnectionHandle, peripheral: ConnectionHandle) {
+            try await start()
+            return try await reconnect()
+        }
+
+        /// Both hosts initialise their controllers.
+        func start() async throws {
             let started = Mutex(0)
             for side in [central, peripheral] {
                 side.host.start { if case .success = $0 { started.withLock { $0 += 1 } } }
             }
             try await run(until: { started.withLock { $0 } == 2 }, "both hosts starting")
-            return try await reconnect()
         }
 
         func reconnect() async throws -> (central: ConnectionHandle, peripheral: ConnectionHandle) {

@@ -35,11 +35,7 @@ import Testing
             peripheral: HostPairingTests.security(.noInputNoOutput, seed: 2),
             centralPrivacy: HostPrivacyConfiguration(resolvingKey: Self.centralKey, rotationPeriod: .seconds(10)),
             peripheralPrivacy: HostPrivacyConfiguration(resolvingKey: Self.peripheralKey, rotationPeriod: .seconds(10)))
-        let started = Mutex(0)
-        for side in [pair.central, pair.peripheral] {
-            side.host.start { if case .success = $0 { started.withLock { $0 += 1 } } }
-        }
-        try await pair.run(until: { started.withLock { $0 } == 2 }, "both hosts starting")
+        try await pair.start()
 
         // Both use a resolvable private address of their IRK, not the controller's public address.
         let peripheralInfo = try #require(pair.peripheral.host.controllerInfo)
@@ -143,11 +139,7 @@ import Testing
             peripheral: HostPairingTests.security(.noInputNoOutput, seed: 2),
             centralPrivacy: HostPrivacyConfiguration(resolvingKey: Self.centralKey, rotationPeriod: .seconds(2)),
             peripheralPrivacy: HostPrivacyConfiguration(resolvingKey: Self.peripheralKey, rotationPeriod: .seconds(3)))
-        let started = Mutex(0)
-        for side in [pair.central, pair.peripheral] {
-            side.host.start { if case .success = $0 { started.withLock { $0 += 1 } } }
-        }
-        try await pair.run(until: { started.withLock { $0 } == 2 }, "both hosts starting")
+        try await pair.start()
         Self.advertise(pair.peripheral)
         pair.central.host.startScan(ScanParameters(active: true)) { result in
             if case .failure(let error) = result { Issue.record("scanning failed: \(error)") }
