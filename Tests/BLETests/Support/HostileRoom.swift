@@ -34,13 +34,7 @@ final class HostileRoom: Sendable {
         until condition: () -> Bool, within limit: Duration = .seconds(10), _ what: String = "condition",
         sourceLocation: SourceLocation = #_sourceLocation
     ) async throws -> Bool {
-        let held = try await withoutActuallyEscaping(condition) { condition in
-            try await radio.run(for: limit, until: condition)
-        }
-        if !held {
-            Issue.record("\(what) did not happen within \(limit) of virtual time", sourceLocation: sourceLocation)
-        }
-        return held
+        try await radio.runExpecting(condition, within: limit, what, sourceLocation: sourceLocation)
     }
 
     /// Scans for the hostile service, connects, and (with `settle`) lets the link's start (the MTU exchange, the

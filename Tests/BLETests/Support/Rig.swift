@@ -114,13 +114,7 @@ final class Rig: Sendable {
         until condition: () -> Bool, within limit: Duration = .seconds(10), _ what: String = "condition",
         sourceLocation: SourceLocation = #_sourceLocation
     ) async throws -> Bool {
-        let held = try await withoutActuallyEscaping(condition) { condition in
-            try await radio.run(for: limit, until: condition)
-        }
-        if !held {
-            Issue.record("\(what) did not happen within \(limit) of virtual time", sourceLocation: sourceLocation)
-        }
-        return held
+        try await radio.runExpecting(condition, within: limit, what, sourceLocation: sourceLocation)
     }
 
     /// Cancels a task that runs on the radio's executor and runs the radio until the task has ended: such a task
@@ -270,4 +264,20 @@ extension Rig {
 func happensBefore<E>(_ events: [E], _ first: (E) -> Bool, _ later: (E) -> Bool) -> Bool {
     guard let a = events.firstIndex(where: first), let b = events.firstIndex(where: later) else { return false }
     return a < b
+}
+
+extension SimulatedRadio {
+    /// Runs the radio until `condition` holds (checked between events, once everything due has settled);
+    /// records an issue and returns false if `limit` of virtual time passes first.
+    func runExpecting(
+        _ condition: () -> Bool, within limit: Duration, _ what: String, sourceLocation: SourceLocation
+    ) async throws -> Bool {
+        let held = try await withoutActuallyEscaping(condition) { condition in
+            try await run(for: limit, until: condition)
+        }
+        if !held {
+            Issue.record("\(what) did not happen within \(limit) of virtual time", sourceLocation: sourceLocation)
+        }
+        return held
+    }
 }
