@@ -228,27 +228,33 @@ enum DoorLockProfile {
     static let lockState = BluetoothUUID(string: "8D3E0002-5C1A-4F2B-9E6A-0C1D2E3F4A5B")!
     static let lockCommand = BluetoothUUID(string: "8D3E0003-5C1A-4F2B-9E6A-0C1D2E3F4A5B")!
 
+    /// The lock's service: its state (read and notify, locked at first) and its command (write), each with a
+    /// user description, readable and writable as `reading` and `writing` say. The secure lock's too.
+    static func lockService(
+        _ uuid: BluetoothUUID, state: BluetoothUUID, command: BluetoothUUID, includes: [BluetoothUUID] = [],
+        reading: AttributePermissions, writing: AttributePermissions
+    ) -> ProfileService {
+        ProfileService(
+            uuid: uuid, includes: includes,
+            characteristics: [
+                ProfileCharacteristic(
+                    uuid: state, properties: [.read, .notify], permissions: reading, initial: Data([0x01]),
+                    descriptors: [(.characteristicUserDescription, Data("Lock state: 01 locked, 00 unlocked".utf8))]),
+                ProfileCharacteristic(
+                    uuid: command, properties: [.write], permissions: writing,
+                    descriptors: [(.characteristicUserDescription, Data("Lock command: 01 lock, 00 unlock".utf8))]),
+            ])
+    }
+
     static func make(name: String) -> Profile {
         let (battery, _, _) = BuiltInProfiles.battery(level: 42)
         return Profile(
             name: name,
             services: [
                 battery,
-                ProfileService(
-                    uuid: service, includes: [.battery],
-                    characteristics: [
-                        ProfileCharacteristic(
-                            uuid: lockState, properties: [.read, .notify], permissions: [.readable],
-                            initial: Data([0x01]),
-                            descriptors: [
-                                (.characteristicUserDescription, Data("Lock state: 01 locked, 00 unlocked".utf8))
-                            ]),
-                        ProfileCharacteristic(
-                            uuid: lockCommand, properties: [.write], permissions: [.writeable],
-                            descriptors: [
-                                (.characteristicUserDescription, Data("Lock command: 01 lock, 00 unlock".utf8))
-                            ]),
-                    ]),
+                lockService(
+                    service, state: lockState, command: lockCommand, includes: [.battery], reading: [.readable],
+                    writing: [.writeable]),
                 BuiltInProfiles.deviceInformation(model: "LOCK-1", serial: "DL-0001"),
             ],
             advertisedServices: [service],
@@ -295,21 +301,9 @@ enum SecureLockProfile {
         Profile(
             name: name,
             services: [
-                ProfileService(
-                    uuid: service,
-                    characteristics: [
-                        ProfileCharacteristic(
-                            uuid: lockState, properties: [.read, .notify], permissions: [.readEncryptionRequired],
-                            initial: Data([0x01]),
-                            descriptors: [
-                                (.characteristicUserDescription, Data("Lock state: 01 locked, 00 unlocked".utf8))
-                            ]),
-                        ProfileCharacteristic(
-                            uuid: lockCommand, properties: [.write], permissions: [.writeEncryptionRequired],
-                            descriptors: [
-                                (.characteristicUserDescription, Data("Lock command: 01 lock, 00 unlock".utf8))
-                            ]),
-                    ]),
+                DoorLockProfile.lockService(
+                    service, state: lockState, command: lockCommand, reading: [.readEncryptionRequired],
+                    writing: [.writeEncryptionRequired]),
                 BuiltInProfiles.deviceInformation(model: "LOCK-2", serial: "SL-0001"),
             ],
             advertisedServices: [service],
