@@ -7,7 +7,8 @@
 #   Scripts/fuzz.sh [--runs N | --seconds S] [--jobs J] [--merge] [TARGET...]
 #
 #   --runs N      each target runs N inputs (default 100000)
-#   --seconds S   each target runs for S seconds instead
+#   --seconds S   each target runs for S seconds instead; with --runs too, whichever ends first (issue 18's
+#                 budget, 10^7 executions or an hour for the slow targets: --runs 10000000 --seconds 3600)
 #   --jobs J      run J targets at once (default 1)
 #   --merge       afterwards, minimise each target's corpus (the committed one and what the run found) back
 #                 into Fuzz/Corpus/TARGET (libFuzzer's -merge=1: the fewest, smallest inputs with all coverage)
@@ -19,17 +20,18 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 runs=100000
+runs_given=0
 seconds=""
 jobs=1
 merge=0
 targets=()
 while [ $# -gt 0 ]; do
     case "$1" in
-        --runs) runs="$2"; seconds=""; shift 2 ;;
+        --runs) runs="$2"; runs_given=1; shift 2 ;;
         --seconds) seconds="$2"; shift 2 ;;
         --jobs) jobs="$2"; shift 2 ;;
         --merge) merge=1; shift ;;
-        -h|--help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         -*) echo "fuzz.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
         *) targets+=("$1"); shift ;;
     esac
@@ -55,7 +57,13 @@ mkdir -p .build-fuzz/logs
 # The Swift runtime's backtracer would catch a crash before libFuzzer does; libFuzzer and ASan report it.
 export SWIFT_BACKTRACE=enable=no
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1}"
-if [ -n "$seconds" ]; then budget=(-max_total_time="$seconds"); else budget=(-runs="$runs"); fi
+if [ -z "$seconds" ]; then
+    budget=(-runs="$runs")
+elif [ "$runs_given" -eq 1 ]; then
+    budget=(-runs="$runs" -max_total_time="$seconds")
+else
+    budget=(-max_total_time="$seconds")
+fi
 
 # libFuzzer looks for leaks after any input that allocated more than it freed while it ran. Every system-store
 # input does (SQLite's and GRDB's work ends on other threads), so it would run LeakSanitizer after each one, six
