@@ -106,13 +106,17 @@ let package = Package(
             ],
             swiftSettings: strict),
 
+        // GATT databases described in JSON (`ble serve FILE`): the file's model and its reader, a library so that the
+        // libFuzzer driver links the same reader the tool runs.
+        .target(name: "BLEProfiles", dependencies: ["BLE", "BLECore"], swiftSettings: strict),
+
         // The fuzz targets' entry points: each decoder that bytes from a peer or a file reach, fed one input.
         // Fuzz/Driver runs them under libFuzzer (Scripts/fuzz.sh); BLEFuzzingTests replays their corpora.
         .target(
             name: "BLEFuzzing",
             dependencies: [
-                "BLECore", "BLEHCI", "BLEL2CAP", "BLEATT", "BLESMP", "BLEGATT", "BLESystem", nioCore, logging,
-                .product(name: "GRDB", package: "GRDB.swift"),
+                "BLECore", "BLEHCI", "BLEL2CAP", "BLEATT", "BLESMP", "BLEGATT", "BLETransport", "BLESystem", "BLE",
+                "BLEProfiles", nioCore, logging, .product(name: "GRDB", package: "GRDB.swift"),
             ],
             swiftSettings: strict),
 
@@ -123,7 +127,7 @@ let package = Package(
         .executableTarget(
             name: "ble",
             dependencies: [
-                "BLE", "BLEBench", "BLETransportPosix",
+                "BLE", "BLEBench", "BLEProfiles", "BLETransportPosix",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"), logging,
                 nioCore, .product(name: "NIOPosix", package: "swift-nio"),
             ],
@@ -177,7 +181,8 @@ let package = Package(
         .testTarget(
             name: "bleTests",
             dependencies: [
-                "ble", "BLE", "BLEBench", nioCore, .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "ble", "BLE", "BLEBench", "BLEProfiles", nioCore,
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strict),
     ]

@@ -28,15 +28,17 @@ RANK = {
     "BLEHost": 4,
     "BLESystem": 5,
     "BLE": 6,
-    # The fuzz targets' entry points; their libFuzzer driver (and its C declarations) exist only when
-    # Scripts/fuzz.sh builds with BLE_FUZZ=1.
-    "BLEFuzzing": 6,
     # The process the store's kill -9 trials kill (Tests/StoreWriter); not in a product.
     "ble-store-writer": 6,
     # The benchmarks' scenarios, on the public API only (ble bench and the Benchmarks/ package run them).
     "BLEBench": 7,
+    # The JSON profile file's model and reader (ble serve FILE), on the public API.
+    "BLEProfiles": 7,
+    # The fuzz targets' entry points, down to the JSON profile reader; their libFuzzer driver (and its C
+    # declarations) exist only when Scripts/fuzz.sh builds with BLE_FUZZ=1.
+    "BLEFuzzing": 8,
     "ble": 8,
-    "CLibFuzzer": 0, "ble-fuzz": 7,
+    "CLibFuzzer": 0, "ble-fuzz": 9,
 }
 PURE = {"BLECore", "BLEHCI", "BLEL2CAP", "BLEATT", "BLEGATT", "BLESMP"}
 # Crypto and CryptoExtras (swift-crypto): AES-CMAC and, for SMP, the rest of the toolbox; computation only.

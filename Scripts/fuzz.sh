@@ -4,7 +4,7 @@
 # Any crash, trap, leak, timeout or broken contract fails the run and names the target; the input that did it is
 # written to Fuzz/Crashes/TARGET/ (git-ignored).
 #
-#   Scripts/fuzz.sh [--runs N | --seconds S] [--jobs J] [--merge] [TARGET...]
+#   Scripts/fuzz.sh [--runs N] [--seconds S] [--jobs J] [--merge] [TARGET...]
 #
 #   --runs N      each target runs N inputs (default 100000)
 #   --seconds S   each target runs for S seconds instead; with --runs too, whichever ends first (issue 18's

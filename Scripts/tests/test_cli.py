@@ -1205,3 +1205,79 @@ if __name__ == "__main__":
     if not os.path.exists(BLE):
         raise SystemExit(f"{BLE} is missing: run `swift build --product ble` first")
     unittest.main(verbosity=2)
+
+
+class BTSnoopTests(unittest.TestCase):
+    """`ble btsnoop FILE` on a capture the tool itself recorded (`--btsnoop`), checked against tshark's reading
+    of the same file, and on files that are not btsnoop or are cut short."""
+
+    def capture(self, folder):
+        path = os.path.join(folder, "read.btsnoop")
+        result = ble("read", "HRM-Demo", "2A38", "--btsnoop", path)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        return path
+
+    def test_every_record_of_a_capture_is_listed_as_tshark_reads_it(self):
+        tshark = shutil.which("tshark")
+        self.assertIsNotNone(tshark, "tshark is missing: Scripts/setup-peers.sh installs it")
+        with tempfile.TemporaryDirectory() as folder:
+            path = self.capture(folder)
+            result = ble("btsnoop", path, "--json")
+            self.assertEqual(result.returncode, 0, result.stderr)
+            records = [json.loads(line) for line in result.stdout.splitlines()]
+            self.assertEqual([r["record"] for r in records], list(range(len(records))))
+            self.assertEqual(records[0]["time"], 0)
+            self.assertTrue(all(a["time"] <= b["time"] for a, b in zip(records, records[1:])))
+            self.assertEqual((records[0]["from"], records[0]["kind"], records[0]["summary"]),
+                             ("host", "command", "HCI_Reset (0x0C03)"))
+            self.assertIn({"from": "controller", "kind": "event", "summary": "Command Complete (0x0E): HCI_Reset (0x0C03)"},
+                          [{k: r[k] for k in ("from", "kind", "summary")} for r in records])
+            # The ATT Read Request for 2A38's handle went out and its response came back, inside ACL packets.
+            acl = [r for r in records if r["kind"] == "acl"]
+            self.assertTrue(any(r["from"] == "host" and r["hex"][4:8] == "0400" and r["hex"][8:10] == "0a"
+                                for r in acl), acl)
+            self.assertTrue(any(r["from"] == "controller" and r["hex"][8:10] == "0b" for r in acl), acl)
+            self.assertNotIn("undecodable", {r["kind"] for r in records})
+            # tshark reads the same records, in the same order, the same way round.
+            rows = subprocess.run(
+                [tshark, "-r", path, "-T", "fields", "-e", "hci_h4.direction", "-e", "hci_h4.type"],
+                capture_output=True, text=True, timeout=120)
+            self.assertEqual(rows.returncode, 0, rows.stderr)
+            kinds = {"0x01": "command", "0x02": "acl", "0x04": "event"}
+            theirs = [("host" if d == "0x00" else "controller", kinds.get(t, t))
+                      for d, t in (line.split("\t") for line in rows.stdout.splitlines())]
+            self.assertEqual(theirs, [(r["from"], r["kind"]) for r in records])
+            # The text form: one line per record, the same records.
+            text = ble("btsnoop", path)
+            self.assertEqual(text.returncode, 0, text.stderr)
+            lines = text.stdout.splitlines()
+            self.assertEqual(len(lines), len(records))
+            self.assertRegex(lines[0], r"^\s+0\s+0\.000000  host\s+command\s+HCI_Reset \(0x0C03\)$")
+
+    def test_a_capture_cut_part_way_lists_what_it_has_then_fails(self):
+        with tempfile.TemporaryDirectory() as folder:
+            path = self.capture(folder)
+            whole = ble("btsnoop", path).stdout.splitlines()
+            with open(path, "rb") as file:
+                data = file.read()
+            cut = os.path.join(folder, "cut.btsnoop")
+            # Past the header and the first record (16 + 24 + 4 octets: HCI Reset), part way into the second.
+            with open(cut, "wb") as file:
+                file.write(data[:16 + 28 + 10])
+            result = ble("btsnoop", cut)
+            self.assertEqual(result.returncode, 1)
+            self.assertEqual(result.stdout.splitlines(), whole[:1])
+            self.assertEqual(result.stderr,
+                             f"ble: {cut}: the capture ends inside record 1 (at byte 44): the rest of it is missing\n")
+
+    def test_a_file_that_is_not_btsnoop_is_refused(self):
+        with tempfile.TemporaryDirectory() as folder:
+            path = os.path.join(folder, "profile.json")
+            with open(path, "w") as file:
+                file.write('{"services": []}\n')
+            result = ble("btsnoop", path)
+            self.assertEqual((result.returncode, result.stdout), (1, ""))
+            self.assertIn("not a btsnoop capture", result.stderr)
+            missing = ble("btsnoop", os.path.join(folder, "missing.log"))
+            self.assertEqual(missing.returncode, 1)
+            self.assertIn("cannot read", missing.stderr)

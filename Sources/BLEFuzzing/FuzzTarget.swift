@@ -35,7 +35,7 @@ public struct FuzzTarget: Sendable, CustomStringConvertible {
     /// Every target, in the order of the layers they exercise.
     public static let all: [FuzzTarget] = [
         h4Framer, hciEvent, hciCommand, aclRecombiner, l2capSignaling, att, gattServer, gattClient,
-        gattCacheRecord, advertisingData, smpPDU, smpPairing, systemStore,
+        gattCacheRecord, advertisingData, smpPDU, smpPairing, systemStore, btsnoopReader, jsonProfile,
     ]
 
     /// The target called `name`, if there is one.

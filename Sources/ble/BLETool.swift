@@ -34,6 +34,6 @@ struct BLETool: AsyncParsableCommand {
             BondsCommand.self, DevicesCommand.self,
             DemoCommand.self,
             RoomCommand.self, ControllerCommand.self,
-            BenchCommand.self, SoakCommand.self,
+            BenchCommand.self, SoakCommand.self, BTSnoopCommand.self,
         ])
 }

@@ -6,8 +6,8 @@ import Testing
 
 /// The JSON profile reader (`ble serve FILE`) given the committed corpus (`Fuzz/Corpus/json-profile`) and
 /// thousands of damaged copies of it: each file loads or is refused with a `ValidationError` that names it, and
-/// never traps. The reader lives in the `ble` executable, whose code cannot be linked into the libFuzzer driver,
-/// so this suite stands in for a fuzz target.
+/// never traps. The reader itself (`BLEProfiles.ProfileFile`) is the libFuzzer target `json-profile`; this suite
+/// checks the tool's loader around it (the file read, the refusal a `ValidationError` with the tool's usage).
 @Suite struct JSONProfileRobustnessTests {
     /// A small deterministic generator (64-bit LCG), so a failure replays.
     struct Generator {

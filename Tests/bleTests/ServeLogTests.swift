@@ -1,4 +1,5 @@
 import BLE
+import BLEProfiles
 import Foundation
 import Synchronization
 import Testing

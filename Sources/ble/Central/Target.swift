@@ -50,30 +50,13 @@ struct TargetMatcher: Sendable {
         let typed = text.lowercased()
         let scored = names.compactMap { name -> (String, Int)? in
             let lower = name.lowercased()
-            let distance = Self.editDistance(typed, lower)
+            let distance = typed.editDistance(to: lower)
             guard distance <= max(2, typed.count / 3) || lower.contains(typed) || typed.contains(lower) else {
                 return nil
             }
             return (name, distance)
         }
         return scored.sorted { ($0.1, $0.0) < ($1.1, $1.0) }.prefix(3).map(\.0)
-    }
-
-    /// Levenshtein distance between two strings, by characters.
-    static func editDistance(_ a: String, _ b: String) -> Int {
-        let a = Array(a)
-        let b = Array(b)
-        guard !a.isEmpty else { return b.count }
-        guard !b.isEmpty else { return a.count }
-        var previous = Array(0...b.count)
-        for i in 1...a.count {
-            var current = [i] + Array(repeating: 0, count: b.count)
-            for j in 1...b.count {
-                current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1))
-            }
-            previous = current
-        }
-        return previous[b.count]
     }
 }
 

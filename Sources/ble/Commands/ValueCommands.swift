@@ -186,7 +186,7 @@ struct WriteCommand: AsyncParsableCommand {
     }
 
     static func hex(_ text: String) throws -> Data {
-        guard let value = Data(hexArgument: text) else { throw ValidationError("HEX '\(text)' is not hex digits") }
+        guard let value = Data(lenientHex: text) else { throw ValidationError("HEX '\(text)' is not hex digits") }
         return value
     }
 

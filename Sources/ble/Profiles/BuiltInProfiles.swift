@@ -1,4 +1,5 @@
 import BLE
+import BLEProfiles
 import Foundation
 
 /// The profiles `ble serve` offers by name, and the building blocks the world's devices share.

@@ -1,4 +1,5 @@
 import BLE
+import BLEProfiles
 import Foundation
 
 /// Seed 004's underwater-drone camera: commands go into an 18-byte receive buffer that drains one byte every

@@ -1,4 +1,5 @@
 import BLE
+import BLEProfiles
 import Foundation
 
 /// A GATT database and how a device advertises it: what `ble serve` publishes and what each connectable
@@ -25,36 +26,6 @@ struct Profile {
 
     var servicesToAdvertise: [BluetoothUUID] {
         advertisedServices ?? services.filter(\.primary).map(\.uuid)
-    }
-}
-
-struct ProfileService {
-    var uuid: BluetoothUUID
-    var primary = true
-    /// Services this one includes (by UUID; they must appear earlier in the list).
-    var includes: [BluetoothUUID] = []
-    var characteristics: [ProfileCharacteristic]
-}
-
-struct ProfileCharacteristic {
-    var uuid: BluetoothUUID
-    var properties: CharacteristicProperties
-    var permissions: AttributePermissions
-    /// A fixed value the stack answers itself (read-only characteristics only), or nil: then every read and
-    /// write reaches the behaviour, starting from `initial`.
-    var value: Data? = nil
-    var initial: Data? = nil
-    /// Descriptors with fixed values (the stack adds the Client Characteristic Configuration itself).
-    var descriptors: [(uuid: BluetoothUUID, value: Data)] = []
-
-    static func fixed(_ uuid: BluetoothUUID, _ value: Data, description: String? = nil) -> ProfileCharacteristic {
-        ProfileCharacteristic(
-            uuid: uuid, properties: [.read], permissions: [.readable], value: value,
-            descriptors: description.map { [(BluetoothUUID.characteristicUserDescription, Data($0.utf8))] } ?? [])
-    }
-
-    static func text(_ uuid: BluetoothUUID, _ text: String) -> ProfileCharacteristic {
-        fixed(uuid, Data(text.utf8))
     }
 }
 

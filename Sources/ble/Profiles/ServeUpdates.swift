@@ -40,7 +40,7 @@ enum ServeUpdate: Equatable, Sendable {
             guard let marker = line.range(of: "text:") else { return .failure(ServeUpdateError("no text")) }
             return .success(.set(uuid, Data(line[marker.upperBound...].utf8)))
         }
-        guard let value = Data(hexArgument: String(rest)) else {
+        guard let value = Data(lenientHex: String(rest)) else {
             return .failure(ServeUpdateError("'\(rest)' is not hex digits (for text, write text:...)"))
         }
         guard value.count <= 512 else {

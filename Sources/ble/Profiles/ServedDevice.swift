@@ -1,4 +1,5 @@
 import BLE
+import BLEProfiles
 import Dispatch
 import Foundation
 

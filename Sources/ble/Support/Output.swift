@@ -25,15 +25,6 @@ enum Output {
 extension Data {
     /// Lower-case hex without separators, as every command prints values ("0848").
     var hex: String { hexString }
-
-    /// Parses hex digits, optionally separated by spaces, colons, dashes or underscores, with an optional "0x"
-    /// prefix.
-    init?(hexArgument text: String) {
-        var digits = text.filter { $0 != "_" }
-        if digits.hasPrefix("0x") || digits.hasPrefix("0X") { digits.removeFirst(2) }
-        guard let bytes = [UInt8](hex: digits) else { return nil }
-        self.init(bytes)
-    }
 }
 
 /// A JSON value built by hand, so keys keep the documented order and `null` is explicit.
