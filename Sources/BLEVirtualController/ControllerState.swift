@@ -124,6 +124,8 @@ final class ControllerState {
     /// Whether the radio is free at `time`: no exchange in flight and no advertising event.
     func radioFree(at time: Int64) -> Bool { airBusyUntil <= time && advertisingUntil <= time }
     var powered = true
+    /// Whether its firmware hangs (`VirtualController.hang`): it drops what its host sends and sends nothing.
+    var hung = false
 
     // HCI configuration
     var eventMask: UInt64 = 0x0000_1FFF_FFFF_FFFF

@@ -185,6 +185,16 @@ public final class SimulatedRadio: HostScheduler, Sendable {
         world.withLock { w in w.clock.schedule(at: w.now, .hardwareError(controller: index, code: code)) }
     }
 
+    func hang(_ index: Int, for duration: Duration?) {
+        world.withLock { w in
+            w.clock.schedule(at: w.now, .hang(controller: index))
+            if let duration {
+                w.clock.schedule(
+                    at: VirtualTime.after(w.now, VirtualTime.nanos(duration)), .hangEnded(controller: index))
+            }
+        }
+    }
+
     // MARK: Trace
 
     /// Records every link-layer packet on the air from now on to `path`, as pcap with

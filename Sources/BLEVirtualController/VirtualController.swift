@@ -47,6 +47,15 @@ public final class VirtualController: Sendable {
         radio.failHardware(index, code: code)
     }
 
+    /// The controller's firmware hangs, as silicon stuck in a loop: at once it forgets its links (its peers'
+    /// links time out), stops advertising, scanning and initiating, and from then on drops every command and
+    /// data packet its host sends and sends nothing back, not even a Hardware Error. After `duration` its
+    /// firmware restarts (a watchdog) and it answers again, from its defaults, still without telling its host;
+    /// nil: it never comes back. The host finds out by its silence (`HostMachine.commandTimedOut`).
+    public func hang(for duration: Duration?) {
+        radio.hang(index, for: duration)
+    }
+
     /// Powers the controller off for good, in order, as a phone whose Bluetooth is switched off: it stops
     /// advertising, scanning and answering; its peers hear each link end at once (Disconnection Complete with
     /// Remote Device Terminated due to Power Off, 0x15); its host's transport closes with `reason`.

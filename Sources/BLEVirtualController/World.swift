@@ -22,6 +22,10 @@ enum RadioEvent {
     case linksEndedByPowerOff(controller: Int)
     /// A controller's hardware fails: it forgets everything, as after HCI_Reset, and tells its host.
     case hardwareError(controller: Int, code: UInt8)
+    /// A controller's firmware hangs: it forgets everything, as after HCI_Reset, and stops answering its host.
+    case hang(controller: Int)
+    /// A hung controller's firmware has restarted (a watchdog): it answers its host again, from its defaults.
+    case hangEnded(controller: Int)
 }
 
 /// What processing an event asks the radio to do once its lock is released, in order.
@@ -71,7 +75,7 @@ final class World {
         case .hostPacket(let index, let packet):
             let controller = controllers[index]
             effects.append(.fromHost(name: controller.name, packet))
-            guard controller.powered else { return }
+            guard controller.powered, !controller.hung else { return }
             receiveFromHost(controller, packet)
         case .advertising(let index, let generation):
             advertisingEvent(controllers[index], generation: generation)
@@ -85,6 +89,7 @@ final class World {
             exchangeEnded(link)
         case .toHost(let index, let packet):
             let controller = controllers[index]
+            guard !controller.hung else { return }
             effects.append(.toHost(pipe: controller.pipe, name: controller.name, packet))
         case .linksEndedByPowerOff(let index):
             terminateAllLinks(controllers[index])
@@ -95,6 +100,15 @@ final class World {
             guard controller.powered else { return }
             reset(controller)
             emitEvent(controller, code: 0x10, [code])
+        case .hang(let index):
+            // Its links, advertising, scanning and initiation stop with its firmware (the peers' links time
+            // out); its host hears nothing, not even a Hardware Error, and what it sends is lost.
+            let controller = controllers[index]
+            guard controller.powered, !controller.hung else { return }
+            reset(controller)
+            controller.hung = true
+        case .hangEnded(let index):
+            controllers[index].hung = false
         }
     }
 
@@ -197,6 +211,7 @@ final class World {
     /// Hands a packet to `controller`'s host: at once on an ideal host link, else once its bytes have crossed,
     /// after the packets ahead of it.
     func send(_ controller: ControllerState, _ packet: HCIPacket) {
+        guard !controller.hung else { return }
         guard controller.hostLink != .ideal else {
             effects.append(.toHost(pipe: controller.pipe, name: controller.name, packet))
             return

@@ -90,8 +90,11 @@ import Testing
 
         harness.scheduler.advance(by: .milliseconds(1))
         #expect(lost.value.flatMap(errorCode) == .commandTimeout)
-        #expect(harness.controller.opcodes == [.readRSSI, .leRand])  // the credit came back
+        // The credit came back; the host spends it first on asking whether the controller is alive (Read Local
+        // Version Information, UnresponsiveControllerTests), then the queued command goes.
+        #expect(harness.controller.opcodes == [.readRSSI, .readLocalVersionInformation])
         harness.controller.pump()
+        #expect(harness.controller.opcodes == [.readRSSI, .readLocalVersionInformation, .leRand])
         #expect((try? next.value?.get()) != nil)
     }
 

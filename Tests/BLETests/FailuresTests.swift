@@ -259,6 +259,68 @@ import Testing
         #expect(rig.phone.valueUpdates.first?.error == nil)
     }
 
+    /// The phone's controller hangs for 3 s mid-connection. A request that needs a command (Read RSSI) fails with
+    /// `.controllerTimeout` after the command timeout (2 s); the host's probe goes unanswered too, so 2 s later it
+    /// resets the controller, which has restarted meanwhile: `.resetting`, then `.poweredOn`, the link gone
+    /// without a callback, nothing of it left in the host; then the phone connects and reads again.
+    @Test func aControllerThatStopsAnsweringIsResetAndComesBack() async throws {
+        let (rig, peripheral) = try await Rig.connected()
+        rig.phone.clear()
+        let start = rig.phoneSystem.now
+        rig.phoneSystem.hangController(for: .seconds(3))
+        peripheral.readRSSI()
+        try await rig.run(
+            until: { rig.central.state == .poweredOn && rig.phone.lines.count >= 3 }, within: .seconds(10), "the reset")
+        let recovered = rig.phoneSystem.now - start
+        #expect(recovered >= .seconds(4) && recovered < .seconds(5), "two command timeouts, then the restart")
+        #expect(rig.phone.lines.count == 3)
+        #expect(rig.phone.lines.first?.hasPrefix("didReadRSSI") == true)
+        #expect(rig.phone.lines.first?.hasSuffix("error=controllerTimeout") == true)
+        #expect(rig.phone.lines.dropFirst() == ["didUpdateState resetting", "didUpdateState poweredOn"])
+        #expect(peripheral.state == .disconnected)
+        #expect(rig.phone.disconnections.isEmpty)
+        #expect(rig.phoneSystem.core.host.links.isEmpty, "the host keeps no link of the reset controller")
+        #expect(rig.phoneSystem.core.host.counters.controllerResets == 1)
+        #expect(rig.phoneSystem.core.host.counters.commandTimeouts == 2)
+        rig.phone.clear()
+        rig.central.connect(peripheral)
+        try await rig.run(until: { peripheral.state == .connected }, within: .seconds(30), "the reconnection")
+        peripheral.readValue(for: try rig.characteristic(Profile.fixed, on: peripheral))
+        try await rig.run(until: { !rig.phone.valueUpdates.isEmpty }, "the read")
+        #expect(rig.phone.valueUpdates.first?.error == nil)
+    }
+
+    /// The phone's controller hangs for a minute: after the reset it does not answer HCI_Reset either, so the app
+    /// sees `.poweredOff` (6 s after the hang began: three command timeouts); the host tries again after 1, 2, 4, …
+    /// s and the app hears nothing more until the controller answers, then `.poweredOn`. Requests made while it is
+    /// off fail with an error that says so.
+    @Test func aControllerThatHangsLongIsShownOffAndComesBackWhenItAnswers() async throws {
+        let (rig, peripheral) = try await Rig.connected()
+        rig.phone.clear()
+        let start = rig.phoneSystem.now
+        rig.phoneSystem.hangController(for: .seconds(60))
+        peripheral.readRSSI()
+        try await rig.run(until: { rig.central.state == .poweredOff }, within: .seconds(10), "the controller shown off")
+        let off = rig.phoneSystem.now - start
+        #expect(off >= .seconds(6) && off < .seconds(7))
+        #expect(rig.phone.lines.dropFirst() == ["didUpdateState resetting", "didUpdateState poweredOff"])
+        rig.phone.clear()
+        peripheral.discoverServices(nil)
+        try await rig.run(.seconds(1))
+        #expect(rig.phone.lines == ["didDiscoverServices error=notConnected"])
+        rig.phone.clear()
+        try await rig.run(until: { rig.central.state == .poweredOn }, within: .seconds(120), "the controller back")
+        let on = rig.phoneSystem.now - start
+        // Tries at 7, 11, 17, 27, 45 and 79 s (each waiting 2 s for HCI_Reset, then 1, 2, 4, 8, 16, 32 s): the one
+        // at 79 s is answered.
+        #expect(on >= .seconds(79) && on < .seconds(80), "back at \(on)")
+        #expect(rig.phone.lines == ["didUpdateState poweredOn"])
+        #expect(rig.phoneSystem.core.host.counters.controllerResets == 1)
+        #expect(rig.phoneSystem.core.host.links.isEmpty)
+        rig.central.connect(peripheral)
+        try await rig.run(until: { peripheral.state == .connected }, within: .seconds(30), "the reconnection")
+    }
+
     @Test func thePhonesControllerGoingAway() async throws {
         let (rig, peripheral) = try await Rig.connected()
         rig.sensor.recorder.answer = .ignore

@@ -266,6 +266,16 @@ public final class BluetoothSystem: Sendable, CustomStringConvertible {
         virtualController?.failHardware(code: code)
     }
 
+    /// A simulated device's controller hangs (firmware stuck): it forgets its links, scan and advertising and
+    /// from then on drops whatever the host sends and answers nothing, until its firmware restarts after
+    /// `duration` (nil: never). The host finds out from two commands that go unanswered (the first one's request
+    /// fails with `.controllerTimeout`; then a probe of its own) and resets the controller: managers see
+    /// `.resetting`, then `.poweredOn` if the controller answers the reset, or `.poweredOff` while it does not, the
+    /// host trying again after 1, 2, 4, … up to 32 s, and `.poweredOn` once it answers. Nothing resumes by itself.
+    public func hangController(for duration: Duration?) {
+        virtualController?.hang(for: duration)
+    }
+
     /// Makes a simulated device vanish, as if its battery died: it stops radiating, its peers' links time out,
     /// and its own managers report `poweredOff`.
     public func vanish() {

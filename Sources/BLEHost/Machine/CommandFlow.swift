@@ -24,6 +24,8 @@ enum CommandPurpose: Sendable, Hashable {
     case encryption(ConnectionHandle)
     /// LE Set Random Address with the host's next private address.
     case randomAddress
+    /// Read Local Version Information after a command timed out: is the controller alive?
+    case probe
     /// A command the host sends on its own account and whose answer changes nothing (LE Set Data Length, a
     /// Long Term Key negative reply, a disconnection after a closed bearer).
     case none
@@ -49,6 +51,10 @@ struct CommandFlow: Sendable {
     var inFlight: [InFlight] = []
     /// Commands that timed out, by opcode: their answers, if they ever come, are discarded.
     var abandoned: [HCIOpcode: Int] = [:]
+    /// Whether the probe a command timeout sends is under way (`HostMachine.commandTimedOut`).
+    var probing = false
+    /// The commands that timed out since the last probe was answered, for the reason a reset gives.
+    var silentOpcodes: [HCIOpcode] = []
 
     /// Takes every command in flight and queued, in that order (the transport closed).
     mutating func removeAll() -> [InFlight] {
@@ -102,6 +108,14 @@ extension HostMachine {
         pumpCommands()
     }
 
+    /// A command got no answer within `configuration.commandTimeout`. Its request fails with `.commandTimeout` and
+    /// the credit comes back, since a controller may ignore a command it does not support (Bumble's ignores Read
+    /// RSSI, among others) and still be alive. Whether it is, a probe finds out: Read Local Version Information,
+    /// which every controller answers (Vol 4, Part E, 7.4.1), sent before anything queued. If the probe goes
+    /// unanswered too, the controller stopped answering: it is reset as after a hardware error
+    /// (`controllerFailed`), so a hung controller costs two command timeouts, not every request from then on. The
+    /// start-up sequence's own commands are not probed: a start-up that times out fails (and a restart is tried
+    /// again later, `restartCompleted`).
     mutating func commandTimedOut(timer: HostTimerID) {
         guard let index = commands.inFlight.firstIndex(where: { $0.timer == timer }) else { return }
         let command = commands.inFlight.remove(at: index)
@@ -112,7 +126,22 @@ extension HostMachine {
         counters.commandTimeouts += 1
         let error = HostError(.commandTimeout, "\(command.opcode) got no answer within \(configuration.commandTimeout)")
         log(.warning, "the controller did not answer \(command.opcode) within \(configuration.commandTimeout)")
+        if command.purpose == .probe {
+            let opcodes = (commands.silentOpcodes + [command.opcode]).map { "\($0)" }.joined(separator: " and ")
+            controllerFailed(
+                reason: "the controller stopped answering commands (\(opcodes) got no answer within "
+                    + "\(configuration.commandTimeout)) and is being reset")
+            return
+        }
         commandFinished(command.purpose, opcode: command.opcode, .failure(error))
+        if !isClosed, command.purpose != .startup, startup == nil {
+            commands.silentOpcodes.append(command.opcode)
+            if !commands.probing {
+                commands.probing = true
+                commands.queue.prepend(
+                    CommandFlow.Queued(packet: HCIReadLocalVersionInformation().packet, purpose: .probe))
+            }
+        }
         pumpCommands()
     }
 
@@ -144,6 +173,10 @@ extension HostMachine {
             if case .failure(let error) = Self.statusOnly(opcode, result) { encryptionRefused(handle, error) }
         case .randomAddress:
             randomAddressAnswered(Self.statusOnly(opcode, result))
+        case .probe:
+            // Answered (the controller is alive) or failed with the rest (a reset, the transport's end).
+            commands.probing = false
+            commands.silentOpcodes = []
         case .none:
             break
         }

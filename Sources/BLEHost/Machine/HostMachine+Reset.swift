@@ -15,8 +15,14 @@ extension HostMachine {
     /// stays; the resolving list and the privacy identity stay, and a new private address is set.
     mutating func controllerFailed(code: UInt8) {
         let hex = String(code, radix: 16, uppercase: true)
-        let reason =
-            "the controller reported a hardware error (code 0x\(code < 16 ? "0" : "")\(hex)) and is being reset"
+        controllerFailed(
+            reason: "the controller reported a hardware error (code 0x\(code < 16 ? "0" : "")\(hex)) and is being reset"
+        )
+    }
+
+    /// The controller cannot be trusted any more (a hardware error, or it stopped answering commands, `reason`
+    /// says which): it is reset as `controllerFailed(code:)` describes.
+    mutating func controllerFailed(reason: String) {
         log(.error, reason)
         counters.controllerResets += 1
         let error = HostError(.controllerReset, reason)
@@ -36,6 +42,13 @@ extension HostMachine {
             commandFinished(command.purpose, opcode: command.opcode, .failure(error))
         }
         commands.credits = 1
+        // HCI_Reset ends whatever the controller had taken: an answer to a command it never answered does not come
+        // after it, and keeping those opcodes would discard the answers of the initialisation's own commands.
+        commands.abandoned = [:]
+        commands.probing = false
+        commands.silentOpcodes = []
+        if let timer = restart.timer { cancelTimer(timer) }
+        restart.timer = nil
         for handle in links.keys.sorted() {
             linkDown(handle, reason: .hardwareFailure, error: error, emit: false)
         }
@@ -44,17 +57,53 @@ extension HostMachine {
         startInitialisation(id: Self.restartOperation)
     }
 
-    /// The host's own initialisation ended: the layer above hears how.
+    /// The host's own initialisation ended: the layer above hears how. One that failed (a controller that does
+    /// not answer HCI_Reset, or refuses a step) is tried again after 1 s, then 2, 4, … up to 32 s between tries,
+    /// until it succeeds or the transport closes: the layer above shows the controller off meanwhile, and on
+    /// again when it answers (a dongle's firmware that restarts slowly, a controller that hung for a while).
     mutating func restartCompleted(_ result: Result<HostOutput, HostError>) {
         switch result {
         case .success(.controller(let info)):
+            if restart.failures > 0 {
+                log(.notice, "the controller answered again after \(restart.failures) failed restarts")
+            }
+            restart.failures = 0
             emit(.controllerRestarted(.success(info)))
         case .success:
-            emit(
-                .controllerRestarted(
-                    .failure(HostError(.protocolError, "the controller's initialisation gave nothing"))))
+            restartFailed(HostError(.protocolError, "the controller's initialisation gave nothing"))
         case .failure(let error):
-            emit(.controllerRestarted(.failure(error)))
+            restartFailed(error)
         }
     }
+
+    private mutating func restartFailed(_ error: HostError) {
+        restart.failures += 1
+        let delay = Duration.seconds(1 << min(restart.failures - 1, 5))
+        if Self.worthLogging(restart.failures) {
+            log(
+                .error,
+                "the controller did not come back after a reset (\(error.message)); trying again in \(delay)"
+                    + (restart.failures > 1 ? " (\(restart.failures) tries so far)" : ""))
+        }
+        if let timer = restart.timer { cancelTimer(timer) }
+        restart.timer = isClosed ? nil : startTimer(.restart, after: delay)
+        emit(.controllerRestarted(.failure(error)))
+    }
+
+    /// The wait after a failed restart is over: the controller is initialised again, HCI_Reset first.
+    mutating func restartDue(timer: HostTimerID) {
+        guard restart.timer == timer else { return }
+        restart.timer = nil
+        // The last try's HCI_Reset went unanswered: the answer to this one must not be taken for its late one.
+        commands.abandoned = [:]
+        startInitialisation(id: Self.restartOperation)
+    }
+}
+
+/// The host's tries at bringing back a controller it reset.
+struct ControllerRestart: Sendable {
+    /// Restarts that failed in a row.
+    var failures = 0
+    /// The wait before the next try.
+    var timer: HostTimerID?
 }

@@ -45,6 +45,8 @@ public struct HostMachine: Sendable {
     var connectCancelTimer: HostTimerID?
     var connectTurnTimer: HostTimerID?
     var startup: StartupSequence?
+    /// Bringing back a controller after a reset that failed.
+    var restart = ControllerRestart()
 
     var server: GATTServer
     /// GATT client operations by the id the client knows them by; nil for the machine's own (the MTU exchange
@@ -213,6 +215,8 @@ public struct HostMachine: Sendable {
             securityTimerFired(id, on: handle)
         case .addressRotation:
             addressRotationDue(timer: id)
+        case .restart:
+            restartDue(timer: id)
         }
         return takeActions()
     }
@@ -234,6 +238,8 @@ public struct HostMachine: Sendable {
     private mutating func close(_ error: HostError, reason: String?) -> [HostAction] {
         guard !isClosed else { return [] }
         isClosed = true
+        if let timer = restart.timer { cancelTimer(timer) }
+        restart.timer = nil
         // The scan and advertising machines let go of their commands first, so failing those commands below
         // finds nothing in flight there.
         stopControllerMachines(error)
@@ -317,6 +323,8 @@ enum TimerPurpose: Sendable, Hashable {
     case security(ConnectionHandle)
     /// The current resolvable private address has been used for its period.
     case addressRotation
+    /// The wait before trying again to initialise a controller whose restart failed.
+    case restart
 }
 
 extension HostRequest {

@@ -101,11 +101,15 @@ import Testing
             return
         }
         #expect(error.code == .commandTimeout)
-        // The credit came back: a new command with the same opcode goes out at once.
+        // The credit came back; with nothing else in flight, the host spends it asking whether the controller is
+        // alive (UnresponsiveControllerTests), and a new command with the same opcode waits for the next credit.
         let next = rig.request(.command(HCIReadRSSI(handle: Self.link).packet))
-        #expect(rig.opcodes == [.readRSSI, .readRSSI])
-        // The late answer to the lost command must not complete the new one.
+        #expect(rig.opcodes == [.readRSSI, .readLocalVersionInformation])
+        // The late answer to the lost command gives a credit back, but it must not complete the new one.
         rig.answerNext()
+        #expect(rig.opcodes == [.readRSSI, .readLocalVersionInformation, .readRSSI])
+        #expect(rig.result(of: next) == nil)
+        #expect(rig.answerNext() == .readLocalVersionInformation)
         #expect(rig.result(of: next) == nil)
         rig.answerNext()
         #expect(rig.completions(of: next) == 1)
