@@ -31,12 +31,12 @@ public final class TCPServerTransport: Sendable {
         case close
         /// Its first HCI command is answered with a Command Complete carrying this status (Controller Busy,
         /// 0x3A, Core Spec 5.4, Vol 1, Part F, 2.58), then it is closed: what a second host connecting to a
-        /// controller gets, so that it can say why it was turned away. A connection that sends no command
-        /// within ``busyAnswerDeadline`` is closed.
-        case failCommands(HCIStatus)
+        /// controller gets, so that it can say why it was turned away. A connection that sends no whole command
+        /// `within` this time (``busyAnswerDeadline`` by default) is closed.
+        case failCommands(HCIStatus, within: TimeAmount = TCPServerTransport.busyAnswerDeadline)
     }
 
-    /// How long a turned-away connection may take to send its first command.
+    /// How long a turned-away connection may take to send its first command, by default.
     public static let busyAnswerDeadline: TimeAmount = .seconds(5)
 
     private struct State {
@@ -202,13 +202,15 @@ public final class TCPServerTransport: Sendable {
 extension TCPServerTransport {
     /// Closes a connection that came while another is attached, after telling it so if `whenBusy` asks.
     fileprivate func turnAway(_ child: any Channel) -> EventLoopFuture<Void> {
-        guard case .failCommands(let status) = whenBusy, !state.withLock({ $0.closed }) else { return child.close() }
+        guard case .failCommands(let status, let deadline) = whenBusy, !state.withLock({ $0.closed }) else {
+            return child.close()
+        }
         do {
             try child.pipeline.syncOperations.addHandler(BusyAnswerHandler(status: status))
         } catch {
             return child.close()
         }
-        child.eventLoop.scheduleTask(in: Self.busyAnswerDeadline) { child.close(promise: nil) }
+        child.eventLoop.scheduleTask(in: deadline) { child.close(promise: nil) }
         return child.eventLoop.makeSucceededVoidFuture()
     }
 }

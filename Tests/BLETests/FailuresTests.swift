@@ -229,6 +229,7 @@ import Testing
         #expect(rig.phone.disconnections.isEmpty)
         #expect(rig.phoneSystem.core.host.links.isEmpty, "the host keeps no link of the reset controller")
         #expect(rig.phoneSystem.core.host.counters.controllerResets == 1)
+        #expect(rig.phoneSystem.core.host.runningTimerCount == 0, "no timer of the old link left")
         // The sensor's side of the link times out; then the phone connects again and reads.
         rig.sensor.recorder.answer = .store
         rig.phone.clear()
@@ -282,6 +283,7 @@ import Testing
         #expect(rig.phoneSystem.core.host.links.isEmpty, "the host keeps no link of the reset controller")
         #expect(rig.phoneSystem.core.host.counters.controllerResets == 1)
         #expect(rig.phoneSystem.core.host.counters.commandTimeouts == 2)
+        #expect(rig.phoneSystem.core.host.runningTimerCount == 0, "no timer of the old link or the probe left")
         rig.phone.clear()
         rig.central.connect(peripheral)
         try await rig.run(until: { peripheral.state == .connected }, within: .seconds(30), "the reconnection")
@@ -317,6 +319,7 @@ import Testing
         #expect(rig.phone.lines == ["didUpdateState poweredOn"])
         #expect(rig.phoneSystem.core.host.counters.controllerResets == 1)
         #expect(rig.phoneSystem.core.host.links.isEmpty)
+        #expect(rig.phoneSystem.core.host.runningTimerCount == 0, "the retries' timers are over")
         rig.central.connect(peripheral)
         try await rig.run(until: { peripheral.state == .connected }, within: .seconds(30), "the reconnection")
     }
@@ -336,6 +339,8 @@ import Testing
         #expect(rig.phone.lines.first == "didUpdateValue \(Profile.dynamic.uuidString) nil error=transportClosed")
         #expect(rig.phone.lines.last == "didUpdateState poweredOff")
         #expect(rig.phone.disconnections.isEmpty)
+        #expect(rig.phoneSystem.core.host.links.isEmpty)
+        #expect(rig.phoneSystem.core.host.runningTimerCount == 0, "the transport's end leaves no timer running")
         // Nothing works any more, and says so.
         rig.phone.clear()
         peripheral.discoverServices(nil)

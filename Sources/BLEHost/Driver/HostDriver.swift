@@ -104,6 +104,10 @@ public final class HostDriver: Sendable {
     /// The links up now.
     public var links: [LinkInfo] { state.withLock { $0.machine.linkInfos } }
 
+    /// The timers the machine has running: what a test of a fault checks came back to what the links and
+    /// machines still at work need (none left behind by what ended).
+    public var runningTimerCount: Int { state.withLock { $0.machine.runningTimerCount } }
+
     // MARK: Feeding the machine
 
     /// Starts a request: `completion` hears its result once, in the order the machine completed it.

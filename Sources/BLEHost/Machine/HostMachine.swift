@@ -70,6 +70,8 @@ public struct HostMachine: Sendable {
 
     var timers: [HostTimerID: TimerPurpose] = [:]
     var nextTimer: UInt64 = 1
+    /// How many timers are running (started, not yet fired or cancelled).
+    public var runningTimerCount: Int { timers.count }
     /// Pairing machines made so far: each one's random values come from the security seed and this count.
     var pairingsMade: UInt64 = 0
     /// Pairings whose last keys this side sent are still being delivered, by the delivery id their packets carry

@@ -278,7 +278,7 @@ public final class SharedDiscovery: Sendable {
             return waiting
         }
         guard let waiting else { return }
-        if let cached, loaded == nil, let peer {
+        if cached != nil, loaded == nil, let peer {
             // Dropped: another hash, no hash any more, or a record that cannot be read (that alone is no change
             // of the peer's, so nobody is told).
             store.setGATTCache(nil, for: peer)
