@@ -96,6 +96,52 @@ import Testing
         #expect(recorder.events.withLock { $0 } == [.connected, .disconnected(nil)])
     }
 
+    /// The phone keeps a link to the lock with `enableAutoReconnect`; the lock leaves its range, forgets the phone
+    /// meanwhile, and comes back. The reconnection meets PIN or Key Missing: the system stops reconnecting (no
+    /// attempt can succeed until the user forgets the lock) and the app hears `didFailToConnect` with
+    /// `peerRemovedPairingInformation`, once; the phone does not connect again and again by itself.
+    @Test func anAutomaticReconnectionToALockThatForgotThePhoneStopsAndSaysWhy() async throws {
+        let room = Room()
+        let recorder = Recorder()
+        room.central.delegate = recorder
+        try await room.run { try await room.publish() }
+        let (lock, first) = try await room.run { try await room.connectAndRead() }
+        #expect(try first.get() == Data([0x01]))
+        room.central.connect(lock, options: CentralManager.ConnectOptions(enableAutoReconnect: true))
+        try await room.radio.runExpecting(
+            { lock.state == .connected }, within: .seconds(10), "the connection", sourceLocation: #_sourceLocation)
+        recorder.events.withLock { $0 = [] }
+        // Every link the phone's controller reports from now on.
+        let links = Mutex(0)
+        room.radio.setTraceHandler { _, name, direction, packet in
+            guard name == "phone", direction == .controllerToHost, case .event(let event) = packet,
+                event.code == .leMeta, [0x01, 0x0A].contains(event.parameters.first)
+            else { return }
+            links.withLock { $0 += 1 }
+        }
+
+        room.lock.move(to: RadioPosition(x: 1_000, y: 0))
+        try await room.radio.runExpecting(
+            { recorder.events.withLock { $0 } == [.disconnected(.connectionTimeout)] }, within: .seconds(30),
+            "the link's loss", sourceLocation: #_sourceLocation)
+        #expect(lock.state == .connecting, "reconnecting by itself")
+        for bond in room.lock.core.store.bonds { room.lock.core.store.removeBond(bond.identifier) }
+        room.lock.move(to: RadioPosition(x: 2, y: 0))
+        try await room.radio.runExpecting(
+            { recorder.events.withLock { $0 }.count == 2 }, within: .seconds(30), "the reconnection's end",
+            sourceLocation: #_sourceLocation)
+        // Then a minute in which nothing more happens.
+        try await room.radio.run(for: .seconds(60))
+        #expect(
+            recorder.events.withLock { $0 } == [
+                .disconnected(.connectionTimeout), .failed(.peerRemovedPairingInformation),
+            ])
+        #expect(lock.state == .disconnected)
+        #expect(links.withLock { $0 } == 1, "one reconnection, not one a second")
+        #expect(room.phone.core.store.bond(for: lock.identifier) != nil, "the phone keeps its bond")
+        room.radio.setTraceHandler(nil)
+    }
+
     @Test func aBondThePhoneForgotIsMadeAgainAndTheLockReplacesItsOwn() async throws {
         let room = Room()
         let recorder = Recorder()

@@ -460,6 +460,14 @@ public final class CentralManager: Sendable, SystemSession, ScanClient, LinkClie
 
     private func failed(peer: BluetoothAddress, error: HostError) {
         guard let peripheral = locked.withLock({ $0.pending[peer] }) else { return }
+        if peripheral.isReconnecting, error.code == .hci(.pinOrKeyMissing) {
+            // The peer lost the bond (PIN or Key Missing on the kept key): no later attempt can succeed until the
+            // user forgets the device, so the system stops reconnecting and says why, instead of trying again
+            // every second for ever.
+            Self.apiLogger.notice(
+                "reconnection to \(peripheral.identifier) stopped: the peer removed its pairing information")
+            peripheral.stopReconnecting()
+        }
         if isPreserved, !peripheral.isReconnecting {
             locked.withLock { _ = $0.pending.removeValue(forKey: peer) }
             persistRestorableState()

@@ -111,7 +111,7 @@ public struct HostCounters: Sendable, Hashable {
     public var unexpectedCommandAnswers = 0
     /// Write Commands our GATT server refused (a Write Command is never answered, so only this says so).
     public var refusedWriteCommands = 0
-    /// Hardware errors the controller reported (each reset it).
+    /// Controller resets: after a Hardware Error, or after the controller stopped answering commands.
     public var controllerResets = 0
 
     public init() {}
