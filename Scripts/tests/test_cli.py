@@ -1093,6 +1093,8 @@ class SoakTests(unittest.TestCase):
         self.assertGreater(report["acknowledgedWrites"], 50)
         self.assertEqual(report["acknowledgedWrites"], kinds["write"]["ok"] + kinds["long write"]["ok"])
         self.assertEqual(len(report["residentBytesPerHour"]), 1)
+        self.assertEqual(len(report["anonymousBytesPerHour"]), 1)
+        self.assertTrue(0 < report["anonymousBytesPerHour"][0] < report["residentBytesPerHour"][0], report)
         # The same seed, the same run (virtual time): what happened, not how long it took.
         for key in ["operations", "connections", "linksLost", "outOfRange", "acknowledgedWrites"]:
             self.assertEqual(runs[0][key], runs[1][key], key)

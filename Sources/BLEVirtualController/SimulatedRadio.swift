@@ -68,7 +68,12 @@ public final class SimulatedRadio: HostScheduler, Sendable {
     public let seed: UInt64
 
     struct DispatchState {
+        /// Callbacks dispatched and not finished (the one under way and those queued behind it).
         var outstanding = 0
+        /// Callbacks waiting for the one under way, in the order they were dispatched.
+        var queued: Deque<(queue: DispatchQueue, work: @Sendable () -> Void)> = []
+        /// Whether a dispatched callback is under way.
+        var dispatching = false
         var waiter: CheckedContinuation<Void, Never>?
         var running = false
         /// Jobs of tasks that prefer the radio as their executor, in the order they were enqueued.
@@ -245,21 +250,51 @@ public final class SimulatedRadio: HostScheduler, Sendable {
     }
 
     /// Runs `work` on `queue`, counted: the run loop does not take another event until it has finished.
+    /// While the radio runs, callbacks run one at a time, in the order they were dispatched, whatever their
+    /// queues: two callbacks of one event on two queues (a packet to each side of a link) would otherwise race,
+    /// and the requests they make (a host's next packet, a task's next job) would reach the agenda in an order
+    /// the threads chose, so that a seed would not always give the same run. A callback must not wait for
+    /// another dispatched after it. Outside a run (a test feeding a system events from its own thread), each
+    /// callback goes to its queue at once.
     public func dispatch(on queue: DispatchQueue, _ work: @escaping @Sendable () -> Void) {
-        dispatchState.withLock { $0.outstanding += 1 }
-        queue.async {
-            work()
-            self.dispatchFinished()
+        let start = dispatchState.withLock { s -> Bool? in
+            s.outstanding += 1
+            guard s.running else { return nil }
+            guard !s.dispatching else {
+                s.queued.append((queue, work))
+                return false
+            }
+            s.dispatching = true
+            return true
+        }
+        switch start {
+        case nil: run(work, on: queue, inTurn: false)
+        case true?: run(work, on: queue, inTurn: true)
+        case false?: break
         }
     }
 
-    private func dispatchFinished() {
-        let waiter: CheckedContinuation<Void, Never>? = dispatchState.withLock { s in
-            s.outstanding -= 1
-            guard s.outstanding == 0 else { return nil }
-            defer { s.waiter = nil }
-            return s.waiter
+    private func run(_ work: @escaping @Sendable () -> Void, on queue: DispatchQueue, inTurn: Bool) {
+        queue.async {
+            work()
+            self.dispatchFinished(inTurn: inTurn)
         }
+    }
+
+    /// A callback ended; one that ran in its turn hands the turn to the next queued.
+    private func dispatchFinished(inTurn: Bool) {
+        let (next, waiter) = dispatchState.withLock {
+            s -> ((queue: DispatchQueue, work: @Sendable () -> Void)?, CheckedContinuation<Void, Never>?) in
+            s.outstanding -= 1
+            if inTurn {
+                if let next = s.queued.popFirst() { return (next, nil) }
+                s.dispatching = false
+            }
+            guard s.outstanding == 0 else { return (nil, nil) }
+            defer { s.waiter = nil }
+            return (nil, s.waiter)
+        }
+        if let next { run(next.work, on: next.queue, inTurn: true) }
         waiter?.resume()
     }
 

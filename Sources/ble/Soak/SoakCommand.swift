@@ -14,7 +14,9 @@ struct SoakCommand: AsyncParsableCommand {
             peripheral wanders out of range now and then and its links are lost. The same seed gives the same \
             run. At the end: operations by kind, every acknowledged write checked byte for byte against what its \
             peripheral received, operations that never completed (90 s of virtual time after they started), and \
-            the resident memory after each simulated hour, which must stay flat after the first. Exit status 0 \
+            the resident memory after each simulated hour, which must stay flat after the first, and its \
+            anonymous part (heap and stacks, what a leak would grow; the rest is code and mapped files). Exit \
+            status 0 \
             when nothing was lost or hung and memory stayed flat, 1 otherwise.
             """)
 
@@ -71,6 +73,10 @@ struct SoakCommand: AsyncParsableCommand {
         let mib = r.residentPerHour.map { String(format: "%.1f", Double($0) / 1_048_576) }
         lines.append(
             "resident MiB per simulated hour: \(mib.joined(separator: " "))\(r.memoryFlat ? " (flat)" : " (growing)")")
+        if r.anonymousPerHour.contains(where: { $0 > 0 }) {
+            let anonymous = r.anonymousPerHour.map { String(format: "%.1f", Double($0) / 1_048_576) }
+            lines.append("  of which anonymous (heap, stacks): \(anonymous.joined(separator: " "))")
+        }
         lines.append(r.passed ? "passed" : "FAILED")
         return lines
     }
@@ -88,6 +94,7 @@ struct SoakCommand: AsyncParsableCommand {
             ("lostWrites", .array(r.lostWrites.map { .string($0) })),
             ("hung", .array(r.hung.map { .string($0) })),
             ("residentBytesPerHour", .array(r.residentPerHour.map { .number($0) })),
+            ("anonymousBytesPerHour", .array(r.anonymousPerHour.map { .number($0) })),
             ("memoryFlat", .bool(r.memoryFlat)), ("passed", .bool(r.passed)),
         ])
         return value.text

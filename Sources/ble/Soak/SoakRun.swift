@@ -32,6 +32,9 @@ struct SoakRun: Sendable {
         var hung: [String] = []
         /// Resident memory after each simulated hour, in bytes.
         var residentPerHour: [Int] = []
+        /// Of that, the anonymous part (heap, stacks: what a leak would grow), from /proc/self/status's RssAnon;
+        /// the rest is file pages (code, mapped files).
+        var anonymousPerHour: [Int] = []
         var wallSeconds = 0.0
 
         /// Memory is flat when, after the first hour (warm-up), it never grows past the first hour's by more
@@ -98,6 +101,7 @@ struct SoakRun: Sendable {
                 // Checked as they come, and let go of: the account itself must not grow with the hours.
                 Self.check(ledger.takeAcknowledged(), against: devices, into: &report)
                 report.residentPerHour.append(Self.residentBytes())
+                report.anonymousPerHour.append(Self.anonymousBytes())
                 nextHour = now + .seconds(3600)
             }
         }
@@ -111,6 +115,7 @@ struct SoakRun: Sendable {
         }
         if report.residentPerHour.count < Int(hours.rounded(.up)) {
             report.residentPerHour.append(Self.residentBytes())
+            report.anonymousPerHour.append(Self.anonymousBytes())
         }
         Self.check(ledger.takeAcknowledged(), against: devices, into: &report)
         report.operations = ledger.operations
@@ -140,6 +145,16 @@ struct SoakRun: Sendable {
 
     static func home(_ device: Int) -> RadioPosition {
         RadioPosition(x: Double(device % 4) * 2 + 1, y: Double(device / 4) * 2 + 1)
+    }
+
+    /// The anonymous resident memory (RssAnon in /proc/self/status: heap and stacks, no file pages), 0 where
+    /// there is none.
+    static func anonymousBytes() -> Int {
+        guard let text = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+            let line = text.split(separator: "\n").first(where: { $0.hasPrefix("RssAnon:") }),
+            let kib = line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first.flatMap({ Int($0) })
+        else { return 0 }
+        return kib * 1024
     }
 
     /// The process's resident set, from /proc/self/statm (0 where there is none).
