@@ -57,9 +57,12 @@ final class SoakPeripheral: PeripheralManagerDelegate, @unchecked Sendable {
 
     var writesReceived: Int { state.withLock { $0.writes } }
 
-    /// Once a second of the radio's time: the counter moves on and subscribers hear it.
-    func tick() {
-        queue.async { [self] in
+    /// Once a second of the radio's time: the counter moves on and subscribers hear it. Through the radio's
+    /// `dispatch`, so that the radio waits for it before it moves on: a plain `queue.async` ran while the radio
+    /// went on, and the notification left at a virtual time the threads chose (the same seed once gave another
+    /// run).
+    func tick(on radio: SimulatedRadio) {
+        radio.dispatch(on: queue) { [self] in
             let (value, notify) = state.withLock { s -> (Data, Bool) in
                 s.count &+= 1
                 return (withUnsafeBytes(of: s.count.littleEndian) { Data($0) }, s.subscribers > 0)

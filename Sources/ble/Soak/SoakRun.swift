@@ -82,7 +82,7 @@ struct SoakRun: Sendable {
         var nextWander = radio.now + .seconds(Int64(chaos.next(in: 300...900)))
         while radio.now < end {
             try await radio.run(for: .seconds(1))
-            for device in devices { device.tick() }
+            for device in devices { device.tick(on: radio) }
             let now = radio.now
             if now >= nextWander {
                 let device = chaos.next(in: 0...(peripherals - 1))
