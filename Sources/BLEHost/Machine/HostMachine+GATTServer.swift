@@ -85,8 +85,11 @@ extension HostMachine {
         let depth = configuration.notificationQueueDepth
         let targets = server.subscribers(of: attribute).filter { connections?.contains($0.0) ?? true }
         for (handle, _) in targets {
-            guard let link = links[handle] else { continue }
-            if link.queuedNotifications + link.pendingIndications >= depth {
+            // Read in place: `let link = links[handle]` copied the whole link (its bearer, recombiner and queues)
+            // for every notification.
+            guard let queued = links[handle]?.queuedNotifications, let pending = links[handle]?.pendingIndications
+            else { continue }
+            if queued + pending >= depth {
                 notifyRefused = true
                 return (false, takeActions())
             }
