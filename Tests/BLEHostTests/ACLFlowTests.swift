@@ -91,6 +91,30 @@ import Testing
         #expect(harness.controller.att(on: ConnectionHandle(2)).last == [0x0A, 0x03, 0x00])
     }
 
+    /// A link that goes down with fragments still queued takes them with it, and the links after it keep their
+    /// turns (the host counts what is queued on all links, so that a pump with nothing queued looks at no link).
+    @Test func aLinkThatGoesDownWithDataQueuedLeavesTheOthersTheirTurns() throws {
+        var profile = ControllerProfile()
+        profile.leBufferCount = 1
+        let harness = HostHarness(profile: profile)
+        try harness.started()
+        harness.connect(1, role: .central)
+        harness.connect(2, role: .central)
+        harness.connect(3, role: .central)
+        #expect(harness.controller.acl.map(\.handle.rawValue) == [1])
+        harness.disconnected(2)
+        #expect(harness.controller.acl.map(\.handle.rawValue) == [1])
+        harness.completed(1, 1)
+        #expect(harness.controller.acl.map(\.handle.rawValue) == [1, 3])
+        harness.completed(3, 1)
+        #expect(harness.controller.acl.count == 2, "nothing else was queued")
+        // A new request on link 1 goes out at once: the count came back to what is queued.
+        let read = Outcome<Result<[UInt8], HostError>>()
+        harness.controller.deliverL2CAP(handle: ConnectionHandle(1), channel: .att, [0x03] + le16(517))
+        harness.host.read(on: ConnectionHandle(1), attribute: AttributeHandle(0x0003), completion: read.handler)
+        #expect(harness.controller.att(on: ConnectionHandle(1)).last == [0x0A, 0x03, 0x00])
+    }
+
     @Test func dataForAnUnknownHandleIsIgnored() throws {
         let harness = HostHarness()
         try harness.started()

@@ -81,6 +81,7 @@ extension HostMachine {
     /// before `.disconnected` is emitted.
     mutating func linkDown(_ handle: ConnectionHandle, reason: HCIStatus, error: HostError, emit shouldEmit: Bool) {
         guard var link = links.removeValue(forKey: handle) else { return }
+        acl.queued -= link.outgoing.count
         acl.order.removeAll { $0 == handle }
         if acl.nextTurn >= acl.order.count { acl.nextTurn = 0 }
         for timer in link.attTimers.values.sorted() { cancelTimer(timer) }
@@ -143,6 +144,7 @@ extension HostMachine {
             if isLast, let delivery { addDelivery(delivery) }
             links[handle]?.outgoing.append(
                 .init(packet: packet, kind: kind, isLast: isLast, delivery: isLast ? delivery : nil))
+            acl.queued += 1
         }
         switch kind {
         case .writeCommand: links[handle]?.queuedWriteCommands += 1
@@ -156,12 +158,13 @@ extension HostMachine {
         // Nothing leaves once the transport closed (tearing the links down frees credits).
         guard !isClosed else { return }
         var notificationsDrained = false
-        while acl.credits > 0, !acl.order.isEmpty {
+        while acl.credits > 0, acl.queued > 0, !acl.order.isEmpty {
             var sent = false
             for step in 0..<acl.order.count {
                 let index = (acl.nextTurn + step) % acl.order.count
                 let handle = acl.order[index]
                 guard let next = links[handle]?.outgoing.popFirst() else { continue }
+                acl.queued -= 1
                 acl.credits -= 1
                 links[handle]?.inFlight.append(next.delivery)
                 send(.acl(next.packet))

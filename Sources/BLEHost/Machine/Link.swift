@@ -68,4 +68,7 @@ struct ACLFlow: Sendable {
     /// Links in the order they take turns sending.
     var order: [ConnectionHandle] = []
     var nextTurn = 0
+    /// Fragments queued on all links together: with none, a pump looks at no link (it runs after nearly every
+    /// event, and most links of a large host have nothing to send).
+    var queued = 0
 }
