@@ -187,7 +187,7 @@ public final class SimulatedRadio: HostScheduler, Sendable {
     func isPowered(_ index: Int) -> Bool { world.withLock { $0.controllers[index].powered } }
 
     func failHardware(_ index: Int, code: UInt8) {
-        world.withLock { w in w.clock.schedule(at: w.now, .hardwareError(controller: index, code: code)) }
+        world.withLock { w in _ = w.clock.schedule(at: w.now, .hardwareError(controller: index, code: code)) }
     }
 
     func hang(_ index: Int, for duration: Duration?) {
