@@ -1203,12 +1203,6 @@ class ServeTests(unittest.TestCase):
         self.assertNotEqual(ble("serve", "no-such-profile").returncode, 0)
 
 
-if __name__ == "__main__":
-    if not os.path.exists(BLE):
-        raise SystemExit(f"{BLE} is missing: run `swift build --product ble` first")
-    unittest.main(verbosity=2)
-
-
 class BTSnoopTests(unittest.TestCase):
     """`ble btsnoop FILE` on a capture the tool itself recorded (`--btsnoop`), checked against tshark's reading
     of the same file, and on files that are not btsnoop or are cut short."""
@@ -1283,3 +1277,9 @@ class BTSnoopTests(unittest.TestCase):
             missing = ble("btsnoop", os.path.join(folder, "missing.log"))
             self.assertEqual(missing.returncode, 1)
             self.assertIn("cannot read", missing.stderr)
+
+
+if __name__ == "__main__":
+    if not os.path.exists(BLE):
+        raise SystemExit(f"{BLE} is missing: run `swift build --product ble` first")
+    unittest.main(verbosity=2)
