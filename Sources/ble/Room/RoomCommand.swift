@@ -122,6 +122,9 @@ struct RoomRunCommand: AsyncParsableCommand {
         // Sockets left by a room that ended without cleaning up: nobody owns them now.
         unlink(paths.socket)
         unlink(paths.control)
+        // The pid is written before the control socket listens: `ble room start` returns once the control socket
+        // answers, and whoever it told the room is up may look for the pid at once (test_room once found none).
+        try? "\(getpid())\n".write(toFile: paths.pid, atomically: true, encoding: .utf8)
         let idle = room.idleSeconds
         let daemon = RoomDaemon(
             seed: room.seed, paths: paths, idleTimeout: idle > 0 ? CommandLineNumbers.duration(seconds: idle) : nil)
@@ -144,9 +147,9 @@ struct RoomRunCommand: AsyncParsableCommand {
         } catch {
             for listener in listeners { listener.close() }
             unlink(paths.socket)
+            unlink(paths.pid)
             throw ToolError(.transport, "the room cannot listen: \(error)").report()
         }
-        try? "\(getpid())\n".write(toFile: paths.pid, atomically: true, encoding: .utf8)
         let signals = ControllerCommand.stopOnSignals { [daemon] signal in
             daemon.requestStop(signal == SIGINT ? "SIGINT" : "SIGTERM")
         }
