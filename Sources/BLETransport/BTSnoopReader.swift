@@ -93,6 +93,8 @@ public struct BTSnoopReader: Sendable, Sequence {
         public var adapter: UInt16
         /// The packet's length before any truncation, its indicator included for H4.
         public var originalLength: Int
+        /// The octets the record holds (below `originalLength` when the capture cut the packet).
+        public var includedLength: Int
         public var content: Content
     }
 
@@ -123,7 +125,11 @@ public struct BTSnoopReader: Sendable, Sequence {
     ///   refuses.
     public init(path: String) throws {
         guard let data = FileManager.default.contents(atPath: path) else {
-            throw TransportError(.openFailed, "btsnoop: cannot read \(path)")
+            var isFolder: ObjCBool = false
+            let reason =
+                !FileManager.default.fileExists(atPath: path, isDirectory: &isFolder)
+                ? "no such file" : isFolder.boolValue ? "it is a folder" : "it is not readable"
+            throw TransportError(.openFailed, "cannot read the btsnoop file \(path): \(reason)")
         }
         try self.init(bytes: [UInt8](data))
     }
@@ -194,7 +200,7 @@ public struct BTSnoopReader: Sendable, Sequence {
                 of: data, flags: flags, datalink: datalink, complete: included == original)
             let record = Record(
                 index: index, direction: direction, unixMicroseconds: timestamp &- BTSnoopWriter.epochOffset,
-                drops: drops, adapter: adapter, originalLength: original, content: content)
+                drops: drops, adapter: adapter, originalLength: original, includedLength: included, content: content)
             offset = start + 24 + included
             index += 1
             return record
@@ -213,7 +219,11 @@ public struct BTSnoopReader: Sendable, Sequence {
             case .h4:
                 let direction: BTSnoopWriter.Direction = flags & 1 == 0 ? .sent : .received
                 guard let indicator = data.first else {
-                    return (direction, 0, .undecodable(type: nil, bytes: [], reason: "an empty record"))
+                    let content: Content =
+                        complete
+                        ? .undecodable(type: nil, bytes: [], reason: "an empty record")
+                        : .truncated(type: nil, bytes: [])
+                    return (direction, 0, content)
                 }
                 let type = HCIPacketType(rawValue: indicator)
                 guard Self.knownTypes.contains(type) else {

@@ -126,6 +126,8 @@ final class ControllerState {
     var powered = true
     /// Whether its firmware hangs (`VirtualController.hang`): it drops what its host sends and sends nothing.
     var hung = false
+    /// Counts hangs, so that the end of an earlier one does not end a later one.
+    var hangs: UInt64 = 0
 
     // HCI configuration
     var eventMask: UInt64 = 0x0000_1FFF_FFFF_FFFF

@@ -192,11 +192,7 @@ public final class SimulatedRadio: HostScheduler, Sendable {
 
     func hang(_ index: Int, for duration: Duration?) {
         world.withLock { w in
-            w.clock.schedule(at: w.now, .hang(controller: index))
-            if let duration {
-                w.clock.schedule(
-                    at: VirtualTime.after(w.now, VirtualTime.nanos(duration)), .hangEnded(controller: index))
-            }
+            _ = w.clock.schedule(at: w.now, .hang(controller: index, duration: duration.map(VirtualTime.nanos)))
         }
     }
 

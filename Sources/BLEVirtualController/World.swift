@@ -23,9 +23,10 @@ enum RadioEvent {
     /// A controller's hardware fails: it forgets everything, as after HCI_Reset, and tells its host.
     case hardwareError(controller: Int, code: UInt8)
     /// A controller's firmware hangs: it forgets everything, as after HCI_Reset, and stops answering its host.
-    case hang(controller: Int)
-    /// A hung controller's firmware has restarted (a watchdog): it answers its host again, from its defaults.
-    case hangEnded(controller: Int)
+    case hang(controller: Int, duration: Int64?)
+    /// A hung controller's firmware has restarted (a watchdog): it answers its host again, from its defaults,
+    /// unless it hung again since (`hang` counts them).
+    case hangEnded(controller: Int, hang: UInt64)
 }
 
 /// What processing an event asks the radio to do once its lock is released, in order.
@@ -100,15 +101,20 @@ final class World {
             guard controller.powered else { return }
             reset(controller)
             emitEvent(controller, code: 0x10, [code])
-        case .hang(let index):
+        case .hang(let index, let duration):
             // Its links, advertising, scanning and initiation stop with its firmware (the peers' links time
             // out); its host hears nothing, not even a Hardware Error, and what it sends is lost.
             let controller = controllers[index]
-            guard controller.powered, !controller.hung else { return }
-            reset(controller)
+            guard controller.powered else { return }
+            if !controller.hung { reset(controller) }
             controller.hung = true
-        case .hangEnded(let index):
-            controllers[index].hung = false
+            controller.hangs &+= 1
+            if let duration {
+                clock.schedule(
+                    at: VirtualTime.after(now, duration), .hangEnded(controller: index, hang: controller.hangs))
+            }
+        case .hangEnded(let index, let hang):
+            if controllers[index].hangs == hang { controllers[index].hung = false }
         }
     }
 

@@ -126,23 +126,35 @@ extension HostMachine {
         counters.commandTimeouts += 1
         let error = HostError(.commandTimeout, "\(command.opcode) got no answer within \(configuration.commandTimeout)")
         log(.warning, "the controller did not answer \(command.opcode) within \(configuration.commandTimeout)")
-        if command.purpose == .probe {
+        if command.purpose == .probe, startup == nil, restart.timer == nil {
             let opcodes = (commands.silentOpcodes + [command.opcode]).map { "\($0)" }.joined(separator: " and ")
             controllerFailed(
                 reason: "the controller stopped answering commands (\(opcodes) got no answer within "
                     + "\(configuration.commandTimeout)) and is being reset")
             return
         }
-        commandFinished(command.purpose, opcode: command.opcode, .failure(error))
-        if !isClosed, command.purpose != .startup, startup == nil {
+        // Not while the controller is being initialised or a restart waits to be tried again: that already tells
+        // whether it answers. The probe is queued before the command's owner hears of the timeout, since the
+        // owner may send at once (the scan machine does) and take the credit first.
+        if !isClosed, command.purpose != .startup, command.purpose != .probe, startup == nil, restart.timer == nil {
             commands.silentOpcodes.append(command.opcode)
             if !commands.probing {
                 commands.probing = true
-                commands.queue.prepend(
-                    CommandFlow.Queued(packet: HCIReadLocalVersionInformation().packet, purpose: .probe))
+                commands.queue.prepend(CommandFlow.Queued(packet: probe(), purpose: .probe))
             }
         }
+        commandFinished(command.purpose, opcode: command.opcode, .failure(error))
         pumpCommands()
+    }
+
+    /// A command every controller answers and that changes nothing (Vol 4, Part E, 7.4): Read Local Version
+    /// Information, or another when an answer to that one is awaited late (it would be taken for that answer).
+    private func probe() -> HCICommandPacket {
+        let candidates: [HCICommandPacket] = [
+            HCIReadLocalVersionInformation().packet, HCIReadBDADDR().packet,
+            HCIReadLocalSupportedCommands().packet,
+        ]
+        return candidates.first { commands.abandoned[$0.opcode] == nil } ?? candidates[0]
     }
 
     /// Hands a command's outcome to whoever it was for.

@@ -36,7 +36,11 @@ extension HostMachine {
         for command in commands.removeAll() {
             if let timer = command.timer { cancelTimer(timer) }
             if command.purpose == .startup {
-                if let interrupted { complete(interrupted.id, .failure(error)) }
+                // The host's own restart is replaced by the one below, not failed (a failed restart would be
+                // tried again later, and managers would see the controller off in between).
+                if let interrupted, interrupted.id != Self.restartOperation {
+                    complete(interrupted.id, .failure(error))
+                }
                 continue
             }
             commandFinished(command.purpose, opcode: command.opcode, .failure(error))
@@ -77,6 +81,11 @@ extension HostMachine {
     }
 
     private mutating func restartFailed(_ error: HostError) {
+        guard !isClosed else {
+            // The transport closed under it: nothing will be tried again, and `.transportClosed` says the rest.
+            emit(.controllerRestarted(.failure(error)))
+            return
+        }
         restart.failures += 1
         let delay = Duration.seconds(1 << min(restart.failures - 1, 5))
         if Self.worthLogging(restart.failures) {
@@ -86,7 +95,7 @@ extension HostMachine {
                     + (restart.failures > 1 ? " (\(restart.failures) tries so far)" : ""))
         }
         if let timer = restart.timer { cancelTimer(timer) }
-        restart.timer = isClosed ? nil : startTimer(.restart, after: delay)
+        restart.timer = startTimer(.restart, after: delay)
         emit(.controllerRestarted(.failure(error)))
     }
 
@@ -94,8 +103,8 @@ extension HostMachine {
     mutating func restartDue(timer: HostTimerID) {
         guard restart.timer == timer else { return }
         restart.timer = nil
-        // The last try's HCI_Reset went unanswered: the answer to this one must not be taken for its late one.
-        commands.abandoned = [:]
+        // The layer above started the controller meanwhile: that start-up decides.
+        guard startup == nil else { return }
         startInitialisation(id: Self.restartOperation)
     }
 }

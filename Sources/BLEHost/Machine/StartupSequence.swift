@@ -204,6 +204,10 @@ extension HostMachine {
         }
         let sequence = StartupSequence(id: id, configuration: configuration)
         startup = sequence
+        // HCI_Reset first: an answer to a command that timed out before it does not come after it, and keeping
+        // those opcodes would throw away the answers of the sequence's own commands (a Reset that went unanswered
+        // once, a probe's Read Local Version Information).
+        commands.abandoned = [:]
         enqueue(sequence.first, for: .startup)
     }
 
@@ -216,6 +220,11 @@ extension HostMachine {
             enqueue(packet, for: .startup)
         case .finished(let info):
             startup = nil
+            // Whoever started it, the controller answers now: no restart is left to try (the host's own restart
+            // counts its failures until it hears this, `restartCompleted`).
+            if let timer = restart.timer { cancelTimer(timer) }
+            restart.timer = nil
+            if sequence.id != Self.restartOperation { restart.failures = 0 }
             self.info = info
             acl.length = info.leBufferLength
             acl.total = info.leBufferCount

@@ -35,6 +35,8 @@ struct BTSnoopCommand: ParsableCommand {
         let reader: BTSnoopReader
         do {
             reader = try BTSnoopReader(path: file)
+        } catch let error as TransportError {
+            throw ToolError(.failure, error.message).report()
         } catch {
             throw ToolError(.failure, "\(file): \(error)").report()
         }
@@ -92,7 +94,8 @@ struct BTSnoopCommand: ParsableCommand {
         case .undecodable(let type, let bytes, let reason):
             return ("undecodable", "\(type.map { "\($0)" } ?? "no HCI packet"): \(reason)", bytes)
         case .truncated(let type, let bytes):
-            return ("truncated", "\(type.map { "\($0)" } ?? "packet"), \(record.originalLength) octets cut", bytes)
+            let what = type.map { "\($0)" } ?? "packet"
+            return ("truncated", "\(what), \(record.includedLength) of \(record.originalLength) octets kept", bytes)
         case .monitor(let opcode, let bytes):
             return ("monitor", "opcode \(opcode), adapter \(record.adapter)", bytes)
         }

@@ -157,6 +157,100 @@ import Testing
         #expect(rig.events.last == .transportClosed("unplugged"))
     }
 
+    /// Resets the controller after two unanswered commands and lets the restart's HCI_Reset go unanswered too:
+    /// a retry then waits.
+    static func failedRestart(_ rig: inout MachineRig, fired: inout Set<HostTimerID>) throws {
+        rig.request(.command(HCIReadRSSI(handle: link).packet))
+        rig.answerNext(with: .silent)
+        try fireLast(&rig, fired: &fired)
+        rig.answerNext(with: .silent)
+        try fireLast(&rig, fired: &fired)
+        #expect(rig.answerNext(with: .silent) == .reset)
+        try fireLast(&rig, fired: &fired)
+        #expect(rig.runningTimers.filter { !fired.contains($0) }.count == 1, "a retry waits")
+    }
+
+    /// The scan machine sends again at once when its command fails: the probe still goes first.
+    @Test func theProbeGoesBeforeWhatTheTimeoutsOwnerSendsNext() throws {
+        var rig = MachineRig()
+        try rig.started()
+        var fired: Set<HostTimerID> = []
+        rig.request(.startScan(ScanParameters()))
+        let first = try #require(rig.opcodes.last)
+        rig.answerNext(with: .silent)
+        try Self.fireLast(&rig, fired: &fired)
+        let after = Array(rig.opcodes.drop { $0 != first }.dropFirst())
+        #expect(after.first == .readLocalVersionInformation, "\(after)")
+        // The probe unanswered too: two timeouts, and the controller is reset.
+        rig.answerNext(with: .silent)
+        try Self.fireLast(&rig, fired: &fired)
+        #expect(Self.resetting(rig).count == 1)
+    }
+
+    /// An answer to a raw Read Local Version Information may still come late: the probe is another command, so
+    /// that answer is not taken for the probe's.
+    @Test func theProbeIsNotACommandWhoseLateAnswerIsAwaited() throws {
+        var rig = MachineRig()
+        try rig.started()
+        var fired: Set<HostTimerID> = []
+        rig.request(.command(HCIReadLocalVersionInformation().packet))
+        rig.answerNext(with: .silent)
+        try Self.fireLast(&rig, fired: &fired)
+        #expect(rig.opcodes.last == .readBDADDR)
+        rig.answerNext()
+        #expect(Self.resetting(rig).isEmpty)
+    }
+
+    /// While a restart waits to be tried again, a command that times out is not probed (the retry will tell), and
+    /// its timeout does not reset the controller a second time.
+    @Test func noProbeWhileARestartWaits() throws {
+        var rig = MachineRig()
+        try rig.started()
+        var fired: Set<HostTimerID> = []
+        try Self.failedRestart(&rig, fired: &fired)
+        let lost = rig.request(.command(HCIReadRSSI(handle: Self.link).packet))
+        #expect(rig.answerNext(with: .silent) == .readRSSI)
+        let timer = try #require(rig.runningTimers.last { !fired.contains($0) })
+        fired.insert(timer)
+        rig.fire(timer)
+        #expect(rig.completions(of: lost) == 1)
+        #expect(rig.opcodes.last == .readRSSI, "no probe")
+        #expect(Self.resetting(rig).count == 1)
+    }
+
+    /// The application starts the controller while a restart waits: its start-up decides, and the waiting
+    /// restart is dropped (it would reset a controller that works).
+    @Test func aStartUpThatSucceedsEndsTheWaitingRestart() throws {
+        var rig = MachineRig()
+        try rig.started()
+        var fired: Set<HostTimerID> = []
+        try Self.failedRestart(&rig, fired: &fired)
+        let start = rig.request(.start)
+        rig.answerCommands()
+        #expect((try? rig.result(of: start)?.get()) != nil)
+        #expect(rig.runningTimers.allSatisfy(fired.contains), "the restart's timer is cancelled")
+    }
+
+    /// A hardware error while the host's own restart runs: the restart starts over, without a failed restart
+    /// reported in between (managers would see the controller off for a moment).
+    @Test func aHardwareErrorDuringTheRestartStartsItOverQuietly() throws {
+        var rig = MachineRig()
+        try rig.started()
+        var fired: Set<HostTimerID> = []
+        rig.request(.command(HCIReadRSSI(handle: Self.link).packet))
+        rig.answerNext(with: .silent)
+        try Self.fireLast(&rig, fired: &fired)
+        rig.answerNext(with: .silent)
+        try Self.fireLast(&rig, fired: &fired)
+        #expect(Self.resetting(rig).count == 1)
+        rig.feed(.hardwareError(.init(hardwareCode: 0x07)))
+        #expect(Self.resetting(rig).count == 2)
+        #expect(Self.restarted(rig).isEmpty, "no failed restart between the two resets")
+        rig.answerCommands()
+        #expect(Self.restarted(rig).count == 1)
+        #expect((try? Self.restarted(rig).first?.get()) != nil)
+    }
+
     @Test func theStartUpsOwnTimeoutIsNotProbed() throws {
         var rig = MachineRig()
         let start = rig.request(.start)
