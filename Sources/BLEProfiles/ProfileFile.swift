@@ -184,37 +184,38 @@ public struct ProfileFile: Sendable {
         "writeEncryptionRequired": .writeEncryptionRequired,
     ]
 
+    /// The option set the `names` make up, each looked up in `table`; an unknown name is refused with the known
+    /// ones.
+    private static func options<Options: OptionSet>(
+        _ names: [String], named table: [String: Options], kind: String, at place: String, in path: String
+    ) throws -> Options where Options.Element == Options {
+        var set: Options = []
+        for name in names {
+            guard let option = table[name] else {
+                throw ProfileFileError(
+                    "\(path): \(place): unknown \(kind) '\(name)' (use \(table.keys.sorted().joined(separator: ", ")))")
+            }
+            set.insert(option)
+        }
+        return set
+    }
+
     private static func characteristic(_ any: Any, at place: String, in path: String) throws -> ProfileCharacteristic {
         guard let o = any as? [String: Any] else { throw ProfileFileError("\(path): \(place) must be an object") }
         try checkKeys(o, allowed: ["uuid", "properties", "permissions", "value", "descriptors"], at: place, in: path)
-        var properties: CharacteristicProperties = []
         guard let propertyList = o["properties"] as? [String] else {
             throw ProfileFileError("\(path): \(place).properties must be a list of property names")
         }
         guard !propertyList.isEmpty else {
             throw ProfileFileError("\(path): \(place).properties must list at least one property")
         }
-        for name in propertyList {
-            guard let p = propertyNames[name] else {
-                throw ProfileFileError(
-                    "\(path): \(place): unknown property '\(name)' (use \(propertyNames.keys.sorted().joined(separator: ", ")))"
-                )
-            }
-            properties.insert(p)
-        }
+        let properties = try options(propertyList, named: propertyNames, kind: "property", at: place, in: path)
         var permissions: AttributePermissions = []
         if let given = o["permissions"], !(given is NSNull) {
             guard let names = o["permissions"] as? [String] else {
                 throw ProfileFileError("\(path): \(place).permissions must be a list of strings")
             }
-            for name in names {
-                guard let p = permissionNames[name] else {
-                    throw ProfileFileError(
-                        "\(path): \(place): unknown permission '\(name)' (use \(permissionNames.keys.sorted().joined(separator: ", ")))"
-                    )
-                }
-                permissions.insert(p)
-            }
+            permissions = try options(names, named: permissionNames, kind: "permission", at: place, in: path)
         } else {
             if properties.contains(.read) { permissions.insert(.readable) }
             if !properties.isDisjoint(with: [.write, .writeWithoutResponse, .authenticatedSignedWrites]) {

@@ -47,14 +47,19 @@ import Testing
         #expect(result.value.map { (try? $0.get()) != nil } == true)
     }
 
-    @Test func numberOfCompletedPacketsForSeveralLinksAtOnce() throws {
+    /// A started host with `buffers` LE ACL buffers and central links with handles 1 to `count`, connected in
+    /// that order (each opens with an Exchange MTU Request).
+    static func centrals(_ count: UInt16, buffers: UInt8) throws -> HostHarness {
         var profile = ControllerProfile()
-        profile.leBufferCount = 2
+        profile.leBufferCount = buffers
         let harness = HostHarness(profile: profile)
         try harness.started()
-        harness.connect(1, role: .central)
-        harness.connect(2, role: .central)
-        harness.connect(3, role: .central)
+        for handle in 1...count { harness.connect(handle, role: .central) }
+        return harness
+    }
+
+    @Test func numberOfCompletedPacketsForSeveralLinksAtOnce() throws {
+        let harness = try Self.centrals(3, buffers: 2)
         // Each central link opens with an Exchange MTU Request; two buffers: the third waits.
         #expect(harness.controller.acl.map(\.handle.rawValue) == [1, 2])
         harness.controller.deliver(
@@ -67,12 +72,7 @@ import Testing
     }
 
     @Test func disconnectionCompleteReturnsTheLinksCredits() throws {
-        var profile = ControllerProfile()
-        profile.leBufferCount = 1
-        let harness = HostHarness(profile: profile)
-        try harness.started()
-        harness.connect(1, role: .central)
-        harness.connect(2, role: .central)
+        let harness = try Self.centrals(2, buffers: 1)
         // One buffer: link 1's Exchange MTU Request holds it, link 2's waits.
         #expect(harness.controller.acl.map(\.handle.rawValue) == [1])
 
@@ -94,13 +94,7 @@ import Testing
     /// A link that goes down with fragments still queued takes them with it, and the links after it keep their
     /// turns (the host counts what is queued on all links, so that a pump with nothing queued looks at no link).
     @Test func aLinkThatGoesDownWithDataQueuedLeavesTheOthersTheirTurns() throws {
-        var profile = ControllerProfile()
-        profile.leBufferCount = 1
-        let harness = HostHarness(profile: profile)
-        try harness.started()
-        harness.connect(1, role: .central)
-        harness.connect(2, role: .central)
-        harness.connect(3, role: .central)
+        let harness = try Self.centrals(3, buffers: 1)
         #expect(harness.controller.acl.map(\.handle.rawValue) == [1])
         harness.disconnected(2)
         #expect(harness.controller.acl.map(\.handle.rawValue) == [1])

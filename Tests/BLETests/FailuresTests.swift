@@ -6,6 +6,20 @@ import Testing
 /// What an app sees when things go wrong: operations on a disconnected peripheral, links lost under pending
 /// operations, supervision and ATT transaction timeouts, values out of bounds.
 @Suite struct FailuresTests {
+    /// After a fault: the phone connects to the sensor again and reads the characteristic `uuid`, which succeeds.
+    static func reconnectsAndReads(
+        _ rig: Rig, _ peripheral: Peripheral, _ uuid: BluetoothUUID, sourceLocation: SourceLocation = #_sourceLocation
+    ) async throws {
+        rig.phone.clear()
+        rig.central.connect(peripheral)
+        try await rig.run(
+            until: { peripheral.state == .connected }, within: .seconds(30), "the reconnection",
+            sourceLocation: sourceLocation)
+        peripheral.readValue(for: try rig.characteristic(uuid, on: peripheral, sourceLocation: sourceLocation))
+        try await rig.run(until: { !rig.phone.valueUpdates.isEmpty }, "the read", sourceLocation: sourceLocation)
+        #expect(rig.phone.valueUpdates.first?.error == nil, sourceLocation: sourceLocation)
+    }
+
     /// Every operation on a peripheral that is not connected reports `.notConnected` through its callback.
     @Test func operationsOnADisconnectedPeripheralReportNotConnected() async throws {
         let (rig, peripheral) = try await Rig.connected()
@@ -232,12 +246,7 @@ import Testing
         #expect(rig.phoneSystem.core.host.runningTimerCount == 0, "no timer of the old link left")
         // The sensor's side of the link times out; then the phone connects again and reads.
         rig.sensor.recorder.answer = .store
-        rig.phone.clear()
-        rig.central.connect(peripheral)
-        try await rig.run(until: { peripheral.state == .connected }, within: .seconds(30), "the reconnection")
-        peripheral.readValue(for: dynamic)
-        try await rig.run(until: { !rig.phone.valueUpdates.isEmpty }, "the read")
-        #expect(rig.phone.valueUpdates.first?.error == nil)
+        try await Self.reconnectsAndReads(rig, peripheral, Profile.dynamic)
     }
 
     /// The sensor's controller fails mid-connection: its app sees `.resetting` then `.poweredOn` (its services
@@ -252,12 +261,7 @@ import Testing
         #expect(rig.sensor.recorder.lines.prefix(2) == ["didUpdateState resetting", "didUpdateState poweredOn"])
         #expect(rig.sensorSystem.core.host.links.isEmpty)
         rig.sensor.manager.startAdvertising(Sensor.advertisement)
-        rig.phone.clear()
-        rig.central.connect(peripheral)
-        try await rig.run(until: { peripheral.state == .connected }, within: .seconds(30), "the reconnection")
-        peripheral.readValue(for: try rig.characteristic(Profile.fixed, on: peripheral))
-        try await rig.run(until: { !rig.phone.valueUpdates.isEmpty }, "the read")
-        #expect(rig.phone.valueUpdates.first?.error == nil)
+        try await Self.reconnectsAndReads(rig, peripheral, Profile.fixed)
     }
 
     /// The phone's controller hangs for 3 s mid-connection. A request that needs a command (Read RSSI) fails with
@@ -284,12 +288,7 @@ import Testing
         #expect(rig.phoneSystem.core.host.counters.controllerResets == 1)
         #expect(rig.phoneSystem.core.host.counters.commandTimeouts == 2)
         #expect(rig.phoneSystem.core.host.runningTimerCount == 0, "no timer of the old link or the probe left")
-        rig.phone.clear()
-        rig.central.connect(peripheral)
-        try await rig.run(until: { peripheral.state == .connected }, within: .seconds(30), "the reconnection")
-        peripheral.readValue(for: try rig.characteristic(Profile.fixed, on: peripheral))
-        try await rig.run(until: { !rig.phone.valueUpdates.isEmpty }, "the read")
-        #expect(rig.phone.valueUpdates.first?.error == nil)
+        try await Self.reconnectsAndReads(rig, peripheral, Profile.fixed)
     }
 
     /// The phone's controller hangs for a minute: after the reset it does not answer HCI_Reset either, so the app

@@ -39,6 +39,18 @@ import Testing
         }
     }
 
+    /// A phone and a lock that bonded: the phone connected, read the encrypted state (pairing for it) and
+    /// disconnected; the recorder hears the phone's connections from then on.
+    static func bonded(sourceLocation: SourceLocation = #_sourceLocation) async throws -> (Room, Recorder, Peripheral) {
+        let room = Room()
+        let recorder = Recorder()
+        room.central.delegate = recorder
+        try await room.run { try await room.publish() }
+        let (lock, first) = try await room.run { try await room.connectAndRead() }
+        #expect(try first.get() == Data([0x01]), sourceLocation: sourceLocation)
+        return (room, recorder, lock)
+    }
+
     /// Finds the lock and tries to connect; the error of the attempt, if it failed.
     static func connect(_ room: Room) async throws -> (Peripheral, BluetoothError?) {
         try await room.central.waitUntilPoweredOn(timeout: .seconds(1))
@@ -59,12 +71,7 @@ import Testing
     @Test func aBondTheLockForgotFailsTheConnectionWithPeerRemovedPairingInformationUntilThePhoneForgetsIt()
         async throws
     {
-        let room = Room()
-        let recorder = Recorder()
-        room.central.delegate = recorder
-        try await room.run { try await room.publish() }
-        let (lock, first) = try await room.run { try await room.connectAndRead() }
-        #expect(try first.get() == Data([0x01]))
+        let (room, recorder, lock) = try await Self.bonded()
         let bond = try #require(room.phone.core.store.bond(for: lock.identifier))
         // The lock forgets the phone (a factory reset of the lock's bonds).
         for bond in room.lock.core.store.bonds { room.lock.core.store.removeBond(bond.identifier) }
@@ -101,12 +108,7 @@ import Testing
     /// attempt can succeed until the user forgets the lock) and the app hears `didFailToConnect` with
     /// `peerRemovedPairingInformation`, once; the phone does not connect again and again by itself.
     @Test func anAutomaticReconnectionToALockThatForgotThePhoneStopsAndSaysWhy() async throws {
-        let room = Room()
-        let recorder = Recorder()
-        room.central.delegate = recorder
-        try await room.run { try await room.publish() }
-        let (lock, first) = try await room.run { try await room.connectAndRead() }
-        #expect(try first.get() == Data([0x01]))
+        let (room, recorder, lock) = try await Self.bonded()
         room.central.connect(lock, options: CentralManager.ConnectOptions(enableAutoReconnect: true))
         try await room.radio.runExpecting(
             { lock.state == .connected }, within: .seconds(10), "the connection", sourceLocation: #_sourceLocation)
@@ -143,12 +145,7 @@ import Testing
     }
 
     @Test func aBondThePhoneForgotIsMadeAgainAndTheLockReplacesItsOwn() async throws {
-        let room = Room()
-        let recorder = Recorder()
-        room.central.delegate = recorder
-        try await room.run { try await room.publish() }
-        let (lock, first) = try await room.run { try await room.connectAndRead() }
-        #expect(try first.get() == Data([0x01]))
+        let (room, recorder, lock) = try await Self.bonded()
         let lockBond = try #require(room.lock.core.store.bonds.first)
         // The phone forgets the lock; the lock keeps its bond.
         room.phone.core.store.removeBond(lock.identifier)

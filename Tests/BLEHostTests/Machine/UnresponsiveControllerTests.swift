@@ -107,11 +107,7 @@ import Testing
         var rig = MachineRig()
         try rig.started()
         var fired: Set<HostTimerID> = []
-        rig.request(.command(HCIReadRSSI(handle: Self.link).packet))
-        rig.answerNext(with: .silent)
-        try Self.fireLast(&rig, fired: &fired)
-        rig.answerNext(with: .silent)
-        try Self.fireLast(&rig, fired: &fired)
+        try Self.resetBySilence(&rig, fired: &fired)
         #expect(Self.resetting(rig).count == 1)
 
         var waits: [Duration] = []
@@ -144,11 +140,7 @@ import Testing
         var rig = MachineRig()
         try rig.started()
         var fired: Set<HostTimerID> = []
-        rig.request(.command(HCIReadRSSI(handle: Self.link).packet))
-        rig.answerNext(with: .silent)
-        try Self.fireLast(&rig, fired: &fired)
-        rig.answerNext(with: .silent)
-        try Self.fireLast(&rig, fired: &fired)
+        try Self.resetBySilence(&rig, fired: &fired)
         rig.answerNext(with: .silent)
         try Self.fireLast(&rig, fired: &fired)  // HCI_Reset's timeout: a retry is waiting
         #expect(rig.runningTimers.filter { !fired.contains($0) }.count == 1)
@@ -157,14 +149,20 @@ import Testing
         #expect(rig.events.last == .transportClosed("unplugged"))
     }
 
-    /// Resets the controller after two unanswered commands and lets the restart's HCI_Reset go unanswered too:
-    /// a retry then waits.
-    static func failedRestart(_ rig: inout MachineRig, fired: inout Set<HostTimerID>) throws {
+    /// A Read RSSI goes unanswered, then the probe after it: the host resets the controller (its HCI_Reset is the
+    /// last command sent, not yet answered).
+    static func resetBySilence(_ rig: inout MachineRig, fired: inout Set<HostTimerID>) throws {
         rig.request(.command(HCIReadRSSI(handle: link).packet))
         rig.answerNext(with: .silent)
         try fireLast(&rig, fired: &fired)
-        rig.answerNext(with: .silent)
+        rig.answerNext(with: .silent)  // the probe
         try fireLast(&rig, fired: &fired)
+    }
+
+    /// Resets the controller after two unanswered commands and lets the restart's HCI_Reset go unanswered too:
+    /// a retry then waits.
+    static func failedRestart(_ rig: inout MachineRig, fired: inout Set<HostTimerID>) throws {
+        try resetBySilence(&rig, fired: &fired)
         #expect(rig.answerNext(with: .silent) == .reset)
         try fireLast(&rig, fired: &fired)
         #expect(rig.runningTimers.filter { !fired.contains($0) }.count == 1, "a retry waits")
@@ -237,11 +235,7 @@ import Testing
         var rig = MachineRig()
         try rig.started()
         var fired: Set<HostTimerID> = []
-        rig.request(.command(HCIReadRSSI(handle: Self.link).packet))
-        rig.answerNext(with: .silent)
-        try Self.fireLast(&rig, fired: &fired)
-        rig.answerNext(with: .silent)
-        try Self.fireLast(&rig, fired: &fired)
+        try Self.resetBySilence(&rig, fired: &fired)
         #expect(Self.resetting(rig).count == 1)
         rig.feed(.hardwareError(.init(hardwareCode: 0x07)))
         #expect(Self.resetting(rig).count == 2)
