@@ -11,7 +11,8 @@
 #                 budget, 10^7 executions or an hour for the slow targets: --runs 10000000 --seconds 3600)
 #   --jobs J      run J targets at once (default 1)
 #   --merge       afterwards, minimise each target's corpus (the committed one and what the run found) back
-#                 into Fuzz/Corpus/TARGET (libFuzzer's -merge=1: the fewest, smallest inputs with all coverage)
+#                 into Fuzz/Corpus/TARGET (libFuzzer's -merge=1: the fewest, smallest inputs with all coverage);
+#                 the hand-written seeds (any input not named by its SHA-1) are kept under their names
 #   TARGET...     the targets to run (default: all; `BLE_FUZZ_TARGET=list` on the driver names them)
 #
 # New inputs a run finds go to .build-fuzz/corpus/TARGET, so the committed corpus changes only with --merge.
@@ -31,7 +32,7 @@ while [ $# -gt 0 ]; do
         --seconds) seconds="$2"; shift 2 ;;
         --jobs) jobs="$2"; shift 2 ;;
         --merge) merge=1; shift ;;
-        -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         -*) echo "fuzz.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
         *) targets+=("$1"); shift ;;
     esac
@@ -125,6 +126,14 @@ if [ "$merge" -eq 1 ]; then
             failed+=("$target")
             continue
         fi
+        # The hand-written seeds keep their names (tests read some of them by name; a merge names inputs by
+        # their SHA-1): each goes back beside the merged inputs, and its hashed copy, if the merge kept it, goes.
+        for seed in "Fuzz/Corpus/$target"/*; do
+            name=$(basename "$seed")
+            [[ "$name" =~ ^[0-9a-f]{40}$ ]] && continue
+            rm -f "$merged/$(sha1sum < "$seed" | cut -c1-40)"
+            cp "$seed" "$merged/$name"
+        done
         rm -rf "Fuzz/Corpus/$target" && mv "$merged" "Fuzz/Corpus/$target"
         echo "$target: $(ls "Fuzz/Corpus/$target" | wc -l) inputs, $(du -sk "Fuzz/Corpus/$target" | cut -f1) KiB"
     done

@@ -41,8 +41,8 @@ public struct SimulationError: Error, Hashable, CustomStringConvertible {
 /// The radio owns one agenda of events ordered by (virtual time, sequence number): advertising events,
 /// connection events, packets hosts sent, and host timers (it is the `HostScheduler` of every host on it).
 /// `run(for:)` / `run(until:)` take the events in order; after each one, the packets it produced are
-/// delivered to the hosts (synchronously, through their `HCIPipe`s), and if any callback dispatched with
-/// `dispatch(on:_:)` is still outstanding, the run loop waits for all of them before taking the next event.
+/// delivered to the hosts (synchronously, through their `HCIPipe`s), and the callbacks they dispatched with
+/// `dispatch(on:_:)` run, in order, before the next event is taken.
 /// Whatever a host does in response — send a packet, start a timer — is queued at the current virtual time
 /// with the next sequence number. Nothing else decides the order, so the same seed and the same inputs give
 /// the same run, packet for packet (see `setTraceHandler`).
@@ -68,12 +68,12 @@ public final class SimulatedRadio: HostScheduler, Sendable {
     public let seed: UInt64
 
     struct DispatchState {
-        /// Callbacks dispatched and not finished (the one under way and those queued behind it).
+        /// Callbacks dispatched and not finished (those queued for the run loop, the one it runs, and those
+        /// dispatched before the run began that are still on their queues).
         var outstanding = 0
-        /// Callbacks waiting for the one under way, in the order they were dispatched.
+        /// Callbacks dispatched during the run, for the run loop to run in this order.
         var queued: Deque<(queue: DispatchQueue, work: @Sendable () -> Void)> = []
-        /// Whether a dispatched callback is under way.
-        var dispatching = false
+        /// The run loop, waiting for callbacks dispatched before the run to end.
         var waiter: CheckedContinuation<Void, Never>?
         var running = false
         /// Jobs of tasks that prefer the radio as their executor, in the order they were enqueued.
@@ -249,56 +249,63 @@ public final class SimulatedRadio: HostScheduler, Sendable {
     /// While the radio runs, callbacks run one at a time, in the order they were dispatched, whatever their
     /// queues: two callbacks of one event on two queues (a packet to each side of a link) would otherwise race,
     /// and the requests they make (a host's next packet, a task's next job) would reach the agenda in an order
-    /// the threads chose, so that a seed would not always give the same run. A callback must not wait for
-    /// another dispatched after it. Outside a run (a test feeding a system events from its own thread), each
-    /// callback goes to its queue at once.
+    /// the threads chose, so that a seed would not always give the same run. The run loop itself runs them,
+    /// between events, each on its queue (`DispatchQueue.sync`: on the run loop's thread when the queue is free,
+    /// so that a packet's way to an app costs no thread hand-over; the main queue's callbacks go to the main
+    /// thread and the loop waits for them). A callback must not wait for another dispatched after it. Outside a
+    /// run (a test feeding a system events from its own thread), each callback goes to its queue at once.
     public func dispatch(on queue: DispatchQueue, _ work: @escaping @Sendable () -> Void) {
-        let start = dispatchState.withLock { s -> Bool? in
+        let (inTurn, waiter) = dispatchState.withLock { s -> (Bool, CheckedContinuation<Void, Never>?) in
             s.outstanding += 1
-            guard s.running else { return nil }
-            guard !s.dispatching else {
-                s.queued.append((queue, work))
-                return false
-            }
-            s.dispatching = true
-            return true
+            guard s.running else { return (false, nil) }
+            s.queued.append((queue, work))
+            // A run loop waiting for callbacks dispatched before the run began takes this one now.
+            defer { s.waiter = nil }
+            return (true, s.waiter)
         }
-        switch start {
-        case nil: run(work, on: queue, inTurn: false)
-        case true?: run(work, on: queue, inTurn: true)
-        case false?: break
+        if inTurn {
+            waiter?.resume()
+            return
         }
-    }
-
-    private func run(_ work: @escaping @Sendable () -> Void, on queue: DispatchQueue, inTurn: Bool) {
         queue.async {
             work()
-            self.dispatchFinished(inTurn: inTurn)
+            self.dispatchFinished()
         }
     }
 
-    /// A callback ended; one that ran in its turn hands the turn to the next queued.
-    private func dispatchFinished(inTurn: Bool) {
-        let (next, waiter) = dispatchState.withLock {
-            s -> ((queue: DispatchQueue, work: @Sendable () -> Void)?, CheckedContinuation<Void, Never>?) in
+    /// A callback ended.
+    private func dispatchFinished() {
+        let waiter = dispatchState.withLock { s -> CheckedContinuation<Void, Never>? in
             s.outstanding -= 1
-            if inTurn {
-                if let next = s.queued.popFirst() { return (next, nil) }
-                s.dispatching = false
-            }
-            guard s.outstanding == 0 else { return (nil, nil) }
+            guard s.outstanding == 0 || !s.queued.isEmpty else { return nil }
             defer { s.waiter = nil }
-            return (nil, s.waiter)
+            return s.waiter
         }
-        if let next { run(next.work, on: next.queue, inTurn: true) }
         waiter?.resume()
     }
 
+    /// Runs a callback dispatched during the run, on its queue, and waits for it.
+    private func runInTurn(_ work: @escaping @Sendable () -> Void, on queue: DispatchQueue) async {
+        if queue === DispatchQueue.main {
+            // The main queue's work runs on the main thread only: never `sync` to it from the main thread, and
+            // do not hold another thread while the main thread gets to it.
+            await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+                queue.async {
+                    work()
+                    done.resume()
+                }
+            }
+        } else {
+            queue.sync(execute: work)
+        }
+        dispatchState.withLock { $0.outstanding -= 1 }
+    }
+
+    /// Waits until a callback dispatched outside the run ends, or one is dispatched in turn.
     private func awaitDispatches() async {
-        if dispatchState.withLock({ $0.outstanding == 0 }) { return }
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let resumeNow = dispatchState.withLock { s in
-                if s.outstanding == 0 { return true }
+                if s.outstanding == 0 || !s.queued.isEmpty { return true }
                 s.waiter = continuation
                 return false
             }
@@ -378,7 +385,11 @@ public final class SimulatedRadio: HostScheduler, Sendable {
                     // scheduler, over a transport) is looked at within 10 ms, not when the next event was due.
                     let step = min(target, wallNow + Self.realtimeStep)
                     try await Task.sleep(until: step, clock: .continuous)
-                    if step < target { continue }
+                    if step < target {
+                        // What was dispatched from outside meanwhile (an app's call on its own thread) runs now.
+                        await settle()
+                        continue
+                    }
                 }
             }
             let effects: [RadioEffect]? = world.withLock { w in
@@ -399,16 +410,27 @@ public final class SimulatedRadio: HostScheduler, Sendable {
     }
 
     /// Waits until nothing is left to do at this instant: no dispatched callback outstanding and no job of a
-    /// task on the radio's executor queued. Jobs run here, on the run loop, one at a time in the order they were
-    /// enqueued; what they do (requests, more callbacks, more jobs) is settled before time moves on.
+    /// task on the radio's executor queued. Callbacks and jobs run here, on the run loop, one at a time in the
+    /// order they came; what they do (requests, more callbacks, more jobs) is settled before time moves on.
     private func settle() async {
+        enum Next {
+            case callback(DispatchQueue, @Sendable () -> Void)
+            case job(UnownedJob)
+            case wait
+            case done
+        }
         while true {
-            await awaitDispatches()
-            guard let job = dispatchState.withLock({ $0.jobs.popFirst() }) else {
-                if dispatchState.withLock({ $0.outstanding == 0 && $0.jobs.isEmpty }) { return }
-                continue
+            let next = dispatchState.withLock { s -> Next in
+                if let callback = s.queued.popFirst() { return .callback(callback.queue, callback.work) }
+                if let job = s.jobs.popFirst() { return .job(job) }
+                return s.outstanding == 0 ? .done : .wait
             }
-            job.runSynchronously(on: asUnownedTaskExecutor())
+            switch next {
+            case .callback(let queue, let work): await runInTurn(work, on: queue)
+            case .job(let job): job.runSynchronously(on: asUnownedTaskExecutor())
+            case .wait: await awaitDispatches()
+            case .done: return
+            }
         }
     }
 
