@@ -18,7 +18,7 @@ extension HostMachine {
         delivery: HostOperationID? = nil
     ) {
         for action in actions {
-            guard links[handle] != nil else { return }
+            guard links.contains(handle) else { return }
             switch action {
             case .send(let pdu):
                 queueL2CAP(pdu, channel: .att, kind: kind, on: handle, delivery: delivery)
@@ -114,7 +114,10 @@ extension HostMachine {
     mutating func checkNotifyRoom() {
         guard notifyRefused else { return }
         let depth = configuration.notificationQueueDepth
-        let full = links.values.contains { $0.queuedNotifications + $0.pendingIndications >= depth }
+        // By handle, read in place (the values would be copies).
+        let full = links.keys.contains { handle in
+            (links[handle]?.queuedNotifications ?? 0) + (links[handle]?.pendingIndications ?? 0) >= depth
+        }
         if !full {
             notifyRefused = false
             emit(.readyToNotify)
@@ -125,7 +128,7 @@ extension HostMachine {
 
     /// Starts a GATT client procedure on a link; `id` nil for the machine's own, whose result nobody hears.
     mutating func startClientOperation(_ operation: GATTOperation, on handle: ConnectionHandle, id: HostOperationID?) {
-        guard links[handle] != nil else {
+        guard links.contains(handle) else {
             if let id { complete(id, .failure(HostError(.invalidState, "no link \(handle)"))) }
             return
         }

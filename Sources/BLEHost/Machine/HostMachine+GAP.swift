@@ -198,7 +198,7 @@ extension HostMachine {
                 status: event.status, handle: event.handle, role: event.role, peer: event.peerAddress,
                 interval: event.connectionInterval, latency: event.peripheralLatency, timeout: event.supervisionTimeout)
         case .connectionUpdateComplete(let event):
-            guard event.status == .success, links[event.handle] != nil else { return }
+            guard event.status == .success, links.contains(event.handle) else { return }
             links[event.handle]?.info.interval = event.connectionInterval
             links[event.handle]?.info.latency = event.peripheralLatency
             links[event.handle]?.info.supervisionTimeout = event.supervisionTimeout

@@ -43,7 +43,7 @@ extension HostMachine {
     /// Tells the GATT server whether this device holds a bond with the peer of a link: a value that needs
     /// encryption is then refused with Insufficient Encryption instead of Insufficient Authentication.
     public mutating func setPeerBonded(_ handle: ConnectionHandle, _ isBonded: Bool) {
-        guard links[handle] != nil else { return }
+        guard links.contains(handle) else { return }
         server.bondChanged(handle, isBonded: isBonded)
     }
 
@@ -56,7 +56,7 @@ extension HostMachine {
     ) -> [HostAction] {
         let actions = server.respond(to: request, result: result, value: value)
         let handedOver = actions.contains { action in
-            if case .respond(let connection, _) = action { return links[connection] != nil }
+            if case .respond(let connection, _) = action { return links.contains(connection) }
             return false
         }
         runServer(actions)
@@ -95,7 +95,7 @@ extension HostMachine {
             }
         }
         if let delivery { beginDelivery(delivery) }
-        for (handle, configuration) in targets where links[handle] != nil {
+        for (handle, configuration) in targets where links.contains(handle) {
             if configuration.contains(.notification),
                 let notification = server.notification(characteristicValue: attribute, value: value, to: handle),
                 let actions = try? links[handle]?.bearer.sendUnacknowledged(.handleValueNotification(notification))

@@ -132,7 +132,7 @@ extension HostMachine {
         _ payload: ByteBuffer, channel: L2CAPChannelID, kind: OutgoingFragment.Kind, on handle: ConnectionHandle,
         delivery: HostOperationID? = nil
     ) {
-        guard links[handle] != nil else { return }
+        guard links.contains(handle) else { return }
         let frame = L2CAPBasicFrame(channelID: channel, payload: payload)
         // acl.length > 0: start-up adopts only a non-zero buffer length the controller gives (else the default 27).
         let fragments = L2CAPFragmenter(maximumFragmentLength: acl.length).fragments(of: frame)
@@ -201,7 +201,7 @@ extension HostMachine {
 
     mutating func receivedACL(_ packet: HCIACLDataPacket) {
         let handle = packet.handle
-        guard links[handle] != nil else {
+        guard links.contains(handle) else {
             counters.droppedACLPackets += 1
             return log(.notice, "dropped ACL data for \(handle), which is not a link", connection: handle)
         }
@@ -242,7 +242,7 @@ extension HostMachine {
             case .send(let command):
                 queueL2CAP(command.encoded, channel: .leSignaling, kind: .other, on: handle)
             case .startTimer(let timer, let after):
-                guard links[handle] != nil else { continue }
+                guard links.contains(handle) else { continue }
                 if let running = links[handle]?.signalingTimers[timer] { cancelTimer(running) }
                 let id = startTimer(.signaling(handle, timer), after: after)
                 links[handle]?.signalingTimers[timer] = id

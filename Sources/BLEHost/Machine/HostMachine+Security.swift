@@ -82,7 +82,7 @@ extension HostMachine {
 
     /// Answers the controller's LTK request with a key kept from an earlier pairing, or says there is none.
     mutating func replyLongTermKey(_ handle: ConnectionHandle, key: [UInt8]?, id: HostOperationID) {
-        guard links[handle] != nil else {
+        guard links.contains(handle) else {
             return complete(id, .failure(HostError(.invalidState, "answering an LTK request: \(handle) is not a link")))
         }
         if let key, key.count == 16 {
@@ -136,7 +136,7 @@ extension HostMachine {
 
     /// Encryption Change and Encryption Key Refresh Complete.
     mutating func encryptionChanged(_ handle: ConnectionHandle, status: HCIStatus, encrypted: Bool) {
-        guard links[handle] != nil else { return }
+        guard links.contains(handle) else { return }
         let wasEncrypted = links[handle]?.security.encrypted ?? false
         links[handle]?.security.encrypted = status == .success ? encrypted : wasEncrypted
         server.encryptionChanged(handle, isEncrypted: links[handle]?.security.encrypted ?? false)
@@ -157,7 +157,7 @@ extension HostMachine {
 
     /// The controller asks the peripheral's host for the key the central encrypts with.
     mutating func longTermKeyRequested(_ handle: ConnectionHandle, ediv: UInt16, rand: UInt64) {
-        guard links[handle] != nil else {
+        guard links.contains(handle) else {
             return enqueue(HCILELongTermKeyRequestNegativeReply(handle: handle).packet, for: .none)
         }
         // A key the pairing under way made (EDIV and Rand zero) answers at once.
@@ -282,7 +282,7 @@ extension HostMachine {
     /// A pairing is over: the request that started it completes and the layer above hears the result.
     mutating func pairingCompleted(on handle: ConnectionHandle, _ result: SMPPairing.Result, request: HostOperationID?)
     {
-        if result.bonded, links[handle] != nil { server.bondChanged(handle, isBonded: true) }
+        if result.bonded, links.contains(handle) { server.bondChanged(handle, isBonded: true) }
         if let request { complete(request, .success(.paired(result))) }
         emit(.pairingCompleted(handle, result))
     }
@@ -302,7 +302,7 @@ extension HostMachine {
 
     /// LE Enable Encryption refused by the controller: what waited for it fails.
     mutating func encryptionRefused(_ handle: ConnectionHandle, _ error: HostError) {
-        guard links[handle] != nil else { return }
+        guard links.contains(handle) else { return }
         if let id = links[handle]?.security.encryptRequest {
             links[handle]?.security.encryptRequest = nil
             complete(id, .failure(error))

@@ -36,7 +36,7 @@ public struct HostMachine: Sendable {
 
     var commands = CommandFlow()
     var acl = ACLFlow()
-    var links: [ConnectionHandle: Link] = [:]
+    var links = LinkTable()
     var scan = ScanMachine()
     var advertising = AdvertisingMachine()
     /// Connection initiation toward the peers the layer above waits for, and the parameters asked for.

@@ -72,3 +72,74 @@ struct ACLFlow: Sendable {
     /// event, and most links of a large host have nothing to send).
     var queued = 0
 }
+
+/// The machine's links by handle, a value like the rest of the machine.
+///
+/// A dictionary of links would do, but `links[handle]?.field = x` on one copies the whole `Link` out and back
+/// in (the standard library's optional `_modify` moves the value into an `Optional` and initialises the storage
+/// again from a copy of it), and a `Link` holds a dozen machines: a streaming link paid for several such copies
+/// per notification, a quarter of its profile. Here each link sits in a box of its own, copied on write (a
+/// copy of the machine shares the boxes until one side changes a link), so the same expression changes the
+/// stored link in place.
+struct LinkTable: Sendable {
+    /// One link. Shared only between copies of a table, and then never changed: a change to a shared box
+    /// goes to a new one first.
+    private final class Box: @unchecked Sendable {
+        var link: Link?
+        init(_ link: Link?) { self.link = link }
+    }
+
+    private var storage: [ConnectionHandle: Box] = [:]
+
+    subscript(handle: ConnectionHandle) -> Link? {
+        // Lent, not copied: `links[handle]?.queuedNotifications` reads one counter of the stored link.
+        _read {
+            if let box = storage[handle] {
+                yield box.link
+            } else {
+                yield nil
+            }
+        }
+        set {
+            if let newValue {
+                storage[handle] = Box(newValue)
+            } else {
+                storage.removeValue(forKey: handle)
+            }
+        }
+        _modify {
+            if let box = uniqueBox(handle) {
+                // Not looked at afterwards: reading the optional, even to compare it with nil, copies the link.
+                // A link leaves the table by `removeValue(forKey:)` or by assigning nil (the setter).
+                yield &box.link
+                assert(box.link != nil, "a link was set to nil through an inout access; use removeValue(forKey:)")
+            } else {
+                var added: Link? = nil
+                yield &added
+                if let added { storage[handle] = Box(added) }
+            }
+        }
+    }
+
+    /// The box of `handle`'s link, this table's own.
+    private mutating func uniqueBox(_ handle: ConnectionHandle) -> Box? {
+        guard let index = storage.index(forKey: handle) else { return nil }
+        if !isKnownUniquelyReferenced(&storage.values[index]) {
+            storage.values[index] = Box(storage.values[index].link)
+        }
+        return storage.values[index]
+    }
+
+    /// Whether there is a link with this handle (`links[handle] != nil` copied the link to compare it).
+    func contains(_ handle: ConnectionHandle) -> Bool { storage[handle] != nil }
+
+    @discardableResult
+    mutating func removeValue(forKey handle: ConnectionHandle) -> Link? {
+        storage.removeValue(forKey: handle)?.link
+    }
+
+    var keys: Dictionary<ConnectionHandle, some Any>.Keys { storage.keys }
+    var values: some Sequence<Link> { storage.values.lazy.compactMap(\.link) }
+    var count: Int { storage.count }
+    var isEmpty: Bool { storage.isEmpty }
+}
