@@ -80,7 +80,8 @@ struct ACLFlow: Sendable {
 /// again from a copy of it), and a `Link` holds a dozen machines: a streaming link paid for several such copies
 /// per notification, a quarter of its profile. Here each link sits in a box of its own, copied on write (a
 /// copy of the machine shares the boxes until one side changes a link), so the same expression changes the
-/// stored link in place.
+/// stored link in place. The boxes are found by the handle's value, not by hashing it (a handle has 12 bits;
+/// hashing was a few per cent of a notification's cost, with several lookups each).
 struct LinkTable: Sendable {
     /// One link. Shared only between copies of a table, and then never changed: a change to a shared box
     /// goes to a new one first.
@@ -89,22 +90,27 @@ struct LinkTable: Sendable {
         init(_ link: Link?) { self.link = link }
     }
 
-    private var storage: [ConnectionHandle: Box] = [:]
+    /// By handle value; as long as the highest handle in use needs.
+    private var boxes: [Box?] = []
+    private(set) var count = 0
 
     subscript(handle: ConnectionHandle) -> Link? {
         // Lent, not copied: `links[handle]?.queuedNotifications` reads one counter of the stored link.
         _read {
-            if let box = storage[handle] {
+            if let box = box(handle) {
                 yield box.link
             } else {
                 yield nil
             }
         }
         set {
+            let index = Int(handle.rawValue)
             if let newValue {
-                storage[handle] = Box(newValue)
+                if index >= boxes.count { boxes.append(contentsOf: repeatElement(nil, count: index + 1 - boxes.count)) }
+                if boxes[index] == nil { count += 1 }
+                boxes[index] = Box(newValue)
             } else {
-                storage.removeValue(forKey: handle)
+                removeValue(forKey: handle)
             }
         }
         _modify {
@@ -116,30 +122,42 @@ struct LinkTable: Sendable {
             } else {
                 var added: Link? = nil
                 yield &added
-                if let added { storage[handle] = Box(added) }
+                if let added { self[handle] = added }
             }
         }
     }
 
+    private func box(_ handle: ConnectionHandle) -> Box? {
+        let index = Int(handle.rawValue)
+        return index < boxes.count ? boxes[index] : nil
+    }
+
     /// The box of `handle`'s link, this table's own.
     private mutating func uniqueBox(_ handle: ConnectionHandle) -> Box? {
-        guard let index = storage.index(forKey: handle) else { return nil }
-        if !isKnownUniquelyReferenced(&storage.values[index]) {
-            storage.values[index] = Box(storage.values[index].link)
+        let index = Int(handle.rawValue)
+        guard index < boxes.count, boxes[index] != nil else { return nil }
+        if !isKnownUniquelyReferenced(&boxes[index]!) {
+            boxes[index] = Box(boxes[index]!.link)
         }
-        return storage.values[index]
+        return boxes[index]
     }
 
     /// Whether there is a link with this handle (`links[handle] != nil` copied the link to compare it).
-    func contains(_ handle: ConnectionHandle) -> Bool { storage[handle] != nil }
+    func contains(_ handle: ConnectionHandle) -> Bool { box(handle) != nil }
 
     @discardableResult
     mutating func removeValue(forKey handle: ConnectionHandle) -> Link? {
-        storage.removeValue(forKey: handle)?.link
+        let index = Int(handle.rawValue)
+        guard index < boxes.count, let box = boxes[index] else { return nil }
+        boxes[index] = nil
+        count -= 1
+        return box.link
     }
 
-    var keys: Dictionary<ConnectionHandle, some Any>.Keys { storage.keys }
-    var values: some Sequence<Link> { storage.values.lazy.compactMap(\.link) }
-    var count: Int { storage.count }
-    var isEmpty: Bool { storage.isEmpty }
+    /// The handles in use, lowest first.
+    var keys: [ConnectionHandle] {
+        boxes.indices.compactMap { boxes[$0] == nil ? nil : ConnectionHandle(UInt16($0)) }
+    }
+    var values: some Sequence<Link> { boxes.lazy.compactMap { $0?.link } }
+    var isEmpty: Bool { count == 0 }
 }
