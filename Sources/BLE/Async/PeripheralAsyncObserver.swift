@@ -59,8 +59,11 @@ final class PeripheralAsyncObserver: PeripheralObserver {
         update: ValueUpdate.Kind?
     ) {
         guard let update, error == nil, let value = characteristic.value else { return }
-        let streams = state.withLock {
-            Array(($0.notifications[ObjectIdentifier(characteristic)] ?? [:]).sorted { $0.key < $1.key }.map(\.value))
+        let streams = state.withLock { s -> [Sink] in
+            guard let streams = s.notifications[ObjectIdentifier(characteristic)] else { return [] }
+            // One stream (the usual case) needs no sorting.
+            if streams.count == 1, let only = streams.first { return [only.value] }
+            return streams.sorted { $0.key < $1.key }.map(\.value)
         }
         for s in streams { s.yield(value, update) }
     }

@@ -154,12 +154,13 @@ public struct GATTServer: Sendable {
 
     /// Every client with a non-empty configuration for this characteristic value, in connection order.
     public func subscribers(of characteristicValue: AttributeHandle) -> [(ConnectionHandle, GATTClientConfiguration)] {
-        clients.compactMap { connection, client in
+        let subscribers = clients.compactMap { connection, client -> (ConnectionHandle, GATTClientConfiguration)? in
             guard let configuration = client.configurations[characteristicValue], !configuration.isEmpty else {
                 return nil
             }
             return (connection, configuration)
-        }.sorted { $0.0 < $1.0 }
+        }
+        return subscribers.count < 2 ? subscribers : subscribers.sorted { $0.0 < $1.0 }
     }
 
     // MARK: - Server-initiated updates
@@ -175,7 +176,13 @@ public struct GATTServer: Sendable {
         guard configuration(of: connection, characteristicValue: characteristicValue).contains(.notification) else {
             return nil
         }
-        return .init(handle: characteristicValue, value: Array(value.prefix(Int(mtu(of: connection)) - 3)))
+        return .init(handle: characteristicValue, value: Self.cut(value, toMTU: mtu(of: connection)))
+    }
+
+    /// A value cut to ATT_MTU-3, copied only when it is longer.
+    private static func cut(_ value: [UInt8], toMTU mtu: UInt16) -> [UInt8] {
+        let limit = Int(mtu) - 3
+        return value.count <= limit ? value : Array(value.prefix(limit))
     }
 
     /// The indication to send this client, when it enabled indications for the characteristic; the value is
@@ -189,7 +196,7 @@ public struct GATTServer: Sendable {
         guard configuration(of: connection, characteristicValue: characteristicValue).contains(.indication) else {
             return nil
         }
-        return .init(handle: characteristicValue, value: Array(value.prefix(Int(mtu(of: connection)) - 3)))
+        return .init(handle: characteristicValue, value: Self.cut(value, toMTU: mtu(of: connection)))
     }
 
     /// The Service Changed indication for a handle range, for a client that enabled it.
