@@ -178,8 +178,10 @@ public struct ATTBearer: Sendable {
         guard kind == .command || kind == .notification else {
             throw ATTError(.notAllowed, opcode: pdu.opcode, "not a command or notification")
         }
-        guard pdu.encodedLength <= Int(mtu) else { throw ATTError(.exceedsMTU, opcode: pdu.opcode) }
-        return [.send(pdu.encoded())]
+        // Encoded once: measuring it with `encodedLength` first encoded every notification twice.
+        let encoded = pdu.encoded()
+        guard encoded.readableBytes <= Int(mtu) else { throw ATTError(.exceedsMTU, opcode: pdu.opcode) }
+        return [.send(encoded)]
     }
 
     // MARK: - Server side

@@ -150,11 +150,26 @@ public enum ATTPDU: Sendable, Hashable {
         }
     }
 
-    /// The whole PDU as a buffer.
+    /// The whole PDU as a buffer, allocated once: room for the PDUs that carry a value (notifications,
+    /// indications, writes, read responses) is known before writing.
     public func encoded() -> ByteBuffer {
         var buffer = ByteBuffer()
+        buffer.reserveCapacity(capacityHint)
         encode(into: &buffer)
         return buffer
+    }
+
+    /// The encoded length of the PDUs that carry a value; 23 (the default ATT_MTU) for the rest.
+    private var capacityHint: Int {
+        switch self {
+        case .handleValueNotification(let n): 3 + n.value.count
+        case .handleValueIndication(let i): 3 + i.value.count
+        case .writeCommand(let w): 3 + w.value.count
+        case .writeRequest(let w): 3 + w.value.count
+        case .readResponse(let r): 1 + r.value.count
+        case .unknown(_, let bytes): 1 + bytes.count
+        default: Int(ATTBearer.defaultMTU)
+        }
     }
 
     /// The whole PDU as bytes.

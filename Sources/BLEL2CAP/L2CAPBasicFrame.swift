@@ -81,6 +81,21 @@ public struct L2CAPBasicFrame: Hashable, Sendable, CustomStringConvertible {
         return buffer
     }
 
+    /// The encoded frame as bytes, in one allocation (what one ACL packet carries when the frame fits it).
+    public var bytes: [UInt8] {
+        let length = payload.readableBytes
+        return [UInt8](unsafeUninitializedCapacity: Self.headerLength + length) { out, count in
+            out[0] = UInt8(truncatingIfNeeded: length)
+            out[1] = UInt8(truncatingIfNeeded: length >> 8)
+            out[2] = UInt8(truncatingIfNeeded: channelID.rawValue)
+            out[3] = UInt8(truncatingIfNeeded: channelID.rawValue >> 8)
+            payload.withUnsafeReadableBytes { bytes in
+                _ = UnsafeMutableBufferPointer(rebasing: out[Self.headerLength...]).initialize(from: bytes)
+            }
+            count = Self.headerLength + length
+        }
+    }
+
     /// The encoded length: header plus payload.
     public var encodedLength: Int { Self.headerLength + payload.readableBytes }
 

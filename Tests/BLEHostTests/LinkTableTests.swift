@@ -17,9 +17,9 @@ struct LinkTableTests {
     @Test func addsChangesAndRemovesLinksByHandle() {
         var table = LinkTable()
         #expect(table.isEmpty && table.keys.isEmpty)
-        table[ConnectionHandle(0x0EFF)] = Self.link(0x0EFF)
-        table[ConnectionHandle(3)] = Self.link(3)
-        table[ConnectionHandle(0x40)] = Self.link(0x40)
+        table.insert(Self.link(0x0EFF), for: ConnectionHandle(0x0EFF))
+        table.insert(Self.link(3), for: ConnectionHandle(3))
+        table.insert(Self.link(0x40), for: ConnectionHandle(0x40))
         #expect(table.count == 3)
         #expect(table.keys == [ConnectionHandle(3), ConnectionHandle(0x40), ConnectionHandle(0x0EFF)])
         table[ConnectionHandle(3)]?.queuedNotifications += 2
@@ -30,17 +30,17 @@ struct LinkTableTests {
         #expect(table.count == 3 && !table.contains(ConnectionHandle(4)))
         #expect(table.removeValue(forKey: ConnectionHandle(0x40))?.info.handle == ConnectionHandle(0x40))
         #expect(table.removeValue(forKey: ConnectionHandle(0x40)) == nil)
-        table[ConnectionHandle(0x0EFF)] = nil
+        table.removeValue(forKey: ConnectionHandle(0x0EFF))
         #expect(table.count == 1 && table.keys == [ConnectionHandle(3)])
         #expect(table.values.map(\.info.handle) == [ConnectionHandle(3)])
         // A handle past any seen so far, out of the spec's range (12 bits are kept), is still a key.
-        table[ConnectionHandle(0x0FFF)] = Self.link(0x0FFF)
+        table.insert(Self.link(0x0FFF), for: ConnectionHandle(0x0FFF))
         #expect(table.contains(ConnectionHandle(0x0FFF)) && table.count == 2)
     }
 
     @Test func aCopyIsAValueOfItsOwn() {
         var original = LinkTable()
-        original[ConnectionHandle(1)] = Self.link(1)
+        original.insert(Self.link(1), for: ConnectionHandle(1))
         var copy = original
         copy[ConnectionHandle(1)]?.queuedNotifications = 5
         #expect(original[ConnectionHandle(1)]?.queuedNotifications == 0)

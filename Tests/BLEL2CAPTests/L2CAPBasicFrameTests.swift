@@ -19,6 +19,7 @@ import Testing
         let built = L2CAPBasicFrame(channelID: .att, payload: [0x02, 0x17, 0x00])
         #expect(built == frame)
         #expect(Array(built.encoded.readableBytesView) == Self.mtuRequest)
+        #expect(built.bytes == Self.mtuRequest)
         var buffer = ByteBuffer(bytes: [0xAA])
         #expect(built.encode(into: &buffer) == 7)
         #expect(Array(buffer.readableBytesView) == [0xAA] + Self.mtuRequest)
@@ -30,6 +31,23 @@ import Testing
         #expect(frame.channelID == L2CAPChannelID(rawValue: 0x0040))
         #expect(frame.payload.readableBytes == 0)
         #expect(Array(frame.encoded.readableBytesView) == bytes)
+        #expect(frame.bytes == bytes)
+    }
+
+    /// `bytes` (one array, what a one-packet PDU carries) and `encoded` agree, for payloads of every size up to
+    /// the longest an LE ACL buffer holds and beyond, and for a payload read from the middle of a buffer.
+    @Test func bytesAreTheEncodedFrame() {
+        for length in [0, 1, 23, 247, 251, 300, 517] {
+            let payload = (0..<length).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+            let frame = L2CAPBasicFrame(
+                channelID: L2CAPChannelID(rawValue: 0x0023), payload: ByteBuffer(bytes: payload))
+            #expect(frame.bytes == Array(frame.encoded.readableBytesView), "payload of \(length)")
+            #expect(frame.bytes.count == 4 + length)
+        }
+        var buffer = ByteBuffer(bytes: [9, 9, 1, 2, 3, 9])
+        buffer.moveReaderIndex(forwardBy: 2)
+        let slice = buffer.readSlice(length: 3)!
+        #expect(L2CAPBasicFrame(channelID: .att, payload: slice).bytes == [3, 0, 4, 0, 1, 2, 3])
     }
 
     @Test func everyTruncationIsRejected() {

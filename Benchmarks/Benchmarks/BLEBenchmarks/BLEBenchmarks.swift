@@ -24,6 +24,9 @@ let benchmarks: @Sendable () -> Void = {
             metrics: [.wallClock, .cpuTotal, .mallocCountTotal, .throughput, payloadRate], scalingFactor: .kilo,
             maxDuration: .seconds(60), maxIterations: 5)
     ) { benchmark in
+        // The measurement window opens and closes on the radio's run loop, inside the run this closure awaits;
+        // ordo-one's Benchmark is not Sendable.
+        nonisolated(unsafe) let benchmark = benchmark
         let bench = LinkBenchmark(kind: .notifications, phy: .le1M, payload: 251, interval: .milliseconds(30))
         let m = try await bench.run(
             seconds: 60, seed: 1, values: 1_000,
@@ -37,6 +40,9 @@ let benchmarks: @Sendable () -> Void = {
             metrics: [.wallClock, .mallocCountTotal, .peakMemoryResident, realTime, delivered, perLink],
             maxDuration: .seconds(600), maxIterations: 1)
     ) { benchmark in
+        // The measurement window opens and closes on the radio's run loop, inside the run this closure awaits;
+        // ordo-one's Benchmark is not Sendable.
+        nonisolated(unsafe) let benchmark = benchmark
         let r = try await ScaleBenchmark(centrals: 50, peripheralsPerCentral: 20).run(
             seconds: 10, seed: 1, window: { open in open ? benchmark.startMeasurement() : benchmark.stopMeasurement() })
         benchmark.measurement(realTime, Int((r.realTimeFactor * 100).rounded()))
@@ -49,6 +55,9 @@ let benchmarks: @Sendable () -> Void = {
         configuration: .init(
             metrics: [.wallClock, .mallocCountTotal, delivered], maxDuration: .seconds(120), maxIterations: 3)
     ) { benchmark in
+        // The measurement window opens and closes on the radio's run loop, inside the run this closure awaits;
+        // ordo-one's Benchmark is not Sendable.
+        nonisolated(unsafe) let benchmark = benchmark
         let r = try await ScaleBenchmark.heartRate.run(
             seconds: 86_400, seed: 1,
             window: { open in open ? benchmark.startMeasurement() : benchmark.stopMeasurement() })

@@ -33,9 +33,11 @@ extension HostMachine {
             _ = connectTargetEnded(onAir: peer)
             runConnect(connecting.connectionComplete(status: .success, peer: peer))
         }
-        links[handle] = Link(
-            info: info, preferredMTU: configuration.preferredMTU, peerAddress: peer,
-            localAddress: self.info?.address ?? .zero)
+        links.insert(
+            Link(
+                info: info, preferredMTU: configuration.preferredMTU, peerAddress: peer,
+                localAddress: self.info?.address ?? .zero),
+            for: handle)
         acl.order.append(handle)
         server.connected(handle)
         emit(.connected(info))
@@ -134,17 +136,26 @@ extension HostMachine {
     ) {
         guard links.contains(handle) else { return }
         let frame = L2CAPBasicFrame(channelID: channel, payload: payload)
-        // acl.length > 0: start-up adopts only a non-zero buffer length the controller gives (else the default 27).
-        let fragments = L2CAPFragmenter(maximumFragmentLength: acl.length).fragments(of: frame)
-        for (i, fragment) in fragments.enumerated() {
-            let packet = HCIACLDataPacket(
-                handle: handle, packetBoundary: .init(rawValue: fragment.boundary.rawValue),
-                data: Array(fragment.data.readableBytesView))
-            let isLast = i == fragments.count - 1
-            if isLast, let delivery { addDelivery(delivery) }
-            links[handle]?.outgoing.append(
-                .init(packet: packet, kind: kind, isLast: isLast, delivery: isLast ? delivery : nil))
+        if frame.encodedLength <= acl.length {
+            // One packet (a notification on a link with a full-size buffer): the frame's bytes are written once,
+            // straight into the packet.
+            if let delivery { addDelivery(delivery) }
+            let packet = HCIACLDataPacket(handle: handle, packetBoundary: .firstNonFlushable, data: frame.bytes)
+            links[handle]?.outgoing.append(.init(packet: packet, kind: kind, isLast: true, delivery: delivery))
             acl.queued += 1
+        } else {
+            // acl.length > 0: start-up adopts only a non-zero buffer length the controller gives (else 27).
+            let fragments = L2CAPFragmenter(maximumFragmentLength: acl.length).fragments(of: frame)
+            for (i, fragment) in fragments.enumerated() {
+                let packet = HCIACLDataPacket(
+                    handle: handle, packetBoundary: .init(rawValue: fragment.boundary.rawValue),
+                    data: Array(fragment.data.readableBytesView))
+                let isLast = i == fragments.count - 1
+                if isLast, let delivery { addDelivery(delivery) }
+                links[handle]?.outgoing.append(
+                    .init(packet: packet, kind: kind, isLast: isLast, delivery: isLast ? delivery : nil))
+                acl.queued += 1
+            }
         }
         switch kind {
         case .writeCommand: links[handle]?.queuedWriteCommands += 1

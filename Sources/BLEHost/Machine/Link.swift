@@ -80,51 +80,51 @@ struct ACLFlow: Sendable {
 /// again from a copy of it), and a `Link` holds a dozen machines: a streaming link paid for several such copies
 /// per notification, a quarter of its profile. Here each link sits in a box of its own, copied on write (a
 /// copy of the machine shares the boxes until one side changes a link), so the same expression changes the
-/// stored link in place. The boxes are found by the handle's value, not by hashing it (a handle has 12 bits;
-/// hashing was a few per cent of a notification's cost, with several lookups each).
+/// stored link in place. The boxes are found by the handle's value, not by hashing it (a handle has 12 bits).
+///
+/// Reading and changing go through addresses, not coroutines: a `_read` or `_modify` whose frame does not fit
+/// the caller's small buffer is allocated on the heap, and the table's were 16 of a notification's 77
+/// allocations.
 struct LinkTable: Sendable {
-    /// One link. Shared only between copies of a table, and then never changed: a change to a shared box
-    /// goes to a new one first.
+    /// One link, at a fixed address for the box's life. Shared only between copies of a table, and then
+    /// never changed: a change to a shared box goes to a new one first.
     private final class Box: @unchecked Sendable {
-        var link: Link?
-        init(_ link: Link?) { self.link = link }
+        let link: UnsafeMutablePointer<Link?>
+        init(_ value: Link?) {
+            link = .allocate(capacity: 1)
+            link.initialize(to: value)
+        }
+        deinit {
+            link.deinitialize(count: 1)
+            link.deallocate()
+        }
     }
+
+    /// What a missing handle reads: nil, never written.
+    private nonisolated(unsafe) static let noLink: UnsafeMutablePointer<Link?> = {
+        let pointer = UnsafeMutablePointer<Link?>.allocate(capacity: 1)
+        pointer.initialize(to: nil)
+        return pointer
+    }()
 
     /// By handle value; as long as the highest handle in use needs.
     private var boxes: [Box?] = []
     private(set) var count = 0
 
+    /// The link with this handle, or nil. Changed in place (`links[handle]?.pendingIndications += 1`); a change
+    /// through a missing handle does nothing. A link comes with `insert(_:for:)` and goes with
+    /// `removeValue(forKey:)`: assigning to the subscript is not how (a missing handle's address is a shared nil).
     subscript(handle: ConnectionHandle) -> Link? {
-        // Lent, not copied: `links[handle]?.queuedNotifications` reads one counter of the stored link.
-        _read {
-            if let box = box(handle) {
-                yield box.link
-            } else {
-                yield nil
-            }
-        }
-        set {
-            let index = Int(handle.rawValue)
-            if let newValue {
-                if index >= boxes.count { boxes.append(contentsOf: repeatElement(nil, count: index + 1 - boxes.count)) }
-                if boxes[index] == nil { count += 1 }
-                boxes[index] = Box(newValue)
-            } else {
-                removeValue(forKey: handle)
-            }
-        }
-        _modify {
-            if let box = uniqueBox(handle) {
-                // Not looked at afterwards: reading the optional, even to compare it with nil, copies the link.
-                // A link leaves the table by `removeValue(forKey:)` or by assigning nil (the setter).
-                yield &box.link
-                assert(box.link != nil, "a link was set to nil through an inout access; use removeValue(forKey:)")
-            } else {
-                var added: Link? = nil
-                yield &added
-                if let added { self[handle] = added }
-            }
-        }
+        unsafeAddress { UnsafePointer(box(handle)?.link ?? Self.noLink) }
+        unsafeMutableAddress { uniqueBox(handle)?.link ?? Self.noLink }
+    }
+
+    /// Adds `link` under `handle`, replacing any link there.
+    mutating func insert(_ link: Link, for handle: ConnectionHandle) {
+        let index = Int(handle.rawValue)
+        if index >= boxes.count { boxes.append(contentsOf: repeatElement(nil, count: index + 1 - boxes.count)) }
+        if boxes[index] == nil { count += 1 }
+        boxes[index] = Box(link)
     }
 
     private func box(_ handle: ConnectionHandle) -> Box? {
@@ -137,7 +137,7 @@ struct LinkTable: Sendable {
         let index = Int(handle.rawValue)
         guard index < boxes.count, boxes[index] != nil else { return nil }
         if !isKnownUniquelyReferenced(&boxes[index]!) {
-            boxes[index] = Box(boxes[index]!.link)
+            boxes[index] = Box(boxes[index]!.link.pointee)
         }
         return boxes[index]
     }
@@ -151,13 +151,13 @@ struct LinkTable: Sendable {
         guard index < boxes.count, let box = boxes[index] else { return nil }
         boxes[index] = nil
         count -= 1
-        return box.link
+        return box.link.pointee
     }
 
     /// The handles in use, lowest first.
     var keys: [ConnectionHandle] {
         boxes.indices.compactMap { boxes[$0] == nil ? nil : ConnectionHandle(UInt16($0)) }
     }
-    var values: some Sequence<Link> { boxes.lazy.compactMap { $0?.link } }
+    var values: some Sequence<Link> { boxes.lazy.compactMap { $0?.link.pointee } }
     var isEmpty: Bool { count == 0 }
 }
