@@ -153,8 +153,8 @@ public enum ATTPDU: Sendable, Hashable {
     /// The whole PDU as a buffer, allocated once: room for the PDUs that carry a value (notifications,
     /// indications, writes, read responses) is known before writing.
     public func encoded() -> ByteBuffer {
-        var buffer = ByteBuffer()
-        buffer.reserveCapacity(capacityHint)
+        // A buffer made empty and then reserved is allocated twice.
+        var buffer = ByteBufferAllocator().buffer(capacity: capacityHint)
         encode(into: &buffer)
         return buffer
     }

@@ -75,8 +75,7 @@ public struct L2CAPBasicFrame: Hashable, Sendable, CustomStringConvertible {
 
     /// The encoded frame.
     public var encoded: ByteBuffer {
-        var buffer = ByteBuffer()
-        buffer.reserveCapacity(Self.headerLength + payload.readableBytes)
+        var buffer = ByteBufferAllocator().buffer(capacity: Self.headerLength + payload.readableBytes)
         encode(into: &buffer)
         return buffer
     }

@@ -372,6 +372,7 @@ public final class SimulatedRadio: HostScheduler, Sendable {
         let end = VirtualTime.nanos(deadline)
         let wallStart = ContinuousClock.now
         let virtualStart = world.withLock { $0.now }
+        var effects: [RadioEffect] = []
         await settle()
         while true {
             if let condition, condition() { return true }
@@ -392,18 +393,22 @@ public final class SimulatedRadio: HostScheduler, Sendable {
                     }
                 }
             }
-            let effects: [RadioEffect]? = world.withLock { w in
+            // The effects' array goes back and forth between the world and the loop, keeping its room (a new
+            // array per event was two allocations of a notification's fifty).
+            let processed = world.withLock { w in
                 guard let entry = w.clock.popDue(notAfter: end) else {
                     w.clock.advance(to: end)
-                    return nil
+                    return false
                 }
                 w.process(entry.payload)
-                let out = w.effects
-                w.effects = []
-                return out
+                swap(&w.effects, &effects)
+                return true
             }
-            guard let effects else { break }
-            if !effects.isEmpty { perform(effects) }
+            guard processed else { break }
+            if !effects.isEmpty {
+                perform(effects)
+                effects.removeAll(keepingCapacity: true)
+            }
             await settle()
         }
         return condition?() ?? false

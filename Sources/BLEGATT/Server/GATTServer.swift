@@ -154,13 +154,15 @@ public struct GATTServer: Sendable {
 
     /// Every client with a non-empty configuration for this characteristic value, in connection order.
     public func subscribers(of characteristicValue: AttributeHandle) -> [(ConnectionHandle, GATTClientConfiguration)] {
-        let subscribers = clients.compactMap { connection, client -> (ConnectionHandle, GATTClientConfiguration)? in
-            guard let configuration = client.configurations[characteristicValue], !configuration.isEmpty else {
-                return nil
+        var subscribers: [(ConnectionHandle, GATTClientConfiguration)] = []
+        subscribers.reserveCapacity(clients.count)
+        for (connection, client) in clients {
+            if let configuration = client.configurations[characteristicValue], !configuration.isEmpty {
+                subscribers.append((connection, configuration))
             }
-            return (connection, configuration)
         }
-        return subscribers.count < 2 ? subscribers : subscribers.sorted { $0.0 < $1.0 }
+        if subscribers.count > 1 { subscribers.sort { $0.0 < $1.0 } }
+        return subscribers
     }
 
     // MARK: - Server-initiated updates

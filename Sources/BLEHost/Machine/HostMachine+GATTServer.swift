@@ -83,7 +83,8 @@ extension HostMachine {
         delivery: HostOperationID? = nil
     ) -> (sent: Bool, actions: [HostAction]) {
         let depth = configuration.notificationQueueDepth
-        let targets = server.subscribers(of: attribute).filter { connections?.contains($0.0) ?? true }
+        var targets = server.subscribers(of: attribute)
+        if let connections { targets.removeAll { !connections.contains($0.0) } }
         for (handle, _) in targets {
             // Read in place: `let link = links[handle]` copied the whole link (its bearer, recombiner and queues)
             // for every notification.
