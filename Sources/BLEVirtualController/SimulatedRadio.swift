@@ -284,9 +284,17 @@ public final class SimulatedRadio: HostScheduler, Sendable {
         waiter?.resume()
     }
 
+    /// Marks the main queue: `DispatchQueue.main` is a new wrapper object at each use on Linux, so `===` cannot
+    /// tell it (a queue that only targets the main queue is not recognised, and is waited for with `sync`).
+    private static let mainQueueKey: DispatchSpecificKey<Void> = {
+        let key = DispatchSpecificKey<Void>()
+        DispatchQueue.main.setSpecific(key: key, value: ())
+        return key
+    }()
+
     /// Runs a callback dispatched during the run, on its queue, and waits for it.
     private func runInTurn(_ work: @escaping @Sendable () -> Void, on queue: DispatchQueue) async {
-        if queue === DispatchQueue.main {
+        if queue.getSpecific(key: Self.mainQueueKey) != nil {
             // The main queue's work runs on the main thread only: never `sync` to it from the main thread, and
             // do not hold another thread while the main thread gets to it.
             await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
@@ -299,6 +307,22 @@ public final class SimulatedRadio: HostScheduler, Sendable {
             queue.sync(execute: work)
         }
         dispatchState.withLock { $0.outstanding -= 1 }
+    }
+
+    /// The run is over: callbacks dispatched after its last settling (from other threads, while the loop was
+    /// returning) go to their queues now, in order, as they would have outside a run.
+    private func endRun() {
+        let stranded = dispatchState.withLock { s in
+            s.running = false
+            defer { s.queued = [] }
+            return s.queued
+        }
+        for callback in stranded {
+            callback.queue.async {
+                callback.work()
+                self.dispatchFinished()
+            }
+        }
     }
 
     /// Waits until a callback dispatched outside the run ends, or one is dispatched in turn.
@@ -367,7 +391,7 @@ public final class SimulatedRadio: HostScheduler, Sendable {
             return true
         }
         guard claimed else { throw SimulationError.alreadyRunning }
-        defer { dispatchState.withLock { $0.running = false } }
+        defer { endRun() }
 
         let end = VirtualTime.nanos(deadline)
         let wallStart = ContinuousClock.now
@@ -427,8 +451,11 @@ public final class SimulatedRadio: HostScheduler, Sendable {
         while true {
             let next = dispatchState.withLock { s -> Next in
                 if let callback = s.queued.popFirst() { return .callback(callback.queue, callback.work) }
+                // Callbacks dispatched before the run began finish first, as before any job: a task's requests
+                // and theirs reach the agenda in the order they were made.
+                guard s.outstanding == 0 else { return .wait }
                 if let job = s.jobs.popFirst() { return .job(job) }
-                return s.outstanding == 0 ? .done : .wait
+                return .done
             }
             switch next {
             case .callback(let queue, let work): await runInTurn(work, on: queue)

@@ -96,6 +96,40 @@ import Testing
         #expect(log.entries == ["dispatched@\(Duration.milliseconds(10))", "t30@\(Duration.milliseconds(30))"])
         #expect(radio.now == .milliseconds(50))
     }
+
+    /// A callback dispatched while a run ends (here by the run's own stop condition, as another thread's could
+    /// be) is not left behind in the loop's queue: it runs on its queue once the run has returned.
+    @Test func aCallbackDispatchedAsARunEndsStillRuns() async throws {
+        let radio = SimulatedRadio(seed: 1)
+        let log = LockedLog()
+        let queue = DispatchQueue(label: "test.delegate")
+        let stopped = try await radio.run(
+            for: .seconds(1),
+            until: {
+                radio.dispatch(on: queue) { log.append("late") }
+                return true
+            })
+        #expect(stopped)
+        let deadline = ContinuousClock.now + .seconds(10)
+        while log.entries.isEmpty, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(1)) }
+        #expect(log.entries == ["late"])
+    }
+
+    /// A callback dispatched before a run began, still running on its queue, finishes before the run takes a
+    /// job of a task on the radio: their requests reach the agenda in the order they were made.
+    @Test func aCallbackDispatchedBeforeTheRunFinishesBeforeTheRadiosTasks() async throws {
+        let radio = SimulatedRadio(seed: 1)
+        let log = LockedLog()
+        let queue = DispatchQueue(label: "test.delegate")
+        radio.dispatch(on: queue) {
+            Thread.sleep(forTimeInterval: 0.05)
+            log.append("callback")
+        }
+        let task = Task(executorPreference: radio) { log.append("task") }
+        try await radio.run(for: .milliseconds(1))
+        await task.value
+        #expect(log.entries == ["callback", "task"])
+    }
 }
 
 final class LockedLog: Sendable {
