@@ -359,7 +359,7 @@ struct ShellSubscribe: ShellCommandLine {
         }
         let updates = peripheral.valueUpdates(for: c)
         let terminal = shell.terminal
-        let task = Task {
+        let task = shell.background {
             do {
                 for try await update in updates {
                     let reading = ValueReading(update.value, type: c.uuid, presentation: presentation)

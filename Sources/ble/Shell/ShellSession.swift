@@ -40,6 +40,17 @@ final class ShellSession: Sendable {
         return "ble [\(peripheral.name ?? peripheral.address.string)]> "
     }
 
+    /// A task beside the commands (a subscription's printer, the disconnection watcher). On a simulated radio it
+    /// runs on the radio's executor, in the simulation's time: a plain `Task {}` runs on the global executor,
+    /// where the radio does not wait for it, and with the radio as fast as possible (`BLE_SIM_SPEED=fast`) a
+    /// script's `wait` could end, and its next command print, before the values that came during the wait.
+    func background(_ operation: @escaping @Sendable () async -> Void) -> Task<Void, Never> {
+        if let radio = tool.system.virtualController?.radio {
+            return Task(executorPreference: radio, operation: operation)
+        }
+        return Task(operation: operation)
+    }
+
     // MARK: The loop
 
     /// Runs commands until `quit`, Ctrl-D or the end of the script; then ends the subscriptions and the link.
@@ -49,7 +60,7 @@ final class ShellSession: Sendable {
         let lines = terminal.lines(
             completer: { [self] words, partial in completions(words, partial) },
             onInterrupt: { [self] in _ = state.withLock { $0.stopCurrent?.yield() } })
-        let watcher = Task { [self] in await watchDisconnections() }
+        let watcher = background { [self] in await watchDisconnections() }
         if terminal.interactive {
             terminal.print("swift-ble shell: 'help' lists the commands; Tab completes; Ctrl-D or 'quit' leaves.")
         }
