@@ -24,6 +24,8 @@ struct LinkTableTests {
         #expect(table.keys == [ConnectionHandle(3), ConnectionHandle(0x40), ConnectionHandle(0x0EFF)])
         table[ConnectionHandle(3)]?.queuedNotifications += 2
         #expect(table[ConnectionHandle(3)]?.queuedNotifications == 2)
+        #expect(table.containsHandle { table[$0]?.queuedNotifications == 2 })
+        #expect(!table.containsHandle { table[$0]?.queuedNotifications == 3 })
         #expect(table[ConnectionHandle(4)] == nil && !table.contains(ConnectionHandle(4)))
         // A change through a missing handle adds nothing.
         table[ConnectionHandle(4)]?.queuedNotifications += 1

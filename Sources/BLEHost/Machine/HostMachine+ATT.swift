@@ -115,7 +115,7 @@ extension HostMachine {
         guard notifyRefused else { return }
         let depth = configuration.notificationQueueDepth
         // By handle, read in place (the values would be copies).
-        let full = links.keys.contains { handle in
+        let full = links.containsHandle { handle in
             (links[handle]?.queuedNotifications ?? 0) + (links[handle]?.pendingIndications ?? 0) >= depth
         }
         if !full {

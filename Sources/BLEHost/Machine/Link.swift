@@ -154,6 +154,15 @@ struct LinkTable: Sendable {
         return box.link.pointee
     }
 
+    /// Whether any handle in use satisfies `predicate` (which reads its link through the subscript, in place):
+    /// `keys.contains` made the list of handles first.
+    func containsHandle(where predicate: (ConnectionHandle) -> Bool) -> Bool {
+        for index in boxes.indices where boxes[index] != nil {
+            if predicate(ConnectionHandle(UInt16(index))) { return true }
+        }
+        return false
+    }
+
     /// The handles in use, lowest first.
     var keys: [ConnectionHandle] {
         boxes.indices.compactMap { boxes[$0] == nil ? nil : ConnectionHandle(UInt16($0)) }
