@@ -267,6 +267,11 @@ public final class SimulatedRadio: HostScheduler, Sendable {
             waiter?.resume()
             return
         }
+        runOnItsQueue(work, on: queue)
+    }
+
+    /// A callback outside a run: on its queue at once, counted until it ends.
+    private func runOnItsQueue(_ work: @escaping @Sendable () -> Void, on queue: DispatchQueue) {
         queue.async {
             work()
             self.dispatchFinished()
@@ -317,12 +322,7 @@ public final class SimulatedRadio: HostScheduler, Sendable {
             defer { s.queued = [] }
             return s.queued
         }
-        for callback in stranded {
-            callback.queue.async {
-                callback.work()
-                self.dispatchFinished()
-            }
-        }
+        for callback in stranded { runOnItsQueue(callback.work, on: callback.queue) }
     }
 
     /// Waits until a callback dispatched outside the run ends, or one is dispatched in turn.
