@@ -104,6 +104,9 @@ public struct ATTBearer: Sendable {
     }
 
     private var state: State = .open(Open())
+    /// Where unacknowledged PDUs are encoded; shared with the `.send` that carries one until the caller drops
+    /// it, and copied on write if the caller still holds it when the next one is encoded.
+    private var outgoing = ByteBuffer()
     /// The ATT_MTU in force, in octets.
     public private(set) var mtu: UInt16 = ATTBearer.defaultMTU
     /// The receive MTU this side offers in an exchange (23...517).
@@ -178,10 +181,13 @@ public struct ATTBearer: Sendable {
         guard kind == .command || kind == .notification else {
             throw ATTError(.notAllowed, opcode: pdu.opcode, "not a command or notification")
         }
-        // Encoded once: measuring it with `encodedLength` first encoded every notification twice.
-        let encoded = pdu.encoded()
-        guard encoded.readableBytes <= Int(mtu) else { throw ATTError(.exceedsMTU, opcode: pdu.opcode) }
-        return [.send(encoded)]
+        // Encoded once (measuring it with `encodedLength` first encoded every notification twice), into the
+        // bearer's own buffer: once the caller let go of the last one, `clear` finds it unshared and the PDU is
+        // written in place, where a new buffer was two allocations a notification.
+        outgoing.clear()
+        pdu.encode(into: &outgoing)
+        guard outgoing.readableBytes <= Int(mtu) else { throw ATTError(.exceedsMTU, opcode: pdu.opcode) }
+        return [.send(outgoing)]
     }
 
     // MARK: - Server side

@@ -27,7 +27,8 @@ public struct HostConfiguration: Sendable {
     /// only after the controller's buffers and this queue are both full.
     public var writeWithoutResponseQueueDepth: Int = 8
     /// Notifications queued in the host per link before `notify` refuses (`updateValue` returns false),
-    /// behind what the controller's LE ACL buffers already hold.
+    /// behind what the controller's LE ACL buffers already hold. After a refusal, `.readyToNotify` comes when
+    /// every subscriber's queue is down to half this depth (at most `depth / 2` queued).
     public var notificationQueueDepth: Int = 8
     /// The GAP Device Name this host's GATT server shows.
     public var deviceName: String = "swift-ble"

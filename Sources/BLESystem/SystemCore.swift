@@ -516,6 +516,16 @@ public final class SystemCore: Sendable {
         state.withLock { $0.sessions.compactMap(\.session) }
     }
 
+    /// Calls `body` with each registered manager still alive, in the order they registered: the list as it was
+    /// when the call began, each manager taken from its weak reference only when its turn comes (every host
+    /// event goes through here, and a new array of managers for each one was a few per cent of a stream).
+    private func forEachSession(_ body: (any SystemSession) -> Void) {
+        let sessions = state.withLock { $0.sessions }
+        for i in sessions.indices {
+            if let session = sessions[i].session { body(session) }
+        }
+    }
+
     private func setPower(_ power: SystemPowerState) {
         update { $0.power = power }
     }
@@ -599,6 +609,6 @@ public final class SystemCore: Sendable {
             // A request for an attribute goes to the manager that published it, and to no one else.
             if gatt.route(event) { return }
         }
-        for session in liveSessions { session.systemReceived(event) }
+        forEachSession { $0.systemReceived(event) }
     }
 }

@@ -20,7 +20,10 @@ public final class HCIPipe: Sendable {
 
     /// Hands one packet from the controller to the host.
     public func deliverToHost(_ packet: HCIPacket) {
-        let receiver = hostEnd.state.withLock { $0.closed ? nil : $0.host }
+        // Taken out through a captured variable: a closure returned from `withLock`, through its generic result,
+        // was wrapped in a new closure (an allocation) for every packet.
+        var receiver: (@Sendable (HCITransportEvent) -> Void)?
+        hostEnd.state.withLock { if !$0.closed { receiver = $0.host } }
         receiver?(.packet(packet))
     }
 
@@ -42,7 +45,9 @@ public final class HCIPipe: Sendable {
         }
 
         public func send(_ packet: HCIPacket) {
-            let controller = state.withLock { $0.closed ? nil : $0.controller }
+            // As in `deliverToHost`: no closure through `withLock`'s generic result.
+            var controller: (@Sendable (HCIPacket) -> Void)?
+            state.withLock { if !$0.closed { controller = $0.controller } }
             controller?(packet)
         }
 

@@ -67,12 +67,19 @@ public final class SimulatedRadio: HostScheduler, Sendable {
     /// The seed every random choice of this radio derives from (systems on it seed their own draws from it).
     public let seed: UInt64
 
+    /// A callback dispatched during a run, with its queue. A struct and not a tuple: a closure inside a tuple
+    /// kept in a generic collection is wrapped in a new closure on the way in and again on the way out.
+    struct Callback {
+        let queue: DispatchQueue
+        let work: @Sendable () -> Void
+    }
+
     struct DispatchState {
         /// Callbacks dispatched and not finished (those queued for the run loop, the one it runs, and those
         /// dispatched before the run began that are still on their queues).
         var outstanding = 0
         /// Callbacks dispatched during the run, for the run loop to run in this order.
-        var queued: Deque<(queue: DispatchQueue, work: @Sendable () -> Void)> = []
+        var queued: Deque<Callback> = []
         /// The run loop, waiting for callbacks dispatched before the run to end.
         var waiter: CheckedContinuation<Void, Never>?
         var running = false
@@ -258,7 +265,7 @@ public final class SimulatedRadio: HostScheduler, Sendable {
         let (inTurn, waiter) = dispatchState.withLock { s -> (Bool, CheckedContinuation<Void, Never>?) in
             s.outstanding += 1
             guard s.running else { return (false, nil) }
-            s.queued.append((queue, work))
+            s.queued.append(Callback(queue: queue, work: work))
             // A run loop waiting for callbacks dispatched before the run began takes this one now.
             defer { s.waiter = nil }
             return (true, s.waiter)

@@ -140,6 +140,37 @@ import Testing
         #expect(harness.events.filter { if case .readyToNotify = $0 { true } else { false } }.count == 1)
     }
 
+    @Test func readyToNotifyWaitsUntilTheQueueIsDownToHalf() throws {
+        var profile = ControllerProfile()
+        profile.leBufferCount = 1
+        let (harness, service) = try Self.serving(batteryService(value: [0x64]), profile: profile) {
+            $0.notificationQueueDepth = 4
+        }
+        let value = service.characteristicValueHandles[0]
+        harness.controller.deliverL2CAP(
+            handle: Self.link, channel: .att, [0x12] + le16(value.rawValue + 1) + [0x01, 0x00])
+        harness.completed(Self.link.rawValue, 1)
+        harness.controller.clear()
+        harness.log.clear()
+        func readies() -> Int { harness.events.filter { if case .readyToNotify = $0 { true } else { false } }.count }
+
+        // One in the controller's buffer, four queued, the sixth refused.
+        for byte in UInt8(1)...5 { #expect(harness.host.notify(attribute: value, value: [byte], to: nil)) }
+        #expect(!harness.host.notify(attribute: value, value: [6], to: nil))
+        // Three queued, then two: the application hears it may send again at two (half of four), not before.
+        harness.completed(Self.link.rawValue, 1)
+        #expect(readies() == 0)
+        harness.completed(Self.link.rawValue, 1)
+        #expect(readies() == 1)
+        // It fills the queue again from there.
+        #expect(harness.host.notify(attribute: value, value: [6], to: nil))
+        #expect(harness.host.notify(attribute: value, value: [7], to: nil))
+        #expect(!harness.host.notify(attribute: value, value: [8], to: nil))
+        for _ in 0..<6 { harness.completed(Self.link.rawValue, 1) }
+        #expect(harness.controller.att(on: Self.link).map { $0.last } == [1, 2, 3, 4, 5, 6, 7])
+        #expect(readies() == 2)
+    }
+
     @Test func aRefusedNotifyIsReleasedWhenTheFullLinkGoesAway() throws {
         var profile = ControllerProfile()
         profile.leBufferCount = 1

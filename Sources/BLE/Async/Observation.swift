@@ -13,13 +13,19 @@ import Synchronization
 
 /// A list of internal observers, safe to change from any thread; read on the manager's queue at each delivery.
 final class ObserverList<Observer: Sendable>: Sendable {
-    private let entries = Mutex<[(id: UInt64, observer: Observer)]>([])
+    /// The observers and their tokens, side by side: `snapshot` hands out the observers' array itself (shared,
+    /// copied on write), where a list of pairs had to be mapped into a new array for every value delivered.
+    private struct Entries {
+        var ids: [UInt64] = []
+        var observers: [Observer] = []
+    }
+    private let entries = Mutex(Entries())
     private let counter = Mutex<UInt64>(0)
 
     /// The observers, in registration order.
-    var snapshot: [Observer] { entries.withLock { $0.map(\.observer) } }
+    var snapshot: [Observer] { entries.withLock { $0.observers } }
 
-    var isEmpty: Bool { entries.withLock { $0.isEmpty } }
+    var isEmpty: Bool { entries.withLock { $0.observers.isEmpty } }
 
     /// Registers `observer`; the returned token removes it.
     @discardableResult
@@ -28,27 +34,37 @@ final class ObserverList<Observer: Sendable>: Sendable {
             c += 1
             return c
         }
-        entries.withLock { $0.append((id, observer)) }
+        entries.withLock {
+            $0.ids.append(id)
+            $0.observers.append(observer)
+        }
         return id
     }
 
     func remove(_ token: UInt64) {
-        entries.withLock { $0.removeAll { $0.id == token } }
+        entries.withLock { e in
+            guard let index = e.ids.firstIndex(of: token) else { return }
+            e.ids.remove(at: index)
+            e.observers.remove(at: index)
+        }
     }
 
     /// The first registered observer of type `T`, registering the one `make` builds if there is none. The
     /// async layer attaches its observer this way, once per object, on first use.
     func attachment<T>(_ type: T.Type, orAdd make: () -> T) -> T {
-        if let found = entries.withLock({ $0.lazy.compactMap { $0.observer as? T }.first }) { return found }
+        if let found = entries.withLock({ $0.observers.lazy.compactMap { $0 as? T }.first }) { return found }
         let id = counter.withLock { c -> UInt64 in
             c += 1
             return c
         }
         return entries.withLock { list -> T in
-            if let found = list.lazy.compactMap({ $0.observer as? T }).first { return found }
+            if let found = list.observers.lazy.compactMap({ $0 as? T }).first { return found }
             let made = make()
             // `T` is one of the observer types, so the cast succeeds; it is checked to keep the list typed.
-            if let observer = made as? Observer { list.append((id, observer)) }
+            if let observer = made as? Observer {
+                list.ids.append(id)
+                list.observers.append(observer)
+            }
             return made
         }
     }

@@ -59,13 +59,19 @@ final class PeripheralAsyncObserver: PeripheralObserver {
         update: ValueUpdate.Kind?
     ) {
         guard let update, error == nil, let value = characteristic.value else { return }
-        let streams = state.withLock { s -> [Sink] in
-            guard let streams = s.notifications[ObjectIdentifier(characteristic)] else { return [] }
-            // One stream (the usual case) needs no sorting.
-            if streams.count == 1, let only = streams.first { return [only.value] }
-            return streams.sorted { $0.key < $1.key }.map(\.value)
+        // One stream (the usual case) is taken alone: no sorting, and no array made for it.
+        var only: Sink?
+        var several: [Sink] = []
+        state.withLock { s in
+            guard let streams = s.notifications[ObjectIdentifier(characteristic)] else { return }
+            if streams.count == 1 {
+                only = streams.first?.value
+            } else {
+                several = streams.sorted { $0.key < $1.key }.map(\.value)
+            }
         }
-        for s in streams { s.yield(value, update) }
+        if let only { only.yield(value, update) }
+        for s in several { s.yield(value, update) }
     }
 
     func peripheralIsReady(toSendWriteWithoutResponse peripheral: Peripheral) {

@@ -24,7 +24,16 @@ public enum HCIEvent: Sendable, Hashable {
     /// Decodes an event packet. Unknown event codes (and LE subevents) are kept; a known event whose
     /// parameters are short or malformed throws `HCIError`.
     public init(_ packet: HCIEventPacket) throws {
-        var buffer = ByteBuffer(hciBytes: packet.parameters)
+        var buffer = ByteBuffer()
+        try self.init(packet, decodingIn: &buffer)
+    }
+
+    /// Decodes an event packet as `init(_:)` does, reading its parameters through `buffer`, which is cleared
+    /// first: a host that keeps one buffer for its events decodes without allocating one each time (the buffer
+    /// is copied on write when a decoded event still holds part of it).
+    public init(_ packet: HCIEventPacket, decodingIn buffer: inout ByteBuffer) throws {
+        buffer.clear()
+        buffer.writeBytes(packet.parameters)
         switch packet.code {
         case DisconnectionComplete.eventCode: self = .disconnectionComplete(try .init(parameters: &buffer))
         case EncryptionChange.eventCode: self = .encryptionChange(try .init(parameters: &buffer))

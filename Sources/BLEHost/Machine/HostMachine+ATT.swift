@@ -110,13 +110,16 @@ extension HostMachine {
         }
     }
 
-    /// After notifications drained: tell the application it may update subscribers again, if it was refused.
+    /// After notifications drained: tell the application it may update subscribers again, if it was refused,
+    /// once every link's queue is down to half its depth. Telling it at the first free place would have it
+    /// refill one place at a time, each refill costing the application a callback and a refused update; from
+    /// half, it sends half a queue per callback and the controller's buffers stay as full.
     mutating func checkNotifyRoom() {
         guard notifyRefused else { return }
-        let depth = configuration.notificationQueueDepth
+        let lowWater = configuration.notificationQueueDepth / 2
         // By handle, read in place (the values would be copies).
         let full = links.containsHandle { handle in
-            (links[handle]?.queuedNotifications ?? 0) + (links[handle]?.pendingIndications ?? 0) >= depth
+            (links[handle]?.queuedNotifications ?? 0) + (links[handle]?.pendingIndications ?? 0) > lowWater
         }
         if !full {
             notifyRefused = false

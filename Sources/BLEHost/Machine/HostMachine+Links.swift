@@ -220,8 +220,9 @@ extension HostMachine {
             counters.droppedACLPackets += 1
             return log(.warning, "dropped ACL data with an invalid packet boundary flag", connection: handle)
         }
-        guard let output = links[handle]?.recombiner.receive(ByteBuffer(bytes: packet.data), boundary: boundary)
-        else { return }
+        incoming.clear()
+        incoming.writeBytes(packet.data)
+        guard let output = links[handle]?.recombiner.receive(incoming, boundary: boundary) else { return }
         for error in output.errors {
             counters.droppedACLPackets += 1
             log(.warning, "dropped ACL data that did not reassemble: \(error)", connection: handle)

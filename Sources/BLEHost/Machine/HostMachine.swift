@@ -5,6 +5,7 @@ import BLEHCI
 import BLEL2CAP
 import BLESMP
 import DequeModule
+import NIOCore
 
 /// The host for one controller as one value: every rule of the host stack, and none of its I/O.
 ///
@@ -88,6 +89,11 @@ public struct HostMachine: Sendable {
     /// What the current event produced so far.
     var pending: [HostAction] = []
 
+    /// The buffer incoming events and ACL data are decoded through, one packet at a time: unshared again once a
+    /// packet's work is done, so `clear` reuses it (two allocations a packet fewer); whatever still holds part
+    /// of it (the recombiner's partial PDU) keeps its copy, since a shared buffer is copied on write.
+    var incoming = ByteBuffer()
+
     public init(configuration: HostConfiguration = HostConfiguration()) {
         self.configuration = configuration
         self.server = GATTServer(
@@ -161,7 +167,7 @@ public struct HostMachine: Sendable {
         switch packet {
         case .event(let packet):
             do {
-                handle(try HCIEvent(packet))
+                handle(try HCIEvent(packet, decodingIn: &incoming))
             } catch {
                 // Nothing sensible can be done with it; a command it might have completed times out and its
                 // credit is reclaimed. But it is said and counted.
