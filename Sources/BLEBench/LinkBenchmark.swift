@@ -17,6 +17,15 @@ public struct LinkBenchmark: Sendable, Hashable {
         public var isAcknowledged: Bool { self == .writes || self == .indications }
     }
 
+    /// How the phone takes the values it counts, for notifications and indications.
+    public enum Receiver: String, Sendable, Hashable, CaseIterable {
+        /// `peripheral(_:didUpdateValueFor:error:)`: CoreBluetooth's way, and the like of the callback
+        /// Scripts/bumble_stream.py gives Bumble (`subscribe(callback)`).
+        case delegate
+        /// `for try await value in peripheral.notifications(for:)`: the async API, an AsyncThrowingStream.
+        case stream
+    }
+
     public var kind: Kind
     public var phy: LinkPHY
     /// The LL payload both ends allow (27...251); ATT_MTU is this minus 4, so one ATT PDU fills one LL PDU.
@@ -24,13 +33,18 @@ public struct LinkBenchmark: Sendable, Hashable {
     public var interval: Duration
     /// What each notification carries: plain bytes, or bumble-bench's packets (`BumbleBenchPacket`).
     public var format: PacketFormat
+    public var receiver: Receiver
 
-    public init(kind: Kind, phy: LinkPHY, payload: Int, interval: Duration, format: PacketFormat = .plain) {
+    public init(
+        kind: Kind, phy: LinkPHY, payload: Int, interval: Duration, format: PacketFormat = .plain,
+        receiver: Receiver = .stream
+    ) {
         self.kind = kind
         self.phy = phy
         self.payload = payload
         self.interval = interval
         self.format = format
+        self.receiver = receiver
     }
 
     /// The application payload one ATT PDU carries: ATT_MTU - 3.
@@ -96,6 +110,7 @@ public struct LinkBenchmark: Sendable, Hashable {
         let valueLength = self.valueLength
         let model = self.model
         let format = self.format
+        let receiver = self.receiver
         let flow = Task(executorPreference: radio) {
             try await central.waitUntilPoweredOn(timeout: .seconds(5))
             var found: Peripheral?
@@ -121,9 +136,19 @@ public struct LinkBenchmark: Sendable, Hashable {
             case .notifications, .indications:
                 let source = try characteristic(
                     kind == .notifications ? BenchPeripheral.stream(format) : BenchPeripheral.confirmed)
-                let values = peripheral.notifications(for: source)
-                try await peripheral.setNotifyValue(true, for: source, timeout: .seconds(10))
-                for try await value in values { meter.received(value) }
+                switch receiver {
+                case .stream:
+                    let values = peripheral.notifications(for: source)
+                    try await peripheral.setNotifyValue(true, for: source, timeout: .seconds(10))
+                    for try await value in values { meter.received(value) }
+                case .delegate:
+                    let counter = BenchReceiver(meter: meter, source: source)
+                    defer { withExtendedLifetime(counter) {} }
+                    peripheral.delegate = counter
+                    try await peripheral.setNotifyValue(true, for: source, timeout: .seconds(10))
+                    // The values arrive through the delegate until the bench cancels this flow.
+                    try await radio.sleep(for: .seconds(366 * 86_400))
+                }
             case .writesWithoutResponse:
                 let sink = try characteristic(BenchPeripheral.sink)
                 // One send that lasts the whole measurement: between two sends the controller's queue would run
@@ -176,6 +201,22 @@ public struct LinkBenchmark: Sendable, Hashable {
             bytes: bytes, values: received, virtualSeconds: Double(elapsed.clampedNanoseconds) / 1e9,
             wallSeconds: Double(wall.components.seconds) + Double(wall.components.attoseconds) / 1e18,
             inSequence: inSequence)
+    }
+}
+
+/// Counts the values the phone's peripheral delegate hears from the bench characteristic.
+final class BenchReceiver: PeripheralDelegate, Sendable {
+    let meter: BenchMeter
+    let source: Characteristic
+
+    init(meter: BenchMeter, source: Characteristic) {
+        self.meter = meter
+        self.source = source
+    }
+
+    func peripheral(_ peripheral: Peripheral, didUpdateValueFor characteristic: Characteristic, error: (any Error)?) {
+        guard error == nil, characteristic === source, let value = characteristic.value else { return }
+        meter.received(value)
     }
 }
 

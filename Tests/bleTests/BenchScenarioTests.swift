@@ -38,8 +38,9 @@ import Testing
 
 /// The benches run and print what they claim, at small sizes (the figures are the benchmarks', not these tests').
 @Suite(.timeLimit(.minutes(3))) struct BenchScenarioTests {
-    @Test func theHostBenchCarriesBumbleBenchPacketsInSequence() async throws {
-        let bench = HostBenchCommand.bench(format: .bumbleBench)
+    @Test(arguments: LinkBenchmark.Receiver.allCases)
+    func theHostBenchCarriesBumbleBenchPacketsInSequence(_ receiver: LinkBenchmark.Receiver) async throws {
+        let bench = HostBenchCommand.bench(format: .bumbleBench, receiver: receiver)
         let m = try await bench.run(seconds: 0.5, seed: 1)
         #expect(m.values > 0)
         #expect(m.inSequence == m.values)
@@ -65,6 +66,7 @@ import Testing
 
     @Test(arguments: [
         ["--seconds", "nan"], ["--seconds", "inf"], ["--seconds", "-1"], ["--runs", "0"], ["--format", "json"],
+        ["--receiver", "callback"],
     ])
     func theHostBenchRefusesBadOptions(_ arguments: [String]) {
         #expect(throws: (any Error).self) { try HostBenchCommand.parse(arguments) }

@@ -253,6 +253,14 @@ public final class Peripheral: Sendable, Hashable, CustomStringConvertible {
         _ body: @escaping @Sendable (Peripheral, (any PeripheralDelegate)?) -> Void
     ) -> Bool {
         guard let manager else { return false }
+        return deliver(via: manager, update: update, repeating: repeating, wakes: wakes, key: key, body)
+    }
+
+    /// `deliver`, through a manager the caller already took from the weak reference.
+    private func deliver(
+        via manager: CentralManager, update: ValueUpdate.Kind?, repeating: Bool, wakes: Bool, key: DeliveryKey?,
+        _ body: @escaping @Sendable (Peripheral, (any PeripheralDelegate)?) -> Void
+    ) -> Bool {
         // Through the app's delivery: a notification is dropped (and counted) when the app is far behind, and
         // replaces an older value held for a suspended app.
         return manager.app.core.deliver(
@@ -269,17 +277,19 @@ public final class Peripheral: Sendable, Hashable, CustomStringConvertible {
     let observers = ObserverList<any PeripheralObserver>()
 
     func handleValueUpdate(attribute: AttributeHandle, value: [UInt8], isIndication: Bool = false) {
+        // Without its manager nothing can be delivered. Taken from the weak reference once: each look was a
+        // load through the manager's side table, several times per notification.
+        guard let manager else { return }
         // The system subscribes to Service Changed on every link (SharedDiscovery), as iOS does for every app. It
         // only indicates, so a notification (the hot path) never asks the system's shared table, as SystemCore
         // does not either.
-        if isIndication, let handle, let manager,
-            manager.system.core.discovery.isServiceChanged(attribute, on: handle)
-        {
+        if isIndication, let handle, manager.system.core.discovery.isServiceChanged(attribute, on: handle) {
             handleServiceChanged(value)
             return
         }
-        guard let characteristic = locked.withLock({ $0.characteristicsByValue[attribute] }) else { return }
-        if let manager, manager.isPreserved {
+        let (found, alerts) = locked.withLock { ($0.characteristicsByValue[attribute], $0.alerts) }
+        guard let characteristic = found else { return }
+        if manager.isPreserved {
             // Kept for a terminated app: a notification it subscribed to relaunches it.
             if characteristic.isNotifying {
                 manager.noteForRestoration(
@@ -287,20 +297,23 @@ public final class Peripheral: Sendable, Hashable, CustomStringConvertible {
             }
             return
         }
-        if let manager, alerts.onNotification, manager.app.showsConnectionAlerts,
-            characteristic.state.withLock({ $0.isNotifying })
-        {
+        if alerts.onNotification, manager.app.showsConnectionAlerts, characteristic.state.withLock({ $0.isNotifying }) {
             manager.system.showAlert(.notification, for: manager.app, about: self)
         }
         // Whether the app subscribed is decided on its queue, where `isNotifying` turns true just before the
         // callback that reports the subscription, so nothing sent right after that is missed.
         deliver(
-            update: isIndication ? .indication : .notification, repeating: !isIndication,
+            via: manager, update: isIndication ? .indication : .notification, repeating: !isIndication, wakes: true,
             key: DeliveryKey(self, attribute: attribute.rawValue)
         ) { p, d in
             // Only to an app that subscribed: other apps on the link do not hear its notifications.
-            guard characteristic.state.withLock({ $0.isNotifying }) else { return }
-            characteristic.state.withLock { $0.value = Data(value) }
+            let data = Data(value)
+            let subscribed = characteristic.state.withLock { s -> Bool in
+                guard s.isNotifying else { return false }
+                s.value = data
+                return true
+            }
+            guard subscribed else { return }
             d?.peripheral(p, didUpdateValueFor: characteristic, error: nil)
         }
     }

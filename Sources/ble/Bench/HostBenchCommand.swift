@@ -10,7 +10,8 @@ struct HostBenchCommand: AsyncParsableCommand {
         abstract: "Payload per wall-clock second of one link streaming notifications, the whole stack in one process.",
         discussion: """
             Two devices on a simulated radio (ATT_MTU 247, LE 1M, 251-byte LL payloads, a 30 ms interval): the \
-            sensor keeps its notification queue full and the phone counts what arrives, through the public API. \
+            sensor keeps its notification queue full and the phone counts what arrives, through the public API \
+            (its peripheral delegate, or with --receiver stream the async notifications(for:) stream). \
             Each run measures a window of virtual time after a second of warm-up and reads the wall clock around \
             it; the figure is payload bytes per wall-clock second, with the median of the runs. \
             Scripts/bumble_stream.py measures Bumble's whole stack the same way. With --format bumble-bench the \
@@ -30,6 +31,13 @@ struct HostBenchCommand: AsyncParsableCommand {
     @Option(help: "What the notifications carry: plain or bumble-bench.")
     var format = "plain"
 
+    @Option(
+        help: """
+            How the phone takes the values: delegate (peripheral(_:didUpdateValueFor:error:), as Bumble's \
+            callback in Scripts/bumble_stream.py) or stream (for try await in peripheral.notifications(for:)).
+            """)
+    var receiver = "delegate"
+
     @Flag(help: "One JSON object per run, then one for the median, on stdout.")
     var json = false
 
@@ -38,6 +46,11 @@ struct HostBenchCommand: AsyncParsableCommand {
         if seconds > 3600 { throw ValidationError("--seconds must be at most 3600, not \(seconds)") }
         try CommandLineNumbers.checkCount(runs, option: "--runs", minimum: 1)
         if runs > 100 { throw ValidationError("--runs must be at most 100, not \(runs)") }
+        if LinkBenchmark.Receiver(rawValue: receiver) == nil {
+            throw ValidationError(
+                "--receiver must be one of \(LinkBenchmark.Receiver.allCases.map(\.rawValue).joined(separator: ", ")), not '\(receiver)'"
+            )
+        }
         if PacketFormat(rawValue: format) == nil {
             throw ValidationError(
                 "--format must be one of \(PacketFormat.allCases.map(\.rawValue).joined(separator: ", ")), not '\(format)'"
@@ -45,12 +58,16 @@ struct HostBenchCommand: AsyncParsableCommand {
         }
     }
 
-    static func bench(format: PacketFormat) -> LinkBenchmark {
-        LinkBenchmark(kind: .notifications, phy: .le1M, payload: 251, interval: .milliseconds(30), format: format)
+    static func bench(format: PacketFormat, receiver: LinkBenchmark.Receiver = .delegate) -> LinkBenchmark {
+        LinkBenchmark(
+            kind: .notifications, phy: .le1M, payload: 251, interval: .milliseconds(30), format: format,
+            receiver: receiver)
     }
 
     func run() async throws {
-        let bench = Self.bench(format: PacketFormat(rawValue: format) ?? .plain)
+        let bench = Self.bench(
+            format: PacketFormat(rawValue: format) ?? .plain,
+            receiver: LinkBenchmark.Receiver(rawValue: receiver) ?? .delegate)
         if !json {
             Output.line("run   virtual s   wall s   values   in sequence   payload MB/s (wall)   kbit/s (virtual)")
         }
@@ -61,7 +78,7 @@ struct HostBenchCommand: AsyncParsableCommand {
             if json {
                 Output.line(
                     JSON.object([
-                        ("run", .number(run)), ("format", .string(format)),
+                        ("run", .number(run)), ("format", .string(format)), ("receiver", .string(receiver)),
                         ("virtualSeconds", .double(m.virtualSeconds)),
                         ("wallSeconds", .double(m.wallSeconds)), ("values", .number(m.values)),
                         ("inSequence", .number(m.inSequence)), ("payloadBytes", .number(m.bytes)),
