@@ -29,7 +29,8 @@ public enum ATTTimer: Sendable, Hashable {
 /// A pure state machine: events in, actions out. The driver (the host) feeds it the SDUs received on the ATT
 /// channel (``received(_:)``), timer expirations (``timerFired(_:)``), the link's loss
 /// (``linkDisconnected()``) and its users' requests (``sendRequest(_:id:)``, ``sendResponse(_:)``,
-/// ``sendIndication(_:id:)``, ``sendUnacknowledged(_:)``), and performs the returned ``Action``s in order.
+/// ``sendIndication(_:id:)``), and performs the returned ``Action``s in order; ``sendUnacknowledged(_:)``
+/// returns the one PDU to send.
 ///
 /// ### Function
 /// - ATT_MTU starts at 23. The client sends one Exchange MTU Request; the server answers any with its own
@@ -172,10 +173,12 @@ public struct ATTBearer: Sendable {
         sendRequest(.exchangeMTURequest(.init(clientRxMTU: localRxMTU)), id: id)
     }
 
-    /// Sends a PDU that no one answers: a Write Command, Signed Write Command, or (server side) a Handle Value
-    /// Notification or Multiple Handle Value Notification. Throws when the bearer is closed, the PDU is of
-    /// another kind, or it does not fit the ATT_MTU.
-    public mutating func sendUnacknowledged(_ pdu: ATTPDU) throws(ATTError) -> [Action] {
+    /// Encodes a PDU that no one answers, for the caller to send on the ATT fixed channel: a Write Command,
+    /// Signed Write Command, or (server side) a Handle Value Notification or Multiple Handle Value
+    /// Notification. Nothing else follows from it (no timer, no state), so it returns the PDU itself rather than
+    /// a list of one `.send` (an array allocated for every notification). Throws when the bearer is closed, the
+    /// PDU is of another kind, or it does not fit the ATT_MTU.
+    public mutating func sendUnacknowledged(_ pdu: ATTPDU) throws(ATTError) -> ByteBuffer {
         guard isOpen else { throw ATTError(.bearerClosed, opcode: pdu.opcode) }
         let kind = pdu.opcode.kind
         guard kind == .command || kind == .notification else {
@@ -187,7 +190,7 @@ public struct ATTBearer: Sendable {
         outgoing.clear()
         pdu.encode(into: &outgoing)
         guard outgoing.readableBytes <= Int(mtu) else { throw ATTError(.exceedsMTU, opcode: pdu.opcode) }
-        return [.send(outgoing)]
+        return outgoing
     }
 
     // MARK: - Server side

@@ -40,7 +40,7 @@ extension FuzzTarget {
             case 4:
                 let notification = ATTPDU.handleValueNotification(
                     .init(handle: AttributeHandle(reader.uint16()), value: reader.chunk()))
-                if let actions = try? link.bearer.sendUnacknowledged(notification) { try link.apply(actions) }
+                if let pdu = try? link.bearer.sendUnacknowledged(notification) { try link.apply([.send(pdu)]) }
             case 5:
                 try link.apply(link.bearer.timerFired(reader.bool() ? .transaction : .indication))
             case 6:

@@ -318,7 +318,8 @@ extension World {
         }
     }
 
-    /// Number Of Completed Packets, one event per side per connection event that completed something.
+    /// Number Of Completed Packets: one event per side that completed something, after each exchange (and at the
+    /// event's end), so that the host can refill the controller's buffers within the connection event.
     /// - SeeAlso: Core Spec 5.4, Vol 4, Part E, 7.7.19.
     func emitCompletedPackets(_ link: Link) {
         for s in 0..<2 where link.sides[s].alive && link.sides[s].completed > 0 {

@@ -183,8 +183,10 @@ struct World {
     /// Sends a notification the server produced over the server bearer.
     mutating func notify(_ notification: ATTPDU.HandleValueNotification, on connection: ConnectionHandle) throws {
         perform(
-            serverBearer: try links[connection]!.serverBearer.sendUnacknowledged(
-                .handleValueNotification(notification)), connection)
+            serverBearer: [
+                .send(try links[connection]!.serverBearer.sendUnacknowledged(.handleValueNotification(notification)))
+            ],
+            connection)
         pump()
     }
 

@@ -253,14 +253,6 @@ public final class Peripheral: Sendable, Hashable, CustomStringConvertible {
         _ body: @escaping @Sendable (Peripheral, (any PeripheralDelegate)?) -> Void
     ) -> Bool {
         guard let manager else { return false }
-        return deliver(via: manager, update: update, repeating: repeating, wakes: wakes, key: key, body)
-    }
-
-    /// `deliver`, through a manager the caller already took from the weak reference.
-    private func deliver(
-        via manager: CentralManager, update: ValueUpdate.Kind?, repeating: Bool, wakes: Bool, key: DeliveryKey?,
-        _ body: @escaping @Sendable (Peripheral, (any PeripheralDelegate)?) -> Void
-    ) -> Bool {
         // Through the app's delivery: a notification is dropped (and counted) when the app is far behind, and
         // replaces an older value held for a suspended app.
         return manager.app.core.deliver(
@@ -302,10 +294,12 @@ public final class Peripheral: Sendable, Hashable, CustomStringConvertible {
         }
         // Whether the app subscribed is decided on its queue, where `isNotifying` turns true just before the
         // callback that reports the subscription, so nothing sent right after that is missed.
-        deliver(
-            via: manager, update: isIndication ? .indication : .notification, repeating: !isIndication, wakes: true,
+        // What `deliver` does, with the one closure the app's queue runs (not `deliver`'s around this one's).
+        let update: ValueUpdate.Kind = isIndication ? .indication : .notification
+        manager.app.core.deliver(
+            on: manager.queue, generation: manager.launch, repeating: !isIndication, wakes: .central,
             key: DeliveryKey(self, attribute: attribute.rawValue)
-        ) { p, d in
+        ) { [self] in
             // Only to an app that subscribed: other apps on the link do not hear its notifications.
             let data = Data(value)
             let subscribed = characteristic.state.withLock { s -> Bool in
@@ -314,7 +308,7 @@ public final class Peripheral: Sendable, Hashable, CustomStringConvertible {
                 return true
             }
             guard subscribed else { return }
-            d?.peripheral(p, didUpdateValueFor: characteristic, error: nil)
+            deliveryTarget(update: update)?.peripheral(self, didUpdateValueFor: characteristic, error: nil)
         }
     }
 

@@ -203,10 +203,10 @@ extension HostMachine {
             return false
         }
         guard let pdu = try? links[handle]?.client.writeWithoutResponse(attribute, value: value),
-            let actions = try? links[handle]?.bearer.sendUnacknowledged(pdu)
+            let encoded = try? links[handle]?.bearer.sendUnacknowledged(pdu)
         else { return false }
         if let delivery { beginDelivery(delivery) }
-        runBearer(actions, on: handle, kind: .writeCommand, delivery: delivery)
+        queueL2CAP(encoded, channel: .att, kind: .writeCommand, on: handle, delivery: delivery)
         if let delivery { endDelivery(delivery) }
         pumpACL()
         // The queue is now full: whoever queues Write Commands will wait for room, whether or not it tries (and is

@@ -99,9 +99,9 @@ extension HostMachine {
         for (handle, configuration) in targets where links.contains(handle) {
             if configuration.contains(.notification),
                 let notification = server.notification(characteristicValue: attribute, value: value, to: handle),
-                let actions = try? links[handle]?.bearer.sendUnacknowledged(.handleValueNotification(notification))
+                let encoded = try? links[handle]?.bearer.sendUnacknowledged(.handleValueNotification(notification))
             {
-                runBearer(actions, on: handle, kind: .notification, delivery: delivery)
+                queueL2CAP(encoded, channel: .att, kind: .notification, on: handle, delivery: delivery)
             } else if configuration.contains(.indication),
                 let indication = server.indication(characteristicValue: attribute, value: value, to: handle)
             {
