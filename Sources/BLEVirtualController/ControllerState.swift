@@ -98,73 +98,73 @@ final class ControllerState {
     /// The identity this controller was built with: a public address (reported by Read BD_ADDR) or a random
     /// static one (preloaded as the random address, as if programmed at the factory).
     let identity: BluetoothAddress
-    var position: RadioPosition
-    var txPower: Int8
+    @exclusivity(unchecked) var position: RadioPosition
+    @exclusivity(unchecked) var txPower: Int8
     let aclBufferLength: Int
     let aclBufferCount: Int
     /// Links this controller can hold at once, in both roles (Connection Limit Exceeded beyond).
     let maximumConnections: Int
     /// How long HCI packets take to and from the host, and when each direction is next free.
     let hostLink: HostControllerLink
-    var hostToControllerFree: Int64 = 0
-    var controllerToHostFree: Int64 = 0
+    @exclusivity(unchecked) var hostToControllerFree: Int64 = 0
+    @exclusivity(unchecked) var controllerToHostFree: Int64 = 0
     /// Until when this controller's one radio serves an exchange of one of its links: nothing else of it uses
     /// the air before then.
-    var airBusyUntil: Int64 = 0
+    @exclusivity(unchecked) var airBusyUntil: Int64 = 0
     /// Until when its radio is advertising: no connection event of its links starts before then (one that
     /// would is skipped), and a scanner cannot listen meanwhile.
-    var advertisingUntil: Int64 = 0
+    @exclusivity(unchecked) var advertisingUntil: Int64 = 0
     /// Since when an advertising event has been waiting for the radio, if one is: a connection event under way
     /// ends after its current exchange to let it in, and after `World.advertisingPatience` it takes the air
     /// even if it covers the next anchor of a link (that event is skipped).
     /// Kept with the advertising generation it belongs to, so advertising that stopped or restarted leaves no
     /// stale wait behind.
-    var advertisingWaiting: (generation: UInt64, since: Int64)?
+    @exclusivity(unchecked) var advertisingWaiting: (generation: UInt64, since: Int64)?
     var advertisingIsWaiting: Bool { advertising && advertisingWaiting?.generation == advertisingGeneration }
     /// Whether the radio is free at `time`: no exchange in flight and no advertising event.
     func radioFree(at time: Int64) -> Bool { airBusyUntil <= time && advertisingUntil <= time }
-    var powered = true
+    @exclusivity(unchecked) var powered = true
     /// Whether its firmware hangs (`VirtualController.hang`): it drops what its host sends and sends nothing.
-    var hung = false
+    @exclusivity(unchecked) var hung = false
     /// Counts hangs, so that the end of an earlier one does not end a later one.
-    var hangs: UInt64 = 0
+    @exclusivity(unchecked) var hangs: UInt64 = 0
 
     // HCI configuration
-    var eventMask: UInt64 = 0x0000_1FFF_FFFF_FFFF
-    var leEventMask: UInt64 = 0x0000_0000_0000_001F
-    var eventMaskPage2: UInt64 = 0
-    var leHostSupported = false
+    @exclusivity(unchecked) var eventMask: UInt64 = 0x0000_1FFF_FFFF_FFFF
+    @exclusivity(unchecked) var leEventMask: UInt64 = 0x0000_0000_0000_001F
+    @exclusivity(unchecked) var eventMaskPage2: UInt64 = 0
+    @exclusivity(unchecked) var leHostSupported = false
     /// The name Read Local Name reports (UTF-8): the controller's name until Write Local Name changes it.
-    var localName: [UInt8] = []
-    var randomAddress: [UInt8]?
-    var acceptList = Set<LinkAddress>()
-    var suggestedTxOctets = 27
-    var suggestedTxTime = 328
+    @exclusivity(unchecked) var localName: [UInt8] = []
+    @exclusivity(unchecked) var randomAddress: [UInt8]?
+    @exclusivity(unchecked) var acceptList = Set<LinkAddress>()
+    @exclusivity(unchecked) var suggestedTxOctets = 27
+    @exclusivity(unchecked) var suggestedTxTime = 328
     /// A new link's own data lengths: the host's suggested defaults to transmit, the most this controller
     /// receives (251 octets, or 17,040 µs: a 251-octet PDU on LE Coded).
     var localDataLengths: DataLengths {
         DataLengths(rxOctets: 251, rxTime: 17_040, txOctets: suggestedTxOctets, txTime: suggestedTxTime)
     }
-    var defaultPhys: (all: UInt8, tx: UInt8, rx: UInt8) = (0, 0, 0)
+    @exclusivity(unchecked) var defaultPhys: (all: UInt8, tx: UInt8, rx: UInt8) = (0, 0, 0)
     /// HCI ACL packets accepted from the host whose LL PDUs are not all acknowledged yet.
-    var aclInFlight = 0
+    @exclusivity(unchecked) var aclInFlight = 0
 
     // Advertising state
-    var advertisingParameters = AdvertisingParameters()
-    var advertisingData: [UInt8] = []
-    var scanResponseData: [UInt8] = []
-    var advertising = false
-    var advertisingGeneration: UInt64 = 0
-    var advertisingStart: Int64 = 0
+    @exclusivity(unchecked) var advertisingParameters = AdvertisingParameters()
+    @exclusivity(unchecked) var advertisingData: [UInt8] = []
+    @exclusivity(unchecked) var scanResponseData: [UInt8] = []
+    @exclusivity(unchecked) var advertising = false
+    @exclusivity(unchecked) var advertisingGeneration: UInt64 = 0
+    @exclusivity(unchecked) var advertisingStart: Int64 = 0
 
     // Scanning state
-    var scanParameters = ScanParameters()
+    @exclusivity(unchecked) var scanParameters = ScanParameters()
     var scanning = false {
         didSet { if scanning != oldValue { updateListening() } }
     }
-    var filterDuplicates = false
-    var scanStart: Int64 = 0
-    var seen = Set<SeenKey>()
+    @exclusivity(unchecked) var filterDuplicates = false
+    @exclusivity(unchecked) var scanStart: Int64 = 0
+    @exclusivity(unchecked) var seen = Set<SeenKey>()
 
     // Initiating state
     var initiating: InitiatingParameters? {
@@ -179,12 +179,12 @@ final class ControllerState {
 
     /// The anchors of this controller's links that have an event scheduled (`World.earliestAnchor`), and of
     /// those among them that lost their last event to a colliding one.
-    var scheduledAnchors = Heap<ScheduledAnchor>()
-    var starvedAnchors = Heap<ScheduledAnchor>()
+    @exclusivity(unchecked) var scheduledAnchors = Heap<ScheduledAnchor>()
+    @exclusivity(unchecked) var starvedAnchors = Heap<ScheduledAnchor>()
 
     // Links
-    var linkByHandle: [UInt16: Int] = [:]
-    var nextHandle: UInt16 = 0x0001
+    @exclusivity(unchecked) var linkByHandle: [UInt16: Int] = [:]
+    @exclusivity(unchecked) var nextHandle: UInt16 = 0x0001
 
     init(
         index: Int, name: String, pipe: HCIPipe, identity: BluetoothAddress, position: RadioPosition,

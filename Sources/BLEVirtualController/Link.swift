@@ -304,45 +304,46 @@ enum Outgoing {
 /// events are taken as having happened, so `lastReceived` is brought forward to the last skipped anchor.
 final class Link {
     let id: Int
-    var sides: [LinkSide]
-    var interval: Int64  // nanoseconds
-    var intervalUnits: UInt16  // units of 1.25 ms
-    var latency: UInt16
-    var timeoutUnits: UInt16  // units of 10 ms
-    var anchorBase: Int64
-    var counterBase: Int
+    @exclusivity(unchecked) var sides: [LinkSide]
+    @exclusivity(unchecked) var interval: Int64  // nanoseconds
+    @exclusivity(unchecked) var intervalUnits: UInt16  // units of 1.25 ms
+    @exclusivity(unchecked) var latency: UInt16
+    @exclusivity(unchecked) var timeoutUnits: UInt16  // units of 10 ms
+    @exclusivity(unchecked) var anchorBase: Int64
+    @exclusivity(unchecked) var counterBase: Int
     /// Event counter of the last connection event processed (-1 before the first).
-    var lastCounter = -1
-    var scheduled = false
+    @exclusivity(unchecked) var lastCounter = -1
+    @exclusivity(unchecked) var scheduled = false
     /// Counts the link's schedulings: the entry its controllers keep for the latest one carries it.
-    var anchorStamp: UInt64 = 0
+    @exclusivity(unchecked) var anchorStamp: UInt64 = 0
     /// The anchor of the event scheduled next (valid while `scheduled`).
-    var nextAnchor: Int64 = 0
+    @exclusivity(unchecked) var nextAnchor: Int64 = 0
     /// The event counter the peripheral last listened at: with peripheral latency L and nothing to send, it
     /// listens at every (L + 1)th event from there.
-    var peripheralListened = 0
+    @exclusivity(unchecked) var peripheralListened = 0
     /// An event the peripheral should have listened at did not happen (radio busy, packet lost): it listens at
     /// every event until an exchange succeeds, so latency and a miss cannot add up to a supervision timeout.
-    var peripheralMissed = false
+    @exclusivity(unchecked) var peripheralMissed = false
     /// This link's last event was skipped because a radio was busy with another link: that link yields its
     /// next first exchange to this one if they collide, so two links whose anchors keep colliding take turns.
-    var starved = false
+    @exclusivity(unchecked) var starved = false
     /// The connection event under way, if any: its counter, its anchor, the air time its exchanges used before
     /// the one in flight, and that one's start and length.
-    var event: (counter: Int, anchor: Int64, used: Int64, start: Int64, pair: Int64)?
-    var generation: UInt64 = 0
-    var established = false
-    var phyCentralToPeripheral = LEPhy.le1M
-    var phyPeripheralToCentral = LEPhy.le1M
-    var pendingUpdate: (interval: UInt16, latency: UInt16, timeout: UInt16, instant: Int, initiator: Int)?
-    var pendingPhy: (c2p: LEPhy, p2c: LEPhy, instant: Int, initiator: Int)?
+    @exclusivity(unchecked) var event: (counter: Int, anchor: Int64, used: Int64, start: Int64, pair: Int64)?
+    @exclusivity(unchecked) var generation: UInt64 = 0
+    @exclusivity(unchecked) var established = false
+    @exclusivity(unchecked) var phyCentralToPeripheral = LEPhy.le1M
+    @exclusivity(unchecked) var phyPeripheralToCentral = LEPhy.le1M
+    @exclusivity(unchecked) var pendingUpdate:
+        (interval: UInt16, latency: UInt16, timeout: UInt16, instant: Int, initiator: Int)?
+    @exclusivity(unchecked) var pendingPhy: (c2p: LEPhy, p2c: LEPhy, instant: Int, initiator: Int)?
     /// Remote version/feature caches (the version exchange happens once per connection).
     /// The central's host has an LE Remote Connection Parameter Request to answer.
-    var pendingParamRequestFromPeer = false
+    @exclusivity(unchecked) var pendingParamRequestFromPeer = false
     /// The advertiser's address, for the central's LE Connection Complete.
-    var centralPeer = LinkAddress.none
+    @exclusivity(unchecked) var centralPeer = LinkAddress.none
     /// The initiator's address, as the peripheral knows it.
-    var peripheralPeer = LinkAddress.none
+    @exclusivity(unchecked) var peripheralPeer = LinkAddress.none
     /// What CONNECT_IND gave the link, for air captures: derived from the link's id, so capturing draws no
     /// randomness and changes nothing in the run.
     var accessAddress: UInt32 { 0x5065_4D8B ^ (UInt32(truncatingIfNeeded: id) &* 0x9E37_79B1) }
@@ -353,7 +354,7 @@ final class Link {
     /// The data channel of event `counter` (CSA #1 with all 37 channels used: the unmapped channel advances by
     /// `hop` every event).
     func channel(ofCounter counter: Int) -> Int { (hop * (counter + 1)) % 37 }
-    var closed = false
+    @exclusivity(unchecked) var closed = false
 
     var supervisionTimeout: Int64 { Int64(timeoutUnits) * 10 * VirtualTime.millisecond }
 

@@ -11,7 +11,11 @@ public struct RadioPosition: Sendable, Hashable, CustomStringConvertible {
     }
 
     public func distance(to other: RadioPosition) -> Double {
-        ((x - other.x) * (x - other.x) + (y - other.y) * (y - other.y)).squareRoot()
+        squaredDistance(to: other).squareRoot()
+    }
+
+    func squaredDistance(to other: RadioPosition) -> Double {
+        (x - other.x) * (x - other.x) + (y - other.y) * (y - other.y)
     }
 
     public var description: String { "(\(x) m, \(y) m)" }
@@ -43,6 +47,20 @@ public enum RadioPropagation {
     /// Whether a packet sent at `txPower` is received `distance` meters away.
     public static func inRange(txPower: Int8, distance: Double) -> Bool {
         meanReceivedPower(txPower: txPower, distance: distance) >= sensitivity
+    }
+
+    /// `inRange` for a squared distance, without a logarithm or a square root: every exchange of every link
+    /// asks it, and the two logarithms were a few per cent of a long simulation. The mean power falls with
+    /// distance, so being in range is being within the transmit power's range, worked out once per power.
+    static func reaches(txPower: Int8, squaredDistance: Double) -> Bool {
+        squaredDistance <= squaredRanges[Int(txPower) + 128]
+    }
+
+    /// For each transmit power from -128 to 127 dBm, the square of the farthest distance in range, or -1 when
+    /// not even the model's 10 cm floor is (so that no distance is).
+    private static let squaredRanges: [Double] = (-128...127).map { power in
+        let range = pow(10, (Double(power) + referenceLossAt1m - sensitivity) / (10 * pathLossExponent))
+        return range >= 0.1 ? range * range : -1
     }
 }
 

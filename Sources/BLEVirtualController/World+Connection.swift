@@ -67,9 +67,9 @@ extension World {
         let a = controllers[link.sides[0].controller]
         let b = controllers[link.sides[1].controller]
         guard a.powered, b.powered else { return false }
-        let d = distance(a, b)
-        return RadioPropagation.inRange(txPower: a.txPower, distance: d)
-            && RadioPropagation.inRange(txPower: b.txPower, distance: d)
+        let d2 = a.position.squaredDistance(to: b.position)
+        return RadioPropagation.reaches(txPower: a.txPower, squaredDistance: d2)
+            && RadioPropagation.reaches(txPower: b.txPower, squaredDistance: d2)
     }
 
     /// Whether the link must run its next event rather than idle until someone wakes it.
