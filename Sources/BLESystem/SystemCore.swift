@@ -109,9 +109,16 @@ public final class SystemCore: Sendable {
     }
     private let state = Mutex(State())
 
-    private struct WeakSession {
-        weak var session: (any SystemSession)?
+    /// A registered manager, held weakly. A class, so that the list of them is copied by reference: a struct
+    /// with a weak field was copied field by field, through the weak reference's side table, for each event.
+    private final class WeakSession: Sendable {
+        weak let session: (any SystemSession)?
         let app: SystemApp
+
+        init(session: any SystemSession, app: SystemApp) {
+            self.session = session
+            self.app = app
+        }
     }
 
     /// Creates the host on `transport` and starts initialising the controller at once.

@@ -175,10 +175,11 @@ public struct GATTServer: Sendable {
         characteristicValue: AttributeHandle, value: [UInt8],
         to connection: ConnectionHandle
     ) -> ATTPDU.HandleValueNotification? {
-        guard configuration(of: connection, characteristicValue: characteristicValue).contains(.notification) else {
-            return nil
-        }
-        return .init(handle: characteristicValue, value: Self.cut(value, toMTU: mtu(of: connection)))
+        // One look-up of the client for both its configuration and its MTU (each one hashes the handle).
+        guard let client = clients[connection],
+            client.configurations[characteristicValue]?.contains(.notification) == true
+        else { return nil }
+        return .init(handle: characteristicValue, value: Self.cut(value, toMTU: client.mtu))
     }
 
     /// A value cut to ATT_MTU-3, copied only when it is longer.
