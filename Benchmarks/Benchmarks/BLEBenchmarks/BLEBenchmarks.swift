@@ -18,20 +18,25 @@ let benchmarks: @Sendable () -> Void = {
     let delivered = BenchmarkMetric.custom("delivered (per mille)", polarity: .prefersLarger, useScalingFactor: false)
     let perLink = BenchmarkMetric.custom("bytes per link", polarity: .prefersSmaller, useScalingFactor: false)
 
-    Benchmark(
-        "One link, 1,000 notifications (ATT_MTU 247, LE 1M, 251 B)",
-        configuration: .init(
-            metrics: [.wallClock, .cpuTotal, .mallocCountTotal, .throughput, payloadRate], scalingFactor: .kilo,
-            maxDuration: .seconds(60), maxIterations: 5)
-    ) { benchmark in
-        // The measurement window opens and closes on the radio's run loop, inside the run this closure awaits;
-        // ordo-one's Benchmark is not Sendable.
-        nonisolated(unsafe) let benchmark = benchmark
-        let bench = LinkBenchmark(kind: .notifications, phy: .le1M, payload: 251, interval: .milliseconds(30))
-        let m = try await bench.run(
-            seconds: 60, seed: 1, values: 1_000,
-            window: { open in open ? benchmark.startMeasurement() : benchmark.stopMeasurement() })
-        benchmark.measurement(payloadRate, Int(m.bytesPerWallSecond / 1_000))
+    // The phone takes the values through its peripheral delegate (as `ble bench host` does by default), and
+    // through the async `notifications(for:)` stream.
+    for receiver in LinkBenchmark.Receiver.allCases {
+        Benchmark(
+            "One link, 1,000 notifications (ATT_MTU 247, LE 1M, 251 B), \(receiver.rawValue)",
+            configuration: .init(
+                metrics: [.wallClock, .cpuTotal, .mallocCountTotal, .throughput, payloadRate], scalingFactor: .kilo,
+                maxDuration: .seconds(60), maxIterations: 5)
+        ) { benchmark in
+            // The measurement window opens and closes on the radio's run loop, inside the run this closure
+            // awaits; ordo-one's Benchmark is not Sendable.
+            nonisolated(unsafe) let benchmark = benchmark
+            let bench = LinkBenchmark(
+                kind: .notifications, phy: .le1M, payload: 251, interval: .milliseconds(30), receiver: receiver)
+            let m = try await bench.run(
+                seconds: 60, seed: 1, values: 1_000,
+                window: { open in open ? benchmark.startMeasurement() : benchmark.stopMeasurement() })
+            benchmark.measurement(payloadRate, Int(m.bytesPerWallSecond / 1_000))
+        }
     }
 
     Benchmark(
