@@ -124,12 +124,15 @@ public struct ScaleBenchmark: Sendable, Hashable {
                                 let characteristics = try await peripheral.discoverCharacteristics(
                                     [Self.characteristic], for: first, timeout: .seconds(30))
                                 guard let source = characteristics.first else { throw BenchError("no bench value") }
+                                // The stream keeps what arrives until it is iterated, from the subscription on.
                                 let values = peripheral.notifications(for: source)
-                                counting.addTask {
-                                    for try await _ in values { meter.received() }
-                                }
                                 try await peripheral.setNotifyValue(true, for: source, timeout: .seconds(30))
-                                meter.subscribed()
+                                // Only a link subscribed before the window opened counts in it: one the setup
+                                // was still bringing up would add values the expected count does not hold.
+                                let inWindow = meter.subscribed()
+                                counting.addTask {
+                                    for try await _ in values where inWindow { meter.received() }
+                                }
                             } catch is CancellationError {
                                 throw CancellationError()
                             } catch {
@@ -148,11 +151,11 @@ public struct ScaleBenchmark: Sendable, Hashable {
         try await radio.run(for: setupLimit, until: { meter.subscribedLinks + meter.failedLinks == links })
         let linksUp = ResidentMemory.bytes()
         let setupWall = ContinuousClock.now - setupStart
-        let subscribed = meter.subscribedLinks
+        let subscribedAtSetup = meter.subscribedLinks
         try await radio.run(for: .seconds(1))
         let span = Duration.milliseconds(Int64((max(seconds, 0.001) * 1000).rounded()))
         window?(true)
-        meter.open()
+        let subscribed = meter.open()
         let wallStart = ContinuousClock.now
         try await radio.run(for: span)
         let wall = ContinuousClock.now - wallStart
@@ -163,7 +166,9 @@ public struct ScaleBenchmark: Sendable, Hashable {
         try await radio.run(for: .seconds(1))
         withExtendedLifetime((sensors, managers)) {}
         var perLink: Int?
-        if let devicesUp, let linksUp, subscribed > 0 { perLink = max(0, linksUp - devicesUp) / subscribed }
+        if let devicesUp, let linksUp, subscribedAtSetup > 0 {
+            perLink = max(0, linksUp - devicesUp) / subscribedAtSetup
+        }
         return Result(
             links: links, subscribed: subscribed, sent: sent, received: received,
             expected: Int((Double(subscribed) * rate * Double(span.clampedNanoseconds) / 1e9).rounded()),
@@ -207,6 +212,8 @@ final class ScaleMeter: Sendable {
         var subscribed = 0
         var failed = 0
         var open = false
+        /// Whether the window has opened: links and sensors subscribed after it do not count.
+        var opened = false
         var sent = 0
         var received = 0
     }
@@ -215,10 +222,25 @@ final class ScaleMeter: Sendable {
     var readyCentrals: Int { state.withLock { $0.ready } }
     var subscribedLinks: Int { state.withLock { $0.subscribed } }
     func centralReady() { state.withLock { $0.ready += 1 } }
-    func subscribed() { state.withLock { $0.subscribed += 1 } }
+    /// A link is subscribed; returns whether it counts in the window (it was subscribed before it opened).
+    func subscribed() -> Bool {
+        state.withLock { s in
+            s.subscribed += 1
+            return !s.opened
+        }
+    }
+    /// A sensor heard its subscription; returns whether what it sends counts in the window.
+    func sensorSubscribed() -> Bool { state.withLock { !$0.opened } }
     var failedLinks: Int { state.withLock { $0.failed } }
     func failed() { state.withLock { $0.failed += 1 } }
-    func open() { state.withLock { $0.open = true } }
+    /// Opens the window; returns the links subscribed by then, the ones it counts.
+    func open() -> Int {
+        state.withLock { s in
+            s.open = true
+            s.opened = true
+            return s.subscribed
+        }
+    }
     func sent() { state.withLock { if $0.open { $0.sent += 1 } } }
     func received() { state.withLock { if $0.open { $0.received += 1 } } }
     func close() -> (sent: Int, received: Int) {
@@ -232,7 +254,7 @@ final class ScaleMeter: Sendable {
 /// A sensor of a scale run: one notifying characteristic; once a central subscribes it notifies every `period`
 /// (starting `phase` in), on the radio's clock.
 final class ScaleSensor: PeripheralManagerDelegate, @unchecked Sendable {
-    // @unchecked: `manager` is set inside `queue.sync` in `init`, before any callback; `ticking` and `stopped` are
+    // @unchecked: `manager` is set inside `queue.sync` in `init`, before any callback; `ticking`, `stopped` and `counts` are
     // touched under `lock` only; the rest are lets.
     let queue: DispatchQueue
     let radio: SimulatedRadio
@@ -244,7 +266,7 @@ final class ScaleSensor: PeripheralManagerDelegate, @unchecked Sendable {
     let characteristic = MutableCharacteristic(
         type: ScaleBenchmark.characteristic, properties: [.notify], value: nil, permissions: [.readable])
     var manager: PeripheralManager!
-    private let lock = Mutex((ticking: false, stopped: false))
+    private let lock = Mutex((ticking: false, stopped: false, counts: false))
 
     init(
         system: BluetoothSystem, radio: SimulatedRadio, service: BluetoothUUID, valueLength: Int, period: Duration,
@@ -273,16 +295,19 @@ final class ScaleSensor: PeripheralManagerDelegate, @unchecked Sendable {
     ) {
         // One link each: the sensor stops advertising (its radio is then the link's alone) and starts its clock.
         peripheral.stopAdvertising()
+        let counts = meter.sensorSubscribed()
         let start = lock.withLock { s -> Bool in
             defer { s.ticking = true }
+            if !s.ticking { s.counts = counts }
             return !s.ticking && !s.stopped
         }
         if start { radio.schedule(after: phase) { [self] in tick() } }
     }
 
     private func tick() {
-        guard !lock.withLock({ $0.stopped }) else { return }
-        if manager.updateValue(value, for: characteristic, onSubscribedCentrals: nil) { meter.sent() }
+        let (stopped, counts) = lock.withLock { ($0.stopped, $0.counts) }
+        guard !stopped else { return }
+        if manager.updateValue(value, for: characteristic, onSubscribedCentrals: nil), counts { meter.sent() }
         radio.schedule(after: period) { [self] in tick() }
     }
 
