@@ -224,6 +224,19 @@ public struct ATTBearer: Sendable {
     // MARK: - Events
 
     /// An SDU arrived on the ATT channel.
+    /// ``received(_:)`` for an SDU still in the bytes it arrived in. A Handle Value Notification, what a stream
+    /// of values is made of, is read from them directly and its value copied once (through a buffer it was
+    /// copied twice); any other PDU goes through ``received(_:)``. The actions are the same either way.
+    public mutating func received(bytes sdu: ArraySlice<UInt8>) -> [Action] {
+        let start = sdu.startIndex
+        guard sdu.first == ATTOpcode.handleValueNotification.rawValue, sdu.count >= 3, sdu.count <= Int(mtu) else {
+            return received(ByteBuffer(bytes: sdu))
+        }
+        guard case .open = state else { return [] }
+        let handle = AttributeHandle(UInt16(sdu[start + 1]) | UInt16(sdu[start + 2]) << 8)
+        return [.notification(.init(handle: handle, value: Array(sdu[(start + 3)...])))]
+    }
+
     public mutating func received(_ sdu: ByteBuffer) -> [Action] {
         guard case .open(var open) = state else { return [] }
         guard let rawOpcode = sdu.getInteger(at: sdu.readerIndex, as: UInt8.self) else { return [] }

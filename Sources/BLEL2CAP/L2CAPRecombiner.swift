@@ -62,6 +62,25 @@ public struct L2CAPRecombiner: Sendable {
         return false
     }
 
+    /// When this one packet is a whole frame and nothing else is under way (the recombiner is idle, the packet
+    /// starts a PDU, its basic header declares exactly the octets that follow and no more than the maximum): the
+    /// frame's channel and payload, read in place from the packet's bytes. `receive` would give the same frame,
+    /// after copying the bytes into a buffer; nil means the packet goes to `receive`. The recombiner stays idle
+    /// either way, as `receive` would leave it.
+    ///
+    /// - SeeAlso: Core Spec 5.4, Vol 3, Part A, 3.1 (basic L2CAP mode: a 2-octet length, a 2-octet channel ID).
+    public func wholeFrame(
+        in bytes: [UInt8], boundary: L2CAPPacketBoundary
+    ) -> (channel: L2CAPChannelID, payload: ArraySlice<UInt8>)? {
+        guard case .idle = state, boundary.isStart, bytes.count >= L2CAPBasicFrame.headerLength else { return nil }
+        let declared = Int(bytes[0]) | Int(bytes[1]) << 8
+        guard declared == bytes.count - L2CAPBasicFrame.headerLength, declared <= maximumPayloadLength else {
+            return nil
+        }
+        let channel = L2CAPChannelID(rawValue: UInt16(bytes[2]) | UInt16(bytes[3]) << 8)
+        return (channel, bytes[L2CAPBasicFrame.headerLength...])
+    }
+
     /// Feeds one ACL packet.
     public mutating func receive(_ fragment: L2CAPFragment) -> Output {
         receive(fragment.data, boundary: fragment.boundary)

@@ -222,6 +222,31 @@ import Testing
 
     /// A stream of random SDUs into one long-lived bearer acting as server and client at once, with fresh
     /// requests and indications interleaved: no transaction is ever lost or completed twice.
+    /// An SDU handed over as the bytes it arrived in gives the actions it gives as a buffer, whatever it holds,
+    /// on open and closed bearers of several MTUs.
+    @Test func receivingBytesInPlaceActsAsReceivingABuffer() {
+        var g = Generator(state: 0xB17E5)
+        var notifications = 0
+        for _ in 0..<20_000 {
+            var bearer = ATTBearer()
+            if g.below(100) < 50 {
+                _ = bearer.received(
+                    ByteBuffer(
+                        bytes: ATTPDU.exchangeMTURequest(.init(clientRxMTU: UInt16(23 + g.below(100)))).encoded()
+                            .readableBytesView))
+            }
+            if g.below(100) < 10 { _ = bearer.linkDisconnected() }
+            var pdu = g.below(100) < 50 ? [0x1B] + g.bytes(g.below(130)) : Self.randomPDU(&g)
+            if g.below(100) < 5 { pdu = [] }
+            var copy = bearer
+            let inPlace = bearer.received(bytes: ([0xEE] + pdu + [0xEE])[1..<(1 + pdu.count)])
+            let buffered = copy.received(ByteBuffer(bytes: pdu))
+            #expect(inPlace == buffered, "\(pdu.hexString)")
+            if case .notification? = inPlace.first { notifications += 1 }
+        }
+        #expect(notifications > 1_000)
+    }
+
     @Test func longRandomConversation() {
         var g = Generator(state: 0xC0417)
         var driver = Driver()

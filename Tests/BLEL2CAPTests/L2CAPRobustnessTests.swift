@@ -73,6 +73,35 @@ import Testing
 
     /// Valid frames and garbage interleaved at packet level in one long stream: never more frames than
     /// packets, and each frame's payload matches its header.
+    /// A packet read in place as a whole frame is the frame `receive` would give, with nothing wrong, and the
+    /// recombiner is left as `receive` leaves it; `wholeFrame` declines anything else.
+    @Test func aWholeFrameReadInPlaceIsWhatReceiveGives() {
+        var g = Generator(state: 0x3401E)
+        var taken = 0
+        for _ in 0..<20_000 {
+            var recombiner = L2CAPRecombiner(maximumPayloadLength: g.chance(20) ? g.below(40) : 65_535)
+            // Sometimes a PDU is under way, or being discarded, when the packet comes.
+            if g.chance(30) { _ = recombiner.receive(Self.garbageFragment(&g)) }
+            // Half the time a packet that is a whole frame on some channel, if nothing else is under way.
+            var packet = Self.garbageFragment(&g)
+            if g.chance(50) {
+                let payload = g.bytes(g.below(60))
+                packet.data = ByteBuffer(bytes: [UInt8(payload.count), 0, g.next(), g.next()] + payload)
+            }
+            let inPlace = recombiner.wholeFrame(in: Array(packet.data.readableBytesView), boundary: packet.boundary)
+            let assembling = recombiner.isAssembling
+            let output = recombiner.receive(packet)
+            guard let inPlace else { continue }
+            taken += 1
+            #expect(!assembling)
+            #expect(output.errors.isEmpty)
+            #expect(output.frame?.channelID == inPlace.channel)
+            #expect(output.frame.map { Array($0.payload.readableBytesView) } == Array(inPlace.payload))
+            #expect(!recombiner.isAssembling)
+        }
+        #expect(taken > 1_000)
+    }
+
     @Test func longInterleavedStream() {
         var g = Generator(state: 0x57AE)
         var recombiner = L2CAPRecombiner()

@@ -220,6 +220,16 @@ extension HostMachine {
             counters.droppedACLPackets += 1
             return log(.warning, "dropped ACL data with an invalid packet boundary flag", connection: handle)
         }
+        // A packet that is a whole ATT PDU, the usual case, is read where it is: a notification's value is then
+        // copied once on its way from the ACL packet to the event (issue 17).
+        if let (channel, payload) = links[handle]?.recombiner.wholeFrame(in: packet.data, boundary: boundary),
+            channel == .att
+        {
+            let actions = links[handle]?.bearer.received(bytes: payload) ?? []
+            runBearer(actions, on: handle, kind: .other)
+            pumpACL()
+            return
+        }
         incoming.clear()
         incoming.writeBytes(packet.data)
         guard let output = links[handle]?.recombiner.receive(incoming, boundary: boundary) else { return }
