@@ -5,7 +5,8 @@ import NIOCore
 extension FuzzTarget {
     /// SDUs from the peer into `ATTPDU` and into one link's `ATTBearer`, which plays client and server at once,
     /// between its own requests, indications, answers, timeouts and a disconnection. Whatever decodes
-    /// re-encodes to the same PDU; every transaction completes exactly once; what the bearer sends decodes.
+    /// re-encodes to the same PDU; every transaction completes exactly once; what the bearer sends decodes; an
+    /// SDU read in place (`received(bytes:)`) acts as the same SDU in a buffer.
     static let att = FuzzTarget("att", "ATT PDUs into ATTPDU and an ATTBearer in both roles") {
         input throws(Violation) in
         var reader = FuzzInput(input)
@@ -49,7 +50,11 @@ extension FuzzTarget {
                 let sdu = reader.chunk()
                 try decodeATT(sdu)
                 let wasOpen = link.bearer.isOpen
+                // The SDU read in place, as the host reads one that fills its packet, acts as the buffer does.
+                var inPlace = link.bearer
+                let inPlaceActions = inPlace.received(bytes: sdu[...])
                 let actions = try link.apply(link.bearer.received(ByteBuffer(bytes: sdu)))
+                try expect(inPlaceActions == actions, "\(sdu) read in place gave \(inPlaceActions), not \(actions)")
                 if !wasOpen { try expect(actions.isEmpty, "a bearer no longer open acted on an SDU") }
                 for case .request(let request) in actions { handedUp = request }
             }

@@ -5,7 +5,8 @@ import NIOCore
 extension FuzzTarget {
     /// One link's ACL packets into an `L2CAPRecombiner`, as the host feeds them: a packet boundary flag and the
     /// data of each. A frame comes out only whole: exactly the bytes sent since the first fragment that began it,
-    /// never longer than the recombiner's limit.
+    /// never longer than the recombiner's limit. A packet read in place as a whole frame (`wholeFrame`) is the
+    /// frame `receive` gives.
     static let aclRecombiner = FuzzTarget("acl-recombiner", "ACL packets (flag, data) into L2CAPRecombiner") {
         input throws(Violation) in
         var reader = FuzzInput(input)
@@ -22,7 +23,15 @@ extension FuzzTarget {
             } else {
                 begun? += data
             }
+            // A packet the recombiner reads in place as a whole frame is the frame `receive` gives, cleanly.
+            let inPlace = recombiner.wholeFrame(in: data, boundary: boundary)
             let output = recombiner.receive(ByteBuffer(bytes: data), boundary: boundary)
+            if let inPlace {
+                try expect(
+                    output.errors.isEmpty && output.frame?.channelID == inPlace.channel
+                        && output.frame.map { Array($0.payload.readableBytesView) } == Array(inPlace.payload),
+                    "a whole frame read in place is not what receive gave: \(output)")
+            }
             try expect(output.errors.count <= 2, "one packet gave \(output.errors.count) errors")
             guard let frame = output.frame else { continue }
             try expect(output.errors.count <= 1, "a frame came with \(output.errors.count) errors")
