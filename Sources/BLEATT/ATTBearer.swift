@@ -223,7 +223,6 @@ public struct ATTBearer: Sendable {
 
     // MARK: - Events
 
-    /// An SDU arrived on the ATT channel.
     /// ``received(_:)`` for an SDU still in the bytes it arrived in. A Handle Value Notification, what a stream
     /// of values is made of, is read from them directly and its value copied once (through a buffer it was
     /// copied twice); any other PDU goes through ``received(_:)``. The actions are the same either way.
@@ -237,6 +236,7 @@ public struct ATTBearer: Sendable {
         return [.notification(.init(handle: handle, value: Array(sdu[(start + 3)...])))]
     }
 
+    /// An SDU arrived on the ATT channel.
     public mutating func received(_ sdu: ByteBuffer) -> [Action] {
         guard case .open(var open) = state else { return [] }
         guard let rawOpcode = sdu.getInteger(at: sdu.readerIndex, as: UInt8.self) else { return [] }

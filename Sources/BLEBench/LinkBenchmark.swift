@@ -37,7 +37,7 @@ public struct LinkBenchmark: Sendable, Hashable {
 
     public init(
         kind: Kind, phy: LinkPHY, payload: Int, interval: Duration, format: PacketFormat = .plain,
-        receiver: Receiver = .stream
+        receiver: Receiver = .delegate
     ) {
         self.kind = kind
         self.phy = phy

@@ -43,6 +43,9 @@ public struct ScaleBenchmark: Sendable, Hashable {
         public var links: Int
         /// Links that were up and subscribed when the window opened.
         public var subscribed: Int
+        /// Notifications the sensors sent in the window, from sensors subscribed before it opened. A sensor
+        /// hears of its subscription before its central does (by up to an interval), so a link the window opened
+        /// between the two counts here and not in `subscribed`: `sent` can exceed what `expected` covers.
         public var sent: Int
         public var received: Int
         /// What `rate` promises over the window from the subscribed links: subscribed · rate · seconds.

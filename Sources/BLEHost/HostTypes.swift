@@ -28,7 +28,7 @@ public struct HostConfiguration: Sendable {
     public var writeWithoutResponseQueueDepth: Int = 8
     /// Notifications queued in the host per link before `notify` refuses (`updateValue` returns false),
     /// behind what the controller's LE ACL buffers already hold. After a refusal, `.readyToNotify` comes when
-    /// every subscriber's queue is down to half this depth (at most `depth / 2` queued).
+    /// every link's queue (notifications and indications) is down to half this depth (at most `depth / 2`).
     public var notificationQueueDepth: Int = 8
     /// The GAP Device Name this host's GATT server shows.
     public var deviceName: String = "swift-ble"

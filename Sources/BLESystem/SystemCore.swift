@@ -111,8 +111,8 @@ public final class SystemCore: Sendable {
 
     /// A registered manager, held weakly. A class, so that the list of them is copied by reference: a struct
     /// with a weak field was copied field by field, through the weak reference's side table, for each event.
-    private final class WeakSession: Sendable {
-        weak let session: (any SystemSession)?
+    private final class WeakSession {
+        weak var session: (any SystemSession)?
         let app: SystemApp
 
         init(session: any SystemSession, app: SystemApp) {

@@ -220,8 +220,6 @@ import Testing
         #expect(driver.bearer.isOpen)
     }
 
-    /// A stream of random SDUs into one long-lived bearer acting as server and client at once, with fresh
-    /// requests and indications interleaved: no transaction is ever lost or completed twice.
     /// An SDU handed over as the bytes it arrived in gives the actions it gives as a buffer, whatever it holds,
     /// on open and closed bearers of several MTUs.
     @Test func receivingBytesInPlaceActsAsReceivingABuffer() {
@@ -247,6 +245,8 @@ import Testing
         #expect(notifications > 1_000)
     }
 
+    /// A stream of random SDUs into one long-lived bearer acting as server and client at once, with fresh
+    /// requests and indications interleaved: no transaction is ever lost or completed twice.
     @Test func longRandomConversation() {
         var g = Generator(state: 0xC0417)
         var driver = Driver()

@@ -71,8 +71,6 @@ import Testing
         }
     }
 
-    /// Valid frames and garbage interleaved at packet level in one long stream: never more frames than
-    /// packets, and each frame's payload matches its header.
     /// A packet read in place as a whole frame is the frame `receive` would give, with nothing wrong, and the
     /// recombiner is left as `receive` leaves it; `wholeFrame` declines anything else.
     @Test func aWholeFrameReadInPlaceIsWhatReceiveGives() {
@@ -102,6 +100,8 @@ import Testing
         #expect(taken > 1_000)
     }
 
+    /// Valid frames and garbage interleaved at packet level in one long stream: never more frames than
+    /// packets, and each frame's payload matches its header.
     @Test func longInterleavedStream() {
         var g = Generator(state: 0x57AE)
         var recombiner = L2CAPRecombiner()

@@ -268,7 +268,9 @@ func happensBefore<E>(_ events: [E], _ first: (E) -> Bool, _ later: (E) -> Bool)
 
 extension SimulatedRadio {
     /// Runs the radio until `condition` holds (checked between events, once everything due has settled);
-    /// records an issue and returns false if `limit` of virtual time passes first.
+    /// records an issue and returns false if `limit` of virtual time passes first (the issue is the failure: a
+    /// caller that goes on either way need not look at the result).
+    @discardableResult
     func runExpecting(
         _ condition: () -> Bool, within limit: Duration, _ what: String, sourceLocation: SourceLocation
     ) async throws -> Bool {
