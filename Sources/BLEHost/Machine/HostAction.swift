@@ -113,6 +113,8 @@ public struct HostCounters: Sendable, Hashable {
     public var refusedWriteCommands = 0
     /// Controller resets: after a Hardware Error, or after the controller stopped answering commands.
     public var controllerResets = 0
+    /// Connections the controller reported on a handle already in use (the link it had was taken as lost).
+    public var reusedConnectionHandles = 0
 
     public init() {}
 }

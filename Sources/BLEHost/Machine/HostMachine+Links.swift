@@ -22,6 +22,21 @@ extension HostMachine {
             }
             return
         }
+        if links.contains(handle) {
+            // A controller gives a new connection a handle no other link has (Vol 4, Part E, 7.7.65.1). One that
+            // reuses a live link's handle must have lost that link without saying so: it is taken as gone, so
+            // that what was pending on it fails instead of vanishing with it, and the apps hear of its end
+            // before they hear of the new one.
+            counters.reusedConnectionHandles += 1
+            log(
+                .warning,
+                "the controller reported a new connection on \(handle), which a link already has: that link is taken as lost",
+                connection: handle)
+            linkDown(
+                handle, reason: .unspecifiedError,
+                error: HostError(.disconnected, "the controller reported another connection on this link's handle"),
+                emit: true)
+        }
         let linkRole: LinkRole = role == .central ? .central : .peripheral
         // A peer that resolves is known by its identity address above; the link keeps the addresses on the air
         // (pairing computes with them, Vol 3, Part H, 2.2.3 and 2.2.7).

@@ -152,6 +152,30 @@ import Testing
         #expect(attTimers.allSatisfy { !rig.runningTimers.contains($0) })
     }
 
+    /// A controller that reports a new connection on a live link's handle lost that link without a Disconnection
+    /// Complete: the old link ends (its read fails, the apps hear of it) before the new one is announced.
+    @Test func aConnectionOnAHandleInUseEndsTheLinkThatHadIt() throws {
+        var rig = MachineRig()
+        rig.profile.leBufferLength = 251
+        try rig.started()
+        rig.connect(1, role: .central)
+        rig.feedACL(Self.link, channel: 0x0004, [0x03, 0x00, 0x01])  // Exchange MTU Response: 256
+        let read = rig.request(.gatt(.read(AttributeHandle(0x0003)), on: Self.link))
+        #expect(rig.result(of: read) == nil)
+        let before = rig.events.count
+        rig.connect(1, role: .peripheral)
+        guard case .failure(let error) = rig.result(of: read) else {
+            Issue.record("the read on the lost link did not fail")
+            return
+        }
+        #expect(error.code == .disconnected)
+        let after = Array(rig.events.dropFirst(before))
+        #expect(after.first == .disconnected(Self.link, reason: .unspecifiedError))
+        #expect(after.contains { if case .connected(let info) = $0 { info.role == .peripheral } else { false } })
+        #expect(rig.machine.linkInfos.count == 1 && rig.machine.linkInfos[0].role == .peripheral)
+        #expect(rig.machine.counters.reusedConnectionHandles == 1)
+    }
+
     @Test func aReadOnNoLinkFailsAtOnce() throws {
         var rig = MachineRig()
         try rig.started()
