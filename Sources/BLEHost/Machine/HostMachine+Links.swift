@@ -181,8 +181,10 @@ extension HostMachine {
 
     /// Hands queued fragments to the controller while it has free buffers, taking links in turn.
     mutating func pumpACL() {
-        // Nothing leaves once the transport closed (tearing the links down frees credits).
-        guard !isClosed else { return }
+        // Nothing leaves once the transport closed, nor while a failed controller's links are torn down before
+        // its reset (each link's end frees credits the others' queued packets would take, to a controller whose
+        // buffers are about to be thrown away).
+        guard !isClosed, !tearingDownForReset else { return }
         var notificationsDrained = false
         while acl.credits > 0, acl.queued > 0, !acl.order.isEmpty {
             var sent = false

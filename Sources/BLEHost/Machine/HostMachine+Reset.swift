@@ -53,9 +53,11 @@ extension HostMachine {
         commands.silentOpcodes = []
         if let timer = restart.timer { cancelTimer(timer) }
         restart.timer = nil
+        tearingDownForReset = true
         for handle in links.keys.sorted() {
             linkDown(handle, reason: .hardwareFailure, error: error, emit: false)
         }
+        tearingDownForReset = false
         acl = ACLFlow()
         emit(.controllerResetting(reason))
         startInitialisation(id: Self.restartOperation)

@@ -89,6 +89,9 @@ public struct HostMachine: Sendable {
     /// What the current event produced so far.
     var pending: [HostAction] = []
 
+    /// A failed controller's links are being torn down before its reset: no ACL data goes to it meanwhile.
+    var tearingDownForReset = false
+
     /// The buffer incoming events and ACL data are decoded through, one packet at a time: unshared again once a
     /// packet's work is done, so `clear` reuses it (two allocations a packet fewer); whatever still holds part
     /// of it (the recombiner's partial PDU) keeps its copy, since a shared buffer is copied on write.

@@ -229,6 +229,31 @@ import Testing
         #expect(rig.runningTimers.allSatisfy(fired.contains), "the restart's timer is cancelled")
     }
 
+    /// A hardware error with data queued on two links: tearing the first down frees its controller buffers,
+    /// and none of the second's packets goes to the controller that is about to be reset.
+    @Test func noDataGoesToAFailedControllerWhileItsLinksAreTornDown() throws {
+        var rig = MachineRig()
+        rig.profile.leBufferLength = 27
+        rig.profile.leBufferCount = 1
+        try rig.started()
+        for handle: UInt16 in [1, 2] {
+            rig.connect(handle, role: .central)
+            rig.feedACL(ConnectionHandle(handle), channel: 0x0004, [0x03, 0x05, 0x02])  // Exchange MTU Response
+        }
+        rig.answerCommands()
+        // Link 1 holds the only buffer; link 2 has a Write Command queued behind it.
+        for handle: UInt16 in [1, 2] {
+            let (accepted, actions) = rig.machine.writeWithoutResponse(
+                on: ConnectionHandle(handle), attribute: AttributeHandle(0x0010), value: [1], delivery: nil)
+            rig.record(actions)
+            #expect(accepted)
+        }
+        let sentBefore = rig.acl.count
+        rig.feed(.hardwareError(.init(hardwareCode: 0x07)))
+        #expect(rig.acl.count == sentBefore, "ACL data went to the failed controller")
+        #expect(Self.resetting(rig).count == 1)
+    }
+
     /// A hardware error while the host's own restart runs: the restart starts over, without a failed restart
     /// reported in between (managers would see the controller off for a moment).
     @Test func aHardwareErrorDuringTheRestartStartsItOverQuietly() throws {
