@@ -24,6 +24,27 @@ import Testing
         return (harness, service)
     }
 
+    /// A battery level served with one controller ACL buffer and `queueDepth` notifications of host queue, its
+    /// client subscribed to notifications (the Write Response sent and completed).
+    static func subscribedWithOneBuffer(queueDepth: Int) throws -> (HostHarness, AttributeHandle) {
+        var profile = ControllerProfile()
+        profile.leBufferCount = 1
+        let (harness, service) = try serving(batteryService(value: [0x64]), profile: profile) {
+            $0.notificationQueueDepth = queueDepth
+        }
+        let value = service.characteristicValueHandles[0]
+        harness.controller.deliverL2CAP(handle: link, channel: .att, [0x12] + le16(value.rawValue + 1) + [0x01, 0x00])
+        harness.completed(link.rawValue, 1)
+        harness.controller.clear()
+        harness.log.clear()
+        return (harness, value)
+    }
+
+    /// How many `.readyToNotify` events the host emitted.
+    static func readies(_ harness: HostHarness) -> Int {
+        harness.events.filter { if case .readyToNotify = $0 { true } else { false } }.count
+    }
+
     @Test func staticValueIsReadWithoutTheApplication() throws {
         let (harness, service) = try Self.serving(batteryService(value: [0x64]))
         let value = service.characteristicValueHandles[0]
@@ -129,65 +150,44 @@ import Testing
         // The controller sends the first: the second leaves the queue, there is room again.
         harness.completed(Self.link.rawValue, 1)
         #expect(harness.controller.att(on: Self.link).count == 2)
-        let ready = harness.events.filter { if case .readyToNotify = $0 { true } else { false } }
-        #expect(ready.count == 1)
+        #expect(Self.readies(harness) == 1)
         #expect(harness.host.notify(attribute: value, value: [5], to: nil))
 
         // Everything goes out in order as buffers free up; no second readyToNotify without a refusal.
         harness.completed(Self.link.rawValue, 1)
         harness.completed(Self.link.rawValue, 1)
         #expect(harness.controller.att(on: Self.link).map { $0.last } == [1, 2, 3, 5])
-        #expect(harness.events.filter { if case .readyToNotify = $0 { true } else { false } }.count == 1)
+        #expect(Self.readies(harness) == 1)
     }
 
     @Test func readyToNotifyWaitsUntilTheQueueIsDownToHalf() throws {
-        var profile = ControllerProfile()
-        profile.leBufferCount = 1
-        let (harness, service) = try Self.serving(batteryService(value: [0x64]), profile: profile) {
-            $0.notificationQueueDepth = 4
-        }
-        let value = service.characteristicValueHandles[0]
-        harness.controller.deliverL2CAP(
-            handle: Self.link, channel: .att, [0x12] + le16(value.rawValue + 1) + [0x01, 0x00])
-        harness.completed(Self.link.rawValue, 1)
-        harness.controller.clear()
-        harness.log.clear()
-        func readies() -> Int { harness.events.filter { if case .readyToNotify = $0 { true } else { false } }.count }
+        let (harness, value) = try Self.subscribedWithOneBuffer(queueDepth: 4)
 
         // One in the controller's buffer, four queued, the sixth refused.
         for byte in UInt8(1)...5 { #expect(harness.host.notify(attribute: value, value: [byte], to: nil)) }
         #expect(!harness.host.notify(attribute: value, value: [6], to: nil))
         // Three queued, then two: the application hears it may send again at two (half of four), not before.
         harness.completed(Self.link.rawValue, 1)
-        #expect(readies() == 0)
+        #expect(Self.readies(harness) == 0)
         harness.completed(Self.link.rawValue, 1)
-        #expect(readies() == 1)
+        #expect(Self.readies(harness) == 1)
         // It fills the queue again from there.
         #expect(harness.host.notify(attribute: value, value: [6], to: nil))
         #expect(harness.host.notify(attribute: value, value: [7], to: nil))
         #expect(!harness.host.notify(attribute: value, value: [8], to: nil))
         for _ in 0..<6 { harness.completed(Self.link.rawValue, 1) }
         #expect(harness.controller.att(on: Self.link).map { $0.last } == [1, 2, 3, 4, 5, 6, 7])
-        #expect(readies() == 2)
+        #expect(Self.readies(harness) == 2)
     }
 
     @Test func aRefusedNotifyIsReleasedWhenTheFullLinkGoesAway() throws {
-        var profile = ControllerProfile()
-        profile.leBufferCount = 1
-        let (harness, service) = try Self.serving(batteryService(value: [0x64]), profile: profile) {
-            $0.notificationQueueDepth = 1
-        }
-        let value = service.characteristicValueHandles[0]
-        harness.controller.deliverL2CAP(
-            handle: Self.link, channel: .att, [0x12] + le16(value.rawValue + 1) + [0x01, 0x00])
-        harness.completed(Self.link.rawValue, 1)
-        harness.log.clear()
+        let (harness, value) = try Self.subscribedWithOneBuffer(queueDepth: 1)
         #expect(harness.host.notify(attribute: value, value: [1], to: nil))
         #expect(harness.host.notify(attribute: value, value: [2], to: nil))
         #expect(!harness.host.notify(attribute: value, value: [3], to: nil))
         // The only subscriber disconnects with its queue still full: the application may send again.
         harness.disconnected(Self.link.rawValue)
-        #expect(harness.events.contains { if case .readyToNotify = $0 { true } else { false } })
+        #expect(Self.readies(harness) > 0)
     }
 
     @Test func notifyWithoutSubscribersSendsNothing() throws {
