@@ -151,7 +151,7 @@ public final class SystemCore: Sendable {
         host.setEventHandler { [weak self] event in self?.handle(event) }
         defaultApp.observeLifecycle { [weak self] in self?.appLifecycleChanged() }
         discovery.onDatabaseChanged { [weak self] link in
-            for session in self?.liveSessions ?? [] { session.systemPeerDatabaseChanged(on: link) }
+            self?.forEachSession { $0.systemPeerDatabaseChanged(on: link) }
         }
         // A peer that lost the bond's key: the link is ended, and its apps hear `peerRemovedPairingInformation`.
         security.onPeerRemovedPairingInformation { [links] handle in links.refuse(handle, status: .pinOrKeyMissing) }
@@ -519,13 +519,10 @@ public final class SystemCore: Sendable {
         withExtendedLifetime(live) {}
     }
 
-    private var liveSessions: [any SystemSession] {
-        state.withLock { $0.sessions.compactMap(\.session) }
-    }
-
     /// Calls `body` with each registered manager still alive, in the order they registered: the list as it was
     /// when the call began, each manager taken from its weak reference only when its turn comes (every host
-    /// event goes through here, and a new array of managers for each one was a few per cent of a stream).
+    /// event goes through here, and a new array of managers for each one was a few per cent of a stream). A
+    /// manager released meanwhile is skipped.
     private func forEachSession(_ body: (any SystemSession) -> Void) {
         let sessions = state.withLock { $0.sessions }
         for i in sessions.indices {
@@ -547,7 +544,7 @@ public final class SystemCore: Sendable {
             return s.visible != before
         }
         guard changed else { return }
-        for session in liveSessions { session.systemPowerStateChanged(state.withLock { $0.visible }) }
+        forEachSession { $0.systemPowerStateChanged(state.withLock { $0.visible }) }
     }
 
     /// An event of the host, in the order the host produced it: the system takes its part (scans, links, the
