@@ -258,6 +258,8 @@ extension HostMachine {
                 links[handle]?.security.keyForRequest = key
             case .securityRequested(let requirements):
                 emit(.securityRequested(handle, requirements))
+            case .ignored(let pdu):
+                log(.info, "an SMP command outside any pairing, not answered: \(pdu)", connection: handle)
             case .completed(let result):
                 let request = links[handle]?.security.pairRequest
                 links[handle]?.security.pairRequest = nil
