@@ -601,6 +601,9 @@ extension SMPPairingTests {
         #expect(link.central.machine.handle(.received(late)) == [.ignored(late)])
         #expect(link.peripheral.machine.handle(.received(late)) == [.ignored(late)])
         // A new pairing is still heard.
-        #expect(link.central.machine.handle(.start).first.map { if case .send(.pairingRequest) = $0 { true } else { false } } == true)
+        #expect(
+            link.central.machine.handle(.start).first.map {
+                if case .send(.pairingRequest) = $0 { true } else { false }
+            } == true)
     }
 }
