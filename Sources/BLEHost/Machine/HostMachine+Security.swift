@@ -218,6 +218,8 @@ extension HostMachine {
         configuration.mitm = security.mitm
         configuration.secureConnections = security.secureConnections
         configuration.secureConnectionsOnly = security.secureConnectionsOnly
+        configuration.distributedKeys = security.distributedKeys
+        configuration.requestedKeys = security.requestedKeys
         return SMPPairing(
             role: info.role == .central ? .initiator : .responder, configuration: configuration,
             initiatorAddress: info.role == .central ? localAddress : peer,
