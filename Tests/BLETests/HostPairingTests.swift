@@ -2,11 +2,12 @@ import BLEATT
 import BLECore
 import BLEGATT
 import BLEHCI
-import BLEHost
 import BLESMP
 import BLEVirtualController
 import Synchronization
 import Testing
+
+@testable import BLEHost
 
 /// Two hosts with the Security Manager on two virtual controllers: pairing over the air in both versions, the
 /// link encrypted with the new key (the controllers' LL encryption, AES-CCM), data still flowing, and a
@@ -56,12 +57,12 @@ import Testing
                 // A user waiting to type it reads it now.
                 if let other, other.waitingToType.withLock({ $0 }), let link = other.host.links.first?.handle {
                     other.waitingToType.withLock { $0 = false }
-                    other.host.answerPairing(on: link, .passkey(value))
+                    other.host.answerPairing(on: link, .passkey(other.typed(value)))
                 }
                 _ = handle
             case .pairingPrompt(let handle, .enterPasskey):
                 if let value = other?.shown.withLock({ $0 }) {
-                    host.answerPairing(on: handle, .passkey(value))
+                    host.answerPairing(on: handle, .passkey(typed(value)))
                 } else {
                     waitingToType.withLock { $0 = true }
                 }
@@ -76,6 +77,10 @@ import Testing
         }
 
         let waitingToType = Mutex(false)
+        /// The user types a digit wrong.
+        let mistypes = Mutex(false)
+
+        func typed(_ shown: UInt32) -> UInt32 { mistypes.withLock { $0 } ? (shown + 1) % 1_000_000 : shown }
 
         func heardAny(_ match: (HostEvent) -> Bool) -> Bool { events.withLock { $0.contains(where: match) } }
     }
@@ -301,6 +306,64 @@ import Testing
             }
         }
         #expect(values[0] != nil && values[0] == values[1])
+    }
+
+    /// Vol 3 Part H 2.3.6: after a wrong passkey, neither side pairs with the other until a wait has passed: the
+    /// central does not start (nothing goes on the air), and the peripheral refuses a Pairing Request from the
+    /// same address with Repeated Attempts. After the wait, the right passkey pairs.
+    @Test func aWrongPasskeyMakesBothSidesWaitBeforeTheNextPairing() async throws {
+        let pair = Pair(
+            central: Self.security(.keyboardOnly, seed: 3, mitm: true),
+            peripheral: Self.security(.displayOnly, seed: 4, mitm: true))
+        pair.central.mistypes.withLock { $0 = true }
+        let (handle, _) = try await pair.connect()
+        #expect(try await pair.pair(handle).error?.message.contains("Confirm Value Failed") == true)
+        let prompts = { (side: Side) in
+            side.events.withLock { $0.count { if case .pairingPrompt = $0 { true } else { false } } }
+        }
+        let shownBefore = prompts(pair.peripheral)
+        // At once again: the central refuses itself, and the peripheral hears nothing.
+        let again = try await pair.pair(handle)
+        #expect(again.error?.code == .pairingFailed)
+        #expect(again.error?.message.contains("Repeated Attempts") == true, "\(again)")
+        try await pair.radio.run(for: .milliseconds(500))
+        #expect(prompts(pair.peripheral) == shownBefore)
+
+        // Another host claiming the central's address (the same octets: an anagram of its name) meets the
+        // peripheral's own wait.
+        try await pair.disconnect(handle)
+        let impostor = Side(
+            radio: pair.radio, name: "centarl", security: Self.security(.keyboardOnly, seed: 9, mitm: true))
+        #expect(impostor.controller.address == pair.central.controller.address)
+        impostor.other = pair.peripheral
+        pair.peripheral.other = impostor
+        let started = Mutex(false)
+        impostor.host.start { if case .success = $0 { started.withLock { $0 = true } } }
+        try await pair.run(until: { started.withLock { $0 } }, "the impostor starting")
+        pair.peripheral.host.startAdvertising(
+            AdvertisingParameters(kind: .connectable, intervalMin: 0x20, intervalMax: 0x20), data: [0x02, 0x01, 0x06],
+            scanResponse: []
+        ) { _ in }
+        impostor.host.setConnectTargets([pair.peripheral.controller.address], parameters: ConnectionParameters())
+        try await pair.run(until: { !impostor.host.links.isEmpty && !pair.peripheral.host.links.isEmpty }, "the link")
+        impostor.host.setConnectTargets([], parameters: ConnectionParameters())
+        let link = impostor.host.links[0].handle
+        func pairImpostor() async throws -> Result<SMPPairing.Result, HostError> {
+            let outcome = Mutex<Result<SMPPairing.Result, HostError>?>(nil)
+            impostor.host.pair(on: link) { result in outcome.withLock { $0 = result } }
+            try await pair.run(until: { outcome.withLock { $0 } != nil }, "the impostor's pairing")
+            return try #require(outcome.withLock { $0 })
+        }
+        let refused = try await pairImpostor()
+        #expect(refused.error?.message.contains("Repeated Attempts") == true, "\(refused)")
+        // The wait (2 s after the first failure) passes: the right passkey pairs.
+        try await pair.radio.run(for: .seconds(2))
+        let paired = try await pairImpostor()
+        #expect((try? paired.get())?.authenticated == true, "\(paired)")
+    }
+
+    @Test func theWaitDoublesWithEachFailureUpTo64Seconds() {
+        #expect((1...8).map { RepeatedAttempts.wait(after: $0) } == [2, 4, 8, 16, 32, 64, 64, 64].map { .seconds($0) })
     }
 
     @Test func aHostNotConfiguredToPairRefusesWithPairingNotSupported() async throws {

@@ -38,6 +38,12 @@ extension HostMachine {
             let pairing = makePairing(for: link.info, security)
             links[handle]?.security.pairing = pairing
         }
+        if let wait = repeatedAttemptsWait(on: handle) {
+            // Nothing goes on the air: the wait is this side's to keep (Vol 3 Part H 2.3.6).
+            complete(id, .failure(HostError(.pairingFailed, Self.repeatedAttemptsMessage(wait))))
+            emit(.pairingFailed(handle, .local(.repeatedAttempts)))
+            return
+        }
         links[handle]?.security.pairRequest = id
         runPairing(links[handle]?.security.pairing?.handle(.start) ?? [], on: handle)
         // A peripheral's Security Request is answered by the central's Pairing Request, or not at all: the
@@ -127,6 +133,7 @@ extension HostMachine {
                 on: handle)
             return
         }
+        if refusedAsRepeatedAttempt(pdu, on: handle) { return }
         if links[handle]?.security.pairing == nil {
             let pairing = makePairing(for: link.info, security)
             links[handle]?.security.pairing = pairing
@@ -272,6 +279,7 @@ extension HostMachine {
                 }
             case .failed(let failure):
                 links[handle]?.security.keyForRequest = nil
+                pairingAttemptFailed(on: handle, failure)
                 if let id = links[handle]?.security.pairRequest {
                     links[handle]?.security.pairRequest = nil
                     complete(id, .failure(HostError(.pairingFailed, "\(failure)")))
