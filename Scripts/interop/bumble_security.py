@@ -46,7 +46,7 @@ from bumble.transport import open_transport
 SERVICE = "5EC1F000-0B5E-4C3A-9D2E-7A1B2C3D4E5F"
 ENCRYPTED = "5EC1F001-0B5E-4C3A-9D2E-7A1B2C3D4E5F"       # readable on an encrypted link
 AUTHENTICATED = "5EC1F002-0B5E-4C3A-9D2E-7A1B2C3D4E5F"   # readable on an authenticated link
-AFTER_PAIRING = "5EC1F003-0B5E-4C3A-9D2E-7A1B2C3D4E5F"   # open, but answered once a pairing ended (or 30 s)
+AFTER_PAIRING = "5EC1F003-0B5E-4C3A-9D2E-7A1B2C3D4E5F"   # open, answered once the link's security settled (10 s)
 VALUE = bytes.fromhex("5ec0de")
 
 IO = {
@@ -167,8 +167,13 @@ class Security:
         connection.on("pairing", on_pairing)
         connection.on("pairing_failure", on_failure)
         connection.on("security_request", lambda auth_req: emit("security-request", auth_req=int(auth_req)))
-        connection.on("connection_encryption_change",
-                      lambda *args: emit("encrypted", encrypted=bool(connection.encryption)))
+        def on_encryption(*args):
+            emit("encrypted", encrypted=bool(connection.encryption))
+            # Encrypted with a key both already held, no pairing: that is the end of it too.
+            if "session" not in session and not ended.done():
+                ended.set_result(None)
+
+        connection.on("connection_encryption_change", on_encryption)
         connection.on("disconnection", lambda reason: ended.done() or ended.set_result(None))
         return ended
 
@@ -219,7 +224,7 @@ async def peripheral(transport, name, address):
             ended = pairings.get(connection.handle)
             if ended is not None:
                 try:
-                    await asyncio.wait_for(asyncio.shield(ended), 30)
+                    await asyncio.wait_for(asyncio.shield(ended), 10)
                 except asyncio.TimeoutError:
                     pass
             emit("read", hex=VALUE.hex(), encrypted=bool(connection.encryption))

@@ -34,8 +34,10 @@ import Testing
 
         init(
             radio: SimulatedRadio, name: String, security: HostSecurityConfiguration,
-            privacy: HostPrivacyConfiguration? = nil
+            privacy: HostPrivacyConfiguration? = nil, answersSecurityRequests: Bool = false
         ) {
+            io = security.ioCapability
+            self.answersSecurityRequests = answersSecurityRequests
             // Public addresses of their own (hosts on controllers without one would draw the same random static
             // address from the default seed).
             let last = UInt8(truncatingIfNeeded: name.utf8.reduce(0) { $0 &+ Int($1) })
@@ -49,8 +51,12 @@ import Testing
             host.setEventHandler { [weak self] event in self?.heard(event) }
         }
 
+        /// Called with each event after the scripted answers (a test's own reaction).
+        let onEvent = Mutex<(@Sendable (HostEvent) -> Void)?>(nil)
+
         private func heard(_ event: HostEvent) {
             events.withLock { $0.append(event) }
+            defer { onEvent.withLock { $0 }?(event) }
             switch event {
             case .pairingPrompt(let handle, .displayPasskey(let value)):
                 shown.withLock { $0 = value }
@@ -61,13 +67,29 @@ import Testing
                 }
                 _ = handle
             case .pairingPrompt(let handle, .enterPasskey):
+                switch user.withLock({ $0 }) {
+                case .silent: return
+                case .rejects, .cancels: return host.answerPairing(on: handle, .passkey(nil))
+                case .accepts, .mistypes: break
+                }
                 if let value = other?.shown.withLock({ $0 }) {
                     host.answerPairing(on: handle, .passkey(typed(value)))
+                } else if io == .keyboardOnly, other?.io == .keyboardOnly {
+                    // Both input: the users agreed on a number beforehand.
+                    host.answerPairing(on: handle, .passkey(typed(PairingMatrix.agreedPasskey)))
                 } else {
                     waitingToType.withLock { $0 = true }
                 }
             case .pairingPrompt(let handle, .confirm):
-                host.answerPairing(on: handle, .accept(true))
+                switch user.withLock({ $0 }) {
+                case .silent: break
+                case .rejects, .cancels: host.answerPairing(on: handle, .accept(false))
+                case .accepts, .mistypes: host.answerPairing(on: handle, .accept(true))
+                }
+            case .securityRequested(let handle, _):
+                // The central's host answers a Security Request by pairing, when this side plays one that does.
+                guard answersSecurityRequests else { break }
+                host.pair(on: handle) { _ in }
             case .longTermKeyRequested(let handle, let ediv, let rand):
                 let key = keys.withLock { $0.first { $0.ediv == ediv && $0.rand == rand }?.key }
                 host.replyLongTermKey(on: handle, key: key)
@@ -77,10 +99,13 @@ import Testing
         }
 
         let waitingToType = Mutex(false)
-        /// The user types a digit wrong.
-        let mistypes = Mutex(false)
+        /// What the user does when asked (the pairing matrix's users).
+        let user = Mutex(PairingMatrix.User.accepts)
+        let io: IOCapability
+        /// Whether a Security Request from the peer is answered by pairing.
+        let answersSecurityRequests: Bool
 
-        func typed(_ shown: UInt32) -> UInt32 { mistypes.withLock { $0 } ? (shown + 1) % 1_000_000 : shown }
+        func typed(_ shown: UInt32) -> UInt32 { PairingMatrix.typed(shown, by: user.withLock { $0 }) }
 
         func heardAny(_ match: (HostEvent) -> Bool) -> Bool { events.withLock { $0.contains(where: match) } }
     }
@@ -92,9 +117,12 @@ import Testing
 
         init(
             central: HostSecurityConfiguration, peripheral: HostSecurityConfiguration,
-            centralPrivacy: HostPrivacyConfiguration? = nil, peripheralPrivacy: HostPrivacyConfiguration? = nil
+            centralPrivacy: HostPrivacyConfiguration? = nil, peripheralPrivacy: HostPrivacyConfiguration? = nil,
+            centralAnswersSecurityRequests: Bool = false
         ) {
-            self.central = Side(radio: radio, name: "central", security: central, privacy: centralPrivacy)
+            self.central = Side(
+                radio: radio, name: "central", security: central, privacy: centralPrivacy,
+                answersSecurityRequests: centralAnswersSecurityRequests)
             self.peripheral = Side(
                 radio: radio, name: "peripheral", security: peripheral, privacy: peripheralPrivacy)
             self.central.other = self.peripheral
@@ -315,7 +343,7 @@ import Testing
         let pair = Pair(
             central: Self.security(.keyboardOnly, seed: 3, mitm: true),
             peripheral: Self.security(.displayOnly, seed: 4, mitm: true))
-        pair.central.mistypes.withLock { $0 = true }
+        pair.central.user.withLock { $0 = .mistypes }
         let (handle, _) = try await pair.connect()
         #expect(try await pair.pair(handle).error?.message.contains("Confirm Value Failed") == true)
         let prompts = { (side: Side) in
