@@ -129,6 +129,29 @@ import Testing
         #expect(server.database.attribute(at: a)?.value == ten)
     }
 
+    /// Vol 3 Part F 3.4.6.3: an application error at Execute names the attribute from the queue that caused it,
+    /// not handle 0: the one the app names, else the first it was asked to write; nothing stored is written.
+    @Test func anExecuteTheAppRefusesNamesTheAttribute() throws {
+        var server = GATTServer(database: try testDatabase())
+        server.connected(c1)
+        let stored = AttributeHandle(28)
+        let dynamic = AttributeHandle(32)
+        let before = server.database.attribute(at: stored)?.value
+        for answer in [nil, stored, dynamic] {
+            let asked = queue([(stored, 0, [1]), (dynamic, 0, [2]), (dynamic, 1, [3])], on: &server)
+            guard case .writeRequests(let id?, _, let writes) = asked.first else {
+                Issue.record("the app was not asked: \(asked)")
+                return
+            }
+            #expect(writes.map(\.attribute) == [dynamic, dynamic])
+            // A handle that is not one the app was asked about (the stored one) does not name the culprit.
+            #expect(
+                server.respond(to: id, result: ATTErrorCode(0x80), attribute: answer)
+                    == refusal(dynamic, ATTErrorCode(0x80)))
+            #expect(server.database.attribute(at: stored)?.value == before)
+        }
+    }
+
     @Test(arguments: [
         // (current, parts, expected value or error)
         ([UInt8](0...9), [(5, [0xFF, 0xFF] as [UInt8])], [0, 1, 2, 3, 4, 0xFF, 0xFF, 7, 8, 9] as [UInt8]?),

@@ -42,13 +42,19 @@ public final class Central: Sendable, Hashable, CustomStringConvertible {
 ///
 /// For a read, set `value` (the bytes from `offset` on) and answer with `respond(to:withResult:)`. A long
 /// write arrives as one array of requests, one per prepared part with its offset; answer once, through the
-/// first request.
+/// first request. A swift-ble addition: an app that refuses one part may answer through that part's request
+/// instead, and the central's Error Response then names that part's attribute (Core Spec 5.4, Vol 3, Part F,
+/// 3.4.6.3); through the first, it names the first. `ATTRequest.apply(_:for:to:)` applies the parts to a
+/// value.
 public final class ATTRequest: Sendable, CustomStringConvertible {
     public let central: Central
     public let characteristic: Characteristic
     public let offset: Int
     let storage: Mutex<Data?>
     let id: UInt64?
+    /// The attribute the request is for (the characteristic value's handle), which a refusal of a queued write
+    /// names.
+    let attribute: UInt16?
     /// Whether the central wrote without response (ATT Write Command): nothing is answered, and `respond` is
     /// ignored. Our own addition (CoreBluetooth does not say): a device that must treat the two differently, a
     /// small buffer that answers requests only when it has room but drops commands that overflow it, can.
@@ -56,13 +62,14 @@ public final class ATTRequest: Sendable, CustomStringConvertible {
 
     init(
         central: Central, characteristic: Characteristic, offset: Int, value: Data?, id: UInt64?,
-        isWriteCommand: Bool = false
+        isWriteCommand: Bool = false, attribute: UInt16? = nil
     ) {
         self.central = central
         self.characteristic = characteristic
         self.offset = offset
         self.storage = Mutex(value)
         self.id = id
+        self.attribute = attribute
         self.isWriteCommand = isWriteCommand
     }
 

@@ -332,7 +332,9 @@ public final class PeripheralManager: Sendable, SystemSession {
         let value = result == .success ? request.value.map { Array($0) } : nil
         var completion: (@Sendable (Result<Void, HostError>) -> Void)?
         if let reply { completion = hostCompletion(reporting: reply) }
-        system.core.host.respond(to: serverID, result: result, value: value, completion: completion)
+        system.core.host.respond(
+            to: serverID, result: result, value: value, attribute: request.attribute.map { AttributeHandle($0) },
+            completion: completion)
     }
 
     /// Sends `value` to subscribed centrals (all of them, or those in `centrals`) as a notification or
@@ -560,12 +562,13 @@ public final class PeripheralManager: Sendable, SystemSession {
             }
             let id = serverID.map { register($0) }
             var requests: [ATTRequest] = []
-            for (i, w) in writes.enumerated() {
+            // Every part carries the write's id: the app answers through the first, or through a part it refuses.
+            for w in writes {
                 guard let c = characteristic(at: w.attribute) else { continue }
                 requests.append(
                     ATTRequest(
                         central: central, characteristic: c, offset: w.offset, value: Data(w.value),
-                        id: i == 0 ? id : nil, isWriteCommand: serverID == nil))
+                        id: id, isWriteCommand: serverID == nil, attribute: w.attribute.rawValue))
             }
             let delivered = requests
             guard !delivered.isEmpty else {

@@ -85,7 +85,9 @@ public struct GATTServer: Sendable {
         case readByType(handle: AttributeHandle)
         case readMultiple(variable: Bool, handles: [AttributeHandle], values: [[UInt8]])
         case write(handle: AttributeHandle)
-        case executeWrite(storedWrites: [(AttributeHandle, [UInt8])])
+        /// The stored values to write once the app accepts its parts, and the attributes of those parts (in queue
+        /// order), one of which an Error Response names.
+        case executeWrite(storedWrites: [(AttributeHandle, [UInt8])], dynamic: [AttributeHandle])
     }
 
     public var database: GATTDatabase
@@ -250,7 +252,12 @@ public struct GATTServer: Sendable {
     /// The app's answer to a ``Action/readRequest(id:connection:attribute:offset:)`` (`value`: the value from
     /// the requested offset) or a ``Action/writeRequests(id:connection:_:)`` (`value` unused). A `result`
     /// other than `.success` becomes an Error Response. An unknown or already answered id does nothing.
-    public mutating func respond(to id: GATTServerRequestID, result: ATTErrorCode, value: [UInt8]? = nil) -> [Action] {
+    ///
+    /// A queued write the app refuses is answered with the handle of the attribute that caused it (Vol 3, Part F,
+    /// 3.4.6.3): `attribute`, when it is one of the queue's, else the first the app was asked to write.
+    public mutating func respond(
+        to id: GATTServerRequestID, result: ATTErrorCode, value: [UInt8]? = nil, attribute: AttributeHandle? = nil
+    ) -> [Action] {
         guard let (connection, request) = pending.removeValue(forKey: id), clients[connection] != nil else { return [] }
         let mtu = Int(self.mtu(of: connection))
         switch request {
@@ -281,9 +288,11 @@ public struct GATTServer: Sendable {
             guard result == .success else { return [error(.writeRequest, handle, result, connection)] }
             return [.respond(connection, .writeResponse(.init()))]
 
-        case .executeWrite(let storedWrites):
+        case .executeWrite(let storedWrites, let dynamic):
             guard result == .success else {
-                return [error(.executeWriteRequest, AttributeHandle(0), result, connection)]
+                let culprit =
+                    attribute.flatMap { dynamic.contains($0) ? $0 : nil } ?? dynamic.first ?? AttributeHandle(0)
+                return [error(.executeWriteRequest, culprit, result, connection)]
             }
             var actions: [Action] = []
             for (handle, value) in storedWrites { actions += storeWrite(handle, value, connection) }
@@ -711,7 +720,7 @@ public struct GATTServer: Sendable {
         }
         let storedWrites = handles.map { ($0, assembled[$0]!) }
         if !dynamicWrites.isEmpty {
-            let id = ask(.executeWrite(storedWrites: storedWrites), connection)
+            let id = ask(.executeWrite(storedWrites: storedWrites, dynamic: dynamicWrites.map(\.attribute)), connection)
             return [.writeRequests(id: id, connection: connection, dynamicWrites)]
         }
         var actions: [Action] = []

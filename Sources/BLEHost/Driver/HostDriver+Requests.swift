@@ -276,15 +276,18 @@ extension HostDriver {
         state.withLock { $0.machine.setPeerBonded(handle, isBonded) }
     }
 
-    /// Answers a `.serverRead` or `.serverWrite` request. `completion`, when given, hears once whether the response
-    /// was handed to the bearer, or why not (the request is unknown or already answered, or its link is gone).
+    /// Answers a `.serverRead` or `.serverWrite` request (`attribute`: for a refused queued write, the attribute
+    /// that refused). `completion`, when given, hears once whether the response was handed to the bearer, or why
+    /// not (the request is unknown or already answered, or its link is gone).
     public func respond(
-        to request: GATTServerRequestID, result: ATTErrorCode, value: [UInt8]?,
+        to request: GATTServerRequestID, result: ATTErrorCode, value: [UInt8]?, attribute: AttributeHandle? = nil,
         completion: (@Sendable (Result<Void, HostError>) -> Void)? = nil
     ) {
         step { state in
             let id = completion.map { completion in state.register { completion($0.map { _ in () }) } }
-            return ((), state.machine.respond(to: request, result: result, value: value, id: id))
+            return (
+                (), state.machine.respond(to: request, result: result, value: value, attribute: attribute, id: id)
+            )
         }
     }
 

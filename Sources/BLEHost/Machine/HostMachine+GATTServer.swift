@@ -47,14 +47,16 @@ extension HostMachine {
         server.bondChanged(handle, isBonded: isBonded)
     }
 
-    /// Answers a `.serverRead` or `.serverWrite` request.
+    /// Answers a `.serverRead` or `.serverWrite` request (`attribute`: for a refused queued write, the attribute
+    /// that refused, which the Error Response names).
     ///
     /// With `id`, that operation completes once the response is handed to the bearer, or fails when there is
     /// nothing to answer (the request is unknown or already answered, or its link is gone).
     public mutating func respond(
-        to request: GATTServerRequestID, result: ATTErrorCode, value: [UInt8]?, id: HostOperationID? = nil
+        to request: GATTServerRequestID, result: ATTErrorCode, value: [UInt8]?, attribute: AttributeHandle? = nil,
+        id: HostOperationID? = nil
     ) -> [HostAction] {
-        let actions = server.respond(to: request, result: result, value: value)
+        let actions = server.respond(to: request, result: result, value: value, attribute: attribute)
         let handedOver = actions.contains { action in
             if case .respond(let connection, _) = action { return links.contains(connection) }
             return false

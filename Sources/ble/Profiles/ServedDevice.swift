@@ -144,17 +144,19 @@ final class ServedDevice: PeripheralManagerDelegate, @unchecked Sendable {
                 log?(
                     "\(first.central.identifier) write \(uuid.uuidString) at offset \(offsets) -> "
                         + ToolError.describe(result))
-                peripheral.respond(to: first, withResult: result)
+                // Through this characteristic's part, so the central hears which attribute refused.
+                peripheral.respond(to: parts[0], withResult: result)
                 return
             }
             writes.append((uuid, value))
         }
+        let partFor = { (uuid: BluetoothUUID) in requests.first { $0.characteristic.uuid == uuid } ?? first }
         // The behaviour may notify a change the write makes (a lock's state): hold that until the write itself is
         // logged and answered, so the log shows the cause before its effect.
         updatesCausedByWrite = []
         var answeredAtOnce = true
-        write(writes[...], command: first.isWriteCommand, from: first.central) { [self] result in
-            peripheral.respond(to: first, withResult: result)
+        write(writes[...], command: first.isWriteCommand, from: first.central) { [self] result, refusedBy in
+            peripheral.respond(to: refusedBy.map(partFor) ?? first, withResult: result)
             guard answeredAtOnce else { return }
             let caused = updatesCausedByWrite ?? []
             updatesCausedByWrite = nil
@@ -168,17 +170,17 @@ final class ServedDevice: PeripheralManagerDelegate, @unchecked Sendable {
         }
     }
 
-    /// Hands each value to the behaviour in turn, logging each, and answers once: with the first refusal (the
-    /// values before it are written, and the log says so), or success.
+    /// Hands each value to the behaviour in turn, logging each, and answers once: with the first refusal and the
+    /// characteristic that refused (the values before it are written, and the log says so), or success.
     private func write(
         _ writes: ArraySlice<(BluetoothUUID, Data)>, command: Bool, from central: Central,
-        answer: @escaping (ATTErrorCode) -> Void
+        answer: @escaping (ATTErrorCode, BluetoothUUID?) -> Void
     ) {
-        guard let (uuid, value) = writes.first else { return answer(.success) }
+        guard let (uuid, value) = writes.first else { return answer(.success, nil) }
         behaviour.write(uuid, value: value, command: command) { [self] result in
             let outcome = result == .success ? "" : " -> \(ToolError.describe(result))"
             log?("\(central.identifier) write \(uuid.uuidString) \(value.hex)\(outcome)")
-            guard result == .success else { return answer(result) }
+            guard result == .success else { return answer(result, uuid) }
             write(writes.dropFirst(), command: command, from: central, answer: answer)
         }
     }
