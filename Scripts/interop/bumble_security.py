@@ -19,7 +19,8 @@ Settings (all optional): "io" (none, display, display-yes-no, keyboard, keyboard
 asks for, as a list of "enc", "id"; default both), "accept" (true: a pairing request is accepted), "compare"
 (true: the answer to a numeric comparison), "show" (the passkey to display, instead of a random one), "type" (the
 passkey to type at once, instead of waiting for a "passkey" command), "security_request" (peripheral: send a
-Security Request as soon as a central connects), "timeout" (central: seconds to wait for the pairing, 20).
+Security Request as soon as a central connects), "timeout" (central: seconds to wait for the pairing, 20),
+"passkey_wait" (seconds to wait for a "passkey" command, 15).
 
 Per connection: "connected", "security-request" (central: one arrived, with its auth_req), "pairing-start",
 "passkey" (shown), "passkey-asked", "compare" (the digits and the answer given), then either "paired" or
@@ -103,7 +104,7 @@ class User(PairingDelegate):
         emit("passkey-asked")
         if "type" in self.settings:
             return int(self.settings["type"])
-        return await asyncio.wait_for(self.passkeys.get(), 60)
+        return await asyncio.wait_for(self.passkeys.get(), self.settings.get("passkey_wait", 15))
 
     async def generate_passkey(self):
         if "show" in self.settings:
@@ -212,13 +213,9 @@ async def peripheral(transport, name, address):
         security = Security(device)
         pairings = {}
 
-        def reader(check):
-            def read(connection):
-                if check is not None and not check(connection):
-                    return VALUE
-                emit("read", hex=VALUE.hex(), encrypted=bool(connection.encryption))
-                return VALUE
-            return read
+        def read(connection):
+            emit("read", hex=VALUE.hex(), encrypted=bool(connection.encryption))
+            return VALUE
 
         async def read_after_pairing(connection):
             ended = pairings.get(connection.handle)
@@ -232,11 +229,11 @@ async def peripheral(transport, name, address):
 
         readable = Characteristic.READABLE
         device.add_service(Service(SERVICE, [
-            Characteristic(ENCRYPTED, Characteristic.Properties.READ, readable | Characteristic.READ_REQUIRES_ENCRYPTION,
-                           CharacteristicValue(read=reader(None))),
+            Characteristic(ENCRYPTED, Characteristic.Properties.READ,
+                           readable | Characteristic.READ_REQUIRES_ENCRYPTION, CharacteristicValue(read=read)),
             Characteristic(AUTHENTICATED, Characteristic.Properties.READ,
                            readable | Characteristic.READ_REQUIRES_ENCRYPTION
-                           | Characteristic.READ_REQUIRES_AUTHENTICATION, CharacteristicValue(read=reader(None))),
+                           | Characteristic.READ_REQUIRES_AUTHENTICATION, CharacteristicValue(read=read)),
             Characteristic(AFTER_PAIRING, Characteristic.Properties.READ, readable,
                            CharacteristicValue(read=read_after_pairing)),
         ]))
