@@ -21,9 +21,17 @@ extension FuzzTarget {
                 // The command in flight to `role`, with one octet changed; what no longer decodes is dropped.
                 guard var bytes = link.takeInFlight(to: role)?.encoded else { break }
                 bytes[reader.below(bytes.count)] = reader.byte()
-                if let pdu = try? SMPPDU(decoding: bytes) { try link.handle(.received(pdu), at: role) }
+                if let pdu = try? SMPPDU(decoding: bytes) {
+                    try link.handle(.received(pdu), at: role)
+                } else {
+                    try link.handle(.malformed, at: role)
+                }
             case 2:
-                if let pdu = try? SMPPDU(decoding: reader.chunk()) { try link.handle(.received(pdu), at: role) }
+                if let pdu = try? SMPPDU(decoding: reader.chunk()) {
+                    try link.handle(.received(pdu), at: role)
+                } else {
+                    try link.handle(.malformed, at: role)
+                }
             case 3: _ = link.takeInFlight(to: role)
             case 4:
                 let shown = link.shown[role == .initiator ? .responder : .initiator] ?? nil

@@ -131,6 +131,9 @@ public struct SMPPairing: Sendable {
         case encryptionChanged(status: UInt8)
         /// The 30 s Security Manager timer expired.
         case timerExpired
+        /// A command from the peer that does not decode (a wrong length, a reserved value): a pairing under way
+        /// fails with Invalid Parameters (Vol 3 Part H 3.3); outside one it is not answered.
+        case malformed
     }
 
     public enum Action: Sendable, Hashable {
@@ -263,6 +266,9 @@ public struct SMPPairing: Sendable {
             phase = .failed
             timedOut = true
             return [.failed(.timeout)]
+        case .malformed:
+            guard !timedOut, isPairing else { return [] }
+            return fail(.invalidParameters)
         }
     }
 
@@ -352,7 +358,9 @@ public struct SMPPairing: Sendable {
         case .pairingResponse(let features):
             return pairingResponse(features)
         case .unknown:
-            return fail(.commandNotSupported)
+            // A code this stack does not know aborts a pairing under way with Command Not Supported; outside one
+            // it is not answered (Pairing Failed aborts a pairing in progress, 3.5.5).
+            return isPairing ? fail(.commandNotSupported) : [.ignored(pdu)]
         default:
             break
         }

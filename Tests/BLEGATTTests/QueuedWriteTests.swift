@@ -152,6 +152,53 @@ import Testing
         }
     }
 
+    /// The stored parts of a queue that waits for the app land over the value as it is when the app answers: a
+    /// write another client made meanwhile is not lost.
+    @Test func anotherClientsWriteWhileTheAppDecidesIsKept() throws {
+        var server = GATTServer(database: try testDatabase())
+        let c2 = ConnectionHandle(2)
+        server.connected(c1)
+        server.connected(c2)
+        let stored = AttributeHandle(28)
+        let asked = queue([(stored, 1, [0xEE]), (AttributeHandle(32), 0, [2])], on: &server)
+        guard case .writeRequests(let id?, _, _) = asked.first else {
+            Issue.record("the app was not asked: \(asked)")
+            return
+        }
+        _ = server.received(.writeRequest(.init(handle: stored, value: [7, 7, 7])), from: c2)
+        _ = server.respond(to: id, result: .success)
+        #expect(server.database.attribute(at: stored)?.value == [7, 0xEE, 7])
+    }
+
+    /// Execute Write with flags other than 0x00 and 0x01 is Invalid PDU, and the queue is gone (nothing written
+    /// later); a queued write to a CCCD subscribes as a Write Request would.
+    @Test func reservedExecuteFlagsAndACCCDInTheQueue() throws {
+        var server = GATTServer(database: try testDatabase())
+        server.connected(c1)
+        let stored = AttributeHandle(28)
+        let before = server.database.attribute(at: stored)?.value
+        let answer = queue(
+            [(stored, 0, [1])], on: &server, flags: ATTPDU.ExecuteWriteRequest.Flags(rawValue: 0x02))
+        #expect(
+            answer == [
+                .respond(
+                    c1,
+                    .errorResponse(
+                        .init(requestOpcode: .executeWriteRequest, handle: AttributeHandle(0), errorCode: .invalidPDU)))
+            ])
+        #expect(
+            server.received(.executeWriteRequest(.init(flags: .write)), from: c1) == [
+                .respond(c1, .executeWriteResponse(.init()))
+            ])
+        #expect(server.database.attribute(at: stored)?.value == before)
+        // The long value's CCCD (it indicates): 02 00 in two parts.
+        let cccd = AttributeHandle(30)
+        let subscribed = queue([(cccd, 0, [0x02]), (cccd, 1, [0x00])], on: &server)
+        #expect(
+            subscribed.contains(.subscriptionChanged(c1, characteristicValue: stored, [.indication])), "\(subscribed)")
+        #expect(subscribed.last == .respond(c1, .executeWriteResponse(.init())))
+    }
+
     @Test(arguments: [
         // (current, parts, expected value or error)
         ([UInt8](0...9), [(5, [0xFF, 0xFF] as [UInt8])], [0, 1, 2, 3, 4, 0xFF, 0xFF, 7, 8, 9] as [UInt8]?),

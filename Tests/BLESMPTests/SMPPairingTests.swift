@@ -429,12 +429,26 @@ extension SMPPairingTests {
     }
 
     @Test func anUnknownCommandIsNotSupportedAndAnUnexpectedOneUnspecified() {
+        // An unknown code aborts a pairing under way with Command Not Supported; outside one it is not answered.
+        let unknown = SMPPDU.unknown(code: 0x20, data: [])
         var peripheral = SMPPairing(
             role: .responder, configuration: Self.configuration(.noInputNoOutput),
             initiatorAddress: Self.centralAddress, responderAddress: Self.peripheralAddress, random: Self.random(9))
+        #expect(peripheral.handle(.received(unknown)) == [.ignored(unknown)])
+        var pairing = SMPPairing(
+            role: .initiator, configuration: Self.configuration(.noInputNoOutput),
+            initiatorAddress: Self.centralAddress, responderAddress: Self.peripheralAddress, random: Self.random(9))
+        _ = pairing.handle(.start)
+        #expect(pairing.handle(.received(unknown)).first == .send(.pairingFailed(.commandNotSupported)))
+        // A command that does not decode: Invalid Parameters during a pairing, nothing outside one.
+        var malformed = SMPPairing(
+            role: .initiator, configuration: Self.configuration(.noInputNoOutput),
+            initiatorAddress: Self.centralAddress, responderAddress: Self.peripheralAddress, random: Self.random(9))
+        #expect(malformed.handle(.malformed) == [])
+        _ = malformed.handle(.start)
         #expect(
-            peripheral.handle(.received(.unknown(code: 0x20, data: []))).first
-                == .send(.pairingFailed(.commandNotSupported)))
+            malformed.handle(.malformed)
+                == [.send(.pairingFailed(.invalidParameters)), .stopTimer, .failed(.local(.invalidParameters))])
         var other = SMPPairing(
             role: .responder, configuration: Self.configuration(.noInputNoOutput),
             initiatorAddress: Self.centralAddress, responderAddress: Self.peripheralAddress, random: Self.random(9))
@@ -588,6 +602,24 @@ extension SMPPairingTests {
         // The central's own keys went as asked.
         #expect(peripheral.peerIdentity?.resolvingKey == [UInt8](repeating: 0x0C, count: 16))
         #expect(link.peripheral.sent.count { if case .identityInformation = $0 { true } else { false } } == 0)
+    }
+
+    /// A Pairing Response may only narrow the request's key fields (Vol 3 Part H 3.5.2): one that lists a key the
+    /// central did not name (here the CSRK it never asks for) is refused with Invalid Parameters before anything
+    /// else happens.
+    @Test func aResponseListingKeysNotAskedForIsRefused() {
+        var link = Link(
+            central: Self.configuration(.noInputNoOutput, identityByte: 0x0C),
+            peripheral: Self.configuration(.noInputNoOutput, identityByte: 0x0D, key: 2))
+        link.tamper = { pdu in
+            guard case .pairingResponse(var features) = pdu else { return pdu }
+            features.responderKeys.insert(.signingKey)
+            return .pairingResponse(features)
+        }
+        link.run(.start)
+        #expect(link.central.failure == .local(.invalidParameters))
+        #expect(link.peripheral.failure == .remote(.invalidParameters))
+        #expect(link.encryptedWith == nil)
     }
 
     /// After a pairing ends, a command that belonged to it is not answered with Pairing Failed.

@@ -390,8 +390,45 @@ import Testing
         #expect((try? paired.get())?.authenticated == true, "\(paired)")
     }
 
+    /// During the central's wait a peripheral's Security Request is still heard (a bond could encrypt), but a
+    /// pairing it would lead to is refused: the central's `pair` fails at once and the peripheral hears Repeated
+    /// Attempts instead of waiting out its 30 s timer. The peripheral here never saw the failure: another host
+    /// claiming the first one's address.
+    @Test func aSecurityRequestDuringTheWaitHearsRepeatedAttempts() async throws {
+        let pair = Pair(
+            central: Self.security(.keyboardOnly, seed: 3, mitm: true),
+            peripheral: Self.security(.displayOnly, seed: 4, mitm: true))
+        pair.central.user.withLock { $0 = .mistypes }
+        let (handle, _) = try await pair.connect()
+        #expect(try await pair.pair(handle).error?.message.contains("Confirm Value Failed") == true)
+        try await pair.disconnect(handle)
+        let impostor = Side(
+            radio: pair.radio, name: "lapheriper", security: Self.security(.displayOnly, seed: 9, mitm: true))
+        #expect(impostor.controller.address == pair.peripheral.controller.address)
+        let started = Mutex(false)
+        impostor.host.start { if case .success = $0 { started.withLock { $0 = true } } }
+        try await pair.run(until: { started.withLock { $0 } }, "the impostor starting")
+        impostor.host.startAdvertising(
+            AdvertisingParameters(kind: .connectable, intervalMin: 0x20, intervalMax: 0x20), data: [0x02, 0x01, 0x06],
+            scanResponse: []
+        ) { _ in }
+        pair.central.host.setConnectTargets([impostor.controller.address], parameters: ConnectionParameters())
+        try await pair.run(until: { !impostor.host.links.isEmpty && !pair.central.host.links.isEmpty }, "the link")
+        pair.central.host.setConnectTargets([], parameters: ConnectionParameters())
+        let asked = Mutex<Result<SMPPairing.Result, HostError>?>(nil)
+        impostor.host.pair(on: impostor.host.links[0].handle) { result in asked.withLock { $0 = result } }
+        try await pair.run(
+            until: { pair.central.heardAny { if case .securityRequested = $0 { true } else { false } } },
+            "the Security Request")
+        let answered = try await pair.pair(pair.central.host.links[0].handle)
+        #expect(answered.error?.message.contains("Repeated Attempts") == true, "\(answered)")
+        try await pair.run(until: { asked.withLock { $0 } != nil }, limit: .seconds(5), "the peripheral's answer")
+        #expect(asked.withLock { $0 }?.error?.message.contains("Repeated Attempts") == true)
+    }
+
     @Test func theWaitDoublesWithEachFailureUpTo64Seconds() {
         #expect((1...8).map { RepeatedAttempts.wait(after: $0) } == [2, 4, 8, 16, 32, 64, 64, 64].map { .seconds($0) })
+        #expect(RepeatedAttempts.mostFailures == 6)
     }
 
     @Test func aHostNotConfiguredToPairRefusesWithPairingNotSupported() async throws {

@@ -314,7 +314,8 @@ public final class PeripheralManager: Sendable, SystemSession {
     // MARK: Requests and updates
 
     /// Answers a read or write request. For a read, set `request.value` first (the bytes from
-    /// `request.offset` on); for a long write, answer through the first request of the array.
+    /// `request.offset` on); for a long write, answer through the first request of the array, or (a swift-ble
+    /// addition) through the request whose part you refuse, so the central's Error Response names its attribute.
     public func respond(to request: ATTRequest, withResult result: ATTErrorCode) {
         respond(to: request, withResult: result, reply: nil)
     }

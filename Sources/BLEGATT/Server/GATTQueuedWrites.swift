@@ -14,7 +14,7 @@ import BLEATT
 ///   rewrites part of the value and the rest is kept.
 ///
 /// The GATT server applies it to the values it stores; an application that serves a value itself applies it to
-/// the parts it is handed (`BLE`'s `ATTRequest.value(after:appliedTo:)`).
+/// the parts it is handed (`BLE`'s `ATTRequest.apply(_:for:to:)`).
 public enum GATTQueuedWrites {
     /// The value `parts` (one attribute's, in queue order) make of `current`, or the error that refuses them.
     public static func value(

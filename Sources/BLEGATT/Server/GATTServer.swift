@@ -85,9 +85,9 @@ public struct GATTServer: Sendable {
         case readByType(handle: AttributeHandle)
         case readMultiple(variable: Bool, handles: [AttributeHandle], values: [[UInt8]])
         case write(handle: AttributeHandle)
-        /// The stored values to write once the app accepts its parts, and the attributes of those parts (in queue
-        /// order), one of which an Error Response names.
-        case executeWrite(storedWrites: [(AttributeHandle, [UInt8])], dynamic: [AttributeHandle])
+        /// The parts for stored values, written once the app accepts its own, and the attributes of the app's
+        /// parts (in queue order), one of which an Error Response names.
+        case executeWrite(stored: [QueuedParts], dynamic: [AttributeHandle])
     }
 
     public var database: GATTDatabase
@@ -288,11 +288,16 @@ public struct GATTServer: Sendable {
             guard result == .success else { return [error(.writeRequest, handle, result, connection)] }
             return [.respond(connection, .writeResponse(.init()))]
 
-        case .executeWrite(let storedWrites, let dynamic):
+        case .executeWrite(let stored, let dynamic):
             guard result == .success else {
                 let culprit =
                     attribute.flatMap { dynamic.contains($0) ? $0 : nil } ?? dynamic.first ?? AttributeHandle(0)
                 return [error(.executeWriteRequest, culprit, result, connection)]
+            }
+            let storedWrites: [(AttributeHandle, [UInt8])]
+            switch assemble(stored, connection) {
+            case .success(let writes): storedWrites = writes
+            case .failure(let refusal): return [error(.executeWriteRequest, refusal.handle, refusal.code, connection)]
             }
             var actions: [Action] = []
             for (handle, value) in storedWrites { actions += storeWrite(handle, value, connection) }
@@ -705,26 +710,55 @@ public struct GATTServer: Sendable {
             if parts[part.attribute] == nil { handles.append(part.attribute) }
             parts[part.attribute, default: []].append((part.offset, part.value))
         }
-        var assembled: [AttributeHandle: [UInt8]] = [:]
-        for handle in handles {
-            let old = readable(database.attribute(at: handle)!, connection).storedValue
-            switch GATTQueuedWrites.value(applying: parts[handle] ?? [], to: old) {
-            case .success(let value): assembled[handle] = value
-            case .failure(let refusal): return [error(opcode, handle, refusal.code, connection)]
-            }
+        let stored = handles.map { QueuedParts(attribute: $0, parts: parts[$0] ?? []) }
+        let storedWrites: [(AttributeHandle, [UInt8])]
+        switch assemble(stored, connection) {
+        case .success(let writes): storedWrites = writes
+        case .failure(let refusal): return [error(opcode, refusal.handle, refusal.code, connection)]
         }
-        for handle in handles {
-            if let code = checkValue(database.attribute(at: handle)!, assembled[handle]!, connection) {
-                return [error(opcode, handle, code, connection)]
-            }
-        }
-        let storedWrites = handles.map { ($0, assembled[$0]!) }
         if !dynamicWrites.isEmpty {
-            let id = ask(.executeWrite(storedWrites: storedWrites, dynamic: dynamicWrites.map(\.attribute)), connection)
+            // The stored values are put together again when the app answers, over the values then: another
+            // client's write meanwhile is not lost.
+            let id = ask(.executeWrite(stored: stored, dynamic: dynamicWrites.map(\.attribute)), connection)
             return [.writeRequests(id: id, connection: connection, dynamicWrites)]
         }
         var actions: [Action] = []
         for (handle, value) in storedWrites { actions += storeWrite(handle, value, connection) }
         return actions + [.respond(connection, .executeWriteResponse(.init()))]
     }
+
+    /// One stored attribute's parts of a queued write, in queue order.
+    struct QueuedParts: Sendable {
+        var attribute: AttributeHandle
+        var parts: [(offset: Int, value: [UInt8])]
+    }
+
+    /// The new values the parts make of the attributes' current values, each checked as a written value is; or
+    /// the attribute that refuses and why.
+    private func assemble(_ stored: [QueuedParts], _ connection: ConnectionHandle)
+        -> Result<[(AttributeHandle, [UInt8])], QueuedRefusal>
+    {
+        var writes: [(AttributeHandle, [UInt8])] = []
+        for queued in stored {
+            guard let attribute = database.attribute(at: queued.attribute) else {
+                return .failure(QueuedRefusal(handle: queued.attribute, code: .invalidHandle))
+            }
+            switch GATTQueuedWrites.value(applying: queued.parts, to: readable(attribute, connection).storedValue) {
+            case .success(let value):
+                if let code = checkValue(attribute, value, connection) {
+                    return .failure(QueuedRefusal(handle: queued.attribute, code: code))
+                }
+                writes.append((queued.attribute, value))
+            case .failure(let refusal):
+                return .failure(QueuedRefusal(handle: queued.attribute, code: refusal.code))
+            }
+        }
+        return .success(writes)
+    }
+
+    private struct QueuedRefusal: Error {
+        var handle: AttributeHandle
+        var code: ATTErrorCode
+    }
+
 }

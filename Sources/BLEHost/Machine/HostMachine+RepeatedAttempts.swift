@@ -8,10 +8,16 @@ import NIOCore
 /// step per quiet interval, while nothing fails. It keeps a peer from trying passkeys one after another.
 ///
 /// The spec leaves the figures to the implementation: the first wait is 2 s and the longest 64 s (the sixth
-/// failure in a row). What counts is a failed authentication, reported by either side: Confirm Value Failed
-/// (a wrong passkey, legacy or Secure Connections) and DHKey Check Failed. A user who cancels or refuses, a
-/// timeout or a dropped link is not an attempt at guessing, and does not count. Peers are told apart by the
-/// address the link names them by (their identity once it resolved), as long as this host runs.
+/// failure in a row; failures past six are not counted, so six quiet intervals wear it off). What counts is a
+/// failed authentication: Confirm Value Failed (a wrong passkey, legacy or Secure Connections) and DHKey Check
+/// Failed, whichever side found it. The spec asks the wait of the side that verified; this host waits when the
+/// peer found the failure too, which only delays a retry the peer would refuse anyway. A user who cancels or
+/// refuses, a timeout or a dropped link is not an attempt at guessing, and does not count. Peers are told apart
+/// by the address the link names them by (their identity once it resolved), as long as this host runs.
+///
+/// During the wait a peripheral refuses a Pairing Request with Pairing Failed (Repeated Attempts). A central
+/// still hears a Security Request (encrypting with a bond is no pairing); if it would pair, its `pair` fails at
+/// once and the peripheral is told Repeated Attempts.
 struct RepeatedAttempts: Sendable {
     struct Peer: Sendable {
         /// Failures that have not yet worn off.
@@ -25,11 +31,13 @@ struct RepeatedAttempts: Sendable {
 
     static let firstWait: Duration = .seconds(2)
     static let longestWait: Duration = .seconds(64)
+    /// The failures that reach the longest wait; more are not counted.
+    static let mostFailures = 6
 
     /// The wait after `failures` failures in a row.
     static func wait(after failures: Int) -> Duration {
         var wait = firstWait
-        for _ in 1..<max(1, min(failures, 8)) { wait *= 2 }
+        for _ in 1..<max(1, min(failures, mostFailures)) { wait *= 2 }
         return min(wait, longestWait)
     }
 
@@ -57,7 +65,7 @@ extension HostMachine {
         var failures = 1
         if let state = attempts.peers[peer] {
             cancelTimer(state.timer)
-            failures = state.failures + 1
+            failures = min(state.failures + 1, RepeatedAttempts.mostFailures)
         }
         let wait = RepeatedAttempts.wait(after: failures)
         let timer = startTimer(.repeatedAttempts(peer), after: wait)
@@ -83,16 +91,12 @@ extension HostMachine {
         attempts.peers[peer] = state
     }
 
-    /// A Pairing Request (to this peripheral) or a Security Request (to this central) while the peer's wait runs:
-    /// refused with Repeated Attempts, and the layer above hears of it as a failed pairing. Whether it was.
+    /// A Pairing Request to this peripheral while the peer's wait runs: refused with Repeated Attempts, and the
+    /// layer above hears of it as a failed pairing. Whether it was.
     mutating func refusedAsRepeatedAttempt(_ pdu: SMPPDU, on handle: ConnectionHandle) -> Bool {
-        switch pdu {
-        case .pairingRequest, .securityRequest: break
-        default: return false
-        }
-        guard links[handle]?.security.pairing?.isPairing != true, let wait = repeatedAttemptsWait(on: handle) else {
-            return false
-        }
+        guard case .pairingRequest = pdu, links[handle]?.info.role == .peripheral,
+            links[handle]?.security.pairing?.isPairing != true, let wait = repeatedAttemptsWait(on: handle)
+        else { return false }
         log(.info, "refused \(pdu): pairing with this peer failed lately (wait \(wait))", connection: handle)
         queueL2CAP(
             ByteBuffer(bytes: SMPPDU.pairingFailed(.repeatedAttempts).encoded), channel: .smp, kind: .other, on: handle)
@@ -105,7 +109,13 @@ extension HostMachine {
     }
 
     static func repeatedAttemptsMessage(_ wait: Duration) -> String {
-        "a pairing with this peer failed its authentication lately; the next attempt is allowed within \(wait)"
+        "a pairing with this peer failed its authentication lately; the next is allowed \(wait) after that failure"
             + " (Repeated Attempts, Core Spec Vol 3 Part H 2.3.6)"
+    }
+
+    /// The host closes: the waits end with it.
+    mutating func forgetRepeatedAttempts() {
+        for state in attempts.peers.values { cancelTimer(state.timer) }
+        attempts.peers = [:]
     }
 }

@@ -16,6 +16,8 @@ struct LinkSecurity: Sendable {
     var encryptRequest: HostOperationID?
     /// The key the peripheral answers the next LTK request with (EDIV and Rand zero): the pairing's STK or LTK.
     var keyForRequest: [UInt8]?
+    /// The peripheral's Security Request has not been answered by a pairing yet (central).
+    var peerAskedSecurity = false
     var encrypted = false
 }
 
@@ -39,11 +41,20 @@ extension HostMachine {
             links[handle]?.security.pairing = pairing
         }
         if let wait = repeatedAttemptsWait(on: handle) {
-            // Nothing goes on the air: the wait is this side's to keep (Vol 3 Part H 2.3.6).
+            // The wait is this side's to keep (Vol 3 Part H 2.3.6): nothing starts, and a peripheral whose Security
+            // Request is why this central would pair hears Repeated Attempts.
+            if link.info.role == .central, links[handle]?.security.peerAskedSecurity == true {
+                links[handle]?.security.peerAskedSecurity = false
+                queueL2CAP(
+                    ByteBuffer(bytes: SMPPDU.pairingFailed(.repeatedAttempts).encoded), channel: .smp, kind: .other,
+                    on: handle)
+                pumpACL()
+            }
             complete(id, .failure(HostError(.pairingFailed, Self.repeatedAttemptsMessage(wait))))
             emit(.pairingFailed(handle, .local(.repeatedAttempts)))
             return
         }
+        links[handle]?.security.peerAskedSecurity = false
         links[handle]?.security.pairRequest = id
         runPairing(links[handle]?.security.pairing?.handle(.start) ?? [], on: handle)
         // A peripheral's Security Request is answered by the central's Pairing Request, or not at all: the
@@ -116,21 +127,17 @@ extension HostMachine {
             pdu = try SMPPDU(decoding: bytes)
         } catch {
             log(.warning, "a malformed SMP command from the peer: \(error)", connection: handle)
-            // A malformed Pairing Failed is not answered; anything else fails the pairing as the spec says.
-            guard bytes.first != 0x05 else { return }
-            if links[handle]?.security.pairing == nil {
+            // A pairing under way fails with Invalid Parameters (Vol 3 Part H 3.3), in the machine's order. A
+            // malformed Pairing or Security Request, which would start one, is refused the same way. Anything
+            // else outside a pairing (a malformed Pairing Failed among them) is not answered: Pairing Failed
+            // aborts a pairing in progress (3.5.5).
+            if links[handle]?.security.pairing?.isPairing == true {
+                runPairing(links[handle]?.security.pairing?.handle(.malformed) ?? [], on: handle)
+            } else if bytes.first == 0x01 || bytes.first == 0x0B {
                 queueL2CAP(
                     ByteBuffer(bytes: SMPPDU.pairingFailed(.invalidParameters).encoded), channel: .smp, kind: .other,
                     on: handle)
-                return
             }
-            // The machine hears it as an unexpected command and fails the pairing in order.
-            runPairing(
-                links[handle]?.security.pairing?.handle(.received(.pairingFailed(.invalidParameters))) ?? [],
-                on: handle)
-            queueL2CAP(
-                ByteBuffer(bytes: SMPPDU.pairingFailed(.invalidParameters).encoded), channel: .smp, kind: .other,
-                on: handle)
             return
         }
         if refusedAsRepeatedAttempt(pdu, on: handle) { return }
@@ -266,6 +273,7 @@ extension HostMachine {
             case .provideKeyForEncryption(let key):
                 links[handle]?.security.keyForRequest = key
             case .securityRequested(let requirements):
+                links[handle]?.security.peerAskedSecurity = true
                 emit(.securityRequested(handle, requirements))
             case .ignored(let pdu):
                 log(.info, "an SMP command outside any pairing, not answered: \(pdu)", connection: handle)

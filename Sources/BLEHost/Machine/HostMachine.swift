@@ -255,6 +255,7 @@ public struct HostMachine: Sendable {
         isClosed = true
         if let timer = restart.timer { cancelTimer(timer) }
         restart.timer = nil
+        forgetRepeatedAttempts()
         // The scan and advertising machines let go of their commands first, so failing those commands below
         // finds nothing in flight there.
         stopControllerMachines(error)

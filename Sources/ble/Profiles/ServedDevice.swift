@@ -129,7 +129,7 @@ final class ServedDevice: PeripheralManagerDelegate, @unchecked Sendable {
         for request in requests where !order.contains(where: { $0 === request.characteristic }) {
             order.append(request.characteristic)
         }
-        var writes: [(BluetoothUUID, Data)] = []
+        var writes: [(Characteristic, Data)] = []
         for characteristic in order {
             let uuid = characteristic.uuid
             let parts = requests.filter { $0.characteristic === characteristic }
@@ -148,9 +148,9 @@ final class ServedDevice: PeripheralManagerDelegate, @unchecked Sendable {
                 peripheral.respond(to: parts[0], withResult: result)
                 return
             }
-            writes.append((uuid, value))
+            writes.append((characteristic, value))
         }
-        let partFor = { (uuid: BluetoothUUID) in requests.first { $0.characteristic.uuid == uuid } ?? first }
+        let partFor = { (refused: Characteristic) in requests.first { $0.characteristic === refused } ?? first }
         // The behaviour may notify a change the write makes (a lock's state): hold that until the write itself is
         // logged and answered, so the log shows the cause before its effect.
         updatesCausedByWrite = []
@@ -173,14 +173,15 @@ final class ServedDevice: PeripheralManagerDelegate, @unchecked Sendable {
     /// Hands each value to the behaviour in turn, logging each, and answers once: with the first refusal and the
     /// characteristic that refused (the values before it are written, and the log says so), or success.
     private func write(
-        _ writes: ArraySlice<(BluetoothUUID, Data)>, command: Bool, from central: Central,
-        answer: @escaping (ATTErrorCode, BluetoothUUID?) -> Void
+        _ writes: ArraySlice<(Characteristic, Data)>, command: Bool, from central: Central,
+        answer: @escaping (ATTErrorCode, Characteristic?) -> Void
     ) {
-        guard let (uuid, value) = writes.first else { return answer(.success, nil) }
+        guard let (characteristic, value) = writes.first else { return answer(.success, nil) }
+        let uuid = characteristic.uuid
         behaviour.write(uuid, value: value, command: command) { [self] result in
             let outcome = result == .success ? "" : " -> \(ToolError.describe(result))"
             log?("\(central.identifier) write \(uuid.uuidString) \(value.hex)\(outcome)")
-            guard result == .success else { return answer(result, uuid) }
+            guard result == .success else { return answer(result, characteristic) }
             write(writes.dropFirst(), command: command, from: central, answer: answer)
         }
     }
