@@ -36,6 +36,9 @@ Scripts/check-format.sh
 stage "layer rules"
 python3 Scripts/check-layers.py
 
+stage "no tracked file over 1 MiB outside the fuzz corpora"
+python3 Scripts/check-large-files.py
+
 stage "swift test"
 swift build --build-tests
 swift test --skip-build
