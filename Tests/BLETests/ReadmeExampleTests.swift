@@ -3,7 +3,7 @@ import Foundation
 import Synchronization
 import Testing
 
-// The README's seed-000 example, as written there (only `print` is replaced by a log the test reads), run on
+// The README's central example, as written there (only `print` is replaced by a log the test reads), run on
 // the simulated radio against a heart-rate sensor: if the README's code stops compiling or working, this fails.
 
 private final class HeartRateApp: CentralManagerDelegate, PeripheralDelegate, @unchecked Sendable {
