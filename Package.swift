@@ -26,6 +26,9 @@ let package = Package(
     platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2)],
     products: [
         .library(name: "BLE", targets: ["BLE"]),
+        // Real controllers for Linux and macOS (TCP, UART, Unix sockets, the Linux HCI user channel): an application
+        // calls `PosixTransports.install()` once, then names them by spec, as the `ble` tool does.
+        .library(name: "BLETransportPosix", targets: ["BLETransportPosix"]),
         .executable(name: "ble", targets: ["ble"]),
         // The benchmarks' scenarios, for `ble bench` and the ordo-one/benchmark package in Benchmarks/.
         .library(name: "BLEBench", targets: ["BLEBench"]),
@@ -147,6 +150,16 @@ let package = Package(
         .executableTarget(
             name: "ble-store-writer", dependencies: ["BLESystem", "BLECore", logging], path: "Tests/StoreWriter",
             swiftSettings: strict),
+
+        // README.md's Swift code as a program: the ReadmeSnippets plugin writes its main.swift from the README at build
+        // time (readme-snippets does the extracting), so an example that stops compiling fails the build, and
+        // Scripts/check-readme.py runs it and checks what it prints. Built as a user's package would build it: the
+        // default settings of this tools version, `BLE` only.
+        .executableTarget(name: "readme-snippets", path: "Plugins/ReadmeSnippetsTool"),
+        .plugin(name: "ReadmeSnippets", capability: .buildTool(), dependencies: ["readme-snippets"]),
+        .executableTarget(
+            name: "readme-example", dependencies: ["BLE"], path: "Tests/ReadmeExample", exclude: ["README.md"],
+            plugins: ["ReadmeSnippets"]),
 
         .testTarget(name: "BLECoreTests", dependencies: ["BLECore", nioCore], swiftSettings: strict),
         .testTarget(name: "BLEHCITests", dependencies: ["BLEHCI", "BLECore", nioCore], swiftSettings: strict),

@@ -3,8 +3,9 @@ import Foundation
 import Synchronization
 import Testing
 
-// The README's central example, as written there (only `print` is replaced by a log the test reads), run on
-// the simulated radio against a heart-rate sensor: if the README's code stops compiling or working, this fails.
+// The heart-rate central that the README showed before its example became the battery reader (which the
+// readme-example target now builds as printed and Scripts/check-readme.py runs): the delegate-style flow with a
+// subscription, run on the simulated radio against a heart-rate sensor.
 
 private final class HeartRateApp: CentralManagerDelegate, PeripheralDelegate, @unchecked Sendable {
     var central: CentralManager!

@@ -290,12 +290,15 @@ public final class SystemApp: Sendable, Hashable, CustomStringConvertible {
     /// Runs `work` on `queue` as one event of this app's launch `generation`, by the rules above.
     ///
     /// - Parameters:
+    ///   - queue: the queue of the manager the event is for.
+    ///   - generation: the launch the event belongs to; an event of an earlier launch is dropped (nil: any).
     ///   - repeating: a notification or a duplicate discovery, dropped when the app is `deliveryLimit` events
     ///     behind.
     ///   - wakes: the role whose background mode lets the event wake the app from suspension (nil: it never
     ///     wakes it, like `peripheralIsReady(toSendWriteWithoutResponse:)`, IOSRules.md 3.10).
     ///   - key: events with one key replace each other while held (a characteristic's value, a device's
     ///     discovery), when `rules.queueing` says so.
+    ///   - work: the event itself: the delegate call, run on `queue`.
     /// - Returns: whether the event was dispatched or held (false: dropped).
     @discardableResult
     public func deliver(
