@@ -35,7 +35,7 @@ PRINT_DATA = "5E1D0002-7A3B-4C8D-9E0F-1A2B3C4D5E6F"
 HEX_LINE = re.compile(r"^[0-9a-f]+$")
 UUID_FORM = re.compile(r"^([0-9A-F]{4}|[0-9A-F]{8}|[0-9A-F]{8}-[0-9A-F]{4}-[0-9A-F]{4}-[0-9A-F]{4}-[0-9A-F]{12})$")
 
-# Exit statuses, as the README documents them.
+# Exit statuses, as BLE.docc/CommandLineTool.md documents them.
 EXIT_ATT_ERROR = 5
 EXIT_NO_SUCH_DEVICE = 3
 EXIT_NOT_CONNECTABLE = 4
@@ -1162,8 +1162,8 @@ class ServeTests(unittest.TestCase):
             '"descriptors": [{"uuid": "2901", "text": "Level", "value": null}]}]}]}')
         self.assertEqual(result.returncode, 0, result.stderr)
 
-    def test_the_readme_profile_example_is_served(self):
-        readme = open(os.path.join(ROOT, "README.md")).read()
+    def test_the_documented_profile_example_is_served(self):
+        readme = open(os.path.join(ROOT, "Sources", "BLE", "BLE.docc", "CommandLineTool.md")).read()
         start = readme.index("The JSON file:")
         block = readme[readme.index("```json", start) + len("```json"):readme.index("```", readme.index("```json", start) + 7)]
         result = self.serve_profile(block)

@@ -47,7 +47,7 @@ private final class HeartRateApp: CentralManagerDelegate, PeripheralDelegate, @u
 
     func peripheral(_ peripheral: Peripheral, didUpdateValueFor characteristic: Characteristic, error: (any Error)?) {
         guard let value = characteristic.value, value.count >= 2 else { return }
-        beats.withLock { $0.append(Int(value[1])) }  // the README prints "\(value[1]) bpm"
+        beats.withLock { $0.append(Int(value[1])) }  // the example printed "\(value[1]) bpm"
     }
 }
 
