@@ -14,6 +14,12 @@ Operations, each reported by one or more JSON lines on stdout:
                                              -> {"event": "value", "uuid", "hex"} per value received, then
                                                 {"event": "subscribed-done", "uuid", "received": n}
   {"op": "unsubscribe", "uuid": U}           -> {"event": "unsubscribed", "uuid"}
+  {"op": "prepare", "uuid": U, "offset": N, "hex": H}
+                                             -> a raw ATT Prepare Write Request to U's value handle:
+                                                {"event": "prepare", "uuid", "ok": true, "handle", "offset", "hex"}
+                                                (what the server echoed) or {..., "error": code, "handle"}
+  {"op": "execute", "flags": F}              -> a raw ATT Execute Write Request (1: write the queue, 0: cancel):
+                                                {"event": "execute", "flags", "ok": true} or {..., "error", "handle"}
   {"op": "disconnect"}                       -> {"event": "disconnected", "reason"}
 Before the plan: {"event": "found", "address", "name"}, {"event": "connected"}, {"event": "mtu", "mtu"}.
 Errors end the run with {"event": "failed", "error"} and exit status 1.
@@ -22,6 +28,7 @@ import asyncio
 import json
 import sys
 
+from bumble import att
 from bumble.core import AdvertisingData, UUID
 from bumble.device import Device, Peer
 from bumble.hci import Address
@@ -140,6 +147,26 @@ async def run(transport, plan):
                     emit("write", uuid=op["uuid"], ok=True)
                 except Exception as error:
                     emit("write", uuid=op["uuid"], error=getattr(error, "error_code", None), message=str(error))
+            elif kind == "prepare":
+                # A raw Prepare Write Request: the part is queued by the server, nothing is written yet.
+                target = characteristic(peer, op["uuid"])
+                part = bytes.fromhex(op["hex"])
+                response = await connection.gatt_client.send_request(att.ATT_Prepare_Write_Request(
+                    attribute_handle=target.handle, value_offset=op.get("offset", 0), part_attribute_value=part))
+                if isinstance(response, att.ATT_Error_Response):
+                    emit("prepare", uuid=op["uuid"], error=int(response.error_code),
+                         handle=response.attribute_handle_in_error)
+                else:
+                    emit("prepare", uuid=op["uuid"], ok=True, handle=response.attribute_handle,
+                         offset=response.value_offset, hex=bytes(response.part_attribute_value).hex())
+            elif kind == "execute":
+                # A raw Execute Write Request: flags 1 writes every queued part, 0 cancels them.
+                response = await connection.gatt_client.send_request(att.ATT_Execute_Write_Request(flags=op["flags"]))
+                if isinstance(response, att.ATT_Error_Response):
+                    emit("execute", flags=op["flags"], error=int(response.error_code),
+                         handle=response.attribute_handle_in_error)
+                else:
+                    emit("execute", flags=op["flags"], ok=True)
             elif kind == "subscribe":
                 values = asyncio.Queue()
                 target = characteristic(peer, op["uuid"])

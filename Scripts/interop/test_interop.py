@@ -694,5 +694,29 @@ class RoomLink:
         return f"tcp-client:127.0.0.1:{self.port}"
 
 
+# Pairing without bonding, queued writes and the pairing matrix (interop_security.py), on the links above.
+import interop_security  # noqa: E402  (its tests use the links defined above)
+
+
+class PairingWithoutBondingOverBumbleLink(interop_security.PairingWithoutBonding, unittest.TestCase):
+    def make_link(self):
+        return BumbleTransportLink(self)
+
+
+class PairingWithoutBondingInOurRoom(interop_security.PairingWithoutBonding, unittest.TestCase):
+    def make_link(self):
+        return RoomLink(self)
+
+
+class QueuedWritesOverBumbleLink(interop_security.QueuedWrites, unittest.TestCase):
+    def make_link(self):
+        return BumbleTransportLink(self)
+
+
+class PairingMatrixOverBumbleLink(interop_security.PairingMatrix, unittest.TestCase):
+    def make_link(self):
+        return BumbleTransportLink(self)
+
+
 if __name__ == "__main__":
     unittest.main()

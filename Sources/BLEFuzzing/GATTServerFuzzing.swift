@@ -14,6 +14,8 @@ extension FuzzTarget {
         var server = GATTServer(database: fuzzDatabase, maximumPrepareQueueLength: 8)
         let connections = (1...3).map { ConnectionHandle(UInt16($0)) }
         for connection in connections { server.connected(connection) }
+        // The parts each client queued (each answered by its echo), for the queued-write checks.
+        var queued: [ConnectionHandle: [(handle: AttributeHandle, offset: Int, value: [UInt8])]] = [:]
         while !reader.isEmpty {
             let connection = connections[reader.below(connections.count)]
             switch reader.below(24) {
@@ -22,6 +24,7 @@ extension FuzzTarget {
             case 2:
                 server.disconnected(connection)
                 server.connected(connection)
+                queued[connection] = nil
             case 3: server.databaseChanged()
             case 4: server.serviceChangedConfirmed(by: connection, version: server.databaseVersion)
             default:
@@ -32,8 +35,20 @@ extension FuzzTarget {
                 guard bytes.count <= Int(mtu), let request = try? ATTPDU(bytes: bytes),
                     request.opcode.kind == .request || request.opcode.kind == .command
                 else { break }
+                let before = server.database
                 let answers = try playApp(&server, server.received(request, from: connection), &reader)
                 try checkAnswers(answers, to: request, on: connection, mtu: mtu)
+                switch (request, answers.first?.1) {
+                case (.prepareWriteRequest(let part), .prepareWriteResponse?):
+                    queued[connection, default: []].append((part.handle, Int(part.offset), part.partAttributeValue))
+                case (.executeWriteRequest(let execute), let answer?):
+                    let parts = queued[connection] ?? []
+                    queued[connection] = nil
+                    let applied = execute.flags == .write && answer.opcode == .executeWriteResponse
+                    try checkQueuedWrites(parts, applied: applied, before: before, after: server.database)
+                default:
+                    break
+                }
             }
         }
     }
@@ -64,6 +79,49 @@ extension FuzzTarget {
             }
         }
         return answers
+    }
+
+    /// A queued write's effect on the values the server stores (Vol 3, Part F, 3.4.6): cancelled or refused, it
+    /// changes none; executed, each attribute's last part sits at its offset, the octets before the parts are the
+    /// old ones, and so are those after them unless the write started at offset 0.
+    private static func checkQueuedWrites(
+        _ parts: [(handle: AttributeHandle, offset: Int, value: [UInt8])], applied: Bool, before: GATTDatabase,
+        after: GATTDatabase
+    ) throws(Violation) {
+        var handles: [AttributeHandle] = []
+        for part in parts where !handles.contains(part.handle) { handles.append(part.handle) }
+        for handle in handles {
+            guard let old = before.attribute(at: handle), let oldValue = old.value,
+                handle != before.clientSupportedFeaturesHandle
+            else { continue }
+            if case .clientConfiguration = old.role { continue }
+            let new = after.attribute(at: handle)?.value ?? []
+            guard applied else {
+                try expect(new == oldValue, "a cancelled or refused queued write changed \(handle)")
+                continue
+            }
+            let mine = parts.filter { $0.handle == handle }
+            let last = mine[mine.count - 1]
+            try expect(
+                new.count >= last.offset + last.value.count
+                    && Array(new[last.offset..<last.offset + last.value.count]) == last.value,
+                "\(handle)'s last queued part is not at its offset \(last.offset)")
+            let head = min(mine.map(\.offset).min() ?? 0, oldValue.count)
+            try expect(
+                Array(new.prefix(head)) == Array(oldValue.prefix(head)),
+                "\(handle)'s octets before the first queued offset changed")
+            // A write from offset 0 is the whole value, ending with its farthest part; one further in keeps the
+            // octets past its farthest part.
+            let end = mine.map { $0.offset + $0.value.count }.max() ?? 0
+            if mine[0].offset == 0 {
+                try expect(new.count == end, "\(handle) is \(new.count) octets after a whole write of \(end)")
+            } else {
+                try expect(
+                    new.count == max(end, oldValue.count)
+                        && Array(new.dropFirst(end)) == Array(oldValue.dropFirst(end)),
+                    "\(handle)'s octets past the queued parts changed")
+            }
+        }
     }
 
     /// Exactly one answer to a request, none to a command (Vol 3, Part F, 3.3 and 3.4.9).

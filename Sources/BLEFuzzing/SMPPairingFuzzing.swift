@@ -67,6 +67,11 @@ extension FuzzTarget {
             configuration.maximumKeySize = reader.byte() % 20
             configuration.minimumKeySize = reader.byte() % 20
         }
+        if flags & 0x40 != 0 {
+            // Any fields at all, the CSRK and link key among them (the machine leaves those out).
+            configuration.distributedKeys = KeyDistribution(rawValue: reader.byte())
+            configuration.requestedKeys = KeyDistribution(rawValue: reader.byte())
+        }
         return configuration
     }
 }
@@ -82,6 +87,9 @@ struct PairingLink {
     var encryptingWith: [UInt8]?
     var peripheralKey: [UInt8]?
     var timedOut: Set<SMPPairing.Role> = []
+    /// The sides whose last pairing completed: Pairing Failed aborts a pairing under way (Vol 3, Part H, 3.5.5),
+    /// so one of them sends it only to a pairing that starts anew.
+    var completed: Set<SMPPairing.Role> = []
 
     static let centralAddress = BluetoothAddress(bytes: [0xC0, 0x11, 0x22, 0x33, 0x44, 0x55], type: .randomDevice)
     static let peripheralAddress = BluetoothAddress(bytes: [0x00, 0x1B, 0xDC, 0x0A, 0x12, 0x34])
@@ -118,10 +126,17 @@ struct PairingLink {
     mutating func handle(_ event: SMPPairing.Event, at role: SMPPairing.Role) throws(FuzzTarget.Violation) {
         guard let actions = machines[role]?.handle(event) else { return }
         let other: SMPPairing.Role = role == .initiator ? .responder : .initiator
+        switch event {
+        case .start, .received(.pairingRequest): completed.remove(role)
+        default: break
+        }
         for action in actions {
             switch action {
             case .send(let pdu):
                 try expect(!timedOut.contains(role), "\(role) sent \(pdu) after its pairing timed out")
+                if case .pairingFailed = pdu {
+                    try expect(!completed.contains(role), "\(role) sent \(pdu) after its pairing completed")
+                }
                 try expect((try? SMPPDU(decoding: pdu.encoded)) == pdu, "\(role) sent \(pdu), which does not decode")
                 inFlight[other, default: []].append(pdu)
             case .displayPasskey(let value):
@@ -143,9 +158,10 @@ struct PairingLink {
                     try checkKey(key.key, "a long term key")
                 }
                 if let identity = result.peerIdentity { try checkKey(identity.resolvingKey, "an IRK") }
+                completed.insert(role)
             case .failed(.timeout):
                 timedOut.insert(role)
-            case .failed, .startTimer, .stopTimer, .requestPasskey, .securityRequested:
+            case .failed, .startTimer, .stopTimer, .requestPasskey, .securityRequested, .ignored:
                 break
             }
         }

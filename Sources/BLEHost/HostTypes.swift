@@ -95,6 +95,10 @@ public struct HostSecurityConfiguration: Sendable, Hashable {
     public var secureConnectionsOnly = false
     /// The IRK and identity address this host distributes, if it has one.
     public var identity: SMPPairing.Identity?
+    /// The keys this host lists to send, and asks of the peer (`SMPPairing.Configuration`'s: nil, the default,
+    /// follows `bonding`).
+    public var distributedKeys: KeyDistribution?
+    public var requestedKeys: KeyDistribution?
     /// At least 16 octets of entropy for the pairings' random values (nonces, passkeys, keys): a real host passes
     /// its system's secure random octets; a simulation passes something derived from its seed.
     public var seed: [UInt8]

@@ -35,6 +35,13 @@ public struct SMPPairing: Sendable {
         public var minimumKeySize: UInt8 = 7
         /// The identity this device distributes when asked (IRK and identity address), if it has one.
         public var identity: Identity?
+        /// The keys this device lists as its own to send. nil, the default: its LTK (used by legacy pairing)
+        /// and its identity when it has one, if it bonds; none if it does not. The CSRK and the link key are
+        /// never sent (left out of the set), nor an identity this device does not have.
+        public var distributedKeys: KeyDistribution?
+        /// The keys this device asks of the peer. nil, the default: the LTK and the identity if it bonds, none
+        /// if it does not. The CSRK and the link key are never asked for (left out of the set).
+        public var requestedKeys: KeyDistribution?
         /// 32 random octets, the Secure Connections private key (the caller draws them: this layer draws none).
         public var privateKey: [UInt8]
 
@@ -78,7 +85,8 @@ public struct SMPPairing: Sendable {
         /// Whether the keys are authenticated (MITM protection).
         public var authenticated: Bool
         public var keySize: UInt8
-        /// Whether both sides asked to bond (the keys are to be stored).
+        /// Whether both sides asked to bond: the keys are to be stored. Without it the keys below were still
+        /// exchanged as agreed, and serve this link only.
         public var bonded: Bool
         /// The key that encrypts this link from now on when this device is central: Secure Connections' LTK
         /// (both roles), or the LTK the peripheral distributed in legacy pairing.
@@ -144,6 +152,10 @@ public struct SMPPairing: Sendable {
         /// A peripheral's Security Request reached a central that is not pairing: the host decides whether to
         /// encrypt with a bond or to pair.
         case securityRequested(AuthenticationRequirements)
+        /// A command that belongs to no pairing under way (one after the pairing ended, or before any began):
+        /// it is not answered, since Pairing Failed aborts a pairing in progress (Vol 3 Part H 3.5.5); the
+        /// host logs it.
+        case ignored(SMPPDU)
         case completed(Result)
         case failed(Failure)
     }
@@ -260,11 +272,11 @@ public struct SMPPairing: Sendable {
         if configuration.mitm { auth.insert(.mitm) }
         if configuration.secureConnections { auth.insert(.secureConnections) }
         // Keys asked for and offered: the LTK (legacy) and the identity when there is one; never the CSRK.
-        let offered: KeyDistribution =
-            configuration.bonding
-            ? (configuration.identity != nil ? [.encryptionKey, .identityKey] : [.encryptionKey])
-            : []
-        let wanted: KeyDistribution = configuration.bonding ? [.encryptionKey, .identityKey] : []
+        let supported: KeyDistribution = [.encryptionKey, .identityKey]
+        var offered = (configuration.distributedKeys ?? (configuration.bonding ? supported : []))
+            .intersection(supported)
+        if configuration.identity == nil { offered.remove(.identityKey) }
+        let wanted = (configuration.requestedKeys ?? (configuration.bonding ? supported : [])).intersection(supported)
         return PairingFeatures(
             ioCapability: configuration.ioCapability, authentication: auth,
             maximumKeySize: configuration.maximumKeySize,
@@ -317,22 +329,23 @@ public struct SMPPairing: Sendable {
     }
 
     private mutating func received(_ pdu: SMPPDU) -> [Action] {
-        if timedOut { return [] }
+        // After a timeout nothing more is handled on the link (Vol 3 Part H 3.4).
+        if timedOut { return [.ignored(pdu)] }
         // After a failure only a new pairing is heard.
         if phase == .failed {
             switch pdu {
             case .pairingRequest, .securityRequest: break
-            default: return []
+            default: return [.ignored(pdu)]
             }
         }
         switch pdu {
         case .pairingFailed(let reason):
-            guard isPairing || phase == .securityRequested else { return [] }
+            guard isPairing || phase == .securityRequested else { return [.ignored(pdu)] }
             phase = .failed
             return [.stopTimer, .failed(.remote(reason))]
         case .securityRequest(let auth):
             // Only a central acts on it, and only when not already pairing (Vol 3 Part H 2.4.6).
-            guard role == .initiator, !isPairing else { return [] }
+            guard role == .initiator, !isPairing else { return [.ignored(pdu)] }
             return [.securityRequested(auth)]
         case .pairingRequest(let features):
             return pairingRequest(features)
@@ -347,7 +360,11 @@ public struct SMPPairing: Sendable {
         case .legacy: return legacy(pdu)
         case .secure: return secureConnections(pdu)
         case .distributing: return distribution(pdu)
-        default: return fail(.unspecifiedReason)
+        case .featuresSent, .encrypting:
+            // A pairing is under way and this is not its next command.
+            return fail(.unspecifiedReason)
+        case .idle, .securityRequested, .done, .failed:
+            return [.ignored(pdu)]
         }
     }
 
@@ -374,7 +391,7 @@ public struct SMPPairing: Sendable {
 
     private mutating func pairingResponse(_ features: PairingFeatures) -> [Action] {
         guard role == .initiator, phase == .featuresSent, let request = local else {
-            return fail(.unspecifiedReason)
+            return isPairing ? fail(.unspecifiedReason) : [.ignored(.pairingResponse(features))]
         }
         peer = features
         pres = SMPPDU.pairingResponse(features).encoded
@@ -410,9 +427,10 @@ public struct SMPPairing: Sendable {
         if peerHasOOB && secure { return .oobNotAvailable }
         method = PairingMethod.select(initiator: initiator, responder: responder)
         if configuration.mitm && !method.isAuthenticated { return .authenticationRequirements }
-        let bothBond =
-            initiator.authentication.contains(.bonding) && responder.authentication.contains(.bonding)
-        keysExpected = bothBond ? (role == .initiator ? responder.responderKeys : initiator.initiatorKeys) : []
+        // The Pairing Response's fields are the agreement: they name the keys each side sends, whether or not
+        // either bonds (bonding decides only whether the keys are kept; Vol 3 Part H 3.5.1-3.5.2, 3.6.1).
+        keysExpected = role == .initiator ? responder.responderKeys : responder.initiatorKeys
+        // Secure Connections derives the LTK on both sides, so EncKey is ignored (Vol 3 Part H 3.6.1).
         if secure { keysExpected.remove(.encryptionKey) }
         return nil
     }
@@ -715,11 +733,12 @@ public struct SMPPairing: Sendable {
 
     private var sentOwnKeys = false
 
-    /// This side's keys, as agreed: the legacy LTK with its EDIV and Rand, and the identity.
+    /// This side's keys, as the Pairing Response agreed, bonding or not: the legacy LTK with its EDIV and Rand,
+    /// and the identity. A peer that does not bond may still use them for this link (its identity resolves our
+    /// private address while the link lasts); it keeps none.
     private mutating func distributeOwnKeys() -> [Action] {
         guard !sentOwnKeys, let local, let peer else { return [] }
         sentOwnKeys = true
-        guard bothBonding else { return [] }
         let agreed =
             role == .initiator
             ? local.initiatorKeys.intersection(peer.initiatorKeys)

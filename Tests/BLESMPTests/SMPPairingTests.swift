@@ -130,7 +130,7 @@ import Testing
                 ]
             case .provideKeyForEncryption(let key):
                 peripheral.keyForEncryption = key
-            case .securityRequested:
+            case .securityRequested, .ignored:
                 break
             case .completed(let result):
                 side { $0.result = result }
@@ -397,9 +397,11 @@ extension SMPPairingTests {
         let started = central.handle(.start)
         #expect(started.contains(.startTimer))
         #expect(central.handle(.timerExpired) == [.failed(.timeout)])
-        // No command is sent or handled on this link again, not even Pairing Failed.
-        #expect(central.handle(.received(.pairingFailed(.unspecifiedReason))) == [])
-        #expect(central.handle(.received(.securityRequest([.bonding]))) == [])
+        // No command is sent or handled on this link again, not even Pairing Failed: each is only logged.
+        #expect(
+            central.handle(.received(.pairingFailed(.unspecifiedReason)))
+                == [.ignored(.pairingFailed(.unspecifiedReason))])
+        #expect(central.handle(.received(.securityRequest([.bonding]))) == [.ignored(.securityRequest([.bonding]))])
         // Asked to pair again on the same link, it fails at once and sends nothing.
         #expect(central.handle(.start) == [.failed(.timeout)])
     }
@@ -436,9 +438,17 @@ extension SMPPairingTests {
         var other = SMPPairing(
             role: .responder, configuration: Self.configuration(.noInputNoOutput),
             initiatorAddress: Self.centralAddress, responderAddress: Self.peripheralAddress, random: Self.random(9))
+        // Outside any pairing an unexpected command is not answered: Pairing Failed aborts a pairing under way.
+        let stray = SMPPDU.pairingRandom([UInt8](repeating: 0, count: 16))
+        #expect(other.handle(.received(stray)) == [.ignored(stray)])
+        // During one it fails the pairing with Unspecified Reason.
+        var central = SMPPairing(
+            role: .initiator, configuration: Self.configuration(.noInputNoOutput),
+            initiatorAddress: Self.centralAddress, responderAddress: Self.peripheralAddress, random: Self.random(9))
+        _ = central.handle(.start)
         #expect(
-            other.handle(.received(.pairingRandom([UInt8](repeating: 0, count: 16)))).first
-                == .send(.pairingFailed(.unspecifiedReason)))
+            central.handle(.received(stray))
+                == [.send(.pairingFailed(.unspecifiedReason)), .stopTimer, .failed(.local(.unspecifiedReason))])
     }
 
     @Test func aSecurityRequestReachesTheCentralsHost() {
@@ -501,5 +511,99 @@ extension SMPPairingTests {
         #expect(
             PairingMethod.forCapabilities(initiator: initiator, responder: responder, secureConnections: secure)
                 == method)
+    }
+
+    // MARK: Key distribution follows the fields, not bonding (Vol 3 Part H 3.5.1-3.5.2, 3.6.1)
+
+    static func configuration(
+        _ io: IOCapability = .noInputNoOutput, secure: Bool = true, bonding: Bool, identityByte: UInt8?,
+        distributes: KeyDistribution? = nil, requests: KeyDistribution? = nil, key: UInt8 = 1
+    ) -> SMPPairing.Configuration {
+        var c = configuration(io, secure: secure, identityByte: identityByte, key: key)
+        c.bonding = bonding
+        c.distributedKeys = distributes
+        c.requestedKeys = requests
+        return c
+    }
+
+    /// BTstack's stock peripherals: No Bonding, and the IRK listed all the same. The central takes the keys the
+    /// response named (and keeps none); nobody sends Pairing Failed.
+    @Test(arguments: [true, false])
+    func aPeripheralThatDoesNotBondSendsTheKeysItListed(secure: Bool) throws {
+        var link = Link(
+            central: Self.configuration(secure: secure, bonding: true, identityByte: 0x0C),
+            peripheral: Self.configuration(
+                secure: secure, bonding: false, identityByte: 0x0D, distributes: [.encryptionKey, .identityKey],
+                key: 2))
+        link.run(.start)
+        let central = try #require(link.central.result)
+        let peripheral = try #require(link.peripheral.result)
+        #expect(!central.bonded && !peripheral.bonded)
+        #expect(central.peerIdentity?.resolvingKey == [UInt8](repeating: 0x0D, count: 16))
+        // The peripheral asked for nothing, so the central sent nothing after encryption.
+        #expect(peripheral.peerIdentity == nil)
+        #expect(!link.central.sent.contains { if case .identityInformation = $0 { true } else { false } })
+        // Legacy: the LTK it listed came with its EDIV and Rand, and is the one it answers with.
+        if !secure {
+            #expect(central.peerLongTermKey != nil)
+            #expect(central.peerLongTermKey == peripheral.localLongTermKey)
+        }
+        for side in [link.central, link.peripheral] {
+            #expect(!side.sent.contains { if case .pairingFailed = $0 { true } else { false } })
+            #expect(!side.timerRunning)
+        }
+    }
+
+    /// BTstack's stock centrals: No Bonding, with the IRK asked for and offered. A bonding peripheral sends what
+    /// its response promised, and takes the central's.
+    @Test(arguments: [true, false])
+    func aCentralThatDoesNotBondGetsTheKeysItAskedFor(secure: Bool) throws {
+        var link = Link(
+            central: Self.configuration(
+                secure: secure, bonding: false, identityByte: 0x0C, distributes: [.identityKey],
+                requests: [.identityKey]),
+            peripheral: Self.configuration(secure: secure, bonding: true, identityByte: 0x0D, key: 2))
+        link.run(.start)
+        let central = try #require(link.central.result)
+        let peripheral = try #require(link.peripheral.result)
+        #expect(!central.bonded && !peripheral.bonded)
+        #expect(central.peerIdentity?.address.string == "CD:01:02:03:04:05")
+        #expect(peripheral.peerIdentity?.resolvingKey == [UInt8](repeating: 0x0C, count: 16))
+        // Only the identity was agreed: no legacy LTK went either way.
+        #expect(!link.peripheral.sent.contains { if case .encryptionInformation = $0 { true } else { false } })
+        #expect(!link.central.timerRunning && !link.peripheral.timerRunning)
+    }
+
+    /// Exactly the agreed keys: a bonding peripheral that lists none sends none, and its central, which asked
+    /// for them, completes without them.
+    @Test func aBondingPeripheralThatListsNoKeysSendsNone() throws {
+        var link = Link(
+            central: Self.configuration(secure: false, bonding: true, identityByte: 0x0C),
+            peripheral: Self.configuration(secure: false, bonding: true, identityByte: 0x0D, distributes: [], key: 2))
+        link.run(.start)
+        let central = try #require(link.central.result)
+        let peripheral = try #require(link.peripheral.result)
+        #expect(central.bonded && peripheral.bonded)
+        #expect(central.peerLongTermKey == nil && central.peerIdentity == nil)
+        // The central's own keys went as asked.
+        #expect(peripheral.peerIdentity?.resolvingKey == [UInt8](repeating: 0x0C, count: 16))
+        #expect(link.peripheral.sent.count { if case .identityInformation = $0 { true } else { false } } == 0)
+    }
+
+    /// After a pairing ends, a command that belonged to it is not answered with Pairing Failed.
+    @Test func aCommandAfterThePairingEndedIsIgnored() throws {
+        var link = Link(
+            central: Self.configuration(.noInputNoOutput, identityByte: 0x0C),
+            peripheral: Self.configuration(.noInputNoOutput, identityByte: 0x0D, key: 2))
+        link.run(.start)
+        _ = try #require(link.central.result)
+        let late = SMPPDU.identityInformation(identityResolvingKey: [UInt8](repeating: 7, count: 16))
+        #expect(link.central.machine.handle(.received(late)) == [.ignored(late)])
+        #expect(link.peripheral.machine.handle(.received(late)) == [.ignored(late)])
+        // A new pairing is still heard.
+        #expect(
+            link.central.machine.handle(.start).first.map {
+                if case .send(.pairingRequest) = $0 { true } else { false }
+            } == true)
     }
 }

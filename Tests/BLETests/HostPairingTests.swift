@@ -2,11 +2,12 @@ import BLEATT
 import BLECore
 import BLEGATT
 import BLEHCI
-import BLEHost
 import BLESMP
 import BLEVirtualController
 import Synchronization
 import Testing
+
+@testable import BLEHost
 
 /// Two hosts with the Security Manager on two virtual controllers: pairing over the air in both versions, the
 /// link encrypted with the new key (the controllers' LL encryption, AES-CCM), data still flowing, and a
@@ -33,8 +34,10 @@ import Testing
 
         init(
             radio: SimulatedRadio, name: String, security: HostSecurityConfiguration,
-            privacy: HostPrivacyConfiguration? = nil
+            privacy: HostPrivacyConfiguration? = nil, answersSecurityRequests: Bool = false
         ) {
+            io = security.ioCapability
+            self.answersSecurityRequests = answersSecurityRequests
             // Public addresses of their own (hosts on controllers without one would draw the same random static
             // address from the default seed).
             let last = UInt8(truncatingIfNeeded: name.utf8.reduce(0) { $0 &+ Int($1) })
@@ -48,25 +51,45 @@ import Testing
             host.setEventHandler { [weak self] event in self?.heard(event) }
         }
 
+        /// Called with each event after the scripted answers (a test's own reaction).
+        let onEvent = Mutex<(@Sendable (HostEvent) -> Void)?>(nil)
+
         private func heard(_ event: HostEvent) {
             events.withLock { $0.append(event) }
+            defer { onEvent.withLock { $0 }?(event) }
             switch event {
             case .pairingPrompt(let handle, .displayPasskey(let value)):
                 shown.withLock { $0 = value }
                 // A user waiting to type it reads it now.
                 if let other, other.waitingToType.withLock({ $0 }), let link = other.host.links.first?.handle {
                     other.waitingToType.withLock { $0 = false }
-                    other.host.answerPairing(on: link, .passkey(value))
+                    other.host.answerPairing(on: link, .passkey(other.typed(value)))
                 }
                 _ = handle
             case .pairingPrompt(let handle, .enterPasskey):
+                switch user.withLock({ $0 }) {
+                case .silent: return
+                case .rejects, .cancels: return host.answerPairing(on: handle, .passkey(nil))
+                case .accepts, .mistypes: break
+                }
                 if let value = other?.shown.withLock({ $0 }) {
-                    host.answerPairing(on: handle, .passkey(value))
+                    host.answerPairing(on: handle, .passkey(typed(value)))
+                } else if io == .keyboardOnly, other?.io == .keyboardOnly {
+                    // Both input: the users agreed on a number beforehand.
+                    host.answerPairing(on: handle, .passkey(typed(PairingMatrix.agreedPasskey)))
                 } else {
                     waitingToType.withLock { $0 = true }
                 }
             case .pairingPrompt(let handle, .confirm):
-                host.answerPairing(on: handle, .accept(true))
+                switch user.withLock({ $0 }) {
+                case .silent: break
+                case .rejects, .cancels: host.answerPairing(on: handle, .accept(false))
+                case .accepts, .mistypes: host.answerPairing(on: handle, .accept(true))
+                }
+            case .securityRequested(let handle, _):
+                // The central's host answers a Security Request by pairing, when this side plays one that does.
+                guard answersSecurityRequests else { break }
+                host.pair(on: handle) { _ in }
             case .longTermKeyRequested(let handle, let ediv, let rand):
                 let key = keys.withLock { $0.first { $0.ediv == ediv && $0.rand == rand }?.key }
                 host.replyLongTermKey(on: handle, key: key)
@@ -76,6 +99,13 @@ import Testing
         }
 
         let waitingToType = Mutex(false)
+        /// What the user does when asked (the pairing matrix's users).
+        let user = Mutex(PairingMatrix.User.accepts)
+        let io: IOCapability
+        /// Whether a Security Request from the peer is answered by pairing.
+        let answersSecurityRequests: Bool
+
+        func typed(_ shown: UInt32) -> UInt32 { PairingMatrix.typed(shown, by: user.withLock { $0 }) }
 
         func heardAny(_ match: (HostEvent) -> Bool) -> Bool { events.withLock { $0.contains(where: match) } }
     }
@@ -87,9 +117,12 @@ import Testing
 
         init(
             central: HostSecurityConfiguration, peripheral: HostSecurityConfiguration,
-            centralPrivacy: HostPrivacyConfiguration? = nil, peripheralPrivacy: HostPrivacyConfiguration? = nil
+            centralPrivacy: HostPrivacyConfiguration? = nil, peripheralPrivacy: HostPrivacyConfiguration? = nil,
+            centralAnswersSecurityRequests: Bool = false
         ) {
-            self.central = Side(radio: radio, name: "central", security: central, privacy: centralPrivacy)
+            self.central = Side(
+                radio: radio, name: "central", security: central, privacy: centralPrivacy,
+                answersSecurityRequests: centralAnswersSecurityRequests)
             self.peripheral = Side(
                 radio: radio, name: "peripheral", security: peripheral, privacy: peripheralPrivacy)
             self.central.other = self.peripheral
@@ -301,6 +334,64 @@ import Testing
             }
         }
         #expect(values[0] != nil && values[0] == values[1])
+    }
+
+    /// Vol 3 Part H 2.3.6: after a wrong passkey, neither side pairs with the other until a wait has passed: the
+    /// central does not start (nothing goes on the air), and the peripheral refuses a Pairing Request from the
+    /// same address with Repeated Attempts. After the wait, the right passkey pairs.
+    @Test func aWrongPasskeyMakesBothSidesWaitBeforeTheNextPairing() async throws {
+        let pair = Pair(
+            central: Self.security(.keyboardOnly, seed: 3, mitm: true),
+            peripheral: Self.security(.displayOnly, seed: 4, mitm: true))
+        pair.central.user.withLock { $0 = .mistypes }
+        let (handle, _) = try await pair.connect()
+        #expect(try await pair.pair(handle).error?.message.contains("Confirm Value Failed") == true)
+        let prompts = { (side: Side) in
+            side.events.withLock { $0.count { if case .pairingPrompt = $0 { true } else { false } } }
+        }
+        let shownBefore = prompts(pair.peripheral)
+        // At once again: the central refuses itself, and the peripheral hears nothing.
+        let again = try await pair.pair(handle)
+        #expect(again.error?.code == .pairingFailed)
+        #expect(again.error?.message.contains("Repeated Attempts") == true, "\(again)")
+        try await pair.radio.run(for: .milliseconds(500))
+        #expect(prompts(pair.peripheral) == shownBefore)
+
+        // Another host claiming the central's address (the same octets: an anagram of its name) meets the
+        // peripheral's own wait.
+        try await pair.disconnect(handle)
+        let impostor = Side(
+            radio: pair.radio, name: "centarl", security: Self.security(.keyboardOnly, seed: 9, mitm: true))
+        #expect(impostor.controller.address == pair.central.controller.address)
+        impostor.other = pair.peripheral
+        pair.peripheral.other = impostor
+        let started = Mutex(false)
+        impostor.host.start { if case .success = $0 { started.withLock { $0 = true } } }
+        try await pair.run(until: { started.withLock { $0 } }, "the impostor starting")
+        pair.peripheral.host.startAdvertising(
+            AdvertisingParameters(kind: .connectable, intervalMin: 0x20, intervalMax: 0x20), data: [0x02, 0x01, 0x06],
+            scanResponse: []
+        ) { _ in }
+        impostor.host.setConnectTargets([pair.peripheral.controller.address], parameters: ConnectionParameters())
+        try await pair.run(until: { !impostor.host.links.isEmpty && !pair.peripheral.host.links.isEmpty }, "the link")
+        impostor.host.setConnectTargets([], parameters: ConnectionParameters())
+        let link = impostor.host.links[0].handle
+        func pairImpostor() async throws -> Result<SMPPairing.Result, HostError> {
+            let outcome = Mutex<Result<SMPPairing.Result, HostError>?>(nil)
+            impostor.host.pair(on: link) { result in outcome.withLock { $0 = result } }
+            try await pair.run(until: { outcome.withLock { $0 } != nil }, "the impostor's pairing")
+            return try #require(outcome.withLock { $0 })
+        }
+        let refused = try await pairImpostor()
+        #expect(refused.error?.message.contains("Repeated Attempts") == true, "\(refused)")
+        // The wait (2 s after the first failure) passes: the right passkey pairs.
+        try await pair.radio.run(for: .seconds(2))
+        let paired = try await pairImpostor()
+        #expect((try? paired.get())?.authenticated == true, "\(paired)")
+    }
+
+    @Test func theWaitDoublesWithEachFailureUpTo64Seconds() {
+        #expect((1...8).map { RepeatedAttempts.wait(after: $0) } == [2, 4, 8, 16, 32, 64, 64, 64].map { .seconds($0) })
     }
 
     @Test func aHostNotConfiguredToPairRefusesWithPairingNotSupported() async throws {

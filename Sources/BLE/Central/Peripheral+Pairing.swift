@@ -79,7 +79,10 @@ extension Peripheral {
         case .authenticationRequirements:
             "the requirements cannot be met (MITM protection or Secure Connections asked for, and not possible with these two devices' IO capabilities or pairing versions)"
         case .encryptionKeySize: "the key would be too short"
-        case .repeatedAttempts: "too many attempts; wait before trying again"
+        case .repeatedAttempts:
+            byPeer
+                ? "it refuses for now, as a pairing with it failed lately (a wrong passkey?); wait a few seconds and try again"
+                : "a pairing with it failed lately (a wrong passkey?), so this device waits before the next: 2 s, doubling with each failure in a row (Core Spec Vol 3 Part H 2.3.6)"
         case .commandNotSupported: "a step of the pairing is not supported"
         case .oobNotAvailable: "out-of-band data is not available"
         case .busy: "busy with another pairing"

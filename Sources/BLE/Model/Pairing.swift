@@ -43,15 +43,43 @@ public struct PairingConfiguration: Sendable, Hashable {
     /// Bluetooth 4.2 does, with LE legacy pairing only.
     public var secureConnections: Bool
 
+    /// The keys a pairing exchanges after encryption (Core Spec 5.4, Vol 3, Part H, 3.6.1).
+    public struct Keys: OptionSet, Sendable, Hashable {
+        public var rawValue: UInt8
+        public init(rawValue: UInt8) { self.rawValue = rawValue }
+        /// The Long Term Key with its EDIV and Rand (LE legacy pairing; Secure Connections derives it instead).
+        public static let encryption = Keys(rawValue: 0x01)
+        /// The Identity Resolving Key and identity address (with privacy, the key that resolves this device's
+        /// private addresses).
+        public static let identity = Keys(rawValue: 0x02)
+
+        var smp: KeyDistribution {
+            var keys: KeyDistribution = []
+            if contains(.encryption) { keys.insert(.encryptionKey) }
+            if contains(.identity) { keys.insert(.identityKey) }
+            return keys
+        }
+    }
+
+    /// The keys this device offers to send. nil, the default: both when it bonds (the identity only when it
+    /// has one, that is with privacy on), none when it does not. Whatever both devices agree is exchanged,
+    /// bonding or not; bonding decides only whether the keys are kept.
+    public var distributedKeys: Keys?
+    /// The keys this device asks the peer for. nil, the default: both when it bonds, none when it does not.
+    public var requestedKeys: Keys?
+
     public init(
         ioCapability: IOCapability = .noInputNoOutput, bonding: Bool = true, requiresMITMProtection: Bool = false,
-        secureConnectionsOnly: Bool = false, secureConnections: Bool = true
+        secureConnectionsOnly: Bool = false, secureConnections: Bool = true, distributedKeys: Keys? = nil,
+        requestedKeys: Keys? = nil
     ) {
         self.ioCapability = ioCapability
         self.bonding = bonding
         self.requiresMITMProtection = requiresMITMProtection
         self.secureConnectionsOnly = secureConnectionsOnly
         self.secureConnections = secureConnections
+        self.distributedKeys = distributedKeys
+        self.requestedKeys = requestedKeys
     }
 }
 

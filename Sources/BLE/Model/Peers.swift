@@ -1,4 +1,5 @@
 import BLECore
+import BLEGATT
 import BLEHost
 import Foundation
 import Synchronization
@@ -73,5 +74,32 @@ public final class ATTRequest: Sendable, CustomStringConvertible {
 
     public var description: String {
         "<ATTRequest \(characteristic.uuid.uuidString) offset=\(offset) value=\(value.map { $0.hexString } ?? "nil")>"
+    }
+}
+
+extension ATTRequest {
+    /// Applies the parts of one write that are for `characteristic` to its current `value`, as the Core
+    /// Specification says a queued write executes: each part, in the order the central queued it, overwrites the
+    /// value from its offset and extends it past the end; a write whose first part starts at offset 0 is a
+    /// whole new value, ending where its farthest part ends; one that starts further in keeps the octets it does
+    /// not reach. A swift-ble addition (CoreBluetooth leaves it to each app).
+    ///
+    /// Returns `.success`, with `value` changed, or the code to answer the write with, `value` untouched: Invalid
+    /// Offset for a part that starts past the value's end, Invalid Attribute Value Length for a value over 512
+    /// octets.
+    ///
+    /// - SeeAlso: Core Spec 5.4, Vol 3, Part F, 3.4.6.1-3.4.6.3; Part G, 4.9.4-4.9.5.
+    public static func apply(
+        _ requests: [ATTRequest], for characteristic: Characteristic, to value: inout Data
+    ) -> ATTErrorCode {
+        let parts = requests.lazy.filter { $0.characteristic === characteristic }
+            .map { (offset: $0.offset, value: [UInt8]($0.value ?? Data())) }
+        switch GATTQueuedWrites.value(applying: parts, to: [UInt8](value)) {
+        case .success(let written):
+            value = Data(written)
+            return .success
+        case .failure(let refusal):
+            return refusal.code
+        }
     }
 }

@@ -246,6 +246,8 @@ public final class BluetoothSystem: Sendable, CustomStringConvertible {
                 security.mitm = pairing.requiresMITMProtection
                 security.secureConnectionsOnly = pairing.secureConnectionsOnly
                 security.secureConnections = pairing.secureConnections || pairing.secureConnectionsOnly
+                security.distributedKeys = pairing.distributedKeys?.smp
+                security.requestedKeys = pairing.requestedKeys?.smp
                 host.security = security
             }
             return host

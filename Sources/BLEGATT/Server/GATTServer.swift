@@ -675,9 +675,9 @@ public struct GATTServer: Sendable {
         case .write: break
         default: return [error(opcode, AttributeHandle(0), .invalidPDU, connection)]
         }
-        // Assemble each stored attribute's new value, in the order its parts were queued.
+        // Each stored attribute's new value: its parts, in the order they were queued, over its current value.
         var handles: [AttributeHandle] = []
-        var assembled: [AttributeHandle: [UInt8]] = [:]
+        var parts: [AttributeHandle: [(offset: Int, value: [UInt8])]] = [:]
         var dynamicWrites: [GATTWriteRequest] = []
         for part in queue {
             guard let attribute = database.attribute(at: part.attribute) else {
@@ -685,32 +685,24 @@ public struct GATTServer: Sendable {
             }
             if isDynamic(attribute) {
                 // Vol 3, Part F, 3.4.6.3: a prepared value longer than the attribute can hold fails the whole
-                // queue with Invalid Attribute Value Length.
+                // queue with Invalid Attribute Value Length. Its current value, and so whether an offset lies past
+                // its end, is the application's to know.
                 guard part.offset + part.value.count <= GATTDatabase.maximumValueLength else {
                     return [error(opcode, part.attribute, .invalidAttributeValueLength, connection)]
                 }
                 dynamicWrites.append(part)
                 continue
             }
-            if assembled[part.attribute] == nil {
-                // The value becomes the old value up to the first part's offset, then the parts: a long
-                // write from offset 0 replaces the whole value, as a Write Request does.
-                handles.append(part.attribute)
-                let old = readable(attribute, connection).storedValue
-                guard part.offset <= old.count else {
-                    return [error(opcode, part.attribute, .invalidOffset, connection)]
-                }
-                assembled[part.attribute] = Array(old.prefix(part.offset))
+            if parts[part.attribute] == nil { handles.append(part.attribute) }
+            parts[part.attribute, default: []].append((part.offset, part.value))
+        }
+        var assembled: [AttributeHandle: [UInt8]] = [:]
+        for handle in handles {
+            let old = readable(database.attribute(at: handle)!, connection).storedValue
+            switch GATTQueuedWrites.value(applying: parts[handle] ?? [], to: old) {
+            case .success(let value): assembled[handle] = value
+            case .failure(let refusal): return [error(opcode, handle, refusal.code, connection)]
             }
-            var value = assembled[part.attribute]!
-            guard part.offset <= value.count else { return [error(opcode, part.attribute, .invalidOffset, connection)] }
-            let end = part.offset + part.value.count
-            if end > value.count { value += [UInt8](repeating: 0, count: end - value.count) }
-            value.replaceSubrange(part.offset..<end, with: part.value)
-            guard value.count <= GATTDatabase.maximumValueLength else {
-                return [error(opcode, part.attribute, .invalidAttributeValueLength, connection)]
-            }
-            assembled[part.attribute] = value
         }
         for handle in handles {
             if let code = checkValue(database.attribute(at: handle)!, assembled[handle]!, connection) {

@@ -38,6 +38,12 @@ extension HostMachine {
             let pairing = makePairing(for: link.info, security)
             links[handle]?.security.pairing = pairing
         }
+        if let wait = repeatedAttemptsWait(on: handle) {
+            // Nothing goes on the air: the wait is this side's to keep (Vol 3 Part H 2.3.6).
+            complete(id, .failure(HostError(.pairingFailed, Self.repeatedAttemptsMessage(wait))))
+            emit(.pairingFailed(handle, .local(.repeatedAttempts)))
+            return
+        }
         links[handle]?.security.pairRequest = id
         runPairing(links[handle]?.security.pairing?.handle(.start) ?? [], on: handle)
         // A peripheral's Security Request is answered by the central's Pairing Request, or not at all: the
@@ -127,6 +133,7 @@ extension HostMachine {
                 on: handle)
             return
         }
+        if refusedAsRepeatedAttempt(pdu, on: handle) { return }
         if links[handle]?.security.pairing == nil {
             let pairing = makePairing(for: link.info, security)
             links[handle]?.security.pairing = pairing
@@ -218,6 +225,8 @@ extension HostMachine {
         configuration.mitm = security.mitm
         configuration.secureConnections = security.secureConnections
         configuration.secureConnectionsOnly = security.secureConnectionsOnly
+        configuration.distributedKeys = security.distributedKeys
+        configuration.requestedKeys = security.requestedKeys
         return SMPPairing(
             role: info.role == .central ? .initiator : .responder, configuration: configuration,
             initiatorAddress: info.role == .central ? localAddress : peer,
@@ -258,6 +267,8 @@ extension HostMachine {
                 links[handle]?.security.keyForRequest = key
             case .securityRequested(let requirements):
                 emit(.securityRequested(handle, requirements))
+            case .ignored(let pdu):
+                log(.info, "an SMP command outside any pairing, not answered: \(pdu)", connection: handle)
             case .completed(let result):
                 let request = links[handle]?.security.pairRequest
                 links[handle]?.security.pairRequest = nil
@@ -268,6 +279,7 @@ extension HostMachine {
                 }
             case .failed(let failure):
                 links[handle]?.security.keyForRequest = nil
+                pairingAttemptFailed(on: handle, failure)
                 if let id = links[handle]?.security.pairRequest {
                     links[handle]?.security.pairRequest = nil
                     complete(id, .failure(HostError(.pairingFailed, "\(failure)")))

@@ -73,6 +73,8 @@ public struct HostMachine: Sendable {
     var nextTimer: UInt64 = 1
     /// How many timers are running (started, not yet fired or cancelled).
     public var runningTimerCount: Int { timers.count }
+    /// The peers whose pairing failed lately, and the wait before pairing with them again.
+    var attempts = RepeatedAttempts()
     /// Pairing machines made so far: each one's random values come from the security seed and this count.
     var pairingsMade: UInt64 = 0
     /// Pairings whose last keys this side sent are still being delivered, by the delivery id their packets carry
@@ -224,6 +226,8 @@ public struct HostMachine: Sendable {
             pumpACL()
         case .security(let handle):
             securityTimerFired(id, on: handle)
+        case .repeatedAttempts(let peer):
+            repeatedAttemptsTimerFired(id, for: peer)
         case .addressRotation:
             addressRotationDue(timer: id)
         case .restart:
@@ -332,6 +336,8 @@ enum TimerPurpose: Sendable, Hashable {
     case connectTurn
     /// The Security Manager's 30 s timer on a link (Vol 3, Part H, 3.4).
     case security(ConnectionHandle)
+    /// A peer's wait after a failed pairing, or a quiet interval after it (Vol 3, Part H, 2.3.6).
+    case repeatedAttempts(BluetoothAddress)
     /// The current resolvable private address has been used for its period.
     case addressRotation
     /// The wait before trying again to initialise a controller whose restart failed.

@@ -48,6 +48,26 @@ struct PairingOptions: ParsableArguments {
     @Flag(name: .customLong("sc-only"), help: "Refuse LE legacy pairing (Secure Connections only).")
     var secureConnectionsOnly = false
 
+    @Flag(name: .customLong("no-bond"), help: "Pair without bonding: exchange the keys agreed, keep none.")
+    var noBond = false
+
+    @Flag(help: "Pair as a device from before Bluetooth 4.2 does: LE legacy pairing only.")
+    var legacy = false
+
+    @Option(
+        name: .customLong("send-keys"),
+        help: ArgumentHelp(
+            "The keys this side offers to send: enc (the legacy LTK), id (IRK and identity address), both as enc,id, or none. Default: both when bonding, none otherwise.",
+            valueName: "keys"))
+    var sendKeys: KeysOption?
+
+    @Option(
+        name: .customLong("ask-keys"),
+        help: ArgumentHelp(
+            "The keys this side asks the peer for: enc, id, enc,id or none. Default: both when bonding, none otherwise.",
+            valueName: "keys"))
+    var askKeys: KeysOption?
+
     @Flag(help: "Answer yes to a numeric comparison (for scripts).")
     var yes = false
 
@@ -68,6 +88,7 @@ struct PairingOptions: ParsableArguments {
             }
         }
         if yes && no { throw ValidationError("--yes and --no cannot both be given") }
+        if legacy && secureConnectionsOnly { throw ValidationError("--legacy and --sc-only cannot both be given") }
         if yes || no, !ioCapability.confirms {
             throw ValidationError(
                 "--\(yes ? "yes" : "no") answers a numeric comparison, which needs --io-capability display-yes-no or keyboard-display (not \(ioCapability.rawValue))"
@@ -83,12 +104,36 @@ struct PairingOptions: ParsableArguments {
 
     var configuration: PairingConfiguration {
         PairingConfiguration(
-            ioCapability: ioCapability.capability, requiresMITMProtection: mitm,
-            secureConnectionsOnly: secureConnectionsOnly)
+            ioCapability: ioCapability.capability, bonding: !noBond, requiresMITMProtection: mitm,
+            secureConnectionsOnly: secureConnectionsOnly, secureConnections: !legacy, distributedKeys: sendKeys?.keys,
+            requestedKeys: askKeys?.keys)
     }
 
     /// The answer `--yes`/`--no` give a numeric comparison, or nil when neither was given.
     var confirmation: Bool? { yes ? true : no ? false : nil }
+}
+
+/// `--send-keys` and `--ask-keys`: a comma-separated list of enc and id, or none.
+struct KeysOption: ExpressibleByArgument, Sendable {
+    var keys: PairingConfiguration.Keys
+
+    init?(argument: String) {
+        var keys: PairingConfiguration.Keys = []
+        guard argument != "none" else {
+            self.keys = keys
+            return
+        }
+        for name in argument.split(separator: ",", omittingEmptySubsequences: false) {
+            switch name.trimmingCharacters(in: .whitespaces) {
+            case "enc": keys.insert(.encryption)
+            case "id": keys.insert(.identity)
+            default: return nil
+            }
+        }
+        self.keys = keys
+    }
+
+    static var allValueStrings: [String] { ["none", "enc", "id", "enc,id"] }
 }
 
 /// "012345": a passkey as the user sees it.

@@ -122,21 +122,38 @@ final class ServedDevice: PeripheralManagerDelegate, @unchecked Sendable {
 
     func peripheralManager(_ peripheral: PeripheralManager, didReceiveWrite requests: [ATTRequest]) {
         guard let first = requests.first else { return }
-        let uuid = first.characteristic.uuid
-        // A long write arrives as its prepared parts; put them together in offset order.
-        var value = Data()
-        for part in requests.filter({ $0.characteristic.uuid == uuid }).sorted(by: { $0.offset < $1.offset }) {
-            let data = part.value ?? Data()
-            if part.offset > value.count { value.append(Data(count: part.offset - value.count)) }
-            value.replaceSubrange(part.offset..<min(value.count, part.offset + data.count), with: data)
+        // One write, or a queued one (a long write, a reliable write) that may reach several characteristics:
+        // each one's parts apply, in the order they were queued, over its current value. All are checked before
+        // any is written, so a refused part leaves every value as it was.
+        var order: [Characteristic] = []
+        for request in requests where !order.contains(where: { $0 === request.characteristic }) {
+            order.append(request.characteristic)
+        }
+        var writes: [(BluetoothUUID, Data)] = []
+        for characteristic in order {
+            let uuid = characteristic.uuid
+            let parts = requests.filter { $0.characteristic === characteristic }
+            // A single part at offset 0 is the whole value; anything else starts from what the device holds.
+            var value = Data()
+            if parts.count > 1 || parts[0].offset != 0, case .success(let current) = behaviour.read(uuid) {
+                value = current
+            }
+            let result = ATTRequest.apply(parts, for: characteristic, to: &value)
+            guard result == .success else {
+                let offsets = parts.map { "\($0.offset)" }.joined(separator: ",")
+                log?(
+                    "\(first.central.identifier) write \(uuid.uuidString) at offset \(offsets) -> "
+                        + ToolError.describe(result))
+                peripheral.respond(to: first, withResult: result)
+                return
+            }
+            writes.append((uuid, value))
         }
         // The behaviour may notify a change the write makes (a lock's state): hold that until the write itself is
         // logged and answered, so the log shows the cause before its effect.
         updatesCausedByWrite = []
         var answeredAtOnce = true
-        behaviour.write(uuid, value: value, command: first.isWriteCommand) { [self] result in
-            let outcome = result == .success ? "" : " -> \(ToolError.describe(result))"
-            log?("\(first.central.identifier) write \(uuid.uuidString) \(value.hex)\(outcome)")
+        write(writes[...], command: first.isWriteCommand, from: first.central) { [self] result in
             peripheral.respond(to: first, withResult: result)
             guard answeredAtOnce else { return }
             let caused = updatesCausedByWrite ?? []
@@ -148,6 +165,21 @@ final class ServedDevice: PeripheralManagerDelegate, @unchecked Sendable {
         if let caused = updatesCausedByWrite {
             updatesCausedByWrite = nil
             for (updated, data) in caused { update(updated, data) }
+        }
+    }
+
+    /// Hands each value to the behaviour in turn, logging each, and answers once: with the first refusal (the
+    /// values before it are written, and the log says so), or success.
+    private func write(
+        _ writes: ArraySlice<(BluetoothUUID, Data)>, command: Bool, from central: Central,
+        answer: @escaping (ATTErrorCode) -> Void
+    ) {
+        guard let (uuid, value) = writes.first else { return answer(.success) }
+        behaviour.write(uuid, value: value, command: command) { [self] result in
+            let outcome = result == .success ? "" : " -> \(ToolError.describe(result))"
+            log?("\(central.identifier) write \(uuid.uuidString) \(value.hex)\(outcome)")
+            guard result == .success else { return answer(result) }
+            write(writes.dropFirst(), command: command, from: central, answer: answer)
         }
     }
 
