@@ -1,8 +1,10 @@
-// swift-tools-version: 6.1
+// swift-tools-version: 6.2
 //
 // swift-ble: a Bluetooth Low Energy host stack, a virtual controller on a simulated radio, and a
-// CoreBluetooth-shaped public API. Layers and their allowed directions are drawn in ARCHITECTURE.md;
+// CoreBluetooth-shaped public API. Layers and their allowed directions are drawn in docs/ARCHITECTURE.md;
 // `Scripts/check-layers.py` enforces them from `swift package describe --type json`.
+//
+// Swift 6.2 is the oldest compiler that builds the code (`Peripheral.manager` is a `weak let`, SE-0481).
 import PackageDescription
 
 let strict: [SwiftSetting] = [
@@ -17,9 +19,16 @@ let logging: Target.Dependency = .product(name: "Logging", package: "swift-log")
 
 let package = Package(
     name: "swift-ble",
-    platforms: [.macOS(.v15)],
+    // The versions that bring `Synchronization.Mutex` and task executors, which every library target uses. The
+    // `BLE` product (and everything below it) builds for all of them: it does no socket, serial or process work,
+    // and its platform code is behind `#if canImport(...)`. The `ble` tool and `BLETransportPosix` (sockets,
+    // termios, the Linux HCI user channel) are for Linux and macOS.
+    platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2)],
     products: [
         .library(name: "BLE", targets: ["BLE"]),
+        // Real controllers for Linux and macOS (TCP, UART, Unix sockets, the Linux HCI user channel): an application
+        // calls `PosixTransports.install()` once, then names them by spec, as the `ble` tool does.
+        .library(name: "BLETransportPosix", targets: ["BLETransportPosix"]),
         .executable(name: "ble", targets: ["ble"]),
         // The benchmarks' scenarios, for `ble bench` and the ordo-one/benchmark package in Benchmarks/.
         .library(name: "BLEBench", targets: ["BLEBench"]),
@@ -31,6 +40,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.16.0"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
         .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
+        // `swift package generate-documentation`: builds every target's DocC catalogue (the test command does,
+        // with warnings as errors). A plugin only: nothing of it is linked into a product.
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
     targets: [
         // Pure layers: no I/O, no clocks, no un-injected randomness.
@@ -138,6 +150,16 @@ let package = Package(
         .executableTarget(
             name: "ble-store-writer", dependencies: ["BLESystem", "BLECore", logging], path: "Tests/StoreWriter",
             swiftSettings: strict),
+
+        // README.md's Swift code as a program: the ReadmeSnippets plugin writes its main.swift from the README at build
+        // time (readme-snippets does the extracting), so an example that stops compiling fails the build, and
+        // Scripts/check-readme.py runs it and checks what it prints. Built as a user's package would build it: the
+        // default settings of this tools version, `BLE` only.
+        .executableTarget(name: "readme-snippets", path: "Plugins/ReadmeSnippetsTool"),
+        .plugin(name: "ReadmeSnippets", capability: .buildTool(), dependencies: ["readme-snippets"]),
+        .executableTarget(
+            name: "readme-example", dependencies: ["BLE"], path: "Tests/ReadmeExample", exclude: ["README.md"],
+            plugins: ["ReadmeSnippets"]),
 
         .testTarget(name: "BLECoreTests", dependencies: ["BLECore", nioCore], swiftSettings: strict),
         .testTarget(name: "BLEHCITests", dependencies: ["BLEHCI", "BLECore", nioCore], swiftSettings: strict),

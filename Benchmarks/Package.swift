@@ -2,7 +2,7 @@
 //
 // The benchmarks of swift-ble with ordo-one/benchmark (its malloc counter needs the MallocInterposer trait): a
 // package of its own, depending on swift-ble by path, so that neither swift-ble's build nor `swift test` builds
-// ordo-one/benchmark. Run from this folder: `swift package benchmark` (README, "Performance").
+// ordo-one/benchmark. Run from this folder: `swift package benchmark` (BLE.docc/Performance.md).
 import PackageDescription
 
 let package = Package(

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Runs `ble demo` and checks that it shows every step of the seed-000 flow, in order, and that the same
+"""Runs `ble demo` and checks that it shows every step of the central flow, in order, and that the same
 seed prints the same run twice."""
 import re
 import subprocess

@@ -39,6 +39,9 @@ RANK = {
     "BLEFuzzing": 8,
     "ble": 8,
     "CLibFuzzer": 0, "ble-fuzz": 9,
+    # README.md's example as a program (its main.swift extracted at build time by the ReadmeSnippets plugin, with
+    # the readme-snippets tool): a user of the public API, in no product.
+    "readme-snippets": 0, "ReadmeSnippets": 1, "readme-example": 7,
 }
 PURE = {"BLECore", "BLEHCI", "BLEL2CAP", "BLEATT", "BLEGATT", "BLESMP"}
 # Crypto and CryptoExtras (swift-crypto): AES-CMAC and, for SMP, the rest of the toolbox; computation only.
@@ -133,7 +136,7 @@ def main():
 
         # The library never writes to stdout or stderr itself: it logs through swift-log, and the application
         # (the ble tool) picks where logs go.
-        if name not in ("ble", "ble-fuzz", "ble-store-writer"):
+        if name not in ("ble", "ble-fuzz", "ble-store-writer", "readme-snippets", "readme-example"):
             scan_code(target, CONSOLE_TOKENS, f"{name} is a library", "writes to the console (log instead)")
 
     test_targets = {n for n, t in targets.items() if t.get("type") == "test"}

@@ -7,8 +7,8 @@
 #   Scripts/fuzz.sh [--runs N] [--seconds S] [--jobs J] [--merge] [TARGET...]
 #
 #   --runs N      each target runs N inputs (default 100000)
-#   --seconds S   each target runs for S seconds instead; with --runs too, whichever ends first (issue 18's
-#                 budget, 10^7 executions or an hour for the slow targets: --runs 10000000 --seconds 3600)
+#   --seconds S   each target runs for S seconds instead; with --runs too, whichever ends first (the
+#                 reliability budget, 10^7 executions or an hour for the slow targets: --runs 10000000 --seconds 3600)
 #   --jobs J      run J targets at once (default 1)
 #   --merge       afterwards, minimise each target's corpus (the committed one and what the run found) back
 #                 into Fuzz/Corpus/TARGET (libFuzzer's -merge=1: the fewest, smallest inputs with all coverage);

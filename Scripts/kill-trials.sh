@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The system store under kill -9 (issue 18, item 6): StoreKillTrials (Tests/BLESystemTests) with 100 trials, or
+# The system store under kill -9: StoreKillTrials (Tests/BLESystemTests) with 100 trials, or
 # as many as --trials says, their kill moments drawn from --seed. Each trial starts ble-store-writer on a store
 # file (new, or the one the trials before left), kills it with SIGKILL at a random moment, then opens the store
 # as the next process would and checks that it opens cleanly and holds every change the writer printed as

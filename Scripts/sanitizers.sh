@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The Swift test suite under ThreadSanitizer and AddressSanitizer (issue 18 item 4).
+# The Swift test suite under ThreadSanitizer and AddressSanitizer.
 #
 #   Scripts/sanitizers.sh [thread|address|all] [--filter REGEX]
 #

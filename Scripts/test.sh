@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Runs every test of swift-ble: the layer rules, the Swift test suite (and its host, system and API tests under
-# ThreadSanitizer), the demo's output, the ble tool's
-# commands, and the interop tests against Bumble and RootCanal. It installs what they need first (a Python
+# Runs every test of swift-ble: the house style, the layer rules, the size of tracked files, the Swift test suite
+# (and its host, system and API tests under ThreadSanitizer), the README's manifest and example, the DocC
+# documentation (warnings are errors), the demo's output, the ble tool's commands, and the interop tests against
+# Bumble and RootCanal. It installs what they need first (a Python
 # virtual environment in .venv with the pinned peers, and tshark), so a fresh clone passes as it is.
-# This is the command the README gives and .ci/run calls.
+# This is the command the README gives and .ci/run calls; BLE.docc/Testing.md describes each stage.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -36,9 +37,18 @@ Scripts/check-format.sh
 stage "layer rules"
 python3 Scripts/check-layers.py
 
+stage "no tracked file over 1 MiB outside the fuzz corpora"
+python3 Scripts/check-large-files.py
+
 stage "swift test"
 swift build --build-tests
 swift test --skip-build
+
+stage "README: the manifest evaluated, the example built as printed and run"
+python3 Scripts/check-readme.py
+
+stage "documentation (DocC, every module, warnings as errors)"
+Scripts/check-docs.sh
 
 stage "swift test under ThreadSanitizer (host, system and API)"
 Scripts/sanitizers.sh thread --filter 'BLEHostTests|BLESystemTests|BLETests'

@@ -224,7 +224,7 @@ NOT_PLAYED = {
                                                      "for want of MITM (decide_pairing_method), so such rows "
                                                      "complete unauthenticated (they are in the table that way)",
     "A legacy bond re-encrypting with Bumble as peripheral": "Bumble answers the LTK request with the wrong key "
-                                                             "(PEERS.md 2.5b)",
+                                                             "(BLEHost.docc/Peers.md)",
 }
 
 

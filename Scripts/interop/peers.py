@@ -237,7 +237,7 @@ class BumbleLink:
         wait_for_port(self.port_a, 20, self.process)
         wait_for_port(self.port_b, 20, self.process)
 
-    # PEERS.md, 2.4: Bumble's controller answers LE Set Data Length (0x2022), which it lists as supported but
+    # BLEHost.docc/Peers.md: Bumble's controller answers LE Set Data Length (0x2022), which it lists as supported but
     # does not implement, with Command Complete, status 0x01 and no Connection_Handle (4 parameter bytes
     # instead of 6); tshark flags it malformed.
     peer_deviations = ("bthci_evt.code == 0x0e && bthci_evt.opcode == 0x2022 && bthci_evt.param_length == 4"
@@ -289,7 +289,7 @@ def check_capture(test, path, require_att=True, peer_deviations=None):
     asked) it holds ATT exchanges. Returns the number of ATT packets.
 
     `peer_deviations`: a tshark filter for packets *received from the peer's controller* that are known to be
-    malformed as the peer sends them (written down in PEERS.md); those are the peer's bytes, recorded
+    malformed as the peer sends them (written down in BLEHost.docc/Peers.md); those are the peer's bytes, recorded
     faithfully, and are not held against our recording. Anything we sent must always be well-formed."""
     test.assertTrue(os.path.exists(path) and os.path.getsize(path) > 16, f"no btsnoop capture at {path}")
     bad = "_ws.malformed || _ws.expert.severity == error"

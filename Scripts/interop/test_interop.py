@@ -328,7 +328,7 @@ class TwoOfOursThroughRootCanal(unittest.TestCase):
 
 class ManyDevicesThroughRootCanal(unittest.TestCase):
     """One central of ours keeping eight of our peripherals connected and streaming at once, and a chunked
-    transfer to seed 004's camera, over RootCanal (Bumble's linked controllers link only two devices)."""
+    transfer to the camera, over RootCanal (Bumble's linked controllers link only two devices)."""
 
     DEVICES = 8
 
@@ -596,7 +596,7 @@ class Pairing:
 
     def test_our_central_pairs_with_legacy_passkey_entry(self):
         # Bumble types what we show. Legacy bonds are checked on the first connection only: Bumble's peripheral
-        # answers the next LTK request with the wrong key (shared/PEERS.md 2.5b; our own pair re-encrypts, see
+        # answers the next LTK request with the wrong key (BLEHost.docc/Peers.md; our own pair re-encrypts, see
         # PairingTests.aLegacyBondReEncryptsTheNextLink).
         peripheral = self.bumble_peripheral(sc=False, io="keyboard", mitm=True)
         pair = self.ble("pair", PAIRING_NAME, "--io-capability", "display", "--mitm")

@@ -35,7 +35,7 @@ PRINT_DATA = "5E1D0002-7A3B-4C8D-9E0F-1A2B3C4D5E6F"
 HEX_LINE = re.compile(r"^[0-9a-f]+$")
 UUID_FORM = re.compile(r"^([0-9A-F]{4}|[0-9A-F]{8}|[0-9A-F]{8}-[0-9A-F]{4}-[0-9A-F]{4}-[0-9A-F]{4}-[0-9A-F]{12})$")
 
-# Exit statuses, as the README documents them.
+# Exit statuses, as BLE.docc/CommandLineTool.md documents them.
 EXIT_ATT_ERROR = 5
 EXIT_NO_SUCH_DEVICE = 3
 EXIT_NOT_CONNECTABLE = 4
@@ -109,7 +109,7 @@ class ScanTests(unittest.TestCase):
     def test_exact_keys_and_types(self):
         keys = ["address", "addressType", "identifier", "name", "rssi", "serviceUUIDs", "manufacturerData",
                 "serviceData", "connectable",
-                # Added by the scan detail (issue 15), after the original keys.
+                # Added by the scan detail, after the original keys.
                 "advertisingType", "flags", "txPowerLevel", "scanResponseFields", "iBeacon", "eddystone",
                 "rawAdvertisement", "rawScanResponse"]
         for r in self.records:
@@ -973,7 +973,7 @@ class DemoScenarioTests(unittest.TestCase):
         self.assertIn("phone   the lock app is suspended, its connection request pending", lines)
         self.assertIn('phone   ended the lock app to free memory; kept its work for ["door-lock"]', lines)
         relaunched = lines.index('app     relaunched in the background for ["door-lock"]')
-        # willRestoreState, then the state, then the connection, then the work (IOS-RULES 5.8, 5.10).
+        # willRestoreState, then the state, then the connection, then the work (IOSRules.md 5.8, 5.10).
         self.assertEqual(lines[relaunched + 1:relaunched + 4], [
             "app     restored: DoorLock connected", "app     state poweredOn",
             "app     connected to DoorLock while background"])
@@ -1076,7 +1076,7 @@ class BenchTests(unittest.TestCase):
 
 
 class SoakTests(unittest.TestCase):
-    """`ble soak` for half a simulated hour (issue 18 item 5; the 24-hour run is the README's)."""
+    """`ble soak` for half a simulated hour (the 24-hour run is the documentation's)."""
 
     def test_a_soak_accounts_for_every_acknowledged_write_and_repeats_with_its_seed(self):
         runs = []
@@ -1162,8 +1162,8 @@ class ServeTests(unittest.TestCase):
             '"descriptors": [{"uuid": "2901", "text": "Level", "value": null}]}]}]}')
         self.assertEqual(result.returncode, 0, result.stderr)
 
-    def test_the_readme_profile_example_is_served(self):
-        readme = open(os.path.join(ROOT, "README.md")).read()
+    def test_the_documented_profile_example_is_served(self):
+        readme = open(os.path.join(ROOT, "Sources", "BLE", "BLE.docc", "CommandLineTool.md")).read()
         start = readme.index("The JSON file:")
         block = readme[readme.index("```json", start) + len("```json"):readme.index("```", readme.index("```json", start) + 7)]
         result = self.serve_profile(block)

@@ -11,7 +11,7 @@ public enum PacketFormat: String, Sendable, Hashable, CaseIterable {
 
 /// One packet of Bumble's `bumble-bench` tool in GATT mode, so that `ble bench` and Bumble's tool speak the same
 /// format: `type (u8) | flags (u8) | sequence (u32 LE) | timestamp in µs (u32 LE) | payload`. A RESET is the type
-/// octet alone and an ACK stops after the sequence number (shared/PEERS.md §2.6). The client writes with Write
+/// octet alone and an ACK stops after the sequence number (BLEHost.docc/Peers.md). The client writes with Write
 /// Commands to `writeCharacteristic`; the server notifies on `notifyCharacteristic`.
 public struct BumbleBenchPacket: Sendable, Hashable {
     /// The packet's type octet.

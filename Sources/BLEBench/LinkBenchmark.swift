@@ -5,7 +5,7 @@ import Synchronization
 
 /// One measurement of `ble bench link` and `ble bench host`: payload throughput of one kind of transfer over one
 /// link of the simulated radio, through the public API, in virtual time next to the air-time model of
-/// shared/PEERS.md §3, and in wall-clock time (what the whole stack, both hosts and the radio, carries per second
+/// BLEVirtualController.docc/AirTimeModel.md, and in wall-clock time (what the whole stack, both hosts and the radio, carries per second
 /// of this machine's time).
 public struct LinkBenchmark: Sendable, Hashable {
     public enum Kind: String, Sendable, Hashable, CaseIterable {
@@ -64,7 +64,7 @@ public struct LinkBenchmark: Sendable, Hashable {
         public var inSequence: Int
     }
 
-    /// The model's kbit/s (shared/PEERS.md §3.1). Unacknowledged: `N · P · 8 / CI` with
+    /// The model's kbit/s (AirTimeModel.md, Throughput). Unacknowledged: `N · P · 8 / CI` with
     /// `N = floor(CI / T_pair)`, `T_pair = T_pkt(L) + T_IFS + T_pkt(0) + T_IFS`. Acknowledged: one value every
     /// two intervals, `P · 8 / (2 · CI)`.
     public var model: Double {

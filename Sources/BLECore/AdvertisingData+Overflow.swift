@@ -1,9 +1,9 @@
 import Foundation
 
-/// The "overflow area" an iOS app's service UUIDs move to when it advertises in the background (IOS-RULES 2.4,
+/// The "overflow area" an iOS app's service UUIDs move to when it advertises in the background (IOSRules.md 2.4,
 /// 2.7): a Manufacturer Specific Data structure of Apple (company 0x004C), type 0x01, then a 128-bit bitmask in
 /// which each service UUID sets one bit. Only a scanner that asks for a UUID explicitly can tell whether it is
-/// there (IOS-RULES 1.8, 2.8), and different UUIDs can share a bit.
+/// there (IOSRules.md 1.8, 2.8), and different UUIDs can share a bit.
 ///
 /// Apple's hash from UUID to bit is not published; reverse-engineered tables exist. This one is our own: the
 /// FNV-1a hash (`stableHash`) of the UUID's canonical 128-bit string, modulo 128, bit `n` being bit `n % 8`

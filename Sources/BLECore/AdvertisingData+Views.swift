@@ -184,8 +184,10 @@ extension AdvertisingData {
     /// Appends service UUID lists: one structure per width present among `uuids` (16-bit first, then 32-bit,
     /// then 128-bit), each UUID in its shortest form, duplicates removed.
     ///
-    /// - Parameter complete: whether the lists use the "complete" AD types (the advertiser has no other
-    ///   service UUIDs of those widths) or the "incomplete" ones.
+    /// - Parameters:
+    ///   - uuids: the services to list, in any widths and order.
+    ///   - complete: whether the lists use the "complete" AD types (the advertiser has no other service UUIDs of
+    ///     those widths) or the "incomplete" ones.
     public mutating func addServiceUUIDs(_ uuids: [BluetoothUUID], complete: Bool = true) {
         let types: [BluetoothUUID.Width: ADType] =
             complete

@@ -22,7 +22,9 @@ public struct L2CAPFragmenter: Hashable, Sendable {
 
     /// The fragments of `frame`, in sending order.
     ///
-    /// - Parameter firstBoundary: the flag of the first fragment; a host sends `.firstNonFlushable` on LE.
+    /// - Parameters:
+    ///   - frame: the L2CAP frame to send.
+    ///   - firstBoundary: the flag of the first fragment; a host sends `.firstNonFlushable` on LE.
     public func fragments(
         of frame: L2CAPBasicFrame, firstBoundary: L2CAPPacketBoundary = .firstNonFlushable
     ) -> [L2CAPFragment] {

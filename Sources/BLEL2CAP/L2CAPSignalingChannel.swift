@@ -110,7 +110,9 @@ public struct L2CAPSignalingChannel: Sendable {
     public let signalingMTU: Int
     private var state: State = .open(OpenState())
 
-    /// - Parameter signalingMTU: the largest C-frame this side accepts; at least 23 (smaller values are raised).
+    /// - Parameters:
+    ///   - role: this device's role on the link.
+    ///   - signalingMTU: the largest C-frame this side accepts; at least 23 (smaller values are raised).
     public init(role: Role, signalingMTU: Int = L2CAPSignalingChannel.minimumSignalingMTU) {
         self.role = role
         self.signalingMTU = max(Self.minimumSignalingMTU, min(signalingMTU, Int(UInt16.max)))

@@ -13,7 +13,7 @@ import CryptoExtras
 /// (and HCI) carry the same values least significant octet first. **Every multi-octet value this API takes or
 /// returns is in SMP's wire order, least significant octet first**: a Pairing Random, a Pairing Confirm, a
 /// public key coordinate or a DHKey Check goes in and comes out exactly as it travels, and a key comes out as
-/// HCI LE Enable Encryption and Encryption Information carry it. Addresses are ``BluetoothAddress`` values. The
+/// HCI LE Enable Encryption and Encryption Information carry it. Addresses are `BluetoothAddress` values. The
 /// functions turn values around to the specification's order only inside, where AES and AES-CMAC run.
 /// A value of the wrong length is a programming error and traps (the PDU decoder has already checked the
 /// lengths of everything a peer sends).
@@ -67,9 +67,11 @@ public enum SMPCrypto {
 
     /// The resolvable private address for `irk` and a caller's 24 random bits (Vol 6, Part B, 1.3.2.2).
     ///
-    /// - Parameter randomBits: 3 octets of randomness, least significant first; the two most significant bits
-    ///   of the last octet are overwritten with `0b01`, which marks the address resolvable. The rest must not
-    ///   be all zeros or all ones, or the address is invalid; this returns `nil` then.
+    /// - Parameters:
+    ///   - irk: the 16-octet Identity Resolving Key, least significant first.
+    ///   - randomBits: 3 octets of randomness, least significant first; the two most significant bits
+    ///     of the last octet are overwritten with `0b01`, which marks the address resolvable. The rest must not
+    ///     be all zeros or all ones, or the address is invalid; this returns `nil` then.
     public static func resolvablePrivateAddress(irk: [UInt8], randomBits: [UInt8]) -> BluetoothAddress? {
         precondition(randomBits.count == 3, "a resolvable private address takes 3 random octets")
         let random22 = [randomBits[0], randomBits[1], randomBits[2] & 0x3F]

@@ -451,7 +451,7 @@ public final class SystemCore: Sendable {
     public var isBluetoothEnabled: Bool { state.withLock { $0.bluetoothEnabled } }
 
     /// The user turns Bluetooth off (or on again) in Settings. Off: managers see `.poweredOff` first (they forget
-    /// their links and scans without a callback per peripheral, IOS-RULES 6.7), then the radio goes quiet: every
+    /// their links and scans without a callback per peripheral, IOSRules.md 6.7), then the radio goes quiet: every
     /// scan, pending connection and advertisement ends, and every link is dropped (the peers hear Remote Device
     /// Terminated Connection due to Power Off). On: managers see the controller's state again; nothing resumes
     /// by itself.
@@ -561,7 +561,7 @@ public final class SystemCore: Sendable {
             discovery.reset()
             setPower(.poweredOff(reason: reason ?? "the controller's transport closed"))
         case .controllerResetting(let reason):
-            // As on iOS (IOS-RULES 6.7): managers see `.resetting`; scans, pending connects, advertising and links
+            // As on iOS (IOSRules.md 6.7): managers see `.resetting`; scans, pending connects, advertising and links
             // end without a callback each (the host reports each link's end after this, to the system alone).
             scans.controllerFailed()
             links.reset()

@@ -33,6 +33,7 @@ public enum PosixTransports {
     /// Registers openers for every kind in `kinds` in `registry`.
     ///
     /// - Parameters:
+    ///   - registry: the registry that opens transports by spec (the shared one, for `install()`).
     ///   - onListening: told the bound spec when a `tcp-server` transport is waiting for its controller.
     ///   - acceptTimeout: how long a `tcp-server` opener waits for the controller; nil waits until cancelled.
     public static func register(

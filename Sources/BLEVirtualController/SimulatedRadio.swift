@@ -117,6 +117,8 @@ public final class SimulatedRadio: HostScheduler, Sendable {
     ///     address is derived from the radio's seed and `name`; Read BD_ADDR then reports 00:00:00:00:00:00
     ///     and the static address is preloaded as the random address (own address type random works at once,
     ///     and HCI Reset restores it, as for a controller with a factory-programmed static address).
+    ///   - position: where it stands on the radio's plane, in metres (distance sets RSSI and range).
+    ///   - txPower: its transmit power in dBm.
     ///   - aclBufferLength: `LE_ACL_Data_Packet_Length` (default 251).
     ///   - aclBufferCount: `Total_Num_LE_ACL_Data_Packets` (default 8).
     ///   - maximumConnections: the links it holds at once, as central and peripheral together (default 32, at

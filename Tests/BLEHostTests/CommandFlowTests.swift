@@ -4,7 +4,7 @@ import BLEHost
 import Testing
 
 /// HCI command flow control (Core Spec 5.4, Vol 4, Part E, 4.4) and the habits of real controllers
-/// (PEERS.md 2.4): commands never answered, status-only Command Complete, Command Status for a sync command.
+/// (BLEHost.docc/Peers.md): commands never answered, status-only Command Complete, Command Status for a sync command.
 @Suite struct CommandFlowTests {
     typealias RandResult = Result<HCILERand.ReturnParameters, HostError>
 

@@ -10,7 +10,7 @@ import Testing
     import Glibc
 #endif
 
-/// The store under kill -9 (issue 18, item 6): `ble-store-writer` (Tests/StoreWriter) changes a store, printing
+/// The store under kill -9: `ble-store-writer` (Tests/StoreWriter) changes a store, printing
 /// each change once it is committed, and is killed with SIGKILL at a random moment: while the process starts,
 /// while the store opens (on a new file: while it migrates), while it writes, while it closes (the checkpoint of
 /// the write-ahead log). The store is then opened as the next process would open it, and must open without an

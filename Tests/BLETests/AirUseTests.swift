@@ -3,7 +3,7 @@ import Foundation
 import Synchronization
 import Testing
 
-/// How much of the air a busy link uses, in virtual time, against the air-time model of shared/PEERS.md §3:
+/// How much of the air a busy link uses, in virtual time, against the air-time model of AirTimeModel.md:
 /// `N · P · 8 / CI` with `N = floor(CI / T_pair)`. Deterministic (virtual time), so an assertion, not a
 /// benchmark.
 @Suite struct AirUseTests {

@@ -3,7 +3,7 @@ import Foundation
 import Synchronization
 import Testing
 
-/// The system's alerts for apps out of the foreground (IOS-RULES 3.5, 3.6, 3.8), the user's Bluetooth switch
+/// The system's alerts for apps out of the foreground (IOSRules.md 3.5, 3.6, 3.8), the user's Bluetooth switch
 /// (6.7), and pending connections that outlive suspension (6.1, 6.2).
 @Suite struct AppAlertsAndPowerTests {
     static func recorder(_ rig: Rig, _ id: String, modes: Set<BluetoothSystem.App.BackgroundMode> = [])
@@ -32,11 +32,11 @@ import Testing
         a.central.connect(pa, options: options)
         b.central.connect(pb, options: options)
         try await rig.run(.seconds(2))
-        // One alert for the connection, given to the app most recently in the foreground (IOS-RULES 3.6).
+        // One alert for the connection, given to the app most recently in the foreground (IOSRules.md 3.6).
         #expect(rig.phoneSystem.alerts.map(\.kind) == [.connection], "\(rig.phoneSystem.alerts)")
         #expect(rig.phoneSystem.alerts.first?.appID == "com.example.second")
         #expect(rig.phoneSystem.alerts.first?.peripheralName == "sensor")
-        // The apps hear of the connection only when they run again (IOS-RULES 3.3).
+        // The apps hear of the connection only when they run again (IOSRules.md 3.3).
         #expect(a.events.filter(\.isConnect).isEmpty && b.events.filter(\.isConnect).isEmpty)
         rig.sensorSystem.move(to: RadioPosition(x: 1000, y: 0))
         try await rig.run(.seconds(7))
@@ -84,12 +84,12 @@ import Testing
         #expect(rig.central.state == .poweredOff)
         #expect(!rig.central.isScanning)
         #expect(peripheral.state == .disconnected)
-        // The state callback, and nothing per peripheral (IOS-RULES 6.7).
+        // The state callback, and nothing per peripheral (IOSRules.md 6.7).
         #expect(rig.phone.lines == ["didUpdateState poweredOff"])
         // The radio went quiet: the link is gone on the sensor's side too, which unsubscribes its central.
         #expect(rig.sensor.recorder.lines.dropFirst(sensorLines).contains { $0.hasPrefix("didUnsubscribe") })
         #expect(!notifier.isNotifying)
-        // A manager made now shows the power alert (IOS-RULES 3.8), unless told not to.
+        // A manager made now shows the power alert (IOSRules.md 3.8), unless told not to.
         let quiet = CentralRecorder(system: rig.phoneSystem, label: "quiet", options: .init(showPowerAlert: false))
         let loud = CentralRecorder(system: rig.phoneSystem, label: "loud")
         #expect(rig.phoneSystem.alerts.map(\.kind) == [.powerOff])
@@ -115,8 +115,8 @@ import Testing
         app.moveToBackground()
         try await rig.run(.seconds(3600))
         #expect(app.state == .suspended)
-        #expect(peripheral.state == .connecting, "a connection request never times out (IOS-RULES 6.1)")
-        // An hour later the user comes back: the connection completes and wakes the app (IOS-RULES 6.2).
+        #expect(peripheral.state == .connecting, "a connection request never times out (IOSRules.md 6.1)")
+        // An hour later the user comes back: the connection completes and wakes the app (IOSRules.md 6.2).
         rig.sensorSystem.move(to: RadioPosition(x: 2, y: 0))
         try await rig.run(until: { a.events.contains(where: \.isConnect) }, within: .seconds(5), "the wake")
         #expect(app.state == .background)

@@ -3,7 +3,7 @@ import Foundation
 import Synchronization
 import Testing
 
-/// Advertising by apps out of the foreground (IOS-RULES 2.3–2.5, 2.7, 2.8, 2.11, 2.13, 1.8).
+/// Advertising by apps out of the foreground (IOSRules.md 2.3–2.5, 2.7, 2.8, 2.11, 2.13, 1.8).
 @Suite struct AppBackgroundAdvertisingTests {
     static let other: BluetoothUUID = "6E40FFFF-B5A3-F393-E0A9-E50E24DCCA9E"
 
@@ -51,7 +51,7 @@ import Testing
         let rig = Rig()
         let (app, sensor) = try await Self.advertisingApp(rig, modes: [.bluetoothPeripheral])
         app.moveToBackground()
-        // A new advertisement cannot start out of the foreground (IOS-RULES 2.11), even while the app still runs.
+        // A new advertisement cannot start out of the foreground (IOSRules.md 2.11), even while the app still runs.
         let other = PeripheralRecorder(system: rig.sensorSystem, label: "second manager", app: app)
         try await rig.run(until: { other.manager.state == .poweredOn }, "power")
         other.manager.startAdvertising(AdvertisementData(localName: "other"))
@@ -65,7 +65,7 @@ import Testing
         #expect(anything.serviceUUIDs == nil)
         #expect(anything.manufacturerData?.prefix(3) == Data([0x4C, 0x00, 0x01]))
         #expect(anything.overflowServiceUUIDs == nil)
-        // A scan for its service finds it, with the service under the overflow key (IOS-RULES 1.8, 2.8).
+        // A scan for its service finds it, with the service under the overflow key (IOSRules.md 1.8, 2.8).
         let found = try #require(try await Self.heard(rig, services: [Profile.service]).first)
         #expect(found.overflowServiceUUIDs == [Profile.service])
         #expect(found.localName == nil)

@@ -3,7 +3,7 @@ import Foundation
 import Synchronization
 import Testing
 
-/// Scanning by apps out of the foreground (IOS-RULES 1.1–1.5, 3.1).
+/// Scanning by apps out of the foreground (IOSRules.md 1.1–1.5, 3.1).
 @Suite struct AppBackgroundScanTests {
     typealias Launches = AppLifecycleTests.Launches
 
@@ -48,7 +48,7 @@ import Testing
             withServices: [Profile.service], options: .init(allowDuplicates: true, solicitedServiceUUIDs: []))
         try await rig.run(.seconds(2))
         #expect(recorder.discoveries.count > 5)
-        // In the background the option is ignored: after a new scan, the sensor is reported once (IOS-RULES 1.1).
+        // In the background the option is ignored: after a new scan, the sensor is reported once (IOSRules.md 1.1).
         app.moveToBackground()
         try await rig.run(.milliseconds(10))
         recorder.clear()
@@ -56,7 +56,7 @@ import Testing
             withServices: [Profile.service], options: .init(allowDuplicates: true, solicitedServiceUUIDs: []))
         try await rig.run(.seconds(20))
         #expect(recorder.discoveries.count == 1, "\(recorder.lines.count) events")
-        // A scan with no services hears nothing in the background (IOS-RULES 1.4, 1.5), and still scans.
+        // A scan with no services hears nothing in the background (IOSRules.md 1.4, 1.5), and still scans.
         recorder.central.scanForPeripherals(withServices: nil)
         recorder.clear()
         try await rig.run(.seconds(10))

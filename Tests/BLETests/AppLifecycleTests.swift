@@ -4,7 +4,7 @@ import Synchronization
 import Testing
 
 /// Apps with a lifecycle: launched through a handler, moved to the background and suspended, woken by their
-/// background modes, and terminated, as iOS applies it (IOS-RULES 1.0, 3.1–3.4, 4.1).
+/// background modes, and terminated, as iOS applies it (IOSRules.md 1.0, 3.1–3.4, 4.1).
 @Suite struct AppLifecycleTests {
     /// What a launch handler made, and what a test still sees of it after a termination.
     final class Launches: Sendable {
@@ -149,7 +149,7 @@ import Testing
         try await rig.run(until: { !recorder.valueUpdates.isEmpty }, within: .seconds(1), "the woken app's value")
         let woken = rig.radio.now
         #expect(app.state == .background)
-        // Around 10 s later it is suspended again (IOS-RULES 4.1).
+        // Around 10 s later it is suspended again (IOSRules.md 4.1).
         try await rig.run(.seconds(9.5))
         #expect(app.state == .background)
         try await rig.run(until: { app.state == .suspended }, within: .seconds(1), "the end of the wake budget")
@@ -191,7 +191,7 @@ import Testing
             #expect(answer.error == nil)
             #expect(sensorApp.state == .background)
         } else {
-            // IOS-RULES 3.2: the central gets an error at once; the app is not woken.
+            // IOSRules.md 3.2: the central gets an error at once; the app is not woken.
             #expect(answer.error?.code == .att(.unlikelyError))
             #expect(sensorApp.state == .suspended)
         }

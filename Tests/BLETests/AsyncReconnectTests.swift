@@ -3,7 +3,7 @@ import Foundation
 import Synchronization
 import Testing
 
-/// Seed 001's reconnection workflow as one call (`reconnect(to:options:)`), and keeping a device connected by a
+/// The usual reconnection workflow as one call (`reconnect(to:options:)`), and keeping a device connected by a
 /// policy (`connections(to:policy:options:)`), in virtual time.
 @Suite struct AsyncReconnectTests {
     /// A task's outcome, kept for the test to read after the radio ran.

@@ -62,7 +62,7 @@ import Testing
     }
 
     /// Denied while connected and scanning: the link ends on the controller too (the sensor advertises again),
-    /// the scan stops, and the app hears it through the state alone (no `didDisconnectPeripheral`, IOS-RULES
+    /// the scan stops, and the app hears it through the state alone (no `didDisconnectPeripheral`, IOSRules.md
     /// 6.7); allowed again, it finds the sensor.
     @Test func aDenialEndsTheAppsLinksAndScan() async throws {
         let (rig, peripheral) = try await Rig.connected()

@@ -3,7 +3,7 @@ import Foundation
 import Synchronization
 import Testing
 
-/// iOS 17's `enableAutoReconnect` and the five-argument `didDisconnectPeripheral` (IOS-RULES 7): after a link
+/// iOS 17's `enableAutoReconnect` and the five-argument `didDisconnectPeripheral` (IOSRules.md 7): after a link
 /// loss the system connects again by itself, the app hears of the loss with `isReconnecting`, the peripheral
 /// reads `.connecting` meanwhile, and `didConnect` follows when the device is back.
 @Suite struct AutoReconnectTests {
@@ -129,7 +129,7 @@ import Testing
     }
 
     /// An app that implements the legacy method hears every disconnection there, reconnections included
-    /// (IOS-RULES 7.3), and the async layer's disconnections say `isReconnecting`; a task waiting to connect
+    /// (IOSRules.md 7.3), and the async layer's disconnections say `isReconnecting`; a task waiting to connect
     /// meanwhile returns when the link is back.
     @Test func theLegacyCallbackAndTheAsyncLayerHearItToo() async throws {
         let rig = Rig()

@@ -24,7 +24,7 @@ import Testing
         try await rig.run(.seconds(2))
         #expect(peripheral.state == .connected)
         #expect(rig.phone.lines == ["didConnect \(peripheral.identifier)"])
-        // iOS requires the service list: an empty one returns nothing (IOS-RULES 8.9).
+        // iOS requires the service list: an empty one returns nothing (IOSRules.md 8.9).
         #expect(rig.central.retrieveConnectedPeripherals(withServices: []).isEmpty)
     }
 

@@ -223,7 +223,7 @@ import Testing
     }
 
     /// The phone's controller reports a hardware error mid-connection (its firmware restarted): the host resets
-    /// it; the app sees `.resetting` (the pending read failing first, no `didDisconnectPeripheral`, IOS-RULES 6.7)
+    /// it; the app sees `.resetting` (the pending read failing first, no `didDisconnectPeripheral`, IOSRules.md 6.7)
     /// and then `.poweredOn`, and connects and reads again; nothing of the old link is left in the host.
     @Test func thePhonesControllerResetsAfterAHardwareError() async throws {
         let (rig, peripheral) = try await Rig.connected()
@@ -334,7 +334,7 @@ import Testing
         #expect(peripheral.state == .disconnected)
         #expect(rig.phone.lines.contains("didUpdateState poweredOff"))
         // The pending read fails first; then the state says the rest: no `didDisconnectPeripheral` for the
-        // peripheral (IOS-RULES 6.7).
+        // peripheral (IOSRules.md 6.7).
         #expect(rig.phone.lines.first == "didUpdateValue \(Profile.dynamic.uuidString) nil error=transportClosed")
         #expect(rig.phone.lines.last == "didUpdateState poweredOff")
         #expect(rig.phone.disconnections.isEmpty)

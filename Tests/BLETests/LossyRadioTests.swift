@@ -5,7 +5,7 @@ import Testing
 
 @testable import BLE
 
-/// A link on a radio that loses packets (issue 18, faults): from none to 30 % of every PDU lost, the link layer
+/// A link on a radio that loses packets (a fault test): from none to 30 % of every PDU lost, the link layer
 /// retransmits, every write with response the app hears acknowledged reached the peer, in order, and every read
 /// and write completes, none hung, within a bound of virtual time. More loss costs time, never data (with this
 /// rig's seed, the 40 writes and reads take 4.8 s of virtual time with no loss, 5.6, 6.8 and 8.1 s with 10, 20 and

@@ -3,7 +3,7 @@ import Foundation
 import Synchronization
 import Testing
 
-/// Seed 004's device list: the devices around keyed by identifier, with their current RSSI, and a "lost"
+/// A device list: the devices around keyed by identifier, with their current RSSI, and a "lost"
 /// change when one stops advertising.
 @Suite struct NearbyDevicesTests {
     @Test func aDeviceAppearsUpdatesItsRSSIAndIsLostWhenItStopsAdvertising() async throws {

@@ -145,7 +145,7 @@ import Testing
     }
 
     /// A legacy bond between our own central and peripheral re-encrypts on the next link (Bumble's peripheral
-    /// answers such a request with the wrong key, shared/PEERS.md 2.5b, so this is where the case is checked).
+    /// answers such a request with the wrong key, BLEHost.docc/Peers.md, so this is where the case is checked).
     @Test func aLegacyBondReEncryptsTheNextLink() async throws {
         let room = Room(phone: PairingConfiguration(secureConnections: false))
         try await room.run { try await room.publish() }

@@ -3,7 +3,7 @@ import Foundation
 import Synchronization
 import Testing
 
-/// State restoration across a restart of the phone (IOS-RULES 5e: from iOS 11 it survives a reboot): the work a
+/// State restoration across a restart of the phone (IOSRules.md 5e: from iOS 11 it survives a reboot): the work a
 /// manager with a restore identifier leaves in the store is carried on by a system made again on that store,
 /// which relaunches the app when it bears fruit. The first phone is dropped without `shutDown`, as a process
 /// killed with SIGKILL is (the CLI tests kill a real one); it is kept alive, never run again, so that nothing of
@@ -204,7 +204,7 @@ import Testing
     }
 }
 
-/// A peripheral manager's published services and advertisement across a restart of the device (IOS-RULES 5.6,
+/// A peripheral manager's published services and advertisement across a restart of the device (IOSRules.md 5.6,
 /// 5e): the restarted system publishes them again and advertises in the background form; a central's request for
 /// a value the app gives relaunches it, and its restored manager hears the services (rebuilt from the store) and
 /// the advertisement.

@@ -4,7 +4,7 @@ import Foundation
 import Synchronization
 import Testing
 
-/// What keeps, rewrites and forgets a preserved record, seen from the next start on the store (IOS-RULES 5e):
+/// What keeps, rewrites and forgets a preserved record, seen from the next start on the store (IOSRules.md 5e):
 /// a power-off keeps it, a force-quit forgets it even if the ended app's code calls on afterwards, and a record
 /// that cannot be used, or that another version wrote, does not stop the system from starting.
 @Suite struct PreservedRecordTests {

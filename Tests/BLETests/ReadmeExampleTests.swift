@@ -3,8 +3,9 @@ import Foundation
 import Synchronization
 import Testing
 
-// The README's seed-000 example, as written there (only `print` is replaced by a log the test reads), run on
-// the simulated radio against a heart-rate sensor: if the README's code stops compiling or working, this fails.
+// The heart-rate central that the README showed before its example became the battery reader (which the
+// readme-example target now builds as printed and Scripts/check-readme.py runs): the delegate-style flow with a
+// subscription, run on the simulated radio against a heart-rate sensor.
 
 private final class HeartRateApp: CentralManagerDelegate, PeripheralDelegate, @unchecked Sendable {
     var central: CentralManager!
@@ -46,7 +47,7 @@ private final class HeartRateApp: CentralManagerDelegate, PeripheralDelegate, @u
 
     func peripheral(_ peripheral: Peripheral, didUpdateValueFor characteristic: Characteristic, error: (any Error)?) {
         guard let value = characteristic.value, value.count >= 2 else { return }
-        beats.withLock { $0.append(Int(value[1])) }  // the README prints "\(value[1]) bpm"
+        beats.withLock { $0.append(Int(value[1])) }  // the example printed "\(value[1]) bpm"
     }
 }
 

@@ -11,7 +11,7 @@ final class RecordedLaunches<Recorder: Sendable>: Sendable {
     var lastOptions: BluetoothSystem.App.LaunchOptions? { launches.withLock { $0.last?.options } }
 }
 
-/// State preservation and restoration of central managers, in one process (IOS-RULES 5, 6.3–6.5): the system
+/// State preservation and restoration of central managers, in one process (IOSRules.md 5, 6.3–6.5): the system
 /// keeps a terminated app's work, relaunches it when the work bears fruit, and the relaunched app's manager
 /// restores what was kept.
 @Suite struct StateRestorationTests {
@@ -73,7 +73,7 @@ final class RecordedLaunches<Recorder: Sendable>: Sendable {
         #expect(app.state == .background)
         let second = try #require(launches.last)
         try await rig.run(until: { second.events.contains(where: \.isConnect) }, within: .seconds(1), "didConnect")
-        // willRestoreState first, then the state, then the connection (IOS-RULES 5.8, 5.10).
+        // willRestoreState first, then the state, then the connection (IOSRules.md 5.8, 5.10).
         let lines = second.lines
         #expect(lines.count == 3, "\(lines)")
         #expect(lines.first?.hasPrefix("willRestoreState peripherals=[\"\(identifier) connected\"]") == true)
@@ -127,7 +127,7 @@ final class RecordedLaunches<Recorder: Sendable>: Sendable {
         let sensor = try await AppLifecycleTests.connectAndSubscribe(first, rig)
         app.terminate(.bySystem)
         #expect(app.keptCentralManagers == [Self.restoreID])
-        // The sensor goes away: the link times out while the app is not running (IOS-RULES 6.2: torn down).
+        // The sensor goes away: the link times out while the app is not running (IOSRules.md 6.2: torn down).
         rig.sensorSystem.move(to: RadioPosition(x: 1000, y: 0))
         try await rig.run(until: { launches.count == 2 }, within: .seconds(10), "the relaunch")
         let second = try #require(launches.last)
@@ -202,7 +202,7 @@ final class RecordedLaunches<Recorder: Sendable>: Sendable {
         _ = try await AppLifecycleTests.connectAndSubscribe(first, rig)
         app.terminate(cause)
         #expect(app.keptCentralManagers.isEmpty)
-        // The link goes with the app (IOS-RULES 6.4), so nothing can relaunch it.
+        // The link goes with the app (IOSRules.md 6.4), so nothing can relaunch it.
         try await rig.run(until: { rig.sensor.notifier.subscribedCentrals?.isEmpty ?? true }, "the link's end")
         _ = rig.sensor.manager.updateValue(Data([5]), for: rig.sensor.notifier, onSubscribedCentrals: nil)
         try await rig.run(.seconds(5))
@@ -264,7 +264,7 @@ final class RecordedLaunches<Recorder: Sendable>: Sendable {
     }
 }
 
-/// State restoration of peripheral managers, in one process (IOS-RULES 5.6, 5c).
+/// State restoration of peripheral managers, in one process (IOSRules.md 5.6, 5c).
 @Suite struct PeripheralStateRestorationTests {
     typealias Launches = RecordedLaunches<PeripheralRecorder>
 

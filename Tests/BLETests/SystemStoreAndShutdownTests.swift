@@ -24,7 +24,7 @@ import Testing
         let phoneAddress = rig.phoneSystem.address
 
         await rig.phoneSystem.shutDown()
-        // The phone's app hears the power go, and its link with it (no `didDisconnectPeripheral`: IOS-RULES 6.7);
+        // The phone's app hears the power go, and its link with it (no `didDisconnectPeripheral`: IOSRules.md 6.7);
         // the sensor hears the phone power off.
         try await rig.run(until: { rig.central.state == .poweredOff }, "the power off")
         try await rig.run(.milliseconds(10))

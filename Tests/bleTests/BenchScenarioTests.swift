@@ -6,7 +6,7 @@ import Testing
 
 @testable import ble
 
-/// bumble-bench's GATT packet format (shared/PEERS.md §2.6), both ways.
+/// bumble-bench's GATT packet format (BLEHost.docc/Peers.md), both ways.
 @Suite struct BumbleBenchPacketTests {
     @Test func aSequencePacketIsItsHeaderThenZeros() {
         let packet = BumbleBenchPacket(

@@ -5,7 +5,7 @@ import Testing
 
 @testable import ble
 
-/// Seed 004's camera: an 18-byte buffer draining a byte every 2 ms. Commands sent the way its documentation says
+/// The underwater drone's camera: an 18-byte buffer draining a byte every 2 ms. Commands sent the way its documentation says
 /// arrive whole; written without response at full speed, they visibly do not. The time limit only stops a run
 /// that hangs: on a loaded machine the 64 KiB transfer has taken 73 s of wall time.
 @Suite(.timeLimit(.minutes(5))) struct CameraTests {

@@ -21,7 +21,7 @@ import Testing
         #expect(abs(measured - bench.model) <= 0.02 * bench.model, "\(measured) kbit/s against \(bench.model)")
     }
 
-    /// The model itself, against shared/PEERS.md §3.2's table.
+    /// The model itself, against AirTimeModel.md's table.
     @Test func theModelMatchesThePublishedTable() {
         func model(_ kind: LinkBenchmark.Kind, _ phy: LinkPHY, _ payload: Int, _ ms: Double) -> Double {
             LinkBenchmark(kind: kind, phy: phy, payload: payload, interval: .microseconds(Int64(ms * 1000))).model

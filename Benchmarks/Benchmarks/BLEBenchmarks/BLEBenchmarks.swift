@@ -2,7 +2,8 @@ import BLE
 import BLEBench
 import Benchmark
 
-/// The figures of issue 17, each through the public API (`BLEBench`'s scenarios, which `ble bench` runs too):
+/// The figures of BLE.docc/Performance.md, each through the public API (`BLEBench`'s scenarios, which
+/// `ble bench` runs too):
 ///
 /// - one link streaming notifications (ATT_MTU 247, LE 1M, 251-octet LL payloads): wall-clock time and
 ///   allocations of exactly 1,000 notifications (scaling factor kilo, so the table shows them per notification),

@@ -47,7 +47,7 @@ public struct NearbyDevicesUpdate: Sendable {
 }
 
 extension CentralManager {
-    /// The devices around, as seed 004's device list wants them: a scan with every advertisement reported, kept
+    /// The devices around, as a device list wants them: a scan with every advertisement reported, kept
     /// as a list keyed by identifier with each device's current RSSI, and a `.lost` change for a device not heard
     /// for `lostAfter` (checked every quarter of it, in the system's time). An `.updated` change comes only when
     /// the RSSI or the data changed. The stream throws as `scan` does when the manager is not (or no longer)

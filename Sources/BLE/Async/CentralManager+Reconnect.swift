@@ -2,7 +2,7 @@ import BLECore
 import Foundation
 import Synchronization
 
-// Seed 001's reconnection workflow as one call: try the stored identifier, then the peripherals already
+// CoreBluetooth's usual way back to a device, as one call: try the stored identifier, then the peripherals already
 // connected to the system, then a scan, in an order, with time limits and in parallel as the app chooses.
 
 /// The device an app wants back: what it stored after the first connection.
@@ -13,7 +13,7 @@ public struct ReconnectTarget: Sendable {
     /// looks at every device, and the connected peripherals are not asked (iOS needs a service list).
     public var services: [BluetoothUUID]
     /// The local name the device advertises, for a device found by scanning whose identifier changed (a new
-    /// random address gives a new identifier, IOS-RULES 8.4).
+    /// random address gives a new identifier, IOSRules.md 8.4).
     public var name: String?
 
     public init(identifier: UUID? = nil, services: [BluetoothUUID] = [], name: String? = nil) {
@@ -31,7 +31,7 @@ public struct ReconnectTarget: Sendable {
     }
 }
 
-/// One way back to a device (seed 001's three).
+/// One way back to a device (the three CoreBluetooth's guide gives).
 public enum ReconnectStep: Sendable, Hashable, CustomStringConvertible {
     /// `retrievePeripherals(withIdentifiers:)` with the stored identifier, then `connect`: succeeds while the
     /// device advertises from the address the system knows.
@@ -78,7 +78,7 @@ public struct ReconnectOptions: Sendable {
 }
 
 extension CentralManager {
-    /// Connects again to a device the app knew (seed 001's workflow): by the stored identifier, among the
+    /// Connects again to a device the app knew (the usual workflow): by the stored identifier, among the
     /// peripherals connected to the system, or by scanning, as `options` orders, and returns the connected
     /// peripheral. Waits for `.poweredOn` first (within the same overall timeout).
     ///

@@ -3,7 +3,7 @@ import BLEHost
 import BLESystem
 import Synchronization
 
-// State preservation and restoration of a central manager (IOS-RULES section 5), in one process.
+// State preservation and restoration of a central manager (IOSRules.md section 5), in one process.
 //
 // When an app with `bluetooth-central` is terminated by the system or crashes, each of its central managers that
 // has a restore identifier and pending work (a scan for services, a connection up or pending) is kept by the
@@ -13,13 +13,13 @@ import Synchronization
 // restore identifiers in the launch options. A central manager made there with the same restore identifier takes
 // the kept one's place: `willRestoreState` first, with its peripherals (connected, or connecting; services,
 // characteristics and descriptors rebuilt, `isNotifying` set) and its scan; then `didUpdateState`; then the
-// events that caused the relaunch (IOS-RULES 5.8, 5.10).
+// events that caused the relaunch (IOSRules.md 5.8, 5.10).
 
 extension CentralManager {
     /// What happened to a kept manager while its app was not running: told to the manager that restores it.
     enum RestorationEvent: Sendable {
         case connected(Peripheral)
-        /// A link lost, or a connection attempt failed, while kept (IOS-RULES 6.2: a connection torn down wakes
+        /// A link lost, or a connection attempt failed, while kept (IOSRules.md 6.2: a connection torn down wakes
         /// the app too).
         case disconnected(Peripheral, BluetoothError?)
         case failedToConnect(Peripheral, BluetoothError)
@@ -62,7 +62,7 @@ extension CentralManager {
     var hasRestorationEvents: Bool { locked.withLock { !$0.restorationEvents.isEmpty } }
 
     /// The system keeps this manager after its app was terminated.
-    /// A scan for every device is not carried on (only a scan for services is, IOS-RULES 5.5, 6.5): it stops.
+    /// A scan for every device is not carried on (only a scan for services is, IOSRules.md 5.5, 6.5): it stops.
     func preserve() {
         let unfiltered = locked.withLock { s -> Bool in
             s.preserved = true
@@ -162,7 +162,7 @@ extension CentralManager {
         locked.withLock { $0.resumeAtPowerOn = resume }
         // This manager writes the preserved state from now on.
         persistRestorableState()
-        // IOS-RULES 5c: keys that would be empty are left out; the scan options hold only what was set.
+        // IOSRules.md 5c: keys that would be empty are left out; the scan options hold only what was set.
         let scanOptions = keptScan?.options.flatMap { o -> ScanOptions? in
             let solicited = o.solicitedServiceUUIDs ?? []
             guard o.allowDuplicates == true || !solicited.isEmpty else { return nil }

@@ -107,7 +107,7 @@ public final class CentralManager: Sendable, SystemSession, ScanClient, LinkClie
         self.options = options
         delegateCell.value = delegate
         // Relaunched for state restoration: take over from the manager the system kept, before registering, so
-        // that `willRestoreState` comes first (IOS-RULES 5.8).
+        // that `willRestoreState` comes first (IOSRules.md 5.8).
         var restoredEvents: [RestorationEvent] = []
         var replaced: CentralManager?
         // A manager that may be kept, or that restores one, takes `handover` at its entry points from the start
@@ -120,7 +120,7 @@ public final class CentralManager: Sendable, SystemSession, ScanClient, LinkClie
             replaced = kept
         }
         if options?.restoreIdentifier != nil, !app.backgroundModes.contains(.bluetoothCentral) {
-            // IOS-RULES 5.3: iOS fails an assertion here; this manager works, without restoration.
+            // IOSRules.md 5.3: iOS fails an assertion here; this manager works, without restoration.
             Self.apiLogger.error(
                 "API MISUSE: a central manager with a restore identifier in an app without the bluetooth-central background mode: it will not be restored",
                 metadata: ["app": "\(app.id)"])
@@ -137,7 +137,7 @@ public final class CentralManager: Sendable, SystemSession, ScanClient, LinkClie
         } else {
             self.system.core.register(self, app: app.core)
         }
-        // IOS-RULES 3.8: made while Bluetooth is off, a central manager shows "turn on Bluetooth" unless told not.
+        // IOSRules.md 3.8: made while Bluetooth is off, a central manager shows "turn on Bluetooth" unless told not.
         if options?.showPowerAlert ?? true, !system.isBluetoothEnabled {
             system.showAlert(.powerOff, for: app)
         }
@@ -150,7 +150,7 @@ public final class CentralManager: Sendable, SystemSession, ScanClient, LinkClie
 
     deinit {
         // A manager that goes away stops its scan, cancels its pending connects and lets go of its links, as
-        // CoreBluetooth's does (IOS-RULES 6.1); other apps' scans and links go on. Nothing is carried on for it.
+        // CoreBluetooth's does (IOSRules.md 6.1); other apps' scans and links go on. Nothing is carried on for it.
         if let key = preservationKey { system.forgetPreserved(key, owner: ObjectIdentifier(self)) }
         system.core.stopScan(self)
         system.core.releaseLinks(of: ObjectIdentifier(self))
@@ -217,7 +217,7 @@ public final class CentralManager: Sendable, SystemSession, ScanClient, LinkClie
         if isPreserved { return noteForRestoration(.discovered(discovery)) }
         var decoded = AdvertisementData(decoded: discovery.data, connectable: discovery.connectable)
         // An iOS app advertising in the background lists its services only in the overflow area: reported as
-        // the services this scan asked for whose bits are set (IOS-RULES 2.8).
+        // the services this scan asked for whose bits are set (IOSRules.md 2.8).
         let overflowing = AppleOverflowArea.listed(scan.services ?? [], in: discovery.data)
         if !overflowing.isEmpty { decoded.overflowServiceUUIDs = overflowing }
         decoded.advertisingType = AdvertisingPDUType(rawValue: discovery.kind.rawValue)
@@ -359,7 +359,7 @@ public final class CentralManager: Sendable, SystemSession, ScanClient, LinkClie
     /// `.poweredOn`, as on iOS. A peripheral another app connected is `.disconnected` for this manager until it
     /// calls `connect`, which then succeeds at once.
     public func retrieveConnectedPeripherals(withServices serviceUUIDs: [BluetoothUUID]) -> [Peripheral] {
-        // iOS requires the service list: an empty one returns nothing (IOS-RULES 8.9), and so does a call
+        // iOS requires the service list: an empty one returns nothing (IOSRules.md 8.9), and so does a call
         // before `.poweredOn` (8.8).
         guard !serviceUUIDs.isEmpty, currentState == .poweredOn else { return [] }
         return system.core.connectedPeers(offering: serviceUUIDs).map { peripheral(for: $0) }.sorted {
@@ -514,7 +514,7 @@ public final class CentralManager: Sendable, SystemSession, ScanClient, LinkClie
         repeating: Bool = false, key: DeliveryKey? = nil,
         _ body: @escaping @Sendable (CentralManager, (any CentralManagerDelegate)?) -> Void
     ) {
-        // Every central event wakes an app with `bluetooth-central` (IOS-RULES 1.0).
+        // Every central event wakes an app with `bluetooth-central` (IOSRules.md 1.0).
         app.core.deliver(on: queue, generation: launch, repeating: repeating, wakes: .central, key: key) { [self] in
             body(self, deliveryTarget)
         }
@@ -559,11 +559,11 @@ public final class CentralManager: Sendable, SystemSession, ScanClient, LinkClie
             failAllLinks(BluetoothError(.transportClosed, "the controller went away"))
         case .resetting:
             // Every link is gone with the controller's reset; the peripherals are disconnected without a callback
-            // each (IOS-RULES 6.7), and what was pending on them fails.
+            // each (IOSRules.md 6.7), and what was pending on them fails.
             failAllLinks(BluetoothError(.peripheralDisconnected, "the controller was reset (a hardware error)"))
         case .unauthorized:
             // The controller still works, but this app may no longer use it: its scan stops and its links and
-            // connection attempts end on the controller too (IOS-RULES 6.7).
+            // connection attempts end on the controller too (IOSRules.md 6.7).
             if change.wasScanning { system.core.stopScan(self) }
             system.core.releaseLinks(of: ObjectIdentifier(self))
             failAllLinks(BluetoothError(.operationNotSupported, "the application is not authorized to use Bluetooth"))
@@ -638,7 +638,7 @@ public final class CentralManager: Sendable, SystemSession, ScanClient, LinkClie
         peripheral.linkDown()
         if peripheral.takeReconnection() {
             // `enableAutoReconnect`: the peripheral is pending again at once, and the app hears of the loss with
-            // `isReconnecting` (IOS-RULES 7.2). A reconnected link that drops before its `didConnect` was
+            // `isReconnecting` (IOSRules.md 7.2). A reconnected link that drops before its `didConnect` was
             // delivered is not announced: the app still waits for that `didConnect`.
             locked.withLock { $0.pending[peripheral.address] = peripheral }
             deliver { manager, delegate in
@@ -680,7 +680,7 @@ public final class CentralManager: Sendable, SystemSession, ScanClient, LinkClie
         for p in links {
             p.linkDown()
             p.stopReconnecting()
-            // IOS-RULES 6.7: the peripherals are disconnected without a `didDisconnectPeripheral` each (the state
+            // IOSRules.md 6.7: the peripherals are disconnected without a `didDisconnectPeripheral` each (the state
             // callback that follows says it all); the async layer's observers still hear it, so that its waits
             // and streams end with `error`.
             deliver { manager, _ in

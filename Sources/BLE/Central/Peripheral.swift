@@ -146,7 +146,7 @@ public final class Peripheral: Sendable, Hashable, CustomStringConvertible {
     /// On the manager's queue, just before `didConnect`: the peripheral becomes `.connected`, unless the
     /// application cancelled meanwhile, or the link is already gone (then its disconnection, or failure, follows
     /// instead). With `evenIfGone` (the event was held for a suspended app, which then hears the connection and
-    /// its loss in turn, IOS-RULES 3.3) a link gone since does not stop it. Returns whether it did.
+    /// its loss in turn, IOSRules.md 3.3) a link gone since does not stop it. Returns whether it did.
     func announceConnected(evenIfGone: Bool = false) -> Bool {
         locked.withLock { s -> Bool in
             guard s.state == .connecting, !s.cancelled, s.handle != nil || evenIfGone else { return false }
@@ -205,7 +205,7 @@ public final class Peripheral: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// On the manager's queue, just before `didDisconnectPeripheral`: when it ended, and whether the system
-    /// reconnects (then the peripheral reads `.connecting`, IOS-RULES 7.4, and its characteristics stop
+    /// reconnects (then the peripheral reads `.connecting`, IOSRules.md 7.4, and its characteristics stop
     /// notifying).
     func announceDisconnection(at timestamp: CFAbsoluteTime, reconnecting: Bool) {
         if reconnecting {
@@ -359,7 +359,7 @@ public final class Peripheral: Sendable, Hashable, CustomStringConvertible {
 
     func handleReadyToWrite() {
         guard locked.withLock({ $0.writeWithoutResponseRefused }) else { return }
-        // It wakes nobody (IOS-RULES 3.10).
+        // It wakes nobody (IOSRules.md 3.10).
         deliver(wakes: false) { p, d in
             // `canSendWriteWithoutResponse` turns true here, just before the callback that says so.
             guard

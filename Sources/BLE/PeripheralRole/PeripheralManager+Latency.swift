@@ -17,7 +17,7 @@ public enum PeripheralManagerConnectionLatency: Int, Sendable, Hashable, CustomS
     case high
 
     /// The parameters asked for. CoreBluetooth does not publish its own; these are ours, chosen to meet Apple's
-    /// accessory rules for requested parameters (IOS-RULES 9.4: a minimum that is a multiple of 15 ms, a maximum
+    /// accessory rules for requested parameters (IOSRules.md 9.4: a minimum that is a multiple of 15 ms, a maximum
     /// at least 15 ms above it, no peripheral latency, a 6 s supervision timeout).
     var parameters: (intervalMin: UInt16, intervalMax: UInt16, latency: UInt16, timeout: UInt16) {
         switch self {

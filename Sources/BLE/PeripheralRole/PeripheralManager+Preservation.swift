@@ -201,7 +201,7 @@ extension PeripheralManager {
     }
 
     /// Once powered on, a manager that took preserved work starts it: its services, then its advertisement
-    /// (as the system restarts it: not refused out of the foreground, IOS-RULES 2.11 being about apps).
+    /// (as the system restarts it: not refused out of the foreground, IOSRules.md 2.11 being about apps).
     func resumePreservedWork() {
         handover.withLock { startPreservedWork() }
     }

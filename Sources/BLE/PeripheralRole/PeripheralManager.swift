@@ -76,7 +76,7 @@ public final class PeripheralManager: Sendable, SystemSession {
         self.options = options
         delegateCell.value = delegate
         // Relaunched for state restoration: take over from the manager the system kept, before registering, so
-        // that `willRestoreState` comes first (IOS-RULES 5.8).
+        // that `willRestoreState` comes first (IOSRules.md 5.8).
         var restoredEvents: [HostEvent] = []
         var replaced: PeripheralManager?
         // Gated from the start and for good when it may be kept or restores one (as `CentralManager`).
@@ -89,7 +89,7 @@ public final class PeripheralManager: Sendable, SystemSession {
             replaced = kept
         }
         if options?.restoreIdentifier != nil, !app.backgroundModes.contains(.bluetoothPeripheral) {
-            // IOS-RULES 5.3: iOS fails an assertion here; this manager works, without restoration.
+            // IOSRules.md 5.3: iOS fails an assertion here; this manager works, without restoration.
             Self.latencyLogger.error(
                 "API MISUSE: a peripheral manager with a restore identifier in an app without the bluetooth-peripheral background mode: it will not be restored",
                 metadata: ["app": "\(app.id)"])
@@ -213,7 +213,7 @@ public final class PeripheralManager: Sendable, SystemSession {
             return report(reply, BluetoothError(.invalidParameters, "the manager is not powered on"), tell)
         }
         guard app.core.lifecycle == .foreground else {
-            // IOS-RULES 2.11: from iOS 14 on, advertising starts only in the foreground (and then goes on in the
+            // IOSRules.md 2.11: from iOS 14 on, advertising starts only in the foreground (and then goes on in the
             // background form, with `bluetooth-peripheral`).
             let error = BluetoothError(
                 .operationNotSupported, "an app cannot start advertising out of the foreground")
@@ -280,7 +280,7 @@ public final class PeripheralManager: Sendable, SystemSession {
         return AdvertisingParameters(kind: scanResponse.isEmpty ? .nonConnectable : .scannable)
     }
 
-    /// The advertisement of an app out of the foreground with `bluetooth-peripheral` (IOS-RULES 2.3–2.5, 2.7): no
+    /// The advertisement of an app out of the foreground with `bluetooth-peripheral` (IOSRules.md 2.3–2.5, 2.7): no
     /// local name, the service UUIDs in Apple's overflow area (`AppleOverflowArea`), every `interval`.
     static func backgroundRequest(for data: AdvertisementData, interval: Duration) -> AdvertisingRequest {
         var background = data
@@ -373,7 +373,7 @@ public final class PeripheralManager: Sendable, SystemSession {
     // MARK: Internals
 
     /// Runs `body` on the manager's queue through the app's delivery, in order; `request` marks a read, write or
-    /// subscription from a central, which wakes an app with `bluetooth-peripheral` (IOS-RULES 1.0).
+    /// subscription from a central, which wakes an app with `bluetooth-peripheral` (IOSRules.md 1.0).
     @discardableResult
     func deliver(
         request: Bool = false, _ body: @escaping @Sendable (PeripheralManager, (any PeripheralManagerDelegate)?) -> Void
@@ -389,7 +389,7 @@ public final class PeripheralManager: Sendable, SystemSession {
             CentralManager.appTerminated)
     }
 
-    /// What a central reading or writing a dynamic value of a suspended foreground-only app gets (IOS-RULES 3.2:
+    /// What a central reading or writing a dynamic value of a suspended foreground-only app gets (IOSRules.md 3.2:
     /// "an error", which one is not said; ours is Unlikely Error).
     static let suspendedRefusal = ATTErrorCode.unlikelyError
 

@@ -2,7 +2,7 @@ import BLESystem
 import Synchronization
 
 extension BluetoothSystem {
-    /// An alert the system showed on the phone's screen for an app (IOS-RULES 3.5, 3.6, 3.8).
+    /// An alert the system showed on the phone's screen for an app (IOSRules.md 3.5, 3.6, 3.8).
     public struct Alert: Sendable, Hashable, CustomStringConvertible {
         public enum Kind: String, Sendable, Hashable {
             /// A peripheral connected (`ConnectOptions.notifyOnConnection`).
@@ -36,7 +36,7 @@ extension BluetoothSystem {
 
     /// The user turns Bluetooth off (or on again) in Settings, not in Control Center. Off: every manager sees
     /// `.poweredOff`, its scan stops and its peripherals are disconnected without a `didDisconnectPeripheral`
-    /// each (IOS-RULES 6.7); the radio goes quiet (links dropped, scans, connects and advertising ended). On:
+    /// each (IOSRules.md 6.7); the radio goes quiet (links dropped, scans, connects and advertising ended). On:
     /// managers see `.poweredOn` again; an app scans, connects and advertises anew. What the system kept for
     /// terminated apps (state restoration) is let go of: nothing relaunches them after it.
     public func setBluetoothEnabled(_ enabled: Bool) {
@@ -56,7 +56,7 @@ extension BluetoothSystem {
     }
 
     /// Shows an alert for `app`, about `peripheral` when given. When several apps asked for an alert for one
-    /// event (the same kind, peripheral and time), the app most recently in the foreground gets it (IOS-RULES
+    /// event (the same kind, peripheral and time), the app most recently in the foreground gets it (IOSRules.md
     /// 3.6).
     func showAlert(_ kind: Alert.Kind, for app: App, about peripheral: Peripheral? = nil) {
         let time = now
@@ -76,7 +76,7 @@ extension BluetoothSystem {
 
 extension BluetoothSystem.App {
     /// Whether an event a connection option asks an alert for shows one now: the app is out of the foreground
-    /// and not woken for it (no `bluetooth-central`; IOS-RULES 3.5 says the options are for such apps).
+    /// and not woken for it (no `bluetooth-central`; IOSRules.md 3.5 says the options are for such apps).
     var showsConnectionAlerts: Bool {
         let state = core.lifecycle
         return (state == .background || state == .suspended) && !core.backgroundModes.contains(.bluetoothCentral)

@@ -7,7 +7,7 @@ extension BluetoothSystem {
     /// An app on a system: every manager belongs to one. Apps share the system's controller and store, as apps
     /// share a phone's radio; each manager answers only for what its app asked for or published.
     ///
-    /// An app declares background modes and has a lifecycle, which the system applies as iOS does (IOS-RULES
+    /// An app declares background modes and has a lifecycle, which the system applies as iOS does (IOSRules.md
     /// sections 1–4): a test, a demo or the tool drives it with `launch`, `moveToBackground`, `moveToForeground`
     /// and `terminate`. An app is made running in the foreground (a process already started); one that is
     /// launched through `onLaunch` gets its managers from its launch handler, each launch anew.
@@ -100,7 +100,7 @@ extension BluetoothSystem {
         /// Terminated by the system or by a crash (not by the user), an app with `bluetooth-central` keeps its
         /// central managers that have a restore identifier and work the system can carry on (a scan for services,
         /// a link, a pending connection): the system goes on with it and relaunches the app in the background
-        /// when it bears fruit (state restoration, IOS-RULES 5e and 6.3–6.5).
+        /// when it bears fruit (state restoration, IOSRules.md 5e and 6.3–6.5).
         public func terminate(_ cause: Termination) {
             var keep: [String: CentralManager] = [:]
             var keepPeripherals: [String: PeripheralManager] = [:]
@@ -122,7 +122,7 @@ extension BluetoothSystem {
                 }
             }
             let (kept, released) = system.withRuntime(of: id) { r -> ((any Sendable)?, [any SystemSession]) in
-                // What an earlier termination kept and no launch took over: a force-quit ends it (IOS-RULES 5e);
+                // What an earlier termination kept and no launch took over: a force-quit ends it (IOSRules.md 5e);
                 // a later system termination keeps only what this one keeps.
                 let released: [any SystemSession] =
                     Array(r.keptCentrals.values.filter { old in !keep.values.contains { $0 === old } })
@@ -136,7 +136,7 @@ extension BluetoothSystem {
             system.release(released)
             let keeping = keep.values.map { ObjectIdentifier($0) } + keepPeripherals.values.map { ObjectIdentifier($0) }
             system.core.terminate(core, keeping: Set(keeping))
-            // A force-quit ends state restoration for the app, also across a restart (IOS-RULES 5e): forgotten once
+            // A force-quit ends state restoration for the app, also across a restart (IOSRules.md 5e): forgotten once
             // its managers are off the system, so no late event of theirs writes it again.
             if cause == .byUser { system.forgetPreserved(of: id) }
             // Tasks that awaited the app's managers end: nothing is delivered to them any more.
@@ -221,7 +221,7 @@ extension BluetoothSystem {
     }
 
     /// Every app's kept managers are let go of (Bluetooth turned off in Settings: nothing is restored after it,
-    /// IOS-RULES 5e).
+    /// IOSRules.md 5e).
     func releaseAllKept() {
         let kept = runtimes.withLock { all -> [any SystemSession] in
             var kept: [any SystemSession] = []
@@ -247,7 +247,7 @@ extension BluetoothSystem {
     }
 
     /// A kept manager's work bore fruit: the app is relaunched in the background (once, while it is not
-    /// running), its launch options naming the kept managers of both roles (IOS-RULES 5.13, 5.15). From the
+    /// running), its launch options naming the kept managers of both roles (IOSRules.md 5.13, 5.15). From the
     /// scheduler, never inside the event that caused it.
     func relaunchForRestoration(_ app: App) {
         core.scheduler.schedule(after: .zero) { [self] in

@@ -51,7 +51,7 @@ public enum GATTOperation: Sendable, Hashable {
 /// The GATT client of one connection: runs procedures one at a time over that connection's ATT bearer.
 ///
 /// ### Overview
-/// A pure state machine. The driver starts operations (``start(_:id:)``), passes each
+/// A pure state machine. The driver starts operations (`start(_:id:)`), passes each
 /// ``Action/sendRequest(_:_:)`` to `ATTBearer.sendRequest(_:id:)`, routes the bearer's `.complete(id, result)`
 /// back into ``requestCompleted(_:_:)`` and its `.mtuChanged` into ``mtuChanged(_:)``, and reports each
 /// ``Action/complete(_:_:)``. Operations wait in a FIFO queue while another runs. Write Without Response is

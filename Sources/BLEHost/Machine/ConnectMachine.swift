@@ -24,7 +24,7 @@ import BLEHCI
 /// the list (Command Disallowed), so the machine only changes it while idle. The list's size is taken as
 /// `acceptListCapacity` until the controller refuses an addition with Memory Capacity Exceeded: then the machine
 /// initiates toward what fits, and keeps to that size. A controller that never confirms a
-/// cancel (Bumble's answers Command Status and sends no Connection Complete, shared/PEERS.md §2.3) is taken as
+/// cancel (Bumble's answers Command Status and sends no Connection Complete, BLEHost.docc/Peers.md) is taken as
 /// idle when the cancel timer, started with the cancel, fires.
 struct ConnectMachine: Sendable {
     /// One command toward the initiation wanted.

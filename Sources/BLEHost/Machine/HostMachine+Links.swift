@@ -238,7 +238,7 @@ extension HostMachine {
             return log(.warning, "dropped ACL data with an invalid packet boundary flag", connection: handle)
         }
         // A packet that is a whole ATT PDU, the usual case, is read where it is: a notification's value is then
-        // copied once on its way from the ACL packet to the event (issue 17).
+        // copied once on its way from the ACL packet to the event.
         if let (channel, payload) = links[handle]?.recombiner.wholeFrame(in: packet.data, boundary: boundary),
             channel == .att
         {

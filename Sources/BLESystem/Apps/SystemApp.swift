@@ -60,9 +60,9 @@ public struct DeliveryKey: Sendable, Hashable {
     }
 }
 
-/// The timing of the rules for apps out of the foreground (IOS-RULES sections 3 and 4), settings of a system.
+/// The timing of the rules for apps out of the foreground (IOSRules.md sections 3 and 4), settings of a system.
 public struct AppRules: Sendable, Hashable {
-    /// How events are kept for a suspended app that they do not wake (IOS-RULES 3.4: not documented).
+    /// How events are kept for a suspended app that they do not wake (IOSRules.md 3.4: not documented).
     public enum Queueing: Sendable, Hashable {
         /// Every event, in order.
         case everyEvent
@@ -71,18 +71,18 @@ public struct AppRules: Sendable, Hashable {
         case latestValuePerCharacteristic
     }
 
-    /// How long an app that left the foreground runs before it is suspended (IOS-RULES 3.1: "shortly after";
+    /// How long an app that left the foreground runs before it is suspended (IOSRules.md 3.1: "shortly after";
     /// the figure is not published).
     public var suspendAfter: Duration
-    /// How long an app woken for a Bluetooth event runs before it is suspended again (IOS-RULES 4.1: "around
+    /// How long an app woken for a Bluetooth event runs before it is suspended again (IOSRules.md 4.1: "around
     /// 10 seconds").
     public var wakeBudget: Duration
     public var queueing: Queueing
-    /// The controller's scan interval and window while every scanning app is out of the foreground (IOS-RULES
+    /// The controller's scan interval and window while every scanning app is out of the foreground (IOSRules.md
     /// 1.2 and 1.3: longer, by figures not published). In the foreground: 60 ms and 30 ms.
     public var backgroundScanInterval: Duration
     public var backgroundScanWindow: Duration
-    /// The advertising interval of a `bluetooth-peripheral` app out of the foreground (IOS-RULES 2.5 and 2.10:
+    /// The advertising interval of a `bluetooth-peripheral` app out of the foreground (IOSRules.md 2.5 and 2.10:
     /// less often, about 200 ms once measured). In the foreground: 100 ms.
     public var backgroundAdvertisingInterval: Duration
 
@@ -115,7 +115,7 @@ public struct AppRules: Sendable, Hashable {
 /// - Foreground or background: at once.
 /// - Suspended: an event of a role the app has a background mode for wakes it (`.background` for
 ///   `rules.wakeBudget`, then suspended again), after the events queued so far; any other event is queued, as
-///   `rules.queueing` says, until the app wakes or comes to the foreground (IOS-RULES 1.0, 3.3, 3.4, 4.1).
+///   `rules.queueing` says, until the app wakes or comes to the foreground (IOSRules.md 1.0, 3.3, 3.4, 4.1).
 /// - Not running, or a manager of an earlier launch: dropped.
 ///
 /// The app has a bound: at most `deliveryLimit` events dispatched and not yet run (an app whose queue is stuck,
@@ -149,7 +149,7 @@ public final class SystemApp: Sendable, Hashable, CustomStringConvertible {
         var suspension: (any ScheduledWork)?
         /// Events held while suspended.
         var held: [Event] = []
-        /// When the app was last in the foreground (for the alerts of IOS-RULES 3.6).
+        /// When the app was last in the foreground (for the alerts of IOSRules.md 3.6).
         var lastForeground: Duration = .zero
 
         var outstanding = 0
@@ -216,7 +216,7 @@ public final class SystemApp: Sendable, Hashable, CustomStringConvertible {
         lifecycleChanged()
     }
 
-    /// The app is launched into the background by the system (a relaunch for Bluetooth, IOS-RULES 5.15): a new
+    /// The app is launched into the background by the system (a relaunch for Bluetooth, IOSRules.md 5.15): a new
     /// generation, running for its wake budget.
     public func launchInBackground() {
         state.withLock { s in
@@ -290,12 +290,15 @@ public final class SystemApp: Sendable, Hashable, CustomStringConvertible {
     /// Runs `work` on `queue` as one event of this app's launch `generation`, by the rules above.
     ///
     /// - Parameters:
+    ///   - queue: the queue of the manager the event is for.
+    ///   - generation: the launch the event belongs to; an event of an earlier launch is dropped (nil: any).
     ///   - repeating: a notification or a duplicate discovery, dropped when the app is `deliveryLimit` events
     ///     behind.
     ///   - wakes: the role whose background mode lets the event wake the app from suspension (nil: it never
-    ///     wakes it, like `peripheralIsReady(toSendWriteWithoutResponse:)`, IOS-RULES 3.10).
+    ///     wakes it, like `peripheralIsReady(toSendWriteWithoutResponse:)`, IOSRules.md 3.10).
     ///   - key: events with one key replace each other while held (a characteristic's value, a device's
     ///     discovery), when `rules.queueing` says so.
+    ///   - work: the event itself: the delegate call, run on `queue`.
     /// - Returns: whether the event was dispatched or held (false: dropped).
     @discardableResult
     public func deliver(

@@ -16,7 +16,7 @@ public struct AdvertisingRequest: Sendable, Hashable {
     }
 }
 
-/// How an app's advertisement goes on the air where the app is in its lifecycle (IOS-RULES 2.3–2.5, 2.13).
+/// How an app's advertisement goes on the air where the app is in its lifecycle (IOSRules.md 2.3–2.5, 2.13).
 enum AdvertisingMode: Sendable, Hashable {
     /// The app is in the foreground: its advertisement as asked.
     case foreground

@@ -17,7 +17,7 @@ public struct ScanRequest: Sendable, Hashable {
     }
 
     /// Whether `data` (an advertisement merged with its scan response) is one this request wants: it lists one
-    /// of the services (also in an iOS app's overflow area, which only a scan for the service can see, IOS-RULES
+    /// of the services (also in an iOS app's overflow area, which only a scan for the service can see, IOSRules.md
     /// 1.8, 2.8), or solicits one of the solicited services.
     func matches(_ data: AdvertisingData) -> Bool {
         guard let services, !services.isEmpty else { return true }
@@ -52,7 +52,7 @@ public protocol ScanClient: AnyObject, Sendable {
     func scanEnded(_ scan: UInt64)
 }
 
-/// How a scan runs for its app's place in its lifecycle (IOS-RULES section 1 and 3.1).
+/// How a scan runs for its app's place in its lifecycle (IOSRules.md section 1 and 3.1).
 enum ScanMode: Sendable, Hashable {
     /// The app is in the foreground: the scan as asked.
     case foreground
@@ -69,7 +69,7 @@ enum ScanMode: Sendable, Hashable {
 /// again when what it advertises changes) unless it allows duplicates. `stopScan` ends one client's scan only.
 ///
 /// Each client's scan runs in its app's `ScanMode`. When no client is in the foreground, the controller scans with
-/// the background parameters (a longer interval, IOS-RULES 1.2: the figures are a setting).
+/// the background parameters (a longer interval, IOSRules.md 1.2: the figures are a setting).
 ///
 /// Memory is bounded whatever the room: advertisements held for their scan response, scan responses, and each
 /// client's record of what it was told are kept for the most recent `memoryLimit` devices.
@@ -237,7 +237,7 @@ final class ScanUnion: Sendable {
                     continue
                 }
                 if scanner.mode == .background {
-                    // IOS-RULES 1.1, 1.5, 1.6: no results without services; each device once per scan.
+                    // IOSRules.md 1.1, 1.5, 1.6: no results without services; each device once per scan.
                     let hasServices = !(scanner.request.services ?? []).isEmpty
                     guard hasServices, scanner.reported[discovery.address] == nil else {
                         skipped.append(client)

@@ -4,7 +4,7 @@ import Logging
 import Synchronization
 
 /// What the system keeps of a manager with a restore identifier, so that its work outlives the process
-/// (IOS-RULES 5e: from iOS 11, state restoration survives a reboot). The record is the manager's own encoding;
+/// (IOSRules.md 5e: from iOS 11, state restoration survives a reboot). The record is the manager's own encoding;
 /// the store keeps it with the app's id, the role, the restore identifier and the background modes the app
 /// declared, which the system needs before the app runs again.
 public struct PreservedManager: Sendable, Hashable {

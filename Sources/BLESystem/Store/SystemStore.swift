@@ -101,10 +101,13 @@ public final class SystemStore: Sendable {
     /// Opens (or creates) the store at `path`, or one in memory when `path` is nil.
     ///
     /// - Parameters:
+    ///   - path: the SQLite file; nil keeps the store in memory.
+    ///   - rebuildUnusable: move a file that cannot be used aside and start afresh, instead of throwing.
     ///   - seed: draws identifiers from this seed (a simulation); nil draws them from the system's generator.
     ///   - ageing: forget peers not seen for `maximumAge` as the store opens (false: a reader that only lists
     ///     them, whose clock may not be the one that stamped them, a simulation's virtual time say).
     ///   - now: the time in seconds since 1970, for last-seen times and ageing.
+    ///   - logger: where the store says what it noticed (rows it could not read, a file moved aside).
     /// - Throws: `StoreError` when the file cannot be used and `rebuildUnusable` is false.
     public init(
         path: String?, rebuildUnusable: Bool = false, seed: UInt64? = nil, ageing: Bool = true,

@@ -15,7 +15,7 @@ struct BenchCommand: AsyncParsableCommand {
 struct LinkBenchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "link",
-        abstract: "Throughput of one link in virtual time against the air-time model (shared/PEERS.md §3).",
+        abstract: "Throughput of one link in virtual time against the simulated radio's air-time model.",
         discussion: """
             For each kind of transfer (notifications, writes without response, acknowledged writes, indications), \
             PHY (LE 1M, LE 2M), LL payload (27, 251 bytes; ATT_MTU is 4 less) and connection interval (7.5, 15, \

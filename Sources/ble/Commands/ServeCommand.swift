@@ -17,7 +17,7 @@ struct ServeCommand: AsyncParsableCommand {
             secure-lock is the same lock on its own service (5EC10001-2B7D-4E8A-9C3F-6A1B2C3D4E5F) with its state \
             (5EC10002-...) readable and its command (5EC10003-...) writable only on an encrypted link, so a central \
             pairs first (ble pair, or any read, which pairs when refused); camera \
-            is seed 004's: commands into an 18-byte buffer that drains a byte every 2 ms (a write request waits for \
+            is an underwater drone's: commands into an 18-byte buffer that drains a byte every 2 ms (a write request waits for \
             room, a write command's overflow is dropped), and a status of bytes taken and dropped. \
             Read-only values refuse writes with Write Not Permitted.
 

@@ -84,7 +84,7 @@ enum DoorLockDemo {
             _ central: CentralManager, didDisconnectPeripheral peripheral: Peripheral, error: (any Error)?
         ) {
             log("app", "lost the lock (\(error.map { "\($0)" } ?? "no error")); asking to connect again")
-            // A connection request never times out (IOS-RULES 6.1): the phone connects when the lock is back.
+            // A connection request never times out (IOSRules.md 6.1): the phone connects when the lock is back.
             central.connect(peripheral)
         }
 

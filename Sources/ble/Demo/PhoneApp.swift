@@ -3,7 +3,7 @@ import Dispatch
 import Foundation
 import Synchronization
 
-/// The seed-000 flow of a phone app, written against the public `CentralManager`/`Peripheral` API: scan for
+/// The whole central flow of a phone app, written against the public `CentralManager`/`Peripheral` API: scan for
 /// Heart Rate, connect, discover, read the body sensor location, subscribe to measurements, write the
 /// control point, unsubscribe, disconnect.
 final class PhoneApp: CentralManagerDelegate, PeripheralDelegate, @unchecked Sendable {

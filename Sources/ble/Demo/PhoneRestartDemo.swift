@@ -10,7 +10,7 @@ import Synchronization
     import Darwin
 #endif
 
-/// `ble demo phone-restart`: the door lock across a restart of the phone (IOS-RULES 5e), with a real process
+/// `ble demo phone-restart`: the door lock across a restart of the phone (IOSRules.md 5e), with a real process
 /// boundary. The phone runs in one process of this tool and the lock app's pending connection goes into the
 /// phone's store; that process is killed with SIGKILL; a second process starts the phone again on the same store,
 /// the system carries the pending connection on, and when the user comes home it relaunches the app, which

@@ -314,7 +314,7 @@ enum SecureLockProfile {
 
 // MARK: Printer
 
-/// A printer in the manner of seed 004's camera: Print Data (write without response) feeds a small buffer
+/// A printer in the manner of the camera's: Print Data (write without response) feeds a small buffer
 /// that the device drains slowly over a slow link (no data length extension, ATT_MTU 23); Printer Status
 /// (read and notify) gives the bytes received so far as a little-endian UInt32.
 enum PrinterProfile {

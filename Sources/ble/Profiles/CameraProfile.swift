@@ -2,7 +2,7 @@ import BLE
 import BLEProfiles
 import Foundation
 
-/// Seed 004's underwater-drone camera: commands go into an 18-byte receive buffer that drains one byte every
+/// An underwater drone's camera: commands go into an 18-byte receive buffer that drains one byte every
 /// 2 ms. Its documentation says "18-byte chunks, 40 ms apart".
 ///
 /// - A Write Request is answered only once the buffer has taken the whole value, so writes with response go at

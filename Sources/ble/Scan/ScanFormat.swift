@@ -131,7 +131,7 @@ enum ScanFormat {
                 } ?? .null
             ),
             ("connectable", .bool(a.isConnectable ?? true)),
-            // Added with the scan detail (issue 15): after the fields above, whose order stays.
+            // Added with the scan detail: after the fields above, whose order stays.
             ("advertisingType", .optional(a.advertisingType?.description)),
             ("flags", a.flags.map { .array($0.names.map(JSON.string)) } ?? .null),
             ("txPowerLevel", a.txPowerLevel.map(JSON.number) ?? .null),

@@ -13,7 +13,7 @@ import Synchronization
 /// written above it, after which the prompt and the line are drawn again. Driven by a script (stdin not a
 /// terminal): lines are read as they come and printed as they are, with no prompt.
 ///
-/// Our own small editor rather than libedit or readline: neither is a Swift package, the README's run command
+/// Our own small editor rather than libedit or readline: neither is a Swift package, `swift run ble`
 /// must build on a machine with nothing installed, and loading libedit at run time would give a different
 /// shell where it is missing; what the shell needs (history, Tab completion, printing above the prompt) fits in
 /// a few hundred lines that behave the same everywhere.

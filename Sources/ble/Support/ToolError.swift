@@ -3,7 +3,7 @@ import BLE
 import Foundation
 
 /// Why a command failed, and the exit status that says so. Every failure prints one line to stderr
-/// (`ble: <message>`) and exits with the status of its kind; the README lists them.
+/// (`ble: <message>`) and exits with the status of its kind; BLE.docc/CommandLineTool.md lists them.
 struct ToolError: Error, CustomStringConvertible {
     enum Kind: Int32 {
         /// Anything not listed below.
