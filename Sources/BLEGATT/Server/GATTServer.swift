@@ -2,7 +2,7 @@ import BLEATT
 import BLECore
 
 /// Names one request the server handed to the app (a dynamic value to read or write), to be answered with
-/// ``GATTServer/respond(to:result:value:)``.
+/// ``GATTServer/respond(to:result:value:attribute:)``.
 public struct GATTServerRequestID: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
     public var rawValue: UInt64
     public init(rawValue: UInt64) { self.rawValue = rawValue }
@@ -27,7 +27,7 @@ public struct GATTWriteRequest: Sendable, Hashable {
 /// ### Overview
 /// A pure state machine over all connections. The host hands it each request and command its bearers
 /// deliver (``received(_:from:)``), and performs the returned ``Action``s: send a response on that
-/// connection's bearer, ask the app for a dynamic value (answered later with ``respond(to:result:value:)``),
+/// connection's bearer, ask the app for a dynamic value (answered later with ``respond(to:result:value:attribute:)``),
 /// tell the app a client subscribed or wrote. It keeps per client the Client Characteristic Configuration
 /// values, the prepare-write queue, the ATT_MTU and whether the link is encrypted.
 ///
@@ -45,9 +45,9 @@ public struct GATTServer: Sendable {
     public enum Action: Sendable, Hashable {
         /// Send this response (or Error Response) on the connection's bearer (`ATTBearer.sendResponse`).
         case respond(ConnectionHandle, ATTPDU)
-        /// The app must supply a dynamic value, from `offset`. Answer with ``GATTServer/respond(to:result:value:)``.
+        /// The app must supply a dynamic value, from `offset`. Answer with ``GATTServer/respond(to:result:value:attribute:)``.
         case readRequest(id: GATTServerRequestID, connection: ConnectionHandle, attribute: AttributeHandle, offset: Int)
-        /// The app must write dynamic values. Answer with ``GATTServer/respond(to:result:value:)``, once for
+        /// The app must write dynamic values. Answer with ``GATTServer/respond(to:result:value:attribute:)``, once for
         /// the whole list; `id` is `nil` for a Write Command, which is never answered.
         case writeRequests(id: GATTServerRequestID?, connection: ConnectionHandle, [GATTWriteRequest])
         /// A client changed its Client Characteristic Configuration for the characteristic whose value has
