@@ -1279,6 +1279,33 @@ class BTSnoopTests(unittest.TestCase):
             self.assertIn("cannot read", missing.stderr)
 
 
+class ClosedOutputTests(unittest.TestCase):
+    """A command whose output closes (its reader, `head -1`, has what it wanted) ends quietly and soon, as Unix
+    tools do: status 141 (128 + SIGPIPE), nothing on stderr, no crash report."""
+
+    def first_line_then_close(self, *args):
+        process = subprocess.Popen([BLE, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=ENV)
+        try:
+            first = LineReader(process.stdout).line(30)
+            process.stdout.close()
+            status = process.wait(30)
+            return first, status, process.stderr.read().decode()
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.wait(10)
+
+    def test_streaming_commands_end_quietly_when_their_reader_leaves(self):
+        for args in (["scan", "--timeout", "30", "--duplicates"], ["subscribe", "HRM-Demo", "2A37", "--count", "60"],
+                     ["connect", "HRM-Demo", "--subscribe", "2A37", "--duration", "60"],
+                     ["serve", "battery", "--duration", "60"]):
+            with self.subTest(args=args):
+                first, status, err = self.first_line_then_close(*args)
+                self.assertTrue(first, args)
+                self.assertEqual(status, 141, err)
+                self.assertEqual(err, "", args)
+
+
 if __name__ == "__main__":
     if not os.path.exists(BLE):
         raise SystemExit(f"{BLE} is missing: run `swift build --product ble` first")

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 
 /// `ble`: a command-line Bluetooth Low Energy tool in the spirit of LightBlue. It uses the public `BLE` API
 /// only.
@@ -6,6 +7,14 @@ import ArgumentParser
 struct BLETool: AsyncParsableCommand {
     /// The tool's version (`ble --version`): the package's, raised with each wave of work.
     static let version = "0.2.0"
+
+    /// A reader that goes away (`ble scan | head -1`) is seen by the next write as EPIPE rather than as SIGPIPE,
+    /// which would end the process at once: the command then ends as Ctrl-C ends it, links closed and captures
+    /// flushed, and exits with 141 (`Output.write`).
+    static func main() async {
+        signal(SIGPIPE, SIG_IGN)
+        await main(nil)
+    }
 
     static let configuration = CommandConfiguration(
         commandName: "ble",

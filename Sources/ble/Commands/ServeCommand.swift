@@ -162,8 +162,10 @@ struct ServeCommand: AsyncParsableCommand {
         let result = try await session.run(until: outcome, limit: limit)
         withExtendedLifetime(agent) {}
         device.stop()
+        if Output.isClosed { throw ExitCode(Output.closedStatus) }
         if case .failure(let error)? = result { throw error.report() }
         Output.line("stopped")
+        if Output.isClosed { throw ExitCode(Output.closedStatus) }
     }
 
     /// Applies `--updates` lines to the device in order, on its queue; reports a bad line on stderr and goes on.

@@ -50,6 +50,8 @@ enum CommandRun {
         if result == nil { task.cancel() }
         // The names and last-seen times of what this run saw, for the next run and `ble devices`.
         session.system.flushStore()
+        // Whoever reads the output went away: end quietly, as a pipeline expects.
+        if Output.isClosed { throw ExitCode(Output.closedStatus) }
         switch result {
         case .success?:
             return

@@ -1,5 +1,6 @@
 import BLE
 import Foundation
+import Synchronization
 
 /// Where the tool writes: results to stdout, each line written at once (so a pipe sees it as it is printed:
 /// `ble serve` and `ble subscribe` are read live), errors to stderr.
@@ -12,14 +13,32 @@ enum Output {
         write(text + "\n")
     }
 
-    /// Writes `text` as it is, in one system call.
+    /// Writes `text` as it is, in one system call. When standard output is closed (`ble scan | head -1`, once
+    /// head has its line), the text is dropped, the command is told to end as a Ctrl-C ends it (links closed,
+    /// captures and stores flushed), and the tool exits with 141 and says nothing, as a Unix tool killed by
+    /// SIGPIPE does. Nothing on the way traps.
     static func write(_ text: String) {
-        FileHandle.standardOutput.write(Data(text.utf8))
+        guard !isClosed else { return }
+        do {
+            try FileHandle.standardOutput.write(contentsOf: Data(text.utf8))
+        } catch {
+            closed.withLock { $0 = true }
+            Interrupt.shared.fire()
+        }
     }
 
     static func error(_ message: String) {
-        FileHandle.standardError.write(Data("ble: \(message)\n".utf8))
+        // Standard error closed too: nothing is left to tell.
+        try? FileHandle.standardError.write(contentsOf: Data("ble: \(message)\n".utf8))
     }
+
+    /// Standard output was closed by its reader.
+    static var isClosed: Bool { closed.withLock { $0 } }
+    private static let closed = Mutex(false)
+
+    /// The status a command ends with once its output closed: 128 + SIGPIPE, as a shell reports a tool that
+    /// SIGPIPE ended.
+    static let closedStatus: Int32 = 141
 }
 
 extension Data {

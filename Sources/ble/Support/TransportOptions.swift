@@ -192,6 +192,11 @@ final class Interrupt: Sendable {
 
     var fired: Bool { flag.withLock { $0 } }
 
+    /// Ends the command as Ctrl-C would (its output closed, say).
+    func fire() {
+        flag.withLock { $0 = true }
+    }
+
     /// Installs the handler (idempotent).
     func install() {
         source.withLock { existing in
