@@ -445,9 +445,9 @@ class BumbleHostOnOurController(unittest.TestCase):
         self.assertEqual(len(central.events("value")), 2, central.output())
         self.assertEqual(central.events("disconnected")[0]["reason"], 0x16)
 
-        # SIGINT stops it cleanly.
+        # SIGINT stops it cleanly, with the status an interrupted command has (130).
         controller.popen.send_signal(signal.SIGINT)
-        self.assertEqual(controller.wait(10), 0, controller.output())
+        self.assertEqual(controller.wait(10), 130, controller.output())
         peers.check_capture(self, capture)
 
 

@@ -692,6 +692,23 @@ class ErrorTests(unittest.TestCase):
                     controller.wait(10)
                 controller.stdout.close()
 
+    def test_ble_controller_stops_within_a_second_of_sigint_or_sigterm(self):
+        for number, status in ((signal.SIGINT, 130), (signal.SIGTERM, 143)):
+            with self.subTest(signal=number):
+                controller = subprocess.Popen([BLE, "controller", "tcp-server:127.0.0.1:0"], stdout=subprocess.PIPE,
+                                              stderr=subprocess.DEVNULL, env=ENV)
+                try:
+                    lines = LineReader(controller.stdout)
+                    self.assertIn("listening on tcp-server:127.0.0.1:", lines.line(20))
+                    controller.send_signal(number)
+                    self.assertEqual(controller.wait(5), status)
+                    self.assertIn("stopped (SIG", lines.line(5))
+                finally:
+                    if controller.poll() is None:
+                        controller.kill()
+                        controller.wait(10)
+                    controller.stdout.close()
+
     def test_a_reconnecting_command_ends_when_its_controllers_transport_closes(self):
         # A closed transport is never opened again: `connect --reconnect` must not retry for ever.
         controller = subprocess.Popen([BLE, "controller", "tcp-server:127.0.0.1:0"], stdout=subprocess.PIPE,

@@ -24,7 +24,8 @@ struct ControllerCommand: AsyncParsableCommand {
             Listens on HOST:PORT (PORT 0 picks a free port; the line 'listening on tcp-server:HOST:PORT' gives \
             it) and serves one host at a time; the controller keeps its state when a host leaves (a new host \
             should send HCI Reset). Around the controller is the simulated room the other commands use: \
-            HRM-Demo, Thermometer, DoorLock, Printer and three beacons. Stop with Ctrl-C (SIGINT) or SIGTERM.
+            HRM-Demo, Thermometer, DoorLock, Printer and three beacons. Stop with Ctrl-C (SIGINT, status 130) or \
+            SIGTERM (status 143).
             """)
 
     @Argument(help: "Where to listen: tcp-server:HOST:PORT (HOST an IPv4 address).")
@@ -101,7 +102,8 @@ struct ControllerCommand: AsyncParsableCommand {
             writer?.close()
             withExtendedLifetime(link) {}
             say("stopped (\(signal == SIGINT ? "SIGINT" : "SIGTERM"))")
-            Foundation.exit(0)
+            // 128 + the signal's number, as a shell reports a tool the signal ended.
+            Foundation.exit(128 + signal)
         }
         // One host at a time; the next is accepted when it leaves. Meanwhile the listener answers another
         // host's first command with Controller Busy (0x3A), then closes its connection.
@@ -123,11 +125,14 @@ struct ControllerCommand: AsyncParsableCommand {
                 for await _ in gone.stream {}
             }
         }
-        // Short steps keep a host's packets from waiting for the next scheduled radio event.
+        // Short steps keep a host's packets from waiting for the next scheduled radio event. The world, the signal
+        // sources and the hosts' task are held inside the loop: nothing after it runs, so a hold there let an
+        // optimised build release the signal sources at once, and SIGINT and SIGTERM, set to be ignored for
+        // them, were ignored for good.
         while true {
             try await radio.run(for: .milliseconds(2), pacing: .realtime)
+            withExtendedLifetime((world, signals, hosts)) {}
         }
-        withExtendedLifetime((world, signals, hosts)) {}
     }
 
     /// Handles SIGINT and SIGTERM on a queue (the default actions are ignored so the handler runs).
