@@ -1296,6 +1296,42 @@ class BTSnoopTests(unittest.TestCase):
             self.assertIn("cannot read", missing.stderr)
 
 
+class InterruptTests(unittest.TestCase):
+    """Ctrl-C ends a command that runs until interrupted with 0 once it does what it was asked (scanning,
+    subscribed, every link up), and with 130 before that, as every other command: nothing was found yet."""
+
+    def interrupted(self, args, after_line):
+        # In wall-clock time, so that the interrupt comes while the command still looks for its device.
+        env = dict(ENV)
+        env.pop("BLE_SIM_SPEED", None)
+        process = subprocess.Popen([BLE, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+        try:
+            if after_line:
+                LineReader(process.stdout).line(30)
+            else:
+                # Nothing will be printed: the command is still scanning for a name nobody advertises.
+                ready, _, _ = select.select([process.stdout], [], [], 1.5)
+                self.assertEqual(ready, [], "it printed something")
+            process.send_signal(signal.SIGINT)
+            return process.wait(10)
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.wait(10)
+            process.stdout.close()
+            process.stderr.close()
+
+    def test_before_anything_happened_it_is_130(self):
+        for args in (["subscribe", "Nope", "2A19", "--timeout", "60"], ["connect", "Nope", "--timeout", "60"]):
+            with self.subTest(args=args):
+                self.assertEqual(self.interrupted(args, after_line=False), 130)
+
+    def test_once_it_runs_it_is_0(self):
+        for args in (["subscribe", "HRM-Demo", "2A37"], ["connect", "HRM-Demo"], ["scan", "--timeout", "0"]):
+            with self.subTest(args=args):
+                self.assertEqual(self.interrupted(args, after_line=True), 0)
+
+
 class ClosedOutputTests(unittest.TestCase):
     """A command whose output closes (its reader, `head -1`, has what it wanted) ends quietly and soon, as Unix
     tools do: status 141 (128 + SIGPIPE), nothing on stderr, no crash report."""

@@ -9,6 +9,18 @@ import Synchronization
 struct CentralTool: Sendable {
     let system: BluetoothSystem
     let manager: CentralManager
+    /// Set once the command is doing what it was asked (scanning, subscribed, every link up): Ctrl-C after that
+    /// ends a command that runs until interrupted as a success, and before it as an interruption (130).
+    private let startedFlag = StartedFlag()
+
+    var hasStarted: Bool { startedFlag.value.withLock { $0 } }
+
+    func markStarted() { startedFlag.value.withLock { $0 = true } }
+
+    /// Shared by the tool's copies (the flow and its run loop hold one each).
+    private final class StartedFlag: Sendable {
+        let value = Mutex(false)
+    }
 
     init(system: BluetoothSystem) {
         self.system = system

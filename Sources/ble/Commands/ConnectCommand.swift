@@ -101,6 +101,8 @@ struct ConnectCommand: AsyncParsableCommand {
                     throw error
                 }
             }
+            // Every link is up (and subscribed, if asked): from now on Ctrl-C is the way this command ends.
+            tool.markStarted()
             let lost = LostLinks()
             try await tool.using(links) {
                 let end: End = await withTaskGroup(of: End?.self) { group in

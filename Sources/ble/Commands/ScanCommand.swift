@@ -101,6 +101,7 @@ struct ScanCommand: AsyncParsableCommand {
         do {
             try await CommandRun.flow(transport, limit: limit, interruptedIsSuccess: true) { tool in
                 try await tool.ready()
+                tool.markStarted()
                 output.start()
                 let discoveries = tool.manager.scan(
                     withServices: filter.isEmpty ? nil : filter, options: .init(allowDuplicates: everyReport))

@@ -307,6 +307,7 @@ struct SubscribeCommand: AsyncParsableCommand {
                 }
                 let presentation = format == .hex ? nil : try await tool.presentationFormat(of: c, on: peripheral)
                 var received = 0
+                tool.markStarted()
                 try await tool.run("subscribing to \(c.uuid.uuidString)") {
                     for try await update in peripheral.valueUpdates(for: c) {
                         received += 1

@@ -93,18 +93,12 @@ struct ControllerCommand: AsyncParsableCommand {
             case .closed(let reason): say("controller: closed\(reason.map { ": \($0)" } ?? "")")
             }
         }
+        // Before the line that says it listens: whoever waits for that line may signal at once.
+        StopSignal.install([SIGINT, SIGTERM])
         say(
             "listening on tcp-server:\(host):\(listener.port) (controller \(controller.address), world: \(world.summary))"
         )
 
-        let signals = Self.stopOnSignals { [link, writer] signal in
-            listener.close()
-            writer?.close()
-            withExtendedLifetime(link) {}
-            say("stopped (\(signal == SIGINT ? "SIGINT" : "SIGTERM"))")
-            // 128 + the signal's number, as a shell reports a tool the signal ended.
-            Foundation.exit(128 + signal)
-        }
         // One host at a time; the next is accepted when it leaves. Meanwhile the listener answers another
         // host's first command with Controller Busy (0x3A), then closes its connection.
         let hosts = Task {
@@ -125,25 +119,19 @@ struct ControllerCommand: AsyncParsableCommand {
                 for await _ in gone.stream {}
             }
         }
-        // Short steps keep a host's packets from waiting for the next scheduled radio event. The world, the signal
-        // sources and the hosts' task are held inside the loop: nothing after it runs, so a hold there let an
-        // optimised build release the signal sources at once, and SIGINT and SIGTERM, set to be ignored for
-        // them, were ignored for good.
-        while true {
+        // Short steps keep a host's packets from waiting for the next scheduled radio event, until SIGINT or
+        // SIGTERM.
+        while StopSignal.received == 0 {
             try await radio.run(for: .milliseconds(2), pacing: .realtime)
-            withExtendedLifetime((world, signals, hosts)) {}
         }
-    }
-
-    /// Handles SIGINT and SIGTERM on a queue (the default actions are ignored so the handler runs).
-    static func stopOnSignals(_ handler: @escaping @Sendable (Int32) -> Void) -> [any DispatchSourceSignal] {
-        [SIGINT, SIGTERM].map { number in
-            signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler { handler(number) }
-            source.resume()
-            return source
-        }
+        let signal = StopSignal.received
+        hosts.cancel()
+        listener.close()
+        writer?.close()
+        withExtendedLifetime((world, link)) {}
+        say("stopped (\(signal == SIGINT ? "SIGINT" : "SIGTERM"))")
+        // 128 + the signal's number, as a shell reports a tool the signal ended.
+        Foundation.exit(128 + signal)
     }
 }
 

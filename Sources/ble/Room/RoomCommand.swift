@@ -150,9 +150,8 @@ struct RoomRunCommand: AsyncParsableCommand {
             unlink(paths.pid)
             throw ToolError(.transport, "the room cannot listen: \(error)").report()
         }
-        let signals = ControllerCommand.stopOnSignals { [daemon] signal in
-            daemon.requestStop(signal == SIGINT ? "SIGINT" : "SIGTERM")
-        }
+        // SIGINT and SIGTERM stop the room (its run loop polls them), from before the lines that say it runs.
+        StopSignal.install([SIGINT, SIGTERM])
         for listener in listeners {
             roomLog("listening on \(listener.address)")
         }
@@ -172,7 +171,6 @@ struct RoomRunCommand: AsyncParsableCommand {
         unlink(paths.control)
         unlink(paths.pid)
         roomLog("room stopped (\(reason))")
-        withExtendedLifetime(signals) {}
         close(lock)
     }
 }

@@ -158,6 +158,11 @@ final class RoomDaemon: Sendable {
     /// Runs the radio in real time until asked to stop or idle; returns why it stopped.
     func run() async throws -> String {
         while true {
+            switch StopSignal.received {
+            case SIGINT: requestStop("SIGINT")
+            case SIGTERM: requestStop("SIGTERM")
+            default: break
+            }
             let reason = state.withLock { s -> String? in
                 if let stop = s.stop { return stop }
                 guard let idleTimeout, s.devices.isEmpty, ContinuousClock.now - s.lastActivity >= idleTimeout else {

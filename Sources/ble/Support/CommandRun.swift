@@ -8,6 +8,8 @@ enum CommandRun {
     /// Opens the transport, starts the tool's central and runs `flow` as a task (on the simulated room, one
     /// that prefers the radio as its executor, so it runs between radio events and the run repeats exactly)
     /// while the session drives the world; what it throws becomes the command's one line and exit status.
+    /// `interruptedIsSuccess`: a command that runs until interrupted ends with 0 on Ctrl-C once its flow called
+    /// `CentralTool.markStarted()`; before that (nothing found yet, say) Ctrl-C gives 130, as for every command.
     static func flow(
         _ transport: TransportOptions, limit: Duration? = nil, interruptedIsSuccess: Bool = false,
         configuration: BluetoothSystem.Configuration = .init(),
@@ -58,7 +60,7 @@ enum CommandRun {
         case .failure(let error)?:
             throw await session.explained(error, controllerGone: { manager.state == .poweredOff }).report()
         case nil:
-            if Interrupt.shared.fired && !interruptedIsSuccess { throw ExitCode(130) }
+            if Interrupt.shared.fired && !(interruptedIsSuccess && tool.hasStarted) { throw ExitCode(130) }
         }
     }
 

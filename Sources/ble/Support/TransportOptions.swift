@@ -188,9 +188,8 @@ final class Outcome: Sendable {
 final class Interrupt: Sendable {
     static let shared = Interrupt()
     private let flag = Mutex(false)
-    private let source = Mutex<(any DispatchSourceSignal)?>(nil)
 
-    var fired: Bool { flag.withLock { $0 } }
+    var fired: Bool { flag.withLock { $0 } || StopSignal.received == SIGINT }
 
     /// Ends the command as Ctrl-C would (its output closed, say).
     func fire() {
@@ -199,13 +198,24 @@ final class Interrupt: Sendable {
 
     /// Installs the handler (idempotent).
     func install() {
-        source.withLock { existing in
-            guard existing == nil else { return }
-            signal(SIGINT, SIG_IGN)
-            let s = DispatchSource.makeSignalSource(signal: SIGINT, queue: .global())
-            s.setEventHandler { [self] in flag.withLock { $0 = true } }
-            s.resume()
-            existing = s
+        StopSignal.install([SIGINT])
+    }
+}
+
+/// The signal that asked the tool to stop, set by a C signal handler that does nothing else, for run loops to
+/// poll. The handler is in place when `install` returns, so a signal sent at once (a script that signals as soon
+/// as the tool says it is ready) is never lost: a dispatch signal source, armed some time after it is resumed,
+/// left a moment in which the signal, set to be ignored for the source's sake, was dropped.
+enum StopSignal {
+    /// The last stop signal's number, 0 before any.
+    static var received: Int32 { stopSignalNumber.load(ordering: .relaxed) }
+
+    static func install(_ numbers: [Int32]) {
+        for number in numbers {
+            signal(number) { stopSignalNumber.store($0, ordering: .relaxed) }
         }
     }
 }
+
+/// An atomic store is all a signal handler may do here (it is async-signal-safe).
+private let stopSignalNumber = Atomic<Int32>(0)
