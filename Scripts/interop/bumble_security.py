@@ -44,27 +44,19 @@ from bumble.pairing import PairingConfig, PairingDelegate
 
 from bumble.transport import open_transport
 
-SERVICE = "5EC1F000-0B5E-4C3A-9D2E-7A1B2C3D4E5F"
-ENCRYPTED = "5EC1F001-0B5E-4C3A-9D2E-7A1B2C3D4E5F"       # readable on an encrypted link
+# The service, its encrypted value, the value's octets, IO capability names, JSON events and finding a peripheral
+# by service are bumble_pairing.py's.
+from bumble_pairing import IO, VALUE, emit, find
+from bumble_pairing import SECURE_SERVICE as SERVICE
+from bumble_pairing import SECURE_VALUE as ENCRYPTED
+
 AUTHENTICATED = "5EC1F002-0B5E-4C3A-9D2E-7A1B2C3D4E5F"   # readable on an authenticated link
 AFTER_PAIRING = "5EC1F003-0B5E-4C3A-9D2E-7A1B2C3D4E5F"   # open, answered once the link's security settled (10 s)
-VALUE = bytes.fromhex("5ec0de")
 
-IO = {
-    "none": PairingDelegate.IoCapability.NO_OUTPUT_NO_INPUT,
-    "display": PairingDelegate.IoCapability.DISPLAY_OUTPUT_ONLY,
-    "display-yes-no": PairingDelegate.IoCapability.DISPLAY_OUTPUT_AND_YES_NO_INPUT,
-    "keyboard": PairingDelegate.IoCapability.KEYBOARD_INPUT_ONLY,
-    "keyboard-display": PairingDelegate.IoCapability.DISPLAY_OUTPUT_AND_KEYBOARD_INPUT,
-}
 KEYS = {"enc": PairingDelegate.KeyDistribution.DISTRIBUTE_ENCRYPTION_KEY,
         "id": PairingDelegate.KeyDistribution.DISTRIBUTE_IDENTITY_KEY}
 METHODS = {smp.PairingMethod.JUST_WORKS: "Just Works", smp.PairingMethod.PASSKEY: "Passkey Entry",
            smp.PairingMethod.NUMERIC_COMPARISON: "Numeric Comparison", smp.PairingMethod.OOB: "OOB"}
-
-
-def emit(event, **fields):
-    print(json.dumps({"event": event, **fields}), flush=True)
 
 
 def key_flags(names):
@@ -269,27 +261,6 @@ async def peripheral(transport, name, address):
                 emit("error", message=f"unknown command {word}")
 
         await commands(security, handle)
-
-
-async def find(device, service, timeout):
-    found = asyncio.get_running_loop().create_future()
-
-    def on_advertisement(advertisement):
-        uuids = []
-        for ad_type in (AdvertisingData.COMPLETE_LIST_OF_128_BIT_SERVICE_CLASS_UUIDS,
-                        AdvertisingData.INCOMPLETE_LIST_OF_128_BIT_SERVICE_CLASS_UUIDS):
-            for listed in advertisement.data.get_all(ad_type) or []:
-                uuids.extend(str(u).upper() for u in listed)
-        if service.upper() in uuids and advertisement.is_connectable and not found.done():
-            found.set_result(advertisement.address)
-
-    device.on("advertisement", on_advertisement)
-    await device.start_scanning(active=False, filter_duplicates=False)
-    try:
-        return await asyncio.wait_for(found, timeout)
-    finally:
-        device.remove_listener("advertisement", on_advertisement)
-        await device.stop_scanning()
 
 
 async def central(transport, address):
