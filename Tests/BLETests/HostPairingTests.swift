@@ -152,14 +152,26 @@ import Testing
 
         /// Both hosts initialise their controllers.
         func start() async throws {
+            try await start([central, peripheral])
+        }
+
+        /// These hosts (the pair's, or others on its radio) initialise their controllers.
+        func start(_ sides: [Side]) async throws {
             let started = Mutex(0)
-            for side in [central, peripheral] {
+            for side in sides {
                 side.host.start { if case .success = $0 { started.withLock { $0 += 1 } } }
             }
-            try await run(until: { started.withLock { $0 } == 2 }, "both hosts starting")
+            try await run(until: { started.withLock { $0 } == sides.count }, "the hosts starting")
         }
 
         func reconnect() async throws -> (central: ConnectionHandle, peripheral: ConnectionHandle) {
+            try await link(central, peripheral)
+        }
+
+        /// `peripheral` advertises and `central` connects to it; the two ends' handles.
+        func link(_ central: Side, _ peripheral: Side) async throws
+            -> (central: ConnectionHandle, peripheral: ConnectionHandle)
+        {
             peripheral.host.startAdvertising(
                 AdvertisingParameters(kind: .connectable, intervalMin: 0x20, intervalMax: 0x20),
                 data: [0x02, 0x01, 0x06],
@@ -176,10 +188,12 @@ import Testing
             try await run(until: { central.host.links.isEmpty && peripheral.host.links.isEmpty }, "the disconnection")
         }
 
-        /// Pairs from the central; returns what the central's request completed with.
-        func pair(_ handle: ConnectionHandle) async throws -> Result<SMPPairing.Result, HostError> {
+        /// Pairs from the central (or `side`); returns what its request completed with.
+        func pair(_ handle: ConnectionHandle, from side: Side? = nil) async throws
+            -> Result<SMPPairing.Result, HostError>
+        {
             let outcome = Mutex<Result<SMPPairing.Result, HostError>?>(nil)
-            central.host.pair(on: handle) { result in outcome.withLock { $0 = result } }
+            (side ?? central).host.pair(on: handle) { result in outcome.withLock { $0 = result } }
             try await run(until: { outcome.withLock { $0 } != nil }, "the pairing")
             return try #require(outcome.withLock { $0 })
         }
@@ -365,28 +379,13 @@ import Testing
         #expect(impostor.controller.address == pair.central.controller.address)
         impostor.other = pair.peripheral
         pair.peripheral.other = impostor
-        let started = Mutex(false)
-        impostor.host.start { if case .success = $0 { started.withLock { $0 = true } } }
-        try await pair.run(until: { started.withLock { $0 } }, "the impostor starting")
-        pair.peripheral.host.startAdvertising(
-            AdvertisingParameters(kind: .connectable, intervalMin: 0x20, intervalMax: 0x20), data: [0x02, 0x01, 0x06],
-            scanResponse: []
-        ) { _ in }
-        impostor.host.setConnectTargets([pair.peripheral.controller.address], parameters: ConnectionParameters())
-        try await pair.run(until: { !impostor.host.links.isEmpty && !pair.peripheral.host.links.isEmpty }, "the link")
-        impostor.host.setConnectTargets([], parameters: ConnectionParameters())
-        let link = impostor.host.links[0].handle
-        func pairImpostor() async throws -> Result<SMPPairing.Result, HostError> {
-            let outcome = Mutex<Result<SMPPairing.Result, HostError>?>(nil)
-            impostor.host.pair(on: link) { result in outcome.withLock { $0 = result } }
-            try await pair.run(until: { outcome.withLock { $0 } != nil }, "the impostor's pairing")
-            return try #require(outcome.withLock { $0 })
-        }
-        let refused = try await pairImpostor()
+        try await pair.start([impostor])
+        let (link, _) = try await pair.link(impostor, pair.peripheral)
+        let refused = try await pair.pair(link, from: impostor)
         #expect(refused.error?.message.contains("Repeated Attempts") == true, "\(refused)")
         // The wait (2 s after the first failure) passes: the right passkey pairs.
         try await pair.radio.run(for: .seconds(2))
-        let paired = try await pairImpostor()
+        let paired = try await pair.pair(link, from: impostor)
         #expect((try? paired.get())?.authenticated == true, "\(paired)")
     }
 
@@ -405,22 +404,14 @@ import Testing
         let impostor = Side(
             radio: pair.radio, name: "lapheriper", security: Self.security(.displayOnly, seed: 9, mitm: true))
         #expect(impostor.controller.address == pair.peripheral.controller.address)
-        let started = Mutex(false)
-        impostor.host.start { if case .success = $0 { started.withLock { $0 = true } } }
-        try await pair.run(until: { started.withLock { $0 } }, "the impostor starting")
-        impostor.host.startAdvertising(
-            AdvertisingParameters(kind: .connectable, intervalMin: 0x20, intervalMax: 0x20), data: [0x02, 0x01, 0x06],
-            scanResponse: []
-        ) { _ in }
-        pair.central.host.setConnectTargets([impostor.controller.address], parameters: ConnectionParameters())
-        try await pair.run(until: { !impostor.host.links.isEmpty && !pair.central.host.links.isEmpty }, "the link")
-        pair.central.host.setConnectTargets([], parameters: ConnectionParameters())
+        try await pair.start([impostor])
+        let (central, peripheral) = try await pair.link(pair.central, impostor)
         let asked = Mutex<Result<SMPPairing.Result, HostError>?>(nil)
-        impostor.host.pair(on: impostor.host.links[0].handle) { result in asked.withLock { $0 = result } }
+        impostor.host.pair(on: peripheral) { result in asked.withLock { $0 = result } }
         try await pair.run(
             until: { pair.central.heardAny { if case .securityRequested = $0 { true } else { false } } },
             "the Security Request")
-        let answered = try await pair.pair(pair.central.host.links[0].handle)
+        let answered = try await pair.pair(central)
         #expect(answered.error?.message.contains("Repeated Attempts") == true, "\(answered)")
         try await pair.run(until: { asked.withLock { $0 } != nil }, limit: .seconds(5), "the peripheral's answer")
         #expect(asked.withLock { $0 }?.error?.message.contains("Repeated Attempts") == true)
