@@ -1,6 +1,5 @@
 import BLECore
 import BLESMP
-import NIOCore
 
 /// The Repeated Attempts rule (Core Spec 5.4, Vol 3, Part H, 2.3.6): after a pairing with a peer fails its
 /// authentication, a wait must pass before this host starts another pairing with that peer (a Pairing Request or
@@ -98,14 +97,23 @@ extension HostMachine {
             links[handle]?.security.pairing?.isPairing != true, let wait = repeatedAttemptsWait(on: handle)
         else { return false }
         log(.info, "refused \(pdu): pairing with this peer failed lately (wait \(wait))", connection: handle)
-        queueL2CAP(
-            ByteBuffer(bytes: SMPPDU.pairingFailed(.repeatedAttempts).encoded), channel: .smp, kind: .other, on: handle)
-        if let id = links[handle]?.security.pairRequest {
-            links[handle]?.security.pairRequest = nil
-            complete(id, .failure(HostError(.pairingFailed, Self.repeatedAttemptsMessage(wait))))
-        }
-        emit(.pairingFailed(handle, .local(.repeatedAttempts)))
+        let request = links[handle]?.security.pairRequest
+        links[handle]?.security.pairRequest = nil
+        refuseForRepeatedAttempts(on: handle, wait: wait, request: request, tellPeer: true)
         return true
+    }
+
+    /// A pairing that does not happen during the peer's wait: `request` (this side's, if one waits) fails, the
+    /// layer above hears Repeated Attempts, and with `tellPeer` so does the peer.
+    mutating func refuseForRepeatedAttempts(
+        on handle: ConnectionHandle, wait: Duration, request: HostOperationID?, tellPeer: Bool
+    ) {
+        if tellPeer {
+            sendPairingFailed(.repeatedAttempts, on: handle)
+            pumpACL()
+        }
+        if let request { complete(request, .failure(HostError(.pairingFailed, Self.repeatedAttemptsMessage(wait)))) }
+        emit(.pairingFailed(handle, .local(.repeatedAttempts)))
     }
 
     static func repeatedAttemptsMessage(_ wait: Duration) -> String {

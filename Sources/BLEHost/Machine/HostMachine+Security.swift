@@ -43,16 +43,9 @@ extension HostMachine {
         if let wait = repeatedAttemptsWait(on: handle) {
             // The wait is this side's to keep (Vol 3 Part H 2.3.6): nothing starts, and a peripheral whose Security
             // Request is why this central would pair hears Repeated Attempts.
-            if link.info.role == .central, links[handle]?.security.peerAskedSecurity == true {
-                links[handle]?.security.peerAskedSecurity = false
-                queueL2CAP(
-                    ByteBuffer(bytes: SMPPDU.pairingFailed(.repeatedAttempts).encoded), channel: .smp, kind: .other,
-                    on: handle)
-                pumpACL()
-            }
-            complete(id, .failure(HostError(.pairingFailed, Self.repeatedAttemptsMessage(wait))))
-            emit(.pairingFailed(handle, .local(.repeatedAttempts)))
-            return
+            let asked = link.info.role == .central && links[handle]?.security.peerAskedSecurity == true
+            links[handle]?.security.peerAskedSecurity = false
+            return refuseForRepeatedAttempts(on: handle, wait: wait, request: id, tellPeer: asked)
         }
         links[handle]?.security.peerAskedSecurity = false
         links[handle]?.security.pairRequest = id
@@ -118,7 +111,7 @@ extension HostMachine {
             // Not configured to pair: refuse politely (Pairing Not Supported) so the peer does not wait for its
             // timeout. Never answer a Pairing Failed.
             if let code = bytes.first, code != 0x05 {
-                queueL2CAP(ByteBuffer(bytes: [0x05, 0x05]), channel: .smp, kind: .other, on: handle)
+                sendPairingFailed(.pairingNotSupported, on: handle)
             }
             return
         }
@@ -134,9 +127,7 @@ extension HostMachine {
             if links[handle]?.security.pairing?.isPairing == true {
                 runPairing(links[handle]?.security.pairing?.handle(.malformed) ?? [], on: handle)
             } else if bytes.first == 0x01 || bytes.first == 0x0B {
-                queueL2CAP(
-                    ByteBuffer(bytes: SMPPDU.pairingFailed(.invalidParameters).encoded), channel: .smp, kind: .other,
-                    on: handle)
+                sendPairingFailed(.invalidParameters, on: handle)
             }
             return
         }
@@ -297,6 +288,11 @@ extension HostMachine {
         }
         if let delivery { endDelivery(delivery) }
         pumpACL()
+    }
+
+    /// Pairing Failed with `reason`, sent outside the pairing machine (which sends its own).
+    mutating func sendPairingFailed(_ reason: SMPFailureReason, on handle: ConnectionHandle) {
+        queueL2CAP(ByteBuffer(bytes: SMPPDU.pairingFailed(reason).encoded), channel: .smp, kind: .other, on: handle)
     }
 
     /// A pairing is over: the request that started it completes and the layer above hears the result.
