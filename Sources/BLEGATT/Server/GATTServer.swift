@@ -294,14 +294,7 @@ public struct GATTServer: Sendable {
                     attribute.flatMap { dynamic.contains($0) ? $0 : nil } ?? dynamic.first ?? AttributeHandle(0)
                 return [error(.executeWriteRequest, culprit, result, connection)]
             }
-            let storedWrites: [(AttributeHandle, [UInt8])]
-            switch assemble(stored, connection) {
-            case .success(let writes): storedWrites = writes
-            case .failure(let refusal): return [error(.executeWriteRequest, refusal.handle, refusal.code, connection)]
-            }
-            var actions: [Action] = []
-            for (handle, value) in storedWrites { actions += storeWrite(handle, value, connection) }
-            return actions + [.respond(connection, .executeWriteResponse(.init()))]
+            return executeStored(stored, connection)
         }
     }
 
@@ -690,8 +683,7 @@ public struct GATTServer: Sendable {
         default: return [error(opcode, AttributeHandle(0), .invalidPDU, connection)]
         }
         // Each stored attribute's new value: its parts, in the order they were queued, over its current value.
-        var handles: [AttributeHandle] = []
-        var parts: [AttributeHandle: [(offset: Int, value: [UInt8])]] = [:]
+        var stored: [QueuedParts] = []
         var dynamicWrites: [GATTWriteRequest] = []
         for part in queue {
             guard let attribute = database.attribute(at: part.attribute) else {
@@ -707,24 +699,32 @@ public struct GATTServer: Sendable {
                 dynamicWrites.append(part)
                 continue
             }
-            if parts[part.attribute] == nil { handles.append(part.attribute) }
-            parts[part.attribute, default: []].append((part.offset, part.value))
+            if let index = stored.firstIndex(where: { $0.attribute == part.attribute }) {
+                stored[index].parts.append((part.offset, part.value))
+            } else {
+                stored.append(QueuedParts(attribute: part.attribute, parts: [(part.offset, part.value)]))
+            }
         }
-        let stored = handles.map { QueuedParts(attribute: $0, parts: parts[$0] ?? []) }
-        let storedWrites: [(AttributeHandle, [UInt8])]
+        guard !dynamicWrites.isEmpty else { return executeStored(stored, connection) }
+        // Checked now; put together again when the app answers, over the values then: another client's write
+        // meanwhile is not lost.
+        if case .failure(let refusal) = assemble(stored, connection) {
+            return [error(opcode, refusal.handle, refusal.code, connection)]
+        }
+        let id = ask(.executeWrite(stored: stored, dynamic: dynamicWrites.map(\.attribute)), connection)
+        return [.writeRequests(id: id, connection: connection, dynamicWrites)]
+    }
+
+    /// Writes the stored attributes' new values and answers the Execute Write, or answers with the refusal.
+    private mutating func executeStored(_ stored: [QueuedParts], _ connection: ConnectionHandle) -> [Action] {
         switch assemble(stored, connection) {
-        case .success(let writes): storedWrites = writes
-        case .failure(let refusal): return [error(opcode, refusal.handle, refusal.code, connection)]
+        case .failure(let refusal):
+            return [error(.executeWriteRequest, refusal.handle, refusal.code, connection)]
+        case .success(let writes):
+            var actions: [Action] = []
+            for (handle, value) in writes { actions += storeWrite(handle, value, connection) }
+            return actions + [.respond(connection, .executeWriteResponse(.init()))]
         }
-        if !dynamicWrites.isEmpty {
-            // The stored values are put together again when the app answers, over the values then: another
-            // client's write meanwhile is not lost.
-            let id = ask(.executeWrite(stored: stored, dynamic: dynamicWrites.map(\.attribute)), connection)
-            return [.writeRequests(id: id, connection: connection, dynamicWrites)]
-        }
-        var actions: [Action] = []
-        for (handle, value) in storedWrites { actions += storeWrite(handle, value, connection) }
-        return actions + [.respond(connection, .executeWriteResponse(.init()))]
     }
 
     /// One stored attribute's parts of a queued write, in queue order.

@@ -138,7 +138,7 @@ final class ServedDevice: PeripheralManagerDelegate, @unchecked Sendable {
             if parts.count > 1 || parts[0].offset != 0, case .success(let current) = behaviour.read(uuid) {
                 value = current
             }
-            let result = ATTRequest.apply(parts, for: characteristic, to: &value)
+            let result = ATTRequest.apply(requests, for: characteristic, to: &value)
             guard result == .success else {
                 let offsets = parts.map { "\($0.offset)" }.joined(separator: ",")
                 log?(
