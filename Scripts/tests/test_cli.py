@@ -1298,9 +1298,12 @@ class BTSnoopTests(unittest.TestCase):
 
 class InterruptTests(unittest.TestCase):
     """Ctrl-C ends a command that runs until interrupted with 0 once it does what it was asked (scanning,
-    subscribed, every link up), and with 130 before that, as every other command: nothing was found yet."""
+    subscribed, every link up), and with 130 before that, as every other command: nothing was found yet. SIGTERM
+    and SIGQUIT (Ctrl-\\) stop a command as Ctrl-C does, with 143 and 131 where Ctrl-C gives 130."""
 
-    def interrupted(self, args, after_line):
+    STOPS = ((signal.SIGINT, 130), (signal.SIGTERM, 143), (signal.SIGQUIT, 131))
+
+    def interrupted(self, args, after_line, number=signal.SIGINT):
         # In wall-clock time, so that the interrupt comes while the command still looks for its device.
         env = dict(ENV)
         env.pop("BLE_SIM_SPEED", None)
@@ -1312,8 +1315,10 @@ class InterruptTests(unittest.TestCase):
                 # Nothing will be printed: the command is still scanning for a name nobody advertises.
                 ready, _, _ = select.select([process.stdout], [], [], 1.5)
                 self.assertEqual(ready, [], "it printed something")
-            process.send_signal(signal.SIGINT)
-            return process.wait(10)
+            process.send_signal(number)
+            status = process.wait(10)
+            self.assertNotIn(b"crash", process.stderr.read().lower())
+            return status
         finally:
             if process.poll() is None:
                 process.kill()
@@ -1321,15 +1326,53 @@ class InterruptTests(unittest.TestCase):
             process.stdout.close()
             process.stderr.close()
 
-    def test_before_anything_happened_it_is_130(self):
+    def test_before_anything_happened_it_is_128_plus_the_signal(self):
         for args in (["subscribe", "Nope", "2A19", "--timeout", "60"], ["connect", "Nope", "--timeout", "60"]):
-            with self.subTest(args=args):
-                self.assertEqual(self.interrupted(args, after_line=False), 130)
+            for number, status in self.STOPS:
+                with self.subTest(args=args, signal=number):
+                    self.assertEqual(self.interrupted(args, after_line=False, number=number), status)
 
     def test_once_it_runs_it_is_0(self):
         for args in (["subscribe", "HRM-Demo", "2A37"], ["connect", "HRM-Demo"], ["scan", "--timeout", "0"]):
-            with self.subTest(args=args):
-                self.assertEqual(self.interrupted(args, after_line=True), 0)
+            for number, _ in self.STOPS:
+                with self.subTest(args=args, signal=number):
+                    self.assertEqual(self.interrupted(args, after_line=True, number=number), 0)
+
+    def test_a_stopped_command_closes_its_link_before_it_exits(self):
+        # The tool's own capture shows the link asked to close and closed, not a process that vanished with it up.
+        for number in (signal.SIGINT, signal.SIGTERM):
+            with self.subTest(signal=number), tempfile.TemporaryDirectory() as folder:
+                capture = os.path.join(folder, "stop.btsnoop")
+                status = self.interrupted(["connect", "HRM-Demo", "--btsnoop", capture], after_line=True,
+                                          number=number)
+                self.assertEqual(status, 0)
+                listing = ble("btsnoop", capture)
+                self.assertEqual(listing.returncode, 0, listing.stderr)
+                self.assertRegex(listing.stdout, r"host .*Disconnect", listing.stdout[-2000:])
+                self.assertIn("Disconnection Complete", listing.stdout, listing.stdout[-2000:])
+
+    def test_waiting_for_a_controller_ends_at_the_timeout_or_a_signal(self):
+        # Nothing connects to this tcp-server transport: --timeout bounds the wait, and a signal ends it.
+        started = time.monotonic()
+        result = ble("read", "HRM-Demo", "2A19", "--timeout", "1", "--transport", "tcp-server:127.0.0.1:0",
+                     timeout=30)
+        self.assertEqual(result.returncode, 2, result.stderr)
+        self.assertLess(time.monotonic() - started, 20)
+        self.assertRegex(result.stderr.splitlines()[-1],
+                         r"^ble: --transport tcp-server:127\.0\.0\.1:0: no controller connected within 1 s$")
+        for number, status in self.STOPS:
+            with self.subTest(signal=number):
+                process = subprocess.Popen([BLE, "scan", "--transport", "tcp-server:127.0.0.1:0"],
+                                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=ENV)
+                try:
+                    self.assertIn("waiting for a controller", LineReader(process.stderr).line(20))
+                    process.send_signal(number)
+                    self.assertEqual(process.wait(5), status)
+                finally:
+                    if process.poll() is None:
+                        process.kill()
+                        process.wait(10)
+                    process.stderr.close()
 
 
 class ClosedOutputTests(unittest.TestCase):

@@ -9,18 +9,38 @@ import Synchronization
 struct CentralTool: Sendable {
     let system: BluetoothSystem
     let manager: CentralManager
-    /// Set once the command is doing what it was asked (scanning, subscribed, every link up): Ctrl-C after that
-    /// ends a command that runs until interrupted as a success, and before it as an interruption (130).
-    private let startedFlag = StartedFlag()
+    /// What the tool's copies (the flow and its run loop hold one each) share.
+    private let shared = Shared()
 
-    var hasStarted: Bool { startedFlag.value.withLock { $0 } }
-
-    func markStarted() { startedFlag.value.withLock { $0 = true } }
-
-    /// Shared by the tool's copies (the flow and its run loop hold one each).
-    private final class StartedFlag: Sendable {
-        let value = Mutex(false)
+    private final class Shared: Sendable {
+        /// Set once the command is doing what it was asked (scanning, subscribed, every link up): Ctrl-C after
+        /// that ends a command that runs until interrupted as a success, and before it as an interruption (130).
+        let started = Mutex(false)
+        /// Every peripheral this run connected or began connecting to, for `closeLinks`.
+        let links = Mutex<[Peripheral]>([])
     }
+
+    var hasStarted: Bool { shared.started.withLock { $0 } }
+
+    func markStarted() { shared.started.withLock { $0 = true } }
+
+    /// Records a peripheral this run connects to (the commands' own `connect` does), so that a stop signal can
+    /// close its link.
+    func track(_ peripheral: Peripheral) {
+        shared.links.withLock { list in
+            if !list.contains(where: { $0 === peripheral }) { list.append(peripheral) }
+        }
+    }
+
+    /// Asks every link this run made (or is making) to close, as the command's own cleanup would had the stop
+    /// signal not cancelled it; `linksClosed` tells when they are down.
+    func closeLinks() {
+        for peripheral in shared.links.withLock({ $0 }) where peripheral.state != .disconnected {
+            manager.cancelPeripheralConnection(peripheral)
+        }
+    }
+
+    var linksClosed: Bool { shared.links.withLock { $0.allSatisfy { $0.state == .disconnected } } }
 
     init(system: BluetoothSystem) {
         self.system = system
@@ -122,6 +142,7 @@ struct CentralTool: Sendable {
                 "\(Self.describe(peripheral)) does not accept connections (it advertises non-connectably)")
         }
         let connectLimit: Duration = .seconds(10)
+        track(peripheral)
         do {
             try await manager.connect(peripheral, timeout: connectLimit)
         } catch let error as BluetoothError where error.code == .timeout {

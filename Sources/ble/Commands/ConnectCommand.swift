@@ -67,7 +67,7 @@ struct ConnectCommand: AsyncParsableCommand {
         let scanLimit = CommandLineNumbers.duration(seconds: timeout)
         let limit = duration > 0 ? CommandLineNumbers.duration(seconds: duration) : nil
         let characteristic = try subscribe.map { try parseUUID($0, what: "--subscribe") }
-        try await CommandRun.flow(transport, interruptedIsSuccess: true) { tool in
+        try await CommandRun.flow(transport, interruptedIsSuccess: true, controllerWait: scanLimit) { tool in
             let start = tool.system.now
             let several = targets.count > 1
             @Sendable func say(_ text: String, about peripheral: Peripheral? = nil) {
@@ -176,6 +176,7 @@ struct ConnectCommand: AsyncParsableCommand {
                     case .connecting where first: continue
                     case .connected where first: first = false
                     case .connected(let again):
+                        tool.track(again)
                         say("\(change)", peripheral)
                         if let subscribe {
                             group.addTask { await listen(to: subscribe, on: again, tool: tool, say: say) }

@@ -34,7 +34,7 @@ struct ExploreCommand: AsyncParsableCommand {
     func run() async throws {
         let target = target
         let json = json
-        try await CommandRun.flow(transport) { tool in
+        try await CommandRun.flow(transport, controllerWait: target.timeoutDuration) { tool in
             let peripheral = try await tool.connect(to: target)
             try await tool.using(peripheral) {
                 let explorer = Explorer(tool: tool, peripheral: peripheral)

@@ -49,7 +49,9 @@ struct PairCommand: AsyncParsableCommand {
         var configuration = BluetoothSystem.Configuration()
         configuration.pairing = pairing.configuration
         let agent = PairingAgent(options: pairing, asking: .promptAtTerminal, log: { Output.line($0) })
-        try await CommandRun.flow(transport, configuration: configuration) { tool in
+        try await CommandRun.flow(
+            transport, controllerWait: target.timeoutDuration, configuration: configuration
+        ) { tool in
             // The system holds its delegate weakly: this flow keeps the agent (it names it below).
             tool.system.pairingDelegate = agent
             let peripheral = try await tool.connect(to: target)

@@ -99,7 +99,9 @@ struct ScanCommand: AsyncParsableCommand {
         // come closer: both need every report. The output then prints only changes, unless --duplicates.
         let everyReport = duplicates || live || minimumRSSI != nil
         do {
-            try await CommandRun.flow(transport, limit: limit, interruptedIsSuccess: true) { tool in
+            try await CommandRun.flow(
+                transport, limit: limit, interruptedIsSuccess: true, controllerWait: limit
+            ) { tool in
                 try await tool.ready()
                 tool.markStarted()
                 output.start()

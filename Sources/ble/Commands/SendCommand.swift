@@ -74,7 +74,7 @@ struct SendCommand: AsyncParsableCommand {
         let chunk = chunk
         let pause: Duration? = interval > 0 ? CommandLineNumbers.duration(seconds: interval / 1000) : nil
         let showBar = isatty(STDERR_FILENO) == 1
-        try await CommandRun.flow(transport) { tool in
+        try await CommandRun.flow(transport, controllerWait: target.timeoutDuration) { tool in
             let peripheral = try await tool.connect(to: target)
             try await tool.using(peripheral) {
                 let c = try await tool.findCharacteristic(uuid, on: peripheral)

@@ -119,14 +119,15 @@ struct ServeCommand: AsyncParsableCommand {
         Output.configure()
         transport.log.install()
         Interrupt.shared.install()
-        let session: Session
+        let limit: Duration? = duration.map { CommandLineNumbers.duration(seconds: $0) }
+        let opened: Session?
         do {
-            session = try await Session.open(
-                transport, name: definition.deviceName,
-                configuration: definition.configuration)
+            opened = try await Session.openUnlessStopped(
+                transport, name: definition.deviceName, configuration: definition.configuration, wait: limit)
         } catch {
             throw error.report()
         }
+        guard let session = opened else { throw ExitCode(Interrupt.shared.status) }
         // Held here for the whole run: the system holds its delegate weakly.
         let agent = PairingAgent(
             options: pairing, asking: .never(unanswered: true), log: { Output.line("\(Timestamp.now()) * \($0)") })
@@ -158,7 +159,6 @@ struct ServeCommand: AsyncParsableCommand {
                 if let radio { Task(executorPreference: radio, operation: feed) } else { Task(operation: feed) }
             })
         served.withLock { $0 = device }
-        let limit: Duration? = duration.map { CommandLineNumbers.duration(seconds: $0) }
         let result = try await session.run(until: outcome, limit: limit)
         withExtendedLifetime(agent) {}
         device.stop()

@@ -51,7 +51,7 @@ struct ReadCommand: AsyncParsableCommand {
         let selection = try AttributeSelection(characteristic: characteristic, descriptor: descriptor, handle: handle)
         let target = target
         let format = format
-        try await CommandRun.flow(transport) { tool in
+        try await CommandRun.flow(transport, controllerWait: target.timeoutDuration) { tool in
             let peripheral = try await tool.connect(to: target)
             try await tool.using(peripheral) {
                 Output.line(try await tool.readLine(selection, format: format, on: peripheral))
@@ -243,7 +243,7 @@ struct WriteCommand: AsyncParsableCommand {
         let target = target
         let withoutResponse = withoutResponse
         let chunk = chunk
-        try await CommandRun.flow(transport) { tool in
+        try await CommandRun.flow(transport, controllerWait: target.timeoutDuration) { tool in
             let peripheral = try await tool.connect(to: target)
             try await tool.using(peripheral) {
                 let lines = try await tool.write(
@@ -298,7 +298,9 @@ struct SubscribeCommand: AsyncParsableCommand {
         let target = target
         let count = count
         let format = json ? .json : format
-        try await CommandRun.flow(transport, interruptedIsSuccess: true) { tool in
+        try await CommandRun.flow(
+            transport, interruptedIsSuccess: true, controllerWait: target.timeoutDuration
+        ) { tool in
             let peripheral = try await tool.connect(to: target)
             try await tool.using(peripheral) {
                 let c = try await tool.findCharacteristic(uuid, on: peripheral)

@@ -94,7 +94,7 @@ struct ControllerCommand: AsyncParsableCommand {
             }
         }
         // Before the line that says it listens: whoever waits for that line may signal at once.
-        StopSignal.install([SIGINT, SIGTERM])
+        StopSignal.install(Interrupt.signals)
         say(
             "listening on tcp-server:\(host):\(listener.port) (controller \(controller.address), world: \(world.summary))"
         )
@@ -119,8 +119,8 @@ struct ControllerCommand: AsyncParsableCommand {
                 for await _ in gone.stream {}
             }
         }
-        // Short steps keep a host's packets from waiting for the next scheduled radio event, until SIGINT or
-        // SIGTERM.
+        // Short steps keep a host's packets from waiting for the next scheduled radio event, until SIGINT,
+        // SIGTERM or SIGQUIT.
         while StopSignal.received == 0 {
             try await radio.run(for: .milliseconds(2), pacing: .realtime)
         }
@@ -129,7 +129,7 @@ struct ControllerCommand: AsyncParsableCommand {
         listener.close()
         writer?.close()
         withExtendedLifetime((world, link)) {}
-        say("stopped (\(signal == SIGINT ? "SIGINT" : "SIGTERM"))")
+        say("stopped (\(StopSignal.name(signal)))")
         // 128 + the signal's number, as a shell reports a tool the signal ended.
         Foundation.exit(128 + signal)
     }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import BLE
 import Foundation
+import Synchronization
 
 /// The frame every central command runs in: opens the transport, runs the command's flow on the async API while
 /// the session drives the world, and turns a failure into its one line and exit status.
@@ -10,23 +11,30 @@ enum CommandRun {
     /// while the session drives the world; what it throws becomes the command's one line and exit status.
     /// `interruptedIsSuccess`: a command that runs until interrupted ends with 0 on Ctrl-C once its flow called
     /// `CentralTool.markStarted()`; before that (nothing found yet, say) Ctrl-C gives 130, as for every command.
+    /// `controllerWait` bounds the wait for a controller on a `tcp-server:` transport (the command's `--timeout`).
+    /// SIGTERM and SIGQUIT (Ctrl-\) stop a command as Ctrl-C does, with 143 and 131 where Ctrl-C gives 130; a
+    /// stopped command closes the links it made politely (within half a second) before it exits.
     static func flow(
         _ transport: TransportOptions, limit: Duration? = nil, interruptedIsSuccess: Bool = false,
-        configuration: BluetoothSystem.Configuration = .init(),
+        controllerWait: Duration? = nil, configuration: BluetoothSystem.Configuration = .init(),
         _ flow: @escaping @Sendable (CentralTool) async throws -> Void
     ) async throws {
         Output.configure()
         transport.log.install()
         Interrupt.shared.install()
-        let session: Session
+        let opened: Session?
         do {
-            session = try await Session.open(transport, configuration: configuration)
+            opened = try await Session.openUnlessStopped(
+                transport, configuration: configuration, wait: controllerWait)
         } catch {
             throw error.report()
         }
+        guard let session = opened else { throw ExitCode(Interrupt.shared.status) }
         let tool = CentralTool(system: session.system)
         let outcome = Outcome()
+        let ended = Mutex(false)
         let work: @Sendable () async -> Void = {
+            defer { ended.withLock { $0 = true } }
             do {
                 try await flow(tool)
                 outcome.succeed()
@@ -49,7 +57,13 @@ enum CommandRun {
         let watch = session.world == nil ? failWhenGone(manager, outcome) : nil
         let result = try await session.run(until: outcome, limit: limit)
         watch?.cancel()
-        if result == nil { task.cancel() }
+        if result == nil {
+            // Out of time or stopped: the flow is cancelled, which ends its requests at once but leaves its links
+            // up; they close here, and the flow gets a moment to finish (a shell restores the terminal).
+            task.cancel()
+            tool.closeLinks()
+            await session.settle(within: .milliseconds(500)) { tool.linksClosed && ended.withLock { $0 } }
+        }
         // The names and last-seen times of what this run saw, for the next run and `ble devices`.
         session.system.flushStore()
         // Whoever reads the output went away: end quietly, as a pipeline expects.
@@ -60,7 +74,9 @@ enum CommandRun {
         case .failure(let error)?:
             throw await session.explained(error, controllerGone: { manager.state == .poweredOff }).report()
         case nil:
-            if Interrupt.shared.fired && !(interruptedIsSuccess && tool.hasStarted) { throw ExitCode(130) }
+            if Interrupt.shared.fired && !(interruptedIsSuccess && tool.hasStarted) {
+                throw ExitCode(Interrupt.shared.status)
+            }
         }
     }
 

@@ -118,6 +118,42 @@ final class Session: Sendable {
         }
     }
 
+    /// Opens as `open` does, but stops waiting when a stop signal comes (nil: the command ends with the signal's
+    /// status) and, on a `tcp-server:` transport, once `wait` has passed with no controller connected (`--timeout`
+    /// where the command has one): that transport waits for a controller that may never come. The opening goes on
+    /// being cancelled in the background; the process ends meanwhile.
+    static func openUnlessStopped(
+        _ options: TransportOptions, name: String = "ble",
+        configuration: BluetoothSystem.Configuration = .init(), wait: Duration? = nil
+    ) async throws(ToolError) -> Session? {
+        let spec = options.transport
+        let deadline = spec.hasPrefix("tcp-server:") ? wait.map { ContinuousClock.now + $0 } : nil
+        let opened = Mutex<Result<Session, ToolError>?>(nil)
+        let opening = Task {
+            let result: Result<Session, ToolError>
+            do throws(ToolError) {
+                result = .success(try await open(options, name: name, configuration: configuration))
+            } catch {
+                result = .failure(error)
+            }
+            opened.withLock { $0 = result }
+        }
+        while true {
+            if let result = opened.withLock({ $0 }) { return try result.get() }
+            if Interrupt.shared.fired {
+                opening.cancel()
+                return nil
+            }
+            if let deadline, let wait, ContinuousClock.now >= deadline {
+                opening.cancel()
+                throw ToolError(
+                    .transport,
+                    "\(options.transportSource) \(spec): no controller connected within \(CentralTool.seconds(wait))")
+            }
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+    }
+
     /// `BLE_PRIVACY`: unset or empty, a new private address every 15 minutes; `off`, the controller's own address;
     /// a number of seconds (at least 1), that period.
     static func privacy(_ setting: String?) throws(ToolError) -> PrivacyConfiguration? {
@@ -170,6 +206,26 @@ final class Session: Sendable {
     }
 }
 
+extension Session {
+    /// Runs the world (or, over a real controller, waits) until `done` holds or `limit` of the system's time
+    /// passes, whatever the stop signals: a command that was stopped lets its last steps (links closed politely,
+    /// a shell's terminal restored) happen.
+    func settle(within limit: Duration, until done: () -> Bool) async {
+        let start = system.now
+        while !done(), system.now - start < limit {
+            if let radio = world?.radio {
+                do {
+                    try await radio.run(for: .milliseconds(10), pacing: pacing)
+                } catch {
+                    return
+                }
+            } else {
+                try? await Task.sleep(for: .milliseconds(5))
+            }
+        }
+    }
+}
+
 /// The result a command's callbacks hand back to its run loop; the first result set wins.
 final class Outcome: Sendable {
     private let state = Mutex<Result<Void, ToolError>?>(nil)
@@ -184,21 +240,32 @@ final class Outcome: Sendable {
     }
 }
 
-/// SIGINT (Ctrl-C) as a flag the run loop polls, so commands stop cleanly.
+/// A request to stop (Ctrl-C's SIGINT, SIGTERM, Ctrl-\'s SIGQUIT, or the output closing) as a flag the run loops
+/// poll, so commands stop cleanly: links closed politely, the store flushed.
 final class Interrupt: Sendable {
     static let shared = Interrupt()
     private let flag = Mutex(false)
 
-    var fired: Bool { flag.withLock { $0 } || StopSignal.received == SIGINT }
+    /// The signals that stop a command that polls `fired`.
+    static let signals: [Int32] = [SIGINT, SIGTERM, SIGQUIT]
+
+    var fired: Bool { flag.withLock { $0 } || StopSignal.received != 0 }
+
+    /// The status a command stopped by `fired` exits with: 128 plus the signal's number, as a shell reports a
+    /// command the signal ended (130 for SIGINT, 143 for SIGTERM, 131 for SIGQUIT); 130 when no signal came.
+    var status: Int32 {
+        let signal = StopSignal.received
+        return signal == 0 ? 128 + SIGINT : 128 + signal
+    }
 
     /// Ends the command as Ctrl-C would (its output closed, say).
     func fire() {
         flag.withLock { $0 = true }
     }
 
-    /// Installs the handler (idempotent).
+    /// Installs the handlers (idempotent).
     func install() {
-        StopSignal.install([SIGINT])
+        StopSignal.install(Self.signals)
     }
 }
 
@@ -209,6 +276,16 @@ final class Interrupt: Sendable {
 enum StopSignal {
     /// The last stop signal's number, 0 before any.
     static var received: Int32 { stopSignalNumber.load(ordering: .relaxed) }
+
+    /// The signal's name, as `kill -l` gives it with its prefix.
+    static func name(_ number: Int32) -> String {
+        switch number {
+        case SIGINT: "SIGINT"
+        case SIGTERM: "SIGTERM"
+        case SIGQUIT: "SIGQUIT"
+        default: "signal \(number)"
+        }
+    }
 
     static func install(_ numbers: [Int32]) {
         for number in numbers {
