@@ -634,9 +634,68 @@ class ErrorTests(unittest.TestCase):
                     self.assertNotIn("[#", result.stderr)
 
     def test_send_to_a_characteristic_that_takes_no_writes_is_refused(self):
-        result = ble("send", "HRM-Demo", "2A38", "/dev/null")
-        self.assertNotEqual(result.returncode, 0)
+        with tempfile.NamedTemporaryFile() as f:
+            f.write(b"\x01")
+            f.flush()
+            result = ble("send", "HRM-Demo", "2A38", f.name)
+        self.assertEqual(result.returncode, EXIT_ATT_ERROR, result.stderr)
         self.assertIn("2A38", result.stderr)
+
+    def test_send_of_nothing_is_refused_before_connecting_as_write_refuses_it(self):
+        with tempfile.NamedTemporaryFile() as f:
+            sent = ble("send", "Camera", "CA3E0002-0000-1000-8000-00805F9B34FB", f.name)
+            written = ble("write", "Camera", "CA3E0002-0000-1000-8000-00805F9B34FB", "--file", f.name)
+        self.assertEqual((sent.returncode, sent.stdout, sent.stderr),
+                         (1, "", f"ble: FILE '{f.name}' is empty: nothing to send\n"))
+        self.assertEqual(written.returncode, 1)
+
+    def test_a_failed_write_of_several_values_says_which_were_written(self):
+        # DoorLock's command characteristic takes 00 and 01 and refuses anything else with an application error.
+        result = ble("write", "DoorLock", DOOR_COMMAND, "00", "02", "01")
+        self.assertEqual(result.returncode, EXIT_ATT_ERROR, result.stderr)
+        self.assertEqual(result.stderr.splitlines()[-1],
+                         f"ble: writing {DOOR_COMMAND}: the peer refused with Application Error (0x80), "
+                         "at value 2 of 3 (02); value 1 (00) was written before it")
+        first = ble("write", "DoorLock", DOOR_COMMAND, "07", "00")
+        self.assertTrue(first.stderr.rstrip().endswith("at value 1 of 2 (07); nothing was written before it"),
+                        first.stderr)
+
+    def test_a_send_that_fails_or_is_stopped_says_how_much_was_acknowledged(self):
+        with tempfile.NamedTemporaryFile() as f:
+            f.write(bytes(100))
+            f.flush()
+            # Write Requests longer than the camera's 18-byte buffer are refused: none of the first is taken.
+            refused = ble("send", "Camera", "CA3E0002-0000-1000-8000-00805F9B34FB", f.name, "--chunk", "50")
+            self.assertEqual(refused.returncode, EXIT_ATT_ERROR, refused.stderr)
+            self.assertRegex(refused.stderr, r"Invalid Attribute Value Length \(0x0D\) \(0 of 100 bytes acknowledged before\)\n$")
+            # In wall-clock time the camera takes 18 bytes every 36 ms: the stop comes part way.
+            env = dict(ENV)
+            env.pop("BLE_SIM_SPEED", None)
+            big = os.path.join(os.path.dirname(f.name), f"{os.path.basename(f.name)}.big")
+            with open(big, "wb") as out:
+                out.write(bytes(20000))
+            try:
+                process = subprocess.Popen([BLE, "send", "Camera", "CA3E0002-0000-1000-8000-00805F9B34FB", big,
+                                            "--chunk", "18", "--btsnoop", big + ".log"],
+                                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+                try:
+                    # The transfer is under way once the capture holds a Write Request's answer or two.
+                    deadline = time.monotonic() + 30
+                    while time.monotonic() < deadline and (not os.path.exists(big + ".log")
+                                                           or os.path.getsize(big + ".log") < 12000):
+                        time.sleep(0.05)
+                    process.send_signal(signal.SIGINT)
+                    out, err = process.communicate(timeout=10)
+                finally:
+                    if process.poll() is None:
+                        process.kill()
+                        process.wait(10)
+                self.assertEqual(process.returncode, 130, err)
+                self.assertRegex(err.decode(), r"^ble: interrupted: \d+ of 20000 bytes acknowledged\n$")
+            finally:
+                for path in (big, big + ".log"):
+                    if os.path.exists(path):
+                        os.remove(path)
 
     def test_connect_to_nothing_fails_as_read_does(self):
         self.assertOneLine(ble("connect", "NoSuchDevice", "--timeout", "2"), EXIT_NO_SUCH_DEVICE, "NoSuchDevice")
@@ -848,6 +907,63 @@ class BadInputTests(unittest.TestCase):
                 first = result.stderr.strip().splitlines()[0]
                 self.assertIn(option, first)
                 self.assertIn("Usage: ble " + args[0], result.stderr)
+
+
+class StatusTests(unittest.TestCase):
+    """One status and one line for each kind of failure, whichever command meets it (CommandLineTool.md)."""
+
+    def test_an_unknown_subcommand_is_a_usage_error_with_a_suggestion(self):
+        for args, line in ((["scna"], "ble: no command 'scna'; did you mean scan? ('ble --help' lists them)"),
+                           (["help", "nope"], "ble: no command 'nope' ('ble --help' lists them)")):
+            with self.subTest(args=args):
+                result = ble(*args)
+                self.assertEqual((result.returncode, result.stdout, result.stderr), (64, "", line + "\n"))
+
+    def test_a_bad_environment_variable_is_a_usage_error_naming_it(self):
+        for name, value in (("BLE_SIM_SPEED", "bogus"), ("BLE_PRIVACY", "bogus"), ("BLE_ROOM_IDLE_TIMEOUT", "-3")):
+            with self.subTest(variable=name):
+                result = subprocess.run([BLE, "devices"], capture_output=True, text=True, timeout=60,
+                                        env=dict(ENV, **{name: value}))
+                self.assertEqual(result.returncode, 64, result.stderr)
+                self.assertEqual(len(result.stderr.splitlines()), 1, result.stderr)
+                self.assertTrue(result.stderr.startswith(f"ble: {name}={value}: expected "), result.stderr)
+
+    def test_a_port_in_use_is_the_transports_failure_in_one_line(self):
+        with socket.socket() as taken:
+            taken.bind(("127.0.0.1", 0))
+            taken.listen()
+            port = taken.getsockname()[1]
+            result = ble("controller", f"tcp-server:127.0.0.1:{port}", timeout=30)
+        self.assertEqual(result.returncode, 2, result.stderr)
+        self.assertEqual(len(result.stderr.splitlines()), 1, result.stderr)
+        self.assertTrue(result.stderr.startswith(f"ble: tcp-server:127.0.0.1:{port}: "), result.stderr)
+
+    def test_a_corrupt_store_is_status_2_for_every_command(self):
+        state = tempfile.mkdtemp(prefix="ble-corrupt-")
+        try:
+            folder = os.path.join(state, "swift-ble")
+            os.makedirs(folder)
+            with open(os.path.join(folder, "ble.sqlite"), "wb") as file:
+                file.write(b"this is not a database" * 100)
+            env = dict(ENV, XDG_STATE_HOME=state)
+            for args in (["devices"], ["bonds"], ["read", "HRM-Demo", "2A19"]):
+                with self.subTest(args=args):
+                    result = subprocess.run([BLE, *args], capture_output=True, text=True, timeout=60, env=env)
+                    self.assertEqual(result.returncode, 2, result.stderr)
+                    self.assertEqual(len(result.stderr.splitlines()), 1, result.stderr)
+                    self.assertIn("ble.sqlite", result.stderr)
+        finally:
+            shutil.rmtree(state, True)
+
+    def test_the_transport_error_lists_the_tools_own_kinds(self):
+        result = ble("read", "X", "2A19", "--transport", "garbage")
+        self.assertEqual(result.returncode, 2)
+        self.assertIn("Use room (the default), virtual, tcp-client", result.stderr)
+
+    def test_serve_names_every_built_in_profile(self):
+        result = ble("serve", "nonexistent.json")
+        self.assertEqual(result.returncode, 64)
+        self.assertIn("printer, camera", result.stderr)
 
 
 class PairAndBondsTests(unittest.TestCase):
@@ -1291,9 +1407,10 @@ class BTSnoopTests(unittest.TestCase):
             result = ble("btsnoop", path)
             self.assertEqual((result.returncode, result.stdout), (1, ""))
             self.assertIn("not a btsnoop capture", result.stderr)
+            # A file that is not there is a usage error, as for every command given a file.
             missing = ble("btsnoop", os.path.join(folder, "missing.log"))
-            self.assertEqual(missing.returncode, 1)
-            self.assertIn("cannot read", missing.stderr)
+            self.assertEqual(missing.returncode, 64)
+            self.assertIn("is not a readable file", missing.stderr)
 
 
 class InterruptTests(unittest.TestCase):

@@ -22,7 +22,7 @@ import pyte
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BLE = os.path.join(ROOT, ".build", "debug", "ble")
-NOTIFY_LINE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z notify [0-9a-f]+  \d+ bpm")
+NOTIFY_LINE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z Heart Rate Measurement \(2A37\) notify [0-9a-f]+  \d+ bpm")
 EXIT_DISCONNECTED = 8
 EXIT_USAGE = 64
 

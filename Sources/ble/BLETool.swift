@@ -11,9 +11,40 @@ struct BLETool: AsyncParsableCommand {
     /// A reader that goes away (`ble scan | head -1`) is seen by the next write as EPIPE rather than as SIGPIPE,
     /// which would end the process at once: the command then ends as Ctrl-C ends it, links closed and captures
     /// flushed, and exits with 141 (`Output.write`).
+    ///
+    /// A `ToolError` that reaches the top is reported as every failure is: its one line and its kind's status (a
+    /// command that threw it before its run loop, say), never ArgumentParser's `Error:` and status 1. A word that
+    /// names no subcommand gets a suggestion, as the shell gives one.
     static func main() async {
         signal(SIGPIPE, SIG_IGN)
-        await main(nil)
+        let arguments = Array(CommandLine.arguments.dropFirst())
+        if let problem = unknownSubcommand(in: arguments) ?? EnvironmentCheck.problem() {
+            Output.error(problem)
+            Foundation.exit(ExitCode.validationFailure.rawValue)
+        }
+        do {
+            var command = try await asyncParseAsRoot(arguments)
+            if var asyncCommand = command as? any AsyncParsableCommand {
+                try await asyncCommand.run()
+            } else {
+                try command.run()
+            }
+        } catch let error as ToolError {
+            Foundation.exit(error.report().rawValue)
+        } catch {
+            exit(withError: error)
+        }
+    }
+
+    /// The message for a first word (or the word after `help`) that is no subcommand: `ble scna`, `ble help nope`.
+    static func unknownSubcommand(in arguments: [String]) -> String? {
+        let names = configuration.subcommands.map { $0.configuration.commandName ?? "" }
+        var words = arguments[...]
+        if words.first == "help" { words = words.dropFirst() }
+        guard let word = words.first, !word.hasPrefix("-"), !names.contains(word) else { return nil }
+        let near = TargetMatcher(text: word).nearMisses(among: Set(names))
+        let suggestion = near.first.map { "; did you mean \($0)?" } ?? ""
+        return "no command '\(word)'\(suggestion) ('ble --help' lists them)"
     }
 
     static let configuration = CommandConfiguration(

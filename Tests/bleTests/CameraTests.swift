@@ -28,7 +28,7 @@ import Testing
         let value = Mutex<Result<Measured, any Error>?>(nil)
     }
 
-    static func send(_ count: Int, _ way: Way) async throws -> Measured {
+    static func send(_ count: Int, _ way: Way, chunk: Int = 18) async throws -> Measured {
         let radio = SimulatedRadio(seed: 4)
         let cameraSystem = BluetoothSystem.simulated(on: radio, name: "Camera")
         let phone = BluetoothSystem.simulated(on: radio, name: "phone", position: RadioPosition(x: 2, y: 0))
@@ -53,12 +53,12 @@ import Testing
             let progress: AsyncThrowingStream<SendProgress, any Error>
             switch way {
             case .withResponse:
-                progress = camera.send(data, to: command, type: .withResponse, chunkSize: 18)
+                progress = camera.send(data, to: command, type: .withResponse, chunkSize: chunk)
             case .withoutResponseAtFullSpeed:
-                progress = camera.send(data, to: command, type: .withoutResponse, chunkSize: 18)
+                progress = camera.send(data, to: command, type: .withoutResponse, chunkSize: chunk)
             case .withoutResponseAsDocumented:
                 progress = camera.send(
-                    data, to: command, type: .withoutResponse, chunkSize: 18, interval: .milliseconds(40))
+                    data, to: command, type: .withoutResponse, chunkSize: chunk, interval: .milliseconds(40))
             }
             for try await _ in progress {}
             let took = radio.now - start
@@ -87,6 +87,19 @@ import Testing
     @Test func withoutResponseAtFullSpeedLosesData() async throws {
         let result = try await Self.send(4 * 1024, .withoutResponseAtFullSpeed)
         #expect(result.dropped > 0 && result.taken + result.dropped == 4 * 1024, "\(result)")
+    }
+
+    /// A Write Command longer than the whole buffer is not refused whole (its sender would never know): what fits
+    /// is taken, the rest dropped and counted, as the status characteristic's documentation says.
+    @Test func writeCommandsLargerThanTheBufferAreCountedInTakenAndDropped() async throws {
+        let result = try await Self.send(3000, .withoutResponseAsDocumented, chunk: 100)
+        #expect(result.taken + result.dropped == 3000 && result.dropped >= 3000 - 30 * 18, "\(result)")
+    }
+
+    /// A Write Request longer than the buffer could never be taken: refused, and nothing is counted.
+    @Test func writeRequestsLargerThanTheBufferAreRefused() async throws {
+        let error = await #expect(throws: BluetoothError.self) { try await Self.send(100, .withResponse, chunk: 100) }
+        #expect(error?.attErrorCode == .invalidAttributeValueLength)
     }
 
     @Test func withoutResponseAsDocumentedArrivesWhole() async throws {

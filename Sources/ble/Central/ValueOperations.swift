@@ -94,19 +94,49 @@ extension CentralTool {
                 throw ToolError(
                     .failure, "\(attribute.label) is a descriptor: it is written with response, not without")
             }
-            for value in writes { try await write(value, to: d, label: attribute.label, peripheral) }
+            for (index, value) in writes.enumerated() {
+                try await Self.saying(index, of: writes) {
+                    try await write(value, to: d, label: attribute.label, peripheral)
+                }
+            }
             return ["wrote \(total) byte\(total == 1 ? "" : "s") to \(attribute.label)"]
         case .characteristic(let c) where !withoutResponse:
             try require(.write, of: c, code: .writeNotPermitted, for: "writing \(c.uuid.uuidString)")
-            for value in writes {
-                try await run("writing \(c.uuid.uuidString)") {
-                    try await peripheral.writeValue(value, for: c, type: .withResponse, timeout: nil)
+            for (index, value) in writes.enumerated() {
+                try await Self.saying(index, of: writes) {
+                    try await run("writing \(c.uuid.uuidString)") {
+                        try await peripheral.writeValue(value, for: c, type: .withResponse, timeout: nil)
+                    }
                 }
             }
             return ["wrote \(total) byte\(total == 1 ? "" : "s") to \(c.uuid.labelled)"]
         case .characteristic(let c):
             return try await writeWithoutResponse(writes, to: c, chunk: chunk, peripheral)
         }
+    }
+
+    /// Runs the write of value `index` of several: when it fails, the error says which value failed and which
+    /// were written before it (the peer has applied those), so that nothing already done goes unsaid. One value
+    /// alone needs no such note.
+    static func saying(_ index: Int, of writes: [Data], _ write: () async throws -> Void) async throws {
+        do {
+            try await write()
+        } catch let error as ToolError where writes.count > 1 {
+            let done =
+                index == 0
+                ? "nothing was written before it"
+                : index == 1
+                    ? "value 1 (\(brief(writes[0]))) was written before it"
+                    : "values 1 to \(index) were written before it"
+            throw ToolError(
+                error.kind,
+                "\(error.message), at value \(index + 1) of \(writes.count) (\(brief(writes[index]))); \(done)")
+        }
+    }
+
+    /// A value's hex, cut after 16 bytes.
+    static func brief(_ value: Data) -> String {
+        value.count <= 16 ? value.hex : value.prefix(16).hex + "… (\(value.count) bytes)"
     }
 
     /// A descriptor write; the Client Characteristic Configuration goes through `setNotifyValue`, the one way the
@@ -177,13 +207,15 @@ extension CentralTool {
         }
         var sent = 0
         var waits = 0
-        for value in writes {
+        for (index, value) in writes.enumerated() {
             // An empty value is one empty Write Command.
             let piece = max(1, chunk ? size : value.count)
             var last: SendProgress?
-            try await run("writing \(c.uuid.uuidString)") {
-                for try await step in peripheral.send(value, to: c, type: .withoutResponse, chunkSize: piece) {
-                    last = step
+            try await Self.saying(index, of: writes) {
+                try await run("writing \(c.uuid.uuidString)") {
+                    for try await step in peripheral.send(value, to: c, type: .withoutResponse, chunkSize: piece) {
+                        last = step
+                    }
                 }
             }
             // The iteration ends quietly when the task is cancelled: only the last acknowledgement counts.

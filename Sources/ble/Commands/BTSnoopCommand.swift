@@ -31,6 +31,15 @@ struct BTSnoopCommand: ParsableCommand {
     @Flag(help: "One JSON object per line.")
     var json = false
 
+    /// A file that is not there is a usage error (64), as for every command that reads a file it is given; one
+    /// that is there but is not a capture fails reading it (1).
+    func validate() throws {
+        var isFolder: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: file, isDirectory: &isFolder), !isFolder.boolValue,
+            FileManager.default.isReadableFile(atPath: file)
+        else { throw ValidationError("FILE '\(file)' is not a readable file") }
+    }
+
     func run() throws {
         let reader: BTSnoopReader
         do {

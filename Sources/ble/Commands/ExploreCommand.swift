@@ -82,14 +82,14 @@ final class Explorer: @unchecked Sendable {
             try await peripheral.discoverDescriptors(for: characteristic, timeout: nil)
         }
         if characteristic.properties.contains(.read) {
-            let value = await read("reading \(characteristic.uuid.uuidString)") {
+            let value = try await read("reading \(characteristic.uuid.uuidString)") {
                 try await self.peripheral.readValue(for: characteristic, timeout: nil)
             }
             characteristicValues[ObjectIdentifier(characteristic)] = value
             try Self.continuing(value)
         }
         for descriptor in descriptors {
-            let value = await read("reading descriptor \(descriptor.uuid.uuidString)") {
+            let value = try await read("reading descriptor \(descriptor.uuid.uuidString)") {
                 try await self.peripheral.readValue(for: descriptor, timeout: nil)
             }
             descriptorValues[ObjectIdentifier(descriptor)] = value
@@ -97,11 +97,15 @@ final class Explorer: @unchecked Sendable {
         }
     }
 
-    private func read(_ what: String, _ request: () async throws -> Data) async -> Result<Data, ToolError> {
+    /// A read's value or why the peer refused it; a cancelled read (Ctrl-C) ends the walk instead of becoming an
+    /// error line in the tree.
+    private func read(_ what: String, _ request: () async throws -> Data) async throws -> Result<Data, ToolError> {
         do {
             return .success(try await request())
         } catch let error as ToolError {
             return .failure(error)
+        } catch is CancellationError {
+            throw CancellationError()
         } catch {
             return .failure(ToolError(error, doing: what))
         }

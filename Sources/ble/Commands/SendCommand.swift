@@ -69,6 +69,10 @@ struct SendCommand: AsyncParsableCommand {
         } catch {
             throw ToolError(.failure, "FILE '\(file)' cannot be read: \(error.localizedDescription)")
         }
+        // As `write --file` of an empty file: nothing to send is refused before connecting.
+        guard !data.isEmpty else {
+            throw ToolError(.failure, "\(file == "-" ? "standard input" : "FILE '\(file)'") is empty: nothing to send")
+        }
         let target = target
         let type: CharacteristicWriteType = withoutResponse ? .withoutResponse : .withResponse
         let chunk = chunk
@@ -87,15 +91,35 @@ struct SendCommand: AsyncParsableCommand {
                 }
                 let start = tool.system.now
                 var last: SendProgress?
-                try await tool.run("sending to \(c.uuid.uuidString)") {
-                    for try await step in peripheral.send(data, to: c, type: type, chunkSize: chunk, interval: pause) {
-                        last = step
-                        if showBar { Self.drawBar(step, elapsed: tool.system.now - start) }
+                // What the device acknowledged is said whatever ends the transfer: a refusal, a lost link, Ctrl-C.
+                func acknowledged() -> String {
+                    let bytes = last?.bytesAcknowledged ?? 0
+                    return "\(bytes) of \(data.count) bytes acknowledged"
+                }
+                do {
+                    try await tool.run("sending to \(c.uuid.uuidString)") {
+                        for try await step in peripheral.send(
+                            data, to: c, type: type, chunkSize: chunk, interval: pause)
+                        {
+                            last = step
+                            if showBar { Self.drawBar(step, elapsed: tool.system.now - start) }
+                        }
                     }
+                } catch let error as ToolError {
+                    if showBar { FileHandle.standardError.write(Data("\r\u{1B}[2K".utf8)) }
+                    throw ToolError(error.kind, "\(error.message) (\(acknowledged()) before)")
+                } catch {
+                    if showBar { FileHandle.standardError.write(Data("\r\u{1B}[2K".utf8)) }
+                    Output.error("interrupted: \(acknowledged())")
+                    throw error
                 }
                 // Wipe the bar: what stays is the summary.
                 if showBar { FileHandle.standardError.write(Data("\r\u{1B}[2K".utf8)) }
-                guard let last, last.bytesAcknowledged == last.totalBytes else { throw CancellationError() }
+                guard let last, last.bytesAcknowledged == last.totalBytes else {
+                    // The iteration ends quietly when the task is cancelled (out of time or stopped).
+                    Output.error("interrupted: \(acknowledged())")
+                    throw CancellationError()
+                }
                 let elapsed = tool.system.now - start
                 Output.line(
                     "sent \(data.count) byte\(data.count == 1 ? "" : "s") to \(c.uuid.labelled) in \(Self.format(elapsed)) (\(Self.rate(data.count, elapsed)))"

@@ -326,8 +326,12 @@ struct SubscribeCommand: AsyncParsableCommand {
     }
 
     /// One value's line: "TIME notify HEX  MEANING", or its JSON object.
-    static func line(_ reading: ValueReading, kind: ValueUpdate.Kind, at time: String, format: ValueFormat) -> String {
-        let kindName = kind == .notification ? "notify" : "indicate"
+    /// One value's line. `naming`: the text names the characteristic after the time (the shell, where several
+    /// subscriptions print between commands; JSON always names it).
+    static func line(
+        _ reading: ValueReading, kind: ValueUpdate.Kind, at time: String, format: ValueFormat, naming: Bool = false
+    ) -> String {
+        var kindName = kind == .notification ? "notify" : "indicate"
         guard format != .json else {
             return JSON.object([
                 ("time", .string(time)),
@@ -337,6 +341,7 @@ struct SubscribeCommand: AsyncParsableCommand {
                 ("decoded", reading.decoded?.json ?? .null),
             ]).text
         }
+        if naming { kindName = "\(reading.type.labelled) \(kindName)" }
         switch reading.rendered(format) {
         case .success(let text): return "\(time) \(kindName) \(text)"
         case .failure(let error): return "\(time) \(kindName) \(reading.value.hex)  (\(error.message))"

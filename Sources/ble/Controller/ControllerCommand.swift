@@ -72,14 +72,15 @@ struct ControllerCommand: AsyncParsableCommand {
             listener = try await TCPServerTransport.bind(
                 host: host, port: Int(port), whenBusy: .failCommands(.controllerBusy))
         } catch {
-            throw ValidationError("\(error)")
+            // The spec is right but its port cannot be had (in use, say): the transport's failure, not a usage error.
+            throw ToolError(.transport, "\(transport): \(error)")
         }
         // The controller's HCI, seen from the host's side (recorded as the host would record it).
         let writer: BTSnoopWriter?
         do {
             writer = try btsnoop.map { try BTSnoopWriter(path: $0) }
         } catch {
-            throw ValidationError("--btsnoop \(btsnoop ?? ""): \(error)")
+            throw ToolError(.transport, "--btsnoop \(btsnoop ?? ""): \(error)")
         }
         let link: any HCITransport =
             writer.map { RecordingTransport(wrapping: controller.hostTransport, writer: $0) }

@@ -5,7 +5,8 @@ import BLE
 final class ControllerWorld: Sendable {
     let world: World
     let controller: VirtualController
-    let summary = "HRM-Demo, Thermometer, DoorLock, Printer, iBeacon, Eddystone, Environment Hub"
+    /// The devices around it, from the room's own list (so none is left out of the banner).
+    let summary = WorldDevices.all.map(\.profile.deviceName).joined(separator: ", ")
 
     init(seed: UInt64, address: BluetoothAddress) {
         world = World(seed: seed)

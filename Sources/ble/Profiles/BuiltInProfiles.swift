@@ -4,7 +4,7 @@ import Foundation
 
 /// The profiles `ble serve` offers by name, and the building blocks the world's devices share.
 enum BuiltInProfiles {
-    static let names = ["heart-rate", "battery", "thermometer", "door-lock", "secure-lock", "printer"]
+    static let names = ["heart-rate", "battery", "thermometer", "door-lock", "secure-lock", "printer", "camera"]
 
     static func named(_ name: String) -> Profile? {
         switch name {

@@ -7,7 +7,9 @@ import Foundation
 ///
 /// - A Write Request is answered only once the buffer has taken the whole value, so writes with response go at
 ///   the rate the camera allows.
-/// - A Write Command's bytes that do not fit are dropped (and counted), as a device with no flow control does.
+/// - A Write Command's bytes that do not fit are dropped (and counted), as a device with no flow control does,
+///   however long the command; a Write Request longer than the whole buffer is refused (Invalid Attribute Value
+///   Length), since it could never be taken.
 /// - Status (read, notify): bytes taken and bytes dropped, each a little-endian UInt32.
 enum CameraProfile {
     static let service = BluetoothUUID(string: "CA3E0001-0000-1000-8000-00805F9B34FB")!
@@ -57,7 +59,8 @@ final class CameraBehaviour: ProfileBehaviour, @unchecked Sendable {
         _ uuid: BluetoothUUID, value: Data, command: Bool, answer: @escaping (ATTErrorCode) -> Void
     ) {
         guard uuid == CameraProfile.command else { return answer(.writeNotPermitted) }
-        guard value.count <= CameraProfile.bufferSize else { return answer(.invalidAttributeValueLength) }
+        // A Write Command is never refused (its sender hears nothing): what does not fit, however long it is, is
+        // dropped and counted. A Write Request longer than the whole buffer could never be taken: refused.
         if command {
             let fits = min(value.count, CameraProfile.bufferSize - buffered)
             take(fits)
@@ -65,6 +68,7 @@ final class CameraBehaviour: ProfileBehaviour, @unchecked Sendable {
             publish()
             return answer(.success)
         }
+        guard value.count <= CameraProfile.bufferSize else { return answer(.invalidAttributeValueLength) }
         waiting.append((value, answer))
         serveWaiting()
     }

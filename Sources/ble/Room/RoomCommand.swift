@@ -208,11 +208,25 @@ struct RoomStartCommand: AsyncParsableCommand {
         let listening = (status["listening"] as? [String])?.joined(separator: ", ") ?? "unix:\(paths.socket)"
         print(
             started ? "room started (pid \(pid)) on \(listening)" : "room already running (pid \(pid)) on \(listening)")
-        if !started, !room.h4.isEmpty {
+        // A running room keeps the listeners it started with: --h4 ones it lacks need a restart.
+        let held = (status["listening"] as? [String]) ?? []
+        let missing = room.h4.filter { asked in !held.contains { Self.listener($0, serves: asked) } }
+        if !started, !missing.isEmpty {
+            let has = held.filter { !$0.hasPrefix("unix:") }
+            let now = has.isEmpty ? "with no --h4 listener" : "with --h4 \(has.joined(separator: ", "))"
             throw ToolError(
-                .transport, "the running room was started without --h4: stop it first (ble room stop)"
+                .transport,
+                "the running room was started \(now), not \(missing.joined(separator: ", ")): stop it first (ble room stop), then start it with the --h4 options you want"
             ).report()
         }
+    }
+
+    /// Whether a listener the room has (`tcp-server:127.0.0.1:34321`) is the one `asked` names; port 0 (any
+    /// port) matches any port on the same host.
+    static func listener(_ held: String, serves asked: String) -> Bool {
+        if held == asked { return true }
+        guard asked.hasSuffix(":0"), asked.hasPrefix("tcp-server:") else { return false }
+        return held.hasPrefix(String(asked.dropLast(1)))
     }
 }
 

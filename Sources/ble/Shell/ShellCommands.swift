@@ -364,7 +364,8 @@ struct ShellSubscribe: ShellCommandLine {
                 for try await update in updates {
                     let reading = ValueReading(update.value, type: c.uuid, presentation: presentation)
                     terminal.print(
-                        SubscribeCommand.line(reading, kind: update.kind, at: Timestamp.now(), format: format))
+                        SubscribeCommand.line(
+                            reading, kind: update.kind, at: Timestamp.now(), format: format, naming: true))
                 }
             } catch {
                 // A link that went down says so itself; anything else ends this subscription alone.

@@ -28,6 +28,8 @@ struct ToolError: Error, CustomStringConvertible {
         case pairingFailed = 9
         /// `bonds remove`: no bond with that identifier or address.
         case noSuchBond = 10
+        /// Bad arguments or environment, found before anything was done (ArgumentParser's usage errors have it too).
+        case usage = 64
     }
 
     let kind: Kind

@@ -113,7 +113,9 @@ final class Session: Sendable {
                 let source = options.btsnoop != nil ? "--btsnoop" : "BLE_BTSNOOP"
                 throw ToolError(.transport, "\(source): \(message)")
             }
-            let named = message.contains(spec) || message.contains("'") ? message : "\(spec): \(message)"
+            var named = message.contains(spec) || message.contains("'") ? message : "\(spec): \(message)"
+            // The library lists its own kinds; the tool has two more of its own, the default first.
+            named = named.replacingOccurrences(of: "Use virtual, ", with: "Use room (the default), virtual, ")
             throw ToolError(.transport, "\(options.transportSource): \(named)")
         }
     }
@@ -161,7 +163,7 @@ final class Session: Sendable {
         if setting == "off" { return nil }
         guard let seconds = Double(setting), seconds.isFinite, seconds >= 1, seconds <= 86_400 else {
             throw ToolError(
-                .failure,
+                .usage,
                 "BLE_PRIVACY=\(setting): expected 'off' or the seconds between private addresses (1 to 86400)")
         }
         return PrivacyConfiguration(rotationPeriod: .milliseconds(Int64(seconds * 1000)))
