@@ -441,9 +441,16 @@ class ValueTests(unittest.TestCase):
         self.assertEqual(result.returncode, 0, result.stderr)
         self.assertIn("wrote 2 bytes to Client Characteristic Configuration (2902) of Heart Rate Measurement (2A37)",
                       result.stdout)
+        # Properties that do not allow it: refused before sending, as a read or a write is, with status 5.
         refused = ble("write", "HRM-Demo", "2A37", "--descriptor", "2902", "0200")
-        self.assertEqual(refused.returncode, EXIT_NO_SUCH_CHARACTERISTIC)
+        self.assertEqual(refused.returncode, EXIT_ATT_ERROR)
         self.assertIn("does not indicate", refused.stderr)
+        for args in (["subscribe", "HRM-Demo", "2A38"], ["connect", "HRM-Demo", "--subscribe", "2A38"]):
+            with self.subTest(args=args):
+                result = ble(*args)
+                self.assertEqual(result.returncode, EXIT_ATT_ERROR, result.stderr)
+                self.assertTrue(result.stderr.rstrip().endswith(
+                    "so it was not sent: Request Not Supported (0x06)"), result.stderr)
         # A descriptor the peer does not let anyone write: its ATT error.
         result = ble("write", "HRM-Demo", "2A19", "--descriptor", "2901", "--text", "mine")
         self.assertEqual(result.returncode, EXIT_ATT_ERROR)

@@ -443,6 +443,26 @@ class PairingRoomTests(unittest.TestCase):
         self.assertIn("method: Passkey Entry", out.decode().splitlines())
         self.assertIn("security: Secure Connections, authenticated, key size 16", out.decode().splitlines())
 
+    def test_a_read_that_needs_more_security_than_pairing_by_itself_gives_says_what_to_try(self):
+        # The lock wants protection against a man in the middle; a read pairs by itself as iOS does, by Just Works,
+        # which cannot give it: a pairing failure (9) that names the command to pair with, which then works.
+        room = Room(self)
+        serve = self.serve_lock(room, "--io-capability", "display", "--mitm")
+        read = room.ble("read", "SecureLock", LOCK_STATE)
+        self.assertEqual(read.returncode, 9, read.stdout + read.stderr)
+        self.assertEqual(len(read.stderr.splitlines()), 1, read.stderr)
+        self.assertIn("Insufficient Authentication (0x05)", read.stderr)
+        self.assertIn("`ble pair SecureLock --io-capability keyboard`", read.stderr)
+        pair = room.start("pair", "SecureLock", "--io-capability", "keyboard", "--mitm", "--passkey", "-",
+                          stdin=subprocess.PIPE)
+        digits = read_line(serve, "* passkey: ", 30)[-1].split("* passkey: ")[1].split()[0]
+        pair.stdin.write(digits.encode() + b"\n")
+        pair.stdin.flush()
+        out, err = pair.communicate(timeout=COMMAND)
+        self.assertEqual(pair.returncode, 0, out.decode() + err.decode())
+        again = room.ble("read", "SecureLock", LOCK_STATE)
+        self.assertEqual((again.returncode, again.stdout.split()[:1]), (0, ["01"]), again.stderr)
+
     def test_numeric_comparison_answered_by_yes_and_by_no(self):
         room = Room(self)
         serve = self.serve_lock(room, "--io-capability", "display-yes-no", "--mitm")

@@ -59,13 +59,15 @@ struct BLETool: AsyncParsableCommand {
             BLE_SIM_SPEED=fast runs it as fast as possible (tests, scripts).
 
             Environment: BLE_TRANSPORT (the default --transport), BLE_SIM_SPEED=fast, BLE_ROOM_IDLE_TIMEOUT, \
+            BLE_PRIVACY (off, or seconds between private addresses), BLE_LOG_LEVEL, \
             XDG_RUNTIME_DIR (where the room's sockets are), XDG_STATE_HOME (where the tool's stores are).
 
-            Exit status: 0 success; 1 other failure; 2 transport unavailable or not powered on; 3 no such device \
-            (nothing matched TARGET within --timeout); 4 not connectable or the connection failed; 5 the peer \
-            refused with an ATT error; 6 timeout; 7 no such characteristic, or it does not allow the operation; \
-            8 the link dropped; 9 pairing failed or was refused; 10 no such bond; 64 bad arguments; 130 \
-            interrupted. Failures print one line to stderr.
+            Exit status: 0 success; 1 other failure; 2 transport or store unavailable, or not powered on; 3 no \
+            such device (nothing matched TARGET within --timeout); 4 not connectable or the connection failed; 5 \
+            the peer refused with an ATT error, or the characteristic's properties do not allow the operation; 6 \
+            timeout; 7 no such characteristic or descriptor; 8 the link dropped; 9 pairing failed or was refused; \
+            10 no such bond; 64 bad arguments or environment; 130, 143, 131 stopped by SIGINT (Ctrl-C), SIGTERM, \
+            SIGQUIT (Ctrl-\\); 141 the output was closed. Failures print one line to stderr.
             """,
         version: BLETool.version,
         subcommands: [

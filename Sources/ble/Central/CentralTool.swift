@@ -18,6 +18,8 @@ struct CentralTool: Sendable {
         let started = Mutex(false)
         /// Every peripheral this run connected or began connecting to, for `closeLinks`.
         let links = Mutex<[Peripheral]>([])
+        /// The TARGET text of the last connection, for the advice in errors.
+        let target = Mutex<String?>(nil)
     }
 
     var hasStarted: Bool { shared.started.withLock { $0 } }
@@ -126,6 +128,7 @@ struct CentralTool: Sendable {
     /// As `connect(to:)`, for a TARGET string and a scan limit.
     func connect(toTarget text: String, within limit: Duration) async throws -> Peripheral {
         try await ready()
+        shared.target.withLock { $0 = text }
         let matcher = TargetMatcher(text: text)
         let (best, seen) = try await bestDiscovery(of: matcher, within: limit)
         guard let found = best else {
@@ -225,6 +228,14 @@ struct CentralTool: Sendable {
         )
     }
 
+    /// Refuses, before asking, a subscription to a characteristic that neither notifies nor indicates: as iOS
+    /// does, with Request Not Supported (0x06), and the same status as every other operation its properties do not
+    /// allow.
+    func requireSubscribable(_ c: Characteristic, for what: String) throws {
+        guard !c.properties.contains(.notify), !c.properties.contains(.indicate) else { return }
+        try require(.notify, of: c, code: .requestNotSupported, for: what)
+    }
+
     /// Runs one request of the API, turning its error into the tool's (`what` names the request).
     func run<T: Sendable>(_ what: String, _ request: () async throws -> T) async throws -> T {
         do {
@@ -234,8 +245,29 @@ struct CentralTool: Sendable {
         } catch is CancellationError {
             throw CancellationError()
         } catch {
-            throw ToolError(error, doing: what)
+            throw securityAdvice(ToolError(error, doing: what), error)
         }
+    }
+
+    /// A refusal for want of security, after the system tried to secure the link on its own as iOS does (it
+    /// encrypts with the bond's key, or pairs, and asks again): the pairing it could make (Just Works unless the
+    /// command was given an IO capability) cannot give what the peer asks, typically protection against a man in
+    /// the middle. Said as the pairing failure it is (status 9), with what to try.
+    func securityAdvice(_ error: ToolError, _ underlying: any Error) -> ToolError {
+        guard let code = (underlying as? BluetoothError)?.attErrorCode,
+            [.insufficientAuthentication, .insufficientEncryption, .insufficientEncryptionKeySize].contains(code)
+        else { return error }
+        let target = shared.target.withLock { $0 }.map { Self.shellWord($0) } ?? "TARGET"
+        return ToolError(
+            .pairingFailed,
+            "\(error.message): the link's security is not what the peer asks, and the pairing tried on the way (as iOS pairs, by itself) could not give it; pair first in a way that confirms the peer, e.g. `ble pair \(target) --io-capability keyboard` (or display, or yesno), then try again"
+        )
+    }
+
+    /// A word as a shell needs it: quoted when it has spaces or quotes.
+    static func shellWord(_ text: String) -> String {
+        guard text.contains(where: { $0 == " " || $0 == "'" || $0 == "\"" || $0 == "$" }) else { return text }
+        return "'" + text.replacingOccurrences(of: "'", with: "'\\''") + "'"
     }
 
     static func describe(_ peripheral: Peripheral) -> String {

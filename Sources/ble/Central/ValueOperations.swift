@@ -182,8 +182,8 @@ extension CentralTool {
         case 0x0001, 0x0002:
             let has = c.properties.names.joined(separator: ", ")
             throw ToolError(
-                .noSuchCharacteristic,
-                "\(c.uuid.labelled) does not \(value.hex == "0100" ? "notify" : "indicate") (its properties: \(has.isEmpty ? "none" : has))"
+                .attError,
+                "\(c.uuid.labelled) does not \(value.hex == "0100" ? "notify" : "indicate") (its properties: \(has.isEmpty ? "none" : has)), so it was not sent: \(ToolError.describe(.requestNotSupported))"
             )
         default:
             throw ToolError(.failure, "\(value.hex) is not a configuration the API writes: give \(hint)")

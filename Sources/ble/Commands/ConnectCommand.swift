@@ -197,9 +197,7 @@ struct ConnectCommand: AsyncParsableCommand {
     {
         for peripheral in peripherals {
             let c = try await tool.findCharacteristic(uuid, on: peripheral)
-            guard c.properties.contains(.notify) || c.properties.contains(.indicate) else {
-                throw ToolError(.noSuchCharacteristic, "\(c.uuid.labelled) neither notifies nor indicates")
-            }
+            try tool.requireSubscribable(c, for: "subscribing to \(c.uuid.uuidString)")
         }
     }
 

@@ -304,9 +304,7 @@ struct SubscribeCommand: AsyncParsableCommand {
             let peripheral = try await tool.connect(to: target)
             try await tool.using(peripheral) {
                 let c = try await tool.findCharacteristic(uuid, on: peripheral)
-                guard c.properties.contains(.notify) || c.properties.contains(.indicate) else {
-                    throw ToolError(.noSuchCharacteristic, "\(c.uuid.labelled) neither notifies nor indicates")
-                }
+                try tool.requireSubscribable(c, for: "subscribing to \(c.uuid.uuidString)")
                 let presentation = format == .hex ? nil : try await tool.presentationFormat(of: c, on: peripheral)
                 var received = 0
                 tool.markStarted()

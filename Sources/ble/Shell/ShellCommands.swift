@@ -348,9 +348,7 @@ struct ShellSubscribe: ShellCommandLine {
             throw ToolError(.failure, "already subscribed to \(uuid.labelled)")
         }
         let c = try await tool.findCharacteristic(uuid, on: peripheral)
-        guard c.properties.contains(.notify) || c.properties.contains(.indicate) else {
-            throw ToolError(.noSuchCharacteristic, "\(c.uuid.labelled) neither notifies nor indicates")
-        }
+        try tool.requireSubscribable(c, for: "subscribing to \(c.uuid.uuidString)")
         let format = json ? .json : format
         let presentation = format == .hex ? nil : try await tool.presentationFormat(of: c, on: peripheral)
         // Confirmed first, so a refusal is this command's error; the stream then finds it subscribed.
