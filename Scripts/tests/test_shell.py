@@ -288,6 +288,26 @@ class InteractiveShellTests(StateFolder, unittest.TestCase):
         again.type("\x1b[A")
         again.wait_for(lambda t: t.cursor_line() == "ble> wait 60", "the history of the last session")
 
+    def test_two_shells_at_once_both_keep_their_history_and_ctrl_r_finds_it(self):
+        first, second = self.start(), self.start()
+        first.type("help mtu\r")
+        first.wait_for(lambda t: t.shows("USAGE: mtu"), "the first shell's help")
+        second.type("help rssi\r")
+        second.wait_for(lambda t: t.shows("USAGE: rssi"), "the second shell's help")
+        # The first leaves first; the second, leaving after, used to write its own history over the first's.
+        first.type("\x04")
+        self.assertEqual(first.process.wait(20), 0)
+        second.type("\x04")
+        self.assertEqual(second.process.wait(20), 0)
+        with open(os.path.join(self.state, "swift-ble", "shell_history")) as history:
+            self.assertEqual(history.read().splitlines(), ["help mtu", "help rssi"])
+        # Ctrl-R finds an older entry by what it holds; Enter runs it.
+        again = self.start()
+        again.type("\x12mt")
+        again.wait_for(lambda t: t.cursor_line() == "(reverse-i-search)'mt': help mtu", "the entry found")
+        again.type("\r")
+        again.wait_for(lambda t: t.shows("USAGE: mtu"), "the found command run")
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)

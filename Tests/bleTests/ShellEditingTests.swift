@@ -29,7 +29,8 @@ import Testing
         // Emacs controls.
         ("\u{02}", .left), ("\u{06}", .right), ("\u{10}", .up), ("\u{0E}", .down), ("\u{0B}", .killToEnd),
         ("\u{15}", .killToStart), ("\u{17}", .deleteWordBefore), ("\u{14}", .transpose), ("\u{0C}", .clearScreen),
-        ("\u{03}", .interrupt), ("\u{04}", .endOfInput), ("\t", .tab),
+        ("\u{03}", .interrupt), ("\u{04}", .endOfInput), ("\t", .tab), ("\u{12}", .reverseSearch),
+        ("\u{07}", .abort),
         // Return (CR in raw mode) or LF; DEL or BS.
         ("\r", .enter), ("\n", .enter), ("\u{7F}", .backspace), ("\u{08}", .backspace),
         // Text: ASCII, and UTF-8 of two, three and four bytes.
@@ -187,6 +188,35 @@ import Testing
     }
 
     // MARK: History
+
+    /// Ctrl-R as in bash: each character refines the search, the newest entry holding it is shown with the
+    /// cursor at the match, Ctrl-R again looks further back, a query nothing holds is marked failing, Ctrl-G
+    /// gives back the line as it was, and Enter runs what was found.
+    @Test func ctrlRSearchesTheHistoryBackwards() {
+        var editor = LineEditing(history: ["read 2A19", "connect Lamp", "read 2A37", "scan"])
+        editor.type("wr")
+        func press(_ key: Key) -> String {
+            _ = editor.handle(key, completer: Self.noCandidates)
+            return "\(editor.searchPrompt ?? "> ")\(editor.picture)"
+        }
+        #expect(press(.reverseSearch) == "(reverse-i-search)'': wr|")
+        #expect(press(.character("r")) == "(reverse-i-search)'r': |read 2A37")
+        #expect(press(.character("e")) == "(reverse-i-search)'re': |read 2A37")
+        #expect(press(.reverseSearch) == "(reverse-i-search)'re': |read 2A19")
+        #expect(press(.reverseSearch) == "(failing reverse-i-search)'re': |read 2A19")
+        #expect(press(.backspace) == "(reverse-i-search)'r': |read 2A37")
+        #expect(press(.character("L")) == "(failing reverse-i-search)'rL': |read 2A37")
+        #expect(press(.abort) == "> wr|")
+        _ = press(.reverseSearch)
+        _ = press(.character("L"))
+        #expect(editor.picture == "connect |Lamp")
+        #expect(editor.handle(.enter, completer: Self.noCandidates) == .submit("connect Lamp"))
+        #expect(editor.searchPrompt == nil)
+        // Another key ends the search with the match on the line, then does what it does.
+        _ = press(.reverseSearch)
+        _ = press(.character("s"))
+        #expect(press(.end) == "> scan|")
+    }
 
     @Test func upAndDownWalkTheHistoryAndGiveBackTheLineBeingTyped() {
         var editor = LineEditing(history: ["scan", "connect Lamp"])

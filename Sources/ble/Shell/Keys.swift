@@ -23,6 +23,10 @@ enum Key: Sendable, Equatable {
     case clearScreen
     /// Ctrl-T.
     case transpose
+    /// Ctrl-R: search the history backwards for what is typed next.
+    case reverseSearch
+    /// Ctrl-G: leave a history search, giving back the line as it was.
+    case abort
     /// A sequence or control the editor does not use; it is ignored.
     case ignored
 }
@@ -74,6 +78,8 @@ struct KeyDecoder: Sendable {
         case 0x17: return (.deleteWordBefore, 1)
         case 0x0C: return (.clearScreen, 1)
         case 0x14: return (.transpose, 1)
+        case 0x12: return (.reverseSearch, 1)
+        case 0x07: return (.abort, 1)
         case 0x1B: return escape(bytes)
         case 0x00..<0x20: return (.ignored, 1)
         case 0x80...:

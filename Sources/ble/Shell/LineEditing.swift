@@ -8,12 +8,33 @@ struct LineEditing: Sendable {
     private(set) var cursor = 0
     /// Lines entered before, oldest first.
     private(set) var history: [String]
+    /// The lines this session added to the history, in order (what it appends to the history file).
+    private(set) var added: [String] = []
     /// Which history entry is shown while moving through it (history.count: the line being typed).
     private var historyIndex: Int
     /// The line being typed when the user went up into the history, given back when they come down again.
     private var draft: [Character] = []
     /// Set by a Tab that found several candidates and could not extend the word: a second Tab lists them.
     private var listOnNextTab = false
+    /// A history search under way (Ctrl-R), as bash's reverse-i-search.
+    private var search: Search?
+
+    struct Search: Sendable {
+        /// What is typed: the text looked for.
+        var query: [Character] = []
+        /// The history entry that matches now (nil: none yet, or none matches).
+        var match: Int?
+        /// Whether the last attempt found nothing.
+        var failing = false
+        /// The line before the search, given back by Ctrl-G.
+        var original: [Character]
+        var originalCursor: Int
+    }
+
+    /// What the terminal shows in place of the prompt while a history search is under way, nil otherwise.
+    var searchPrompt: String? {
+        search.map { "(\($0.failing ? "failing " : "")reverse-i-search)'\(String($0.query))': " }
+    }
 
     static let historyLimit = 1000
 
@@ -49,6 +70,7 @@ struct LineEditing: Sendable {
 
     mutating func handle(_ key: Key, completer: Completer) -> Outcome {
         if key != .tab { listOnNextTab = false }
+        if search != nil, let outcome = searching(key) { return outcome }
         switch key {
         case .character(let c):
             line.insert(c, at: cursor)
@@ -110,6 +132,11 @@ struct LineEditing: Sendable {
             line.removeSubrange(start..<cursor)
             cursor = start
             return .redraw
+        case .reverseSearch:
+            search = Search(original: line, originalCursor: cursor)
+            return .redraw
+        case .abort:
+            return .bell
         case .transpose:
             guard line.count >= 2, cursor > 0 else { return .nothing }
             let at = cursor == line.count ? cursor - 1 : cursor
@@ -137,7 +164,65 @@ struct LineEditing: Sendable {
     private mutating func remember(_ submitted: String) {
         guard !submitted.allSatisfy(\.isWhitespace), history.last != submitted else { return }
         history.append(submitted)
+        added.append(submitted)
         if history.count > Self.historyLimit { history.removeFirst(history.count - Self.historyLimit) }
+    }
+
+    /// A key during a history search: typing refines it, Ctrl-R looks further back, Backspace shortens it,
+    /// Ctrl-G gives back the line as it was; any other key ends the search with the match on the line and then
+    /// does what it does (Enter runs it). Nil: the key is handled as usual.
+    private mutating func searching(_ key: Key) -> Outcome? {
+        guard var current = search else { return nil }
+        switch key {
+        case .character(let c):
+            current.query.append(c)
+            search = current
+            return find(from: current.match ?? history.count - 1)
+        case .reverseSearch:
+            guard let match = current.match else { return find(from: history.count - 1) }
+            return find(from: match - 1)
+        case .backspace:
+            guard !current.query.isEmpty else { return .nothing }
+            current.query.removeLast()
+            search = current
+            return find(from: history.count - 1)
+        case .abort:
+            line = current.original
+            cursor = current.originalCursor
+            search = nil
+            return .redraw
+        default:
+            search = nil
+            historyIndex = history.count
+            return key == .ignored ? .redraw : nil
+        }
+    }
+
+    /// The newest history entry at or before `index` that holds the query; the line shows it with the cursor at
+    /// the match. None: the line stays and the search is marked as failing.
+    private mutating func find(from index: Int) -> Outcome {
+        guard var current = search else { return .nothing }
+        let query = String(current.query)
+        var at = min(index, history.count - 1)
+        while at >= 0 {
+            if query.isEmpty || history[at].contains(query) {
+                let entry = Array(history[at])
+                line = entry
+                if !query.isEmpty, let range = history[at].firstRange(of: query) {
+                    cursor = history[at].distance(from: history[at].startIndex, to: range.lowerBound)
+                } else {
+                    cursor = entry.count
+                }
+                current.match = at
+                current.failing = false
+                search = current
+                return .redraw
+            }
+            at -= 1
+        }
+        current.failing = true
+        search = current
+        return .redraw
     }
 
     private mutating func showHistory(_ index: Int) -> Outcome {

@@ -58,7 +58,7 @@ struct ShellCommand: AsyncParsableCommand {
             let shell = ShellSession(tool: tool, terminal: terminal, pairingAgent: agent)
             failure.set(await shell.run())
         }
-        if let historyPath { ShellHistory.save(terminal.history, to: historyPath) }
+        if let historyPath { ShellHistory.append(terminal.addedHistory, to: historyPath) }
         if !interactive, let status = failure.status { throw ExitCode(status) }
     }
 }
@@ -70,8 +70,9 @@ final class FirstFailure: Sendable {
     func set(_ status: Int32?) { value.withLock { $0 = status } }
 }
 
-/// The shell's history file: one line per entry, the last `LineEditing.historyLimit` kept, readable by the user
-/// alone.
+/// The shell's history file: one line per entry, readable by the user alone. Each shell appends the lines it
+/// added when it ends (as bash's `histappend`), so two shells at once both keep theirs; the file is cut back to
+/// the last `LineEditing.historyLimit` entries when it has grown to twice that.
 enum ShellHistory {
     static func path() -> String? {
         (try? StateDirectory.folder()).flatMap { $0 }.map { $0 + "/shell_history" }
@@ -82,15 +83,28 @@ enum ShellHistory {
         return text.split(separator: "\n").map(String.init)
     }
 
-    static func save(_ history: [String], to path: String) {
-        let text = history.suffix(LineEditing.historyLimit).joined(separator: "\n") + "\n"
+    static func append(_ added: [String], to path: String) {
+        guard !added.isEmpty else { return }
+        let text = added.joined(separator: "\n") + "\n"
+        // One write with O_APPEND: another shell's lines, appended at the same time, are not overwritten.
+        let descriptor = open(path, O_WRONLY | O_APPEND | O_CREAT, 0o600)
+        let written =
+            descriptor < 0
+            ? -1 : text.utf8CString.withUnsafeBufferPointer { write(descriptor, $0.baseAddress, $0.count - 1) }
+        if descriptor >= 0 { close(descriptor) }
         // A history that cannot be saved costs the next session its Up arrow, nothing else: said, not fatal.
-        guard
-            FileManager.default.createFile(
-                atPath: path, contents: Data(text.utf8), attributes: [.posixPermissions: 0o600])
-        else {
+        guard written == text.utf8.count else {
             Output.error("the shell's history could not be saved to \(path)")
             return
+        }
+        let all = load(path)
+        guard all.count >= 2 * LineEditing.historyLimit else { return }
+        let kept = all.suffix(LineEditing.historyLimit).joined(separator: "\n") + "\n"
+        let temporary = path + ".\(getpid())"
+        if FileManager.default.createFile(
+            atPath: temporary, contents: Data(kept.utf8), attributes: [.posixPermissions: 0o600])
+        {
+            rename(temporary, path)
         }
     }
 }

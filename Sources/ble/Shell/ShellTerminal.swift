@@ -41,6 +41,8 @@ final class ShellTerminal: Sendable {
 
     /// The lines entered so far, for the history file.
     var history: [String] { screen.withLock { $0.editor.history } }
+    /// The lines this session added to the history.
+    var addedHistory: [String] { screen.withLock { $0.editor.added } }
 
     // MARK: Printing
 
@@ -89,7 +91,8 @@ final class ShellTerminal: Sendable {
     }
 
     private static func render(_ s: Screen, columns: Int) -> String {
-        render(prompt: s.prompt, line: s.editor.line, cursor: s.editor.cursor, columns: columns)
+        render(
+            prompt: s.editor.searchPrompt ?? s.prompt, line: s.editor.line, cursor: s.editor.cursor, columns: columns)
     }
 
     static func columns() -> Int { ScanOutput.windowSize().columns }
