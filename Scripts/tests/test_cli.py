@@ -962,6 +962,19 @@ class StatusTests(unittest.TestCase):
         finally:
             shutil.rmtree(state, True)
 
+    def test_a_command_leaves_its_store_closed_without_a_write_ahead_log(self):
+        state = tempfile.mkdtemp(prefix="ble-wal-")
+        try:
+            env = dict(ENV, XDG_STATE_HOME=state)
+            for args in (["read", "HRM-Demo", "2A19"], ["serve", "battery", "--name", "Wal", "--duration", "1"]):
+                with self.subTest(args=args):
+                    result = subprocess.run([BLE, *args], capture_output=True, text=True, timeout=60, env=env)
+                    self.assertEqual(result.returncode, 0, result.stderr)
+            files = sorted(os.listdir(os.path.join(state, "swift-ble")))
+            self.assertEqual(files, ["Wal.sqlite", "ble.sqlite"])
+        finally:
+            shutil.rmtree(state, True)
+
     def test_the_transport_error_lists_the_tools_own_kinds(self):
         result = ble("read", "X", "2A19", "--transport", "garbage")
         self.assertEqual(result.returncode, 2)

@@ -162,6 +162,8 @@ struct ServeCommand: AsyncParsableCommand {
         let result = try await session.run(until: outcome, limit: limit)
         withExtendedLifetime(agent) {}
         device.stop()
+        // The store closed, its write-ahead log folded in (see CommandRun).
+        await session.system.shutDown()
         if Output.isClosed { throw ExitCode(Output.closedStatus) }
         if case .failure(let error)? = result { throw error.report() }
         Output.line("stopped")

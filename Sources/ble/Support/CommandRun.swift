@@ -64,19 +64,20 @@ enum CommandRun {
             tool.closeLinks()
             await session.settle(within: .milliseconds(500)) { tool.linksClosed && ended.withLock { $0 } }
         }
-        // The names and last-seen times of what this run saw, for the next run and `ble devices`.
-        session.system.flushStore()
+        // A failure is told as it looked before the system is shut down below (which powers every manager off).
+        var failure: ToolError?
+        if case .failure(let error)? = result {
+            failure = await session.explained(error, controllerGone: { manager.state == .poweredOff })
+        }
+        // The names and last-seen times of what this run saw, for the next run and `ble devices`. Shut down
+        // rather than only flushed: the store is closed, so SQLite folds its write-ahead log into the file and
+        // removes it (a flush left a -wal of some hundred kilobytes beside each store).
+        await session.system.shutDown()
         // Whoever reads the output went away: end quietly, as a pipeline expects.
         if Output.isClosed { throw ExitCode(Output.closedStatus) }
-        switch result {
-        case .success?:
-            return
-        case .failure(let error)?:
-            throw await session.explained(error, controllerGone: { manager.state == .poweredOff }).report()
-        case nil:
-            if Interrupt.shared.fired && !(interruptedIsSuccess && tool.hasStarted) {
-                throw ExitCode(Interrupt.shared.status)
-            }
+        if let failure { throw failure.report() }
+        if result == nil, Interrupt.shared.fired, !(interruptedIsSuccess && tool.hasStarted) {
+            throw ExitCode(Interrupt.shared.status)
         }
     }
 
