@@ -1241,10 +1241,22 @@ class BTSnoopTests(unittest.TestCase):
             self.assertEqual([r["record"] for r in records], list(range(len(records))))
             self.assertEqual(records[0]["time"], 0)
             self.assertTrue(all(a["time"] <= b["time"] for a, b in zip(records, records[1:])))
-            self.assertEqual((records[0]["from"], records[0]["kind"], records[0]["summary"]),
-                             ("host", "command", "HCI_Reset (0x0C03)"))
-            self.assertIn({"from": "controller", "kind": "event", "summary": "Command Complete (0x0E): HCI_Reset (0x0C03)"},
+            self.assertEqual((records[0]["from"], records[0]["kind"], records[0]["summary"], records[0]["handle"]),
+                             ("host", "command", "HCI Command Reset", None))
+            self.assertIn({"from": "controller", "kind": "event",
+                           "summary": "HCI Event Command Complete Reset status=Success (0x00)"},
                           [{k: r[k] for k in ("from", "kind", "summary")} for r in records])
+            # Decoded down to ATT: the read of 2A38's value and its answer, on the link's handle.
+            summaries = [(r["from"], r["summary"]) for r in records if r["kind"] == "acl"]
+            self.assertTrue(any(f == "host" and re.fullmatch(r"ATT Read Request handle 0x[0-9A-F]{4}", t)
+                                for f, t in summaries), summaries)
+            self.assertIn(("controller", "ATT Read Response value 01"), summaries)
+            connected = next(r for r in records if r["summary"].startswith("HCI Event LE Connection Complete"))
+            self.assertRegex(connected["summary"], r"status=Success \(0x00\) handle 0x[0-9A-F]{4} role=central "
+                                                   r"peer=00:1B:DC:0A:12:34 \(public\) interval=\d+(\.\d+)? ms")
+            self.assertIsNotNone(connected["handle"])
+            self.assertTrue(any(r["summary"].startswith("HCI Event Disconnection Complete") and "reason=" in r["summary"]
+                                for r in records))
             # The ATT Read Request for 2A38's handle went out and its response came back, inside ACL packets.
             acl = [r for r in records if r["kind"] == "acl"]
             self.assertTrue(any(r["from"] == "host" and r["hex"][4:8] == "0400" and r["hex"][8:10] == "0a"
@@ -1265,7 +1277,12 @@ class BTSnoopTests(unittest.TestCase):
             self.assertEqual(text.returncode, 0, text.stderr)
             lines = text.stdout.splitlines()
             self.assertEqual(len(lines), len(records))
-            self.assertRegex(lines[0], r"^\s+0\s+0\.000000  host\s+command\s+HCI_Reset \(0x0C03\)$")
+            self.assertRegex(lines[0], r"^\s+0\s+0\.000000  H>C        HCI Command Reset$")
+            self.assertTrue(any(re.search(r"  C>H 0x[0-9A-F]{4} ATT Read Response value 01$", line) for line in lines))
+            # --hex adds the bytes after each line: the read response's ACL data (L2CAP length, channel, ATT).
+            hexed = ble("btsnoop", path, "--hex").stdout.splitlines()
+            self.assertEqual(len(hexed), len(lines))
+            self.assertTrue(any(line.endswith("ATT Read Response value 01  020004000b01") for line in hexed), hexed)
 
     def test_a_capture_cut_part_way_lists_what_it_has_then_fails(self):
         with tempfile.TemporaryDirectory() as folder:
@@ -1294,6 +1311,62 @@ class BTSnoopTests(unittest.TestCase):
             missing = ble("btsnoop", os.path.join(folder, "missing.log"))
             self.assertEqual(missing.returncode, 1)
             self.assertIn("cannot read", missing.stderr)
+
+
+class LogAndTraceTests(unittest.TestCase):
+    """-v and -vv print what the stack notices and --trace every packet decoded, on stderr, each line with its
+    time; stdout keeps the command's own output."""
+
+    STAMP = r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z "
+
+    def own(self, stderr):
+        """The lines about the tool's own device (the private room's devices log in the same process)."""
+        return [line for line in stderr.splitlines() if "[ble]" in line]
+
+    def test_quiet_by_default(self):
+        result = ble("read", "HRM-Demo", "2A19")
+        self.assertEqual((result.returncode, result.stderr), (0, ""))
+
+    def test_v_shows_the_link_and_vv_the_gatt_requests(self):
+        result = ble("read", "HRM-Demo", "2A19", "-v")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertEqual(result.stdout.split()[0], "57")
+        lines = self.own(result.stderr)
+        self.assertTrue(all(re.match(self.STAMP + r"debug host\[ble\]: ", line) for line in lines), lines)
+        said = [line.split(": ", 1)[1] for line in lines]
+        self.assertTrue(any(re.fullmatch(r"0x[0-9A-F]{4} connected to 00:1B:DC:0A:12:34 \(public\) as central .*", s)
+                            for s in said), said)
+        self.assertTrue(any(re.fullmatch(r"0x[0-9A-F]{4} ATT_MTU \d+", s) for s in said), said)
+        self.assertTrue(any(re.fullmatch(r"0x[0-9A-F]{4} disconnected: .* \(0x[0-9A-F]{2}\)", s) for s in said), said)
+        self.assertFalse(any("GATT" in s for s in said), said)
+        detailed = ble("read", "HRM-Demo", "2A19", "-vv")
+        self.assertEqual(detailed.returncode, 0, detailed.stderr)
+        self.assertTrue(any(re.search(r"trace host\[ble\]: 0x[0-9A-F]{4} GATT read 0x[0-9A-F]{4}: 1 octet 57$", line)
+                            for line in self.own(detailed.stderr)), detailed.stderr)
+        # BLE_LOG_LEVEL sets the same levels.
+        by_variable = subprocess.run([BLE, "read", "HRM-Demo", "2A19"], capture_output=True, text=True, timeout=60,
+                                     env=dict(ENV, BLE_LOG_LEVEL="debug"))
+        self.assertTrue(any(" connected to 00:1B:DC:0A:12:34" in line for line in self.own(by_variable.stderr)),
+                        by_variable.stderr)
+
+    def test_trace_shows_the_read_request_and_its_response(self):
+        result = ble("read", "HRM-Demo", "2A19", "--trace")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertEqual(result.stdout.split()[0], "57", "the value stays alone on stdout")
+        lines = result.stderr.splitlines()
+        self.assertTrue(all(re.match(self.STAMP + r"(H>C|C>H) (0x[0-9A-F]{4}|      ) \S", line) for line in lines),
+                        lines)
+        request = [i for i, line in enumerate(lines)
+                   if re.search(r" H>C 0x[0-9A-F]{4} ATT Read Request handle 0x[0-9A-F]{4}$", line)]
+        response = [i for i, line in enumerate(lines) if line.endswith(" ATT Read Response value 57")]
+        self.assertTrue(request and response and request[0] < response[0], lines)
+        self.assertTrue(any(" HCI Command Reset" in line for line in lines))
+        self.assertTrue(any(re.search(r"HCI Event LE Advertising Report ADV_IND 00:1B:DC:0A:12:34 \(public\) "
+                                      r"rssi=-\d+ dBm .*Complete Local Name \"HRM-Demo\"", line) for line in lines))
+        # -vvv is -vv with the trace.
+        both = ble("read", "HRM-Demo", "2A19", "-vvv")
+        self.assertTrue(any(line.endswith(" ATT Read Response value 57") for line in both.stderr.splitlines()))
+        self.assertIn("GATT read", both.stderr)
 
 
 class InterruptTests(unittest.TestCase):
