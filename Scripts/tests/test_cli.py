@@ -1122,6 +1122,11 @@ class ServeTests(unittest.TestCase):
         result = ble("serve", "door-lock", "--duration", "2")
         self.assertEqual(result.returncode, 0, result.stderr)
         self.assertRegex(result.stdout, r'advertising "DoorLock" as ([0-9A-F]{2}:){5}[0-9A-F]{2} with services \[' + DOOR_SERVICE)
+        # Every line of the log starts with its time, the first and the last too.
+        lines = result.stdout.splitlines()
+        stamp = r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z "
+        self.assertRegex(lines[0], stamp + 'advertising "DoorLock"')
+        self.assertRegex(lines[-1], stamp + "stopped$")
 
     def test_serve_heart_rate_with_a_name(self):
         result = ble("serve", "heart-rate", "--name", "My HRM", "--duration", "1")
