@@ -1289,6 +1289,30 @@ class BTSnoopTests(unittest.TestCase):
             self.assertEqual(len(hexed), len(lines))
             self.assertTrue(any(line.endswith("ATT Read Response value 01  020004000b01") for line in hexed), hexed)
 
+    def test_a_pairing_is_decoded_with_its_keys_redacted_unless_asked(self):
+        with tempfile.TemporaryDirectory() as folder:
+            path = os.path.join(folder, "pair.btsnoop")
+            paired = ble("pair", "DoorLock", "--btsnoop", path)
+            self.assertEqual(paired.returncode, 0, paired.stderr)
+            lines = ble("btsnoop", path).stdout.splitlines()
+            self.assertTrue(any(re.search(r" H>C 0x[0-9A-F]{4} SMP Pairing Request io=NoInputNoOutput oob=absent "
+                                          r"auth=bond,sc max_key_size=16 initiator_keys=enc,id", line)
+                                for line in lines), lines)
+            randoms = [line for line in lines if " SMP Pairing Random " in line]
+            self.assertEqual(len(randoms), 2, lines)
+            self.assertTrue(all(line.endswith("value=<redacted>") for line in randoms), randoms)
+            self.assertTrue(any(re.search(r"LE Enable Encryption handle 0x[0-9A-F]{4} .* ltk=<redacted>$", line)
+                                for line in lines))
+            # --hex does not give away what the line hides; --secrets shows both.
+            hexed = ble("btsnoop", path, "--hex").stdout.splitlines()
+            self.assertTrue(all(line.endswith("value=<redacted>  <redacted>") for line in hexed
+                                if " SMP Pairing Random " in line))
+            shown = ble("btsnoop", path, "--secrets").stdout.splitlines()
+            self.assertTrue(all(re.search(r"value=[0-9a-f]{32}$", line) for line in shown if " SMP Pairing Random " in line))
+            records = [json.loads(line) for line in ble("btsnoop", path, "--json").stdout.splitlines()]
+            secret = [r for r in records if "<redacted>" in r["summary"]]
+            self.assertTrue(secret and all(r["hex"] is None for r in secret), secret)
+
     def test_a_capture_cut_part_way_lists_what_it_has_then_fails(self):
         with tempfile.TemporaryDirectory() as folder:
             path = self.capture(folder)

@@ -147,17 +147,22 @@ struct ToolLogHandler: LogHandler {
 
 /// Packets decoded as they pass, printed on stderr: `TIME H>C 0x0040 ATT Read Request handle 0x0003`.
 final class LiveTrace: Sendable {
-    private let decoder: Mutex<PacketTrace>
+    /// One decoder per device: each puts its own links' fragments together (two devices' handles may be equal).
+    private let decoders: Mutex<[String: PacketTrace]> = Mutex([:])
+    private let showsSecrets: Bool
     /// nil: one device, not named on each line; "": several, each line names its own.
     private let device: String?
 
     init(showsSecrets: Bool, device: String?) {
-        self.decoder = Mutex(PacketTrace(showsSecrets: showsSecrets))
+        self.showsSecrets = showsSecrets
         self.device = device
     }
 
     func record(_ packet: HCIPacket, _ direction: PacketTrace.Direction, from name: String? = nil) {
-        let line = decoder.withLock { $0.describe(packet, direction: direction) }
+        let line = decoders.withLock { decoders in
+            decoders[name ?? "", default: PacketTrace(showsSecrets: showsSecrets)].describe(
+                packet, direction: direction)
+        }
         let who = device == nil ? "" : "[\(name ?? "")] "
         Diagnostics.line("\(Timestamp.now()) \(who)\(Self.format(line, direction))")
     }
