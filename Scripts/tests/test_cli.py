@@ -1258,6 +1258,11 @@ class ServeTests(unittest.TestCase):
         result = ble("serve", "door-lock", "--duration", "2")
         self.assertEqual(result.returncode, 0, result.stderr)
         self.assertRegex(result.stdout, r'advertising "DoorLock" as ([0-9A-F]{2}:){5}[0-9A-F]{2} with services \[' + DOOR_SERVICE)
+        # Every line of the log starts with its time, the first and the last too.
+        lines = result.stdout.splitlines()
+        stamp = r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z "
+        self.assertRegex(lines[0], stamp + 'advertising "DoorLock"')
+        self.assertRegex(lines[-1], stamp + "stopped$")
 
     def test_serve_heart_rate_with_a_name(self):
         result = ble("serve", "heart-rate", "--name", "My HRM", "--duration", "1")
@@ -1377,10 +1382,22 @@ class BTSnoopTests(unittest.TestCase):
             self.assertEqual([r["record"] for r in records], list(range(len(records))))
             self.assertEqual(records[0]["time"], 0)
             self.assertTrue(all(a["time"] <= b["time"] for a, b in zip(records, records[1:])))
-            self.assertEqual((records[0]["from"], records[0]["kind"], records[0]["summary"]),
-                             ("host", "command", "HCI_Reset (0x0C03)"))
-            self.assertIn({"from": "controller", "kind": "event", "summary": "Command Complete (0x0E): HCI_Reset (0x0C03)"},
+            self.assertEqual((records[0]["from"], records[0]["kind"], records[0]["summary"], records[0]["handle"]),
+                             ("host", "command", "HCI Command Reset", None))
+            self.assertIn({"from": "controller", "kind": "event",
+                           "summary": "HCI Event Command Complete Reset status=Success (0x00)"},
                           [{k: r[k] for k in ("from", "kind", "summary")} for r in records])
+            # Decoded down to ATT: the read of 2A38's value and its answer, on the link's handle.
+            summaries = [(r["from"], r["summary"]) for r in records if r["kind"] == "acl"]
+            self.assertTrue(any(f == "host" and re.fullmatch(r"ATT Read Request handle 0x[0-9A-F]{4}", t)
+                                for f, t in summaries), summaries)
+            self.assertIn(("controller", "ATT Read Response value 01"), summaries)
+            connected = next(r for r in records if r["summary"].startswith("HCI Event LE Connection Complete"))
+            self.assertRegex(connected["summary"], r"status=Success \(0x00\) handle 0x[0-9A-F]{4} role=central "
+                                                   r"peer=00:1B:DC:0A:12:34 \(public\) interval=\d+(\.\d+)? ms")
+            self.assertIsNotNone(connected["handle"])
+            self.assertTrue(any(r["summary"].startswith("HCI Event Disconnection Complete") and "reason=" in r["summary"]
+                                for r in records))
             # The ATT Read Request for 2A38's handle went out and its response came back, inside ACL packets.
             acl = [r for r in records if r["kind"] == "acl"]
             self.assertTrue(any(r["from"] == "host" and r["hex"][4:8] == "0400" and r["hex"][8:10] == "0a"
@@ -1401,7 +1418,38 @@ class BTSnoopTests(unittest.TestCase):
             self.assertEqual(text.returncode, 0, text.stderr)
             lines = text.stdout.splitlines()
             self.assertEqual(len(lines), len(records))
-            self.assertRegex(lines[0], r"^\s+0\s+0\.000000  host\s+command\s+HCI_Reset \(0x0C03\)$")
+            self.assertRegex(lines[0], r"^\s+0\s+0\.000000  H>C        HCI Command Reset$")
+            self.assertTrue(any(re.search(r"  C>H 0x[0-9A-F]{4} ATT Read Response value 01$", line) for line in lines))
+            # --hex adds the bytes after each line: the read response's ACL data (L2CAP length, channel, ATT).
+            hexed = ble("btsnoop", path, "--hex").stdout.splitlines()
+            self.assertEqual(len(hexed), len(lines))
+            self.assertTrue(any(line.endswith("ATT Read Response value 01  020004000b01") for line in hexed), hexed)
+
+    def test_a_pairing_is_decoded_with_its_keys_redacted_unless_asked(self):
+        with tempfile.TemporaryDirectory() as folder:
+            path = os.path.join(folder, "pair.btsnoop")
+            # A store of its own: the bond made here must not follow the other tests to a DoorLock that lost it.
+            paired = subprocess.run([BLE, "pair", "DoorLock", "--btsnoop", path], capture_output=True, text=True,
+                                    timeout=60, env=dict(ENV, XDG_STATE_HOME=folder))
+            self.assertEqual(paired.returncode, 0, paired.stderr)
+            lines = ble("btsnoop", path).stdout.splitlines()
+            self.assertTrue(any(re.search(r" H>C 0x[0-9A-F]{4} SMP Pairing Request io=NoInputNoOutput oob=absent "
+                                          r"auth=bond,sc max_key_size=16 initiator_keys=enc,id", line)
+                                for line in lines), lines)
+            randoms = [line for line in lines if " SMP Pairing Random " in line]
+            self.assertEqual(len(randoms), 2, lines)
+            self.assertTrue(all(line.endswith("value=<redacted>") for line in randoms), randoms)
+            self.assertTrue(any(re.search(r"LE Enable Encryption handle 0x[0-9A-F]{4} .* ltk=<redacted>$", line)
+                                for line in lines))
+            # --hex does not give away what the line hides; --secrets shows both.
+            hexed = ble("btsnoop", path, "--hex").stdout.splitlines()
+            self.assertTrue(all(line.endswith("value=<redacted>  <redacted>") for line in hexed
+                                if " SMP Pairing Random " in line))
+            shown = ble("btsnoop", path, "--secrets").stdout.splitlines()
+            self.assertTrue(all(re.search(r"value=[0-9a-f]{32}$", line) for line in shown if " SMP Pairing Random " in line))
+            records = [json.loads(line) for line in ble("btsnoop", path, "--json").stdout.splitlines()]
+            secret = [r for r in records if "<redacted>" in r["summary"]]
+            self.assertTrue(secret and all(r["hex"] is None for r in secret), secret)
 
     def test_a_capture_cut_part_way_lists_what_it_has_then_fails(self):
         with tempfile.TemporaryDirectory() as folder:
@@ -1431,6 +1479,62 @@ class BTSnoopTests(unittest.TestCase):
             missing = ble("btsnoop", os.path.join(folder, "missing.log"))
             self.assertEqual(missing.returncode, 64)
             self.assertIn("is not a readable file", missing.stderr)
+
+
+class LogAndTraceTests(unittest.TestCase):
+    """-v and -vv print what the stack notices and --trace every packet decoded, on stderr, each line with its
+    time; stdout keeps the command's own output."""
+
+    STAMP = r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z "
+
+    def own(self, stderr):
+        """The lines about the tool's own device (the private room's devices log in the same process)."""
+        return [line for line in stderr.splitlines() if "[ble]" in line]
+
+    def test_quiet_by_default(self):
+        result = ble("read", "HRM-Demo", "2A19")
+        self.assertEqual((result.returncode, result.stderr), (0, ""))
+
+    def test_v_shows_the_link_and_vv_the_gatt_requests(self):
+        result = ble("read", "HRM-Demo", "2A19", "-v")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertEqual(result.stdout.split()[0], "57")
+        lines = self.own(result.stderr)
+        self.assertTrue(all(re.match(self.STAMP + r"debug host\[ble\]: ", line) for line in lines), lines)
+        said = [line.split(": ", 1)[1] for line in lines]
+        self.assertTrue(any(re.fullmatch(r"0x[0-9A-F]{4} connected to 00:1B:DC:0A:12:34 \(public\) as central .*", s)
+                            for s in said), said)
+        self.assertTrue(any(re.fullmatch(r"0x[0-9A-F]{4} ATT_MTU \d+", s) for s in said), said)
+        self.assertTrue(any(re.fullmatch(r"0x[0-9A-F]{4} disconnected: .* \(0x[0-9A-F]{2}\)", s) for s in said), said)
+        self.assertFalse(any("GATT" in s for s in said), said)
+        detailed = ble("read", "HRM-Demo", "2A19", "-vv")
+        self.assertEqual(detailed.returncode, 0, detailed.stderr)
+        self.assertTrue(any(re.search(r"trace host\[ble\]: 0x[0-9A-F]{4} GATT read 0x[0-9A-F]{4}: 1 octet 57$", line)
+                            for line in self.own(detailed.stderr)), detailed.stderr)
+        # BLE_LOG_LEVEL sets the same levels.
+        by_variable = subprocess.run([BLE, "read", "HRM-Demo", "2A19"], capture_output=True, text=True, timeout=60,
+                                     env=dict(ENV, BLE_LOG_LEVEL="debug"))
+        self.assertTrue(any(" connected to 00:1B:DC:0A:12:34" in line for line in self.own(by_variable.stderr)),
+                        by_variable.stderr)
+
+    def test_trace_shows_the_read_request_and_its_response(self):
+        result = ble("read", "HRM-Demo", "2A19", "--trace")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertEqual(result.stdout.split()[0], "57", "the value stays alone on stdout")
+        lines = result.stderr.splitlines()
+        self.assertTrue(all(re.match(self.STAMP + r"(H>C|C>H) (0x[0-9A-F]{4}|      ) \S", line) for line in lines),
+                        lines)
+        request = [i for i, line in enumerate(lines)
+                   if re.search(r" H>C 0x[0-9A-F]{4} ATT Read Request handle 0x[0-9A-F]{4}$", line)]
+        response = [i for i, line in enumerate(lines) if line.endswith(" ATT Read Response value 57")]
+        self.assertTrue(request and response and request[0] < response[0], lines)
+        self.assertTrue(any(" HCI Command Reset" in line for line in lines))
+        self.assertTrue(any(re.search(r"HCI Event LE Advertising Report ADV_IND 00:1B:DC:0A:12:34 \(public\) "
+                                      r"rssi=-\d+ dBm .*Complete Local Name \"HRM-Demo\"", line) for line in lines))
+        # -vvv is -vv with the trace.
+        both = ble("read", "HRM-Demo", "2A19", "-vvv")
+        self.assertTrue(any(line.endswith(" ATT Read Response value 57") for line in both.stderr.splitlines()))
+        self.assertIn("GATT read", both.stderr)
 
 
 class InterruptTests(unittest.TestCase):
@@ -1485,8 +1589,10 @@ class InterruptTests(unittest.TestCase):
                 self.assertEqual(status, 0)
                 listing = ble("btsnoop", capture)
                 self.assertEqual(listing.returncode, 0, listing.stderr)
-                self.assertRegex(listing.stdout, r"host .*Disconnect", listing.stdout[-2000:])
-                self.assertIn("Disconnection Complete", listing.stdout, listing.stdout[-2000:])
+                self.assertRegex(listing.stdout, r"H>C 0x[0-9a-f]{4} HCI Command Disconnect handle ",
+                                 listing.stdout[-2000:])
+                self.assertIn("HCI Event Disconnection Complete status=Success", listing.stdout,
+                              listing.stdout[-2000:])
 
     def test_waiting_for_a_controller_ends_at_the_timeout_or_a_signal(self):
         # Nothing connects to this tcp-server transport: --timeout bounds the wait, and a signal ends it.

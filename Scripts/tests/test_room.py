@@ -393,14 +393,28 @@ class PairingRoomTests(unittest.TestCase):
         self.assertEqual(read.stdout.split()[0], "01")
         bonds = room.ble("bonds", "--json").stdout.splitlines()
         self.assertEqual(len(bonds), 1, "the pairing bonded")
-        first = [line for line in read_line(serve, " disconnected ", 10) if line.endswith(" connected")]
+        seen = read_line(serve, " disconnected ", 10)
+        first = [line for line in seen if " connected from " in line]
+        # The lock's log tells the pairing and the encryption, each a line with its time and the central's identifier.
+        identifier = first[0].split()[1]
+        security = [line.split(" ", 2)[2] for line in seen if line.split()[1:2] == [identifier]][1:-1]
+        self.assertIn("pairing started", security, seen)
+        self.assertTrue(any(line.startswith("paired (Just Works, LE Secure Connections, unauthenticated, key size 16)")
+                            for line in security), seen)
+        self.assertIn("bonded", security, seen)
+        self.assertIn("encrypted", security, seen)
+        self.assertRegex(first[0], r" connected from ([0-9A-F]{2}:){5}[0-9A-F]{2} \((public|random)\)$")
         # Another process, with another controller address: the lock knows it by the identity its private address
         # resolves to (the same identifier), the link is encrypted with the kept key, and nobody pairs again.
         again = room.ble("read", "SecureLock", LOCK_STATE)
         self.assertEqual(again.returncode, 0, again.stderr)
         self.assertEqual(again.stdout.split()[0], "01")
         self.assertEqual(room.ble("bonds", "--json").stdout.splitlines(), bonds, "the same bond, not a new one")
-        second = [line for line in read_line(serve, " disconnected ", 10) if line.endswith(" connected")]
+        seen = read_line(serve, " disconnected ", 10)
+        second = [line for line in seen if " connected from " in line]
+        # Encrypted with the bond's key: no pairing this time.
+        self.assertTrue(any(line.endswith(" encrypted") for line in seen), seen)
+        self.assertFalse(any("pairing" in line for line in seen), seen)
         self.assertEqual(len(first), 1, first)
         self.assertEqual(len(second), 1, second)
         self.assertEqual(first[0].split()[1], second[0].split()[1], "the lock knew the second process as the first")

@@ -47,6 +47,8 @@ public enum HostEvent: Sendable, Hashable {
     case pairingPrompt(ConnectionHandle, PairingPrompt)
     /// Central: the peripheral asked for security (encrypt with a bond, or pair).
     case securityRequested(ConnectionHandle, AuthenticationRequirements)
+    /// A pairing began on the link: the peer's Pairing Request arrived (`byPeer`), or this central sent one.
+    case pairingStarted(ConnectionHandle, byPeer: Bool)
     /// A pairing finished: the keys to keep (when bonded) and how strong they are.
     case pairingCompleted(ConnectionHandle, SMPPairing.Result)
     case pairingFailed(ConnectionHandle, SMPPairing.Failure)

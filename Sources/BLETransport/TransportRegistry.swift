@@ -26,6 +26,12 @@ public final class TransportRegistry: Sendable {
         openers.withLock { $0[kind] = opener }
     }
 
+    /// The opener registered for `kind`, if any: a program that wraps every transport it opens (the `ble` tool's
+    /// `--trace` decodes the packets) registers a wrapper around it.
+    public func opener(for kind: TransportSpec.Kind) -> Opener? {
+        openers.withLock { $0[kind] }
+    }
+
     /// Removes the opener for `kind`, if any.
     public func unregister(_ kind: TransportSpec.Kind) {
         _ = openers.withLock { $0.removeValue(forKey: kind) }

@@ -138,7 +138,9 @@ import Testing
         #expect(served.queue.sync { served.behaviour.values[BluetoothUUID(0xFFF1)] } == burst.last)
 
         let log = lines.withLock { $0 }
-        let connected = try #require(log.firstIndex { $0.hasSuffix(" connected") })
+        // The central by its identifier and its address.
+        let connected = try #require(log.firstIndex { $0.contains(" connected from ") })
+        #expect(log[connected].hasSuffix("(random)"), "\(log)")
         let mtu = try #require(log.firstIndex { $0.contains(" mtu ") })
         let subscribed = try #require(log.firstIndex { $0.hasSuffix(" subscribe FFF1 notifications") })
         let full = try #require(log.firstIndex { $0 == "* transmit queue full: waiting for room to send" })

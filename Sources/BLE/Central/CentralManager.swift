@@ -599,7 +599,7 @@ public final class CentralManager: Sendable, SystemSession, ScanClient, LinkClie
             .readyToNotify, .advertisingEnded, .controllerRestarted:
             // The controller's return reaches this manager as its state (`powerChanged`).
             break
-        case .pairingPrompt, .securityRequested, .pairingCompleted, .pairingFailed, .encryptionChanged,
+        case .pairingPrompt, .securityRequested, .pairingStarted, .pairingCompleted, .pairingFailed, .encryptionChanged,
             .longTermKeyRequested:
             // The system (`SystemSecurity`) answers these; CoreBluetooth tells an app nothing of them.
             break

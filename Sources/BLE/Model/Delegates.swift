@@ -164,6 +164,10 @@ public protocol PeripheralManagerDelegate: AnyObject {
     func peripheralManager(_ peripheral: PeripheralManager, didDisconnect central: Central, error: (any Error)?)
     /// The link's ATT_MTU changed (an MTU exchange); `central.maximumUpdateValueLength` already follows it.
     func peripheralManager(_ peripheral: PeripheralManager, central: Central, didUpdateMTU mtu: Int)
+    /// The security of the central's link changed: a pairing started, ended or failed, or the link was encrypted
+    /// (after a pairing, or with the keys of an earlier one).
+    func peripheralManager(
+        _ peripheral: PeripheralManager, central: Central, didUpdateSecurity event: CentralSecurityEvent)
 }
 
 extension PeripheralManagerDelegate {
@@ -186,4 +190,37 @@ extension PeripheralManagerDelegate {
         _ peripheral: PeripheralManager, didDisconnect central: Central, error: (any Error)?
     ) {}
     public func peripheralManager(_ peripheral: PeripheralManager, central: Central, didUpdateMTU mtu: Int) {}
+    public func peripheralManager(
+        _ peripheral: PeripheralManager, central: Central, didUpdateSecurity event: CentralSecurityEvent
+    ) {}
+}
+
+/// A change in the security of a central's link, as its peripheral manager hears it
+/// (`PeripheralManagerDelegate.peripheralManager(_:central:didUpdateSecurity:)`, a swift-ble extension: iOS tells
+/// a peripheral app nothing of pairing). Pairing itself is the system's, as on a phone: questions for the user go
+/// to `BluetoothSystem.pairingDelegate`, bonds are kept in the system's store.
+public enum CentralSecurityEvent: Sendable, Hashable, CustomStringConvertible {
+    /// The central sent a Pairing Request (or this device's Security Request was answered with one).
+    case pairingStarted
+    /// The pairing ended with these keys; `bonded`: both keep them, so the next link is encrypted without pairing.
+    case paired(PairingResult)
+    /// The pairing failed; the error's `pairingFailureReason` says why when either side sent Pairing Failed.
+    case pairingFailed(BluetoothError)
+    /// The link is encrypted: with the new keys after a pairing, or with the keys of an earlier one.
+    case encrypted
+    /// Encrypting the link failed (the error's `hciStatus` is the controller's reason).
+    case encryptionFailed(BluetoothError)
+
+    public var description: String {
+        switch self {
+        case .pairingStarted: "pairing started"
+        case .paired(let result):
+            "paired (\(result.method), \(result.secureConnections ? "LE Secure Connections" : "legacy"), "
+                + "\(result.authenticated ? "authenticated" : "unauthenticated"), key size \(result.keySize))"
+                + (result.bonded ? "; bonded" : "; not bonded")
+        case .pairingFailed(let error): "pairing failed: \(error.message)"
+        case .encrypted: "encrypted"
+        case .encryptionFailed(let error): "encryption failed: \(error.message)"
+        }
+    }
 }

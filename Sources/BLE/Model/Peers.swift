@@ -8,6 +8,9 @@ import Synchronization
 public final class Central: Sendable, Hashable, CustomStringConvertible {
     /// Stable for this central's address, as `CBPeer.identifier`.
     public let identifier: UUID
+    /// The central's device address as its link came up (a resolvable private address when it uses privacy and
+    /// is not bonded yet). CoreBluetooth hides it; a tool's server log shows it (a swift-ble extension).
+    public let address: BluetoothAddress
     let handle: Mutex<UInt16>
     let mtu: Mutex<Int>
     /// The host of the link, to read its parameters.
@@ -15,8 +18,9 @@ public final class Central: Sendable, Hashable, CustomStringConvertible {
     /// Cleared when the link ends: its handle may then name another link.
     let isLinked = Mutex(true)
 
-    init(identifier: UUID, handle: UInt16, mtu: Int, host: HostDriver? = nil) {
+    init(identifier: UUID, address: BluetoothAddress, handle: UInt16, mtu: Int, host: HostDriver? = nil) {
         self.identifier = identifier
+        self.address = address
         self.handle = Mutex(handle)
         self.mtu = Mutex(mtu)
         self.host = host

@@ -109,7 +109,8 @@ public final class PeripheralManager: Sendable, SystemSession {
         let host = self.system.core.host
         for link in host.links where link.role == .peripheral {
             let central = Central(
-                identifier: self.system.core.store.identifier(for: link.peer), handle: link.handle.rawValue,
+                identifier: self.system.core.store.identifier(for: link.peer), address: link.peer,
+                handle: link.handle.rawValue,
                 mtu: host.mtu(on: link.handle), host: host)
             locked.withLock { s in if s.centrals[link.handle] == nil { s.centrals[link.handle] = central } }
         }
@@ -517,7 +518,7 @@ public final class PeripheralManager: Sendable, SystemSession {
         switch event {
         case .connected(let link) where link.role == .peripheral:
             let central = Central(
-                identifier: system.core.store.identifier(for: link.peer),
+                identifier: system.core.store.identifier(for: link.peer), address: link.peer,
                 handle: link.handle.rawValue, mtu: 23, host: system.core.host)
             locked.withLock { $0.centrals[link.handle] = central }
             deliver { m, d in d?.peripheralManager(m, didConnect: central) }
@@ -606,11 +607,35 @@ public final class PeripheralManager: Sendable, SystemSession {
             .readyToWriteWithoutResponse, .transportClosed, .controllerResetting, .controllerRestarted:
             // The controller's end and reset reach this manager as its state (`powerChanged`).
             break
-        case .pairingPrompt, .securityRequested, .pairingCompleted, .pairingFailed, .encryptionChanged,
-            .longTermKeyRequested:
+        case .pairingStarted(let handle, _):
+            securityChanged(on: handle, .pairingStarted)
+        case .pairingCompleted(let handle, let result):
+            guard let central = locked.withLock({ $0.centrals[handle] }) else { return }
+            let paired = PairingResult(
+                peer: central.identifier, method: PairingResult.Method(result.method),
+                secureConnections: result.secureConnections, authenticated: result.authenticated,
+                bonded: result.bonded, keySize: Int(result.keySize))
+            securityChanged(on: handle, .paired(paired))
+        case .pairingFailed(let handle, let failure):
+            securityChanged(
+                on: handle, .pairingFailed(Peripheral.pairingError(SystemSecurity.Failure.pairing(failure))))
+        case .encryptionChanged(let handle, let encrypted, let status):
+            if status != .success {
+                securityChanged(
+                    on: handle, .encryptionFailed(.fromLinkStatus(status, "encrypting the link failed: \(status)")))
+            } else if encrypted {
+                securityChanged(on: handle, .encrypted)
+            }
+        case .pairingPrompt, .securityRequested, .longTermKeyRequested:
             // The system (`SystemSecurity`) answers these; CoreBluetooth tells an app nothing of them.
             break
         }
+    }
+
+    /// Tells the delegate of a change in the security of a central's link (a swift-ble extension).
+    private func securityChanged(on handle: ConnectionHandle, _ event: CentralSecurityEvent) {
+        guard let central = locked.withLock({ $0.centrals[handle] }) else { return }
+        deliver { m, d in d?.peripheralManager(m, central: central, didUpdateSecurity: event) }
     }
 
     /// The GATT definition of a published service, or why it cannot be published.

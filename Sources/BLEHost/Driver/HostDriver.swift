@@ -112,6 +112,7 @@ public final class HostDriver: Sendable {
 
     /// Starts a request: `completion` hears its result once, in the order the machine completed it.
     func request(_ request: HostRequest, completion: @escaping Completion) {
+        let completion = logged(request, completion)
         step { state in
             let id = state.register(completion)
             return ((), state.machine.requested(request, id: id))
@@ -149,6 +150,7 @@ public final class HostDriver: Sendable {
             case .complete(let completion, let result):
                 completion(result)
             case .emit(let handler, let event):
+                log(event)
                 handler.call(event)
             case .log(let entry):
                 log(entry)

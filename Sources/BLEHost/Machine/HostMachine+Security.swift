@@ -49,6 +49,7 @@ extension HostMachine {
         }
         links[handle]?.security.peerAskedSecurity = false
         links[handle]?.security.pairRequest = id
+        if link.info.role == .central { emit(.pairingStarted(handle, byPeer: false)) }
         runPairing(links[handle]?.security.pairing?.handle(.start) ?? [], on: handle)
         // A peripheral's Security Request is answered by the central's Pairing Request, or not at all: the
         // request stays until the pairing ends, the link does, or the timer runs out.
@@ -135,6 +136,9 @@ extension HostMachine {
         if links[handle]?.security.pairing == nil {
             let pairing = makePairing(for: link.info, security)
             links[handle]?.security.pairing = pairing
+        }
+        if case .pairingRequest = pdu, links[handle]?.security.pairing?.isPairing != true {
+            emit(.pairingStarted(handle, byPeer: true))
         }
         runPairing(links[handle]?.security.pairing?.handle(.received(pdu)) ?? [], on: handle)
     }

@@ -8,18 +8,27 @@ import Foundation
 struct BTSnoopCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "btsnoop",
-        abstract: "Print the HCI packets of a btsnoop capture, one per line.",
+        abstract: "Decode the HCI packets of a btsnoop capture, one per line.",
         discussion: """
-            Reads what 'ble controller --btsnoop' and BluetoothSystem.Configuration.btsnoop write, Android's HCI \
-            snoop log, PacketLogger's btsnoop export and 'btmon -w' (datalinks 1001, 1002 and 2001). Each line: \
-            the record's number, its time in seconds from the first record, who sent it (host or controller), \
-            the packet's kind and what it is: a command's name, an event's name (the command a Command Complete \
-            or Command Status answers, the LE subevent), an ACL packet's handle and boundary, then the \
-            parameters or data in hex.
+            Reads what '--btsnoop' (every command takes it), 'ble controller --btsnoop' and \
+            BluetoothSystem.Configuration.btsnoop write, Android's HCI snoop log, PacketLogger's btsnoop export \
+            and 'btmon -w' (datalinks 1001, 1002 and 2001). Each line: the record's number, its time in seconds \
+            from the first record, who sent it (H>C: host to controller, C>H: controller to host), the connection \
+            handle when the packet concerns a link, then the packet decoded as '--trace' prints it live: HCI \
+            commands and events with their parameters by the Core Specification's names (Disconnection Complete \
+            with its reason, LE Connection Complete with the peer's address and the link's parameters, advertising \
+            reports with address, RSSI and AD structures), and ACL data as its L2CAP frame, ATT PDU or SMP \
+            command once its fragments are whole (ATT Write Request handle 0x0012 value 01 00; SMP Pairing \
+            Request io=NoInputNoOutput auth=bond,sc ...).
+            Keys and secrets (LTK, IRK, CSRK, pairing random and confirm values, DHKey checks, public keys, LE \
+            Encrypt's key and data, LE Rand's number) are shown as <redacted>, and the raw bytes of a packet that \
+            holds one are not printed; --secrets shows them.
+            --hex adds each packet's bytes after its line: a command's or event's parameters, an ACL packet's data.
             With --json, one object per line:
               {"record": N, "time": <seconds from the first>, "unixMicroseconds": N, "from": "host" | "controller" | "system",
                "kind": "command" | "event" | "acl" | "sco" | "iso" | "undecodable" | "truncated" | "monitor",
-               "summary": "<as the line>", "hex": "<the packet without its H4 indicator>"}
+               "handle": N | null, "summary": "<the decoded packet, as the line>",
+               "hex": "<parameters or data, as --hex>" | null (a packet holding a key, without --secrets)}
             A packet that does not decode is printed as undecodable with the reason, and reading goes on; a file \
             that is not btsnoop, or that is cut or corrupt part way, ends with an error naming the record and \
             its byte offset, after the records before it (exit status 1).
@@ -30,6 +39,12 @@ struct BTSnoopCommand: ParsableCommand {
 
     @Flag(help: "One JSON object per line.")
     var json = false
+
+    @Flag(help: "Add each packet's bytes in hex after its line.")
+    var hex = false
+
+    @Flag(help: "Show keys, random numbers and confirm values instead of <redacted>.")
+    var secrets = false
 
     /// A file that is not there is a usage error (64), as for every command that reads a file it is given; one
     /// that is there but is not a capture fails reading it (1).
@@ -51,6 +66,7 @@ struct BTSnoopCommand: ParsableCommand {
         }
         var iterator = reader.makeIterator()
         var first: Int64?
+        var decoder = PacketTrace(showsSecrets: secrets)
         while true {
             let record: BTSnoopReader.Record?
             do {
@@ -61,7 +77,7 @@ struct BTSnoopCommand: ParsableCommand {
             guard let record else { return }
             let start = first ?? record.unixMicroseconds
             first = start
-            let line = Self.describe(record)
+            let line = Self.describe(record, with: &decoder)
             // A monitor record (btmon's notes, adapters added) is neither side's packet.
             let from: String
             if case .monitor = record.content {
@@ -70,61 +86,59 @@ struct BTSnoopCommand: ParsableCommand {
                 from = record.direction == .sent ? "host" : "controller"
             }
             let seconds = Double(record.unixMicroseconds &- start) / 1_000_000
+            let bytes = line.hidesBytes && !secrets ? nil : line.bytes.hexString
             if json {
                 Output.line(
                     JSON.object([
                         ("record", .number(record.index)), ("time", .double(seconds)),
                         ("unixMicroseconds", .number(Int(record.unixMicroseconds))),
                         ("from", .string(from)),
-                        ("kind", .string(line.kind)), ("summary", .string(line.summary)),
-                        ("hex", .string(line.bytes.hexString)),
+                        ("kind", .string(line.kind)),
+                        ("handle", line.handle.map { .number(Int($0.rawValue)) } ?? .null),
+                        ("summary", .string(line.summary)), ("hex", .optional(bytes)),
                     ]).text)
             } else {
-                let kind = line.kind.padding(toLength: 11, withPad: " ", startingAt: 0)
-                let data = line.bytes.isEmpty ? "" : "  \(line.bytes.hexString)"
+                let data = hex ? "  " + (bytes.map { $0.isEmpty ? "" : $0 } ?? "<redacted>") : ""
+                let who: String
+                if case .packet = record.content {
+                    who = (record.direction == .sent ? PacketTrace.Direction.hostToController : .controllerToHost).label
+                } else {
+                    who = from
+                }
+                let handle = line.handle.map(\.description) ?? "      "
                 Output.line(
-                    String(format: "%6d %12.6f  ", record.index, seconds)
-                        + "\(from.padding(toLength: 10, withPad: " ", startingAt: 0))  \(kind) \(line.summary)\(data)")
+                    String(format: "%6d %12.6f  ", record.index, seconds) + "\(who) \(handle) \(line.summary)\(data)")
             }
         }
     }
 
-    /// What a record's line says: its kind, a summary, and the bytes to show after it.
-    static func describe(_ record: BTSnoopReader.Record) -> (kind: String, summary: String, bytes: [UInt8]) {
+    /// What a record's line says: its kind, the link it concerns, a summary, the bytes, and whether the bytes hold
+    /// a key (so they are hidden unless --secrets).
+    static func describe(_ record: BTSnoopReader.Record, with decoder: inout PacketTrace) -> (
+        kind: String, handle: ConnectionHandle?, summary: String, bytes: [UInt8], hidesBytes: Bool
+    ) {
+        let direction: PacketTrace.Direction = record.direction == .sent ? .hostToController : .controllerToHost
         switch record.content {
-        case .packet(.command(let command)):
-            return ("command", "\(command.opcode)", command.parameters)
-        case .packet(.event(let event)):
-            return ("event", summary(of: event), event.parameters)
-        case .packet(.acl(let acl)):
-            return ("acl", "handle \(acl.handle) \(acl.packetBoundary)", acl.data)
-        case .packet(.other(let type, let bytes)):
-            return ("\(HCIPacketType(rawValue: type))".lowercased(), "\(bytes.count) octets", bytes)
+        case .packet(let packet):
+            let line = decoder.describe(packet, direction: direction)
+            let (kind, bytes): (String, [UInt8])
+            switch packet {
+            case .command(let command): (kind, bytes) = ("command", command.parameters)
+            case .event(let event): (kind, bytes) = ("event", event.parameters)
+            case .acl(let acl): (kind, bytes) = ("acl", acl.data)
+            case .other(let type, let data): (kind, bytes) = ("\(HCIPacketType(rawValue: type))".lowercased(), data)
+            }
+            return (kind, line.handle, line.text, bytes, line.carriesSecret)
         case .undecodable(let type, let bytes, let reason):
-            return ("undecodable", "\(type.map { "\($0)" } ?? "no HCI packet"): \(reason)", bytes)
+            return ("undecodable", nil, "\(type.map { "\($0)" } ?? "no HCI packet"): \(reason)", bytes, false)
         case .truncated(let type, let bytes):
             let what = type.map { "\($0)" } ?? "packet"
-            return ("truncated", "\(what), \(record.includedLength) of \(record.originalLength) octets kept", bytes)
+            return (
+                "truncated", nil, "\(what), \(record.includedLength) of \(record.originalLength) octets kept", bytes,
+                false
+            )
         case .monitor(let opcode, let bytes):
-            return ("monitor", "opcode \(opcode), adapter \(record.adapter)", bytes)
-        }
-    }
-
-    /// An event's name, and for Command Complete and Command Status the command they answer, for LE Meta its
-    /// subevent (Vol 4 Part E 7.7.14, 7.7.15, 7.7.65).
-    private static func summary(of event: HCIEventPacket) -> String {
-        let p = event.parameters
-        switch event.code {
-        case .commandComplete where p.count >= 3:
-            let opcode = HCIOpcode(rawValue: UInt16(p[1]) | UInt16(p[2]) << 8)
-            return "\(event.code): \(opcode)"
-        case .commandStatus where p.count >= 4:
-            let opcode = HCIOpcode(rawValue: UInt16(p[2]) | UInt16(p[3]) << 8)
-            return "\(event.code): \(opcode), status 0x\(String(format: "%02X", p[0]))"
-        case .leMeta where !p.isEmpty:
-            return "\(event.code): \(HCILEMetaSubevent(rawValue: p[0]))"
-        default:
-            return "\(event.code)"
+            return ("monitor", nil, "opcode \(opcode), adapter \(record.adapter)", bytes, false)
         }
     }
 }

@@ -22,10 +22,14 @@ struct ServeCommand: AsyncParsableCommand {
             Read-only values refuse writes with Write Not Permitted.
 
             Each event is printed as one line, starting with the time it was handled (UTC, ISO 8601 with \
-            milliseconds: 2025-03-01T12:00:00.123Z). A central's events give its identifier, then: 'connected', \
-            'mtu N (updates carry up to M bytes)' after an MTU exchange, 'read UUID HEX', 'write UUID HEX' (with \
-            '-> ERROR' when refused), 'subscribe UUID notifications|indications', 'unsubscribe UUID', and \
-            'disconnected (REASON)'. Values sent to subscribers are printed as '* notify UUID HEX' or \
+            milliseconds: 2025-03-01T12:00:00.123Z), from 'advertising "NAME" as ADDRESS with services [...]' to \
+            'stopped'. A central's events give its identifier, then: 'connected from ADDRESS (TYPE)', \
+            'mtu N (updates carry up to M bytes)' after an MTU exchange, 'pairing started', 'paired (METHOD, \
+            LE Secure Connections|legacy, authenticated|unauthenticated, key size N); bonded|not bonded', 'bonded', \
+            'pairing failed: WHY', 'encrypted' (after pairing, or with a bond's keys), 'encryption failed: WHY', \
+            'read UUID HEX' (fixed values included), 'write UUID HEX' (with '-> ERROR' when refused), 'subscribe \
+            UUID notifications|indications', 'unsubscribe UUID', and 'disconnected (REASON)', also for the \
+            centrals still connected when serving stops ('disconnected (this device stopped)'). Values sent to subscribers are printed as '* notify UUID HEX' or \
             '* indicate UUID HEX'; when the transmit queue is full, '* transmit queue full: waiting for room to \
             send' is printed and the values wait for peripheralManagerIsReady(toUpdateSubscribers:), in order, \
             nothing dropped ('* room again: sent N waiting updates').
@@ -151,8 +155,8 @@ struct ServeCommand: AsyncParsableCommand {
                 }
                 let services = advertised.servicesToAdvertise.map(\.uuidString).joined(separator: ", ")
                 Output.line(
-                    "advertising \"\(advertised.name)\" as \(system.address?.string ?? "?") with services [\(services)]"
-                )
+                    "\(Timestamp.now()) advertising \"\(advertised.name)\" as \(system.address?.string ?? "?")"
+                        + " with services [\(services)]")
                 // The device's own updates start once there is something to update.
                 guard let updates, let device = served.withLock({ $0 }) else { return }
                 let feed: @Sendable () async -> Void = { await Self.feed(updates, to: device) }
@@ -166,7 +170,7 @@ struct ServeCommand: AsyncParsableCommand {
         await session.system.shutDown()
         if Output.isClosed { throw ExitCode(Output.closedStatus) }
         if case .failure(let error)? = result { throw error.report() }
-        Output.line("stopped")
+        Output.line("\(Timestamp.now()) stopped")
         if Output.isClosed { throw ExitCode(Output.closedStatus) }
     }
 

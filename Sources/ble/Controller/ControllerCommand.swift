@@ -65,6 +65,7 @@ struct ControllerCommand: AsyncParsableCommand {
         let (host, port) = try Self.parse(transport)
         let world = ControllerWorld(seed: seed, address: Self.controllerAddress)
         let radio = world.radio
+        log.trace(radio, device: nil)
         let controller = world.controller
 
         let listener: TCPServerTransport

@@ -91,6 +91,7 @@ struct DemoCommand: AsyncParsableCommand {
             }
         }
         defer { radio.stopAirCapture() }
+        self.log.trace(radio, device: nil)
         let log = DemoLog(radio: radio, ordered: scenario != nil)
         let pacing: SimulationPacing = realtime ? .realtime : .asFastAsPossible
         switch scenario {

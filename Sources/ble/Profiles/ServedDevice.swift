@@ -23,6 +23,8 @@ final class ServedDevice: PeripheralManagerDelegate, @unchecked Sendable {
     private var services: [MutableService] = []
     private var nextService = 0
     private var pendingUpdates: [(MutableCharacteristic, Data)] = []
+    /// The centrals connected now, in the order they came.
+    private var connected: [Central] = []
     /// Updates a write caused, held while the write is handled so that its line is logged before theirs.
     private var updatesCausedByWrite: [(BluetoothUUID, Data)]?
 
@@ -56,8 +58,12 @@ final class ServedDevice: PeripheralManagerDelegate, @unchecked Sendable {
             let service = MutableService(type: definition.uuid, primary: definition.primary)
             service.includedServices = definition.includes.compactMap { byUUID[$0] }
             service.characteristics = definition.characteristics.map { c in
+                // A logged device answers its fixed values itself, so that their reads are logged too (the stack
+                // would answer them out of its sight); the values are the same either way.
+                let answeredHere = log != nil && c.value != nil
+                if answeredHere { behaviour.values[c.uuid] = c.value }
                 let characteristic = MutableCharacteristic(
-                    type: c.uuid, properties: c.properties, value: c.value,
+                    type: c.uuid, properties: c.properties, value: answeredHere ? nil : c.value,
                     permissions: c.permissions)
                 characteristic.descriptors = c.descriptors.map { MutableDescriptor(type: $0.uuid, value: $0.value) }
                 if characteristics[c.uuid] == nil { characteristics[c.uuid] = characteristic }
@@ -189,10 +195,21 @@ final class ServedDevice: PeripheralManagerDelegate, @unchecked Sendable {
     // MARK: Centrals (swift-ble's extensions of the delegate)
 
     func peripheralManager(_ peripheral: PeripheralManager, didConnect central: Central) {
-        log?("\(central.identifier) connected")
+        connected.append(central)
+        log?("\(central.identifier) connected from \(central.address)")
+    }
+
+    func peripheralManager(
+        _ peripheral: PeripheralManager, central: Central, didUpdateSecurity event: CentralSecurityEvent
+    ) {
+        log?("\(central.identifier) \(event)")
+        if case .paired(let result) = event, result.bonded { log?("\(central.identifier) bonded") }
     }
 
     func peripheralManager(_ peripheral: PeripheralManager, didDisconnect central: Central, error: (any Error)?) {
+        // After `stop`, the links' ends were logged already.
+        guard connected.contains(where: { $0 === central }) else { return }
+        connected.removeAll { $0 === central }
         let reason = (error as? BluetoothError)?.hciStatus.map { " (\($0))" } ?? ""
         log?("\(central.identifier) disconnected\(reason)")
     }
@@ -290,10 +307,14 @@ final class ServedDevice: PeripheralManagerDelegate, @unchecked Sendable {
         return system.schedule(after: delay, on: queue) { bound.value() }
     }
 
+    /// Stops advertising and serving. The centrals still connected are logged as disconnected: the tool is about
+    /// to go, and their links with it (the controller ends them when the transport closes).
     func stop() {
         queue.sync {
             manager.stopAdvertising()
             manager.removeAllServices()
+            for central in connected { log?("\(central.identifier) disconnected (this device stopped)") }
+            connected = []
         }
     }
 }

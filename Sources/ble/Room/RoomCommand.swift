@@ -128,6 +128,7 @@ struct RoomRunCommand: AsyncParsableCommand {
         let idle = room.idleSeconds
         let daemon = RoomDaemon(
             seed: room.seed, paths: paths, idleTimeout: idle > 0 ? CommandLineNumbers.duration(seconds: idle) : nil)
+        log.trace(daemon.world.radio, device: nil)
         var listeners: [H4Listener] = []
         let control: any Channel
         do {

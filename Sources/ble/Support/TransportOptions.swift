@@ -72,6 +72,7 @@ final class Session: Sendable {
             configuration.btsnoop = options.btsnoop
             do {
                 let system = try world.addToolDevice(name: name, configuration: configuration)
+                options.log.trace(world.radio, device: name)
                 return Session(system: system, world: world, pacing: TransportOptions.simulationPacing)
             } catch let error as BluetoothError where error.code == .storeUnavailable {
                 throw ToolError.storeUnavailable(error)
@@ -83,6 +84,7 @@ final class Session: Sendable {
         PosixTransports.install(onListening: { spec in
             FileHandle.standardError.write(Data("ble: waiting for a controller to connect to \(spec)\n".utf8))
         })
+        options.log.traceTransports()
         // The shared room: started in the background if it does not run, then reached as a device of its own.
         var connectSpec = spec
         var room: RoomPaths?
