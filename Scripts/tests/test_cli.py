@@ -878,6 +878,8 @@ class BadInputTests(unittest.TestCase):
         (("write", "HRM-Demo", "2A39", "--text", ""), "--text"),
         (("read", "HRM-Demo", "--handle", "0x10000"), "--handle"),
         (("read", "HRM-Demo", "--handle", "0"), "--handle"),
+        (("read", "HRM-Demo", "--handle", "-1"), "--handle '-1' is not an attribute handle"),
+        (("write", "HRM-Demo", "2A39", "0"), "has an odd number of digits"),
         (("read", "HRM-Demo", "2A38", "--descriptor", "xyz"), "--descriptor"),
         (("serve", "heart-rate", "--updates", "/no/such/file"), "--updates"),
         (("demo", "phone-restart", "--phase", "before"), "--phase"),

@@ -143,6 +143,14 @@ class ScriptedShellTests(StateFolder, unittest.TestCase):
         self.assertIn("roman", errors[0])
         self.assertIn("ble: a \" quote is not closed", result.stderr)
 
+    def test_a_negative_number_is_refused_by_the_commands_own_check(self):
+        # ArgumentParser took "-1" for an option ("Missing expected argument", "Unknown option '-1'").
+        result = self.shell("wait -1\nscan -1\n")
+        self.assertEqual(result.returncode, EXIT_USAGE)
+        errors = [line for line in result.stderr.splitlines() if line.startswith("ble: ")]
+        self.assertEqual(errors, ["ble: wait: SECONDS must be 0 or more seconds, not -1",
+                                  "ble: scan: SECONDS must be more than 0 seconds, not -1"])
+
     def test_help_lists_every_command_and_one_commands_options(self):
         result = self.shell("help\nhelp write\n")
         self.assertEqual(result.returncode, 0, result.stderr)

@@ -106,15 +106,15 @@ struct SendCommand: AsyncParsableCommand {
                         }
                     }
                 } catch let error as ToolError {
-                    if showBar { FileHandle.standardError.write(Data("\r\u{1B}[2K".utf8)) }
+                    if showBar { Output.stderr("\r\u{1B}[2K") }
                     throw ToolError(error.kind, "\(error.message) (\(acknowledged()) before)")
                 } catch {
-                    if showBar { FileHandle.standardError.write(Data("\r\u{1B}[2K".utf8)) }
+                    if showBar { Output.stderr("\r\u{1B}[2K") }
                     Output.error("interrupted: \(acknowledged())")
                     throw error
                 }
                 // Wipe the bar: what stays is the summary.
-                if showBar { FileHandle.standardError.write(Data("\r\u{1B}[2K".utf8)) }
+                if showBar { Output.stderr("\r\u{1B}[2K") }
                 guard let last, last.bytesAcknowledged == last.totalBytes else {
                     // The iteration ends quietly when the task is cancelled (out of time or stopped).
                     Output.error("interrupted: \(acknowledged())")
@@ -137,7 +137,7 @@ struct SendCommand: AsyncParsableCommand {
         let text = String(
             format: "\r[%@] %3d%% %d/%d B %@", bar, Int(fraction * 100), step.bytesAcknowledged, step.totalBytes,
             rate(step.bytesAcknowledged, elapsed))
-        FileHandle.standardError.write(Data(text.utf8))
+        Output.stderr(text)
     }
 
     static func format(_ d: Duration) -> String { String(format: "%.3f s", d.inSeconds) }

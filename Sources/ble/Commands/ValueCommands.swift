@@ -35,6 +35,7 @@ struct ReadCommand: AsyncParsableCommand {
     var descriptor: String?
 
     @Option(
+        parsing: .unconditional,
         help: ArgumentHelp("Read the attribute at this handle instead of CHAR (0x0012 or 18).", valueName: "handle"))
     var handle: String?
 
@@ -109,6 +110,7 @@ struct WriteCommand: AsyncParsableCommand {
     var descriptor: String?
 
     @Option(
+        parsing: .unconditional,
         help: ArgumentHelp("Write the attribute at this handle instead of CHAR (0x0012 or 18).", valueName: "handle"))
     var handle: String?
 
@@ -186,7 +188,14 @@ struct WriteCommand: AsyncParsableCommand {
     }
 
     static func hex(_ text: String) throws -> Data {
-        guard let value = Data(lenientHex: text) else { throw ValidationError("HEX '\(text)' is not hex digits") }
+        guard let value = Data(lenientHex: text) else {
+            let digits = text.filter(\.isHexDigit)
+            if digits.count % 2 == 1, text.allSatisfy({ $0.isHexDigit || $0 == " " || $0 == ":" || $0 == "-" }) {
+                throw ValidationError(
+                    "HEX '\(text)' has an odd number of digits (\(digits.count)): each byte is two (00 to ff)")
+            }
+            throw ValidationError("HEX '\(text)' is not hex digits")
+        }
         return value
     }
 

@@ -139,5 +139,5 @@ struct ControllerCommand: AsyncParsableCommand {
 
 /// Writes one line to standard output at once (unbuffered: a test may be waiting for it on a pipe).
 private func say(_ line: String) {
-    FileHandle.standardOutput.write(Data((line + "\n").utf8))
+    try? FileHandle.standardOutput.write(contentsOf: Data((line + "\n").utf8))
 }

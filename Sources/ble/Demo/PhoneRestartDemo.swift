@@ -207,7 +207,7 @@ enum PhoneRestartDemo {
             let pid = process.processIdentifier
             let item = DispatchWorkItem { [process] in
                 guard process.isRunning else { return }
-                FileHandle.standardError.write(Data("ble: a phase of the demo overran \(phaseLimit); killed\n".utf8))
+                Output.stderr("ble: a phase of the demo overran \(phaseLimit); killed\n")
                 kill(pid, SIGKILL)
             }
             DispatchQueue.global().asyncAfter(deadline: .now() + phaseLimit, execute: item)

@@ -91,7 +91,7 @@ final class PairingAgent: PairingDelegate {
                 if let value = PairingOptions.passkeyValue(answer.trimmingCharacters(in: .whitespaces)) {
                     return value
                 }
-                FileHandle.standardError.write(Data("ble: a passkey is six digits\n".utf8))
+                Output.stderr("ble: a passkey is six digits\n")
             }
             refuse("no passkey was typed")
             return nil
@@ -106,7 +106,7 @@ final class PairingAgent: PairingDelegate {
     /// Writes `prompt` to standard error and reads the answer, on a thread of its own (a blocking read must not
     /// hold a thread of the cooperative pool, nor the simulated radio's executor).
     static func ask(_ prompt: String) async -> String? {
-        FileHandle.standardError.write(Data(prompt.utf8))
+        Output.stderr(prompt)
         return await readLine()
     }
 

@@ -31,7 +31,19 @@ enum ShellCommands {
     }
 
     static func parse<T: ShellCommandLine>(_ type: T.Type, _ arguments: [String]) throws -> any ShellCommandLine {
-        try T.parse(arguments)
+        try T.parse(negativeNumbersAsValues(arguments))
+    }
+
+    /// ArgumentParser reads a word such as "-1" as an option ('wait -1' said "Missing expected argument", 'scan -1'
+    /// "Unknown option"): a negative number not after an option, with no option after it, gets "--" before it, so
+    /// it reaches the command as its value and the command's own check says what is wrong with it.
+    static func negativeNumbersAsValues(_ words: [String]) -> [String] {
+        func isNegativeNumber(_ word: String) -> Bool { word.count > 1 && word.hasPrefix("-") && Double(word) != nil }
+        guard let index = words.firstIndex(where: isNegativeNumber), !words.contains("--"),
+            index == 0 || !words[index - 1].hasPrefix("-"),
+            !words[(index + 1)...].contains(where: { $0.hasPrefix("-") && !isNegativeNumber($0) })
+        else { return words }
+        return Array(words[..<index]) + ["--"] + Array(words[index...])
     }
 
     /// `help`: one line per command.
@@ -224,7 +236,9 @@ struct ShellRead: ShellCommandLine {
     @Option(help: ArgumentHelp("Read this descriptor of CHAR (2901, 2902, 2904, ...).", valueName: "uuid"))
     var descriptor: String?
 
-    @Option(help: ArgumentHelp("Read the attribute at this handle (0x0012 or 18).", valueName: "handle"))
+    @Option(
+        parsing: .unconditional,
+        help: ArgumentHelp("Read the attribute at this handle (0x0012 or 18).", valueName: "handle"))
     var handle: String?
 
     @Option(help: ArgumentHelp("auto, hex, utf8, uint, int, float or json.", valueName: "format"))
@@ -263,7 +277,9 @@ struct ShellWrite: ShellCommandLine {
     @Option(help: ArgumentHelp("Write this descriptor of CHAR.", valueName: "uuid"))
     var descriptor: String?
 
-    @Option(help: ArgumentHelp("Write the attribute at this handle instead of CHAR.", valueName: "handle"))
+    @Option(
+        parsing: .unconditional,
+        help: ArgumentHelp("Write the attribute at this handle instead of CHAR.", valueName: "handle"))
     var handle: String?
 
     @Flag(help: "Send Write Commands (no response) instead of Write Requests.")

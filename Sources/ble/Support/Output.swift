@@ -27,6 +27,12 @@ enum Output {
         }
     }
 
+    /// Writes `text` to standard error as it is (a prompt, a progress bar); dropped when standard error is closed,
+    /// never a trap.
+    static func stderr(_ text: String) {
+        try? FileHandle.standardError.write(contentsOf: Data(text.utf8))
+    }
+
     static func error(_ message: String) {
         // Standard error closed too: nothing is left to tell.
         try? FileHandle.standardError.write(contentsOf: Data("ble: \(message)\n".utf8))

@@ -82,7 +82,7 @@ final class Session: Sendable {
         }
         // The tool, not the library, tells its user on stderr that it waits for a controller.
         PosixTransports.install(onListening: { spec in
-            FileHandle.standardError.write(Data("ble: waiting for a controller to connect to \(spec)\n".utf8))
+            Output.stderr("ble: waiting for a controller to connect to \(spec)\n")
         })
         options.log.traceTransports()
         // The shared room: started in the background if it does not run, then reached as a device of its own.
@@ -93,10 +93,8 @@ final class Session: Sendable {
             room = paths
             let started = try await RoomClient.ensureRunning(paths).started
             if started, isatty(STDERR_FILENO) == 1 {
-                FileHandle.standardError.write(
-                    Data(
-                        "ble: started the shared room (ble room status; it stops after a while with nobody in it)\n"
-                            .utf8))
+                Output.stderr(
+                    "ble: started the shared room (ble room status; it stops after a while with nobody in it)\n")
             }
             connectSpec = TransportSpec.unix(path: paths.socket).description
         }
