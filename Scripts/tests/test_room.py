@@ -356,6 +356,9 @@ class PairingRoomTests(unittest.TestCase):
         self.assertIn("method: Just Works", lines)
         self.assertIn("security: Secure Connections, unauthenticated, key size 16", lines)
         self.assertIn("bonded: yes", lines)
+        # info: the link encrypted and the bond made.
+        self.assertIn("encrypted", lines)
+        self.assertIn("bonded: Secure Connections, unauthenticated, key size 16", lines)
         values = [line.split()[0] for line in lines if line[:2] in ("00", "01") and len(line.split()[0]) == 2]
         self.assertEqual(values, ["01", "00"], shell.stdout)
         identifier = next(line.split(": ")[1] for line in lines if line.startswith("identifier: "))

@@ -72,6 +72,20 @@ class ScriptedShellTests(StateFolder, unittest.TestCase):
         self.assertEqual(lines[-1], "disconnected from HRM-Demo (00:1B:DC:0A:12:34)")
         self.assertEqual(result.stderr, "")
 
+    def test_info_shows_the_link_the_options_asked_for(self):
+        result = subprocess.run([BLE, "shell", "--mtu", "23", "--interval", "15", "--latency", "2",
+                                 "--supervision-timeout", "2000"], input="connect HRM-Demo\ninfo\n",
+                                capture_output=True, text=True, timeout=90, env=self.env(BLE_SIM_SPEED="fast"))
+        self.assertEqual(result.returncode, 0, result.stderr)
+        lines = result.stdout.splitlines()
+        self.assertEqual(lines[2:7], ["ATT MTU 23", "interval 15 ms, latency 2, supervision timeout 2000 ms",
+                                      "PHY LE 1M (tx) / LE 1M (rx), LL payload 251 (tx) / 251 (rx) octets",
+                                      "not encrypted", "not bonded"])
+        bad = subprocess.run([BLE, "shell", "--interval", "2"], input="", capture_output=True, text=True,
+                             timeout=30, env=self.env())
+        self.assertEqual(bad.returncode, EXIT_USAGE)
+        self.assertIn("--interval must be MS or MIN-MAX milliseconds", bad.stderr)
+
     def test_a_written_value_is_read_back_on_the_same_link(self):
         # The door lock's command characteristic takes a byte; its state follows it.
         result = self.shell("connect DoorLock\nread 8D3E0002-5C1A-4F2B-9E6A-0C1D2E3F4A5B --format hex\n"

@@ -315,6 +315,8 @@ public struct LinkInfo: Sendable, Hashable {
     /// The LL payloads each direction carries at most (27 until a data length update).
     public var maxTxOctets = 27
     public var maxRxOctets = 27
+    /// Whether the link is encrypted now (the last Encryption Change or Key Refresh said so).
+    public var encrypted = false
 
     public init(
         handle: ConnectionHandle, role: LinkRole, peer: BluetoothAddress, interval: UInt16, latency: UInt16,

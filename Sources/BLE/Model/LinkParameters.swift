@@ -18,6 +18,8 @@ public struct LinkParameters: Sendable, Hashable, CustomStringConvertible {
     public var maxRxOctets: Int
     /// The ATT_MTU.
     public var attMTU: Int
+    /// Whether the link is encrypted (by a pairing, or with a bond's key).
+    public var isEncrypted: Bool
 
     init(_ info: LinkInfo, mtu: Int) {
         interval = .microseconds(Int64(info.interval) * 1250)
@@ -28,11 +30,13 @@ public struct LinkParameters: Sendable, Hashable, CustomStringConvertible {
         maxTxOctets = info.maxTxOctets
         maxRxOctets = info.maxRxOctets
         attMTU = mtu
+        isEncrypted = info.encrypted
     }
 
     public var description: String {
         "interval \(interval), latency \(peripheralLatency), timeout \(supervisionTimeout), "
-            + "PHY \(txPHY)/\(rxPHY), LL payload \(maxTxOctets)/\(maxRxOctets), ATT_MTU \(attMTU)"
+            + "PHY \(txPHY)/\(rxPHY), LL payload \(maxTxOctets)/\(maxRxOctets), ATT_MTU \(attMTU), "
+            + (isEncrypted ? "encrypted" : "not encrypted")
     }
 }
 

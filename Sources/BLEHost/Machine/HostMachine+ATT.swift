@@ -229,8 +229,15 @@ extension HostMachine {
     }
 
     /// A link's parameters as the LL procedures left them; nil when there is no such link.
-    public func linkInfo(on handle: ConnectionHandle) -> LinkInfo? { links[handle]?.info }
+    public func linkInfo(on handle: ConnectionHandle) -> LinkInfo? { links[handle].map(Self.info) }
 
     /// The links up now, by handle.
-    public var linkInfos: [LinkInfo] { links.values.map(\.info).sorted { $0.handle < $1.handle } }
+    public var linkInfos: [LinkInfo] { links.values.map(Self.info).sorted { $0.handle < $1.handle } }
+
+    /// A link's parameters with its encryption as its security state has it.
+    private static func info(_ link: Link) -> LinkInfo {
+        var info = link.info
+        info.encrypted = link.security.encrypted
+        return info
+    }
 }

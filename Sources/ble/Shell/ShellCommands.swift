@@ -477,6 +477,12 @@ struct ShellInfo: ShellCommandLine {
     static let configuration = CommandConfiguration(
         commandName: "info", abstract: "The connected device, its link and its subscriptions.")
 
+    /// "30 ms", "7.5 ms".
+    static func milliseconds(_ d: Duration) -> String {
+        let ms = Double(d.components.seconds) * 1000 + Double(d.components.attoseconds) / 1e15
+        return ms == ms.rounded() ? "\(Int(ms)) ms" : "\(ms) ms"
+    }
+
     func run(in shell: ShellSession) async throws {
         let p = try shell.connected()
         let subscribed = shell.state.withLock { $0.subscriptions.keys.sorted() }
@@ -484,6 +490,23 @@ struct ShellInfo: ShellCommandLine {
             "connected to \(CentralTool.describe(p)), identifier \(p.identifier.uuidString)",
             "ATT MTU \(p.attMTU)",
         ]
+        // The link as the LL procedures left it, and its security, as bluetoothctl's `info` shows them.
+        if let link = p.link {
+            lines.append(
+                "interval \(Self.milliseconds(link.interval)), latency \(link.peripheralLatency), supervision timeout \(Self.milliseconds(link.supervisionTimeout))"
+            )
+            lines.append(
+                "PHY \(link.txPHY) (tx) / \(link.rxPHY) (rx), LL payload \(link.maxTxOctets) (tx) / \(link.maxRxOctets) (rx) octets"
+            )
+            lines.append(link.isEncrypted ? "encrypted" : "not encrypted")
+        }
+        if let bond = shell.tool.system.bonds.first(where: { $0.identifier == p.identifier }) {
+            lines.append(
+                "bonded: \(bond.secureConnections ? "Secure Connections" : "legacy"), \(bond.authenticated ? "authenticated" : "unauthenticated"), key size \(bond.keySize)"
+            )
+        } else {
+            lines.append("not bonded")
+        }
         lines.append(
             subscribed.isEmpty
                 ? "no subscriptions" : "subscribed to " + subscribed.map(\.labelled).joined(separator: ", "))

@@ -32,6 +32,8 @@ struct TransportOptions: ParsableArguments {
 
     @OptionGroup var log: LogOptions
 
+    @OptionGroup(title: "Link preferences") var link: LinkOptions
+
     /// `BLE_SIM_SPEED=fast`: run the simulated world as fast as possible instead of in wall-clock time.
     static var simulationPacing: SimulationPacing {
         ProcessInfo.processInfo.environment["BLE_SIM_SPEED"] == "fast" ? .asFastAsPossible : .realtime
@@ -63,6 +65,7 @@ final class Session: Sendable {
     ) async throws(ToolError) -> Session {
         let spec = options.transport
         var configuration = configuration
+        options.link.apply(to: &configuration)
         configuration.storePath = try StateDirectory.storePath(forDevice: name)
         // As an iPhone does: behind resolvable private addresses, with an identity kept in the device's store, so
         // a bond made by one run is recognised by the next whatever address the controller gives this one.
