@@ -116,6 +116,7 @@ struct ServeCommand: AsyncParsableCommand {
             definition = try JSONProfile.load(path: profile, name: name)
         }
         definition.configuration.pairing = pairing.configuration
+        for warning in definition.warnings { Output.error(warning) }
         Output.configure()
         transport.log.install()
         Interrupt.shared.install()
@@ -123,7 +124,7 @@ struct ServeCommand: AsyncParsableCommand {
         do {
             session = try await Session.open(
                 transport, name: definition.deviceName,
-                configuration: definition.configuration)
+                configuration: definition.configuration, exclusive: true)
         } catch {
             throw error.report()
         }

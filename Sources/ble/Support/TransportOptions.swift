@@ -56,14 +56,22 @@ final class Session: Sendable {
 
     /// Opens the transport. On `virtual`, builds the world and adds the tool's device to it under `name`;
     /// otherwise reaches the controller the spec names (the POSIX transports are registered here). With
-    /// `--btsnoop`, the tool's own HCI traffic is recorded.
+    /// `--btsnoop`, the tool's own HCI traffic is recorded. `exclusive`: the device's store is this process's
+    /// alone (a served device: two processes with one identity would answer as one device); refused when another
+    /// process holds it.
     static func open(
         _ options: TransportOptions, name: String = "ble",
-        configuration: BluetoothSystem.Configuration = .init()
+        configuration: BluetoothSystem.Configuration = .init(), exclusive: Bool = false
     ) async throws(ToolError) -> Session {
         let spec = options.transport
         var configuration = configuration
         configuration.storePath = try StateDirectory.storePath(forDevice: name)
+        if exclusive, let path = configuration.storePath, try !StateDirectory.lockStore(path) {
+            throw ToolError(
+                .transport,
+                "another process serves \"\(name)\" (its store \(path) is in use): stop it, or give this one another --name"
+            )
+        }
         // As an iPhone does: behind resolvable private addresses, with an identity kept in the device's store, so
         // a bond made by one run is recognised by the next whatever address the controller gives this one.
         configuration.privacy = try privacy(ProcessInfo.processInfo.environment["BLE_PRIVACY"])
