@@ -1303,6 +1303,27 @@ class ServeTests(unittest.TestCase):
         self.assertEqual((result.returncode, result.stderr), (0, ""))
         self.assertIn("[180F, 181A]", result.stdout)
 
+    def test_advertising_fields_are_checked_and_the_unavailable_ones_explained(self):
+        battery = '{"uuid": "180F", "characteristics": [{"uuid": "2A19", "properties": ["read"], "value": "57"}]}'
+        for extra, message in [
+                ('"appearance": 832', '"appearance" cannot be set: PeripheralManager.startAdvertising takes no '
+                                      'appearance'),
+                ('"interval": 100', '"interval" cannot be set'),
+                ('"scanResponse": {}', '"scanResponse" cannot be set'),
+                ('"manufacturerData": "4c"', "manufacturerData is the company identifier (2 octets"),
+                ('"manufacturerData": "zz"', "manufacturerData is not hex"),
+                ('"txPower": 40', "txPower must be a whole number from -127 to 20"),
+                ('"serviceData": {"FEAA": "' + "00" * 28 + '"}', "serviceData.FEAA is 28 octets; at most 27 fit"),
+                ('"iBeacon": {"uuid": "nope", "major": 1, "minor": 2, "measuredPower": -59}', "iBeacon.uuid"),
+                ('"iBeacon": {"uuid": "E2C56DB5-DFFB-48D2-B060-D0F5A71096E0", "major": 70000, "minor": 2, '
+                 '"measuredPower": -59}', "iBeacon.major must be a whole number from 0 to 65535")]:
+            result = self.serve_profile('{"name": "F", ' + extra + ', "services": [' + battery + ']}')
+            self.assertEqual(result.returncode, 64, (extra, result.stderr))
+            self.assertIn(message, result.stderr, extra)
+        result = self.serve_profile('{"name": "F", "txPower": -8, "connectable": false, "manufacturerData": "4c0001", '
+                                    '"services": [' + battery + ']}')
+        self.assertEqual(result.returncode, 0, result.stderr)
+
     def serve_profile(self, text):
         with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
             f.write(text)

@@ -384,6 +384,27 @@ class NamesAndReconnectionTests(unittest.TestCase):
         self.assertRegex(read.stderr, r"^ble: 2 devices match 'Dup': using Dup \(([0-9A-F]{2}:){5}[0-9A-F]{2}\), not "
                                       r"([0-9A-F]{2}:){5}[0-9A-F]{2} \(give an address or an identifier to choose\)\n$")
 
+    def test_a_json_profile_advertises_a_beacon_tx_power_and_service_data(self):
+        profile = {"name": "Bcn", "connectable": False, "txPower": -8, "serviceData": {"FEAA": "10ec00"},
+                   "iBeacon": {"uuid": "E2C56DB5-DFFB-48D2-B060-D0F5A71096E0", "major": 7, "minor": 9,
+                               "measuredPower": -59},
+                   "services": [{"uuid": "180F", "characteristics": [
+                       {"uuid": "2A19", "properties": ["read"], "value": "57"}]}]}
+        room = Room(self)
+        path = os.path.join(room.state, "beacon.json")
+        with open(path, "w") as f:
+            json.dump(profile, f)
+        serve = room.start("serve", path, "--duration", "120")
+        read_line(serve, "advertising", 30)
+        scan = room.ble("scan", "--timeout", "2", "--json", "--manufacturer", "0x004C", "--name", "Bcn")
+        self.assertEqual(scan.returncode, 0, scan.stderr)
+        record = json.loads(scan.stdout.splitlines()[0])
+        self.assertEqual(record["iBeacon"], {"uuid": "E2C56DB5-DFFB-48D2-B060-D0F5A71096E0", "major": 7, "minor": 9,
+                                             "measuredPower": -59})
+        self.assertEqual((record["txPowerLevel"], record["serviceData"], record["connectable"]),
+                         (-8, {"FEAA": "10ec00"}, False))
+        self.assertEqual(record["advertisingType"], "ADV_SCAN_IND", "the rest came in the scan response")
+
     def test_a_device_that_stops_advertising_is_shown_gone(self):
         room = Room(self)
         serve = room.start("serve", "battery", "--name", "Ghost", "--duration", "2")

@@ -53,6 +53,11 @@ struct ServeCommand: AsyncParsableCommand {
             characteristic with only "read" and a hex "value" is fixed (the stack answers its reads); any other is \
             dynamic: reads answer its current value (the hex "value" or empty), writes replace it, and subscribers \
             are notified or indicated of each new value.
+            The advertisement may also carry, at the top level: "manufacturerData" (hex, the company identifier \
+            little-endian first), "serviceData" ({"FEAA": "hex"}: an Eddystone frame, say), "txPower" (dBm), \
+            "iBeacon" ({"uuid", "major", "minor", "measuredPower"}), and "connectable": false (scannable, or \
+            non-connectable). What does not fit the advertisement goes in the scan response. "appearance", \
+            "interval" and "scanResponse" are refused: PeripheralManager.startAdvertising has no such fields.
 
             Pairing: the device pairs as --io-capability says (none by default: Just Works), with --mitm and \
             --sc-only as for 'ble pair'. A passkey it shows is printed as '* passkey: 123456 (type it on the other \

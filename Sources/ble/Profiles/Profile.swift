@@ -12,6 +12,8 @@ struct Profile {
     var advertisedServices: [BluetoothUUID]?
     var manufacturerData: Data? = nil
     var serviceData: [BluetoothUUID: Data]? = nil
+    /// The TX Power Level field advertised, in dBm.
+    var txPowerLevel: Int? = nil
     /// Makes the device's behaviour: what it answers to reads, writes and subscriptions.
     var behaviour: @Sendable () -> ProfileBehaviour = { ProfileBehaviour() }
     /// False for a device that only advertises (non-connectable, or scannable when it has a scan response).
