@@ -920,6 +920,26 @@ class ErrorTests(unittest.TestCase):
         listed = {(d["identifier"], d["address"], d["name"]) for d in map(json.loads, result.stdout.splitlines())}
         self.assertIn("HRM-Demo", {name for _, _, name in listed})
         self.assertLessEqual(printed, {(identifier, address) for identifier, address, _ in listed})
+        # `ble devices forget` by name: that device alone goes, and the next scan gives it a new identifier.
+        hrm = next(identifier for identifier, _, name in listed if name == "HRM-Demo")
+        def run(*args):
+            return subprocess.run([BLE, *args], capture_output=True, text=True, timeout=30, env=env)
+        result = run("devices", "forget", "hrm-demo")
+        self.assertEqual((result.returncode, result.stdout), (0, f"forgot {hrm} (00:1B:DC:0A:12:34) HRM-Demo\n"),
+                         result.stderr)
+        left = [json.loads(line) for line in run("devices", "--json").stdout.splitlines()]
+        self.assertEqual(len(left), len(listed) - 1)
+        self.assertNotIn("HRM-Demo", [d["name"] for d in left])
+        result = run("devices", "forget", hrm)
+        self.assertEqual(result.returncode, EXIT_NO_SUCH_DEVICE, result.stderr)
+        self.assertEqual(result.stderr, f"ble: the tool knows no device {hrm} (ble devices lists them)\n")
+        again = run("scan", "--timeout", "2", "--json", "--name", "HRM-Demo")
+        self.assertNotEqual(json.loads(again.stdout.splitlines()[0])["identifier"], hrm)
+        result = run("devices", "forget", "--all")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertEqual(len(result.stdout.splitlines()), len(left) + 1)
+        self.assertEqual(run("devices").stdout, "")
+        self.assertEqual(run("devices", "forget").returncode, 64)
 
 
 class BadInputTests(unittest.TestCase):
