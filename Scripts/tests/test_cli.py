@@ -33,6 +33,7 @@ DOOR_COMMAND = "8D3E0003-5C1A-4F2B-9E6A-0C1D2E3F4A5B"
 DOOR_SERVICE = "8D3E0001-5C1A-4F2B-9E6A-0C1D2E3F4A5B"
 PRINT_DATA = "5E1D0002-7A3B-4C8D-9E0F-1A2B3C4D5E6F"
 HEX_LINE = re.compile(r"^[0-9a-f]+$")
+ISO_TIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
 UUID_FORM = re.compile(r"^([0-9A-F]{4}|[0-9A-F]{8}|[0-9A-F]{8}-[0-9A-F]{4}-[0-9A-F]{4}-[0-9A-F]{4}-[0-9A-F]{12})$")
 
 # Exit statuses, as BLE.docc/CommandLineTool.md documents them.
@@ -111,7 +112,10 @@ class ScanTests(unittest.TestCase):
                 "serviceData", "connectable",
                 # Added by the scan detail, after the original keys.
                 "advertisingType", "flags", "txPowerLevel", "scanResponseFields", "iBeacon", "eddystone",
-                "rawAdvertisement", "rawScanResponse"]
+                "rawAdvertisement", "rawScanResponse",
+                # Added with the scan's time and statistics.
+                "nameShortened", "time", "firstSeen", "lastSeen", "age", "packets", "rssiMin", "rssiAverage",
+                "rssiMax", "rssiHistory", "advertisingInterval"]
         for r in self.records:
             self.assertEqual(list(r.keys()), keys)
             self.assertRegex(r["address"], r"^([0-9A-F]{2}:){5}[0-9A-F]{2}$")
@@ -136,6 +140,14 @@ class ScanTests(unittest.TestCase):
             self.assertIsInstance(r["scanResponseFields"], list)
             self.assertRegex(r["rawAdvertisement"], r"^([0-9a-f]{2})*$")
             self.assertTrue(r["rawScanResponse"] is None or re.match(r"^([0-9a-f]{2})*$", r["rawScanResponse"]))
+            self.assertIs(r["nameShortened"], False)
+            for key in ("time", "firstSeen", "lastSeen"):
+                self.assertRegex(r[key], ISO_TIME)
+            self.assertIsInstance(r["age"], float)
+            self.assertIsInstance(r["packets"], int)
+            self.assertEqual(r["packets"], 1, "each device is printed at its first report")
+            self.assertEqual((r["rssiMin"], r["rssiMax"], r["rssiHistory"]), (r["rssi"], r["rssi"], [r["rssi"]]))
+            self.assertIsNone(r["advertisingInterval"], "not measured from one report")
 
     def test_devices_differ_as_a_room_would(self):
         by_name = {r["name"]: r for r in self.records if r["name"]}
@@ -191,6 +203,13 @@ class ScanTests(unittest.TestCase):
         self.assertNotIn("\x1b", result.stdout, "no escape sequences outside a terminal")
         lines = result.stdout.splitlines()
         self.assertEqual(len(lines), 8, "one line per device")
+        for line, record in zip(sorted(lines, key=lambda l: l.split()[1]),
+                                sorted(self.records, key=lambda r: r["address"])):
+            # The time it came, the address, its type and the identifier a TARGET may be.
+            time_, address, kind, identifier = line.split()[:4]
+            self.assertRegex(time_, ISO_TIME)
+            self.assertEqual((address, kind, identifier), (record["address"], record["addressType"],
+                                                           record["identifier"]))
         hub = next(line for line in lines if "Environment Hub" in line)
         self.assertIn('"Environment Hub" (scan response)', hub)
         self.assertIn("ADV_SCAN_IND", hub)
@@ -292,17 +311,122 @@ class ScanTests(unittest.TestCase):
         last = frames[-1].split(b"\r\n")
         self.assertTrue(last[0].startswith(b"8 devices, sorted by rssi"), last[0])
         self.assertEqual(len(last), 6, "the window's height")
-        self.assertIn(b"4 more", last[-1])
+        self.assertTrue(last[1].startswith(b"ADDRESS            RSSI  MIN/AVG/MAX"), last[1])
+        self.assertIn(b"5 more", last[-1])
         self.assertNotIn(b"\x1b", final, "the final table is plain text")
         rows = final.decode().split("\r\n")
         self.assertEqual(rows[0], "8 devices, sorted by rssi")
         self.assertIn("HRM-Demo", rows[1], "the nearest first")
+        # At the end each device in full: its identifier and what the scan measured.
+        self.assertRegex(rows[1], r"  [0-9A-F]{8}-[0-9A-F]{4}-[0-9A-F]{4}-[0-9A-F]{4}-[0-9A-F]{12}  ")
+        self.assertRegex(rows[1], r"\d+ reports, rssi -\d+/-\d+/-\d+ dBm \(min/avg/max\)")
+
+    def test_live_table_rows_fit_80_columns(self):
+        """In an 80-column window each row shows the address, RSSI, its range, reports, interval and age before
+        the name, without being cut; --wide shows the whole lines instead (cut at the window's edge)."""
+        out = live_scan(["scan", "--timeout", "0"], rows=24, columns=80)
+        frames = out[:out.index(b"\x1b[?1049l")].split(b"\x1b[H")[1:]
+        last = [re.sub(rb"\x1b\[[0-9;?]*[A-Za-z]", b"", row).rstrip(b"\r").decode() for row in frames[-1].split(b"\r\n")]
+        self.assertEqual(last[1].split(), ["ADDRESS", "RSSI", "MIN/AVG/MAX", "PKTS", "INTVL", "SEEN", "NAME"])
+        hrm = next(row for row in last if "HRM-Demo" in row)
+        self.assertRegex(hrm, r"^00:1B:DC:0A:12:34   -\d\d  -\d\d/-\d\d/-\d\d  +\d+  +(-|\d+ ms)  \d\.\ds +HRM-Demo  180D")
+        self.assertTrue(all(len(row) <= 80 for row in last), last)
+        wide = live_scan(["scan", "--timeout", "0", "--wide"], rows=24, columns=80)
+        frames = wide[:wide.index(b"\x1b[?1049l")].split(b"\x1b[H")[1:]
+        self.assertNotIn(b"ADDRESS            RSSI", frames[-1])
+        self.assertIn(b"00:1B:DC:0A:12:34  public  ", frames[-1])
+
+    def test_statistics_of_each_device(self):
+        result = ble("scan", "--json", "--timeout", "3", "--sort", "address")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        records = [json.loads(line) for line in result.stdout.splitlines()]
+        self.assertEqual(len(records), 8)
+        for r in records:
+            self.assertGreaterEqual(r["packets"], 4, r)
+            self.assertLessEqual(r["rssiMin"], r["rssiAverage"])
+            self.assertLessEqual(r["rssiAverage"], r["rssiMax"])
+            self.assertEqual(r["rssiHistory"][-1], r["rssi"])
+            self.assertLessEqual(len(r["rssiHistory"]), 16)
+            self.assertLessEqual(r["firstSeen"], r["lastSeen"])
+            self.assertEqual(r["time"], r["lastSeen"])
+            # The world's devices advertise every 100 ms, each event delayed by up to 10 ms more.
+            self.assertGreaterEqual(r["advertisingInterval"], 100, r)
+            self.assertLessEqual(r["advertisingInterval"], 115, r)
+            self.assertLess(r["age"], 1)
+        text = ble("scan", "--timeout", "3", "--sort", "address")
+        hrm = next(line for line in text.stdout.splitlines() if "HRM-Demo" in line)
+        self.assertRegex(hrm, r"  \d+ reports, rssi -\d+/-\d+/-\d+ dBm \(min/avg/max\), interval 1\d\d ms, "
+                              r"last seen \d\.\d s ago$")
+
+    def test_duplicates_print_each_report_with_its_time(self):
+        result = ble("scan", "--timeout", "2", "--duplicates", "--address", "00:1B:DC:0A:12:34")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        times = [line.split()[0] for line in result.stdout.splitlines()]
+        self.assertGreater(len(times), 4)
+        self.assertEqual(times, sorted(times))
+        self.assertEqual(len(set(times)), len(times), "each report its own time")
+
+    def test_address_manufacturer_and_connectable_filters(self):
+        def names(*args):
+            result = ble("scan", "--json", "--timeout", "2", *args)
+            self.assertEqual(result.returncode, 0, result.stderr)
+            return sorted(json.loads(line)["address"] for line in result.stdout.splitlines())
+        self.assertEqual(names("--address", "00:1b:dc"), ["00:1B:DC:0A:12:34", "00:1B:DC:0A:56:78"])
+        self.assertEqual(names("--address", "00:1B:DC:0A:12:34", "--address", "00:1B:DC:0A:56"),
+                         ["00:1B:DC:0A:12:34", "00:1B:DC:0A:56:78"])
+        beacon = next(r for r in self.records if r["iBeacon"])
+        self.assertEqual(names("--manufacturer", "0x004C"), [beacon["address"]])
+        self.assertEqual(names("--manufacturer", "76"), [beacon["address"]])
+        connectable = names("--connectable")
+        self.assertEqual(connectable, sorted(r["address"] for r in self.records if r["connectable"]))
+        for args, mention in [(["--address", "00:1G"], "--address"), (["--address", "001BDC"], "--address"),
+                              (["--manufacturer", "apple"], "--manufacturer"),
+                              (["--manufacturer", "0x10000"], "--manufacturer"), (["--name", ""], "--name")]:
+            result = ble("scan", "--timeout", "1", *args)
+            self.assertEqual(result.returncode, 64, (args, result.stderr))
+            self.assertIn(mention, result.stderr)
 
     def test_text_output_names_the_manufacturer(self):
         result = ble("scan", "--timeout", "3")
         self.assertEqual(result.returncode, 0, result.stderr)
         self.assertIn("HRM-Demo", result.stdout)
         self.assertIn("Apple", result.stdout)
+
+
+def live_scan(args, rows, columns, interrupt_after=2, seconds=30):
+    """Runs `ble ARGS` under a pseudo-terminal of `rows` by `columns`, interrupts it (SIGINT) after
+    `interrupt_after` seconds and reads until it ends (within `seconds`): what it wrote."""
+    import fcntl
+    import pty
+    import struct
+    import termios
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.execve(BLE, [BLE, *args], ENV)
+    out = b""
+    try:
+        fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", rows, columns, 0, 0))
+        start = time.monotonic()
+        interrupted = False
+        while time.monotonic() - start < seconds:
+            if not interrupted and time.monotonic() - start > interrupt_after:
+                os.kill(pid, signal.SIGINT)
+                interrupted = True
+            ready, _, _ = select.select([fd], [], [], 0.2)
+            if ready:
+                try:
+                    chunk = os.read(fd, 65536)
+                except OSError:
+                    break
+                if not chunk:
+                    break
+                out += chunk
+    finally:
+        os.close(fd)
+        if os.waitpid(pid, os.WNOHANG) == (0, 0):
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+    return out
 
 
 class ExploreTests(unittest.TestCase):
@@ -608,9 +732,13 @@ class ErrorTests(unittest.TestCase):
     def test_connect_keeps_several_devices_and_prints_their_values(self):
         result = ble("connect", "HRM-Demo", "Thermometer", "DoorLock", "--subscribe", "2A1C", "--duration", "6",
                      "--timeout", "5")
-        # The thermometer indicates 2A1C; the others have no such characteristic, which ends the command.
-        self.assertNotEqual(result.returncode, 0)
-        self.assertIn("2A1C", result.stderr)
+        # The thermometer indicates 2A1C; the others have no such characteristic: each is named, and the
+        # thermometer's values come.
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertEqual(result.stderr.splitlines(), [
+            "ble: HRM-Demo (00:1B:DC:0A:12:34) has no characteristic Temperature Measurement (2A1C); not subscribing there",
+            "ble: DoorLock (00:1B:DC:0A:56:78) has no characteristic Temperature Measurement (2A1C); not subscribing there"])
+        self.assertRegex(result.stdout, r"\] Thermometer: 2A1C [0-9a-f]+\n")
         result = ble("connect", "HRM-Demo", "Thermometer", "--duration", "5")
         self.assertEqual(result.returncode, 0, result.stderr)
         lines = result.stdout.splitlines()
@@ -621,12 +749,27 @@ class ErrorTests(unittest.TestCase):
         result = ble("connect", "HRM-Demo", "00:1B:DC:0A:12:34", "--duration", "2")
         self.assertEqual(result.returncode, 0, result.stderr)
         self.assertEqual(len(result.stdout.splitlines()), 1, result.stdout)
+        # The documentation's example: the heart rate comes, the thermometer is named as having none.
         result = ble("connect", "HRM-Demo", "Thermometer", "--subscribe", "2A37", "--duration", "5")
-        self.assertNotEqual(result.returncode, 0, "the thermometer has no heart rate")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn("ble: Thermometer (F7:C0:80:29:FD:EA) has no characteristic Heart Rate Measurement (2A37); "
+                      "not subscribing there", result.stderr)
+        self.assertRegex(result.stdout, r"\] HRM-Demo: 2A37 08[0-9a-f]+\n")
+        # No device has it: nothing to do, status 7.
+        result = ble("connect", "Thermometer", "DoorLock", "--subscribe", "2A37", "--duration", "5")
+        self.assertEqual(result.returncode, EXIT_NO_SUCH_CHARACTERISTIC, result.stderr)
+        self.assertEqual(result.stderr, "ble: Thermometer (F7:C0:80:29:FD:EA) has no characteristic Heart Rate "
+                                        "Measurement (2A37)\n")
         result = ble("connect", "Thermometer", "--subscribe", "2A1C", "--duration", "5")
         self.assertEqual(result.returncode, 0, result.stderr)
         values = [line for line in result.stdout.splitlines() if re.search(r"\] 2A1C [0-9a-f]+$", line)]
         self.assertGreaterEqual(len(values), 1, result.stdout)
+
+    def test_an_empty_target_is_a_usage_error(self):
+        for args in (["read", "", "2A19"], ["connect", "HRM-Demo", ""], ["explore", ""]):
+            result = ble(*args)
+            self.assertEqual(result.returncode, 64, (args, result.stderr))
+            self.assertIn("TARGET is empty", result.stderr)
 
     def test_send_a_file_to_the_camera_and_report_the_rate(self):
         with tempfile.NamedTemporaryFile() as f:
@@ -843,6 +986,26 @@ class ErrorTests(unittest.TestCase):
         listed = {(d["identifier"], d["address"], d["name"]) for d in map(json.loads, result.stdout.splitlines())}
         self.assertIn("HRM-Demo", {name for _, _, name in listed})
         self.assertLessEqual(printed, {(identifier, address) for identifier, address, _ in listed})
+        # `ble devices forget` by name: that device alone goes, and the next scan gives it a new identifier.
+        hrm = next(identifier for identifier, _, name in listed if name == "HRM-Demo")
+        def run(*args):
+            return subprocess.run([BLE, *args], capture_output=True, text=True, timeout=30, env=env)
+        result = run("devices", "forget", "hrm-demo")
+        self.assertEqual((result.returncode, result.stdout), (0, f"forgot {hrm} (00:1B:DC:0A:12:34) HRM-Demo\n"),
+                         result.stderr)
+        left = [json.loads(line) for line in run("devices", "--json").stdout.splitlines()]
+        self.assertEqual(len(left), len(listed) - 1)
+        self.assertNotIn("HRM-Demo", [d["name"] for d in left])
+        result = run("devices", "forget", hrm)
+        self.assertEqual(result.returncode, EXIT_NO_SUCH_DEVICE, result.stderr)
+        self.assertEqual(result.stderr, f"ble: the tool knows no device {hrm} (ble devices lists them)\n")
+        again = run("scan", "--timeout", "2", "--json", "--name", "HRM-Demo")
+        self.assertNotEqual(json.loads(again.stdout.splitlines()[0])["identifier"], hrm)
+        result = run("devices", "forget", "--all")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertEqual(len(result.stdout.splitlines()), len(left) + 1)
+        self.assertEqual(run("devices").stdout, "")
+        self.assertEqual(run("devices", "forget").returncode, 64)
 
 
 class BadInputTests(unittest.TestCase):
@@ -973,7 +1136,8 @@ class StatusTests(unittest.TestCase):
                     result = subprocess.run([BLE, *args], capture_output=True, text=True, timeout=60, env=env)
                     self.assertEqual(result.returncode, 0, result.stderr)
             files = sorted(os.listdir(os.path.join(state, "swift-ble")))
-            self.assertEqual(files, ["Wal.sqlite", "ble.sqlite"])
+            self.assertEqual([f for f in files if f.endswith(".sqlite")], ["Wal.sqlite", "ble.sqlite"])
+            self.assertEqual([f for f in files if f.endswith("-wal") or f.endswith("-shm")], [], files)
         finally:
             shutil.rmtree(state, True)
 
@@ -1285,6 +1449,44 @@ class ServeTests(unittest.TestCase):
         self.assertEqual(result.returncode, 0, result.stderr)
         self.assertIn('advertising "Custom"', result.stdout)
         self.assertIn("[181A]", result.stdout)
+
+    def test_a_secondary_service_no_primary_includes_is_not_advertised(self):
+        profile = {"name": "Sec", "advertise": ["180F", "181A"], "services": [
+            {"uuid": "180F", "characteristics": [{"uuid": "2A19", "properties": ["read"], "value": "57"}]},
+            {"uuid": "181A", "primary": False,
+             "characteristics": [{"uuid": "2A6E", "properties": ["read"], "value": "e803"}]}]}
+        result = self.serve_profile(json.dumps(profile))
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn("[180F]", result.stdout)
+        self.assertEqual(result.stderr, "ble: service Environmental Sensing (181A) is secondary and no primary service "
+                                        "includes it: centrals cannot discover it; not advertising it\n")
+        # Included by the primary: reachable, advertised as listed.
+        profile["services"].reverse()
+        profile["services"][1]["includes"] = ["181A"]
+        result = self.serve_profile(json.dumps(profile))
+        self.assertEqual((result.returncode, result.stderr), (0, ""))
+        self.assertIn("[180F, 181A]", result.stdout)
+
+    def test_advertising_fields_are_checked_and_the_unavailable_ones_explained(self):
+        battery = '{"uuid": "180F", "characteristics": [{"uuid": "2A19", "properties": ["read"], "value": "57"}]}'
+        for extra, message in [
+                ('"appearance": 832', '"appearance" cannot be set: PeripheralManager.startAdvertising takes no '
+                                      'appearance'),
+                ('"interval": 100', '"interval" cannot be set'),
+                ('"scanResponse": {}', '"scanResponse" cannot be set'),
+                ('"manufacturerData": "4c"', "manufacturerData is the company identifier (2 octets"),
+                ('"manufacturerData": "zz"', "manufacturerData is not hex"),
+                ('"txPower": 40', "txPower must be a whole number from -127 to 20"),
+                ('"serviceData": {"FEAA": "' + "00" * 28 + '"}', "serviceData.FEAA is 28 octets; at most 27 fit"),
+                ('"iBeacon": {"uuid": "nope", "major": 1, "minor": 2, "measuredPower": -59}', "iBeacon.uuid"),
+                ('"iBeacon": {"uuid": "E2C56DB5-DFFB-48D2-B060-D0F5A71096E0", "major": 70000, "minor": 2, '
+                 '"measuredPower": -59}', "iBeacon.major must be a whole number from 0 to 65535")]:
+            result = self.serve_profile('{"name": "F", ' + extra + ', "services": [' + battery + ']}')
+            self.assertEqual(result.returncode, 64, (extra, result.stderr))
+            self.assertIn(message, result.stderr, extra)
+        result = self.serve_profile('{"name": "F", "txPower": -8, "connectable": false, "manufacturerData": "4c0001", '
+                                    '"services": [' + battery + ']}')
+        self.assertEqual(result.returncode, 0, result.stderr)
 
     def serve_profile(self, text):
         with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:

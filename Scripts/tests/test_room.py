@@ -40,10 +40,10 @@ class Room:
         return subprocess.run([BLE, *args], capture_output=True, text=True, timeout=timeout, input=input_text,
                               env=dict(self.env, **(env or {})))
 
-    def start(self, *args, stdin=None):
+    def start(self, *args, stdin=None, env=None):
         """A long-running `ble` process (stopped at the end)."""
         process = subprocess.Popen([BLE, *args], stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                   env=self.env)
+                                   env=dict(self.env, **(env or {})))
         self.processes.append(process)
         return process
 
@@ -329,6 +329,110 @@ class SharedRoomTests(unittest.TestCase):
             self.assertEqual(result.returncode, 64, result.stderr)
             self.assertIn("--idle-timeout", result.stderr)
         self.assertEqual(room.ble("room", "start", "--h4", "tcp-client:127.0.0.1:1").returncode, 64)
+
+
+class NamesAndReconnectionTests(unittest.TestCase):
+    """Served names too long for an advertisement, names two devices share, devices that leave a scan, and a
+    connection that comes back when its device does."""
+
+    def test_a_name_too_long_to_advertise_is_found_by_its_complete_name(self):
+        room = Room(self)
+        name = "x" * 40
+        serve = room.start("serve", "battery", "--name", name, "--duration", "120")
+        read_line(serve, "advertising", 30)
+        read = room.ble("read", name, "2A19", "--timeout", "5")
+        self.assertEqual(read.returncode, 0, read.stderr)
+        self.assertRegex(read.stdout, r"^[0-9a-f]{2}  \d+ %\n$")
+        scan = room.ble("scan", "--timeout", "2", "--name", "xxxx")
+        self.assertEqual(scan.returncode, 0, scan.stderr)
+        self.assertIn('"' + "x" * 22 + '" (shortened)', scan.stdout)
+        scan = room.ble("scan", "--timeout", "2", "--name", "xxxx", "--json")
+        record = json.loads(scan.stdout.splitlines()[0])
+        self.assertEqual((record["name"], record["nameShortened"]), ("x" * 22, True))
+        serve.send_signal(signal.SIGINT)
+        _, err = serve.communicate(timeout=COMMAND)
+        self.assertIn(f'ble: the name is 40 bytes, longer than an advertisement or a scan response holds (29): it is '
+                      f'advertised shortened, as "{"x" * 22}"', err.decode())
+
+    def test_a_name_that_fits_the_scan_response_is_advertised_complete_there(self):
+        room = Room(self)
+        name = "A-Battery-Of-25-Letters-X"
+        serve = room.start("serve", "battery", "--name", name, "--duration", "120")
+        read_line(serve, "advertising", 30)
+        scan = room.ble("scan", "--timeout", "2", "--name", name, "--json")
+        record = json.loads(scan.stdout.splitlines()[0])
+        self.assertEqual((record["name"], record["nameShortened"], record["scanResponseFields"]),
+                         (name, False, ["name"]))
+        self.assertEqual(room.ble("read", name, "2A19").returncode, 0)
+
+    def test_two_devices_of_one_name_are_named_and_one_store_serves_once(self):
+        room = Room(self)
+        first = room.start("serve", "battery", "--name", "Dup", "--duration", "120")
+        read_line(first, "advertising", 30)
+        # The same name from the same state folder: the same identity, refused.
+        again = room.ble("serve", "battery", "--name", "Dup", "--duration", "5")
+        self.assertEqual(again.returncode, 2, again.stderr)
+        self.assertIn('ble: another process serves "Dup" (its store ', again.stderr)
+        # From another state folder it is another device of that name.
+        other_state = tempfile.mkdtemp(prefix="ble-room-state-")
+        self.addCleanup(shutil.rmtree, other_state, True)
+        second = room.start("serve", "battery", "--name", "Dup", "--duration", "120",
+                            env={"XDG_STATE_HOME": other_state})
+        read_line(second, "advertising", 30)
+        read = room.ble("read", "Dup", "2A19")
+        self.assertEqual(read.returncode, 0, read.stderr)
+        self.assertRegex(read.stderr, r"^ble: 2 devices match 'Dup': using Dup \(([0-9A-F]{2}:){5}[0-9A-F]{2}\), not "
+                                      r"([0-9A-F]{2}:){5}[0-9A-F]{2} \(give an address or an identifier to choose\)\n$")
+
+    def test_a_json_profile_advertises_a_beacon_tx_power_and_service_data(self):
+        profile = {"name": "Bcn", "connectable": False, "txPower": -8, "serviceData": {"FEAA": "10ec00"},
+                   "iBeacon": {"uuid": "E2C56DB5-DFFB-48D2-B060-D0F5A71096E0", "major": 7, "minor": 9,
+                               "measuredPower": -59},
+                   "services": [{"uuid": "180F", "characteristics": [
+                       {"uuid": "2A19", "properties": ["read"], "value": "57"}]}]}
+        room = Room(self)
+        path = os.path.join(room.state, "beacon.json")
+        with open(path, "w") as f:
+            json.dump(profile, f)
+        serve = room.start("serve", path, "--duration", "120")
+        read_line(serve, "advertising", 30)
+        scan = room.ble("scan", "--timeout", "2", "--json", "--manufacturer", "0x004C", "--name", "Bcn")
+        self.assertEqual(scan.returncode, 0, scan.stderr)
+        record = json.loads(scan.stdout.splitlines()[0])
+        self.assertEqual(record["iBeacon"], {"uuid": "E2C56DB5-DFFB-48D2-B060-D0F5A71096E0", "major": 7, "minor": 9,
+                                             "measuredPower": -59})
+        self.assertEqual((record["txPowerLevel"], record["serviceData"], record["connectable"]),
+                         (-8, {"FEAA": "10ec00"}, False))
+        self.assertEqual(record["advertisingType"], "ADV_SCAN_IND", "the rest came in the scan response")
+
+    def test_a_device_that_stops_advertising_is_shown_gone(self):
+        room = Room(self)
+        serve = room.start("serve", "battery", "--name", "Ghost", "--duration", "2")
+        read_line(serve, "advertising", 30)
+        # The scan outlives the device by more than the 5 s after which a device is gone.
+        scan = room.ble("scan", "--timeout", "9", "--name", "Ghost", "--sort", "seen")
+        self.assertEqual(scan.returncode, 0, scan.stderr)
+        self.assertRegex(scan.stdout, r'"Ghost".*  \d+ reports, .*gone, last seen \d+\.\d s ago\n$')
+        serve.communicate(timeout=COMMAND)
+
+    def test_connect_reconnect_comes_back_as_soon_as_the_device_does(self):
+        """The device returns under a new private address (a new identifier): the scan for its name runs beside
+        the direct connection, so the link is back well before the 10 s the direct attempt alone took."""
+        room = Room(self)
+        serve = room.start("serve", "battery", "--name", "RC1", "--duration", "120")
+        read_line(serve, "advertising", 30)
+        connect = room.start("connect", "RC1", "--reconnect")
+        read_line(connect, "] connected to RC1", 30)
+        serve.send_signal(signal.SIGINT)
+        serve.wait(10)
+        read_line(connect, "] disconnected", 10)
+        serve = room.start("serve", "battery", "--name", "RC1", "--duration", "120")
+        read_line(serve, "advertising", 30)
+        back = time.monotonic()
+        read_line(connect, "] connected to RC1", 30)
+        # Usually within half a second; the bound is generous for a loaded machine, and still well short of
+        # the 9 s the direct attempt alone took before the scan began.
+        self.assertLess(time.monotonic() - back, 5)
 
 
 LOCK_STATE = "5EC10002-2B7D-4E8A-9C3F-6A1B2C3D4E5F"

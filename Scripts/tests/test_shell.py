@@ -5,6 +5,7 @@ pyte, a terminal emulator pinned in .venv by Scripts/setup-peers.sh): the prompt
 values printed above a line being typed, Ctrl-C and Ctrl-D. Runs the already-built `.build/debug/ble` on the
 private simulated radio (`virtual`); every wait is bounded, and every process started is stopped."""
 import fcntl
+import json
 import os
 import pty
 import re
@@ -73,7 +74,7 @@ class ScriptedShellTests(StateFolder, unittest.TestCase):
         self.assertEqual(result.stderr, "")
 
     def test_info_shows_the_link_the_options_asked_for(self):
-        result = subprocess.run([BLE, "shell", "--mtu", "23", "--interval", "15", "--latency", "2",
+        result = subprocess.run([BLE, "shell", "--mtu", "23", "--connection-interval", "15", "--latency", "2",
                                  "--supervision-timeout", "2000"], input="connect HRM-Demo\ninfo\n",
                                 capture_output=True, text=True, timeout=90, env=self.env(BLE_SIM_SPEED="fast"))
         self.assertEqual(result.returncode, 0, result.stderr)
@@ -81,10 +82,10 @@ class ScriptedShellTests(StateFolder, unittest.TestCase):
         self.assertEqual(lines[2:7], ["ATT MTU 23", "interval 15 ms, latency 2, supervision timeout 2000 ms",
                                       "PHY LE 1M (tx) / LE 1M (rx), LL payload 251 (tx) / 251 (rx) octets",
                                       "not encrypted", "not bonded"])
-        bad = subprocess.run([BLE, "shell", "--interval", "2"], input="", capture_output=True, text=True,
+        bad = subprocess.run([BLE, "shell", "--connection-interval", "2"], input="", capture_output=True, text=True,
                              timeout=30, env=self.env())
         self.assertEqual(bad.returncode, EXIT_USAGE)
-        self.assertIn("--interval must be MS or MIN-MAX milliseconds", bad.stderr)
+        self.assertIn("--connection-interval must be MS or MIN-MAX milliseconds", bad.stderr)
 
     def test_a_written_value_is_read_back_on_the_same_link(self):
         # The door lock's command characteristic takes a byte; its state follows it.
@@ -127,7 +128,8 @@ class ScriptedShellTests(StateFolder, unittest.TestCase):
         first = lines[:first_end]
         self.assertEqual(lines[first_end], f"scan done: {len(first)} devices found")
         self.assertGreaterEqual(len(first), 6, result.stdout)
-        self.assertEqual(len({line.split()[0] for line in first}), len(first), "one line per device")
+        # The time each came, then the address: one line per device.
+        self.assertEqual(len({line.split()[1] for line in first}), len(first), "one line per device")
         # The second scan shows its devices again (the name filter: HRM-Demo alone).
         second_end = next(i for i, line in enumerate(lines) if i > first_end and line.startswith("scan done:"))
         second = lines[first_end + 1:second_end]
@@ -136,7 +138,23 @@ class ScriptedShellTests(StateFolder, unittest.TestCase):
         self.assertEqual(lines[second_end], "scan done: 1 device found")
         devices = lines[second_end + 1:]
         self.assertEqual(len(devices), len(first), result.stdout)
-        self.assertTrue(any(re.match(r'^00:1B:DC:0A:12:34  -\d+ dBm  "HRM-Demo"$', line) for line in devices), devices)
+        self.assertTrue(any(re.match(r'^00:1B:DC:0A:12:34  [0-9A-F-]{36}  -\d+ dBm  "HRM-Demo"$', line)
+                            for line in devices), devices)
+
+    def test_scan_takes_the_filters_and_formats_of_ble_scan(self):
+        result = self.shell("scan 2 --address 00:1b:dc --json\nscan --timeout 2 --manufacturer 0x004C --sort rssi\n"
+                            "scan 1 --name ''\n")
+        self.assertEqual(result.returncode, 64, result.stderr)
+        lines = result.stdout.splitlines()
+        first_end = next(i for i, line in enumerate(lines) if line.startswith("scan done:"))
+        records = [json.loads(line) for line in lines[:first_end]]
+        self.assertEqual(sorted(r["address"] for r in records), ["00:1B:DC:0A:12:34", "00:1B:DC:0A:56:78"])
+        self.assertEqual(lines[first_end], "scan done: 2 devices found")
+        beacon = lines[first_end + 1]
+        self.assertIn("iBeacon", beacon)
+        self.assertRegex(beacon, r"\d+ reports, rssi ")
+        self.assertEqual(lines[first_end + 2], "scan done: 1 device found")
+        self.assertIn("--name", result.stderr)
 
     def test_a_failure_is_said_and_the_script_goes_on_then_exits_with_its_status(self):
         result = self.shell("read 2A19\nfrobnicate\nconnect HRM-Demo\nread 2A19\nquit\nread 2A19\n")

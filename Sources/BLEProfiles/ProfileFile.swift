@@ -14,6 +14,11 @@ public struct ProfileFileError: Error, CustomStringConvertible {
 ///     {
 ///       "name": "My Sensor",                       advertised local name (optional; --name overrides)
 ///       "advertise": ["180D"],                     services to advertise (optional; default: the primary ones)
+///       "manufacturerData": "4c00...",             optional hex: the company identifier (little-endian), then its data
+///       "serviceData": {"FEAA": "10ec..."},        optional: hex data by service UUID (an Eddystone frame under FEAA)
+///       "txPower": -8,                             optional: the TX Power Level field, dBm (-127...20)
+///       "connectable": true,                       optional, default true; false: scannable or non-connectable
+///       "iBeacon": {"uuid": "E2C5...", "major": 1, "minor": 42, "measuredPower": -59},   optional (Apple's data)
 ///       "services": [
 ///         {
 ///           "uuid": "180D",                        16-bit, 32-bit or 128-bit UUID
@@ -37,12 +42,19 @@ public struct ProfileFileError: Error, CustomStringConvertible {
 /// current value (the hex "value" when given, else empty), writes replace it, and subscribers are notified or
 /// indicated of each new value. Permissions default to "readable" when the properties include "read" and
 /// "writeable" when they include a write.
+///
+/// The advertising fields are those `PeripheralManager.startAdvertising` takes. The appearance, the advertising
+/// interval and which fields go in the scan response are refused with the reason: the public API (as
+/// CoreBluetooth's) has no field for the first two, and places fields itself (what does not fit the advertisement
+/// goes in the scan response).
 public struct ProfileFile: Sendable {
     /// The advertised local name, when the file gives one.
     public var name: String?
     /// The services to advertise, when the file lists them (else the primary ones).
     public var advertisedServices: [BluetoothUUID]?
     public var services: [ProfileService]
+    /// What the device advertises beside its name and services.
+    public var advertising = ProfileAdvertising()
 
     /// Reads the profile in `data`; `source` (the file's path) starts every error's message.
     ///
@@ -75,7 +87,15 @@ public struct ProfileFile: Sendable {
         guard let object = root as? [String: Any] else {
             throw ProfileFileError("\(path): the top level must be an object")
         }
-        try checkKeys(object, allowed: ["name", "advertise", "services"], at: "the top level", in: path)
+        for (key, why) in unavailableKeys where object[key] != nil {
+            throw ProfileFileError("\(path): \"\(key)\" cannot be set: \(why)")
+        }
+        try checkKeys(
+            object,
+            allowed: [
+                "name", "advertise", "services", "manufacturerData", "serviceData", "txPower", "connectable", "iBeacon",
+            ],
+            at: "the top level", in: path)
         let services = try list(object["services"], at: "services", in: path).enumerated().map {
             try service($0.element, at: "services[\($0.offset)]", in: path)
         }
@@ -107,7 +127,93 @@ public struct ProfileFile: Sendable {
             }
             advertised = listed
         }
-        return ProfileFile(name: name, advertisedServices: advertised, services: services)
+        var profile = ProfileFile(name: name, advertisedServices: advertised, services: services)
+        profile.advertising = try advertising(object, in: path)
+        return profile
+    }
+
+    /// Keys a user may expect from other advertisers, and why this one has none.
+    static let unavailableKeys: [(String, String)] = [
+        ("appearance", "PeripheralManager.startAdvertising takes no appearance (nor does CoreBluetooth's)"),
+        ("interval", "PeripheralManager.startAdvertising takes no interval (the system chooses it, as iOS does)"),
+        (
+            "scanResponse",
+            "PeripheralManager.startAdvertising places the fields itself: what does not fit the advertisement goes in the scan response"
+        ),
+    ]
+
+    /// The most octets one AD structure's data may have in a legacy advertisement or scan response (31, less
+    /// the length and type octets).
+    static let largestField = AdvertisingData.legacyMaximumLength - 2
+
+    private static func advertising(_ object: [String: Any], in path: String) throws -> ProfileAdvertising {
+        var result = ProfileAdvertising()
+        if let text = try optional(object["manufacturerData"], String.self, at: "manufacturerData", in: path) {
+            guard let data = Data(lenientHex: text) else {
+                throw ProfileFileError("\(path): manufacturerData is not hex")
+            }
+            guard (2...largestField).contains(data.count) else {
+                throw ProfileFileError(
+                    "\(path): manufacturerData is the company identifier (2 octets, little-endian) and at most \(largestField - 2) more, not \(data.count) octets"
+                )
+            }
+            result.manufacturerData = data
+        }
+        if let given = object["iBeacon"], !(given is NSNull) {
+            guard result.manufacturerData == nil else {
+                throw ProfileFileError("\(path): iBeacon is manufacturer data: give it or manufacturerData, not both")
+            }
+            guard let o = given as? [String: Any] else { throw ProfileFileError("\(path): iBeacon must be an object") }
+            try checkKeys(o, allowed: ["uuid", "major", "minor", "measuredPower"], at: "iBeacon", in: path)
+            guard let text = o["uuid"] as? String, let uuid = UUID(uuidString: text) else {
+                throw ProfileFileError("\(path): iBeacon.uuid must be a UUID in the long form")
+            }
+            let beacon = IBeacon(
+                proximityUUID: uuid,
+                major: UInt16(try integer(o["major"], in: 0...65535, at: "iBeacon.major", in: path)),
+                minor: UInt16(try integer(o["minor"], in: 0...65535, at: "iBeacon.minor", in: path)),
+                measuredPower: Int8(
+                    try integer(o["measuredPower"], in: -127...20, at: "iBeacon.measuredPower", in: path)))
+            result.manufacturerData = Data(beacon.manufacturerData.bytes)
+        }
+        if let given = object["serviceData"], !(given is NSNull) {
+            guard let o = given as? [String: Any] else {
+                throw ProfileFileError("\(path): serviceData must be an object of UUID: hex")
+            }
+            var data: [BluetoothUUID: Data] = [:]
+            for key in o.keys.sorted() {
+                let uuid = try uuid(key, at: "serviceData", in: path)
+                guard let text = o[key] as? String, let value = Data(lenientHex: text) else {
+                    throw ProfileFileError("\(path): serviceData.\(key) must be hex")
+                }
+                // The UUID takes 2, 4 or 16 of the structure's octets.
+                let room = largestField - uuid.width.rawValue
+                guard value.count <= room else {
+                    throw ProfileFileError(
+                        "\(path): serviceData.\(key) is \(value.count) octets; at most \(room) fit beside its UUID")
+                }
+                data[uuid] = value
+            }
+            result.serviceData = data.isEmpty ? nil : data
+        }
+        if object["txPower"] != nil, !(object["txPower"] is NSNull) {
+            result.txPowerLevel = try integer(object["txPower"], in: -127...20, at: "txPower", in: path)
+        }
+        result.connectable = try optional(object["connectable"], Bool.self, at: "connectable", in: path) ?? true
+        return result
+    }
+
+    /// A whole number within `range`.
+    private static func integer(_ any: Any?, in range: ClosedRange<Int>, at place: String, in path: String) throws
+        -> Int
+    {
+        guard let number = any as? NSNumber, !(any is Bool), let value = Int(exactly: number.doubleValue),
+            range.contains(value)
+        else {
+            throw ProfileFileError(
+                "\(path): \(place) must be a whole number from \(range.lowerBound) to \(range.upperBound)")
+        }
+        return value
     }
 
     private static func service(_ any: Any, at place: String, in path: String) throws -> ProfileService {
@@ -267,4 +373,21 @@ public struct ProfileFile: Sendable {
         }
         return uuid
     }
+}
+
+/// What a profile file's device advertises beside its name and services: the fields of `AdvertisementData`
+/// that `PeripheralManager.startAdvertising` sends.
+public struct ProfileAdvertising: Sendable {
+    /// Manufacturer Specific Data: the company identifier (little-endian), then its data.
+    ///
+    /// - SeeAlso: Core Specification Supplement v11, Part A, 1.4.
+    public var manufacturerData: Data?
+    /// Service Data by service UUID (Supplement, Part A, 1.11).
+    public var serviceData: [BluetoothUUID: Data]?
+    /// The TX Power Level field, in dBm (Supplement, Part A, 1.5).
+    public var txPowerLevel: Int?
+    /// False: the device advertises without accepting connections.
+    public var connectable = true
+
+    public init() {}
 }

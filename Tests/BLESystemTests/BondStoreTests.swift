@@ -160,6 +160,25 @@ import Testing
         store.close()
     }
 
+    /// What a tool's "forget this device" needs: the peer's row goes with its bond and GATT cache, the next
+    /// report of its address gives a new identifier, and whether there was such a peer is said.
+    @Test func removingAPeerTakesItsBondAndGivesItANewIdentifier() throws {
+        let folder = try Folder()
+        let clock = Clock()
+        let store = try SystemStore(path: folder.file(), seed: 8, now: clock.read)
+        let peer = store.identifier(for: SystemStoreTests.address(1))
+        let other = store.identifier(for: SystemStoreTests.address(2))
+        store.setBond(Self.bond(peer))
+        #expect(store.removePeer(peer))
+        #expect(!store.removePeer(peer))
+        #expect(store.bond(for: peer) == nil)
+        #expect(try Self.count("bond", in: folder.file()) == 0)
+        #expect(store.knownPeer(peer) == nil)
+        #expect(store.knownPeer(other) != nil)
+        #expect(store.identifier(for: SystemStoreTests.address(1)) != peer)
+        store.close()
+    }
+
     @Test func aBondedPeerKeepsItsIdentifierAcrossPrivateAddresses() throws {
         let folder = try Folder()
         let clock = Clock()

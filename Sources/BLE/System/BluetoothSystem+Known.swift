@@ -44,4 +44,21 @@ extension BluetoothSystem {
         defer { store.close() }
         return store.knownPeers.map(KnownPeripheral.init)
     }
+
+    /// Forgets a device in a system store file, without a system: its identifier, name, GATT cache and bond; the
+    /// next report of it gives it a new identifier. Whether the store knew it. A system running on the file
+    /// meanwhile keeps the device in its memory until it opens the store again.
+    ///
+    /// - Throws: `BluetoothError` `.storeUnavailable`, naming the file, when it cannot be used.
+    @discardableResult
+    public static func forgetPeripheral(_ identifier: UUID, inStoreAt path: String) throws(BluetoothError) -> Bool {
+        let store: SystemStore
+        do {
+            store = try SystemStore(path: path, ageing: false, now: { Int64(Date().timeIntervalSince1970) })
+        } catch {
+            throw BluetoothError(.storeUnavailable, error.description)
+        }
+        defer { store.close() }
+        return store.removePeer(identifier)
+    }
 }

@@ -218,6 +218,31 @@ extension SystemStore {
         }
     }
 
+    /// Forgets the peer `identifier` names, at once: its row, and with it its name, GATT cache and bond. A later
+    /// report of the device gives it a new identifier. Whether there was such a peer: in this store's memory, or
+    /// in the file (another process's, written after this store opened).
+    @discardableResult
+    public func removePeer(_ identifier: UUID) -> Bool {
+        state.withLock { s in
+            var deleted = false
+            do {
+                guard !s.closed else { throw StoreError(path: path ?? ":memory:", reason: "the store is closed") }
+                try database.write { db in
+                    // The GATT cache and the bond go with the row (ON DELETE CASCADE).
+                    try db.execute(sql: "DELETE FROM peer WHERE identifier = ?", arguments: [identifier.uuidString])
+                    deleted = db.changesCount > 0
+                }
+            } catch {
+                logger.error(
+                    "a peer is forgotten for this process only: it could not be deleted",
+                    metadata: ["error": "\(Self.words(error))", "identifier": "\(identifier)"])
+            }
+            let held = s.byIdentifier[identifier] != nil
+            s.forget(identifier)
+            return held || deleted
+        }
+    }
+
     /// The identifier a peer has once it has told its identity address in pairing (Identity Address
     /// Information), so that it keeps one identifier whatever address it uses. Committed at once.
     ///

@@ -67,6 +67,28 @@ struct CentralTool: Sendable {
         let fallback = Mutex<DiscoveredPeripheral?>(nil)
     }
 
+    /// The devices that matched a TARGET, by identifier: their addresses and how well they matched.
+    final class Matches: Sendable {
+        let found = Mutex<[UUID: (address: BluetoothAddress, match: TargetMatcher.Match)]>([:])
+
+        func add(_ peripheral: Peripheral, _ match: TargetMatcher.Match) {
+            found.withLock { found in
+                // An exact match stays one.
+                if found[peripheral.identifier]?.match != .exact {
+                    found[peripheral.identifier] = (peripheral.address, match)
+                }
+            }
+        }
+
+        /// The other devices that matched as well as `chosen` did.
+        func others(than chosen: Peripheral) -> [BluetoothAddress] {
+            found.withLock { found in
+                let level = found[chosen.identifier]?.match ?? .exact
+                return found.filter { $0.key != chosen.identifier && $0.value.match == level }.map(\.value.address)
+            }
+        }
+    }
+
     /// How long a match in another case waits for one spelled exactly as typed.
     static let exactMatchGrace: Duration = .milliseconds(1500)
 
@@ -74,7 +96,7 @@ struct CentralTool: Sendable {
     /// another case once `exactMatchGrace` has passed without an exact one (or `limit` ends); and the names
     /// seen, for suggestions.
     func bestDiscovery(
-        of matcher: TargetMatcher, within limit: Duration
+        of matcher: TargetMatcher, within limit: Duration, matches: Matches = Matches()
     ) async throws -> (found: DiscoveredPeripheral?, names: Set<String>) {
         let shared = BestDiscoveryState()
         let looseFound = AsyncStream<Void>.makeStream()
@@ -84,9 +106,11 @@ struct CentralTool: Sendable {
                     if let name = discovery.advertisementData.localName ?? discovery.peripheral.name {
                         shared.seen.withLock { _ = $0.insert(name) }
                     }
-                    switch matcher.match(discovery.peripheral, discovery.advertisementData) {
+                    let match = matcher.match(discovery.peripheral, discovery.advertisementData)
+                    if let match { matches.add(discovery.peripheral, match) }
+                    switch match {
                     case .exact: return discovery
-                    case .caseInsensitive:
+                    case .loose:
                         let first = shared.fallback.withLock { held -> Bool in
                             guard held == nil else { return false }
                             held = discovery
@@ -130,7 +154,8 @@ struct CentralTool: Sendable {
         try await ready()
         shared.target.withLock { $0 = text }
         let matcher = TargetMatcher(text: text)
-        let (best, seen) = try await bestDiscovery(of: matcher, within: limit)
+        let matches = Matches()
+        let (best, seen) = try await bestDiscovery(of: matcher, within: limit, matches: matches)
         guard let found = best else {
             let suggestions = matcher.nearMisses(among: seen)
             let hint =
@@ -146,8 +171,36 @@ struct CentralTool: Sendable {
         }
         let connectLimit: Duration = .seconds(10)
         track(peripheral)
+        // A name may be several devices' (an address or an identifier is one's): the scan goes on while the link
+        // is made, and the others it finds are named.
+        let byName = BluetoothAddress(string: text) == nil && UUID(uuidString: text) == nil
         do {
-            try await manager.connect(peripheral, timeout: connectLimit)
+            try await withThrowingTaskGroup(of: Bool.self) { group in
+                group.addTask { [manager] in
+                    try await manager.connect(peripheral, timeout: connectLimit)
+                    return true
+                }
+                if byName {
+                    group.addTask { [manager] in
+                        do {
+                            for try await discovery in manager.scan(withServices: nil) {
+                                if let match = matcher.match(discovery.peripheral, discovery.advertisementData) {
+                                    matches.add(discovery.peripheral, match)
+                                }
+                            }
+                        } catch is CancellationError {
+                            throw CancellationError()
+                        } catch {
+                            // Only a look for others: the connection says what failed.
+                        }
+                        return false
+                    }
+                }
+                defer { group.cancelAll() }
+                while let connected = try await group.next() {
+                    if connected { return }
+                }
+            }
         } catch let error as BluetoothError where error.code == .timeout {
             throw ToolError(
                 .timeout, "connecting to \(Self.describe(peripheral)) timed out after \(Self.seconds(connectLimit))")
@@ -155,6 +208,13 @@ struct CentralTool: Sendable {
             throw CancellationError()
         } catch {
             throw ToolError(.notConnectable, "could not connect to \(Self.describe(peripheral)): \(error)")
+        }
+        let others = matches.others(than: peripheral)
+        if !others.isEmpty {
+            let addresses = others.map(\.string).sorted().joined(separator: ", ")
+            Output.error(
+                "\(others.count + 1) devices match '\(text)': using \(Self.describe(peripheral)), not \(addresses) "
+                    + "(give an address or an identifier to choose)")
         }
         return peripheral
     }

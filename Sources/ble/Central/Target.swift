@@ -16,6 +16,7 @@ struct TargetOptions: ParsableArguments {
     var timeout: Double = 10
 
     func validate() throws {
+        try TargetMatcher.check(target)
         try CommandLineNumbers.checkSeconds(timeout, option: "--timeout", zeroAllowed: false)
     }
 
@@ -23,7 +24,8 @@ struct TargetOptions: ParsableArguments {
 }
 
 /// Matches advertisements against a TARGET string: an address, an identifier, or a name, compared without
-/// regard to case; a name spelled exactly as typed is the better match.
+/// regard to case; a name spelled exactly as typed is the better match. A device that advertises only a
+/// shortened name (its full name did not fit) matches a TARGET that begins with it.
 struct TargetMatcher: Sendable {
     let text: String
 
@@ -31,17 +33,42 @@ struct TargetMatcher: Sendable {
     enum Match: Sendable, Hashable {
         /// The address, the identifier, or the name exactly as typed.
         case exact
-        /// The name, in another case.
-        case caseInsensitive
+        /// The name, in another case; or a shortened name that TARGET begins with.
+        case loose
+    }
+
+    /// Refuses an empty TARGET, which no device could match (a usage error, status 64).
+    static func check(_ target: String) throws {
+        guard !target.isEmpty else {
+            throw ValidationError("TARGET is empty: give a name, an address or an identifier (ble scan lists them)")
+        }
     }
 
     func match(_ peripheral: Peripheral, _ advertisement: AdvertisementData) -> Match? {
         if let address = BluetoothAddress(string: text), address.bytes == peripheral.address.bytes { return .exact }
         if let id = UUID(uuidString: text), id == peripheral.identifier { return .exact }
-        let names = [advertisement.localName, peripheral.name].compactMap { $0 }
+        return match(
+            names: [advertisement.localName, peripheral.name].compactMap { $0 },
+            shortened: Self.shortenedName(advertisement))
+    }
+
+    /// How well a device with these `names` matches, when it advertises only a `shortened` name (or nil).
+    func match(names: [String], shortened: String?) -> Match? {
         if names.contains(text) { return .exact }
-        if names.contains(where: { $0.caseInsensitiveCompare(text) == .orderedSame }) { return .caseInsensitive }
+        if names.contains(where: { $0.caseInsensitiveCompare(text) == .orderedSame }) { return .loose }
+        if let shortened, !shortened.isEmpty, text.lowercased().hasPrefix(shortened.lowercased()) { return .loose }
         return nil
+    }
+
+    /// The name an advertiser shortened to fit (Shortened Local Name, AD type 0x08), when it sent no complete one.
+    ///
+    /// - SeeAlso: Core Specification Supplement v11, Part A, 1.2.
+    static func shortenedName(_ advertisement: AdvertisementData) -> String? {
+        let all = AdvertisingData(
+            (advertisement.advertisementStructures?.structures ?? [])
+                + (advertisement.scanResponseStructures?.structures ?? []))
+        guard all.completeLocalName == nil else { return nil }
+        return all.shortenedLocalName
     }
 
     /// The names seen that look like what was typed (a few edits away, or one containing the other), closest

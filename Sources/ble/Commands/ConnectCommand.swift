@@ -13,12 +13,16 @@ struct ConnectCommand: AsyncParsableCommand {
         discussion: """
             The targets are connected one after the other, each found by a scan of at most --timeout seconds; \
             then all stay connected at once. With --subscribe CHAR each device's CHAR is subscribed to and every \
-            value printed, as 'NAME: CHAR HEX'.
+            value printed, as 'NAME: CHAR HEX'; a device without CHAR (or whose CHAR neither notifies nor \
+            indicates) is named on stderr and stays connected, and only when no device has it does the command \
+            fail (status 7).
 
             Without --reconnect the command ends when every link is lost (exit 1 when a device went away, \
             whenever the command ends; exit 0 when it ends by --duration or an interrupt with every link up). \
-            With --reconnect it connects again after every loss: by the device's identifier, or by scanning for \
-            its name, with pauses of 1 s doubling up to 30 s between failed attempts, until interrupted or \
+            With --reconnect it connects again after every loss: by the device's identifier and, at the same \
+            time, by scanning for its name (a device back under a new private address has a new identifier), so \
+            the link comes back within about one advertising interval of the device's return; an attempt looks \
+            for 5 minutes, with pauses of 1 s doubling up to 30 s between failed attempts, until interrupted or \
             --duration passes. Either way it ends with exit 2 when the controller goes away (the shared room \
             stopped, or the transport to another controller closed: it is never opened again).
             """)
@@ -49,6 +53,7 @@ struct ConnectCommand: AsyncParsableCommand {
     @OptionGroup var transport: TransportOptions
 
     func validate() throws {
+        for target in targets { try TargetMatcher.check(target) }
         try CommandLineNumbers.checkSeconds(timeout, option: "--timeout", zeroAllowed: false)
         try CommandLineNumbers.checkSeconds(duration, option: "--duration")
         if let subscribe { _ = try parseUUID(subscribe, what: "--subscribe") }
@@ -93,14 +98,17 @@ struct ConnectCommand: AsyncParsableCommand {
                 throw error
             }
             let links = connected
+            // The devices to subscribe on: those that have the characteristic.
+            var subscribing: [Peripheral] = []
             if let characteristic {
                 do {
-                    try await Self.checkSubscription(to: characteristic, on: links, tool: tool)
+                    subscribing = try await Self.checkSubscription(to: characteristic, on: links, tool: tool)
                 } catch {
                     try? await tool.using(links) {}
                     throw error
                 }
             }
+            let subscribed = subscribing
             // Every link is up (and subscribed, if asked): from now on Ctrl-C is the way this command ends.
             tool.markStarted()
             let lost = LostLinks()
@@ -119,8 +127,10 @@ struct ConnectCommand: AsyncParsableCommand {
                     for peripheral in links {
                         group.addTask {
                             do {
+                                let has = subscribed.contains { $0 === peripheral }
                                 try await Self.keep(
-                                    peripheral, reconnect: reconnect, subscribe: characteristic, tool: tool, say: say)
+                                    peripheral, reconnect: reconnect, subscribe: has ? characteristic : nil, tool: tool,
+                                    say: say)
                                 return nil
                             } catch {
                                 return .failed(error)
@@ -152,6 +162,9 @@ struct ConnectCommand: AsyncParsableCommand {
         }
     }
 
+    /// How long one reconnection attempt looks for the device before the policy's pause.
+    static let reconnectAttempt: Duration = .seconds(300)
+
     static func name(_ peripheral: Peripheral) -> String { peripheral.name ?? peripheral.identifier.uuidString }
 
     /// Keeps one device: with `reconnect`, by the reconnection policy, printing each change; with `subscribe`,
@@ -166,8 +179,12 @@ struct ConnectCommand: AsyncParsableCommand {
             }
             if reconnect {
                 let back = ReconnectTarget(identifier: peripheral.identifier, name: peripheral.name)
+                // Both ways at once: a device back at the address the system knows is connected directly, and one
+                // back under a new private address (a new identifier) is found by its name as soon as it
+                // advertises; each attempt listens for minutes, so a return is caught within an advertising
+                // interval rather than after a pause between attempts.
                 let options = ReconnectOptions(
-                    steps: [.knownIdentifier, .scan], stepTimeout: .seconds(10), timeout: .seconds(25))
+                    steps: [.knownIdentifier, .scan], parallel: true, timeout: Self.reconnectAttempt)
                 let policy = ReconnectPolicy(initialDelay: .seconds(1), maximumDelay: .seconds(30))
                 // The first attempt finds the link made before: not news.
                 var first = true
@@ -191,14 +208,27 @@ struct ConnectCommand: AsyncParsableCommand {
         }
     }
 
-    /// Checks, once every device is connected, that each has `uuid` and that it notifies or indicates: a
-    /// command that cannot do what it was asked fails at once, with the device named.
-    static func checkSubscription(to uuid: BluetoothUUID, on peripherals: [Peripheral], tool: CentralTool) async throws
+    /// Checks, once every device is connected, which have `uuid` and let it notify or indicate: those are
+    /// returned, and each other is named on stderr (it stays connected). When none has it, the command cannot do
+    /// what it was asked and fails at once with the reason (of the only device, or of the first).
+    static func checkSubscription(to uuid: BluetoothUUID, on peripherals: [Peripheral], tool: CentralTool)
+        async throws -> [Peripheral]
     {
+        var able: [Peripheral] = []
+        var problems: [ToolError] = []
         for peripheral in peripherals {
-            let c = try await tool.findCharacteristic(uuid, on: peripheral)
-            try tool.requireSubscribable(c, for: "subscribing to \(c.uuid.uuidString)")
+            do {
+                let c = try await tool.findCharacteristic(uuid, on: peripheral)
+                try tool.requireSubscribable(
+                    c, for: "subscribing to \(c.uuid.uuidString) of \(CentralTool.describe(peripheral))")
+                able.append(peripheral)
+            } catch let error as ToolError where error.kind == .noSuchCharacteristic || error.kind == .attError {
+                problems.append(error)
+            }
         }
+        if able.isEmpty, let first = problems.first { throw first }
+        for problem in problems { Output.error("\(problem.message); not subscribing there") }
+        return able
     }
 
     /// Subscribes to `uuid` on the link up now and prints each value until the link ends. It never fails the

@@ -13,11 +13,19 @@ struct DevicesCommand: AsyncParsableCommand {
             the next. The most recently seen come first. With --json, one object per line:
               {"identifier": "<UUID>", "name": "<name>" | null, "address": "AA:BB:CC:DD:EE:FF",
                "addressType": "public" | "random", "lastSeen": "<ISO 8601>"}
-            Times in the simulated room are virtual, from 2026-01-01T00:00:00Z.
-            """)
+            Times in the simulated room are virtual, from 2026-01-01T00:00:00Z. 'ble devices forget' forgets them.
+            """,
+        subcommands: [DevicesForget.self])
 
     @Flag(help: "One JSON object per line.")
     var json = false
+
+    /// The tool's store, or nil when it has none yet.
+    static func storePath() throws(ToolError) -> String? {
+        guard let path = try StateDirectory.storePath(forDevice: "ble"), FileManager.default.fileExists(atPath: path)
+        else { return nil }
+        return path
+    }
 
     func run() async throws {
         do {

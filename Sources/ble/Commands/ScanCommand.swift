@@ -1,24 +1,36 @@
 import ArgumentParser
 import BLE
 import Foundation
+import Synchronization
 
 /// `ble scan`: lists advertising devices.
 struct ScanCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "scan",
-        abstract: "List advertising devices: address, name, RSSI, advertising type, flags, services, beacons.",
+        abstract:
+            "List advertising devices: address, identifier, name, RSSI, advertising type, flags, services, beacons, with the time and statistics of each.",
         discussion: """
-            In a terminal the list is a live table on the alternate screen: redrawn in place (at most ten times a \
-            second, RSSI kept current), as many devices as the window holds; when the scan ends the final table \
-            is printed once to the normal screen. Otherwise (a pipe, a file) each new or changed device is \
-            printed as a line, or every report with --duplicates; with --sort, each device once when the scan \
-            ends, in that order.
-            Each line shows the address, address type, RSSI, name, advertising PDU type (ADV_IND, ADV_SCAN_IND, \
-            ADV_NONCONN_IND, ADV_DIRECT_IND), flags, TX power, services, manufacturer, service data, a decoded \
-            iBeacon or Eddystone frame (UID, URL, TLM, EID), and "not connectable" where it applies. A field \
-            that came in the scan response is marked "(scan response)". --raw adds the AD structures of the \
-            advertisement and of the scan response (length, type, value in hex); octets that do not form a \
-            whole structure are shown as they came.
+            In a terminal the list is a live table on the alternate screen, one row per device that fits 80 \
+            columns: address, RSSI, RSSI min/avg/max, reports received, advertising interval (as measured: the \
+            usual gap between two reports, advDelay included), time since the last report ('gone' when the \
+            device has not been heard for 5 s, or three of its intervals when longer), name and services. It is \
+            redrawn in place (at most ten times a second, and every second while nothing comes), as many devices \
+            as the window holds; --wide shows each device's whole line instead. When the scan ends every device \
+            is printed once to the normal screen: its line and its statistics ('12 reports, rssi -60/-55/-50 dBm \
+            (min/avg/max), interval 105 ms, last seen 0.2 s ago'). Otherwise (a pipe, a file) each new or \
+            changed device is printed as a line, or every report with --duplicates, each after the time it came \
+            (UTC, ISO 8601 with milliseconds); with --sort, each device once when the scan ends, in that order, \
+            after the time of its last report and with its statistics.
+            Each line shows the address, address type, identifier (the UUID a TARGET may be), RSSI, name, \
+            advertising PDU type (ADV_IND, ADV_SCAN_IND, ADV_NONCONN_IND, ADV_DIRECT_IND), flags, TX power, \
+            services, manufacturer, service data, a decoded iBeacon or Eddystone frame (UID, URL, TLM, EID), and \
+            "not connectable" where it applies. A field that came in the scan response is marked "(scan \
+            response)"; a name the device shortened to fit (Shortened Local Name, the complete one not sent) is \
+            marked "(shortened)". --raw adds the AD structures of the advertisement and of the scan response \
+            (length, type, value in hex); octets that do not form a whole structure are shown as they came.
+            Times: on the private virtual room (--transport virtual) they are its virtual time, from \
+            2026-01-01T00:00:00Z; otherwise the wall clock. The scan is active (it asks for scan responses), as \
+            CoreBluetooth's always is: the public API has no passive scan.
             With --json, each report is one JSON object per line:
               {"address": "AA:BB:CC:DD:EE:FF", "addressType": "public" | "random", "identifier": "<UUID>",
                "name": "<name>" | null, "rssi": -52, "serviceUUIDs": ["180D", ...],
@@ -28,13 +40,19 @@ struct ScanCommand: AsyncParsableCommand {
                "scanResponseFields": ["name", ...],
                "iBeacon": {"uuid": "<UUID>", "major": 1, "minor": 42, "measuredPower": -59} | null,
                "eddystone": {"frame": "URL", "txPower": -20, "url": "https://swift.org"} | null,
-               "rawAdvertisement": "<hex>" | null, "rawScanResponse": "<hex>" | null}
+               "rawAdvertisement": "<hex>" | null, "rawScanResponse": "<hex>" | null,
+               "nameShortened": false, "time": "<ISO 8601>", "firstSeen": "<ISO 8601>", "lastSeen": "<ISO 8601>",
+               "age": 0.0, "packets": 12, "rssiMin": -60 | null, "rssiAverage": -55.2 | null, "rssiMax": -50 | null,
+               "rssiHistory": [-55, ...], "advertisingInterval": 105.2 | null}
             UUIDs are printed as CoreBluetooth prints them (4 hex digits for 16-bit ones, the long form otherwise); \
             manufacturerData starts with the company identifier, little-endian. scanResponseFields names the \
             fields that came in the scan response. An Eddystone frame is {"frame": "UID", "txPower", \
             "namespace", "instance"}, {"frame": "URL", "txPower", "url"}, {"frame": "TLM", "version": 0, \
             "batteryVoltage" (mV), "temperature" (°C or null), "advertisingCount", "uptime" (s)}, {"frame": \
-            "EID", "txPower", "identifier"}, or {"frame": "malformed", "error"}.
+            "EID", "txPower", "identifier"}, or {"frame": "malformed", "error"}. time is when this report came; \
+            firstSeen and lastSeen the device's first and latest reports; age the seconds since the latest when \
+            the object was printed; packets the reports received from the device so far; rssiHistory its latest \
+            16 RSSI values, oldest first; advertisingInterval in milliseconds (null until four reports came).
             """)
 
     @Option(
@@ -42,22 +60,7 @@ struct ScanCommand: AsyncParsableCommand {
         help: ArgumentHelp("Seconds to scan; 0 scans until interrupted (Ctrl-C).", valueName: "seconds"))
     var timeout: Double = 10
 
-    @Option(
-        name: .customLong("service"),
-        help: ArgumentHelp(
-            "Only devices advertising this service (16-bit or 128-bit UUID); repeat for any of several.",
-            valueName: "uuid"))
-    var services: [String] = []
-
-    @Option(
-        name: .customLong("name"),
-        help: ArgumentHelp("Only devices whose name contains this text (ignoring case).", valueName: "text"))
-    var nameFilter: String?
-
-    @Option(
-        name: .customLong("rssi"), parsing: .unconditional,
-        help: ArgumentHelp("Only reports at least this strong, in dBm (for example -70).", valueName: "dBm"))
-    var minimumRSSI: Int?
+    @OptionGroup var filters: ScanFilterOptions
 
     @Option(
         help: ArgumentHelp(
@@ -74,43 +77,42 @@ struct ScanCommand: AsyncParsableCommand {
     @Flag(help: "One JSON object per line.")
     var json = false
 
+    @Flag(help: "In the live table, each device's whole line (wider than 80 columns) instead of a row.")
+    var wide = false
+
     @OptionGroup var transport: TransportOptions
 
     func validate() throws {
         try CommandLineNumbers.checkSeconds(timeout, option: "--timeout")
-        for service in services { _ = try parseUUID(service, what: "--service") }
-        if let minimumRSSI, !(-127...20).contains(minimumRSSI) {
-            throw ValidationError("--rssi must be between -127 and 20 dBm, not \(minimumRSSI)")
-        }
         if sort != nil, duplicates {
             throw ValidationError("--sort lists each device once, so it cannot be used with --duplicates")
         }
     }
 
     func run() async throws {
-        let filter = try services.map { try parseUUID($0, what: "--service") }
+        let services = try filters.serviceFilter()
         let limit: Duration? = timeout > 0 ? CommandLineNumbers.duration(seconds: timeout) : nil
-        let admits = ScanFilter(name: nameFilter, minimumRSSI: minimumRSSI)
+        let admits = try filters.filter()
         let live = !json && Output.stdoutIsTerminal
+        let clock = SystemClock()
         let output = ScanOutput(
             mode: live ? .live : (sort == nil ? .lines : .sortedAtEnd), json: json, raw: raw, sort: sort ?? .seen,
-            duplicates: duplicates)
-        // The live table shows each device's RSSI as it changes, and a device weaker than --rssi at first may
-        // come closer: both need every report. The output then prints only changes, unless --duplicates.
-        let everyReport = duplicates || live || minimumRSSI != nil
+            duplicates: duplicates, wide: wide, now: { clock.now })
         do {
             try await CommandRun.flow(
                 transport, limit: limit, interruptedIsSuccess: true, controllerWait: limit
             ) { tool in
                 try await tool.ready()
+                clock.system.withLock { $0 = tool.system }
                 tool.markStarted()
                 output.start()
-                let discoveries = tool.manager.scan(
-                    withServices: filter.isEmpty ? nil : filter, options: .init(allowDuplicates: everyReport))
+                // Every report, whatever is printed: the statistics count them all (the output prints only changes
+                // unless --duplicates).
+                let discoveries = tool.manager.scan(withServices: services, options: .init(allowDuplicates: true))
                 // Until the session's time is up or Ctrl-C: both cancel this task, which ends the stream and the
                 // scan.
                 for try await found in discoveries {
-                    let report = ScanReport(found)
+                    let report = ScanReport(found, on: tool.system)
                     if admits.admits(report) { output.received(report) }
                 }
             }
@@ -120,4 +122,11 @@ struct ScanCommand: AsyncParsableCommand {
         }
         output.finish()
     }
+}
+
+/// The system's time once the command has a system (zero before).
+final class SystemClock: Sendable {
+    let system = Mutex<BluetoothSystem?>(nil)
+
+    var now: Duration { system.withLock { $0 }?.now ?? .zero }
 }

@@ -57,6 +57,11 @@ struct ServeCommand: AsyncParsableCommand {
             characteristic with only "read" and a hex "value" is fixed (the stack answers its reads); any other is \
             dynamic: reads answer its current value (the hex "value" or empty), writes replace it, and subscribers \
             are notified or indicated of each new value.
+            The advertisement may also carry, at the top level: "manufacturerData" (hex, the company identifier \
+            little-endian first), "serviceData" ({"FEAA": "hex"}: an Eddystone frame, say), "txPower" (dBm), \
+            "iBeacon" ({"uuid", "major", "minor", "measuredPower"}), and "connectable": false (scannable, or \
+            non-connectable). What does not fit the advertisement goes in the scan response. "appearance", \
+            "interval" and "scanResponse" are refused: PeripheralManager.startAdvertising has no such fields.
 
             Pairing: the device pairs as --io-capability says (none by default: Just Works), with --mitm and \
             --sc-only as for 'ble pair'. A passkey it shows is printed as '* passkey: 123456 (type it on the other \
@@ -120,6 +125,7 @@ struct ServeCommand: AsyncParsableCommand {
             definition = try JSONProfile.load(path: profile, name: name)
         }
         definition.configuration.pairing = pairing.configuration
+        for warning in definition.warnings { Output.error(warning) }
         Output.configure()
         transport.log.install()
         Interrupt.shared.install()
@@ -127,7 +133,8 @@ struct ServeCommand: AsyncParsableCommand {
         let opened: Session?
         do {
             opened = try await Session.openUnlessStopped(
-                transport, name: definition.deviceName, configuration: definition.configuration, wait: limit)
+                transport, name: definition.deviceName, configuration: definition.configuration, exclusive: true,
+                wait: limit)
         } catch {
             throw error.report()
         }

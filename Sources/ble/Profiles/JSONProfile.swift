@@ -20,6 +20,10 @@ enum JSONProfile {
         }
         var profile = Profile(name: name ?? file.name ?? "ble", services: file.services)
         profile.advertisedServices = file.advertisedServices
+        profile.manufacturerData = file.advertising.manufacturerData
+        profile.serviceData = file.advertising.serviceData
+        profile.txPowerLevel = file.advertising.txPowerLevel
+        profile.connectable = file.advertising.connectable
         return profile
     }
 }

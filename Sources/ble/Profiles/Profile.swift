@@ -12,6 +12,8 @@ struct Profile {
     var advertisedServices: [BluetoothUUID]?
     var manufacturerData: Data? = nil
     var serviceData: [BluetoothUUID: Data]? = nil
+    /// The TX Power Level field advertised, in dBm.
+    var txPowerLevel: Int? = nil
     /// Makes the device's behaviour: what it answers to reads, writes and subscriptions.
     var behaviour: @Sendable () -> ProfileBehaviour = { ProfileBehaviour() }
     /// False for a device that only advertises (non-connectable, or scannable when it has a scan response).
@@ -24,8 +26,47 @@ struct Profile {
     /// What names the device's `BluetoothSystem`.
     var deviceName: String { name.isEmpty ? (systemName ?? "device") : name }
 
+    /// The services listed in advertising: those asked for (the primary ones by default), less the unreachable
+    /// ones (a central would look for them in vain).
     var servicesToAdvertise: [BluetoothUUID] {
-        advertisedServices ?? services.filter(\.primary).map(\.uuid)
+        let unreachable = Set(unreachableServices)
+        return (advertisedServices ?? services.filter(\.primary).map(\.uuid)).filter { !unreachable.contains($0) }
+    }
+
+    /// Secondary services that no reachable service includes: primary service discovery never finds them, and
+    /// only a service that includes one leads a central to it.
+    ///
+    /// - SeeAlso: Core Spec 5.4, Vol 3, Part G, 2.5.1 (a secondary service is referenced by an include).
+    var unreachableServices: [BluetoothUUID] {
+        var reachable = Set(services.filter(\.primary).map(\.uuid))
+        var grew = true
+        while grew {
+            grew = false
+            for service in services where reachable.contains(service.uuid) {
+                for included in service.includes where reachable.insert(included).inserted { grew = true }
+            }
+        }
+        return services.filter { !$0.primary && !reachable.contains($0.uuid) }.map(\.uuid)
+    }
+
+    /// What a user serving this profile should know before it is advertised: secondary services no central can
+    /// reach, and a name too long for both an advertisement and a scan response.
+    var warnings: [String] {
+        var lines = unreachableServices.map { uuid in
+            "service \(uuid.labelled) is secondary and no primary service includes it: centrals cannot discover it"
+                + ((advertisedServices ?? []).contains(uuid) ? "; not advertising it" : "")
+        }
+        // A name goes whole into the advertisement or the scan response (29 octets of name at most in either);
+        // longer, centrals only see it shortened.
+        let room = AdvertisingData.legacyMaximumLength - 2
+        if name.utf8.count > room {
+            let shortened =
+                AdvertisingData.packed(localName: name, serviceUUIDs: servicesToAdvertise).shortenedLocalName ?? ""
+            lines.append(
+                "the name is \(name.utf8.count) bytes, longer than an advertisement or a scan response holds (\(room)): "
+                    + "it is advertised shortened, as \"\(shortened)\" (a TARGET it begins finds the device)")
+        }
+        return lines
     }
 }
 

@@ -85,7 +85,7 @@ final class ServedDevice: PeripheralManagerDelegate, @unchecked Sendable {
                     localName: profile.name.isEmpty ? nil : profile.name, manufacturerData: profile.manufacturerData,
                     serviceData: profile.serviceData,
                     serviceUUIDs: profile.servicesToAdvertise.isEmpty ? nil : profile.servicesToAdvertise,
-                    isConnectable: profile.connectable ? nil : false))
+                    txPowerLevel: profile.txPowerLevel, isConnectable: profile.connectable ? nil : false))
             return
         }
         manager.add(services[nextService])

@@ -4,6 +4,7 @@ import Foundation
 /// How one report is written: a text line, its raw AD structures (`--raw`), or a JSON object.
 enum ScanFormat {
     static let scanResponseMark = " (scan response)"
+    static let shortenedMark = " (shortened)"
 
     static func services(_ advertisement: AdvertisementData) -> [BluetoothUUID] {
         (advertisement.serviceUUIDs ?? []) + (advertisement.overflowServiceUUIDs ?? [])
@@ -14,9 +15,13 @@ enum ScanFormat {
     static func line(_ r: ScanReport) -> String {
         let a = r.advertisement
         let inResponse = a.scanResponseTypes
-        var parts = [r.address.string, r.address.type.isRandom ? "random" : "public", "\(r.rssi) dBm"]
+        var parts = [
+            r.address.string, r.address.type.isRandom ? "random" : "public", r.identifier.uuidString, "\(r.rssi) dBm",
+        ]
         parts.append(
-            r.name.map { "\"\($0)\"" + (r.nameInScanResponse ? scanResponseMark : "") } ?? "(no name)")
+            r.name.map {
+                "\"\($0)\"" + (r.nameIsShortened ? shortenedMark : "") + (r.nameInScanResponse ? scanResponseMark : "")
+            } ?? "(no name)")
         if let type = a.advertisingType { parts.append(type.description) }
         if let flags = a.flags {
             parts.append("flags: " + (flags.isEmpty ? "none" : flags.names.joined(separator: ", ")))
@@ -54,6 +59,71 @@ enum ScanFormat {
         }
         if a.isConnectable == false { parts.append("not connectable") }
         return parts.joined(separator: "  ")
+    }
+
+    /// What a scan measured of one device, after its line: "12 reports, rssi -60/-55/-50 dBm (min/avg/max),
+    /// interval 105 ms, last seen 0.2 s ago" (a device not heard for a while: "gone, last seen 8.0 s ago").
+    static func statistics(_ s: ScanStatistics, now: Duration) -> String {
+        var parts = ["\(s.packets) report\(s.packets == 1 ? "" : "s")"]
+        if let low = s.minimumRSSI, let average = s.averageRSSI, let high = s.maximumRSSI {
+            parts.append("rssi \(low)/\(Int(average.rounded()))/\(high) dBm (min/avg/max)")
+        }
+        if let interval = s.advertisingInterval { parts.append("interval \(milliseconds(interval))") }
+        parts.append((s.isGone(at: now) ? "gone, " : "") + "last seen \(seconds(s.age(at: now))) ago")
+        return parts.joined(separator: ", ")
+    }
+
+    /// The live table's column titles; each row fits 80 columns up to the name (`row`).
+    static let tableHeader = "ADDRESS            RSSI  MIN/AVG/MAX    PKTS     INTVL  SEEN     NAME"
+
+    /// One device as a row of the live table: address, RSSI, min/avg/max, reports, interval, last seen (or
+    /// gone), then the name and a summary (services, beacon) as far as the window goes.
+    static func row(_ r: ScanReport, _ s: ScanStatistics, now: Duration) -> String {
+        func right(_ text: String, _ width: Int) -> String {
+            text.count >= width ? text : String(repeating: " ", count: width - text.count) + text
+        }
+        func left(_ text: String, _ width: Int) -> String {
+            text.count >= width ? text : text + String(repeating: " ", count: width - text.count)
+        }
+        let range =
+            s.minimumRSSI.map { low in "\(low)/\(Int((s.averageRSSI ?? 0).rounded()))/\(s.maximumRSSI ?? low)" } ?? "-"
+        let age = s.age(at: now)
+        let seen = s.isGone(at: now) ? "gone \(shortSeconds(age))" : shortSeconds(age)
+        var name = r.name.map { $0 + (r.nameIsShortened ? shortenedMark : "") } ?? "(no name)"
+        let summary = summary(r)
+        if !summary.isEmpty { name += "  " + summary }
+        return [
+            left(r.address.string, 17), right(r.rssi == 127 ? "?" : "\(r.rssi)", 4), left(range, 11),
+            right("\(s.packets)", 6), right(s.advertisingInterval.map(milliseconds) ?? "-", 8), left(seen, 7), name,
+        ].joined(separator: "  ")
+    }
+
+    /// Services and beacon in a few words, for the table.
+    private static func summary(_ r: ScanReport) -> String {
+        var parts: [String] = []
+        if r.iBeacon != nil { parts.append("iBeacon") }
+        if case .success(let frame)? = r.eddystone { parts.append("Eddystone-" + frame.name) }
+        let uuids = services(r.advertisement)
+        if !uuids.isEmpty { parts.append(uuids.map(\.uuidString).joined(separator: ", ")) }
+        if r.advertisement.isConnectable == false { parts.append("not connectable") }
+        return parts.joined(separator: "  ")
+    }
+
+    /// "105 ms", "1.28 s".
+    static func milliseconds(_ d: Duration) -> String {
+        let ms = d.inSeconds * 1000
+        return ms < 1000 ? "\(Int(ms.rounded())) ms" : String(format: "%.2f s", ms / 1000)
+    }
+
+    /// "0.2 s", "12.5 s".
+    static func seconds(_ d: Duration) -> String { String(format: "%.1f s", d.inSeconds) }
+
+    /// "0.2s", "12s", "3m" (the table's narrow form).
+    static func shortSeconds(_ d: Duration) -> String {
+        let s = d.inSeconds
+        if s < 10 { return String(format: "%.1fs", s) }
+        if s < 600 { return "\(Int(s))s" }
+        return "\(Int(s / 60))m"
     }
 
     /// The raw AD structures, advertisement and scan response apart: length, type with its name, value in hex.
@@ -113,6 +183,32 @@ enum ScanFormat {
     }
 
     // MARK: JSON
+
+    /// A report as JSON, with what the scan measured of its device until then (`statistics`), `now`.
+    static func json(_ r: ScanReport, _ s: ScanStatistics, now: Duration) -> JSON {
+        guard case .object(var fields) = json(r) else { return json(r) }
+        // The dates of the system's times: the report's date, less what passed since.
+        func date(_ time: Duration) -> String {
+            Timestamp.format(r.date.addingTimeInterval(-(r.time - time).inSeconds))
+        }
+        fields += [
+            ("nameShortened", .bool(r.nameIsShortened)),
+            ("time", .string(Timestamp.format(r.date))),
+            ("firstSeen", .string(date(s.firstSeen))),
+            ("lastSeen", .string(date(s.lastSeen))),
+            ("age", .double(s.age(at: now).inSeconds)),
+            ("packets", .number(s.packets)),
+            ("rssiMin", s.minimumRSSI.map(JSON.number) ?? .null),
+            ("rssiAverage", s.averageRSSI.map { .double(($0 * 10).rounded() / 10) } ?? .null),
+            ("rssiMax", s.maximumRSSI.map(JSON.number) ?? .null),
+            ("rssiHistory", .array(s.recentRSSI.map(JSON.number))),
+            (
+                "advertisingInterval",
+                s.advertisingInterval.map { .double(($0.inSeconds * 10_000).rounded() / 10) } ?? .null
+            ),
+        ]
+        return .object(fields)
+    }
 
     static func json(_ r: ScanReport) -> JSON {
         let a = r.advertisement

@@ -12,13 +12,45 @@ struct ScanReport: Sendable {
     var advertisement: AdvertisementData
     /// dBm; 127 when the controller could not measure it.
     var rssi: Int
+    /// When it came: the system's time (virtual on a simulated radio), and the same as a date.
+    var time: Duration
+    var date: Date
 
-    init(_ found: DiscoveredPeripheral) {
+    init(
+        identifier: UUID, address: BluetoothAddress, name: String?, advertisement: AdvertisementData, rssi: Int,
+        time: Duration, date: Date
+    ) {
+        self.identifier = identifier
+        self.address = address
+        self.name = name
+        self.advertisement = advertisement
+        self.rssi = rssi
+        self.time = time
+        self.date = date
+    }
+
+    init(_ found: DiscoveredPeripheral, time: Duration, date: Date) {
         identifier = found.peripheral.identifier
         address = found.peripheral.address
         name = found.advertisementData.localName ?? found.peripheral.name
         advertisement = found.advertisementData
         rssi = found.rssi
+        self.time = time
+        self.date = date
+    }
+
+    /// A report received now on `system`.
+    init(_ found: DiscoveredPeripheral, on system: BluetoothSystem) {
+        self.init(found, time: system.now, date: Date(timeIntervalSinceReferenceDate: system.absoluteTime))
+    }
+
+    /// Whether the name is a shortened one (Shortened Local Name, AD type 0x08), with no complete name beside it:
+    /// the device's full name begins with it.
+    ///
+    /// - SeeAlso: Core Specification Supplement v11, Part A, 1.2.
+    var nameIsShortened: Bool {
+        guard let advertised = advertisement.localName, advertised == name else { return false }
+        return TargetMatcher.shortenedName(advertisement) != nil
     }
 
     /// Whether the name came in the scan response (the advertisement itself carries no name of that kind).
@@ -68,10 +100,18 @@ struct ScanReport: Sendable {
     }
 }
 
-/// The `--name` and `--rssi` filters.
+/// The filters of `ble scan` and the shell's `scan` (beside `--service`, which the scan itself applies): a
+/// report passes when it passes each filter given.
 struct ScanFilter: Sendable {
+    /// Text the name contains, ignoring case.
     var name: String?
     var minimumRSSI: Int?
+    /// Address prefixes ("C0:11" or a whole address), in upper case; any of them.
+    var addresses: [String] = []
+    /// Company identifiers the manufacturer data starts with; any of them.
+    var manufacturers: [UInt16] = []
+    /// Only connectable advertisements.
+    var connectableOnly = false
 
     func admits(_ report: ScanReport) -> Bool {
         if let name {
@@ -81,6 +121,16 @@ struct ScanFilter: Sendable {
             // 127: the controller could not measure it, so it is not known to be strong enough.
             guard report.rssi != 127, report.rssi >= minimumRSSI else { return false }
         }
+        if !addresses.isEmpty {
+            let address = report.address.string
+            guard addresses.contains(where: { address.hasPrefix($0) }) else { return false }
+        }
+        if !manufacturers.isEmpty {
+            guard let m = report.advertisement.manufacturerData, m.count >= 2,
+                manufacturers.contains(UInt16(m[m.startIndex]) | UInt16(m[m.startIndex + 1]) << 8)
+            else { return false }
+        }
+        if connectableOnly, report.advertisement.isConnectable == false { return false }
         return true
     }
 }

@@ -87,55 +87,83 @@ extension ParsableCommand {
 struct ShellScan: ShellCommandLine {
     static let configuration = CommandConfiguration(
         commandName: "scan",
-        abstract: "Scan for SECONDS (5 by default), one line per device found.")
+        abstract: "Scan for SECONDS (5 by default), one line per device found, as 'ble scan' prints them.",
+        discussion: """
+            The filters and formats are those of 'ble scan' outside a terminal: each new or changed device as a \
+            line after the time it came (every report with --duplicates), or each device once at the end with \
+            --sort, with its statistics; --json for JSON objects, --raw for the AD structures.
+            """)
 
     @Argument(help: ArgumentHelp("How long to scan.", valueName: "seconds"))
     var seconds: Double = 5
 
-    @Option(help: ArgumentHelp("Only devices whose name contains this (any case).", valueName: "text"))
-    var name: String?
+    @Option(
+        parsing: .unconditional,
+        help: ArgumentHelp("Seconds to scan, as SECONDS (which it replaces).", valueName: "seconds"))
+    var timeout: Double?
 
-    @Option(help: ArgumentHelp("Only devices advertising this service.", valueName: "uuid"))
-    var service: String?
+    @OptionGroup var filters: ScanFilterOptions
 
-    static var optionNames: [String] { ["--name", "--service", "--help"] }
+    @Option(
+        help: ArgumentHelp(
+            "List each device once at the end in this order: rssi, name, address or seen.", valueName: "order"))
+    var sort: ScanSort?
+
+    @Flag(help: "Report every advertisement instead of each device once (and again when its data changes).")
+    var duplicates = false
+
+    @Flag(help: "Also print the raw AD structures of the advertisement and the scan response.")
+    var raw = false
+
+    @Flag(help: "One JSON object per line.")
+    var json = false
+
+    static var optionNames: [String] {
+        ["--timeout"] + ScanFilterOptions.names + ["--sort", "--duplicates", "--raw", "--json", "--help"]
+    }
 
     func validate() throws {
-        try CommandLineNumbers.checkSeconds(seconds, option: "SECONDS", zeroAllowed: false)
-        if let service { _ = try parseUUID(service, what: "--service") }
+        try CommandLineNumbers.checkSeconds(
+            timeout ?? seconds, option: timeout == nil ? "SECONDS" : "--timeout", zeroAllowed: false)
+        if sort != nil, duplicates {
+            throw ValidationError("--sort lists each device once, so it cannot be used with --duplicates")
+        }
     }
 
     func run(in shell: ShellSession) async throws {
         let tool = shell.tool
         try await tool.ready()
-        let services = try service.map { [try parseUUID($0, what: "--service")] }
-        let filter = ScanFilter(name: name, minimumRSSI: nil)
-        let limit = CommandLineNumbers.duration(seconds: seconds)
-        let found = FoundDevices()
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask {
-                for try await discovery in tool.manager.scan(withServices: services) {
-                    let report = ScanReport(discovery)
-                    shell.remember(report)
-                    // One line per device in this scan; `devices` shows the latest of each.
-                    guard filter.admits(report), found.ids.withLock({ $0.insert(report.identifier).inserted }) else {
-                        continue
+        let services = try filters.serviceFilter()
+        let filter = try filters.filter()
+        let limit = CommandLineNumbers.duration(seconds: timeout ?? seconds)
+        let output = ScanOutput(
+            mode: sort == nil ? .lines : .sortedAtEnd, json: json, raw: raw, sort: sort ?? .seen,
+            duplicates: duplicates, now: { tool.system.now },
+            write: { text in shell.terminal.print(text.hasSuffix("\n") ? String(text.dropLast()) : text) })
+        do {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask {
+                    for try await discovery in tool.manager.scan(
+                        withServices: services, options: .init(allowDuplicates: true))
+                    {
+                        let report = ScanReport(discovery, on: tool.system)
+                        // `devices` shows the latest of each, whatever the filters.
+                        shell.remember(report)
+                        if filter.admits(report) { output.received(report) }
                     }
-                    shell.terminal.print(ScanFormat.line(report))
                 }
+                group.addTask { try await tool.system.sleep(for: limit) }
+                defer { group.cancelAll() }
+                try await group.next()
             }
-            group.addTask { try await tool.system.sleep(for: limit) }
-            defer { group.cancelAll() }
-            try await group.next()
+        } catch {
+            output.abandon()
+            throw error
         }
-        let count = found.ids.withLock { $0.count }
+        output.finish()
+        let count = output.count
         shell.terminal.print("scan done: \(count) device\(count == 1 ? "" : "s") found")
     }
-}
-
-/// The devices one scan has shown.
-final class FoundDevices: Sendable {
-    let ids = Mutex<Set<UUID>>([])
 }
 
 struct ShellDevices: ShellCommandLine {
@@ -150,7 +178,7 @@ struct ShellDevices: ShellCommandLine {
         }
         shell.terminal.print(
             reports.map { r in
-                "\(r.address.string)  \(r.rssi) dBm  \(r.name.map { "\"\($0)\"" } ?? "(no name)")"
+                "\(r.address.string)  \(r.identifier.uuidString)  \(r.rssi) dBm  \(r.name.map { "\"\($0)\"" } ?? "(no name)")"
             }.joined(separator: "\n"))
     }
 }

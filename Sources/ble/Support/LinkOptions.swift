@@ -1,7 +1,7 @@
 import ArgumentParser
 import BLE
 
-/// `--mtu`, `--data-length`, `--phy`, `--interval`, `--latency` and `--supervision-timeout`: what this process
+/// `--mtu`, `--data-length`, `--phy`, `--connection-interval`, `--latency` and `--supervision-timeout`: what this process
 /// asks of its links, as nRF Connect lets one ask. They are the system's link preferences
 /// (`BluetoothSystem.Configuration`), applied when a link comes up: a central asks for them in LE Create
 /// Connection and the procedures after it (the ATT_MTU exchange, LE Set Data Length, LE Set PHY); the peer and
@@ -24,7 +24,7 @@ struct LinkOptions: ParsableArguments {
     var phy: String?
 
     @Option(
-        parsing: .unconditional,
+        name: .customLong("connection-interval"), parsing: .unconditional,
         help: ArgumentHelp(
             "The connection interval to ask for, in milliseconds: MS or MIN-MAX, 7.5 to 4000 (default 30-50).",
             valueName: "ms"))
@@ -80,7 +80,7 @@ struct LinkOptions: ParsableArguments {
     static func interval(_ text: String) throws -> ClosedRange<Duration> {
         let parts = text.split(separator: "-", omittingEmptySubsequences: false).map { Double($0) }
         let problem = ValidationError(
-            "--interval must be MS or MIN-MAX milliseconds, 7.5 to 4000 (MIN not above MAX), not '\(text)'")
+            "--connection-interval must be MS or MIN-MAX milliseconds, 7.5 to 4000 (MIN not above MAX), not '\(text)'")
         guard (1...2).contains(parts.count),
             parts.allSatisfy({ $0.map { $0.isFinite && $0 >= 7.5 && $0 <= 4000 } ?? false })
         else { throw problem }

@@ -58,15 +58,23 @@ final class Session: Sendable {
 
     /// Opens the transport. On `virtual`, builds the world and adds the tool's device to it under `name`;
     /// otherwise reaches the controller the spec names (the POSIX transports are registered here). With
-    /// `--btsnoop`, the tool's own HCI traffic is recorded.
+    /// `--btsnoop`, the tool's own HCI traffic is recorded. `exclusive`: the device's store is this process's
+    /// alone (a served device: two processes with one identity would answer as one device); refused when another
+    /// process holds it.
     static func open(
         _ options: TransportOptions, name: String = "ble",
-        configuration: BluetoothSystem.Configuration = .init()
+        configuration: BluetoothSystem.Configuration = .init(), exclusive: Bool = false
     ) async throws(ToolError) -> Session {
         let spec = options.transport
         var configuration = configuration
         options.link.apply(to: &configuration)
         configuration.storePath = try StateDirectory.storePath(forDevice: name)
+        if exclusive, let path = configuration.storePath, try !StateDirectory.lockStore(path) {
+            throw ToolError(
+                .transport,
+                "another process serves \"\(name)\" (its store \(path) is in use): stop it, or give this one another --name"
+            )
+        }
         // As an iPhone does: behind resolvable private addresses, with an identity kept in the device's store, so
         // a bond made by one run is recognised by the next whatever address the controller gives this one.
         configuration.privacy = try privacy(ProcessInfo.processInfo.environment["BLE_PRIVACY"])
@@ -129,7 +137,7 @@ final class Session: Sendable {
     /// being cancelled in the background; the process ends meanwhile.
     static func openUnlessStopped(
         _ options: TransportOptions, name: String = "ble",
-        configuration: BluetoothSystem.Configuration = .init(), wait: Duration? = nil
+        configuration: BluetoothSystem.Configuration = .init(), exclusive: Bool = false, wait: Duration? = nil
     ) async throws(ToolError) -> Session? {
         let spec = options.transport
         let deadline = spec.hasPrefix("tcp-server:") ? wait.map { ContinuousClock.now + $0 } : nil
@@ -137,7 +145,8 @@ final class Session: Sendable {
         let opening = Task {
             let result: Result<Session, ToolError>
             do throws(ToolError) {
-                result = .success(try await open(options, name: name, configuration: configuration))
+                result = .success(
+                    try await open(options, name: name, configuration: configuration, exclusive: exclusive))
             } catch {
                 result = .failure(error)
             }
