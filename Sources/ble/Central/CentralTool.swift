@@ -191,6 +191,21 @@ struct CentralTool: Sendable {
         throw ToolError(.noSuchCharacteristic, "\(Self.describe(peripheral)) has no characteristic \(uuid.labelled)")
     }
 
+    /// The characteristic `reference` names: by its UUID as `findCharacteristic(_:on:)` finds it, or by a name
+    /// that fits several assigned names, the one of them the device has (an error when it has several).
+    func findCharacteristic(_ reference: AttributeReference, on peripheral: Peripheral) async throws -> Characteristic {
+        if let uuid = reference.uuid { return try await findCharacteristic(uuid, on: peripheral) }
+        let discovered = peripheral.services.map { !$0.isEmpty && $0.allSatisfy { $0.characteristics != nil } } ?? false
+        if !discovered { try await discoverCharacteristicsOfAllServices(peripheral) }
+        let all = (peripheral.services ?? []).flatMap { $0.characteristics ?? [] }
+        let uuid = try reference.pick(among: all.map(\.uuid), on: Self.describe(peripheral))
+        guard let c = all.first(where: { $0.uuid == uuid }) else {
+            throw ToolError(
+                .noSuchCharacteristic, "\(Self.describe(peripheral)) has no characteristic \(uuid.labelled)")
+        }
+        return c
+    }
+
     /// Refuses, before asking, an operation the characteristic's properties do not allow: with the ATT code the
     /// stack (and a server) would give, worded as what it is, a local refusal.
     func require(_ property: CharacteristicProperties, of c: Characteristic, code: ATTErrorCode, for what: String)

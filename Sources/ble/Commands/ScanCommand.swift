@@ -78,7 +78,7 @@ struct ScanCommand: AsyncParsableCommand {
 
     func validate() throws {
         try CommandLineNumbers.checkSeconds(timeout, option: "--timeout")
-        for service in services { _ = try parseUUID(service, what: "--service") }
+        for service in services { _ = try parseService(service) }
         if let minimumRSSI, !(-127...20).contains(minimumRSSI) {
             throw ValidationError("--rssi must be between -127 and 20 dBm, not \(minimumRSSI)")
         }
@@ -88,7 +88,7 @@ struct ScanCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let filter = try services.map { try parseUUID($0, what: "--service") }
+        let filter = try services.map { try parseService($0) }
         let limit: Duration? = timeout > 0 ? CommandLineNumbers.duration(seconds: timeout) : nil
         let admits = ScanFilter(name: nameFilter, minimumRSSI: minimumRSSI)
         let live = !json && Output.stdoutIsTerminal

@@ -28,6 +28,8 @@ struct ToolError: Error, CustomStringConvertible {
         case pairingFailed = 9
         /// `bonds remove`: no bond with that identifier or address.
         case noSuchBond = 10
+        /// Bad arguments found only once connected (a characteristic's name that fits several on the device).
+        case usage = 64
     }
 
     let kind: Kind
