@@ -729,6 +729,16 @@ class TypedValueTests(unittest.TestCase):
                              timeout=60, env=ENV)
         self.assertIn(b"wrote 1 byte", raw.stdout)
 
+    def test_subscribe_indications_on_request(self):
+        result = ble("subscribe", "Thermometer", "2A1C", "--indicate", "--count", "1")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertEqual(result.stdout.splitlines()[0], "subscribed to Temperature Measurement (2A1C) (indications)")
+        self.assertIn(" indicate ", result.stdout.splitlines()[1])
+        refused = ble("subscribe", "HRM-Demo", "2A37", "--indicate", "--count", "1")
+        self.assertEqual(refused.returncode, EXIT_NO_SUCH_CHARACTERISTIC)
+        self.assertEqual(refused.stderr,
+                         "ble: Heart Rate Measurement (2A37) does not indicate (its properties: notify)\n")
+
     def test_subscribe_reads_first_and_says_it_is_subscribed_at_once(self):
         # The battery level notifies only when it changes: the two lines come before any notification.
         result = serve_until(["subscribe", "HRM-Demo", "Battery Level", "--read-first"], "subscribed to")

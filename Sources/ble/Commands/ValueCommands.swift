@@ -390,7 +390,8 @@ struct SubscribeCommand: AsyncParsableCommand {
             `read` prints it: the hex, then what it means when the tool knows; --format hex|utf8|uint|int|float or \
             a type (u16, s32be, f32, sfloat, ...) renders it that way instead (a value that does not fit is shown \
             as hex with the reason). --read-first reads the value once before subscribing and prints it as a line \
-            marked 'read'. With --json (or --format json) each line is one object: {"time", "characteristic", \
+            marked 'read'. --indicate subscribes to indications when CHAR offers both (the API, as CoreBluetooth, \
+            prefers notifications); CHAR must indicate. With --json (or --format json) each line is one object: {"time", "characteristic", \
             "name", "kind": "read" | "notify" | "indicate", "hex", "decoded"} ("decoded" as `read --json` has it, \
             or null), and "format" and "value" with a typed --format.
             Stops after --count values (unsubscribing and disconnecting), or runs until interrupted.
@@ -417,6 +418,9 @@ struct SubscribeCommand: AsyncParsableCommand {
     @Flag(help: "Read the value once and print it before the first notification.")
     var readFirst = false
 
+    @Flag(help: "Subscribe to indications when the characteristic offers both (notifications by default).")
+    var indicate = false
+
     func validate() throws {
         _ = try parseCharacteristic(characteristic)
         try CommandLineNumbers.checkCount(count, option: "--count", minimum: 0)
@@ -429,6 +433,7 @@ struct SubscribeCommand: AsyncParsableCommand {
         let target = target
         let count = count
         let readFirst = readFirst
+        let kind: ValueUpdate.Kind = indicate ? .indication : .notification
         let style = ValueLineStyle(format: format, json: json)
         try await CommandRun.flow(transport, interruptedIsSuccess: true) { tool in
             let peripheral = try await tool.connect(to: target)
@@ -448,11 +453,8 @@ struct SubscribeCommand: AsyncParsableCommand {
                     let reading = ValueReading(value, type: c.uuid, presentation: presentation)
                     Output.line(Self.line(reading, kind: "read", at: Timestamp.now(), style: style))
                 }
-                // Confirmed first, so a refusal is this command's error; the stream then finds it subscribed.
-                try await tool.run("subscribing to \(c.uuid.uuidString)") {
-                    try await peripheral.setNotifyValue(true, for: c, timeout: nil)
-                }
-                let notice = Self.subscribedNotice(c)
+                try await tool.subscribe(to: c, kind: kind, on: peripheral)
+                let notice = Self.subscribedNotice(c, kind: kind)
                 if style.json { Output.error(notice, prefixed: false) } else { Output.line(notice) }
                 var received = 0
                 tool.markStarted()
@@ -473,8 +475,9 @@ struct SubscribeCommand: AsyncParsableCommand {
     }
 
     /// "subscribed to Heart Rate Measurement (2A37) (notifications)", as the shell says it.
-    static func subscribedNotice(_ c: Characteristic) -> String {
-        "subscribed to \(c.uuid.labelled) (\(c.properties.contains(.notify) ? "notifications" : "indications"))"
+    static func subscribedNotice(_ c: Characteristic, kind: ValueUpdate.Kind = .notification) -> String {
+        let indications = kind == .indication || !c.properties.contains(.notify)
+        return "subscribed to \(c.uuid.labelled) (\(indications ? "indications" : "notifications"))"
     }
 
     static func kindName(_ kind: ValueUpdate.Kind) -> String { kind == .notification ? "notify" : "indicate" }
@@ -528,5 +531,26 @@ enum Timestamp {
         return String(
             format: "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", Int(parts.tm_year) + 1900, Int(parts.tm_mon) + 1,
             Int(parts.tm_mday), Int(parts.tm_hour), Int(parts.tm_min), Int(parts.tm_sec), Int(milliseconds % 1000))
+    }
+}
+
+extension CentralTool {
+    /// Subscribes to `c` (its indications with `.indication`, which it must offer), confirmed before returning so
+    /// that a refusal is the command's error; a stream made afterwards finds it subscribed.
+    func subscribe(to c: Characteristic, kind: ValueUpdate.Kind, on peripheral: Peripheral) async throws {
+        if kind == .indication, !c.properties.contains(.indicate) {
+            let has = c.properties.names.joined(separator: ", ")
+            throw ToolError(
+                .noSuchCharacteristic,
+                "\(c.uuid.labelled) does not indicate (its properties: \(has.isEmpty ? "none" : has))")
+        }
+        try await run("subscribing to \(c.uuid.uuidString)") {
+            // By default the API chooses: notifications, or indications when that is all CHAR offers.
+            if kind == .indication {
+                try await peripheral.setNotifyValue(true, for: c, preferring: .indication, timeout: nil)
+            } else {
+                try await peripheral.setNotifyValue(true, for: c, timeout: nil)
+            }
+        }
     }
 }

@@ -368,7 +368,10 @@ struct ShellSubscribe: ShellCommandLine {
     @Flag(help: "Read the value once and print it before the first notification.")
     var readFirst = false
 
-    static var optionNames: [String] { ["--format", "--json", "--read-first", "--help"] }
+    @Flag(help: "Subscribe to indications when the characteristic offers both.")
+    var indicate = false
+
+    static var optionNames: [String] { ["--format", "--json", "--read-first", "--indicate", "--help"] }
 
     func validate() throws { _ = try parseCharacteristic(characteristic) }
 
@@ -393,10 +396,8 @@ struct ShellSubscribe: ShellCommandLine {
             let reading = ValueReading(value, type: c.uuid, presentation: presentation)
             shell.terminal.print(SubscribeCommand.line(reading, kind: "read", at: Timestamp.now(), style: style))
         }
-        // Confirmed first, so a refusal is this command's error; the stream then finds it subscribed.
-        try await tool.run("subscribing to \(c.uuid.uuidString)") {
-            try await peripheral.setNotifyValue(true, for: c, timeout: nil)
-        }
+        let kind: ValueUpdate.Kind = indicate ? .indication : .notification
+        try await tool.subscribe(to: c, kind: kind, on: peripheral)
         let updates = peripheral.valueUpdates(for: c)
         let terminal = shell.terminal
         let task = shell.background {
@@ -415,7 +416,7 @@ struct ShellSubscribe: ShellCommandLine {
             }
         }
         shell.state.withLock { $0.subscriptions[c.uuid] = task }
-        shell.terminal.print(SubscribeCommand.subscribedNotice(c))
+        shell.terminal.print(SubscribeCommand.subscribedNotice(c, kind: kind))
     }
 }
 
