@@ -710,7 +710,7 @@ class TypedValueTests(unittest.TestCase):
         result = subprocess.run([BLE.encode(), b"write", b"HRM-Demo", b"2A39", b"--text", b"bad\xff\xfe"],
                                 capture_output=True, timeout=20, env=ENV)
         self.assertEqual(result.returncode, 64, result.stderr)
-        self.assertIn(b"--text is not valid UTF-8 text", result.stderr)
+        self.assertIn(b"--text is not valid UTF-8 text: give its bytes as hex instead (626164fffe)", result.stderr)
 
     def test_hex_from_standard_input(self):
         for args, text in ((["--format", "hex", "-"], "01\n\n01\n"), (["--format", "hex", "--stdin"], "0 1\n01"),

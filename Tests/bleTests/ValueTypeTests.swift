@@ -214,6 +214,17 @@ import Testing
         #expect(wide.decode(Data([1, 0, 0, 0, 0, 0, 0, 0]))?.json.text == #"{"text":"1","value":"1","unit":null}"#)
     }
 
+    @Test func theRoomsOwnValuesAreDecodedAlike() {
+        // The secure lock's state as the door lock's (D30), the camera's status as the printer's.
+        #expect(ValueReading(Data([1]), type: SecureLockProfile.lockState).hexAndMeaning == "01  locked")
+        #expect(ValueReading(Data([0]), type: DoorLockProfile.lockState).hexAndMeaning == "00  unlocked")
+        #expect(
+            ValueReading(Data([18, 0, 0, 0, 3, 0, 0, 0]), type: CameraProfile.status).hexAndMeaning
+                == "1200000003000000  18 bytes taken, 3 dropped")
+        #expect(CameraProfile.status.labelled == "Camera Status (CA3E0003)")
+        #expect(SecureLockProfile.service.displayName == "Secure Lock")
+    }
+
     @Test func rawIntegerFieldsHaveOneTypePerLength() {
         let six = ValueReading(Data([1, 0, 0, 0, 0, 0]), type: BluetoothUUID(string: "FF01")!).json().text
         #expect(six.contains(#""uint":1,"int":1,"#))

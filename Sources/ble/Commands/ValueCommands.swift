@@ -231,9 +231,8 @@ struct WriteCommand: AsyncParsableCommand {
             guard !string.isEmpty else {
                 throw ValidationError("--text is empty: nothing to write (write an empty value as HEX '')")
             }
-            if RawArguments.isMangled(string) {
-                throw ValidationError(
-                    "--text is not valid UTF-8 text: give its bytes as hex instead (ble write TARGET CHAR 626164ff)")
+            if let bytes = RawArguments.bytes(ofMangled: string) {
+                throw ValidationError("--text is not valid UTF-8 text: give its bytes as hex instead (\(bytes.hex))")
             }
             try check(Data(string.utf8))
         case .file(let path):
@@ -362,18 +361,21 @@ struct WriteCommand: AsyncParsableCommand {
 /// The command line as the system gave it: Swift decodes each argument as UTF-8 and puts U+FFFD where the bytes
 /// are not UTF-8, so the tool looks at the bytes to tell text mangled so from text that means it.
 enum RawArguments {
-    /// Whether `argument` was decoded from bytes that are not UTF-8 (one argument, or the part after '=' in
-    /// `--text=...`).
-    static func isMangled(_ argument: String) -> Bool {
-        guard argument.unicodeScalars.contains("\u{FFFD}") else { return false }
+    /// The bytes `argument` was decoded from when they are not UTF-8 (one argument, or the part after '=' in
+    /// `--text=...`); nil when it came as valid UTF-8.
+    static func bytes(ofMangled argument: String) -> Data? {
+        guard argument.unicodeScalars.contains("\u{FFFD}") else { return nil }
         for i in 0..<Int(CommandLine.argc) {
             guard let pointer = CommandLine.unsafeArgv[i] else { continue }
-            let bytes = Array(UnsafeBufferPointer(start: pointer, count: strlen(pointer))).map { UInt8(bitPattern: $0) }
+            let bytes = Array(UnsafeBufferPointer(start: pointer, count: strlen(pointer))).map {
+                UInt8(bitPattern: $0)
+            }
             guard String(validating: bytes, as: UTF8.self) == nil else { continue }
             let lossy = String(decoding: bytes, as: UTF8.self)
-            if lossy == argument || lossy.hasSuffix("=" + argument) { return true }
+            if lossy == argument { return Data(bytes) }
+            if lossy.hasSuffix("=" + argument) { return Data(bytes.suffix(from: bytes.count - argument.utf8.count)) }
         }
-        return false
+        return nil
     }
 }
 
