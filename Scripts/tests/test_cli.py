@@ -438,12 +438,16 @@ class ExploreTests(unittest.TestCase):
 
     def test_exact_shape(self):
         tree = self.tree
-        self.assertEqual(list(tree.keys()), ["address", "name", "mtu", "services"])
+        self.assertEqual(list(tree.keys()), ["address", "addressType", "identifier", "name", "mtu", "services"])
+        self.assertEqual(tree["addressType"], "public")
+        self.assertRegex(tree["identifier"], r"^[0-9A-F]{8}-[0-9A-F]{4}-[0-9A-F]{4}-[0-9A-F]{4}-[0-9A-F]{12}$")
         self.assertEqual(tree["name"], "HRM-Demo")
         self.assertIsInstance(tree["mtu"], int)
         self.assertGreaterEqual(tree["mtu"], 23)
         for s in tree["services"]:
-            self.assertEqual(list(s.keys()), ["uuid", "name", "primary", "handle", "includedServices", "characteristics"])
+            self.assertEqual(list(s.keys()),
+                             ["uuid", "name", "primary", "handle", "endHandle", "includedServices", "characteristics"])
+            self.assertGreaterEqual(s["endHandle"], s["handle"])
             self.assertRegex(s["uuid"], UUID_FORM)
             self.assertIsInstance(s["primary"], bool)
             self.assertIsInstance(s["handle"], int)
@@ -451,9 +455,11 @@ class ExploreTests(unittest.TestCase):
                 self.assertEqual(list(c.keys()),
                                  ["uuid", "name", "handle", "properties", "value", "decoded", "descriptors"])
                 self.assertGreater(c["handle"], s["handle"])
+                self.assertLessEqual(c["handle"], s["endHandle"])
+                self.assertTrue(c["decoded"] is None or list(c["decoded"])[:3] == ["text", "value", "unit"], c)
                 self.assertTrue(c["value"] is None or HEX_LINE.match(c["value"]) or c["value"] == "")
                 for d in c["descriptors"]:
-                    self.assertEqual(list(d.keys()), ["uuid", "handle", "value", "decoded"])
+                    self.assertEqual(list(d.keys()), ["uuid", "name", "handle", "value", "decoded"])
                     self.assertGreater(d["handle"], c["handle"])
 
     def test_gap_gatt_and_heart_rate(self):
@@ -489,13 +495,16 @@ class ExploreTests(unittest.TestCase):
     def test_values_are_decoded_by_their_presentation_format(self):
         services = {s["uuid"]: s for s in self.tree["services"]}
         battery = next(c for c in services["180F"]["characteristics"] if c["uuid"] == "2A19")
-        self.assertEqual(battery["decoded"], int(battery["value"], 16), "a uint8 by its 2904 descriptor")
+        self.assertEqual(battery["decoded"], {"text": f"{int(battery['value'], 16)} %", "value": int(battery["value"], 16),
+                                              "unit": "%"}, "a uint8 by its 2904 descriptor")
         formats = {d["uuid"]: d for d in battery["descriptors"]}
         self.assertEqual(formats["2904"]["value"], "0400ad27010000")
-        self.assertEqual(formats["2904"]["decoded"], "format uint8, unit % (0x27AD)")
-        self.assertEqual(formats["2901"]["decoded"], "Battery level in percent")
+        self.assertEqual(formats["2904"]["name"], "Characteristic Presentation Format")
+        self.assertEqual(formats["2904"]["decoded"]["text"], "format uint8, unit % (0x27AD)")
+        self.assertEqual(formats["2901"]["decoded"]["value"], "Battery level in percent")
         location = next(c for c in services["180D"]["characteristics"] if c["uuid"] == "2A38")
-        self.assertEqual(location["decoded"], "Chest", "by the characteristic's SIG-assigned type")
+        self.assertEqual(location["decoded"], {"text": "Chest", "value": "Chest", "unit": None},
+                         "by the characteristic's SIG-assigned type")
         result = ble("explore", "HRM-Demo")
         self.assertEqual(result.returncode, 0, result.stderr)
         self.assertRegex(result.stdout, r"value: [0-9a-f]{2}  \d+ %\n")
@@ -539,7 +548,8 @@ class ValueTests(unittest.TestCase):
         record = json.loads(value.stdout)
         self.assertEqual(list(record), ["uuid", "name", "hex", "decoded", "utf8", "uint", "int", "presentation"])
         self.assertEqual((record["uuid"], record["name"]), ("2A19", "Battery Level"))
-        self.assertEqual(record["decoded"], int(record["hex"], 16))
+        self.assertEqual(record["decoded"], {"text": f"{int(record['hex'], 16)} %", "value": int(record["hex"], 16),
+                                             "unit": "%"})
         self.assertEqual(record["presentation"], {"format": "uint8", "exponent": 0, "unit": "27AD", "unitSymbol": "%",
                                                   "namespace": 1, "description": 0})
         # A value that does not fit the format asked for says so ("swift-ble" is 9 bytes).
@@ -665,6 +675,8 @@ class ValueTests(unittest.TestCase):
         result = ble("subscribe", "HRM-Demo", "2A37", "--count", "3")
         self.assertEqual(result.returncode, 0, result.stderr)
         lines = result.stdout.splitlines()
+        # Said at once, as the shell says it, before any value.
+        self.assertEqual(lines.pop(0), "subscribed to Heart Rate Measurement (2A37) (notifications)")
         self.assertEqual(len(lines), 3)
         for line in lines:
             self.assertRegex(line, "^" + self.TIME + r" notify 08[0-9a-f]{6}  \d+ bpm, energy expended \d+ kJ$")
@@ -673,6 +685,7 @@ class ValueTests(unittest.TestCase):
         result = ble("subscribe", "Thermometer", "2A1C", "--count", "3")
         self.assertEqual(result.returncode, 0, result.stderr)
         lines = result.stdout.splitlines()
+        self.assertEqual(lines.pop(0), "subscribed to Temperature Measurement (2A1C) (indications)")
         self.assertEqual(len(lines), 3)
         for line in lines:
             # Flags, then a FLOAT with exponent -1.
@@ -686,16 +699,22 @@ class ValueTests(unittest.TestCase):
                 records = [json.loads(line) for line in result.stdout.splitlines()]
                 self.assertEqual(len(records), 2)
                 for r in records:
-                    self.assertEqual(list(r), ["time", "characteristic", "kind", "hex", "decoded"])
+                    self.assertEqual(list(r), ["time", "characteristic", "name", "kind", "hex", "decoded"])
                     self.assertRegex(r["time"], "^" + self.TIME + "$")
-                    self.assertEqual((r["characteristic"], r["kind"]), ("2A1C", "indicate"))
+                    self.assertEqual((r["characteristic"], r["name"], r["kind"]),
+                                     ("2A1C", "Temperature Measurement", "indicate"))
                     self.assertRegex(r["hex"], r"^00[0-9a-f]{6}ff$")
-                    self.assertRegex(r["decoded"], r"^\d+\.\d °C$")
+                    # The number and its unit apart, the text as the text output shows it.
+                    self.assertEqual(r["decoded"]["unit"], "°C")
+                    self.assertIsInstance(r["decoded"]["value"], float)
+                    self.assertEqual(r["decoded"]["text"], f"{r['decoded']['value']} °C")
+                # The notice is on stderr: standard output holds only values.
+                self.assertEqual(result.stderr, "subscribed to Temperature Measurement (2A1C) (indications)\n")
                 self.assertLessEqual(records[0]["time"], records[1]["time"])
         result = ble("subscribe", "HRM-Demo", "2A37", "--count", "1", "--json")
         self.assertEqual(json.loads(result.stdout)["kind"], "notify")
         result = ble("subscribe", "HRM-Demo", "2A37", "--count", "1", "--format", "hex")
-        self.assertRegex(result.stdout, "^" + self.TIME + r" notify 08[0-9a-f]{6}\n$")
+        self.assertRegex(result.stdout, r"^subscribed to .*\n" + self.TIME + r" notify 08[0-9a-f]{6}\n$")
 
     def test_bulk_write_without_response_waits_for_room(self):
         data = bytes(range(256)) * 8
@@ -713,6 +732,152 @@ class ValueTests(unittest.TestCase):
         self.assertIn("at most 20 bytes", result.stderr)
 
 
+class TypedValueTests(unittest.TestCase):
+    """Values as people read and type them: typed formats, names for characteristics, JSON with stable types."""
+
+    def shell(self, script):
+        return subprocess.run([BLE, "shell"], input=script, capture_output=True, text=True, timeout=60, env=ENV)
+
+    def test_a_typed_write_is_read_back_in_its_type(self):
+        # One process (the virtual room is private to each): write the Measurement Interval as a big-endian and a
+        # little-endian u16, and read it back both ways and as JSON.
+        result = self.shell('connect Thermometer\n'
+                            'write "Measurement Interval" --format u16 300\n'
+                            'read 2A21 --format u16\n'
+                            'read "measurement interval"\n'
+                            'write 0x2A21 --format u16be 60 --json\n'
+                            'read interval --format u16be --json\n'
+                            'read 2A21 --format u32\n')
+        lines = result.stdout.splitlines()
+        self.assertEqual(lines[1], "wrote 2 bytes to Measurement Interval (2A21)", result.stdout)
+        self.assertEqual(lines[2], "300")
+        self.assertEqual(lines[3], "2c01  300 s")
+        self.assertEqual(json.loads(lines[4]), {
+            "uuid": "2A21", "name": "Measurement Interval", "handle": json.loads(lines[4])["handle"],
+            "characteristic": None, "values": ["003c"], "bytes": 2, "withoutResponse": False, "commands": None,
+            "waits": None})
+        record = json.loads(lines[5])
+        self.assertEqual((record["hex"], record["format"], record["value"]), ("003c", "u16be", [60]))
+        self.assertEqual(record["decoded"], {"text": "15360 s", "value": 15360, "unit": "s"},
+                         "the characteristic itself is little-endian")
+        # Two bytes are not a u32: the reason, and the status of the first failure.
+        self.assertIn("u32 takes a multiple of 4 bytes; this value has 2 bytes (003c)", result.stderr)
+        self.assertEqual(result.returncode, 1, result.stderr)
+
+    def test_typed_values_out_of_range_or_malformed_are_usage_errors(self):
+        cases = [
+            (["--format", "u16", "65536"], "VALUE 65536 is out of range for u16 (0 to 65535)"),
+            (["--format", "s8", "-129"], "VALUE -129 is out of range for s8 (-128 to 127)"),
+            (["--format", "s8", "--", "-129"], "VALUE -129 is out of range for s8 (-128 to 127)"),
+            (["01", "--witout-response"], "unknown option '--witout-response'"),
+            (["--format", "u8", "ten"], "VALUE 'ten' is not a u8 (an integer, 0 to 255)"),
+            (["--format", "sfloat", "36.55"], "VALUE 36.55 does not fit sfloat exactly"),
+            (["--format", "uint", "1"], "--format uint does not say how many bytes to write"),
+            (["--format", "u16", "--text", "x"], "--format says how VALUEs and standard input are written"),
+        ]
+        for args, message in cases:
+            with self.subTest(args=args):
+                result = ble("write", "HRM-Demo", "2A39", *args, timeout=20)
+                self.assertEqual(result.returncode, 64, result.stderr)
+                self.assertIn(message, result.stderr.splitlines()[0])
+        result = ble("write", "HRM-Demo", "2A39", "--format", "u8", "1", "--json")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertEqual(json.loads(result.stdout)["values"], ["01"])
+
+    def test_characteristics_by_their_names(self):
+        for char in ["battery level", "Battery Level", "2A19", "0x2A19", "battery"]:
+            with self.subTest(char=char):
+                result = ble("read", "HRM-Demo", char)
+                self.assertEqual(result.returncode, 0, result.stderr)
+                self.assertRegex(result.stdout, r"^[0-9a-f]{2}  \d+ %\n$")
+        ambiguous = ble("read", "HRM-Demo", "heart rate")
+        self.assertEqual(ambiguous.returncode, 64)
+        self.assertEqual(ambiguous.stderr,
+                         "ble: 'heart rate' names several characteristics of HRM-Demo (00:1B:DC:0A:12:34): Heart Rate "
+                         "Measurement (2A37), Heart Rate Control Point (2A39); give one of them\n")
+        unknown = ble("read", "HRM-Demo", "batery level", timeout=20)
+        self.assertEqual(unknown.returncode, 64)
+        self.assertIn("did you mean 'Battery Level'?", unknown.stderr)
+        absent = ble("read", "HRM-Demo", "Temperature Measurement")
+        self.assertEqual(absent.returncode, EXIT_NO_SUCH_CHARACTERISTIC)
+        self.assertIn("has no characteristic Temperature Measurement (2A1C)", absent.stderr)
+        # Descriptors and services by name too; the custom ones of the room as well.
+        described = ble("read", "HRM-Demo", "Battery Level", "--descriptor", "user description")
+        self.assertEqual(described.stdout, "Battery level in percent".encode().hex() + '  "Battery level in percent"\n')
+        lock = ble("read", "DoorLock", "Lock State")
+        self.assertEqual((lock.returncode, lock.stdout), (0, "01  locked\n"), lock.stderr)
+        scan = ble("scan", "--json", "--timeout", "3", "--service", "health thermometer")
+        self.assertEqual([json.loads(line)["name"] for line in scan.stdout.splitlines()], ["Thermometer"])
+
+    def test_json_types_are_stable(self):
+        record = json.loads(ble("read", "HRM-Demo", "2A19", "--json").stdout)
+        self.assertIsInstance(record["decoded"]["value"], int)
+        self.assertEqual(record["decoded"]["unit"], "%")
+        # A 64-bit integer is an exact decimal string, whatever its size; the device name's 8 bytes too.
+        name = json.loads(ble("read", "HRM-Demo", "2A00", "--json").stdout)
+        self.assertEqual(name["uint"], str(int.from_bytes(b"HRM-Demo", "little")))
+        self.assertEqual(name["decoded"], {"text": '"HRM-Demo"', "value": "HRM-Demo", "unit": None})
+        rate = json.loads(ble("subscribe", "HRM-Demo", "heart rate measurement", "--count", "1", "--json").stdout)
+        self.assertEqual(list(rate["decoded"]),
+                         ["text", "value", "unit", "sensorContact", "energyExpendedKJ", "rrIntervals"])
+        self.assertEqual(rate["decoded"]["unit"], "bpm")
+        self.assertIsInstance(rate["decoded"]["value"], int)
+        self.assertIsInstance(rate["decoded"]["energyExpendedKJ"], int)
+        connect = ble("connect", "HRM-Demo", "--duration", "1", "--json")
+        self.assertEqual(connect.returncode, 0, connect.stderr)
+        event = json.loads(connect.stdout.splitlines()[0])
+        self.assertEqual(list(event), ["time", "device", "identifier", "address", "event", "mtu"])
+        self.assertEqual((event["device"], event["event"], event["mtu"]), ("HRM-Demo", "connected", 517))
+        with tempfile.NamedTemporaryFile() as f:
+            f.write(bytes(36))
+            f.flush()
+            sent = ble("send", "Camera", "camera command", f.name, "--chunk", "18", "--json")
+        self.assertEqual(sent.returncode, 0, sent.stderr)
+        summary = json.loads(sent.stdout)
+        self.assertEqual((summary["uuid"], summary["name"], summary["bytes"]), ("CA3E0002", "Camera Command", 36))
+        self.assertIsInstance(summary["seconds"], float)
+
+    def test_text_that_is_not_utf8_is_refused(self):
+        result = subprocess.run([BLE.encode(), b"write", b"HRM-Demo", b"2A39", b"--text", b"bad\xff\xfe"],
+                                capture_output=True, timeout=20, env=ENV)
+        self.assertEqual(result.returncode, 64, result.stderr)
+        self.assertIn(b"--text is not valid UTF-8 text: give its bytes as hex instead (626164fffe)", result.stderr)
+
+    def test_hex_from_standard_input(self):
+        for args, text in ((["--format", "hex", "-"], "01\n\n01\n"), (["--format", "hex", "--stdin"], "0 1\n01"),
+                           (["--format", "u8", "-"], "1\n1\n")):
+            with self.subTest(args=args):
+                result = subprocess.run([BLE, "write", "HRM-Demo", "2A39", *args], input=text,
+                                        capture_output=True, text=True, timeout=60, env=ENV)
+                self.assertEqual(result.returncode, 0, result.stderr)
+                self.assertIn("wrote 2 bytes to Heart Rate Control Point (2A39)", result.stdout)
+        bad = subprocess.run([BLE, "write", "HRM-Demo", "2A39", "--format", "hex", "-"], input="01\nzz\n",
+                             capture_output=True, text=True, timeout=60, env=ENV)
+        self.assertEqual(bad.returncode, 64)
+        self.assertEqual(bad.stderr, "ble: standard input line 2: 'zz' is not hex digits\n")
+        # Without --format, standard input is its bytes, as before.
+        raw = subprocess.run([BLE, "write", "HRM-Demo", "2A39", "-"], input=b"\x01", capture_output=True,
+                             timeout=60, env=ENV)
+        self.assertIn(b"wrote 1 byte", raw.stdout)
+
+    def test_subscribe_indications_on_request(self):
+        result = ble("subscribe", "Thermometer", "2A1C", "--indicate", "--count", "1")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertEqual(result.stdout.splitlines()[0], "subscribed to Temperature Measurement (2A1C) (indications)")
+        self.assertIn(" indicate ", result.stdout.splitlines()[1])
+        refused = ble("subscribe", "HRM-Demo", "2A37", "--indicate", "--count", "1")
+        self.assertEqual(refused.returncode, EXIT_NO_SUCH_CHARACTERISTIC)
+        self.assertEqual(refused.stderr,
+                         "ble: Heart Rate Measurement (2A37) does not indicate (its properties: notify)\n")
+
+    def test_subscribe_reads_first_and_says_it_is_subscribed_at_once(self):
+        # The battery level notifies only when it changes: the two lines come before any notification.
+        result = serve_until(["subscribe", "HRM-Demo", "Battery Level", "--read-first"], "subscribed to")
+        lines = result.stdout.splitlines()
+        self.assertRegex(lines[0], "^" + ValueTests.TIME + r" read [0-9a-f]{2}  \d+ %$")
+        self.assertEqual(lines[1], "subscribed to Battery Level (2A19) (notifications)")
+
+
 class ErrorTests(unittest.TestCase):
     def assertOneLine(self, result, code, text):
         self.assertEqual(result.returncode, code, result.stderr)
@@ -727,7 +892,9 @@ class ErrorTests(unittest.TestCase):
                 self.assertEqual(result.returncode, 0, result.stderr)
                 lines = result.stdout.splitlines()
                 self.assertEqual(len(lines), 1, result.stdout)
-                self.assertRegex(lines[0], r"^\[ *\d+\.\d{3} s\] connected to HRM-Demo \(00:1B:DC:0A:12:34\)")
+                # ISO time, as subscribe, serve and the shell print it; the MTU once exchanged.
+                self.assertRegex(lines[0], "^" + ValueTests.TIME +
+                                 r" connected to HRM-Demo \(00:1B:DC:0A:12:34\) \(ATT_MTU 517\)$")
 
     def test_connect_keeps_several_devices_and_prints_their_values(self):
         result = ble("connect", "HRM-Demo", "Thermometer", "DoorLock", "--subscribe", "2A1C", "--duration", "6",
@@ -738,13 +905,13 @@ class ErrorTests(unittest.TestCase):
         self.assertEqual(result.stderr.splitlines(), [
             "ble: HRM-Demo (00:1B:DC:0A:12:34) has no characteristic Temperature Measurement (2A1C); not subscribing there",
             "ble: DoorLock (00:1B:DC:0A:56:78) has no characteristic Temperature Measurement (2A1C); not subscribing there"])
-        self.assertRegex(result.stdout, r"\] Thermometer: 2A1C [0-9a-f]+\n")
+        self.assertRegex(result.stdout, r"Z Thermometer: 2A1C [0-9a-f]+  \d+\.\d °C\n")
         result = ble("connect", "HRM-Demo", "Thermometer", "--duration", "5")
         self.assertEqual(result.returncode, 0, result.stderr)
         lines = result.stdout.splitlines()
         self.assertEqual(len(lines), 2, result.stdout)
-        self.assertRegex(lines[0], r"^\[ *\d+\.\d{3} s\] connected to HRM-Demo \(")
-        self.assertRegex(lines[1], r"^\[ *\d+\.\d{3} s\] connected to Thermometer \(")
+        self.assertRegex(lines[0], "^" + ValueTests.TIME + r" connected to HRM-Demo \(")
+        self.assertRegex(lines[1], "^" + ValueTests.TIME + r" connected to Thermometer \(")
         # One device named twice is one link (and the command still ends by its duration).
         result = ble("connect", "HRM-Demo", "00:1B:DC:0A:12:34", "--duration", "2")
         self.assertEqual(result.returncode, 0, result.stderr)
@@ -754,7 +921,7 @@ class ErrorTests(unittest.TestCase):
         self.assertEqual(result.returncode, 0, result.stderr)
         self.assertIn("ble: Thermometer (F7:C0:80:29:FD:EA) has no characteristic Heart Rate Measurement (2A37); "
                       "not subscribing there", result.stderr)
-        self.assertRegex(result.stdout, r"\] HRM-Demo: 2A37 08[0-9a-f]+\n")
+        self.assertRegex(result.stdout, r"Z HRM-Demo: 2A37 08[0-9a-f]+  \d+ bpm")
         # No device has it: nothing to do, status 7.
         result = ble("connect", "Thermometer", "DoorLock", "--subscribe", "2A37", "--duration", "5")
         self.assertEqual(result.returncode, EXIT_NO_SUCH_CHARACTERISTIC, result.stderr)
@@ -762,7 +929,7 @@ class ErrorTests(unittest.TestCase):
                                         "Measurement (2A37)\n")
         result = ble("connect", "Thermometer", "--subscribe", "2A1C", "--duration", "5")
         self.assertEqual(result.returncode, 0, result.stderr)
-        values = [line for line in result.stdout.splitlines() if re.search(r"\] 2A1C [0-9a-f]+$", line)]
+        values = [line for line in result.stdout.splitlines() if re.search(r"Z 2A1C [0-9a-f]+  \d+\.\d °C$", line)]
         self.assertGreaterEqual(len(values), 1, result.stdout)
 
     def test_an_empty_target_is_a_usage_error(self):
@@ -779,7 +946,8 @@ class ErrorTests(unittest.TestCase):
                 with self.subTest(extra=extra):
                     result = ble("send", "Camera", "CA3E0002-0000-1000-8000-00805F9B34FB", f.name, *extra)
                     self.assertEqual(result.returncode, 0, result.stderr)
-                    self.assertRegex(result.stdout, r"^sent 512 bytes to CA3E0002 in \d+\.\d{3} s \(\d+ B/s\)\n$")
+                    self.assertRegex(result.stdout,
+                                     r"^sent 512 bytes to Camera Command \(CA3E0002\) in \d+\.\d{3} s \(\d+ B/s\)\n$")
                     # Not a terminal: no progress bar on stderr.
                     self.assertNotIn("[#", result.stderr)
 
@@ -1037,7 +1205,7 @@ class BadInputTests(unittest.TestCase):
         (("connect", "HRM-Demo", "--duration=-1"), "--duration"),
         (("read", "HRM-Demo", "notauuid"), "CHAR"),
         (("write", "HRM-Demo", "2A39", "zz"), "HEX"),
-        (("write", "HRM-Demo", "2A39"), "HEX"),
+        (("write", "HRM-Demo", "2A39"), "VALUE"),
         (("write", "HRM-Demo", "2A39", "--text", ""), "--text"),
         (("read", "HRM-Demo", "--handle", "0x10000"), "--handle"),
         (("read", "HRM-Demo", "--handle", "0"), "--handle"),

@@ -281,6 +281,11 @@ class InteractiveShellTests(StateFolder, unittest.TestCase):
         self.assertEqual(t.cursor_line(), "ble [HRM-Demo]> read 2A3")
         t.type("7 --for\t")
         t.wait_for(lambda t: t.cursor_line() == "ble [HRM-Demo]> read 2A37 --format", "the option completed")
+        # Characteristics by name too, in any case, quoted.
+        t.type("\x15read batt\t")
+        t.wait_for(lambda t: t.cursor_line() == 'ble [HRM-Demo]> read "Battery Level"', "the completed name")
+        t.type("\r")
+        t.wait_for(lambda t: t.shows(" %"), "the value read by its name")
 
     def connect_to_heart_rate_sensor_after_scan(self, t):
         t.type("connect HRM\t\r")

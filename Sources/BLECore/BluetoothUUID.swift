@@ -140,12 +140,12 @@ public struct BluetoothUUID: Sendable, Hashable, Comparable, CustomStringConvert
     }
 
     public var description: String {
-        if let name = BluetoothUUID.names[self] { return "\(uuidString) (\(name))" }
+        if let name { return "\(uuidString) (\(name))" }
         return uuidString
     }
 
     /// The SIG name of a well-known service, characteristic or descriptor, if this is one.
-    public var name: String? { BluetoothUUID.names[self] }
+    public var name: String? { BluetoothUUID.names[self] ?? BluetoothUUID.assignedNames[self] }
 
     public static func == (lhs: BluetoothUUID, rhs: BluetoothUUID) -> Bool { lhs.bytes128 == rhs.bytes128 }
     public func hash(into hasher: inout Hasher) { hasher.combine(bytes128) }

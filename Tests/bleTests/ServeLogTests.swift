@@ -154,3 +154,70 @@ import Testing
         withExtendedLifetime(served) {}
     }
 }
+
+/// A characteristic that both notifies and indicates: notifications by default, as CoreBluetooth subscribes,
+/// and its indications when the central asks for them (`setNotifyValue(_:for:preferring:timeout:)`, what `ble
+/// subscribe --indicate` uses); the choice stays for the streams that follow.
+@Suite struct IndicationChoiceTests {
+    static let profile = Profile(
+        name: "Both",
+        services: [
+            ProfileService(
+                uuid: BluetoothUUID(0xFFF0),
+                characteristics: [
+                    ProfileCharacteristic(
+                        uuid: BluetoothUUID(0xFFF3), properties: [.read, .notify, .indicate], permissions: [.readable])
+                ])
+        ])
+
+    @Test func aCentralMayChooseIndicationsWhenBothAreOffered() async throws {
+        let radio = SimulatedRadio(seed: 13)
+        let deviceSystem = BluetoothSystem.simulated(on: radio, name: "both")
+        let phone = BluetoothSystem.simulated(on: radio, name: "phone", position: RadioPosition(x: 2, y: 0))
+        let lines = Mutex<[String]>([])
+        let served = ServedDevice(
+            system: deviceSystem, profile: Self.profile, log: { line in lines.withLock { $0.append(line) } },
+            onStarted: { _ in })
+        let central = CentralManager(delegate: nil, queue: DispatchQueue(label: "phone"), options: nil, system: phone)
+        let uuid = BluetoothUUID(0xFFF3)
+
+        let outcome = Mutex<Result<[ValueUpdate.Kind], any Error>?>(nil)
+        let scenario = Task(executorPreference: radio) { () -> [ValueUpdate.Kind] in
+            try await central.waitUntilPoweredOn(timeout: .seconds(1))
+            for try await found in central.scan(withServices: [BluetoothUUID(0xFFF0)]) {
+                let device = found.peripheral
+                try await central.connect(device, timeout: .seconds(10))
+                let services = try await device.discoverServices(nil, timeout: .seconds(5))
+                let service = try #require(services.first { $0.uuid == BluetoothUUID(0xFFF0) })
+                let c = try #require(
+                    try await device.discoverCharacteristics(nil, for: service, timeout: .seconds(5)).first)
+                var kinds: [ValueUpdate.Kind] = []
+                for preferred in [ValueUpdate.Kind.notification, .indication] {
+                    try await device.setNotifyValue(true, for: c, preferring: preferred, timeout: .seconds(5))
+                    let updates = device.valueUpdates(for: c)
+                    #expect(served.queue.sync { served.push(uuid, Data([0x01])) } == nil)
+                    for try await update in updates {
+                        kinds.append(update.kind)
+                        break
+                    }
+                    try await device.setNotifyValue(false, for: c, timeout: .seconds(5))
+                }
+                try await central.disconnect(device)
+                return kinds
+            }
+            return []
+        }
+        Task(executorPreference: radio) {
+            let result = await scenario.result
+            outcome.withLock { $0 = result }
+        }
+        try await radio.run(for: .seconds(30))
+        scenario.cancel()
+        let kinds = try #require(outcome.withLock { $0 }).get()
+        #expect(kinds == [.notification, .indication])
+        // The device heard both subscriptions (its log cannot tell which kind: the delegate does not say).
+        let log = lines.withLock { $0 }
+        #expect(log.filter { $0.contains(" subscribe FFF3 ") }.count == 2, "\(log)")
+        withExtendedLifetime(served) {}
+    }
+}

@@ -83,7 +83,7 @@ import Testing
         #expect(DecodedValue(decimal: -1, exponent: -3).text == "-0.001")
         #expect(DecodedValue(decimal: 7, exponent: 2).text == "700")
         #expect(DecodedValue(decimal: Int64.min, exponent: -1).text == "-922337203685477580.8")
-        #expect(DecodedValue(decimal: 2345, exponent: -2).json.text == "23.45")
+        #expect(DecodedValue(decimal: 2345, exponent: -2).json.text == #"{"text":"23.45","value":23.45,"unit":null}"#)
     }
 
     // MARK: By type, without a descriptor
@@ -149,7 +149,8 @@ import Testing
         let reading = ValueReading(Data([0x29, 0x09]), type: BluetoothUUID(0x2A6E), presentation: p)
         #expect(
             reading.json(extra: [("handle", .number(18))]).text
-                == #"{"handle":18,"uuid":"2A6E","name":"Temperature","hex":"2909","decoded":23.45,"utf8":")\t","#
+                == #"{"handle":18,"uuid":"2A6E","name":"Temperature","hex":"2909","#
+                + #""decoded":{"text":"23.45 °C","value":23.45,"unit":"°C"},"utf8":")\t","#
                 + #""uint":2345,"int":2345,"presentation":{"format":"sint16","exponent":-2,"unit":"272F","#
                 + #""unitSymbol":"°C","namespace":1,"description":0}}"#)
     }
@@ -171,12 +172,20 @@ import Testing
 
     @Test func subscribeLinesSayWhenAndHow() {
         let reading = ValueReading(Data([0x00, 0x48]), type: .heartRateMeasurement)
+        let auto = ValueLineStyle(format: .auto, json: false)
+        #expect(SubscribeCommand.line(reading, kind: "notify", at: "T", style: auto) == "T notify 0048  72 bpm")
         #expect(
-            SubscribeCommand.line(reading, kind: .notification, at: "T", format: .auto) == "T notify 0048  72 bpm")
-        #expect(SubscribeCommand.line(reading, kind: .indication, at: "T", format: .hex) == "T indicate 0048")
+            SubscribeCommand.line(reading, kind: "indicate", at: "T", style: .init(format: .hex, json: false))
+                == "T indicate 0048")
         #expect(
-            SubscribeCommand.line(reading, kind: .indication, at: "T", format: .json)
-                == #"{"time":"T","characteristic":"2A37","kind":"indicate","hex":"0048","decoded":"72 bpm"}"#)
+            SubscribeCommand.line(reading, kind: "indicate", at: "T", style: .init(format: .json, json: false))
+                == #"{"time":"T","characteristic":"2A37","name":"Heart Rate Measurement","kind":"indicate","hex":"0048","#
+                + #""decoded":{"text":"72 bpm","value":72,"unit":"bpm","sensorContact":null,"energyExpendedKJ":null,"#
+                + #""rrIntervals":[]}}"#)
+        #expect(
+            SubscribeCommand.line(
+                reading, kind: "read", at: "T", style: .init(format: .typed(ValueType(kind: .unsigned(1))), json: true)
+            ).hasSuffix(#","format":"u8","value":[0,72]}"#))
         #expect(Timestamp.format(Date(timeIntervalSince1970: 1_700_000_000.123_4)) == "2023-11-14T22:13:20.123Z")
     }
 

@@ -125,6 +125,28 @@ extension Peripheral {
         }
     }
 
+    /// As ``setNotifyValue(_:for:timeout:)``, choosing the way values come when the characteristic offers both:
+    /// `.indication` subscribes to its indications (each confirmed by the stack) instead of its notifications.
+    ///
+    /// Not part of CoreBluetooth, which always prefers notifications: a swift-ble extension for tools. The choice
+    /// stays with the characteristic, so the streams (`notifications(for:)`, `valueUpdates(for:)`) and a later
+    /// `setNotifyValue(true, ...)` keep it; asking for `.notification` goes back to the default. A kind the
+    /// characteristic does not offer is `.operationNotSupported`.
+    /// - SeeAlso: Core Spec 5.4, Vol 3, Part G, 3.3.3.3 (Client Characteristic Configuration: bit 0 notifications,
+    ///   bit 1 indications).
+    public func setNotifyValue(
+        _ enabled: Bool, for characteristic: Characteristic, preferring kind: ValueUpdate.Kind, timeout: Duration?
+    ) async throws {
+        let wanted: CharacteristicProperties = kind == .indication ? .indicate : .notify
+        guard characteristic.properties.contains(wanted) else {
+            throw BluetoothError(
+                .operationNotSupported,
+                "\(characteristic.uuid.uuidString) does not \(kind == .indication ? "indicate" : "notify")")
+        }
+        characteristic.state.withLock { $0.prefersIndications = kind == .indication }
+        try await setNotifyValue(enabled, for: characteristic, timeout: timeout)
+    }
+
     /// The characteristic's notifications (or indications), as a stream of values.
     ///
     /// Creating the stream registers it and subscribes (`setNotifyValue(true, ...)`); values notified from

@@ -267,7 +267,10 @@ extension Peripheral {
                 .operationNotSupported, "\(characteristic.uuid.uuidString) neither notifies nor indicates")
             return fail(reply, error, tell)
         }
-        let value: UInt16 = !enabled ? 0 : (properties.contains(.notify) ? 0x0001 : 0x0002)
+        let indicate =
+            properties.contains(.indicate)
+            && (!properties.contains(.notify) || characteristic.state.withLock { $0.prefersIndications })
+        let value: UInt16 = !enabled ? 0 : (indicate ? 0x0002 : 0x0001)
         let write: @Sendable (AttributeHandle) -> Void = { [self] cccd in
             let done: @Sendable (Result<Void, HostError>) -> Void = { [self] result in
                 report(reply, result, delegate: tell) { _, _ in

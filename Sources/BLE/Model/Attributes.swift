@@ -63,6 +63,9 @@ public class Characteristic: Attribute, @unchecked Sendable, CustomStringConvert
         var value: Data?
         var descriptors: [Descriptor]?
         var isNotifying = false
+        /// Subscribe to indications even when the characteristic also notifies (set by
+        /// `setNotifyValue(_:for:preferring:timeout:)`).
+        var prefersIndications = false
         /// Where the characteristic lives on the remote server (client side).
         var remote: GATTCharacteristic?
     }

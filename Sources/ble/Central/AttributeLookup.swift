@@ -55,11 +55,16 @@ extension CentralTool {
         }
     }
 
-    /// The descriptor of type `uuid` of `characteristic`, after discovering its descriptors.
-    func findDescriptor(_ uuid: BluetoothUUID, of characteristic: Characteristic, on peripheral: Peripheral)
+    /// The descriptor `reference` names (a UUID or a name) of `characteristic`, after discovering its descriptors.
+    func findDescriptor(_ reference: AttributeReference, of characteristic: Characteristic, on peripheral: Peripheral)
         async throws -> Descriptor
     {
         let descriptors = try await descriptors(of: characteristic, on: peripheral)
+        guard let uuid = reference.uuid else {
+            let uuid = try reference.pick(
+                among: descriptors.map(\.uuid), on: characteristic.uuid.labelled)
+            return descriptors.first { $0.uuid == uuid }!
+        }
         guard let d = descriptors.first(where: { $0.uuid == uuid }) else {
             let has = descriptors.map(\.uuid.uuidString).joined(separator: ", ")
             throw ToolError(

@@ -209,12 +209,34 @@ struct CentralTool: Sendable {
         } catch {
             throw ToolError(.notConnectable, "could not connect to \(Self.describe(peripheral)): \(error)")
         }
-        let others = matches.others(than: peripheral)
-        if !others.isEmpty {
+        guard byName else { return peripheral }
+        let report: @Sendable () -> Bool = {
+            let others = matches.others(than: peripheral)
+            guard !others.isEmpty else { return false }
             let addresses = others.map(\.string).sorted().joined(separator: ", ")
             Output.error(
                 "\(others.count + 1) devices match '\(text)': using \(Self.describe(peripheral)), not \(addresses) "
                     + "(give an address or an identifier to choose)")
+            return true
+        }
+        if report() { return peripheral }
+        // A link is often made before the other devices of the name advertised again: the look for them goes on
+        // beside the command for a second more (each advertises several times in it), and says so when it finds one.
+        Task { [manager, system] in
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask {
+                    for try await discovery in manager.scan(withServices: nil) {
+                        guard let match = matcher.match(discovery.peripheral, discovery.advertisementData) else {
+                            continue
+                        }
+                        matches.add(discovery.peripheral, match)
+                        if report() { return }
+                    }
+                }
+                group.addTask { try await system.sleep(for: .seconds(1)) }
+                defer { group.cancelAll() }
+                try await group.next()
+            }
         }
         return peripheral
     }
@@ -273,6 +295,21 @@ struct CentralTool: Sendable {
             if let c = service.characteristics?.first(where: { $0.uuid == uuid }) { return c }
         }
         throw ToolError(.noSuchCharacteristic, "\(Self.describe(peripheral)) has no characteristic \(uuid.labelled)")
+    }
+
+    /// The characteristic `reference` names: by its UUID as `findCharacteristic(_:on:)` finds it, or by a name
+    /// that fits several assigned names, the one of them the device has (an error when it has several).
+    func findCharacteristic(_ reference: AttributeReference, on peripheral: Peripheral) async throws -> Characteristic {
+        if let uuid = reference.uuid { return try await findCharacteristic(uuid, on: peripheral) }
+        let discovered = peripheral.services.map { !$0.isEmpty && $0.allSatisfy { $0.characteristics != nil } } ?? false
+        if !discovered { try await discoverCharacteristicsOfAllServices(peripheral) }
+        let all = (peripheral.services ?? []).flatMap { $0.characteristics ?? [] }
+        let uuid = try reference.pick(among: all.map(\.uuid), on: Self.describe(peripheral))
+        guard let c = all.first(where: { $0.uuid == uuid }) else {
+            throw ToolError(
+                .noSuchCharacteristic, "\(Self.describe(peripheral)) has no characteristic \(uuid.labelled)")
+        }
+        return c
     }
 
     /// Refuses, before asking, an operation the characteristic's properties do not allow: with the ATT code the

@@ -4,8 +4,8 @@ import Foundation
 
 /// Which attribute `read` and `write` work on: CHAR, a descriptor of CHAR, or a handle.
 enum AttributeSelection: Sendable {
-    case characteristic(BluetoothUUID)
-    case descriptor(BluetoothUUID, of: BluetoothUUID)
+    case characteristic(AttributeReference)
+    case descriptor(AttributeReference, of: AttributeReference)
     case handle(UInt16)
 
     /// Checks the combination: CHAR or --handle, and --descriptor only with CHAR.
@@ -22,24 +22,24 @@ enum AttributeSelection: Sendable {
             return
         }
         guard let characteristic else {
-            throw ValidationError("give CHAR (a characteristic's UUID) or --handle")
+            throw ValidationError("give CHAR (a characteristic's UUID or name) or --handle")
         }
-        let uuid = try parseUUID(characteristic, what: "CHAR")
+        let reference = try parseCharacteristic(characteristic)
         guard let descriptor else {
-            self = .characteristic(uuid)
+            self = .characteristic(reference)
             return
         }
-        self = .descriptor(try parseUUID(descriptor, what: "--descriptor"), of: uuid)
+        self = .descriptor(try AttributeReference(descriptor, kind: .descriptor, what: "--descriptor"), of: reference)
     }
 
     /// The attribute on a connected peripheral, after the discovery it needs.
     func resolve(_ tool: CentralTool, on peripheral: Peripheral) async throws -> ValueAttribute {
         switch self {
-        case .characteristic(let uuid):
-            return .characteristic(try await tool.findCharacteristic(uuid, on: peripheral))
-        case .descriptor(let uuid, let characteristic):
+        case .characteristic(let reference):
+            return .characteristic(try await tool.findCharacteristic(reference, on: peripheral))
+        case .descriptor(let reference, let characteristic):
             let c = try await tool.findCharacteristic(characteristic, on: peripheral)
-            return .descriptor(try await tool.findDescriptor(uuid, of: c, on: peripheral))
+            return .descriptor(try await tool.findDescriptor(reference, of: c, on: peripheral))
         case .handle(let handle):
             return try await tool.findAttribute(handle: handle, on: peripheral)
         }
@@ -49,10 +49,11 @@ enum AttributeSelection: Sendable {
 /// Reading and writing one attribute of a connected peripheral, as `read` and `write` do and the shell's
 /// commands of the same names: each returns the lines to print, and throws the tool's error.
 extension CentralTool {
-    /// Reads the selected attribute; the line is the value in `format` (with `.json`, one object).
-    func readLine(_ selection: AttributeSelection, format: ValueFormat, on peripheral: Peripheral) async throws
+    /// Reads the selected attribute; the line is the value in `style`'s format, or one JSON object.
+    func readLine(_ selection: AttributeSelection, style: ValueLineStyle, on peripheral: Peripheral) async throws
         -> String
     {
+        let format = style.format
         let attribute = try await selection.resolve(self, on: peripheral)
         let reading: ValueReading
         var extra: [(String, JSON)] = []
@@ -73,7 +74,10 @@ extension CentralTool {
             if let c = d.characteristic { extra.append(("characteristic", .string(c.uuid.uuidString))) }
             reading = ValueReading(value, type: d.uuid)
         }
-        if format == .json { return reading.json(extra: extra).text }
+        if style.json {
+            if case .typed(let type) = format { return reading.json(extra: extra, typed: type).text }
+            return reading.json(extra: extra).text
+        }
         switch reading.rendered(format) {
         case .success(let text): return text
         case .failure(let error): throw ToolError(.failure, "\(attribute.label): \(error.message)")
@@ -85,9 +89,9 @@ extension CentralTool {
     func write(
         _ writes: [Data], to selection: AttributeSelection, withoutResponse: Bool, chunk: Bool,
         on peripheral: Peripheral
-    ) async throws -> [String] {
+    ) async throws -> WriteReport {
         let attribute = try await selection.resolve(self, on: peripheral)
-        let total = writes.reduce(0) { $0 + $1.count }
+        var report = WriteReport(attribute: attribute, values: writes, withoutResponse: withoutResponse)
         switch attribute {
         case .descriptor(let d):
             guard !withoutResponse else {
@@ -99,7 +103,6 @@ extension CentralTool {
                     try await write(value, to: d, label: attribute.label, peripheral)
                 }
             }
-            return ["wrote \(total) byte\(total == 1 ? "" : "s") to \(attribute.label)"]
         case .characteristic(let c) where !withoutResponse:
             try require(.write, of: c, code: .writeNotPermitted, for: "writing \(c.uuid.uuidString)")
             for (index, value) in writes.enumerated() {
@@ -109,10 +112,10 @@ extension CentralTool {
                     }
                 }
             }
-            return ["wrote \(total) byte\(total == 1 ? "" : "s") to \(c.uuid.labelled)"]
         case .characteristic(let c):
-            return try await writeWithoutResponse(writes, to: c, chunk: chunk, peripheral)
+            (report.commands, report.waits) = try await writeWithoutResponse(writes, to: c, chunk: chunk, peripheral)
         }
+        return report
     }
 
     /// Runs the write of value `index` of several: when it fails, the error says which value failed and which
@@ -194,7 +197,7 @@ extension CentralTool {
     /// the link and finished once the peer's link layer acknowledged every one.
     func writeWithoutResponse(
         _ writes: [Data], to c: Characteristic, chunk: Bool, _ peripheral: Peripheral
-    ) async throws -> [String] {
+    ) async throws -> (commands: Int, waits: Int) {
         try require(
             .writeWithoutResponse, of: c, code: .writeNotPermitted,
             for: "writing \(c.uuid.uuidString) without response")
@@ -223,10 +226,53 @@ extension CentralTool {
             sent += max(1, (value.count + piece - 1) / piece)
             waits += last.timesWaitedForRoom
         }
-        let total = writes.reduce(0) { $0 + $1.count }
+        return (sent, waits)
+    }
+}
+
+/// What a write did, as `write` prints it (text lines, or one JSON object).
+struct WriteReport: Sendable {
+    let attribute: ValueAttribute
+    let values: [Data]
+    let withoutResponse: Bool
+    /// Write Commands sent, and how often the link had no room for the next (without response only).
+    var commands = 0
+    var waits = 0
+
+    var total: Int { values.reduce(0) { $0 + $1.count } }
+
+    /// "wrote 2 bytes to Measurement Interval (2A21)", after a line on the Write Commands sent.
+    var lines: [String] {
+        let wrote = "wrote \(total) byte\(total == 1 ? "" : "s") to \(attribute.label)"
+        guard withoutResponse else { return [wrote] }
         return [
-            "sent \(sent) write\(sent == 1 ? "" : "s") without response, waiting for room \(waits) time\(waits == 1 ? "" : "s")",
-            "wrote \(total) byte\(total == 1 ? "" : "s") to \(c.uuid.labelled)",
+            "sent \(commands) write\(commands == 1 ? "" : "s") without response, waiting for room \(waits) time\(waits == 1 ? "" : "s")",
+            wrote,
         ]
+    }
+
+    /// {"uuid", "name", "handle", "characteristic", "values", "bytes", "withoutResponse", "commands", "waits"}:
+    /// "values" the hex of each write in order; "characteristic" the UUID a descriptor belongs to (else null);
+    /// "commands" and "waits" numbers without response, else null.
+    var json: JSON {
+        let uuid: BluetoothUUID
+        var owner: JSON = .null
+        switch attribute {
+        case .characteristic(let c): uuid = c.uuid
+        case .descriptor(let d):
+            uuid = d.uuid
+            owner = .optional(d.characteristic?.uuid.uuidString)
+        }
+        return .object([
+            ("uuid", .string(uuid.uuidString)),
+            ("name", .optional(uuid.displayName)),
+            ("handle", attribute.handle.map { .number(Int($0)) } ?? .null),
+            ("characteristic", owner),
+            ("values", .array(values.map { .string($0.hex) })),
+            ("bytes", .number(total)),
+            ("withoutResponse", .bool(withoutResponse)),
+            ("commands", withoutResponse ? .number(commands) : .null),
+            ("waits", withoutResponse ? .number(waits) : .null),
+        ])
     }
 }

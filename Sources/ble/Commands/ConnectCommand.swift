@@ -12,10 +12,15 @@ struct ConnectCommand: AsyncParsableCommand {
         abstract: "Connect to devices and stay connected, printing each change of the connections' state.",
         discussion: """
             The targets are connected one after the other, each found by a scan of at most --timeout seconds; \
-            then all stay connected at once. With --subscribe CHAR each device's CHAR is subscribed to and every \
-            value printed, as 'NAME: CHAR HEX'; a device without CHAR (or whose CHAR neither notifies nor \
+            then all stay connected at once. Each line starts with the time (UTC, ISO 8601 with milliseconds, as \
+            subscribe, serve and the shell print it); a device connected says its ATT_MTU once the MTU exchange is \
+            done. With --subscribe CHAR (a UUID or a name) each device's CHAR is subscribed to and every value \
+            printed, as 'NAME: CHAR HEX  MEANING'; a device without CHAR (or whose CHAR neither notifies nor \
             indicates) is named on stderr and stays connected, and only when no device has it does the command \
-            fail (status 7).
+            fail (status 7, or 5 when its CHAR cannot notify). With --json each line is one object instead: {"time", \
+            "device", "identifier", "address", "event": "connected" | "disconnected" | "value" | "reconnection", \
+            ...} with "mtu" for connected, "error" (or null) for disconnected, "characteristic", "name", "hex" and \
+            "decoded" for a value, "text" for a reconnection step.
 
             Without --reconnect the command ends when every link is lost (exit 1 when a device went away, \
             whenever the command ends; exit 0 when it ends by --duration or an interrupt with every link up). \
@@ -50,13 +55,16 @@ struct ConnectCommand: AsyncParsableCommand {
         help: ArgumentHelp("Seconds to stay connected (0: until interrupted).", valueName: "seconds"))
     var duration: Double = 0
 
+    @Flag(help: "Print one JSON object per line.")
+    var json = false
+
     @OptionGroup var transport: TransportOptions
 
     func validate() throws {
         for target in targets { try TargetMatcher.check(target) }
         try CommandLineNumbers.checkSeconds(timeout, option: "--timeout", zeroAllowed: false)
         try CommandLineNumbers.checkSeconds(duration, option: "--duration")
-        if let subscribe { _ = try parseUUID(subscribe, what: "--subscribe") }
+        if let subscribe { _ = try parseCharacteristic(subscribe, what: "--subscribe") }
     }
 
     /// How the wait for the end came out.
@@ -71,14 +79,31 @@ struct ConnectCommand: AsyncParsableCommand {
         let reconnect = reconnect
         let scanLimit = CommandLineNumbers.duration(seconds: timeout)
         let limit = duration > 0 ? CommandLineNumbers.duration(seconds: duration) : nil
-        let characteristic = try subscribe.map { try parseUUID($0, what: "--subscribe") }
+        let characteristic = try subscribe.map { try parseCharacteristic($0, what: "--subscribe") }
+        let json = json
         try await CommandRun.flow(transport, interruptedIsSuccess: true, controllerWait: scanLimit) { tool in
-            let start = tool.system.now
             let several = targets.count > 1
-            @Sendable func say(_ text: String, about peripheral: Peripheral? = nil) {
-                let s = (tool.system.now - start).inSeconds
+            @Sendable func say(_ text: String, about peripheral: Peripheral? = nil, fields: [(String, JSON)] = []) {
+                let time = Timestamp.now()
+                guard !json else {
+                    var head: [(String, JSON)] = [("time", .string(time))]
+                    if let peripheral {
+                        head += [
+                            ("device", .optional(peripheral.name)),
+                            ("identifier", .string(peripheral.identifier.uuidString)),
+                            ("address", .string(peripheral.address.string)),
+                        ]
+                    }
+                    Output.line(
+                        JSON.object(
+                            head
+                                + (fields.isEmpty
+                                    ? [("event", .string("reconnection")), ("text", .string(text))] : fields)
+                        ).text)
+                    return
+                }
                 let who = several ? peripheral.map { "\(Self.name($0)): " } ?? "" : ""
-                Output.line(String(format: "[%8.3f s] ", s) + who + text)
+                Output.line("\(time) " + who + text)
             }
             // Listening before connecting, so that a link lost at once is heard (with --reconnect each kept
             // connection listens for itself).
@@ -90,7 +115,15 @@ struct ConnectCommand: AsyncParsableCommand {
                     // Two targets naming one device (its name and its address, say) are one link.
                     guard !connected.contains(where: { $0 === peripheral }) else { continue }
                     connected.append(peripheral)
-                    say("connected to \(CentralTool.describe(peripheral)) (ATT_MTU \(peripheral.attMTU))")
+                    // The MTU exchange starts with the link; a request queues behind it, so once one is answered
+                    // the ATT_MTU is the exchanged one (printed too early, it was the default 23).
+                    _ = try await tool.run("discovering services") {
+                        try await peripheral.discoverServices(nil, timeout: nil)
+                    }
+                    say(
+                        "connected to \(CentralTool.describe(peripheral)) (ATT_MTU \(peripheral.attMTU))",
+                        about: json ? peripheral : nil,
+                        fields: [("event", .string("connected")), ("mtu", .number(peripheral.attMTU))])
                 }
             } catch {
                 // A later target not found (or an interrupt): the links already made end politely.
@@ -140,7 +173,12 @@ struct ConnectCommand: AsyncParsableCommand {
                     if let ends {
                         group.addTask {
                             for await end in ends where links.contains(where: { $0 === end.peripheral }) {
-                                say("disconnected\(end.error.map { ": \($0)" } ?? "")", about: end.peripheral)
+                                say(
+                                    "disconnected\(end.error.map { ": \($0)" } ?? "")", about: end.peripheral,
+                                    fields: [
+                                        ("event", .string("disconnected")),
+                                        ("error", .optional(end.error.map { "\($0)" })),
+                                    ])
                                 if lost.add(end.peripheral) == links.count { return .allLost }
                             }
                             return nil
@@ -170,8 +208,8 @@ struct ConnectCommand: AsyncParsableCommand {
     /// Keeps one device: with `reconnect`, by the reconnection policy, printing each change; with `subscribe`,
     /// subscribed on each link and printing each value. Returns when there is nothing more to do for it.
     private static func keep(
-        _ peripheral: Peripheral, reconnect: Bool, subscribe: BluetoothUUID?, tool: CentralTool,
-        say: @escaping @Sendable (String, Peripheral?) -> Void
+        _ peripheral: Peripheral, reconnect: Bool, subscribe: AttributeReference?, tool: CentralTool,
+        say: @escaping @Sendable (String, Peripheral?, [(String, JSON)]) -> Void
     ) async throws {
         try await withThrowingTaskGroup(of: Void.self) { group in
             if let subscribe {
@@ -194,13 +232,13 @@ struct ConnectCommand: AsyncParsableCommand {
                     case .connected where first: first = false
                     case .connected(let again):
                         tool.track(again)
-                        say("\(change)", peripheral)
+                        say("\(change)", peripheral, [])
                         if let subscribe {
                             group.addTask { await listen(to: subscribe, on: again, tool: tool, say: say) }
                         }
                     default:
                         first = false
-                        say("\(change)", peripheral)
+                        say("\(change)", peripheral, [])
                     }
                 }
             }
@@ -211,7 +249,7 @@ struct ConnectCommand: AsyncParsableCommand {
     /// Checks, once every device is connected, which have `uuid` and let it notify or indicate: those are
     /// returned, and each other is named on stderr (it stays connected). When none has it, the command cannot do
     /// what it was asked and fails at once with the reason (of the only device, or of the first).
-    static func checkSubscription(to uuid: BluetoothUUID, on peripherals: [Peripheral], tool: CentralTool)
+    static func checkSubscription(to uuid: AttributeReference, on peripherals: [Peripheral], tool: CentralTool)
         async throws -> [Peripheral]
     {
         var able: [Peripheral] = []
@@ -235,18 +273,27 @@ struct ConnectCommand: AsyncParsableCommand {
     /// command: a link lost ends it quietly (the loss is reported where links are watched), and anything else is
     /// printed as the device's line.
     private static func listen(
-        to uuid: BluetoothUUID, on peripheral: Peripheral, tool: CentralTool,
-        say: @escaping @Sendable (String, Peripheral?) -> Void
+        to uuid: AttributeReference, on peripheral: Peripheral, tool: CentralTool,
+        say: @escaping @Sendable (String, Peripheral?, [(String, JSON)]) -> Void
     ) async {
         do {
             let c = try await tool.findCharacteristic(uuid, on: peripheral)
+            let presentation = try await tool.presentationFormat(of: c, on: peripheral)
             for try await value in peripheral.notifications(for: c) {
-                say("\(uuid.uuidString) \(value.hex)", peripheral)
+                let reading = ValueReading(value, type: c.uuid, presentation: presentation)
+                say(
+                    "\(c.uuid.uuidString) \(reading.hexAndMeaning)", peripheral,
+                    [
+                        ("event", .string("value")), ("characteristic", .string(c.uuid.uuidString)),
+                        ("name", .optional(c.uuid.displayName)), ("hex", .string(value.hex)),
+                        ("decoded", reading.decoded?.json ?? .null),
+                    ])
             }
         } catch is CancellationError {
         } catch {
             guard peripheral.state == .connected, !Task.isCancelled else { return }
-            say("\(uuid.uuidString): \(error)", peripheral)
+            say(
+                "\(uuid): \(error)", peripheral, [("event", .string("error")), ("error", .string("\(uuid): \(error)"))])
         }
     }
 }

@@ -10,13 +10,15 @@ struct ExploreCommand: AsyncParsableCommand {
             "Connect, discover every service, characteristic and descriptor, read every readable value, and print the tree.",
         discussion: """
             With --json, prints one object:
-              {"address", "name", "mtu", "services": [{"uuid", "name", "primary", "handle", "includedServices": [uuid, ...],
+              {"address", "addressType", "identifier", "name", "mtu", "services": [{"uuid", "name", "primary",
+                "handle", "endHandle", "includedServices": [uuid, ...],
                 "characteristics": [{"uuid", "name", "handle", "properties": ["read", "write", "writeWithoutResponse",
-                "notify", "indicate", ...], "value": "<hex>" | null, "decoded": ... | null,
-                "descriptors": [{"uuid", "handle", "value", "decoded"}]}]}]}
-            "name" is the SIG name (null when unknown); a service's "handle" is its first handle, a characteristic's \
-            "handle" its value handle, a descriptor's its own; "value" is null when the characteristic is not \
-            readable or the read was refused; "decoded" is what the value means (a number, a string or text), by \
+                "notify", "indicate", ...], "value": "<hex>" | null, "decoded": {...} | null,
+                "descriptors": [{"uuid", "name", "handle", "value", "decoded"}]}]}]}
+            "name" is the SIG name (null when unknown); a service's "handle" is its first handle and "endHandle" its \
+            last, a characteristic's "handle" its value handle, a descriptor's its own; "value" is null when the \
+            characteristic is not readable or the read was refused; "decoded" is what the value means, as `read \
+            --json` gives it ({"text", "value", "unit", ...}), by \
             the characteristic's Characteristic Presentation Format descriptor (0x2904) when it has one, else by \
             the SIG-assigned format of its type, or null when the tool does not know; "mtu" is the link's ATT_MTU \
             (Peripheral.attMTU).
@@ -136,6 +138,7 @@ final class Explorer: @unchecked Sendable {
                 let descriptors: [JSON] = (c.descriptors ?? []).map { d in
                     .object([
                         ("uuid", .string(d.uuid.uuidString)),
+                        ("name", .optional(d.uuid.displayName)),
                         ("handle", .number(Int(d.handle ?? 0))),
                         ("value", value(descriptorValues[ObjectIdentifier(d)])),
                         ("decoded", decoded(descriptorValues[ObjectIdentifier(d)], type: d.uuid, presentation: nil)),
@@ -160,12 +163,15 @@ final class Explorer: @unchecked Sendable {
                 ("name", .optional(service.uuid.displayName)),
                 ("primary", .bool(service.isPrimary)),
                 ("handle", .number(Int(service.handleRange?.lowerBound ?? 0))),
+                ("endHandle", .number(Int(service.handleRange?.upperBound ?? 0))),
                 ("includedServices", .array((service.includedServices ?? []).map { .string($0.uuid.uuidString) })),
                 ("characteristics", .array(characteristics)),
             ])
         }
         return .object([
             ("address", .string(peripheral.address.string)),
+            ("addressType", .string(peripheral.address.type.isRandom ? "random" : "public")),
+            ("identifier", .string(peripheral.identifier.uuidString)),
             ("name", .optional(peripheral.name)),
             ("mtu", .number(mtu)),
             ("services", .array(services)),

@@ -17,12 +17,14 @@ struct SendCommand: AsyncParsableCommand {
         discussion: """
             With response (the default) each chunk is a Write Request the device answers; --without-response \
             sends Write Commands paced by the link's room. The transfer is done when the device acknowledged \
-            every chunk (its responses, or its link layer). FILE '-' reads standard input.
+            every chunk (its responses, or its link layer). FILE '-' reads standard input. CHAR is a UUID or a \
+            name. With --json the summary is one object: {"uuid", "name", "bytes", "seconds", "bytesPerSecond", \
+            "withoutResponse"}.
             """)
 
     @OptionGroup var target: TargetOptions
 
-    @Argument(help: ArgumentHelp("The characteristic's UUID.", valueName: "char"))
+    @Argument(help: ArgumentHelp("The characteristic: its UUID or its name.", valueName: "char"))
     var characteristic: String
 
     @Argument(help: ArgumentHelp("The file to send ('-': standard input).", valueName: "file"))
@@ -42,10 +44,13 @@ struct SendCommand: AsyncParsableCommand {
         help: ArgumentHelp("Milliseconds between chunks, counted from the previous one's arrival.", valueName: "ms"))
     var interval: Double = 0
 
+    @Flag(help: "Print the summary as one JSON object.")
+    var json = false
+
     @OptionGroup var transport: TransportOptions
 
     func validate() throws {
-        _ = try parseUUID(characteristic, what: "CHAR")
+        _ = try parseCharacteristic(characteristic)
         if let chunk { try CommandLineNumbers.checkCount(chunk, option: "--chunk", minimum: 1) }
         if let chunk, chunk > 512 { throw ValidationError("--chunk must be at most 512 bytes, not \(chunk)") }
         guard interval.isFinite, interval >= 0, interval <= 60_000, interval == 0 || interval >= 1 else {
@@ -60,7 +65,7 @@ struct SendCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let uuid = try parseUUID(characteristic, what: "CHAR")
+        let uuid = try parseCharacteristic(characteristic)
         let data: Data
         do {
             let handle =
@@ -78,6 +83,7 @@ struct SendCommand: AsyncParsableCommand {
         let chunk = chunk
         let pause: Duration? = interval > 0 ? CommandLineNumbers.duration(seconds: interval / 1000) : nil
         let showBar = isatty(STDERR_FILENO) == 1
+        let json = json
         try await CommandRun.flow(transport, controllerWait: target.timeoutDuration) { tool in
             let peripheral = try await tool.connect(to: target)
             try await tool.using(peripheral) {
@@ -121,6 +127,17 @@ struct SendCommand: AsyncParsableCommand {
                     throw CancellationError()
                 }
                 let elapsed = tool.system.now - start
+                if json {
+                    let seconds = elapsed.inSeconds
+                    Output.line(
+                        JSON.object([
+                            ("uuid", .string(c.uuid.uuidString)), ("name", .optional(c.uuid.displayName)),
+                            ("bytes", .number(data.count)), ("seconds", .double(seconds)),
+                            ("bytesPerSecond", seconds > 0 ? .double(Double(data.count) / seconds) : .null),
+                            ("withoutResponse", .bool(type == .withoutResponse)),
+                        ]).text)
+                    return
+                }
                 Output.line(
                     "sent \(data.count) byte\(data.count == 1 ? "" : "s") to \(c.uuid.labelled) in \(Self.format(elapsed)) (\(Self.rate(data.count, elapsed)))"
                 )

@@ -160,7 +160,8 @@ final class BatteryBehaviour: ProfileBehaviour, @unchecked Sendable {
 
 /// A health thermometer: Health Thermometer (0x1809) with Temperature Measurement (0x2A1C), indicated every
 /// two seconds while a central is subscribed, Temperature Type (0x2A1D, read: body) and Measurement Interval
-/// (0x2A21, read: 2 s); Battery; Device Information.
+/// (0x2A21, read and write, a uint16 of seconds: 2; a written value is kept, as the service allows); Battery;
+/// Device Information.
 enum ThermometerProfile {
     static func make(name: String) -> Profile {
         let (battery, _, _) = BuiltInProfiles.battery(level: 64)
@@ -172,7 +173,9 @@ enum ThermometerProfile {
                     characteristics: [
                         ProfileCharacteristic(uuid: .temperatureMeasurement, properties: [.indicate], permissions: []),
                         .fixed(.temperatureType, Data([0x02]), description: "Body (general)"),
-                        .fixed(BluetoothUUID(0x2A21), Data([0x02, 0x00])),
+                        ProfileCharacteristic(
+                            uuid: BluetoothUUID(0x2A21), properties: [.read, .write],
+                            permissions: [.readable, .writeable], initial: Data([0x02, 0x00])),
                     ]),
                 battery,
                 BuiltInProfiles.deviceInformation(model: "THERMO-1", serial: "TH-0001"),

@@ -42,7 +42,7 @@ struct ScanFilterOptions: ParsableArguments {
     static let names = ["--service", "--name", "--rssi", "--address", "--manufacturer", "--connectable"]
 
     func validate() throws {
-        for service in services { _ = try parseUUID(service, what: "--service") }
+        for service in services { _ = try parseService(service) }
         if nameFilter == "" {
             throw ValidationError("--name '' would match no device; leave --name out to list every device")
         }
@@ -55,7 +55,7 @@ struct ScanFilterOptions: ParsableArguments {
 
     /// The `--service` filter the scan applies; nil for every device.
     func serviceFilter() throws -> [BluetoothUUID]? {
-        let uuids = try services.map { try parseUUID($0, what: "--service") }
+        let uuids = try services.map { try parseService($0) }
         return uuids.isEmpty ? nil : uuids
     }
 

@@ -269,10 +269,15 @@ struct ShellRead: ShellCommandLine {
         help: ArgumentHelp("Read the attribute at this handle (0x0012 or 18).", valueName: "handle"))
     var handle: String?
 
-    @Option(help: ArgumentHelp("auto, hex, utf8, uint, int, float or json.", valueName: "format"))
+    @Option(
+        help: ArgumentHelp(
+            "auto, hex, utf8, uint, int, float, json, or a type (u16, s32be, f32, sfloat, ...).", valueName: "format"))
     var format: ValueFormat = .auto
 
-    static var optionNames: [String] { ["--descriptor", "--handle", "--format", "--help"] }
+    @Flag(help: "Print one JSON object (as --format json).")
+    var json = false
+
+    static var optionNames: [String] { ["--descriptor", "--handle", "--format", "--json", "--help"] }
 
     func validate() throws {
         _ = try AttributeSelection(characteristic: characteristic, descriptor: descriptor, handle: handle)
@@ -281,7 +286,8 @@ struct ShellRead: ShellCommandLine {
     func run(in shell: ShellSession) async throws {
         let selection = try AttributeSelection(characteristic: characteristic, descriptor: descriptor, handle: handle)
         let peripheral = try shell.connected()
-        shell.terminal.print(try await shell.tool.readLine(selection, format: format, on: peripheral))
+        let style = ValueLineStyle(format: format, json: json)
+        shell.terminal.print(try await shell.tool.readLine(selection, style: style, on: peripheral))
     }
 }
 
@@ -293,8 +299,17 @@ struct ShellWrite: ShellCommandLine {
     @Argument(help: ArgumentHelp("The characteristic's UUID (with --handle: the first HEX).", valueName: "char"))
     var characteristic: String?
 
-    @Argument(help: ArgumentHelp("Values in hex; one write each.", valueName: "hex"))
+    @Argument(help: ArgumentHelp("Values in hex (or as --format says); one write each.", valueName: "value"))
     var values: [String] = []
+
+    @Option(
+        help: ArgumentHelp(
+            "How VALUEs are written: hex, utf8, bool, u8 ... u64, s8 ... s64 (be: big-endian), f32, f64, sfloat, medfloat32.",
+            valueName: "format"))
+    var format: ValueFormat?
+
+    @Flag(help: "Print one JSON object when done.")
+    var json = false
 
     @Option(help: ArgumentHelp("Write this text's UTF-8 bytes.", valueName: "string"))
     var text: String?
@@ -317,7 +332,10 @@ struct ShellWrite: ShellCommandLine {
     var chunk = false
 
     static var optionNames: [String] {
-        ["--text", "--file", "--descriptor", "--handle", "--without-response", "--chunk", "--help"]
+        [
+            "--format", "--text", "--file", "--descriptor", "--handle", "--without-response", "--chunk", "--json",
+            "--help",
+        ]
     }
 
     /// The attribute and the values, checked as `ble write` checks them.
@@ -331,7 +349,16 @@ struct ShellWrite: ShellCommandLine {
         if chunk && !withoutResponse { throw ValidationError("--chunk goes with --without-response") }
         let selection = try AttributeSelection(characteristic: char, descriptor: descriptor, handle: handle)
         var writes: [[Data]] = []
-        if !positional.isEmpty { writes.append(try positional.map { try WriteCommand.hex($0) }) }
+        let type: ValueType
+        do {
+            type = try (format ?? .auto).typeForWriting()
+        } catch {
+            throw ValidationError(error.message)
+        }
+        if format != nil, text != nil || file != nil {
+            throw ValidationError("--format says how VALUEs are written, not --text or --file")
+        }
+        if !positional.isEmpty { writes.append(try positional.map { try WriteCommand.encode($0, as: type) }) }
         if let text {
             guard !text.isEmpty else { throw ValidationError("--text is empty: nothing to write") }
             writes.append([Data(text.utf8)])
@@ -360,9 +387,9 @@ struct ShellWrite: ShellCommandLine {
     func run(in shell: ShellSession) async throws {
         let (selection, values) = try parsed()
         let peripheral = try shell.connected()
-        let lines = try await shell.tool.write(
+        let report = try await shell.tool.write(
             values, to: selection, withoutResponse: withoutResponse, chunk: chunk, on: peripheral)
-        shell.terminal.print(lines.joined(separator: "\n"))
+        shell.terminal.print(json ? report.json.text : report.lines.joined(separator: "\n"))
     }
 }
 
@@ -371,34 +398,48 @@ struct ShellSubscribe: ShellCommandLine {
         commandName: "subscribe",
         abstract: "Print a characteristic's notifications or indications as they arrive, until 'unsubscribe'.")
 
-    @Argument(help: ArgumentHelp("The characteristic's UUID.", valueName: "char"))
+    @Argument(help: ArgumentHelp("The characteristic: its UUID or its name.", valueName: "char"))
     var characteristic: String
 
-    @Option(help: ArgumentHelp("auto, hex, utf8, uint, int, float or json.", valueName: "format"))
+    @Option(
+        help: ArgumentHelp(
+            "auto, hex, utf8, uint, int, float, json, or a type (u16, s32be, f32, sfloat, ...).", valueName: "format"))
     var format: ValueFormat = .auto
 
     @Flag(help: "One JSON object per value (as --format json).")
     var json = false
 
-    static var optionNames: [String] { ["--format", "--json", "--help"] }
+    @Flag(help: "Read the value once and print it before the first notification.")
+    var readFirst = false
 
-    func validate() throws { _ = try parseUUID(characteristic, what: "CHAR") }
+    @Flag(help: "Subscribe to indications when the characteristic offers both.")
+    var indicate = false
+
+    static var optionNames: [String] { ["--format", "--json", "--read-first", "--indicate", "--help"] }
+
+    func validate() throws { _ = try parseCharacteristic(characteristic) }
 
     func run(in shell: ShellSession) async throws {
-        let uuid = try parseUUID(characteristic, what: "CHAR")
+        let reference = try parseCharacteristic(characteristic)
         let tool = shell.tool
         let peripheral = try shell.connected()
-        guard shell.state.withLock({ $0.subscriptions[uuid] == nil }) else {
-            throw ToolError(.failure, "already subscribed to \(uuid.labelled)")
+        let c = try await tool.findCharacteristic(reference, on: peripheral)
+        guard shell.state.withLock({ $0.subscriptions[c.uuid] == nil }) else {
+            throw ToolError(.failure, "already subscribed to \(c.uuid.labelled)")
         }
-        let c = try await tool.findCharacteristic(uuid, on: peripheral)
         try tool.requireSubscribable(c, for: "subscribing to \(c.uuid.uuidString)")
-        let format = json ? .json : format
-        let presentation = format == .hex ? nil : try await tool.presentationFormat(of: c, on: peripheral)
-        // Confirmed first, so a refusal is this command's error; the stream then finds it subscribed.
-        try await tool.run("subscribing to \(c.uuid.uuidString)") {
-            try await peripheral.setNotifyValue(true, for: c, timeout: nil)
+        let style = ValueLineStyle(format: format, json: json)
+        let presentation = style.format == .hex ? nil : try await tool.presentationFormat(of: c, on: peripheral)
+        if readFirst {
+            try tool.require(.read, of: c, code: .readNotPermitted, for: "--read-first: reading \(c.uuid.uuidString)")
+            let value = try await tool.run("reading \(c.uuid.uuidString)") {
+                try await peripheral.readValue(for: c, timeout: nil)
+            }
+            let reading = ValueReading(value, type: c.uuid, presentation: presentation)
+            shell.terminal.print(SubscribeCommand.line(reading, kind: "read", at: Timestamp.now(), style: style))
         }
+        let kind: ValueUpdate.Kind = indicate ? .indication : .notification
+        try await tool.subscribe(to: c, kind: kind, on: peripheral)
         let updates = peripheral.valueUpdates(for: c)
         let terminal = shell.terminal
         let task = shell.background {
@@ -407,7 +448,8 @@ struct ShellSubscribe: ShellCommandLine {
                     let reading = ValueReading(update.value, type: c.uuid, presentation: presentation)
                     terminal.print(
                         SubscribeCommand.line(
-                            reading, kind: update.kind, at: Timestamp.now(), format: format, naming: true))
+                            reading, kind: SubscribeCommand.kindName(update.kind), at: Timestamp.now(), style: style,
+                            naming: true))
                 }
             } catch {
                 // A link that went down says so itself; anything else ends this subscription alone.
@@ -416,9 +458,8 @@ struct ShellSubscribe: ShellCommandLine {
                 }
             }
         }
-        shell.state.withLock { $0.subscriptions[uuid] = task }
-        let kind = c.properties.contains(.notify) ? "notifications" : "indications"
-        shell.terminal.print("subscribed to \(c.uuid.labelled) (\(kind))")
+        shell.state.withLock { $0.subscriptions[c.uuid] = task }
+        shell.terminal.print(SubscribeCommand.subscribedNotice(c, kind: kind))
     }
 }
 
@@ -426,17 +467,20 @@ struct ShellUnsubscribe: ShellCommandLine {
     static let configuration = CommandConfiguration(
         commandName: "unsubscribe", abstract: "Stop a subscription (every one when CHAR is not given).")
 
-    @Argument(help: ArgumentHelp("The characteristic's UUID.", valueName: "char"))
+    @Argument(help: ArgumentHelp("The characteristic: its UUID or its name.", valueName: "char"))
     var characteristic: String?
 
-    func validate() throws { if let characteristic { _ = try parseUUID(characteristic, what: "CHAR") } }
+    func validate() throws { if let characteristic { _ = try parseCharacteristic(characteristic) } }
 
     func run(in shell: ShellSession) async throws {
         let peripheral = try shell.connected()
         let running = shell.state.withLock { $0.subscriptions }
         let uuids: [BluetoothUUID]
         if let characteristic {
-            let uuid = try parseUUID(characteristic, what: "CHAR")
+            let reference = try parseCharacteristic(characteristic)
+            let uuid =
+                try reference.uuid
+                ?? reference.pick(among: running.keys.sorted(), on: "the subscriptions")
             guard running[uuid] != nil else { throw ToolError(.failure, "not subscribed to \(uuid.labelled)") }
             uuids = [uuid]
         } else {

@@ -207,9 +207,15 @@ final class ShellSession: Sendable {
 
     // MARK: Completion
 
+    /// Each UUID and each name among `uuids`, once, sorted (UUIDs, then names): what Tab offers for CHAR.
+    static func uuidsAndNames(_ uuids: [BluetoothUUID]) -> [String] {
+        let unique = Set(uuids)
+        return unique.map(\.uuidString).sorted() + Set(unique.compactMap(\.displayName)).sorted()
+    }
+
     /// Tab's candidates: command names first, then what the command takes at that place: device names and
-    /// addresses for `connect`, the connected device's characteristic UUIDs for `read`, `write`, `subscribe`
-    /// and `unsubscribe`, descriptor UUIDs after `--descriptor`, formats after `--format`, options after '-'.
+    /// addresses for `connect`, the connected device's characteristic UUIDs and names for `read`, `write`,
+    /// `subscribe` and `unsubscribe`, descriptor UUIDs and names after `--descriptor`, formats after `--format`, options after '-'.
     func completions(_ words: [String], _ partial: String) -> [String] {
         func matching(_ candidates: [String]) -> [String] {
             candidates.filter { $0.lowercased().hasPrefix(partial.lowercased()) }
@@ -224,10 +230,10 @@ final class ShellSession: Sendable {
         let characteristics = (peripheral?.services ?? []).flatMap { $0.characteristics ?? [] }
         switch previous {
         case "--format":
-            return matching(ValueFormat.allCases.map(\.rawValue))
+            return matching(ValueFormat.completions)
         case "--descriptor":
-            let uuids = characteristics.flatMap { ($0.descriptors ?? []).map(\.uuid.uuidString) }
-            return matching(Array(Set(uuids)))
+            let uuids = characteristics.flatMap { ($0.descriptors ?? []).map(\.uuid) }
+            return matching(Self.uuidsAndNames(uuids))
         case "--handle":
             let handles = characteristics.flatMap { c in
                 [c.valueHandle].compactMap { $0 } + (c.descriptors ?? []).compactMap(\.handle)
@@ -245,9 +251,9 @@ final class ShellSession: Sendable {
             let names = reports.compactMap(\.name) + reports.map(\.address.string)
             return matching(names)
         case "unsubscribe":
-            return matching(subscribed.map(\.uuidString))
+            return matching(Self.uuidsAndNames(subscribed))
         case "read", "write", "subscribe":
-            return matching(Array(Set(characteristics.map(\.uuid.uuidString))))
+            return matching(Self.uuidsAndNames(characteristics.map(\.uuid)))
         default:
             return []
         }

@@ -33,9 +33,10 @@ enum Output {
         try? FileHandle.standardError.write(contentsOf: Data(text.utf8))
     }
 
-    static func error(_ message: String) {
+    /// A line on stderr: "ble: MESSAGE" for an error, or the message alone for a notice (`prefixed: false`).
+    static func error(_ message: String, prefixed: Bool = true) {
         // Standard error closed too: nothing is left to tell.
-        try? FileHandle.standardError.write(contentsOf: Data("ble: \(message)\n".utf8))
+        try? FileHandle.standardError.write(contentsOf: Data("\(prefixed ? "ble: " : "")\(message)\n".utf8))
     }
 
     /// Standard output was closed by its reader.
@@ -104,18 +105,9 @@ extension BluetoothUUID {
     var labelled: String { displayName.map { "\($0) (\(uuidString))" } ?? uuidString }
 }
 
-/// Names the tool knows beyond BLECore's table: a few more SIG numbers and the world's custom UUIDs.
+/// Names the tool knows beyond BLECore's table of SIG names: the simulated world's custom UUIDs.
 enum ToolNames {
     static let names: [BluetoothUUID: String] = [
-        BluetoothUUID(0x2A21): "Measurement Interval",
-        BluetoothUUID(0x2A1F): "Temperature Celsius",
-        BluetoothUUID(0x2A20): "Temperature Fahrenheit",
-        BluetoothUUID(0x2A6D): "Pressure",
-        BluetoothUUID(0x2A6E): "Temperature",
-        BluetoothUUID(0x2A6F): "Humidity",
-        BluetoothUUID(0x2A76): "UV Index",
-        BluetoothUUID(0x2A77): "Irradiance",
-        BluetoothUUID(0x2A7B): "Dew Point",
         BluetoothUUID(0xFEAA): "Eddystone",
         DoorLockProfile.service: "Door Lock",
         DoorLockProfile.lockState: "Lock State",
@@ -123,6 +115,18 @@ enum ToolNames {
         PrinterProfile.service: "Printer",
         PrinterProfile.printData: "Print Data",
         PrinterProfile.status: "Printer Status",
+        SecureLockProfile.service: "Secure Lock",
+        SecureLockProfile.lockState: "Lock State",
+        SecureLockProfile.lockCommand: "Lock Command",
+        CameraProfile.service: "Camera",
+        CameraProfile.command: "Camera Command",
+        CameraProfile.status: "Camera Status",
         WorldDevices.environmentService: "Environment Hub",
+    ]
+
+    /// Which of `names` are services (the rest are characteristics).
+    static let services: Set<BluetoothUUID> = [
+        BluetoothUUID(0xFEAA), DoorLockProfile.service, PrinterProfile.service, SecureLockProfile.service,
+        CameraProfile.service, WorldDevices.environmentService,
     ]
 }

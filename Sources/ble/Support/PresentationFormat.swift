@@ -65,7 +65,10 @@ struct PresentationFormat: Hashable, Sendable {
     func decode(_ value: Data) -> DecodedValue? {
         let b = [UInt8](value)
         guard var decoded = decodeNumberOrText(b) else { return nil }
-        if let symbol = unitSymbol, decoded.isNumber { decoded.text += " \(symbol)" }
+        if let symbol = unitSymbol, decoded.isNumber {
+            decoded.text += " \(symbol)"
+            decoded.unit = Self.unitSymbols[unit] ?? hex(unit)
+        }
         if let described = describedAs { decoded.text += " (\(described))" }
         return decoded
     }
@@ -85,11 +88,14 @@ struct PresentationFormat: Hashable, Sendable {
             guard b.count == bytes else { return nil }
             if bytes > 8 { return DecodedValue(text: "0x" + b.reversed().map { String(format: "%02x", $0) }.joined()) }
             guard let raw = ValueRendering.integer(b, bits: bits, signed: signed) else { return nil }
-            if !signed && raw < 0 {
+            var decoded =
+                !signed && raw < 0
                 // A uint64 beyond Int64.max.
-                return DecodedValue(digits: String(UInt64(bitPattern: raw)), negative: false, exponent: Int(exponent))
-            }
-            return scaled(raw)
+                ? DecodedValue(digits: String(UInt64(bitPattern: raw)), negative: false, exponent: Int(exponent))
+                : scaled(raw)
+            // 64-bit formats are exact decimal text in JSON, whatever the value (most readers keep 53 bits).
+            if bits == 64 { decoded.value = .wide(decoded.text) }
+            return decoded
         }
         switch format {
         case .float32:
@@ -220,31 +226,50 @@ struct PresentationFormat: Hashable, Sendable {
     ]
 }
 
-/// A value decoded: the text a person reads, and the same for JSON (a number, a string, or the text).
+/// A value decoded: the text a person reads, and for JSON the value, its unit and the fields of a structured
+/// value (a heart rate measurement's energy expended and RR intervals).
 struct DecodedValue: Hashable, Sendable {
     enum Value: Hashable, Sendable {
         case number(Double)
         case integer(Int64)
+        /// A value of a 64-bit integer format: its exact decimal text, a JSON string whatever its size.
+        case wide(String)
         case string(String)
         case bool(Bool)
         case integers([Int])
+        case numbers([Double])
         case none
+    }
+
+    /// A named part of a structured value.
+    struct Field: Hashable, Sendable {
+        var name: String
+        var value: Value
+        init(_ name: String, _ value: Value) {
+            self.name = name
+            self.value = value
+        }
     }
 
     var text: String
     var value: Value = .none
+    /// The unit of `value` ("°C", "%", "bpm"), nil when it has none.
+    var unit: String?
+    var fields: [Field] = []
 
     /// Whether the value is a number (a unit goes after it).
     var isNumber: Bool {
         switch value {
-        case .number, .integer: return true
+        case .number, .integer, .wide: return true
         default: return false
         }
     }
 
-    init(text: String, value: Value = .none) {
+    init(text: String, value: Value = .none, unit: String? = nil, fields: [Field] = []) {
         self.text = text
         self.value = value
+        self.unit = unit
+        self.fields = fields
     }
 
     /// A floating-point number, printed as Swift prints the shortest exact form.
@@ -263,7 +288,7 @@ struct DecodedValue: Hashable, Sendable {
         let sign = negative ? "-" : ""
         guard exponent != 0 else {
             let text = sign + magnitude
-            self.init(text: text, value: Int64(text).map { .integer($0) } ?? Double(text).map { .number($0) } ?? .none)
+            self.init(text: text, value: Int64(text).map { .integer($0) } ?? .wide(text))
             return
         }
         var digits = magnitude
@@ -278,15 +303,26 @@ struct DecodedValue: Hashable, Sendable {
         self.init(text: text, value: Double(text).map { .number($0) } ?? .none)
     }
 
-    /// The JSON form of the value ("decoded" fields): the number, string or bool when there is one, else the text.
+    /// The JSON form ("decoded" fields): {"text", "value", "unit", then the fields of a structured value}.
+    /// "text" is what the text output shows; "value" a number, a string (an enumeration's name, text, or the
+    /// exact digits of a 64-bit integer), a bool, an array, or null (no single value, or NaN); "unit" a string
+    /// or null. Each key's type depends only on the characteristic's type, never on the value.
     var json: JSON {
+        .object(
+            [("text", .string(text)), ("value", Self.json(value)), ("unit", .optional(unit))]
+                + fields.map { ($0.name, Self.json($0.value)) })
+    }
+
+    static func json(_ value: Value) -> JSON {
         switch value {
-        case .number(let d): return d.isFinite ? .double(d) : .string(text)
-        case .integer(let i): return Int(exactly: i).map(JSON.number) ?? .string(text)
+        case .number(let d): return d.isFinite ? .double(d) : .null
+        case .integer(let i): return .number(Int(i))
+        case .wide(let s): return .string(s)
         case .string(let s): return .string(s)
         case .bool(let b): return .bool(b)
         case .integers(let items): return .array(items.map(JSON.number))
-        case .none: return .string(text)
+        case .numbers(let items): return .array(items.map { $0.isFinite ? .double($0) : .null })
+        case .none: return .null
         }
     }
 }

@@ -28,7 +28,8 @@ struct ToolError: Error, CustomStringConvertible {
         case pairingFailed = 9
         /// `bonds remove`: no bond with that identifier or address.
         case noSuchBond = 10
-        /// Bad arguments or environment, found before anything was done (ArgumentParser's usage errors have it too).
+        /// Bad arguments or environment: found before anything was done (ArgumentParser's usage errors have this
+        /// status too), or only once connected (a characteristic's name that fits several on the device).
         case usage = 64
     }
 

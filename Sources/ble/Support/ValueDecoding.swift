@@ -8,13 +8,7 @@ enum ValueDecoding {
     /// What a value of type `type` means: the decoders below, else the SIG-assigned format of the type
     /// (`knownFormats`).
     static func decode(_ value: Data, of type: BluetoothUUID) -> DecodedValue? {
-        if let text = describe(value, of: type) {
-            if stringTypes.contains(type), let string = String(data: value, encoding: .utf8) {
-                return DecodedValue(text: text, value: .string(string))
-            }
-            return DecodedValue(text: text)
-        }
-        return knownFormats[type]?.decode(value)
+        decodeKnown(value, of: type) ?? knownFormats[type]?.decode(value)
     }
 
     /// SIG characteristics whose value is one number of a fixed format (GATT Specification Supplement, 3.x):
@@ -38,22 +32,34 @@ enum ValueDecoding {
         .softwareRevisionString, .manufacturerNameString, .characteristicUserDescription,
     ]
 
-    static func describe(_ value: Data, of type: BluetoothUUID) -> String? {
+    /// The text alone of `decode` (what `explore` and `read` print after the hex).
+    static func describe(_ value: Data, of type: BluetoothUUID) -> String? { decode(value, of: type)?.text }
+
+    static func decodeKnown(_ value: Data, of type: BluetoothUUID) -> DecodedValue? {
         let b = [UInt8](value)
         func u16(_ i: Int) -> Int? { b.count >= i + 2 ? Int(b[i]) | Int(b[i + 1]) << 8 : nil }
+        func u32(_ i: Int) -> Int? {
+            b.count >= i + 4 ? Int(b[i]) | Int(b[i + 1]) << 8 | Int(b[i + 2]) << 16 | Int(b[i + 3]) << 24 : nil
+        }
+        func named(_ names: [String], _ code: UInt8) -> DecodedValue {
+            let name = Int(code) < names.count ? names[Int(code)] : "reserved (\(code))"
+            return DecodedValue(text: name, value: .string(name))
+        }
         if stringTypes.contains(type) {
-            return String(data: value, encoding: .utf8).map { "\"\($0)\"" }
+            return String(data: value, encoding: .utf8).map { DecodedValue(text: "\"\($0)\"", value: .string($0)) }
         }
         switch type {
         case .appearance:
             guard let v = u16(0) else { return nil }
-            return "appearance " + (appearances[v].map { "\($0) (\(hex16(v)))" } ?? hex16(v))
+            let name = appearances[v]
+            return DecodedValue(
+                text: "appearance " + (name.map { "\($0) (\(hex16(v)))" } ?? hex16(v)), value: .integer(Int64(v)),
+                fields: [.init("category", name.map(DecodedValue.Value.string) ?? .none)])
         case .batteryLevel:
-            return b.count == 1 ? "\(b[0]) %" : nil
+            return b.count == 1 ? DecodedValue(text: "\(b[0]) %", value: .integer(Int64(b[0])), unit: "%") : nil
         case .bodySensorLocation:
             guard b.count == 1 else { return nil }
-            let names = ["Other", "Chest", "Wrist", "Finger", "Hand", "Ear Lobe", "Foot"]
-            return Int(b[0]) < names.count ? names[Int(b[0])] : "reserved (\(b[0]))"
+            return named(["Other", "Chest", "Wrist", "Finger", "Hand", "Ear Lobe", "Foot"], b[0])
         case .heartRateMeasurement:
             return heartRate(b)
         case .temperatureMeasurement:
@@ -64,30 +70,49 @@ enum ValueDecoding {
                 "reserved", "Armpit", "Body (general)", "Ear", "Finger", "Gastro-intestinal tract", "Mouth",
                 "Rectum", "Toe", "Tympanum",
             ]
-            return Int(b[0]) < names.count ? names[Int(b[0])] : "reserved (\(b[0]))"
+            return named(names, b[0])
         case BluetoothUUID(0x2A21):
-            return u16(0).map { "\($0) s" }
+            guard b.count == 2, let v = u16(0) else { return nil }
+            return DecodedValue(text: "\(v) s", value: .integer(Int64(v)), unit: "s")
         case .serviceChanged:
-            guard let start = u16(0), let end = u16(2) else { return nil }
-            return "handles \(hex16(start))-\(hex16(end))"
+            guard b.count == 4, let start = u16(0), let end = u16(2) else { return nil }
+            return DecodedValue(text: "handles \(hex16(start))-\(hex16(end))", value: .integers([start, end]))
         case .peripheralPreferredConnectionParameters:
             guard let lo = u16(0), let hi = u16(2), let latency = u16(4), let timeout = u16(6) else { return nil }
-            return
-                "interval \(Double(lo) * 1.25)-\(Double(hi) * 1.25) ms, latency \(latency), timeout \(timeout * 10) ms"
+            return DecodedValue(
+                text:
+                    "interval \(Double(lo) * 1.25)-\(Double(hi) * 1.25) ms, latency \(latency), timeout \(timeout * 10) ms",
+                fields: [
+                    .init("minimumIntervalMs", .number(Double(lo) * 1.25)),
+                    .init("maximumIntervalMs", .number(Double(hi) * 1.25)),
+                    .init("latency", .integer(Int64(latency))), .init("timeoutMs", .integer(Int64(timeout * 10))),
+                ])
         case .clientCharacteristicConfiguration:
             guard let v = u16(0) else { return nil }
-            return "notifications \(v & 1 != 0 ? "on" : "off"), indications \(v & 2 != 0 ? "on" : "off")"
+            return DecodedValue(
+                text: "notifications \(v & 1 != 0 ? "on" : "off"), indications \(v & 2 != 0 ? "on" : "off")",
+                value: .integer(Int64(v)),
+                fields: [.init("notifications", .bool(v & 1 != 0)), .init("indications", .bool(v & 2 != 0))])
         case .characteristicPresentationFormat:
-            return PresentationFormat(descriptor: value)?.summary
+            return PresentationFormat(descriptor: value).map { DecodedValue(text: $0.summary) }
         case .characteristicExtendedProperties:
             guard let v = u16(0) else { return nil }
-            return "reliable write \(v & 1 != 0 ? "on" : "off"), writable auxiliaries \(v & 2 != 0 ? "on" : "off")"
-        case DoorLockProfile.lockState:
-            guard b.count == 1 else { return nil }
-            return b[0] == 1 ? "locked" : b[0] == 0 ? "unlocked" : nil
+            return DecodedValue(
+                text: "reliable write \(v & 1 != 0 ? "on" : "off"), writable auxiliaries \(v & 2 != 0 ? "on" : "off")",
+                value: .integer(Int64(v)),
+                fields: [.init("reliableWrite", .bool(v & 1 != 0)), .init("writableAuxiliaries", .bool(v & 2 != 0))])
+        case DoorLockProfile.lockState, SecureLockProfile.lockState:
+            guard b.count == 1, b[0] <= 1 else { return nil }
+            let state = b[0] == 1 ? "locked" : "unlocked"
+            return DecodedValue(text: state, value: .string(state))
         case PrinterProfile.status:
-            guard b.count == 4 else { return nil }
-            return "\(Int(b[0]) | Int(b[1]) << 8 | Int(b[2]) << 16 | Int(b[3]) << 24) bytes received"
+            guard b.count == 4, let v = u32(0) else { return nil }
+            return DecodedValue(text: "\(v) bytes received", value: .integer(Int64(v)), unit: "bytes")
+        case CameraProfile.status:
+            guard b.count == 8, let taken = u32(0), let dropped = u32(4) else { return nil }
+            return DecodedValue(
+                text: "\(taken) bytes taken, \(dropped) dropped",
+                fields: [.init("taken", .integer(Int64(taken))), .init("dropped", .integer(Int64(dropped)))])
         default:
             return nil
         }
@@ -101,34 +126,49 @@ enum ValueDecoding {
         0x0341: "Heart Rate Belt", 0x03C0: "Generic HID",
     ]
 
-    /// Heart Rate Measurement (Heart Rate Service 3.1): flags, an 8- or 16-bit rate, then optional fields.
-    static func heartRate(_ b: [UInt8]) -> String? {
+    /// Heart Rate Measurement (Heart Rate Service 3.1; GATT Specification Supplement 3.113): flags, an 8- or
+    /// 16-bit rate in beats per minute, then Energy Expended (uint16, kJ) and RR-Intervals (uint16, 1/1024 s each)
+    /// when the flags say so. Flags: bit 0 16-bit rate, bits 1-2 sensor contact (bit 2 supported, bit 1
+    /// detected), bit 3 energy expended present, bit 4 RR-intervals present.
+    static func heartRate(_ b: [UInt8]) -> DecodedValue? {
         guard let flags = b.first else { return nil }
         let wide = flags & 0x01 != 0
         guard b.count >= (wide ? 3 : 2) else { return nil }
         let bpm = wide ? Int(b[1]) | Int(b[2]) << 8 : Int(b[1])
         var text = "\(bpm) bpm"
-        let index = wide ? 3 : 2
+        var index = wide ? 3 : 2
+        let contact: DecodedValue.Value = flags & 0x04 != 0 ? .bool(flags & 0x02 != 0) : .none
+        var energy: DecodedValue.Value = .none
         if flags & 0x08 != 0, b.count >= index + 2 {
-            text += ", energy expended \(Int(b[index]) | Int(b[index + 1]) << 8) kJ"
+            let kJ = Int(b[index]) | Int(b[index + 1]) << 8
+            text += ", energy expended \(kJ) kJ"
+            energy = .integer(Int64(kJ))
+            index += 2
         }
-        return text
+        var intervals: [Double] = []
+        if flags & 0x10 != 0 {
+            while b.count >= index + 2 {
+                intervals.append(Double(Int(b[index]) | Int(b[index + 1]) << 8) / 1024)
+                index += 2
+            }
+            if !intervals.isEmpty {
+                text += ", RR " + intervals.map { String(format: "%.3f s", $0) }.joined(separator: " ")
+            }
+        }
+        return DecodedValue(
+            text: text, value: .integer(Int64(bpm)), unit: "bpm",
+            fields: [
+                .init("sensorContact", contact), .init("energyExpendedKJ", energy),
+                .init("rrIntervals", .numbers(intervals)),
+            ])
     }
 
     /// Temperature Measurement (Health Thermometer Service 3.1): flags (bit 0: Fahrenheit), then an IEEE-11073
     /// 32-bit FLOAT (24-bit signed mantissa, 8-bit signed exponent, little-endian).
-    static func temperature(_ b: [UInt8]) -> String? {
-        guard b.count >= 5 else { return nil }
-        let raw = Int32(b[1]) | Int32(b[2]) << 8 | Int32(b[3]) << 16
-        let mantissa = raw & 0x80_0000 != 0 ? raw - 0x100_0000 : raw
-        switch raw {
-        case 0x7F_FFFF: return "NaN"
-        case 0x80_0000: return "NRes"
-        default: break
-        }
-        let exponent = Int(Int8(bitPattern: b[4]))
-        let value = Double(mantissa) * pow(10, Double(exponent))
-        let digits = max(0, -exponent)
-        return String(format: "%.\(digits)f %@", value, b[0] & 1 != 0 ? "°F" : "°C")
+    static func temperature(_ b: [UInt8]) -> DecodedValue? {
+        guard b.count >= 5, let reading = ValueRendering.medical(Array(b[1...4])) else { return nil }
+        let unit = b[0] & 1 != 0 ? "°F" : "°C"
+        guard reading.isNumber else { return DecodedValue(text: reading.text, unit: unit) }
+        return DecodedValue(text: "\(reading.text) \(unit)", value: reading.value, unit: unit)
     }
 }

@@ -2,23 +2,75 @@ import ArgumentParser
 import BLE
 import Foundation
 
-/// How `read` and `subscribe` print a value (`--format`).
-enum ValueFormat: String, CaseIterable, ExpressibleByArgument, Sendable {
+/// How `read` and `subscribe` print a value, and how `write` reads the values it is given (`--format`).
+enum ValueFormat: Hashable, Sendable, ExpressibleByArgument, CustomStringConvertible {
     /// The hex, then what the value means when the tool knows (the default).
     case auto
-    /// The hex alone.
-    case hex
-    /// The bytes as UTF-8 text.
-    case utf8
-    /// A little-endian unsigned integer of 1 to 8 bytes.
+    /// A little-endian unsigned integer of 1 to 8 bytes (reading only: a write needs a width, `u16`).
     case uint
-    /// A little-endian two's-complement integer of 1 to 8 bytes.
+    /// A little-endian two's-complement integer of 1 to 8 bytes (reading only).
     case int
     /// IEEE 754 binary32 (4 bytes) or binary64 (8 bytes); or IEEE 11073 SFLOAT/FLOAT when the characteristic's
-    /// Presentation Format descriptor says medfloat16/medfloat32.
+    /// Presentation Format descriptor says medfloat16/medfloat32 (reading only).
     case float
     /// One JSON object per value.
     case json
+    /// A type of fixed width (`u16`, `s32be`, `f32`, `sfloat`, `bool`), or hex or UTF-8 text.
+    case typed(ValueType)
+
+    /// The hex alone.
+    static let hex = ValueFormat.typed(.hex)
+    /// The bytes as UTF-8 text.
+    static let utf8 = ValueFormat.typed(.utf8)
+
+    init?(argument: String) {
+        switch argument.lowercased() {
+        case "auto": self = .auto
+        case "uint": self = .uint
+        case "int": self = .int
+        case "float": self = .float
+        case "json": self = .json
+        default:
+            guard let type = ValueType(name: argument) else { return nil }
+            self = .typed(type)
+        }
+    }
+
+    var description: String {
+        switch self {
+        case .auto: "auto"
+        case .uint: "uint"
+        case .int: "int"
+        case .float: "float"
+        case .json: "json"
+        case .typed(let type): type.description
+        }
+    }
+
+    /// What Tab offers after --format.
+    static let completions = [
+        "auto", "hex", "utf8", "uint", "int", "float", "json", "u8", "u16", "u32", "u64", "s8", "s16", "s32", "s64",
+        "u16be", "u32be", "f32", "f64", "sfloat", "medfloat32", "bool",
+    ]
+
+    static var allValueStrings: [String] { completions }
+
+    /// The type a write takes its values in; an error for a format that only reads.
+    func typeForWriting() throws(ValueInputError) -> ValueType {
+        switch self {
+        case .typed(let type): return type
+        case .auto: return .hex
+        case .uint, .int:
+            throw ValueInputError(
+                "--format \(self) does not say how many bytes to write: give u8, u16, u32 or u64 (s8 ... s64 signed)")
+        case .float:
+            throw ValueInputError(
+                "--format float does not say how many bytes to write: give f32 or f64 (or sfloat, medfloat32)")
+        case .json:
+            throw ValueInputError(
+                "--format json is for reading; a write takes hex, utf8 or a type (\(ValueType.names))")
+        }
+    }
 }
 
 /// A value to print, with what the tool knows of how to read it.
@@ -41,10 +93,29 @@ struct ValueReading: Sendable {
         return ValueDecoding.decode(value, of: type)
     }
 
-    /// "0848  72 bpm", or the hex alone when nothing is known; "(empty)" for no bytes.
+    /// "0848  72 bpm", or the hex alone when nothing is known; "(empty)" for no bytes. A value the tool does not
+    /// know that is printable UTF-8 text is shown with its text: `48656c6c6f  "Hello"`.
     var hexAndMeaning: String {
         let hex = value.isEmpty ? "(empty)" : value.hex
-        return decoded.map { "\(hex)  \($0.text)" } ?? hex
+        if let decoded { return "\(hex)  \(decoded.text)" }
+        if let preview = Self.preview(value) { return "\(hex)  \(JSON.quote(preview))" }
+        return hex
+    }
+
+    /// The value as text when it is valid UTF-8 of at least two characters, none of them a control character
+    /// (tab aside), a private-use, unassigned or replacement one: what is worth showing beside the hex.
+    static func preview(_ value: Data) -> String? {
+        guard value.count >= 2, let text = String(bytes: value, encoding: .utf8), text.count >= 2 else { return nil }
+        for scalar in text.unicodeScalars {
+            if scalar == "\t" { continue }
+            switch scalar.properties.generalCategory {
+            case .control, .format, .privateUse, .unassigned, .surrogate, .lineSeparator, .paragraphSeparator:
+                return nil
+            default:
+                if scalar == "\u{FFFD}" { return nil }
+            }
+        }
+        return text
     }
 
     /// The value in `format`, or why it does not fit that format.
@@ -53,13 +124,8 @@ struct ValueReading: Sendable {
         switch format {
         case .auto:
             return .success(hexAndMeaning)
-        case .hex:
-            return .success(value.hex)
-        case .utf8:
-            guard let text = String(bytes: b, encoding: .utf8) else {
-                return .failure(RenderingError("\(value.hex) is not UTF-8 text"))
-            }
-            return .success(text)
+        case .typed(let type):
+            return type.decode(value).map(ValueType.text)
         case .uint, .int:
             guard (1...8).contains(b.count),
                 let n = ValueRendering.integer(b, bits: 8 * b.count, signed: format == .int)
@@ -90,21 +156,22 @@ struct ValueReading: Sendable {
         "this value has \(n) byte\(n == 1 ? "" : "s") (\(value.isEmpty ? "empty" : value.hex))"
     }
 
-    /// {"uuid", "name", "hex", "decoded", "utf8", "uint", "int", "presentation"}: "decoded" is the meaning (a
-    /// number, string or text) or null; "utf8" is null unless the bytes are UTF-8; "uint" and "int" are null
-    /// unless the value has 1 to 8 bytes; "presentation" is the Presentation Format descriptor or null.
-    func json(extra: [(String, JSON)] = []) -> JSON {
+    /// {"uuid", "name", "hex", "decoded", "utf8", "uint", "int", "presentation"}, and with a typed format
+    /// {"format", "value"} after them: "decoded" is `DecodedValue.json` or null; "utf8" is null unless the bytes
+    /// are UTF-8; "uint" and "int" are null unless the value has 1 to 8 bytes, numbers for 1 to 6 bytes and exact
+    /// decimal strings for 7 or 8 (a 64-bit integer is a string, whatever its size); "presentation" is the
+    /// Presentation Format descriptor or null.
+    func json(extra: [(String, JSON)] = [], typed: ValueType? = nil) -> JSON {
         let b = [UInt8](value)
         let fits = (1...8).contains(b.count)
         let unsigned = fits ? ValueRendering.integer(b, bits: 8 * b.count, signed: false) : nil
         let signed = fits ? ValueRendering.integer(b, bits: 8 * b.count, signed: true) : nil
-        // JSON numbers beyond 2^53 lose digits in most readers: such integers are strings.
         func number(_ text: String?) -> JSON {
             guard let text else { return .null }
-            guard let n = Int(text), n.magnitude < 1 << 53 else { return .string(text) }
+            guard b.count <= 6, let n = Int(text) else { return .string(text) }
             return .number(n)
         }
-        return .object(
+        var fields: [(String, JSON)] =
             extra + [
                 ("uuid", .string(type.uuidString)),
                 ("name", .optional(type.displayName)),
@@ -114,7 +181,12 @@ struct ValueReading: Sendable {
                 ("uint", number(unsigned.map { String(UInt64(bitPattern: $0)) })),
                 ("int", number(signed.map { String($0) })),
                 ("presentation", presentation.map(Self.json) ?? .null),
-            ])
+            ]
+        if let typed {
+            fields.append(("format", .string(typed.description)))
+            fields.append(("value", (try? typed.decode(value).get()).map(typed.json) ?? .null))
+        }
+        return .object(fields)
     }
 
     static func json(_ p: PresentationFormat) -> JSON {
