@@ -1154,6 +1154,10 @@ class ErrorTests(unittest.TestCase):
         listed = {(d["identifier"], d["address"], d["name"]) for d in map(json.loads, result.stdout.splitlines())}
         self.assertIn("HRM-Demo", {name for _, _, name in listed})
         self.assertLessEqual(printed, {(identifier, address) for identifier, address, _ in listed})
+        # The text form has a header, as `bonds` has.
+        table = subprocess.run([BLE, "devices"], capture_output=True, text=True, timeout=30, env=env).stdout
+        self.assertEqual(table.splitlines()[0].split(), ["IDENTIFIER", "ADDRESS", "LAST", "SEEN", "NAME"])
+        self.assertEqual(len(table.splitlines()), len(listed) + 1)
         # `ble devices forget` by name: that device alone goes, and the next scan gives it a new identifier.
         hrm = next(identifier for identifier, _, name in listed if name == "HRM-Demo")
         def run(*args):

@@ -197,13 +197,15 @@ class Terminal:
 
     COLUMNS, ROWS = 100, 30
 
-    def __init__(self, env):
+    def __init__(self, env, args=("shell",)):
         self.screen = pyte.Screen(self.COLUMNS, self.ROWS)
         self.stream = pyte.ByteStream(self.screen)
         self.master, slave = pty.openpty()
         fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", self.ROWS, self.COLUMNS, 0, 0))
-        self.process = subprocess.Popen([BLE, "shell"], stdin=slave, stdout=slave, stderr=slave, env=env,
-                                        start_new_session=True)
+        # The terminal is the child's controlling terminal, so Ctrl-C typed there is SIGINT, echoed as ^C.
+        self.process = subprocess.Popen([BLE, *args], stdin=slave, stdout=slave, stderr=slave, env=env,
+                                        start_new_session=True,
+                                        preexec_fn=lambda: fcntl.ioctl(0, termios.TIOCSCTTY, 0))
         os.close(slave)
 
     def close(self):
@@ -352,6 +354,32 @@ class InteractiveShellTests(StateFolder, unittest.TestCase):
         again.wait_for(lambda t: t.cursor_line() == "(reverse-i-search)'mt': help mtu", "the entry found")
         again.type("\r")
         again.wait_for(lambda t: t.shows("USAGE: mtu"), "the found command run")
+
+
+class CtrlCAtATerminalTests(StateFolder, unittest.TestCase):
+    def test_what_a_command_prints_after_ctrl_c_starts_a_line_of_its_own(self):
+        # The terminal echoes ^C where the cursor is; "stopped" used to follow on the same line ("^Cstopped").
+        t = Terminal(self.env(), args=("serve", "battery", "--name", "CtrlC"))
+        self.addCleanup(t.close)
+        t.wait_for(lambda t: t.shows('advertising "CtrlC"'), "the served device")
+        t.type("\x03")
+        self.assertEqual(t.process.wait(20), 0)
+        t.pump(0.5)
+        lines = [line for line in t.lines() if line]
+        self.assertEqual(lines[-2], "^C", lines)
+        self.assertRegex(lines[-1], r"^\d{4}-\d\d-\d\dT[\d:.]+Z stopped$")
+
+    def test_a_command_stopped_by_ctrl_c_leaves_the_cursor_at_the_start_of_a_line(self):
+        # What the shell prints next (its prompt, `echo rc=$?`) went after the ^C ("^Crc=130").
+        t = Terminal(self.env(), args=("connect", "Nobody", "--timeout", "60"))
+        self.addCleanup(t.close)
+        # Started (its handlers are in place within milliseconds) and still looking for a name nobody has.
+        t.pump(1.5)
+        t.type("\x03")
+        self.assertEqual(t.process.wait(20), 130)
+        t.pump(0.5)
+        self.assertIn("^C", t.lines())
+        self.assertEqual(t.screen.cursor.x, 0, t.lines())
 
 
 if __name__ == "__main__":

@@ -22,6 +22,8 @@ struct BLETool: AsyncParsableCommand {
             Output.error(problem)
             Foundation.exit(ExitCode.validationFailure.rawValue)
         }
+        // After Ctrl-C at a terminal, whatever comes next (the shell's prompt) starts a line of its own: said
+        // before each way out, since exiting skips a defer.
         do {
             var command = try await asyncParseAsRoot(arguments)
             if var asyncCommand = command as? any AsyncParsableCommand {
@@ -29,9 +31,12 @@ struct BLETool: AsyncParsableCommand {
             } else {
                 try command.run()
             }
+            Interrupt.shared.endEchoedLine()
         } catch let error as ToolError {
+            Interrupt.shared.endEchoedLine()
             Foundation.exit(error.report().rawValue)
         } catch {
+            Interrupt.shared.endEchoedLine()
             exit(withError: error)
         }
     }

@@ -81,16 +81,19 @@ struct HostBenchCommand: AsyncParsableCommand {
                         ("run", .number(run)), ("format", .string(format)), ("receiver", .string(receiver)),
                         ("virtualSeconds", .double(m.virtualSeconds)),
                         ("wallSeconds", .double(m.wallSeconds)), ("values", .number(m.values)),
-                        ("inSequence", .number(m.inSequence)), ("payloadBytes", .number(m.bytes)),
+                        // Only bumble-bench's packets carry a sequence number to check.
+                        ("inSequence", bench.format == .plain ? .null : .number(m.inSequence)),
+                        ("payloadBytes", .number(m.bytes)),
                         ("bytesPerWallSecond", .double(m.bytesPerWallSecond.rounded())),
                         ("virtualKbps", .double((m.virtualKbps * 10).rounded() / 10)),
                     ]).text)
             } else {
+                let counted = bench.format == .plain ? "-" : "\(m.inSequence)"
+                let sequence = String(repeating: " ", count: max(0, 13 - counted.count)) + counted
                 Output.line(
                     String(
-                        format: "%3d %11.1f %8.3f %8d %13d %21.2f %18.1f", run, m.virtualSeconds, m.wallSeconds,
-                        m.values,
-                        m.inSequence, m.bytesPerWallSecond / 1e6, m.virtualKbps))
+                        format: "%3d %11.1f %8.3f %8d %@ %21.2f %18.1f", run, m.virtualSeconds, m.wallSeconds,
+                        m.values, sequence, m.bytesPerWallSecond / 1e6, m.virtualKbps))
             }
         }
         let median = rates.sorted()[rates.count / 2]

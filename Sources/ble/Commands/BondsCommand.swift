@@ -36,7 +36,8 @@ struct BondsList: AsyncParsableCommand {
               {"identifier": "<UUID>", "address": "AA:BB:CC:DD:EE:FF", "addressType": "public" | "random",
                "name": "<name>" | null, "secureConnections": true | false, "authenticated": true | false,
                "keySize": 7...16, "resolvesPrivateAddresses": true | false, "created": "<ISO 8601>"}
-            Times in the simulated room are virtual, from 2026-01-01T00:00:00Z.
+            Times are the clock of the system that paired: the wall clock on the shared room and real controllers, \
+            virtual time from 2026-01-01T00:00:00Z on --transport virtual.
             """)
 
     @Flag(help: "One JSON object per line.")

@@ -13,7 +13,8 @@ struct DevicesCommand: AsyncParsableCommand {
             the next. The most recently seen come first. With --json, one object per line:
               {"identifier": "<UUID>", "name": "<name>" | null, "address": "AA:BB:CC:DD:EE:FF",
                "addressType": "public" | "random", "lastSeen": "<ISO 8601>"}
-            Times in the simulated room are virtual, from 2026-01-01T00:00:00Z. 'ble devices forget' forgets them.
+            Times are the clock of the system that saw the device: the wall clock on the shared room and real controllers, \
+            virtual time from 2026-01-01T00:00:00Z on --transport virtual. 'ble devices forget' forgets them.
             """,
         subcommands: [DevicesForget.self])
 
@@ -34,6 +35,10 @@ struct DevicesCommand: AsyncParsableCommand {
             else { return }
             let known = try BluetoothSystem.knownPeripherals(inStoreAt: path)
             let format = ISO8601DateFormatter()
+            // A header, as `bonds` has one (JSON lines need none).
+            if !json, !known.isEmpty {
+                Output.line("IDENTIFIER                            ADDRESS            LAST SEEN             NAME")
+            }
             for device in known {
                 let seen = format.string(from: device.lastSeen)
                 if json {

@@ -138,7 +138,10 @@ struct ServeCommand: AsyncParsableCommand {
         } catch {
             throw error.report()
         }
-        guard let session = opened else { throw ExitCode(Interrupt.shared.status) }
+        guard let session = opened else {
+            Interrupt.shared.endEchoedLine()
+            throw ExitCode(Interrupt.shared.status)
+        }
         // Held here for the whole run: the system holds its delegate weakly.
         let agent = PairingAgent(
             options: pairing, asking: .never(unanswered: true), log: { Output.line("\(Timestamp.now()) * \($0)") })
@@ -177,6 +180,7 @@ struct ServeCommand: AsyncParsableCommand {
         await session.system.shutDown()
         if Output.isClosed { throw ExitCode(Output.closedStatus) }
         if case .failure(let error)? = result { throw error.report() }
+        Interrupt.shared.endEchoedLine()
         Output.line("\(Timestamp.now()) stopped")
         if Output.isClosed { throw ExitCode(Output.closedStatus) }
     }

@@ -98,8 +98,10 @@ final class PairingAgent: PairingDelegate {
         }
     }
 
+    /// Records why this side refused. `ble pair` says it once, in its error line; the others (serve, shell) go on
+    /// and log it, since no error line of theirs will.
     private func refuse(_ why: String) {
-        log("pairing: \(why)")
+        if case .never = asking { log("pairing: \(why)") }
         refusal.withLock { if $0 == nil { $0 = why } }
     }
 

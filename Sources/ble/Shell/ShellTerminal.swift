@@ -176,7 +176,9 @@ final class ShellTerminal: Sendable {
                 Output.write("\r" + s.prompt + line + "\u{1B}[K\r\n" + Self.render(s, columns: columns))
                 continuation.yield(line)
             case .interrupted:
-                Output.write("^C\r\n" + Self.render(s, columns: columns))
+                // The rest of the abandoned line is cleared, so what stays on the screen is what was before the
+                // cursor and ^C (it left "ble> ^Cite 2A39 …" when the cursor was at the start).
+                Output.write("\u{1B}[K^C\r\n" + Self.render(s, columns: columns))
                 onInterrupt()
             case .endOfInput:
                 Output.write("\r\n")

@@ -272,6 +272,21 @@ final class Interrupt: Sendable {
         return signal == 0 ? 128 + SIGINT : 128 + signal
     }
 
+    /// After Ctrl-C at a terminal, which echoed "^C" where the cursor was: a line end, so what the command (or the
+    /// shell, after it) prints next starts a line of its own ("^Cstopped", "^Crc=130" before).
+    /// Once per process: `ble serve` calls it before "stopped", the tool's main after any command.
+    func endEchoedLine() {
+        guard StopSignal.received == SIGINT, isatty(STDERR_FILENO) == 1 else { return }
+        guard
+            lineEnded.withLock({ ended in
+                defer { ended = true }
+                return !ended
+            })
+        else { return }
+        Output.stderr("\n")
+    }
+    private let lineEnded = Mutex(false)
+
     /// Ends the command as Ctrl-C would (its output closed, say).
     func fire() {
         flag.withLock { $0 = true }
