@@ -181,9 +181,9 @@ class SharedRoomTests(unittest.TestCase):
         serve.send_signal(signal.SIGINT)
         serve.wait(10)
         line = read_line(shell, "disconnected from", 10)[-1]
-        self.assertTrue(line.startswith("disconnected from Leaving HRM ("), line)
+        self.assertRegex(line, r"^\S+Z disconnected from Leaving HRM \(", "an event, with its time")
         _, err = shell.communicate(input=b"rssi\n", timeout=COMMAND)
-        self.assertEqual(err.decode(), "ble: not connected: 'connect TARGET' first\n")
+        self.assertRegex(err.decode(), r"^ble: line \d+: not connected: 'connect TARGET' first\n$")
         self.assertEqual(shell.returncode, 8)
 
     def test_the_first_command_starts_the_room_and_stop_ends_it(self):

@@ -160,8 +160,9 @@ class ScriptedShellTests(StateFolder, unittest.TestCase):
         result = self.shell("read 2A19\nfrobnicate\nconnect HRM-Demo\nread 2A19\nquit\nread 2A19\n")
         self.assertEqual(result.returncode, EXIT_DISCONNECTED, result.stderr)
         errors = result.stderr.splitlines()
-        self.assertEqual(errors[0], "ble: not connected: 'connect TARGET' first")
-        self.assertEqual(errors[1], "ble: no command 'frobnicate' ('help' lists them)")
+        # Each error names the script's line, as a compiler's does.
+        self.assertEqual(errors[0], "ble: line 1: not connected: 'connect TARGET' first")
+        self.assertEqual(errors[1], "ble: line 2: no command 'frobnicate' ('help' lists them)")
         lines = result.stdout.splitlines()
         self.assertTrue(lines[0].startswith("connected to HRM-Demo"), result.stdout)
         # 'quit' ends the script: the read after it does not run.
@@ -171,17 +172,47 @@ class ScriptedShellTests(StateFolder, unittest.TestCase):
         result = self.shell('read --format roman 2A19\nconnect "HRM-Demo\n')
         self.assertEqual(result.returncode, EXIT_USAGE)
         errors = result.stderr.splitlines()
-        self.assertTrue(errors[0].startswith("ble: read: "), result.stderr)
+        self.assertTrue(errors[0].startswith("ble: line 1: read: "), result.stderr)
         self.assertIn("roman", errors[0])
-        self.assertIn("ble: a \" quote is not closed", result.stderr)
+        self.assertIn("ble: line 2: a \" quote is not closed", result.stderr)
+
+    def test_several_devices_stay_connected_and_use_chooses_among_them(self):
+        result = self.shell("\n".join([
+            "connect HRM-Demo", "connect Thermometer", "links", "subscribe 2A1C", "use hrm-demo", "subscribe 2A37",
+            "wait 3", "read 2A19", "disconnect Thermometer", "links", "use Thermometer",
+        ]) + "\n")
+        self.assertEqual(result.returncode, 3, result.stderr)
+        lines = result.stdout.splitlines()
+        self.assertRegex(lines[2], r"^  HRM-Demo \(00:1B:DC:0A:12:34\)  [0-9A-F-]{36}$")
+        self.assertRegex(lines[3], r"^\* Thermometer \(F7:C0:80:29:FD:EA\)  [0-9A-F-]{36}$")
+        self.assertIn("using HRM-Demo (00:1B:DC:0A:12:34)", lines)
+        # Values of both devices, each line naming its device; the read went to the device in use.
+        self.assertTrue(any(re.match(r"^\S+Z Thermometer: Temperature Measurement \(2A1C\) indicate ", line)
+                            for line in lines), result.stdout)
+        self.assertTrue(any(re.match(r"^\S+Z HRM-Demo: Heart Rate Measurement \(2A37\) notify ", line)
+                            for line in lines), result.stdout)
+        self.assertTrue(any(re.match(r"^[0-9a-f]{2}  \d+ %$", line) for line in lines), result.stdout)
+        self.assertIn("disconnected from Thermometer (F7:C0:80:29:FD:EA)", lines)
+        self.assertRegex(lines[-1], r"^\* HRM-Demo \(00:1B:DC:0A:12:34\)  [0-9A-F-]{36}$")
+        self.assertEqual(result.stderr.splitlines(),
+                         ["ble: line 11: 'Thermometer' is none of the connected devices: HRM-Demo (00:1B:DC:0A:12:34)"])
+
+    def test_rssi_watch_prints_a_reading_per_period_with_its_time(self):
+        result = self.shell("connect HRM-Demo\nrssi --watch 0.5 --count 3\nrssi --count 2\n")
+        self.assertEqual(result.returncode, EXIT_USAGE, result.stderr)
+        readings = [line for line in result.stdout.splitlines() if line.endswith(" dBm")]
+        self.assertEqual(len(readings), 3, result.stdout)
+        for line in readings:
+            self.assertRegex(line, r"^\d{4}-\d\d-\d\dT[\d:.]+Z -\d+ dBm$")
+        self.assertIn("--count goes with --watch", result.stderr)
 
     def test_a_negative_number_is_refused_by_the_commands_own_check(self):
         # ArgumentParser took "-1" for an option ("Missing expected argument", "Unknown option '-1'").
         result = self.shell("wait -1\nscan -1\n")
         self.assertEqual(result.returncode, EXIT_USAGE)
         errors = [line for line in result.stderr.splitlines() if line.startswith("ble: ")]
-        self.assertEqual(errors, ["ble: wait: SECONDS must be 0 or more seconds, not -1",
-                                  "ble: scan: SECONDS must be more than 0 seconds, not -1"])
+        self.assertEqual(errors, ["ble: line 1: wait: SECONDS must be 0 or more seconds, not -1",
+                                  "ble: line 2: scan: SECONDS must be more than 0 seconds, not -1"])
 
     def test_help_lists_every_command_and_one_commands_options(self):
         result = self.shell("help\nhelp write\n")

@@ -11,18 +11,21 @@ struct ShellCommand: AsyncParsableCommand {
         abstract: "An interactive session: scan, connect, explore, read, write, subscribe, mtu, rssi, disconnect.",
         discussion: """
             At a terminal, the shell reads commands at a prompt with line editing (arrows, Home/End, Ctrl-A/E/K/U/W, \
-            Ctrl-L), a history (Up/Down; kept in the tool's state folder, shell_history), and Tab completion of \
+            Ctrl-L), a history (Up/Down, Ctrl-R to search it; kept in the tool's state folder, shell_history), and \
+            Tab completion of \
             commands, device names and addresses seen by 'scan', the connected device's characteristic and \
             descriptor UUIDs, formats and options. Notifications and every other line are printed above the \
             prompt without disturbing what is being typed. Ctrl-C stops the running command (or clears the line); \
             Ctrl-D on an empty line or 'quit' disconnects and leaves. 'help' lists the commands and 'help COMMAND' \
             shows a command's options; values are read, written and shown as 'ble read', 'ble write' and 'ble \
             subscribe' do. 'pair' pairs with the connected device as the pairing options say (--io-capability, \
-            --passkey, --mitm, --sc-only, --yes/--no for a numeric comparison; the shell never prompts for them).
+            --passkey, --mitm, --sc-only, --yes/--no for a numeric comparison; the shell never prompts for them). \
+            Several devices stay connected: 'connect' another keeps the first, 'use TARGET' chooses the one the \
+            commands act on, 'links' lists them.
 
             Driven by a script (standard input not a terminal), it reads one command per line with no prompt or \
             editing, runs each to its end before the next ('wait SECONDS' lets notifications arrive), skips blank \
-            lines and lines starting with '#', prints failures to stderr as 'ble: MESSAGE' and goes on; at the end \
+            lines and lines starting with '#', prints failures to stderr as 'ble: line N: MESSAGE' and goes on; at the end \
             of the input it disconnects and exits with the status of the first command that failed (the tool's \
             statuses; 64 for a command it could not parse), or 0.
             """)

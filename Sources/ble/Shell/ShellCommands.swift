@@ -20,7 +20,7 @@ enum ShellCommands {
     static let all: [any ShellCommandLine.Type] = [
         ShellScan.self, ShellDevices.self, ShellConnect.self, ShellExplore.self, ShellRead.self, ShellWrite.self,
         ShellSubscribe.self, ShellUnsubscribe.self, ShellPair.self, ShellMTU.self, ShellRSSI.self, ShellInfo.self,
-        ShellDisconnect.self, ShellWait.self, ShellHelp.self, ShellQuit.self,
+        ShellDisconnect.self, ShellUse.self, ShellLinks.self, ShellWait.self, ShellHelp.self, ShellQuit.self,
     ]
 
     static var names: [String] { all.compactMap { $0.configuration.commandName } + ["exit"] }
@@ -203,9 +203,11 @@ struct ShellConnect: ShellCommandLine {
     }
 
     func run(in shell: ShellSession) async throws {
-        if let current = shell.state.withLock({ $0.peripheral }), current.state == .connected {
-            throw ToolError(
-                .failure, "already connected to \(CentralTool.describe(current)): 'disconnect' first")
+        // Several devices stay connected; one already linked is chosen again instead.
+        if let linked = shell.linked(target), linked.state == .connected {
+            shell.setConnected(linked)
+            shell.terminal.print("using \(CentralTool.describe(linked)) (already connected)")
+            return
         }
         let tool = shell.tool
         let peripheral = try await tool.connect(
@@ -226,12 +228,57 @@ struct ShellConnect: ShellCommandLine {
 
 struct ShellDisconnect: ShellCommandLine {
     static let configuration = CommandConfiguration(
-        commandName: "disconnect", abstract: "End the link (and its subscriptions).")
+        commandName: "disconnect",
+        abstract: "End the current device's link (or TARGET's) and its subscriptions; another link becomes current.")
+
+    @Argument(help: ArgumentHelp("A connected device: its name, address or identifier.", valueName: "target"))
+    var target: String?
 
     func run(in shell: ShellSession) async throws {
-        let peripheral = try shell.connected()
+        let peripheral = try target.map { try ShellUse.link(named: $0, in: shell) } ?? shell.connected()
         await shell.disconnect(peripheral)
         shell.terminal.print("disconnected from \(CentralTool.describe(peripheral))")
+    }
+}
+
+struct ShellUse: ShellCommandLine {
+    static let configuration = CommandConfiguration(
+        commandName: "use", abstract: "Make a connected device the one the commands act on ('links' lists them).")
+
+    @Argument(help: ArgumentHelp("A connected device: its name, address or identifier.", valueName: "target"))
+    var target: String
+
+    func run(in shell: ShellSession) async throws {
+        let peripheral = try Self.link(named: target, in: shell)
+        shell.setConnected(peripheral)
+        shell.terminal.print("using \(CentralTool.describe(peripheral))")
+    }
+
+    /// The linked device `text` names, or the error that lists the links.
+    static func link(named text: String, in shell: ShellSession) throws -> Peripheral {
+        if let linked = shell.linked(text), linked.state == .connected { return linked }
+        let links = shell.state.withLock { $0.links }.map(CentralTool.describe)
+        throw ToolError(
+            .noSuchDevice,
+            links.isEmpty
+                ? "no device is connected: 'connect TARGET' first"
+                : "'\(text)' is none of the connected devices: \(links.joined(separator: ", "))")
+    }
+}
+
+struct ShellLinks: ShellCommandLine {
+    static let configuration = CommandConfiguration(
+        commandName: "links", abstract: "The connected devices; '*' marks the one the commands act on.")
+
+    func run(in shell: ShellSession) async throws {
+        let (links, current) = shell.state.withLock { ($0.links, $0.peripheral) }
+        guard !links.isEmpty else {
+            shell.terminal.print("no device is connected")
+            return
+        }
+        shell.terminal.print(
+            links.map { "\($0 === current ? "*" : " ") \(CentralTool.describe($0))  \($0.identifier.uuidString)" }
+                .joined(separator: "\n"))
     }
 }
 
@@ -446,10 +493,14 @@ struct ShellSubscribe: ShellCommandLine {
             do {
                 for try await update in updates {
                     let reading = ValueReading(update.value, type: c.uuid, presentation: presentation)
-                    terminal.print(
-                        SubscribeCommand.line(
-                            reading, kind: SubscribeCommand.kindName(update.kind), at: Timestamp.now(), style: style,
-                            naming: true))
+                    var line = SubscribeCommand.line(
+                        reading, kind: SubscribeCommand.kindName(update.kind), at: Timestamp.now(), style: style,
+                        naming: true)
+                    // With several devices connected, the device after the time, as `ble connect` names it.
+                    if shell.severalLinks, !style.json, let space = line.firstIndex(of: " ") {
+                        line.insert(contentsOf: " \(peripheral.name ?? peripheral.address.string):", at: space)
+                    }
+                    terminal.print(line)
                 }
             } catch {
                 // A link that went down says so itself; anything else ends this subscription alone.
@@ -536,12 +587,42 @@ struct ShellMTU: ShellCommandLine {
 
 struct ShellRSSI: ShellCommandLine {
     static let configuration = CommandConfiguration(
-        commandName: "rssi", abstract: "Read the link's signal strength.")
+        commandName: "rssi",
+        abstract: "Read the link's signal strength; --watch reads it every S seconds (until Ctrl-C, or --count).")
+
+    @Option(
+        parsing: .unconditional,
+        help: ArgumentHelp("Read every S seconds, each line with its time, until Ctrl-C.", valueName: "seconds"))
+    var watch: Double?
+
+    @Option(parsing: .unconditional, help: ArgumentHelp("With --watch: stop after N readings.", valueName: "n"))
+    var count: Int?
+
+    static var optionNames: [String] { ["--watch", "--count", "--help"] }
+
+    func validate() throws {
+        if let watch { try CommandLineNumbers.checkSeconds(watch, option: "--watch", zeroAllowed: false) }
+        if let count {
+            guard watch != nil else { throw ValidationError("--count goes with --watch") }
+            try CommandLineNumbers.checkCount(count, option: "--count", minimum: 1)
+        }
+    }
 
     func run(in shell: ShellSession) async throws {
         let p = try shell.connected()
-        let rssi = try await shell.tool.run("reading the RSSI") { try await p.readRSSI(timeout: nil) }
-        shell.terminal.print("\(rssi) dBm")
+        guard let watch else {
+            let rssi = try await shell.tool.run("reading the RSSI") { try await p.readRSSI(timeout: nil) }
+            shell.terminal.print("\(rssi) dBm")
+            return
+        }
+        // As nRF Connect's RSSI graph, in lines: one reading each period, with its time, until Ctrl-C.
+        var readings = 0
+        while count.map({ readings < $0 }) ?? true {
+            if readings > 0 { try await shell.tool.system.sleep(for: CommandLineNumbers.duration(seconds: watch)) }
+            let rssi = try await shell.tool.run("reading the RSSI") { try await p.readRSSI(timeout: nil) }
+            shell.terminal.print("\(Timestamp.now()) \(rssi) dBm")
+            readings += 1
+        }
     }
 }
 

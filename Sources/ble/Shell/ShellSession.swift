@@ -12,10 +12,17 @@ final class ShellSession: Sendable {
     let pairingAgent: PairingAgent?
 
     struct State {
-        /// The device the commands act on, once `connect` reached it.
+        /// The device the commands act on, once `connect` reached it (or `use` chose it among the links).
         var peripheral: Peripheral?
-        /// Running subscriptions, by characteristic: each a task printing values as they come.
-        var subscriptions: [BluetoothUUID: Task<Void, Never>] = [:]
+        /// Every device connected in this session, in the order connected (bluetoothctl keeps several too).
+        var links: [Peripheral] = []
+        /// Running subscriptions, by device and characteristic: each a task printing values as they come.
+        var subscriptionsByDevice: [UUID: [BluetoothUUID: Task<Void, Never>]] = [:]
+        /// The current device's subscriptions.
+        var subscriptions: [BluetoothUUID: Task<Void, Never>] {
+            get { peripheral.map { subscriptionsByDevice[$0.identifier] ?? [:] } ?? [:] }
+            set { if let peripheral { subscriptionsByDevice[peripheral.identifier] = newValue } }
+        }
         /// The latest report of each device seen by `scan`, in the order first seen.
         var seen: [UUID: ScanReport] = [:]
         var seenOrder: [UUID] = []
@@ -23,6 +30,8 @@ final class ShellSession: Sendable {
         var stopCurrent: AsyncStream<Void>.Continuation?
         /// The exit status of the first command that failed, for a script.
         var firstFailure: Int32?
+        /// The number of the line being run (from 1), which a script's error names.
+        var lineNumber = 0
     }
 
     let state = Mutex(State())
@@ -65,6 +74,7 @@ final class ShellSession: Sendable {
             terminal.print("swift-ble shell: 'help' lists the commands; Tab completes; Ctrl-D or 'quit' leaves.")
         }
         for await line in lines {
+            state.withLock { $0.lineNumber += 1 }
             let words: [String]
             do {
                 words = try ShellWords.split(line)
@@ -134,9 +144,13 @@ final class ShellSession: Sendable {
         }
     }
 
+    /// A failure of the command on the line being run: a script's error names its line, as a compiler's does.
     func fail(status: Int32, _ message: String) {
-        state.withLock { if $0.firstFailure == nil { $0.firstFailure = status } }
-        terminal.printError(message)
+        let line = state.withLock { s in
+            if s.firstFailure == nil { s.firstFailure = status }
+            return s.lineNumber
+        }
+        terminal.printError(terminal.interactive ? message : "line \(line): \(message)")
     }
 
     // MARK: The link
@@ -149,45 +163,72 @@ final class ShellSession: Sendable {
         return peripheral
     }
 
-    /// Records the connected device (or none) and shows it in the prompt.
+    /// Records the device the commands act on (or none) and shows it in the prompt; a device not among the links
+    /// joins them.
     func setConnected(_ peripheral: Peripheral?) {
-        state.withLock { $0.peripheral = peripheral }
+        state.withLock { s in
+            s.peripheral = peripheral
+            if let peripheral, !s.links.contains(where: { $0 === peripheral }) { s.links.append(peripheral) }
+        }
         terminal.setPrompt(Self.prompt(for: peripheral))
     }
 
-    /// Ends every subscription's task (the link's end or an unsubscribe has already stopped the values).
-    func endSubscriptions() {
-        let tasks = state.withLock { s in
-            defer { s.subscriptions = [:] }
-            return Array(s.subscriptions.values)
+    /// The linked device `text` names (its name, in any case, its address or its identifier), if any.
+    func linked(_ text: String) -> Peripheral? {
+        state.withLock { s in
+            s.links.first { p in
+                p.name?.lowercased() == text.lowercased() || p.address.string.lowercased() == text.lowercased()
+                    || p.identifier.uuidString.lowercased() == text.lowercased()
+            }
+        }
+    }
+
+    /// Whether more than one device is linked (values then name their device).
+    var severalLinks: Bool { state.withLock { $0.links.count > 1 } }
+
+    /// Ends the subscriptions' tasks of `peripheral` (the current device when nil): the link's end or an
+    /// unsubscribe has already stopped the values.
+    func endSubscriptions(of peripheral: Peripheral? = nil) {
+        let tasks = state.withLock { s -> [Task<Void, Never>] in
+            guard let id = (peripheral ?? s.peripheral)?.identifier else { return [] }
+            defer { s.subscriptionsByDevice[id] = nil }
+            return Array((s.subscriptionsByDevice[id] ?? [:]).values)
         }
         for task in tasks { task.cancel() }
     }
 
+    /// Takes `peripheral` off the links; when it was the current device, the last other link becomes current.
+    private func unlink(_ peripheral: Peripheral) {
+        endSubscriptions(of: peripheral)
+        let (wasCurrent, next) = state.withLock { s -> (Bool, Peripheral?) in
+            s.links.removeAll { $0 === peripheral }
+            return (s.peripheral === peripheral, s.links.last)
+        }
+        if wasCurrent { setConnected(next) }
+    }
+
     /// Disconnects politely, waiting at most two seconds of the system's time for a peer that vanished.
     func disconnect(_ peripheral: Peripheral) async {
-        endSubscriptions()
+        endSubscriptions(of: peripheral)
         _ = try? await tool.using(peripheral) {}
-        setConnected(nil)
+        unlink(peripheral)
     }
 
-    /// At the end: subscriptions stopped, the link closed.
+    /// At the end: subscriptions stopped, every link closed.
     private func close() async {
-        guard let peripheral = state.withLock({ $0.peripheral }) else {
-            endSubscriptions()
-            return
-        }
-        await disconnect(peripheral)
+        for peripheral in state.withLock({ $0.links }) { await disconnect(peripheral) }
+        endSubscriptions()
     }
 
-    /// Says when the link goes down by itself (the peer left, the link was lost), at once, above the prompt.
+    /// Says when a link goes down by itself (the peer left, the link was lost), at once, above the prompt, with
+    /// the time.
     private func watchDisconnections() async {
         for await event in tool.manager.disconnections {
-            let current = state.withLock { $0.peripheral }
-            guard let current, current === event.peripheral, let error = event.error else { continue }
-            endSubscriptions()
-            setConnected(nil)
-            terminal.print("disconnected from \(CentralTool.describe(current)): \(error)")
+            let linked = state.withLock { s in s.links.contains { $0 === event.peripheral } }
+            guard linked, let error = event.error else { continue }
+            unlink(event.peripheral)
+            terminal.print(
+                "\(Timestamp.now()) disconnected from \(CentralTool.describe(event.peripheral)): \(error)")
         }
     }
 
@@ -250,6 +291,9 @@ final class ShellSession: Sendable {
         case "connect":
             let names = reports.compactMap(\.name) + reports.map(\.address.string)
             return matching(names)
+        case "use", "disconnect":
+            let links = state.withLock { $0.links }
+            return matching(links.map { $0.name ?? $0.address.string })
         case "unsubscribe":
             return matching(Self.uuidsAndNames(subscribed))
         case "read", "write", "subscribe":
