@@ -225,9 +225,10 @@ class ScanTests(unittest.TestCase):
         self.assertIn('"Environment Hub" (scan response)', lines[0])
         self.assertEqual(lines[1], "    advertisement (ADV_SCAN_IND, 31 octets):")
         self.assertEqual(lines[2], "      len 2  Flags (0x01): 06")
-        self.assertIn("      len 9  Shortened Local Name (0x08): " + "Environm".encode().hex(), lines)
+        self.assertIn("      len 9  Shortened Local Name (0x08): " + "Environm".encode().hex() + "  \"Environm\"", lines)
         index = lines.index("    scan response (SCAN_RSP, 17 octets):")
-        self.assertEqual(lines[index + 1], "      len 16  Complete Local Name (0x09): " + "Environment Hub".encode().hex())
+        self.assertEqual(lines[index + 1], "      len 16  Complete Local Name (0x09): " + "Environment Hub".encode().hex()
+                         + "  \"Environment Hub\"")
 
     def test_name_filter_ignores_case(self):
         result = ble("scan", "--json", "--timeout", "3", "--name", "hUb")
@@ -1343,7 +1344,7 @@ class PairAndBondsTests(unittest.TestCase):
         pair = self.run_ble("pair", "DoorLock")
         self.assertEqual(pair.returncode, 0, pair.stderr)
         lines = pair.stdout.splitlines()
-        self.assertRegex(lines[0], r"^paired with DoorLock \(([0-9A-F]{2}:){5}[0-9A-F]{2}\)$")
+        self.assertRegex(lines[0], r"^paired with DoorLock \(([0-9A-F]{2}:){5}[0-9A-F]{2}\), its identity address$")
         self.assertRegex(lines[1], r"^identifier: [0-9A-F-]{36}$")
         self.assertEqual(lines[2:], ["method: Just Works", "security: Secure Connections, unauthenticated, key size 16",
                                      "bonded: yes"])
@@ -1367,7 +1368,7 @@ class PairAndBondsTests(unittest.TestCase):
         first = self.run_ble("pair", "DoorLock", "--json")
         self.assertEqual(first.returncode, 0, first.stderr)
         record = json.loads(first.stdout)
-        self.assertEqual(list(record.keys()), ["identifier", "address", "name", "method", "secureConnections",
+        self.assertEqual(list(record.keys()), ["identifier", "address", "identityAddress", "name", "method", "secureConnections",
                                                "authenticated", "bonded", "keySize"])
         self.assertEqual((record["name"], record["method"], record["bonded"]), ("DoorLock", "Just Works", True))
         second = self.run_ble("pair", "HRM-Demo", "--json")

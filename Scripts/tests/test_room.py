@@ -534,7 +534,7 @@ class PairingRoomTests(unittest.TestCase):
                         "--json")
         self.assertEqual(pair.returncode, 0, pair.stdout + pair.stderr)
         result = json.loads(pair.stdout.splitlines()[-1])
-        self.assertEqual(list(result.keys()), ["identifier", "address", "name", "method", "secureConnections",
+        self.assertEqual(list(result.keys()), ["identifier", "address", "identityAddress", "name", "method", "secureConnections",
                                                "authenticated", "bonded", "keySize"])
         self.assertEqual((result["name"], result["method"], result["authenticated"], result["bonded"]),
                          ("SecureLock", "Passkey Entry", True, True))

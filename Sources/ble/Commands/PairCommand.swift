@@ -21,12 +21,12 @@ struct PairCommand: AsyncParsableCommand {
             (y/N) at a terminal and refused otherwise. Just Works needs no answer.
 
             On success the lines are:
-              paired with NAME (ADDRESS)
+              paired with NAME (ADDRESS)[, identity address IDENTITY | , its identity address]
               identifier: UUID        (the identifier the tool's store keeps the device, and its bond, under)
               method: Just Works | Passkey Entry | Numeric Comparison
               security: Secure Connections | LE legacy, authenticated | unauthenticated, key size N
               bonded: yes | no
-            With --json, one object instead: {"identifier", "address", "name", "method", "secureConnections", \
+            With --json, one object instead: {"identifier", "address", "identityAddress", "name", "method", "secureConnections", \
             "authenticated", "bonded", "keySize"}. 'ble bonds' lists the bonds kept.
 
             A pairing that fails exits with status 9 and says why (refused by a user or the peer, a wrong passkey, \
@@ -64,7 +64,10 @@ struct PairCommand: AsyncParsableCommand {
                 } catch let error as BluetoothError {
                     throw Self.failure(error, agent: agent, peripheral: peripheral)
                 }
-                for line in Self.lines(result, peripheral: peripheral, json: json) { Output.line(line) }
+                let identity = tool.system.bonds.first { $0.identifier == result.peer }?.identityAddress
+                for line in Self.lines(result, peripheral: peripheral, identity: identity, json: json) {
+                    Output.line(line)
+                }
             }
         }
     }
@@ -82,10 +85,16 @@ struct PairCommand: AsyncParsableCommand {
         return ToolError(error, doing: what)
     }
 
-    static func lines(_ result: PairingResult, peripheral: Peripheral, json: Bool) -> [String] {
+    /// What a pairing agreed. The address is the one the link uses (a private one changes); the identity address
+    /// the peer gave, when it gave one, is said beside it, the same in every run (one run printed the identity,
+    /// another the private address, with nothing to tell them apart).
+    static func lines(_ result: PairingResult, peripheral: Peripheral, identity: BluetoothAddress?, json: Bool)
+        -> [String]
+    {
         if json {
             let object: JSON = .object([
                 ("identifier", .string(result.peer.uuidString)), ("address", .string(peripheral.address.string)),
+                ("identityAddress", .optional(identity?.string)),
                 ("name", .optional(peripheral.name)), ("method", .string(result.method.description)),
                 ("secureConnections", .bool(result.secureConnections)), ("authenticated", .bool(result.authenticated)),
                 ("bonded", .bool(result.bonded)), ("keySize", .number(result.keySize)),
@@ -93,7 +102,10 @@ struct PairCommand: AsyncParsableCommand {
             return [object.text]
         }
         return [
-            "paired with \(CentralTool.describe(peripheral))",
+            "paired with \(CentralTool.describe(peripheral))"
+                + (identity.map {
+                    $0 == peripheral.address ? ", its identity address" : ", identity address \($0.string)"
+                } ?? ""),
             "identifier: \(result.peer.uuidString)",
             "method: \(result.method)",
             "security: \(result.secureConnections ? "Secure Connections" : "LE legacy"), "

@@ -169,7 +169,12 @@ enum ScanFormat {
             }
             let type = ADType(bytes[index + 1])
             let value = Array(bytes[(index + 2)..<(index + 1 + length)])
-            lines.append("      len \(length)  \(type): \(value.isEmpty ? "(empty)" : value.hexString)")
+            // A name (0x08 shortened, 0x09 complete) is text: shown as text after its hex.
+            var text = ""
+            if [0x08, 0x09].contains(bytes[index + 1]), let name = String(validating: value, as: UTF8.self) {
+                text = "  \"\(name)\""
+            }
+            lines.append("      len \(length)  \(type): \(value.isEmpty ? "(empty)" : value.hexString)\(text)")
             index += 1 + length
         }
         return lines

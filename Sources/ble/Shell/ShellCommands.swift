@@ -569,7 +569,9 @@ struct ShellPair: ShellCommandLine {
         } catch let error as BluetoothError {
             throw PairCommand.failure(error, agent: shell.pairingAgent, peripheral: p)
         }
-        shell.terminal.print(PairCommand.lines(result, peripheral: p, json: json).joined(separator: "\n"))
+        let identity = shell.tool.system.bonds.first { $0.identifier == result.peer }?.identityAddress
+        shell.terminal.print(
+            PairCommand.lines(result, peripheral: p, identity: identity, json: json).joined(separator: "\n"))
     }
 }
 
