@@ -1325,6 +1325,49 @@ class StatusTests(unittest.TestCase):
         self.assertIn("printer, camera", result.stderr)
 
 
+class IdentitiesTests(unittest.TestCase):
+    """`ble identities`: the tool's own devices' stores (the central's, and one per name served), listed and
+    forgotten; a store a running process holds is shown in use and kept."""
+
+    def test_stores_are_listed_and_forgotten_and_one_in_use_is_kept(self):
+        state = tempfile.mkdtemp(prefix="ble-identities-")
+        self.addCleanup(shutil.rmtree, state, True)
+        env = dict(ENV, XDG_STATE_HOME=state)
+
+        def run(*args):
+            return subprocess.run([BLE, *args], capture_output=True, text=True, timeout=60, env=env)
+
+        self.assertEqual(run("serve", "battery", "--name", "Ident", "--duration", "1").returncode, 0)
+        self.assertEqual(run("read", "HRM-Demo", "2A19").returncode, 0)
+        listed = [json.loads(line) for line in run("identities", "--json").stdout.splitlines()]
+        self.assertEqual(sorted(s["name"] for s in listed), ["Ident", "ble"])
+        self.assertEqual(list(listed[0].keys()), ["name", "file", "bonds", "bytes", "lastUsed", "inUse"])
+        self.assertTrue(all(s["inUse"] is False and s["bonds"] == 0 and s["bytes"] > 0 for s in listed), listed)
+        # A store in use (a served device running, in wall-clock time) is shown so and kept.
+        live_env = dict(env)
+        live_env.pop("BLE_SIM_SPEED", None)
+        serve = subprocess.Popen([BLE, "serve", "battery", "--name", "Busy", "--duration", "60"],
+                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=live_env)
+        try:
+            self.assertIn("advertising", LineReader(serve.stdout).line(30))
+            busy = {s["name"]: s for s in map(json.loads, run("identities", "--json").stdout.splitlines())}["Busy"]
+            self.assertEqual((busy["inUse"], busy["bonds"]), (True, None))
+            refused = run("identities", "forget", "Busy")
+            self.assertEqual((refused.returncode, refused.stderr),
+                             (2, "ble: 'Busy' is in use by a running process: stop it first\n"))
+        finally:
+            serve.send_signal(signal.SIGINT)
+            serve.wait(20)
+            serve.stdout.close()
+        forgot = run("identities", "forget", "Ident")
+        self.assertEqual(forgot.returncode, 0, forgot.stderr)
+        self.assertTrue(forgot.stdout.startswith("forgot Ident ("), forgot.stdout)
+        self.assertEqual(sorted(s["name"] for s in map(json.loads, run("identities", "--json").stdout.splitlines())),
+                         ["Busy", "ble"])
+        self.assertEqual(run("identities", "forget", "Ident").returncode, 3)
+        self.assertEqual(run("identities", "forget").returncode, 64)
+
+
 class PairAndBondsTests(unittest.TestCase):
     """`ble pair` and `ble bonds` on the private room, each test with a store of its own (a bond must not reach the
     other tests' links). The world's devices pair with Just Works only; the encrypted lock, passkeys and numeric

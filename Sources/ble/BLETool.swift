@@ -78,7 +78,7 @@ struct BLETool: AsyncParsableCommand {
         subcommands: [
             ScanCommand.self, ExploreCommand.self, ReadCommand.self, WriteCommand.self, SubscribeCommand.self,
             ServeCommand.self, ShellCommand.self, ConnectCommand.self, SendCommand.self, PairCommand.self,
-            BondsCommand.self, DevicesCommand.self,
+            BondsCommand.self, DevicesCommand.self, IdentitiesCommand.self,
             DemoCommand.self,
             RoomCommand.self, ControllerCommand.self,
             BenchCommand.self, SoakCommand.self, BTSnoopCommand.self,
