@@ -197,6 +197,12 @@ class ScanTests(unittest.TestCase):
         self.assertEqual(hrm["advertisingType"], "ADV_IND")
         self.assertEqual(hrm["scanResponseFields"], [])
 
+    def test_a_passive_scan_hears_no_scan_response(self):
+        result = ble("scan", "--timeout", "2", "--json", "--passive", "--name", "Environ")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        hub = json.loads(result.stdout.splitlines()[0])
+        self.assertEqual((hub["name"], hub["nameShortened"], hub["scanResponseFields"]), ("Environm", True, []))
+
     def test_text_output_shows_the_detail_in_plain_lines(self):
         result = ble("scan", "--timeout", "3")
         self.assertEqual(result.returncode, 0, result.stderr)

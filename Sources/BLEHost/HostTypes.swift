@@ -22,6 +22,9 @@ public struct HostConfiguration: Sendable {
     public var preferredPHY: LinkPHY?
     /// What a central asks for in LE Create Connection: interval range, peripheral latency, supervision timeout.
     public var connectionParameters = ConnectionParameters()
+    /// Whether scans send scan requests to scannable advertisers (active, the default, as a phone scans) or only
+    /// listen (passive: no scan responses; Vol 6, Part B, 4.4.3).
+    public var activeScanning = true
     /// Write Commands queued in the host per link before `canSendWriteWithoutResponse` turns false. These
     /// wait behind what the controller's LE ACL buffers already hold, so an application sees the refusal
     /// only after the controller's buffers and this queue are both full.

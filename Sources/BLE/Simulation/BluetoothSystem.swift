@@ -165,6 +165,9 @@ public final class BluetoothSystem: Sendable, CustomStringConvertible {
         public var connectionInterval: ClosedRange<Duration> = .milliseconds(30) ... .milliseconds(50)
         public var peripheralLatency: Int = 0
         public var supervisionTimeout: Duration = .seconds(5)
+        /// Whether this system's scans are active (scan requests sent, scan responses heard: the default, as a
+        /// phone scans) or passive (only listening, as a sniffer). Our own, not CoreBluetooth API.
+        public var activeScanning = true
         /// Record every HCI packet of this system to this file in the btsnoop format (Wireshark reads it).
         public var btsnoop: String?
         /// The system store's file (SQLite): identifiers and known peripherals outlive the process there. nil,
@@ -230,6 +233,7 @@ public final class BluetoothSystem: Sendable, CustomStringConvertible {
             host.writeWithoutResponseQueueDepth = max(1, writeWithoutResponseQueueDepth)
             host.notificationQueueDepth = max(1, notificationQueueDepth)
             host.preferredPHY = preferredPHY
+            host.activeScanning = activeScanning
             host.connectionParameters = ConnectionParameters(
                 intervalMin: connectionInterval.lowerBound.units(of: .microseconds(1250), within: 6...3200),
                 intervalMax: connectionInterval.upperBound.units(of: .microseconds(1250), within: 6...3200),

@@ -110,7 +110,9 @@ final class ScanUnion: Sendable {
 
     /// The parameters the scanners' modes call for.
     private func wantedParameters(_ s: State) -> ScanParameters {
-        s.scanners.values.contains { $0.mode == .foreground } ? Self.parameters : backgroundParameters
+        var wanted = s.scanners.values.contains { $0.mode == .foreground } ? Self.parameters : backgroundParameters
+        wanted.active = host.configuration.activeScanning
+        return wanted
     }
 
     /// Starts (or changes) `client`'s scan. Every discovery for it carries `id`, which the client chose and

@@ -80,6 +80,9 @@ struct ScanCommand: AsyncParsableCommand {
     @Flag(help: "In the live table, each device's whole line (wider than 80 columns) instead of a row.")
     var wide = false
 
+    @Flag(help: "Only listen: send no scan requests, so no scan responses are heard (as a sniffer scans).")
+    var passive = false
+
     @OptionGroup var transport: TransportOptions
 
     func validate() throws {
@@ -99,8 +102,10 @@ struct ScanCommand: AsyncParsableCommand {
             mode: live ? .live : (sort == nil ? .lines : .sortedAtEnd), json: json, raw: raw, sort: sort ?? .seen,
             duplicates: duplicates, wide: wide, now: { clock.now })
         do {
+            var configuration = BluetoothSystem.Configuration()
+            configuration.activeScanning = !passive
             try await CommandRun.flow(
-                transport, limit: limit, interruptedIsSuccess: true, controllerWait: limit
+                transport, limit: limit, interruptedIsSuccess: true, controllerWait: limit, configuration: configuration
             ) { tool in
                 try await tool.ready()
                 clock.system.withLock { $0 = tool.system }
