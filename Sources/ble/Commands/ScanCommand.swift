@@ -30,7 +30,7 @@ struct ScanCommand: AsyncParsableCommand {
             (length, type, value in hex); octets that do not form a whole structure are shown as they came.
             Times: on the private virtual room (--transport virtual) they are its virtual time, from \
             2026-01-01T00:00:00Z; otherwise the wall clock. The scan is active (it asks for scan responses), as \
-            CoreBluetooth's always is: the public API has no passive scan.
+            a phone's is; --passive only listens.
             With --json, each report is one JSON object per line:
               {"address": "AA:BB:CC:DD:EE:FF", "addressType": "public" | "random", "identifier": "<UUID>",
                "name": "<name>" | null, "rssi": -52, "serviceUUIDs": ["180D", ...],
