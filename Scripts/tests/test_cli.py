@@ -873,9 +873,11 @@ class TypedValueTests(unittest.TestCase):
         self.assertEqual(result.stdout.splitlines()[0], "subscribed to Temperature Measurement (2A1C) (indications)")
         self.assertIn(" indicate ", result.stdout.splitlines()[1])
         refused = ble("subscribe", "HRM-Demo", "2A37", "--indicate", "--count", "1")
-        self.assertEqual(refused.returncode, EXIT_NO_SUCH_CHARACTERISTIC)
+        # Its properties do not allow it: status 5, as every such refusal.
+        self.assertEqual(refused.returncode, EXIT_ATT_ERROR)
         self.assertEqual(refused.stderr,
-                         "ble: Heart Rate Measurement (2A37) does not indicate (its properties: notify)\n")
+                         "ble: Heart Rate Measurement (2A37) does not indicate (its properties: notify), so it was "
+                         "not sent: Request Not Supported (0x06)\n")
 
     def test_subscribe_reads_first_and_says_it_is_subscribed_at_once(self):
         # The battery level notifies only when it changes: the two lines come before any notification.
@@ -1271,7 +1273,8 @@ class StatusTests(unittest.TestCase):
                 self.assertEqual((result.returncode, result.stdout, result.stderr), (64, "", line + "\n"))
 
     def test_a_bad_environment_variable_is_a_usage_error_naming_it(self):
-        for name, value in (("BLE_SIM_SPEED", "bogus"), ("BLE_PRIVACY", "bogus"), ("BLE_ROOM_IDLE_TIMEOUT", "-3")):
+        for name, value in (("BLE_SIM_SPEED", "bogus"), ("BLE_PRIVACY", "bogus"), ("BLE_ROOM_IDLE_TIMEOUT", "-3"),
+                            ("BLE_LOG_LEVEL", "loud")):
             with self.subTest(variable=name):
                 result = subprocess.run([BLE, "devices"], capture_output=True, text=True, timeout=60,
                                         env=dict(ENV, **{name: value}))
@@ -1365,6 +1368,17 @@ class IdentitiesTests(unittest.TestCase):
             serve.send_signal(signal.SIGINT)
             serve.wait(20)
             serve.stdout.close()
+        # The tool's central store, used by any command running (here a connect), is kept too.
+        connect = subprocess.Popen([BLE, "connect", "HRM-Demo"], stdout=subprocess.PIPE,
+                                   stderr=subprocess.DEVNULL, env=live_env)
+        try:
+            self.assertIn("connected to HRM-Demo", LineReader(connect.stdout).line(30))
+            kept = run("identities", "forget", "ble")
+            self.assertEqual(kept.returncode, 2, kept.stderr)
+        finally:
+            connect.send_signal(signal.SIGINT)
+            connect.wait(20)
+            connect.stdout.close()
         forgot = run("identities", "forget", "Ident")
         self.assertEqual(forgot.returncode, 0, forgot.stderr)
         self.assertTrue(forgot.stdout.startswith("forgot Ident ("), forgot.stdout)
@@ -2069,6 +2083,43 @@ class ClosedOutputTests(unittest.TestCase):
                 self.assertTrue(first, args)
                 self.assertEqual(status, 141, err)
                 self.assertEqual(err, "", args)
+
+    def test_a_quiet_command_ends_when_its_reader_leaves_without_writing_again(self):
+        # In wall-clock time and with no --duration: the served battery and the controller print nothing after
+        # their first line, so only looking at the pipe (not a failed write) can end them.
+        env = dict(ENV)
+        env.pop("BLE_SIM_SPEED", None)
+        for args in (["serve", "battery", "--name", "Quiet"], ["controller", "tcp-server:127.0.0.1:0"]):
+            with self.subTest(args=args):
+                process = subprocess.Popen([BLE, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+                try:
+                    self.assertTrue(LineReader(process.stdout).line(30))
+                    process.stdout.close()
+                    self.assertEqual(process.wait(10), 141)
+                    self.assertEqual(process.stderr.read().decode(), "")
+                finally:
+                    if process.poll() is None:
+                        process.kill()
+                        process.wait(10)
+                    process.stderr.close()
+
+    def test_a_listing_ends_when_its_reader_leaves(self):
+        with tempfile.TemporaryDirectory() as folder:
+            capture = os.path.join(folder, "c.btsnoop")
+            # Twice a pipe's buffer of lines (about 120 kB), so the listing cannot end before its reader leaves.
+            self.assertEqual(ble("subscribe", "HRM-Demo", "2A37", "--count", "1000", "--btsnoop", capture).returncode, 0)
+            process = subprocess.Popen([BLE, "btsnoop", capture], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                       env=ENV)
+            try:
+                self.assertTrue(LineReader(process.stdout).line(30))
+                process.stdout.close()
+                self.assertEqual(process.wait(30), 141)
+                self.assertEqual(process.stderr.read().decode(), "")
+            finally:
+                if process.poll() is None:
+                    process.kill()
+                    process.wait(10)
+                process.stderr.close()
 
 
 if __name__ == "__main__":

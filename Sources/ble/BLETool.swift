@@ -32,6 +32,8 @@ struct BLETool: AsyncParsableCommand {
                 try command.run()
             }
             Interrupt.shared.endEchoedLine()
+            // A command that wrote into a pipe its reader closed (ble btsnoop FILE | head) ends as SIGPIPE would.
+            if Output.isClosed { Foundation.exit(Output.closedStatus) }
         } catch let error as ToolError {
             Interrupt.shared.endEchoedLine()
             Foundation.exit(error.report().rawValue)

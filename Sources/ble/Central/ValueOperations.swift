@@ -124,6 +124,13 @@ extension CentralTool {
     static func saying(_ index: Int, of writes: [Data], _ write: () async throws -> Void) async throws {
         do {
             try await write()
+        } catch is CancellationError where writes.count > 1 {
+            // Stopped (Ctrl-C) part way: what the peer already applied is said before the command ends.
+            Output.error(
+                index == 0
+                    ? "interrupted before value 1 of \(writes.count) was written"
+                    : "interrupted: value\(index == 1 ? " 1 was" : "s 1 to \(index) were") written, of \(writes.count)")
+            throw CancellationError()
         } catch let error as ToolError where writes.count > 1 {
             let done =
                 index == 0

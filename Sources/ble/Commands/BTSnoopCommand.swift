@@ -74,7 +74,8 @@ struct BTSnoopCommand: ParsableCommand {
             } catch {
                 throw ToolError(.failure, "\(file): \(error)").report()
             }
-            guard let record else { return }
+            // Nobody reads any more (| head): the rest is not decoded.
+            guard let record, !Output.isClosed else { return }
             let start = first ?? record.unixMicroseconds
             first = start
             let line = Self.describe(record, with: &decoder)

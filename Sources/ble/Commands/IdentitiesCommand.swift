@@ -58,14 +58,30 @@ struct IdentitiesCommand: AsyncParsableCommand {
         }.sorted { $0.lastUsed > $1.lastUsed }
     }
 
-    /// Whether another process holds the store's lock (`ble serve` does while it runs).
+    /// Whether a process holds the store: any command using it holds its lock (shared for the tool's central,
+    /// exclusive for a served device). Looked at with a shared lock, which only a served device's excludes; the
+    /// central's users are seen by `forget`, which takes the lock whole.
     static func held(_ path: String) -> Bool {
-        let fd = open(path + ".lock", O_RDWR | O_CLOEXEC)
+        guard let lock = try? StateDirectory.lockPath(for: path) else { return false }
+        let fd = open(lock, O_RDWR | O_CLOEXEC)
         guard fd >= 0 else { return false }
         defer { close(fd) }
-        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else { return true }
+        guard flock(fd, LOCK_SH | LOCK_NB) == 0 else { return true }
         flock(fd, LOCK_UN)
         return false
+    }
+
+    /// Takes the store whole (no process may use it meanwhile) and returns the lock's descriptor to close once
+    /// the store is deleted; nil when a process holds it.
+    static func takeWhole(_ path: String) -> Int32? {
+        guard let lock = try? StateDirectory.lockPath(for: path) else { return nil }
+        let fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { return nil }
+        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
+            close(fd)
+            return nil
+        }
+        return fd
     }
 }
 
@@ -132,18 +148,21 @@ struct IdentitiesForget: AsyncParsableCommand {
             guard let store = stores.first(where: { $0.name == name || $0.name == file }) else {
                 throw ToolError(.noSuchDevice, "no store named '\(name)' (ble identities lists them)")
             }
-            guard !store.inUse else {
-                throw ToolError(.transport, "'\(store.name)' is in use by a running process: stop it first")
-            }
             chosen = [store]
         } else {
-            chosen = stores.filter { !$0.inUse }
-            for store in stores where store.inUse { Output.error("'\(store.name)' is in use: kept") }
+            chosen = stores
         }
         for store in chosen {
-            for suffix in ["", "-wal", "-shm", ".lock"] {
-                try? FileManager.default.removeItem(atPath: store.path + suffix)
+            // Taken whole while it is deleted: a running command (a serve, a shell, a scan) keeps it.
+            guard let lock = IdentitiesCommand.takeWhole(store.path) else {
+                if name != nil {
+                    throw ToolError(.transport, "'\(store.name)' is in use by a running process: stop it first")
+                }
+                Output.error("'\(store.name)' is in use: kept")
+                continue
             }
+            for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: store.path + suffix) }
+            close(lock)
             Output.line("forgot \(store.name) (\(store.path))")
         }
     }

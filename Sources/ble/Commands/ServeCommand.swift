@@ -152,6 +152,8 @@ struct ServeCommand: AsyncParsableCommand {
         let updates = updates
         let radio = session.world?.radio
         let served = Mutex<ServedDevice?>(nil)
+        // Set once it advertises: a stop signal after that is the way serving ends (0), before it an interruption.
+        let started = Mutex(false)
         let device = ServedDevice(
             system: system, profile: definition, log: { Output.line("\(Timestamp.now()) \($0)") },
             onStarted: { [session] error in
@@ -163,6 +165,7 @@ struct ServeCommand: AsyncParsableCommand {
                             ToolError(error, doing: "serving \(advertised.deviceName)"), controllerGone: gone))
                     return
                 }
+                started.withLock { $0 = true }
                 let services = advertised.servicesToAdvertise.map(\.uuidString).joined(separator: ", ")
                 Output.line(
                     "\(Timestamp.now()) advertising \"\(advertised.name)\" as \(system.address?.string ?? "?")"
@@ -174,12 +177,15 @@ struct ServeCommand: AsyncParsableCommand {
             })
         served.withLock { $0 = device }
         let result = try await session.run(until: outcome, limit: limit)
+        let advertising = started.withLock { $0 }
         withExtendedLifetime(agent) {}
         device.stop()
         // The store closed, its write-ahead log folded in (see CommandRun).
         await session.system.shutDown()
         if Output.isClosed { throw ExitCode(Output.closedStatus) }
         if case .failure(let error)? = result { throw error.report() }
+        // Stopped before it advertised: an interruption, as for every command before it does what it was asked.
+        if result == nil, !advertising, Interrupt.shared.fired { throw ExitCode(Interrupt.shared.status) }
         Interrupt.shared.endEchoedLine()
         Output.line("\(Timestamp.now()) stopped")
         if Output.isClosed { throw ExitCode(Output.closedStatus) }

@@ -554,10 +554,12 @@ extension CentralTool {
     /// that a refusal is the command's error; a stream made afterwards finds it subscribed.
     func subscribe(to c: Characteristic, kind: ValueUpdate.Kind, on peripheral: Peripheral) async throws {
         if kind == .indication, !c.properties.contains(.indicate) {
+            // What its properties do not allow: status 5, as for every such refusal.
             let has = c.properties.names.joined(separator: ", ")
             throw ToolError(
-                .noSuchCharacteristic,
-                "\(c.uuid.labelled) does not indicate (its properties: \(has.isEmpty ? "none" : has))")
+                .attError,
+                "\(c.uuid.labelled) does not indicate (its properties: \(has.isEmpty ? "none" : has)), so it was not sent: \(ToolError.describe(.requestNotSupported))"
+            )
         }
         try await run("subscribing to \(c.uuid.uuidString)") {
             // By default the API chooses: notifications, or indications when that is all CHAR offers.

@@ -121,16 +121,21 @@ struct ControllerCommand: AsyncParsableCommand {
                 for await _ in gone.stream {}
             }
         }
-        // Short steps keep a host's packets from waiting for the next scheduled radio event, until SIGINT,
-        // SIGTERM or SIGQUIT.
+        // Short steps keep a host's packets from waiting for the next scheduled radio event, until a stop signal
+        // (SIGINT, SIGTERM, SIGQUIT, SIGHUP) or the output's reader leaving (looked at every 50 steps).
+        var steps = 0
         while StopSignal.received == 0 {
             try await radio.run(for: .milliseconds(2), pacing: .realtime)
+            steps += 1
+            if steps % 50 == 0, Output.checkReader() { break }
         }
         let signal = StopSignal.received
         hosts.cancel()
         listener.close()
         writer?.close()
         withExtendedLifetime((world, link)) {}
+        // Nobody reads: ends quietly, as a tool SIGPIPE ends (141).
+        if signal == 0 { Foundation.exit(Output.closedStatus) }
         say("stopped (\(StopSignal.name(signal)))")
         // 128 + the signal's number, as a shell reports a tool the signal ended.
         Foundation.exit(128 + signal)

@@ -151,8 +151,9 @@ struct RoomRunCommand: AsyncParsableCommand {
             unlink(paths.pid)
             throw ToolError(.transport, "the room cannot listen: \(error)").report()
         }
-        // SIGINT and SIGTERM stop the room (its run loop polls them), from before the lines that say it runs.
-        StopSignal.install([SIGINT, SIGTERM])
+        // A stop signal (SIGINT, SIGTERM, SIGQUIT, SIGHUP) stops the room (its run loop polls them), from before the
+        // lines that say it runs: Ctrl-\ no longer starts the crash backtracer and leaves the socket behind.
+        StopSignal.install(Interrupt.signals)
         for listener in listeners {
             roomLog("listening on \(listener.address)")
         }
@@ -173,6 +174,9 @@ struct RoomRunCommand: AsyncParsableCommand {
         unlink(paths.pid)
         roomLog("room stopped (\(reason))")
         close(lock)
+        // Stopped by a signal: 128 plus its number, as every command; idle or asked to stop (ble room stop): 0.
+        let signal = StopSignal.received
+        if signal != 0 { throw ExitCode(128 + signal) }
     }
 }
 

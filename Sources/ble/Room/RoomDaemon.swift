@@ -158,11 +158,8 @@ final class RoomDaemon: Sendable {
     /// Runs the radio in real time until asked to stop or idle; returns why it stopped.
     func run() async throws -> String {
         while true {
-            switch StopSignal.received {
-            case SIGINT: requestStop("SIGINT")
-            case SIGTERM: requestStop("SIGTERM")
-            default: break
-            }
+            let signal = StopSignal.received
+            if signal != 0 { requestStop(StopSignal.name(signal)) }
             let reason = state.withLock { s -> String? in
                 if let stop = s.stop { return stop }
                 guard let idleTimeout, s.devices.isEmpty, ContinuousClock.now - s.lastActivity >= idleTimeout else {

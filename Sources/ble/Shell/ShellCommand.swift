@@ -56,12 +56,16 @@ struct ShellCommand: AsyncParsableCommand {
         // (a numeric comparison without --yes is refused), never a prompt.
         let agent = PairingAgent(
             options: pairing, asking: .never(unanswered: false), log: { terminal.print($0) })
-        try await CommandRun.flow(transport, configuration: configuration) { tool in
+        // However the session ends (quit, a stop signal, the controller gone), this session's lines are kept.
+        defer { if let historyPath { ShellHistory.append(terminal.addedHistory, to: historyPath) } }
+        // A failure that ends the session is told below the prompt, not on its line.
+        let session: @Sendable (CentralTool) async throws -> Void = { tool in
             tool.system.pairingDelegate = agent
             let shell = ShellSession(tool: tool, terminal: terminal, pairingAgent: agent)
             failure.set(await shell.run())
         }
-        if let historyPath { ShellHistory.append(terminal.addedHistory, to: historyPath) }
+        try await CommandRun.flow(
+            transport, configuration: configuration, beforeReport: { terminal.restore() }, session)
         if !interactive, let status = failure.status { throw ExitCode(status) }
     }
 }

@@ -29,7 +29,6 @@ final class ShellTerminal: Sendable {
     let interactive: Bool
     private let screen: Mutex<Screen>
     private let savedMode = Mutex<termios?>(nil)
-    private let signals = Mutex<[any DispatchSourceSignal]>([])
 
     init(interactive: Bool, prompt: String, history: [String]) {
         self.interactive = interactive
@@ -222,18 +221,8 @@ final class ShellTerminal: Sendable {
             cc[Int(VTIME)] = 0
         }
         tcsetattr(STDIN_FILENO, TCSAFLUSH, &raw)
-        signals.withLock { sources in
-            for number in [SIGTERM, SIGHUP] {
-                signal(number, SIG_IGN)
-                let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-                source.setEventHandler { [self] in
-                    restore()
-                    exit(128 + number)
-                }
-                source.resume()
-                sources.append(source)
-            }
-        }
+        // SIGTERM and SIGHUP (the terminal closed) stop the session as every command stops (Interrupt): the run
+        // loop ends the flow, whose end gives the terminal back, closes the links and keeps the history.
     }
 
     /// Gives the terminal back as it was, the prompt line cleared (idempotent).

@@ -17,6 +17,7 @@ enum CommandRun {
     static func flow(
         _ transport: TransportOptions, limit: Duration? = nil, interruptedIsSuccess: Bool = false,
         controllerWait: Duration? = nil, configuration: BluetoothSystem.Configuration = .init(),
+        beforeReport: @Sendable () -> Void = {},
         _ flow: @escaping @Sendable (CentralTool) async throws -> Void
     ) async throws {
         Output.configure()
@@ -75,7 +76,10 @@ enum CommandRun {
         await session.system.shutDown()
         // Whoever reads the output went away: end quietly, as a pipeline expects.
         if Output.isClosed { throw ExitCode(Output.closedStatus) }
-        if let failure { throw failure.report() }
+        if let failure {
+            beforeReport()
+            throw failure.report()
+        }
         if result == nil, Interrupt.shared.fired, !(interruptedIsSuccess && tool.hasStarted) {
             throw ExitCode(Interrupt.shared.status)
         }

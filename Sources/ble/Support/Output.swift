@@ -41,6 +41,20 @@ enum Output {
 
     /// Standard output was closed by its reader.
     static var isClosed: Bool { closed.withLock { $0 } }
+
+    /// Looks, without writing, whether standard output's reader went away (a pipe's reader that closed shows as
+    /// POLLERR on the write end): a command that prints nothing for a while (`ble serve | head -1` on a quiet
+    /// device) ends then, not at its next line. True once closed.
+    @discardableResult
+    static func checkReader() -> Bool {
+        if isClosed { return true }
+        var descriptor = pollfd(fd: STDOUT_FILENO, events: Int16(POLLOUT), revents: 0)
+        guard poll(&descriptor, 1, 0) > 0, descriptor.revents & Int16(POLLERR | POLLHUP) != 0 else { return false }
+        // Only a pipe or a socket whose reader left: a terminal or a file never reports this.
+        closed.withLock { $0 = true }
+        Interrupt.shared.fire()
+        return true
+    }
     private static let closed = Mutex(false)
 
     /// The status a command ends with once its output closed: 128 + SIGPIPE, as a shell reports a tool that

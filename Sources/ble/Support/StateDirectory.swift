@@ -74,15 +74,29 @@ enum StateDirectory {
         return String(repeating: "0", count: 16 - digits.count) + digits
     }
 
-    /// Holds `path`'s store for this process, with an exclusive lock on "PATH.lock" kept until the process ends:
-    /// false when another process holds it.
-    static func lockStore(_ path: String) throws(ToolError) -> Bool {
-        let lockPath = path + ".lock"
+    /// Where the lock of the store at `path` is: in the runtime folder (`$XDG_RUNTIME_DIR/swift-ble/locks`, emptied
+    /// at log-out), named by a hash of the store's whole path, so lock files never pile up beside the stores and two
+    /// state folders never share one.
+    static func lockPath(for path: String) throws(ToolError) -> String {
+        let room = RoomPaths.locate()
+        try room.prepare()
+        let folder = room.folder + "/locks"
+        if mkdir(folder, 0o700) != 0, errno != EEXIST {
+            throw ToolError(.transport, "cannot make \(folder): \(String(cString: strerror(errno)))")
+        }
+        return folder + "/" + hash(path) + ".lock"
+    }
+
+    /// Holds `path`'s store for this process until it ends: `exclusive` (a served device's store, one process at
+    /// a time) or shared (the tool's central store, which commands use side by side, and which `ble identities
+    /// forget` must not delete under them). False when another process holds it in a way that excludes this one.
+    static func lockStore(_ path: String, exclusive: Bool) throws(ToolError) -> Bool {
+        let lockPath = try lockPath(for: path)
         let fd = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard fd >= 0 else {
             throw ToolError(.transport, "cannot open \(lockPath): \(String(cString: strerror(errno)))")
         }
-        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
+        guard flock(fd, (exclusive ? LOCK_EX : LOCK_SH) | LOCK_NB) == 0 else {
             close(fd)
             return false
         }

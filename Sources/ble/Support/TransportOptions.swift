@@ -69,7 +69,7 @@ final class Session: Sendable {
         var configuration = configuration
         options.link.apply(to: &configuration)
         configuration.storePath = try StateDirectory.storePath(forDevice: name)
-        if exclusive, let path = configuration.storePath, try !StateDirectory.lockStore(path) {
+        if let path = configuration.storePath, try !StateDirectory.lockStore(path, exclusive: exclusive) {
             throw ToolError(
                 .transport,
                 "another process serves \"\(name)\" (its store \(path) is in use): stop it, or give this one another --name"
@@ -209,6 +209,7 @@ final class Session: Sendable {
         let start = system.now
         while true {
             if let result = outcome.result { return result }
+            Output.checkReader()
             if interrupt.fired { return nil }
             if let limit, system.now - start >= limit { return nil }
             if let radio = world?.radio {
@@ -261,12 +262,13 @@ final class Interrupt: Sendable {
     private let flag = Mutex(false)
 
     /// The signals that stop a command that polls `fired`.
-    static let signals: [Int32] = [SIGINT, SIGTERM, SIGQUIT]
+    static let signals: [Int32] = [SIGINT, SIGTERM, SIGQUIT, SIGHUP]
 
     var fired: Bool { flag.withLock { $0 } || StopSignal.received != 0 }
 
     /// The status a command stopped by `fired` exits with: 128 plus the signal's number, as a shell reports a
-    /// command the signal ended (130 for SIGINT, 143 for SIGTERM, 131 for SIGQUIT); 130 when no signal came.
+    /// command the signal ended (130 for SIGINT, 143 for SIGTERM, 131 for SIGQUIT, 129 for SIGHUP); 130 when no
+    /// signal came.
     var status: Int32 {
         let signal = StopSignal.received
         return signal == 0 ? 128 + SIGINT : 128 + signal
@@ -312,11 +314,14 @@ enum StopSignal {
         case SIGINT: "SIGINT"
         case SIGTERM: "SIGTERM"
         case SIGQUIT: "SIGQUIT"
+        case SIGHUP: "SIGHUP"
         default: "signal \(number)"
         }
     }
 
     static func install(_ numbers: [Int32]) {
+        // The atomic is a lazily made global: made here, so a handler never runs its one-time initialisation.
+        _ = stopSignalNumber.load(ordering: .relaxed)
         for number in numbers {
             signal(number) { stopSignalNumber.store($0, ordering: .relaxed) }
         }
