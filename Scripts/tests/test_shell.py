@@ -386,6 +386,18 @@ class InteractiveShellTests(StateFolder, unittest.TestCase):
         again.type("\r")
         again.wait_for(lambda t: t.shows("USAGE: mtu"), "the found command run")
 
+    def test_sigterm_ends_the_session_as_quit_would_and_keeps_its_history(self):
+        t = self.start()
+        t.type("help mtu\r")
+        t.wait_for(lambda t: t.shows("USAGE: mtu"), "the help for mtu")
+        self.connect_to_heart_rate_sensor(t)
+        t.process.send_signal(signal.SIGTERM)
+        self.assertEqual(t.process.wait(20), 143)
+        t.pump(0.5)
+        # The link was closed politely before it left, and the history kept.
+        with open(os.path.join(self.state, "swift-ble", "shell_history")) as history:
+            self.assertEqual(history.read().splitlines(), ["help mtu", "scan 2", "connect HRM-Demo "])
+
 
 class CtrlCAtATerminalTests(StateFolder, unittest.TestCase):
     def test_what_a_command_prints_after_ctrl_c_starts_a_line_of_its_own(self):
