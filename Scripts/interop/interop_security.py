@@ -361,7 +361,7 @@ class PairingWithoutBonding(SecurityPeers):
         for sc, ours in ((True, []), (False, []), (False, ["--legacy"]), (True, ["--no-bond"])):
             with self.subTest(sc=sc, ours=ours):
                 serve = self.ble(self.fresh_env(), "serve", "secure-lock", *ours)
-                serve.expect_regex(r'^advertising "SecureLock"', STARTUP)
+                serve.expect_regex(r'^\S+Z advertising "SecureLock"', STARTUP)
                 started = time.monotonic()
                 # Bumble asks for no bonding and offers and asks IdKey both ways (and EncKey, its default).
                 central.send("pair " + json.dumps({"service": LOCK_SERVICE, "characteristic": LOCK_STATE, "sc": sc,
@@ -422,7 +422,7 @@ class QueuedWrites(SecurityPeers):
         with open(profile, "w") as f:
             json.dump(QUEUED_PROFILE, f)
         serve = self.ble(self.fresh_env(), "serve", profile)
-        serve.expect_regex(r'^advertising "Queued"', STARTUP)
+        serve.expect_regex(r'^\S+Z advertising "Queued"', STARTUP)
         ten = bytes(range(10)).hex()
         steps = [
             # (operation, what Bumble must report: a dict of fields, compared after dropping the others)
@@ -496,7 +496,7 @@ class QueuedWrites(SecurityPeers):
         # the prepare queue that caused this application error". heart-rate refuses anything but 01 on its control
         # point (2A39) with 0x80.
         serve = self.ble(self.fresh_env(), "serve", "heart-rate")
-        serve.expect_regex(r'^advertising "HRM-Demo"', STARTUP)
+        serve.expect_regex(r'^\S+Z advertising "HRM-Demo"', STARTUP)
         got = self.run_plan({"service": "180D"}, [
             {"op": "prepare", "uuid": "2A39", "offset": 0, "hex": "02"},
             {"op": "execute", "flags": 1},
@@ -660,7 +660,7 @@ class PairingMatrix(SecurityPeers):
     def run_peripheral_row(self, row, central):
         env = self.fresh_env()
         serve = self.ble(env, "serve", "secure-lock", *self.ours_args(row, False))
-        serve.expect_regex(r'^advertising "SecureLock"', STARTUP)
+        serve.expect_regex(r'^\S+Z advertising "SecureLock"', STARTUP)
         central.send("pair " + json.dumps({"service": LOCK_SERVICE, "characteristic": LOCK_STATE, "timeout": 10,
                                            **self.bumble_settings(row)}))
         self.bumble_owes = "done"

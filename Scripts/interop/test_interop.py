@@ -7,6 +7,7 @@ Each test starts its own peers on free loopback ports and stops them in its clea
 is bounded. Our side records a btsnoop capture, which tshark must read without malformed packets and which
 must contain the ATT exchanges.
 """
+import datetime
 import json
 import os
 import re
@@ -351,12 +352,14 @@ class ManyDevicesThroughRootCanal(unittest.TestCase):
                          f"{result.stderr}")
         connected, values = {}, {name: [] for name in names}
         for line in result.stdout.splitlines():
-            stamp = re.match(r"\[ *(\d+\.\d+) s\] (.*)$", line)
+            # Each line starts with its time, UTC in ISO 8601 with milliseconds.
+            stamp = re.match(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3})Z (.*)$", line)
             self.assertIsNotNone(stamp, line)
-            at, text = float(stamp.group(1)), stamp.group(2)
+            at = datetime.datetime.fromisoformat(stamp.group(1)).timestamp()
+            text = stamp.group(2)
             if text.startswith("connected to "):
                 connected[text.split()[2]] = at
-            elif (value := re.match(r"(RC-HRM-\d+): 2A37 ([0-9a-f]+)$", text)):
+            elif (value := re.match(r"(RC-HRM-\d+): 2A37 ([0-9a-f]+)(  .*)?$", text)):
                 values[value.group(1)].append(at)
         self.assertEqual(sorted(connected), sorted(names), result.stdout)
         # Every device streams while all eight are connected: values from each after the last connection.
@@ -392,7 +395,8 @@ class ManyDevicesThroughRootCanal(unittest.TestCase):
                 COMMAND)
             self.assertEqual(result.returncode, 0, f"ble send {extra} failed ({result.returncode}):\n"
                              f"{result.stdout}\n{result.stderr}\n--- camera:\n{camera.output()}")
-            self.assertRegex(result.stdout, r"^sent 1024 bytes to CA3E0002 in \d+\.\d{3} s \(\d+ B/s\)\n$")
+            self.assertRegex(result.stdout,
+                             r"^sent 1024 bytes to Camera Command \(CA3E0002\) in \d+\.\d{3} s \(\d+ B/s\)\n$")
             before = len(received)
             collect(before + len(payload))
             self.assertEqual(bytes(received[before:]), payload, f"{extra}: the camera took other bytes")
@@ -471,7 +475,7 @@ class BumbleInTheSharedRoom(unittest.TestCase):
         peripheral.expect_event("ready", STARTUP)
         room.expect_regex(r"device \d+ attached \(h4 from 127\.0\.0\.1:\d+\)", 10)
         serve = peers.start(self, "ble serve", [BLE, "serve", "heart-rate", "--name", "Room-HRM"], env=env)
-        serve.expect_regex(r'^advertising "Room-HRM"', STARTUP)
+        serve.expect_regex(r'^\S+Z advertising "Room-HRM"', STARTUP)
 
         # Our central (a third device) reads Bumble's peripheral.
         result = peers.run("ble read", [BLE, "read", PERIPHERAL_NAME, db.WRITABLE], COMMAND, env=env)
@@ -614,7 +618,7 @@ class Pairing:
 
     def test_bumble_central_pairs_with_our_lock_and_re_encrypts_next_time(self):
         serve = self.ble("serve", "secure-lock")
-        serve.expect_regex(r'^advertising "SecureLock"', STARTUP)
+        serve.expect_regex(r'^\S+Z advertising "SecureLock"', STARTUP)
         central = self.bumble_central(2, sc=True, io="none")
         self.assertEqual(central.wait(120), 0, f"{central.output()}\n--- ble serve:\n{serve.output()}")
         reads = central.events("read")
@@ -629,7 +633,7 @@ class Pairing:
         # Our lock shows the passkey; Bumble's central types it. Bumble's fault is in its peripheral, so a legacy
         # bond with Bumble as central re-encrypts.
         serve = self.ble("serve", "secure-lock", "--io-capability", "display", "--mitm")
-        serve.expect_regex(r'^advertising "SecureLock"', STARTUP)
+        serve.expect_regex(r'^\S+Z advertising "SecureLock"', STARTUP)
         central = self.bumble_central(2, sc=False, io="keyboard", mitm=True)
         central.expect_event("passkey-asked", 60)
         shown = serve.expect_regex(r"\* passkey: (\d{6})", 20).group(1)
