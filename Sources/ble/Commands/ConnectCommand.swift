@@ -116,9 +116,14 @@ struct ConnectCommand: AsyncParsableCommand {
                     guard !connected.contains(where: { $0 === peripheral }) else { continue }
                     connected.append(peripheral)
                     // The MTU exchange starts with the link; a request queues behind it, so once one is answered
-                    // the ATT_MTU is the exchanged one (printed too early, it was the default 23).
-                    _ = try await tool.run("discovering services") {
-                        try await peripheral.discoverServices(nil, timeout: nil)
+                    // the ATT_MTU is the exchanged one (printed too early, it was the default 23). Waited for two
+                    // seconds at most, and never the command's failure: a peer whose GATT server is slow or
+                    // broken is still connected, and says so with the MTU it has.
+                    _ = try? await withThrowingTaskGroup(of: Void.self) { group in
+                        group.addTask { _ = try await peripheral.discoverServices(nil, timeout: nil) }
+                        group.addTask { try await tool.system.sleep(for: .seconds(2)) }
+                        defer { group.cancelAll() }
+                        try await group.next()
                     }
                     say(
                         "connected to \(CentralTool.describe(peripheral)) (ATT_MTU \(peripheral.attMTU))",
