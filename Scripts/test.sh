@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every test of swift-ble: the house style, the layer rules, the size of tracked files, the Swift test suite
-# (and its host, system and API tests under ThreadSanitizer), the README's manifest and example, the DocC
+# (and its host, system and API tests under ThreadSanitizer), the public API against its committed list, the
+# README's manifest and example, the DocC
 # documentation (warnings are errors), the demo's output, the ble tool's commands, and the interop tests against
 # Bumble and RootCanal. It installs what they need first (a Python
 # virtual environment in .venv with the pinned peers, and tshark), so a fresh clone passes as it is.
@@ -43,6 +44,9 @@ python3 Scripts/check-large-files.py
 stage "swift test"
 swift build --build-tests
 swift test --skip-build
+
+stage "public API: the library products' symbols against the committed list"
+Scripts/check-api.sh
 
 stage "README: the manifest evaluated, the example built as printed and run"
 python3 Scripts/check-readme.py
