@@ -45,9 +45,13 @@ enum CameraProfile {
 final class CameraBehaviour: ProfileBehaviour, @unchecked Sendable {
     // @unchecked: as ProfileBehaviour, touched only on the device's queue.
     private var buffered = 0
+    /// When `buffered` was last brought up to date: bytes leave at one per `drainPerByte` of the system's time
+    /// since then, counted when looked at (a timer that fires late, on a loaded machine, drains no less).
+    private var lastDrain: Duration?
     private var taken: UInt32 = 0
     private var dropped: UInt32 = 0
-    private var draining = false
+    /// A timer runs for the first waiting request (it fires when the buffer will have room for it).
+    private var timerPending = false
     /// Write Requests waiting for room, in order.
     private var waiting: [(value: Data, answer: (ATTErrorCode) -> Void)] = []
 
@@ -62,6 +66,7 @@ final class CameraBehaviour: ProfileBehaviour, @unchecked Sendable {
         // A Write Command is never refused (its sender hears nothing): what does not fit, however long it is, is
         // dropped and counted. A Write Request longer than the whole buffer could never be taken: refused.
         if command {
+            drainToNow()
             let fits = min(value.count, CameraProfile.bufferSize - buffered)
             take(fits)
             dropped &+= UInt32(value.count - fits)
@@ -73,32 +78,46 @@ final class CameraBehaviour: ProfileBehaviour, @unchecked Sendable {
         serveWaiting()
     }
 
-    /// Takes the waiting requests that fit now, in order, and answers them.
+    /// Brings `buffered` up to the system's time now.
+    private func drainToNow() {
+        guard let now = device?.system.now else { return }
+        guard buffered > 0, let since = lastDrain else {
+            lastDrain = now
+            return
+        }
+        let gone = Int((now - since) / CameraProfile.drainPerByte)
+        guard gone > 0 else { return }
+        if gone >= buffered {
+            buffered = 0
+            lastDrain = now
+        } else {
+            buffered -= gone
+            lastDrain = since + CameraProfile.drainPerByte * gone
+        }
+    }
+
+    /// Takes the waiting requests that fit now, in order, and answers them; then waits for room for the next.
     private func serveWaiting() {
+        drainToNow()
         while let first = waiting.first, first.value.count <= CameraProfile.bufferSize - buffered {
             waiting.removeFirst()
             take(first.value.count)
             publish()
             first.answer(.success)
         }
+        guard !timerPending, let first = waiting.first else { return }
+        let short = first.value.count - (CameraProfile.bufferSize - buffered)
+        timerPending = true
+        device?.after(CameraProfile.drainPerByte * short) { [self] in
+            timerPending = false
+            serveWaiting()
+        }
     }
 
     private func take(_ count: Int) {
+        drainToNow()
         buffered += count
         taken &+= UInt32(count)
-        drain()
-    }
-
-    /// One byte leaves the buffer every 2 ms while it holds any.
-    private func drain() {
-        guard !draining, buffered > 0 else { return }
-        draining = true
-        device?.after(CameraProfile.drainPerByte) { [self] in
-            draining = false
-            buffered -= 1
-            serveWaiting()
-            drain()
-        }
     }
 
     private func publish() {
