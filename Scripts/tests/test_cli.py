@@ -1453,6 +1453,17 @@ class PairAndBondsTests(unittest.TestCase):
                                         r"cannot be met .*\(Authentication Requirements, 0x03\)\n$")
         self.assertEqual(self.run_ble("bonds").stdout, "", "no bond from a failed pairing")
 
+    def test_a_device_that_lost_the_bond_is_a_pairing_failure_that_says_what_to_do(self):
+        # The private room is made anew by each process: the door lock of the next one has no bond with us.
+        self.assertEqual(self.run_ble("pair", "DoorLock").returncode, 0)
+        lost = self.run_ble("read", "DoorLock", "2A19")
+        self.assertEqual(lost.returncode, 9, lost.stderr)
+        advice = re.search(r"`ble bonds remove ([0-9A-F-]{36})`", lost.stderr)
+        self.assertIsNotNone(advice, lost.stderr)
+        self.assertIn("no longer has the keys of its bond", lost.stderr)
+        self.assertEqual(self.run_ble("bonds", "remove", advice.group(1)).returncode, 0)
+        self.assertEqual(self.run_ble("read", "DoorLock", "2A19").returncode, 0)
+
     def test_a_pairing_without_a_device_is_status_3(self):
         result = self.run_ble("pair", "NoSuchLock", "--timeout", "1")
         self.assertEqual(result.returncode, EXIT_NO_SUCH_DEVICE, result.stderr)

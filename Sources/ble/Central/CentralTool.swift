@@ -206,6 +206,13 @@ struct CentralTool: Sendable {
                 .timeout, "connecting to \(Self.describe(peripheral)) timed out after \(Self.seconds(connectLimit))")
         } catch is CancellationError {
             throw CancellationError()
+        } catch let error as BluetoothError where error.code == .peerRemovedPairingInformation {
+            // A bond the device no longer has (it was reset, or forgot us): a pairing failure (9), said with the
+            // way out, as iOS tells its user to forget the device.
+            throw ToolError(
+                .pairingFailed,
+                "connecting to \(Self.describe(peripheral)): the device no longer has the keys of its bond with this tool (it was reset, or forgot it): remove the bond with `ble bonds remove \(peripheral.identifier.uuidString)`, then connect again to pair anew"
+            )
         } catch {
             throw ToolError(.notConnectable, "could not connect to \(Self.describe(peripheral)): \(error)")
         }
