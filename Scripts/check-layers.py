@@ -12,6 +12,9 @@ sources, and fails with one line per violation:
    see BLEVirtualController.
 3. Only `ble`, benchmarks and tests depend on BLETransportPosix.
 4. Test support code is never a product.
+5. The pure machines (sources under a `Machine/` folder of BLEHost and BLESystem) are values stepped by their
+   driver: no locks, atomics, dispatch, tasks, clocks, unseeded randomness, escaping closures, weak references
+   or object identities (what the driver around them owns).
 """
 import json
 import os
@@ -62,6 +65,16 @@ PURE_FORBIDDEN_TOKENS = [
 ]
 
 
+# What a pure machine's sources may not mention (rule 5).
+MACHINE_TARGETS = {"BLEHost", "BLESystem"}
+MACHINE_FORBIDDEN_TOKENS = [
+    r"\bimport\s+(Dispatch|Synchronization|NIOPosix|Glibc|Darwin)\b", r"\bMutex\b", r"\bAtomic\b",
+    r"\bNS(Recursive)?Lock\b", r"\bDispatch\w*\b", r"\bTask\s*[.({]", r"\b(Continuous|Suspending)Clock\b",
+    r"\bDate\(\)", r"\bSystemRandomNumberGenerator\b", r"\.random\(", r"@escaping\b", r"\bweak\s+(var|let)\b",
+    r"\bObjectIdentifier\b", r"\bFile(Manager|Handle)\b", r"\bThread\b",
+]
+
+
 CONSOLE_TOKENS = [r"FileHandle\.standard(Error|Output)", r"\bprint\(", r"\bfputs\(", r"\bputs\(",
                   r"STD(ERR|OUT)_FILENO", r"\bwrite\(\s*[12]\s*,", r"\bdebugPrint\(", r"\bfwrite\(",
                   r"\bfprintf\(", r"\bNSLog\(", r"FileHandle\(fileDescriptor:\s*[12]\b",
@@ -95,9 +108,12 @@ def main():
                 imported.add(m.group(1))
         return declared | (imported & set(RANK)), external, imported
 
-    def scan_code(target, patterns, who, why):
-        """Reports each use of one of `patterns` in a target's code (comments after // are left out)."""
+    def scan_code(target, patterns, who, why, only=lambda source: True):
+        """Reports each use of one of `patterns` in a target's code (comments after // are left out), in the
+        sources `only` admits."""
         for source in target.get("sources", []):
+            if not only(source):
+                continue
             with open(os.path.join(root, target["path"], source), encoding="utf-8") as f:
                 lines = f.read().splitlines()
             for number, line in enumerate(lines, 1):
@@ -133,6 +149,10 @@ def main():
                 if ext not in PURE_EXTERNAL:
                     problems.append(f"{name} is a pure layer but depends on {ext}")
             scan_code(target, PURE_FORBIDDEN_TOKENS, f"{name} is a pure layer", "is I/O, time or randomness")
+
+        if name in MACHINE_TARGETS:
+            scan_code(target, MACHINE_FORBIDDEN_TOKENS, f"{name}'s machines are pure values",
+                      "belongs to the driver around the machine", only=lambda source: source.startswith("Machine/"))
 
         # The library never writes to stdout or stderr itself: it logs through swift-log, and the application
         # (the ble tool) picks where logs go.
