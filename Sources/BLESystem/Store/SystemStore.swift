@@ -615,14 +615,8 @@ public final class SystemStore: Sendable {
         if let seed = s.seed {
             // Two words hashed from the seed and the count of identifiers drawn so far: the same sequence each
             // run of a simulation, continued (not repeated) by a system restarted on its file.
-            func mix(_ value: UInt64) -> UInt64 {
-                var z = value &+ 0x9E37_79B9_7F4A_7C15
-                z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-                z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-                return z ^ (z >> 31)
-            }
             for half in 0..<UInt64(2) {
-                let word = mix(seed ^ mix(s.drawn &* 2 &+ half))
+                let word = SeededRandom.mix(seed ^ SeededRandom.mix(s.drawn &* 2 &+ half))
                 for shift in stride(from: 0, to: 64, by: 8) {
                     bytes.append(UInt8(truncatingIfNeeded: word >> UInt64(shift)))
                 }
