@@ -62,20 +62,7 @@ struct ScanCommand: AsyncParsableCommand {
 
     @OptionGroup var filters: ScanFilterOptions
 
-    @Option(
-        help: ArgumentHelp(
-            "Order of the devices: rssi (strongest first), name, address or seen (first seen first, the default in a terminal).",
-            valueName: "order"))
-    var sort: ScanSort?
-
-    @Flag(help: "Report every advertisement instead of each device once (and again when its data changes).")
-    var duplicates = false
-
-    @Flag(help: "Also print the raw AD structures of the advertisement and the scan response.")
-    var raw = false
-
-    @Flag(help: "One JSON object per line.")
-    var json = false
+    @OptionGroup var printing: ScanPrintOptions
 
     @Flag(help: "In the live table, each device's whole line (wider than 80 columns) instead of a row.")
     var wide = false
@@ -87,20 +74,17 @@ struct ScanCommand: AsyncParsableCommand {
 
     func validate() throws {
         try CommandLineNumbers.checkSeconds(timeout, option: "--timeout")
-        if sort != nil, duplicates {
-            throw ValidationError("--sort lists each device once, so it cannot be used with --duplicates")
-        }
     }
 
     func run() async throws {
         let services = try filters.serviceFilter()
         let limit: Duration? = timeout > 0 ? CommandLineNumbers.duration(seconds: timeout) : nil
         let admits = try filters.filter()
-        let live = !json && Output.stdoutIsTerminal
+        let live = !printing.json && Output.stdoutIsTerminal
         let clock = SystemClock()
         let output = ScanOutput(
-            mode: live ? .live : (sort == nil ? .lines : .sortedAtEnd), json: json, raw: raw, sort: sort ?? .seen,
-            duplicates: duplicates, wide: wide, now: { clock.now })
+            mode: live ? .live : (printing.sort == nil ? .lines : .sortedAtEnd), json: printing.json, raw: printing.raw,
+            sort: printing.sort ?? .seen, duplicates: printing.duplicates, wide: wide, now: { clock.now })
         do {
             var configuration = BluetoothSystem.Configuration()
             configuration.activeScanning = !passive

@@ -28,30 +28,15 @@ struct ShellScan: ShellCommandLine {
 
     @OptionGroup var filters: ScanFilterOptions
 
-    @Option(
-        help: ArgumentHelp(
-            "List each device once at the end in this order: rssi, name, address or seen.", valueName: "order"))
-    var sort: ScanSort?
-
-    @Flag(help: "Report every advertisement instead of each device once (and again when its data changes).")
-    var duplicates = false
-
-    @Flag(help: "Also print the raw AD structures of the advertisement and the scan response.")
-    var raw = false
-
-    @Flag(help: "One JSON object per line.")
-    var json = false
+    @OptionGroup var printing: ScanPrintOptions
 
     static var optionNames: [String] {
-        ["--timeout"] + ScanFilterOptions.names + ["--sort", "--duplicates", "--raw", "--json", "--help"]
+        ["--timeout"] + ScanFilterOptions.names + ScanPrintOptions.names + ["--help"]
     }
 
     func validate() throws {
         try CommandLineNumbers.checkSeconds(
             timeout ?? seconds, option: timeout == nil ? "SECONDS" : "--timeout", zeroAllowed: false)
-        if sort != nil, duplicates {
-            throw ValidationError("--sort lists each device once, so it cannot be used with --duplicates")
-        }
     }
 
     func run(in shell: ShellSession) async throws {
@@ -61,8 +46,8 @@ struct ShellScan: ShellCommandLine {
         let filter = try filters.filter()
         let limit = CommandLineNumbers.duration(seconds: timeout ?? seconds)
         let output = ScanOutput(
-            mode: sort == nil ? .lines : .sortedAtEnd, json: json, raw: raw, sort: sort ?? .seen,
-            duplicates: duplicates, now: { tool.system.now },
+            mode: printing.sort == nil ? .lines : .sortedAtEnd, json: printing.json, raw: printing.raw,
+            sort: printing.sort ?? .seen, duplicates: printing.duplicates, now: { tool.system.now },
             write: { text in shell.terminal.print(text.hasSuffix("\n") ? String(text.dropLast()) : text) })
         do {
             try await withThrowingTaskGroup(of: Void.self) { group in
