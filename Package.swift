@@ -84,7 +84,7 @@ let package = Package(
         .target(
             name: "BLESystem",
             dependencies: [
-                "BLECore", "BLEATT", "BLEGATT", "BLEHost", "BLESMP", "BLETransport", logging,
+                "BLECore", "BLEATT", "BLEGATT", "BLEHost", "BLESMP", "BLETransport", logging, collections,
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "OrderedCollections", package: "swift-collections"),
             ],

@@ -3,36 +3,9 @@ import BLEGATT
 import BLEHCI
 import BLEHost
 import BLETransport
+import DequeModule
 import Logging
 import Synchronization
-
-/// Whether the system's controller is usable, as the managers above see it.
-public enum SystemPowerState: Sendable, Hashable {
-    /// The host is still initialising the controller.
-    case unknown
-    /// Initialised and ready.
-    case poweredOn
-    /// The controller refused initialisation (no LE support, say); `reason` says what happened.
-    case unsupported(reason: String)
-    /// The transport closed or the controller failed; `reason` says what happened.
-    case poweredOff(reason: String)
-    /// The controller reported a hardware error and is being reset; `.poweredOn` follows when it is back.
-    case resetting(reason: String)
-    /// The controller may be fine, but the user has not allowed Bluetooth (``SystemAuthorization``).
-    case unauthorized
-}
-
-/// Whether the user allowed Bluetooth, as iOS asks on first use (`CBManagerAuthorization`).
-public enum SystemAuthorization: Sendable, Hashable {
-    /// Not asked yet: managers stay `.unknown` until it is answered.
-    case notDetermined
-    /// Not allowed, and the user cannot change it (a device policy).
-    case restricted
-    /// The user said no: managers are `.unauthorized`.
-    case denied
-    /// Allowed: managers follow the controller.
-    case allowedAlways
-}
 
 /// A manager (central or peripheral role) attached to a system.
 ///
@@ -86,38 +59,62 @@ public final class SystemCore: Sendable {
     /// What discovery found on each link, for every app on it.
     public let discovery: SharedDiscovery
 
+    /// The system's rules as a value (`SystemMachine`), stepped under `state`'s lock; what it asks is performed
+    /// outside the lock, in its order, by one thread at a time (`outbox`), as `HostDriver` performs the host's.
     private struct State {
-        var power: SystemPowerState = .unknown
-        var authorization = SystemAuthorization.allowedAlways
-        var sessions: [WeakSession] = []
+        var machine = SystemMachine()
+        /// The managers attached, by the id the machine knows them by; held weakly.
+        var sinks: [SessionID: WeakSession] = [:]
+        /// The id of each attached manager's object.
+        var ids: [ObjectIdentifier: SessionID] = [:]
+        var nextSession: UInt64 = 1
         var apps: [String: SystemApp] = [:]
-        var isShutDown = false
+        var outbox: Deque<SystemAction> = []
+        var draining = false
 
-        /// The user's Bluetooth switch (Settings).
-        var bluetoothEnabled = true
+        /// Managers whose app was terminated, detached, until they are told so.
+        var leaving: [SessionID: WeakSession] = [:]
+        /// The attached managers in the order they were attached (what each host event visits, copied once).
+        var order: [WeakSession] = []
 
-        /// What managers see: the controller's state when Bluetooth is allowed and switched on.
-        var visible: SystemPowerState {
-            switch authorization {
-            case .allowedAlways:
-                guard bluetoothEnabled else { return .poweredOff(reason: SystemCore.switchedOff) }
-                return power
-            case .notDetermined: return .unknown
-            case .restricted, .denied: return .unauthorized
+        mutating func attach(_ session: any SystemSession, app: SystemApp) -> SessionID {
+            // A manager freed without detaching would leave its identity behind for another object to take.
+            if let stale = ids[ObjectIdentifier(session)] {
+                detach(stale, leaving: false)
+                machine.closed(stale)
             }
+            let id = SessionID(rawValue: nextSession)
+            nextSession += 1
+            let sink = WeakSession(session: session, app: app)
+            sinks[id] = sink
+            ids[sink.object] = id
+            order.append(sink)
+            return id
+        }
+
+        /// Takes the manager `id` off the list events visit; `leaving`, it is kept aside until told its app ended.
+        mutating func detach(_ id: SessionID, leaving isLeaving: Bool) {
+            guard let sink = sinks.removeValue(forKey: id) else { return }
+            ids[sink.object] = nil
+            order.removeAll { $0 === sink }
+            if isLeaving { leaving[id] = sink }
         }
     }
     private let state = Mutex(State())
 
     /// A registered manager, held weakly. A class, so that the list of them is copied by reference: a struct
     /// with a weak field was copied field by field, through the weak reference's side table, for each event.
-    private final class WeakSession {
+    /// Sendable: nothing in it changes after `init` (the weak reference only ever goes to nil by itself).
+    private final class WeakSession: @unchecked Sendable {
         weak var session: (any SystemSession)?
         let app: SystemApp
+        /// The manager's identity, kept: the weak reference is nil once its deinit began.
+        let object: ObjectIdentifier
 
         init(session: any SystemSession, app: SystemApp) {
             self.session = session
             self.app = app
+            self.object = ObjectIdentifier(session)
         }
     }
 
@@ -169,7 +166,7 @@ public final class SystemCore: Sendable {
     }
 
     /// The controller's state, whatever the authorization.
-    public var powerState: SystemPowerState { state.withLock { $0.power } }
+    public var powerState: SystemPowerState { state.withLock { $0.machine.power.controller } }
 
     /// The app with this id, made on first use.
     public func app(id: String) -> SystemApp {
@@ -311,22 +308,17 @@ public final class SystemCore: Sendable {
     /// (`transfer`). Its launch handler's object is the caller's to release.
     public func terminate(_ app: SystemApp, keeping: Set<ObjectIdentifier> = []) {
         app.terminate()
-        let ending = state.withLock { s -> [any SystemSession] in
-            let ending = s.sessions.filter { entry in
-                entry.app === app && !keeping.contains { entry.session.map(ObjectIdentifier.init) == $0 }
-            }.compactMap(\.session)
-            let ids = Set(ending.map(ObjectIdentifier.init))
-            s.sessions.removeAll { entry in
-                entry.app === app && entry.session.map { ids.contains(ObjectIdentifier($0)) } ?? true
-            }
-            return ending
+        step { s in
+            let kept = Set(keeping.compactMap { s.ids[$0] })
+            let actions = s.machine.appTerminated(app.id, keeping: kept)
+            for case .deliver(let id, .appTerminated) in actions { s.detach(id, leaving: true) }
+            return ((), actions)
         }
-        for session in ending { session.systemAppTerminated() }
     }
 
     /// The managers registered for `app`.
     public func sessions(of app: SystemApp) -> [any SystemSession] {
-        state.withLock { s in s.sessions.filter { $0.app === app }.compactMap(\.session) }
+        state.withLock { s in s.machine.sessions(of: app.id).compactMap { s.sinks[$0]?.session } }
     }
 
     /// A restored peripheral manager takes over what `old` (kept for its terminated app) holds: its services and
@@ -365,7 +357,7 @@ public final class SystemCore: Sendable {
 
     /// The app of a registered manager.
     private func appOf(_ id: ObjectIdentifier) -> SystemApp? {
-        state.withLock { s in s.sessions.first { $0.session.map(ObjectIdentifier.init) == id }?.app }
+        state.withLock { s in s.ids[id].flatMap { s.sinks[$0]?.app } }
     }
 
     /// How an app's scans run where it is in its lifecycle.
@@ -386,10 +378,7 @@ public final class SystemCore: Sendable {
     private func applyScanModes() {
         let apps = state.withLock { s -> [ObjectIdentifier: SystemApp] in
             var apps: [ObjectIdentifier: SystemApp] = [:]
-            for entry in s.sessions {
-                guard let session = entry.session else { continue }
-                apps[ObjectIdentifier(session)] = entry.app
-            }
+            for entry in s.order { apps[entry.object] = entry.app }
             return apps
         }
         scans.setModes(apps.mapValues(Self.scanMode(of:)))
@@ -424,16 +413,13 @@ public final class SystemCore: Sendable {
     }
 
     /// Whether `shutDown()` was called.
-    public var isShutDown: Bool { state.withLock { $0.isShutDown } }
+    public var isShutDown: Bool { state.withLock { $0.machine.power.isShutDown } }
 
     /// Shuts the system down: every pending host request fails with `.shutDown`, managers see the controller
     /// powered off, `powerOff` takes the controller away (a simulated one leaves the radio), and the store
     /// writes what it batched and closes. Later calls do nothing.
     public func shutDown(powerOff: () -> Void) {
-        let first = state.withLock { s -> Bool in
-            defer { s.isShutDown = true }
-            return !s.isShutDown
-        }
+        let first = state.withLock { $0.machine.shutDown() }
         guard first else { return }
         host.shutDown()
         powerOff()
@@ -442,13 +428,13 @@ public final class SystemCore: Sendable {
 
     /// Whether the user allowed Bluetooth. Real controllers start `.allowedAlways` (nothing here asks a user);
     /// a simulation sets it to test an app's permission flow.
-    public var authorization: SystemAuthorization { state.withLock { $0.authorization } }
+    public var authorization: SystemAuthorization { state.withLock { $0.machine.power.authorization } }
 
     /// Why managers are powered off while the user's Bluetooth switch is off.
-    public static let switchedOff = "Bluetooth is turned off"
+    public static let switchedOff = Power.switchedOff
 
     /// Whether the user's Bluetooth switch (Settings) is on.
-    public var isBluetoothEnabled: Bool { state.withLock { $0.bluetoothEnabled } }
+    public var isBluetoothEnabled: Bool { state.withLock { $0.machine.power.bluetoothEnabled } }
 
     /// The user turns Bluetooth off (or on again) in Settings. Off: managers see `.poweredOff` first (they forget
     /// their links and scans without a callback per peripheral, IOSRules.md 6.7), then the radio goes quiet: every
@@ -456,9 +442,11 @@ public final class SystemCore: Sendable {
     /// Terminated Connection due to Power Off). On: managers see the controller's state again; nothing resumes
     /// by itself.
     public func setBluetoothEnabled(_ enabled: Bool) {
-        guard state.withLock({ $0.bluetoothEnabled != enabled }) else { return }
-        update { $0.bluetoothEnabled = enabled }
-        guard !enabled else { return }
+        let switched = step { s -> (Bool, [SystemAction]) in
+            guard s.machine.power.bluetoothEnabled != enabled else { return (false, []) }
+            return (true, s.machine.bluetoothSwitched(on: enabled))
+        }
+        guard switched, !enabled else { return }
         scans.controllerFailed()
         host.stopScan { _ in }
         links.reset()
@@ -473,21 +461,17 @@ public final class SystemCore: Sendable {
     /// Changes the authorization (the user answered the prompt, or changed the setting): every manager whose
     /// visible state changes is told.
     public func setAuthorization(_ authorization: SystemAuthorization) {
-        update { $0.authorization = authorization }
+        step { ((), $0.machine.authorizationChanged(authorization)) }
     }
 
     /// Attaches a manager of `app` (the default app when nil); it is told its state at once unless that is still
     /// `.unknown`.
     public func register(_ session: any SystemSession, app: SystemApp? = nil) {
-        var live: [any SystemSession] = []  // let go after the lock: a manager's deinit takes it
-        let power = state.withLock { s -> SystemPowerState in
-            live = s.sessions.compactMap(\.session)
-            s.sessions.removeAll { $0.session == nil }
-            s.sessions.append(WeakSession(session: session, app: app ?? defaultApp))
-            return s.visible
+        let app = app ?? defaultApp
+        step { s in
+            let id = s.attach(session, app: app)
+            return ((), s.machine.opened(id, app: app.id))
         }
-        withExtendedLifetime(live) {}
-        if power != .unknown { session.systemPowerStateChanged(power) }
     }
 
     /// Puts `new`, a manager of `app` restored from `old`, in `old`'s place among the registered managers, in one
@@ -497,26 +481,20 @@ public final class SystemCore: Sendable {
     public func replace(
         _ old: any SystemSession, with new: any SystemSession, app: SystemApp
     ) -> SystemPowerState {
-        let oldID = ObjectIdentifier(old)
-        var live: [any SystemSession] = []  // let go after the lock: a manager's deinit takes it
-        let power = state.withLock { s -> SystemPowerState in
-            live = s.sessions.compactMap(\.session)
-            s.sessions.removeAll { entry in entry.session.map { ObjectIdentifier($0) == oldID } ?? true }
-            s.sessions.append(WeakSession(session: new, app: app))
-            return s.visible
+        state.withLock { s in
+            let oldID = s.ids[ObjectIdentifier(old)]
+            if let oldID { s.detach(oldID, leaving: false) }
+            let newID = s.attach(new, app: app)
+            return s.machine.replaced(oldID, by: newID, app: app.id)
         }
-        withExtendedLifetime(live) {}
-        return power
     }
 
     public func unregister(_ session: any SystemSession) {
-        let id = ObjectIdentifier(session)
-        var live: [any SystemSession] = []  // let go after the lock: a manager's deinit takes it
         state.withLock { s in
-            live = s.sessions.compactMap(\.session)
-            s.sessions.removeAll { entry in entry.session.map { ObjectIdentifier($0) == id } ?? true }
+            guard let id = s.ids[ObjectIdentifier(session)] else { return }
+            s.detach(id, leaving: false)
+            s.machine.closed(id)
         }
-        withExtendedLifetime(live) {}
     }
 
     /// Calls `body` with each registered manager still alive, in the order they registered: the list as it was
@@ -524,27 +502,53 @@ public final class SystemCore: Sendable {
     /// event goes through here, and a new array of managers for each one was a few per cent of a stream). A
     /// manager released meanwhile is skipped.
     private func forEachSession(_ body: (any SystemSession) -> Void) {
-        let sessions = state.withLock { $0.sessions }
+        let sessions = state.withLock { $0.order }
         for i in sessions.indices {
             if let session = sessions[i].session { body(session) }
         }
     }
 
     private func setPower(_ power: SystemPowerState) {
-        update { $0.power = power }
+        step { ((), $0.machine.controllerChanged(power)) }
     }
 
-    /// Applies `change` and tells every manager the state it now sees, if that changed. Each manager is told
-    /// the state as it is when it is told, so two changes racing on two threads (the host's power, a user's
-    /// authorization) cannot leave a manager with the earlier one; a manager ignores a state it already has.
-    private func update(_ change: (inout State) -> Void) {
-        let changed = state.withLock { s -> Bool in
-            let before = s.visible
-            change(&s)
-            return s.visible != before
+    /// Steps the machine with `body` under the lock, queues the actions it produced, and performs them unless
+    /// another thread is already doing so (it performs these too, in order, as `HostDriver` does the host's):
+    /// a manager is told the states in the order the machine produced them, so two changes racing on two
+    /// threads (the host's power, a user's authorization) cannot leave it with the earlier one.
+    private func step<T>(_ body: (inout State) -> (T, [SystemAction])) -> T {
+        let (value, drain) = state.withLock { s -> (T, Bool) in
+            let (value, actions) = body(&s)
+            s.outbox.append(contentsOf: actions)
+            guard !s.draining, !s.outbox.isEmpty else { return (value, false) }
+            s.draining = true
+            return (value, true)
         }
-        guard changed else { return }
-        forEachSession { $0.systemPowerStateChanged(state.withLock { $0.visible }) }
+        if drain { drainOutbox() }
+        return value
+    }
+
+    /// Performs queued actions until the outbox is empty, outside the lock. Only one thread drains at a time.
+    private func drainOutbox() {
+        while true {
+            let next = state.withLock { s -> (action: SystemAction, session: (any SystemSession)?)? in
+                guard let action = s.outbox.popFirst() else {
+                    s.draining = false
+                    return nil
+                }
+                switch action {
+                case .deliver(let id, let event):
+                    let sink = s.sinks[id] ?? s.leaving[id]
+                    if case .appTerminated = event { s.leaving[id] = nil }
+                    return (action, sink?.session)
+                }
+            }
+            guard let next else { return }
+            switch next.action {
+            case .deliver(_, .powerChanged(let power)): next.session?.systemPowerStateChanged(power)
+            case .deliver(_, .appTerminated): next.session?.systemAppTerminated()
+            }
+        }
     }
 
     /// An event of the host, in the order the host produced it: the system takes its part (scans, links, the

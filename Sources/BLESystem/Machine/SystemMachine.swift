@@ -1,0 +1,141 @@
+/// One manager attached to the system (a central or a peripheral manager), by an id its driver draws and
+/// never reuses; the machine uses it only as a key, and as the order managers are told things in (the order
+/// they were attached).
+package struct SessionID: RawRepresentable, Hashable, Comparable, Sendable, CustomStringConvertible {
+    package let rawValue: UInt64
+    package init(rawValue: UInt64) { self.rawValue = rawValue }
+    package static func < (a: SessionID, b: SessionID) -> Bool { a.rawValue < b.rawValue }
+    package var description: String { "session \(rawValue)" }
+}
+
+/// What the machine asks its driver to do, in the order it asks.
+package enum SystemAction: Sendable, Hashable {
+    /// Tell a manager something, in order with everything else it is told.
+    case deliver(SessionID, SessionEvent)
+}
+
+/// What a manager is told.
+package enum SessionEvent: Sendable, Hashable {
+    /// The state the manager sees changed (or, once attached, is no longer `.unknown`).
+    case powerChanged(SystemPowerState)
+    /// The manager's app was terminated: the manager lets go of everything it holds in the system. Nothing
+    /// reaches it afterwards.
+    case appTerminated
+}
+
+/// The system above one host, as one value: what the simulated iOS decides, and none of its I/O.
+///
+/// ### Overview
+/// Issue 34 moves the system's rules here one concern at a time (`docs/SystemMachinePlan.md`). Today it
+/// holds the managers attached to the system, with their apps, and the power state each one sees: the
+/// controller's, behind the user's authorization and Bluetooth switch.
+///
+/// ### Function
+/// Inputs come in through mutating methods (a manager attached, detached or replaced by its restored
+/// successor, an app terminated, the controller's state, a user's setting); each returns the `SystemAction`s
+/// it produced, in order, for the driver (`SystemCore`) to perform in that order. A manager is told its state
+/// once when attached (unless it is still `.unknown`) and then once per change of what it sees, never twice
+/// the same state in a row; nothing reaches a manager after it is detached or its app is terminated.
+///
+/// ### Implementation
+/// Sessions are kept by id, so they are visited in the order they were attached. Each remembers the state it
+/// was last told, which makes "once per change" a comparison rather than a promise of the callers.
+package struct SystemMachine: Sendable {
+    package private(set) var power = Power()
+    package private(set) var sessions: [SessionID: Session] = [:]
+
+    /// A manager as the machine knows it.
+    package struct Session: Sendable, Hashable {
+        /// The id of its app (`SystemApp.id`).
+        package var app: String
+        /// The state it was last told; nil before the first.
+        package var told: SystemPowerState?
+    }
+
+    package init() {}
+
+    /// What managers see now.
+    package var visible: SystemPowerState { power.visible }
+
+    // MARK: Managers
+
+    /// A manager of `app` is attached: it is told its state at once unless that is still `.unknown`.
+    package mutating func opened(_ session: SessionID, app: String) -> [SystemAction] {
+        precondition(sessions[session] == nil, "\(session) attached twice")
+        sessions[session] = Session(app: app)
+        var actions: [SystemAction] = []
+        tell(session, &actions)
+        return actions
+    }
+
+    /// A manager is detached (it went away): nothing reaches it any more.
+    package mutating func closed(_ session: SessionID) {
+        sessions[session] = nil
+    }
+
+    /// `new`, restored from the kept manager `old`, takes `old`'s place in one step. The state it sees is
+    /// returned rather than delivered: the caller tells it once the restoration itself has been told, and it
+    /// counts as told.
+    package mutating func replaced(_ old: SessionID?, by new: SessionID, app: String) -> SystemPowerState {
+        precondition(sessions[new] == nil, "\(new) attached twice")
+        if let old { sessions[old] = nil }
+        let state = visible
+        sessions[new] = Session(app: app, told: state == .unknown ? nil : state)
+        return state
+    }
+
+    /// `app` was terminated: each of its managers not in `keeping` (kept for state restoration) is told, and
+    /// detached.
+    package mutating func appTerminated(_ app: String, keeping: Set<SessionID>) -> [SystemAction] {
+        var actions: [SystemAction] = []
+        for id in sessions.keys.sorted() where sessions[id]!.app == app && !keeping.contains(id) {
+            sessions[id] = nil
+            actions.append(.deliver(id, .appTerminated))
+        }
+        return actions
+    }
+
+    /// The managers of `app`, in the order they were attached.
+    package func sessions(of app: String) -> [SessionID] {
+        sessions.keys.sorted().filter { sessions[$0]!.app == app }
+    }
+
+    // MARK: Power
+
+    /// The controller's own state changed (initialised, refused, gone, resetting, back).
+    package mutating func controllerChanged(_ state: SystemPowerState) -> [SystemAction] {
+        change { $0.controller = state }
+    }
+
+    /// The user turned Bluetooth off or on in Settings.
+    package mutating func bluetoothSwitched(on enabled: Bool) -> [SystemAction] {
+        change { $0.bluetoothEnabled = enabled }
+    }
+
+    /// The user answered the authorization prompt, or changed the setting.
+    package mutating func authorizationChanged(_ authorization: SystemAuthorization) -> [SystemAction] {
+        change { $0.authorization = authorization }
+    }
+
+    /// The system is shut down; returns false when it already was.
+    package mutating func shutDown() -> Bool {
+        defer { power.isShutDown = true }
+        return !power.isShutDown
+    }
+
+    private mutating func change(_ body: (inout Power) -> Void) -> [SystemAction] {
+        body(&power)
+        var actions: [SystemAction] = []
+        for id in sessions.keys.sorted() { tell(id, &actions) }
+        return actions
+    }
+
+    /// Tells `session` the state it sees, unless it was told that already (or it is `.unknown`, which a
+    /// manager starts in).
+    private mutating func tell(_ session: SessionID, _ actions: inout [SystemAction]) {
+        let state = visible
+        guard let current = sessions[session], (current.told ?? .unknown) != state else { return }
+        sessions[session]!.told = state
+        actions.append(.deliver(session, .powerChanged(state)))
+    }
+}
