@@ -1,9 +1,10 @@
 import BLECore
-import BLESystem
 import Foundation
 import GRDB
 import Synchronization
 import Testing
+
+@testable import BLESystem
 
 /// The system store on files: identifiers that outlive the process, files that cannot be used, bounds and ages.
 @Suite struct SystemStoreTests {
@@ -101,10 +102,11 @@ import Testing
         let flushed = try SystemStore(path: folder.file(), seed: 3, now: clock.read)
         #expect(flushed.knownPeer(id)?.name == "Lamp")
         flushed.close()
-        // A full batch is written without a flush.
+        // A full batch is written without a flush, by the store's writer: nobody waits for it but this test.
         for n in 10..<(10 + SystemStore.batchLimit) {
             store.noteSeen(store.identifier(for: Self.address(n)), name: "device \(n)")
         }
+        #expect(store.writer.waitUntilWritten(timeout: .seconds(30)))
         let batched = try SystemStore(path: folder.file(), seed: 3, now: clock.read)
         #expect(batched.knownPeer(store.identifier(for: Self.address(10)))?.name == "device 10")
         batched.close()

@@ -153,7 +153,7 @@ extension SystemStore {
             let displaced = s.byIdentity[bond.identityAddress].flatMap { $0 == bond.identifier ? nil : $0 }
             do {
                 guard !s.closed else { throw StoreError(path: path ?? ":memory:", reason: "the store is closed") }
-                try database.write { db in
+                try writeNow { db in
                     if let displaced {
                         try db.execute(sql: "DELETE FROM bond WHERE identifier = ?", arguments: [displaced.uuidString])
                     }
@@ -203,7 +203,7 @@ extension SystemStore {
             var deleted = false
             do {
                 guard !s.closed else { throw StoreError(path: path ?? ":memory:", reason: "the store is closed") }
-                try database.write { db in
+                try writeNow { db in
                     try db.execute(sql: "DELETE FROM bond WHERE identifier = ?", arguments: [identifier.uuidString])
                     deleted = db.changesCount > 0
                 }
@@ -227,7 +227,7 @@ extension SystemStore {
             var deleted = false
             do {
                 guard !s.closed else { throw StoreError(path: path ?? ":memory:", reason: "the store is closed") }
-                try database.write { db in
+                try writeNow { db in
                     // The GATT cache and the bond go with the row (ON DELETE CASCADE).
                     try db.execute(sql: "DELETE FROM peer WHERE identifier = ?", arguments: [identifier.uuidString])
                     deleted = db.changesCount > 0
@@ -317,7 +317,7 @@ extension SystemStore {
         guard var peer = s.byIdentifier[identifier], peer.address != identity else { return }
         do {
             guard !s.closed else { throw StoreError(path: path ?? ":memory:", reason: "the store is closed") }
-            try database.write { db in
+            try writeNow { db in
                 try db.execute(
                     sql: "UPDATE peer SET address = ?, addressType = ? WHERE identifier = ?",
                     arguments: [Data(identity.bytes), identity.type.storeCode, identifier.uuidString])
@@ -345,7 +345,7 @@ extension SystemStore {
         var written = false
         do {
             guard !s.closed else { throw StoreError(path: path ?? ":memory:", reason: "the store is closed") }
-            try database.write { db in
+            try writeNow { db in
                 if let moved {
                     try db.execute(
                         sql: "INSERT OR REPLACE INTO gattCache (identifier, hash, record) VALUES (?, ?, ?)",

@@ -26,7 +26,7 @@ extension SystemStore {
             let made = Self.makeIdentity(seed: s.seed, name: name)
             do {
                 guard !s.closed else { throw StoreError(path: path ?? ":memory:", reason: "the store is closed") }
-                return try database.write { db -> LocalIdentity in
+                return try writeNow { db -> LocalIdentity in
                     try db.execute(
                         sql: "INSERT OR IGNORE INTO localIdentity (name, resolvingKey, address) VALUES (?, ?, ?)",
                         arguments: [name, Data(made.resolvingKey), Data(made.address.bytes)])

@@ -68,7 +68,7 @@ extension SystemStore {
             guard s.preserved[key] != manager else { return }
             do {
                 guard !s.closed else { throw StoreError(path: path ?? ":memory:", reason: "the store is closed") }
-                try database.write { db in
+                try writeNow { db in
                     if let manager {
                         try db.execute(
                             sql: """

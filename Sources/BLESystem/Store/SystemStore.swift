@@ -14,8 +14,11 @@ import Synchronization
 ///   committed before it is handed out: a process killed right after reporting a peer finds the same
 ///   identifier when it starts again on the same file.
 /// - Names and last-seen times are written in batches: when a change finds `batchLimit` peers waiting or the
-///   oldest waiting change `batchAge` seconds old, and on `flush()` and `close()` (`shutDown`). A kill loses the
-///   changes since the last write: at most `batchLimit` peers' worth, but of any age if nothing changed since.
+///   oldest waiting change `batchAge` seconds old, a batch goes to the store's writer (`StoreWriter`), which puts
+///   it on disk on a queue of its own, so the event that filled it never waits for the disk; `flush()` and
+///   `close()` (`shutDown`) write what waits before they return. A kill loses the changes not yet written: at
+///   most `batchLimit` peers' worth and the batch on its way, but of any age if nothing changed since. Every
+///   write reaches the disk in the order it was made, the batched ones and those written at once alike.
 ///   Identifiers are never lost that way. Last-seen times move when a scan reports a peer and when an app connects
 ///   to it. GATT caches are batched the same way (a lost one costs a rediscovery, nothing more); a peer forgotten
 ///   takes its cache with it.
@@ -66,6 +69,8 @@ public final class SystemStore: Sendable {
     /// nil: in memory.
     public let path: String?
     let database: DatabaseQueue
+    /// Puts the writes on disk, in order: batches off the caller's path, the rest at once (`writeNow`).
+    let writer: StoreWriter
     let now: @Sendable () -> Int64
     let logger: Logger
 
@@ -78,8 +83,11 @@ public final class SystemStore: Sendable {
         /// Peers whose name or last-seen time changed since the last write, and since when.
         var unwritten: Set<UUID> = []
         var unwrittenSince: Int64?
-        /// GATT caches changed since the last write (nil: to delete).
+        /// GATT caches changed since the last batch (nil: to delete).
         var unwrittenCaches: [UUID: GATTCache?] = [:]
+        /// GATT caches in a batch the writer may not have written yet, with the batch's sequence number: what a
+        /// read answers until the writer is past it.
+        var submittedCaches: [UUID: SubmittedCache] = [:]
         var closed = false
         /// The preserved state of managers (state restoration), by key, as read when the store opened and
         /// written since.
@@ -136,6 +144,7 @@ public final class SystemStore: Sendable {
             throw StoreError(path: path ?? ":memory:", reason: "\(error)")
         }
         database = opened.0
+        writer = StoreWriter(database: opened.0, logger: logger)
         var state = opened.1
         state.seed = seed
         if state.unreadablePreserved > 0 {
@@ -420,7 +429,7 @@ public final class SystemStore: Sendable {
         do {
             guard !s.closed else { throw StoreError(path: path ?? ":memory:", reason: "the store is closed") }
             let inMemory = s.byIdentifier
-            try database.writeWithoutTransaction { db in
+            try writer.perform { db in
                 // Immediate: the look and the insert are one step for every process of the device.
                 try db.inTransaction(.immediate) {
                     if let text = try String.fetchOne(
@@ -505,46 +514,63 @@ public final class SystemStore: Sendable {
             s.unwritten.insert(identifier)
             let since = s.unwrittenSince ?? time
             s.unwrittenSince = since
-            return s.unwritten.count >= Self.batchLimit || time - since >= Self.batchAge
+            guard s.unwritten.count >= Self.batchLimit || time - since >= Self.batchAge else { return false }
+            submitBatch(&s)
+            return true
         }
-        if due { flush() }
+        if due { writer.startRun() }
     }
 
-    /// Writes the batched names, last-seen times and GATT caches.
+    /// Writes the batched names, last-seen times and GATT caches, and returns once they are on disk.
     public func flush() {
-        state.withLock { s in
-            guard !s.unwritten.isEmpty || !s.unwrittenCaches.isEmpty, !s.closed else { return }
-            let peers = s.unwritten.compactMap { s.byIdentifier[$0] }
-            // A cache of a peer forgotten meanwhile went with it.
-            let caches = s.unwrittenCaches.filter { s.byIdentifier[$0.key] != nil }
-            do {
-                try database.write { db in
-                    for peer in peers {
-                        try db.execute(
-                            sql: "UPDATE peer SET name = ?, lastSeen = ? WHERE identifier = ?",
-                            arguments: [peer.name, peer.lastSeen, peer.identifier.uuidString])
-                    }
-                    for (identifier, cache) in caches {
-                        if let cache {
-                            try db.execute(
-                                sql: "INSERT OR REPLACE INTO gattCache (identifier, hash, record) VALUES (?, ?, ?)",
-                                arguments: [identifier.uuidString, Data(cache.hash), Data(cache.record)])
-                        } else {
-                            try db.execute(
-                                sql: "DELETE FROM gattCache WHERE identifier = ?", arguments: [identifier.uuidString])
-                        }
-                    }
-                }
-            } catch {
-                logger.error(
-                    "could not write peers' names, last-seen times and GATT caches",
-                    metadata: [
-                        "error": "\(Self.words(error))", "peers": "\(peers.count)", "caches": "\(caches.count)",
-                    ])
+        state.withLock { submitBatch(&$0) }
+        writer.drain()
+    }
+
+    /// Hands the batched names, last-seen times and GATT caches to the writer (one write per peer's row and per
+    /// cache, so a row another process removed meanwhile costs only itself).
+    func submitBatch(_ s: inout State) {
+        guard !s.unwritten.isEmpty || !s.unwrittenCaches.isEmpty, !s.closed else { return }
+        let committed = writer.committed
+        s.submittedCaches = s.submittedCaches.filter { $0.value.sequence > committed }
+        for peer in s.unwritten.compactMap({ s.byIdentifier[$0] }) {
+            _ = writer.submit("a peer's name and last-seen time", metadata: ["identifier": "\(peer.identifier)"]) {
+                try PeerRow.updateSeen(peer, $0)
             }
-            s.unwritten.removeAll()
-            s.unwrittenSince = nil
-            s.unwrittenCaches.removeAll()
+        }
+        // A cache of a peer forgotten meanwhile went with it.
+        for (identifier, cache) in s.unwrittenCaches where s.byIdentifier[identifier] != nil {
+            let what = cache == nil ? "the removal of a GATT cache" : "a GATT cache"
+            if let sequence = writer.submit(
+                what, metadata: ["identifier": "\(identifier)"],
+                { db in
+                    try GATTCacheRow.set(cache, for: identifier, db)
+                })
+            {
+                s.submittedCaches[identifier] = SubmittedCache(sequence: sequence, cache: cache)
+            }
+        }
+        s.unwritten.removeAll()
+        s.unwrittenSince = nil
+        s.unwrittenCaches.removeAll()
+    }
+
+    /// A GATT cache handed to the writer, under the sequence number of its write.
+    struct SubmittedCache: Sendable {
+        var sequence: UInt64
+        var cache: GATTCache?
+    }
+
+    /// Writes at once, in a transaction, after everything handed to the writer before: what `body` wrote is on
+    /// disk when this returns.
+    func writeNow<T>(_ body: (Database) throws -> T) throws -> T {
+        try writer.perform { db in
+            var result: T?
+            try db.inTransaction {
+                result = try body(db)
+                return .commit
+            }
+            return result!
         }
     }
 
@@ -558,6 +584,9 @@ public final class SystemStore: Sendable {
 
     func gattCache(for identifier: UUID, in s: State) -> GATTCache? {
         if let pending = s.unwrittenCaches[identifier] { return pending }
+        if let submitted = s.submittedCaches[identifier], submitted.sequence > writer.committed {
+            return submitted.cache
+        }
         guard !s.closed, s.byIdentifier[identifier] != nil else { return nil }
         do {
             let row = try database.read { db in
@@ -590,15 +619,19 @@ public final class SystemStore: Sendable {
             s.unwrittenCaches[identifier] = .some(cache)
             let since = s.unwrittenSince ?? time
             s.unwrittenSince = since
-            return s.unwritten.count + s.unwrittenCaches.count >= Self.batchLimit || time - since >= Self.batchAge
+            guard s.unwritten.count + s.unwrittenCaches.count >= Self.batchLimit || time - since >= Self.batchAge
+            else { return false }
+            submitBatch(&s)
+            return true
         }
-        if due { flush() }
+        if due { writer.startRun() }
     }
 
     /// Writes what is batched and closes the file. Later calls find nothing new and draw nothing.
     public func close() {
         flush()
         state.withLock { $0.closed = true }
+        writer.close()
         do {
             try database.close()
         } catch {
@@ -657,6 +690,7 @@ extension SystemStore.State {
         }
         unwritten.remove(identifier)
         unwrittenCaches.removeValue(forKey: identifier)
+        submittedCaches.removeValue(forKey: identifier)
         forgetBond(identifier)
     }
 
