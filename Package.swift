@@ -85,7 +85,7 @@ let package = Package(
             name: "BLESystem",
             dependencies: [
                 "BLECore", "BLEATT", "BLEGATT", "BLEHost", "BLESMP", "BLETransport", logging, collections,
-                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "OrderedCollections", package: "swift-collections"),
             ],
             swiftSettings: strict),

@@ -179,6 +179,26 @@ import Testing
         store.close()
     }
 
+    /// Identifiers are derived from the address under the store's key: that a peer was forgotten is kept too,
+    /// so a later process does not give the forgotten identifier back.
+    @Test func aForgottenPeerStaysForgottenInTheNextProcess() throws {
+        let folder = try Folder()
+        let clock = Clock()
+        let store = try SystemStore(path: folder.file(), seed: 8, now: clock.read)
+        let peer = store.identifier(for: SystemStoreTests.address(1))
+        #expect(store.removePeer(peer))
+        store.close()
+        let next = try SystemStore(path: folder.file(), seed: 8, now: clock.read)
+        let renewed = next.identifier(for: SystemStoreTests.address(1))
+        #expect(renewed != peer)
+        next.close()
+        // A fresh file under the same seed derives the forgotten one: the difference is the kept forgetting.
+        let other = try Folder()
+        let fresh = try SystemStore(path: other.file(), seed: 8, now: clock.read)
+        #expect(fresh.identifier(for: SystemStoreTests.address(1)) == peer)
+        fresh.close()
+    }
+
     @Test func aBondedPeerKeepsItsIdentifierAcrossPrivateAddresses() throws {
         let folder = try Folder()
         let clock = Clock()

@@ -14,9 +14,11 @@ import Testing
 /// each change once it is committed, and is killed with SIGKILL at a random moment: while the process starts,
 /// while the store opens (on a new file: while it migrates), while it writes, while it closes (the checkpoint of
 /// the write-ahead log). The store is then opened as the next process would open it, and must open without an
-/// error, a warning or a file moved aside, and hold every change the writer printed: each identifier for its
-/// address, each name and last-seen time, GATT cache, bond (field for field) and bond removal, each local
-/// identity. A change the writer began but did not print may be there or not.
+/// error, a warning or a file moved aside, and hold every change the writer printed: each peer's row, each name
+/// and last-seen time, GATT cache, bond (field for field) and bond removal, each local identity. A change the
+/// writer began but did not print may be there or not. An identifier the writer printed for an address is the
+/// one the next process gives that address, whether or not its row reached the file (they are derived under
+/// the file's key).
 ///
 /// `BLE_KILL_TRIALS` trials (100 by default, about 30 s), their kill moments drawn from `BLE_KILL_SEED` (18 by
 /// default), so a run repeats its schedule (the moments a kill lands on still vary with the machine's load; the
@@ -45,7 +47,10 @@ import Testing
             var lastSeen: Int64
         }
 
+        /// Identifiers given to addresses (printed as soon as given: the next process must give the same).
         var identifiers: [String: UUID] = [:]
+        /// Identifiers whose row was claimed on disk (after a flush).
+        var rows: [String: UUID] = [:]
         var seen: [UUID: Accepted<Seen>] = [:]
         var caches: [UUID: Accepted<SystemStore.GATTCache?>] = [:]
         var bonds: [UUID: Accepted<StoredBond?>] = [:]
@@ -177,7 +182,7 @@ import Testing
             for line in lines {
                 try Self.apply(line, to: &model, trial: trial)
             }
-            let committed: Set = ["id", "seen", "cache", "uncache", "bond", "unbond", "identity"]
+            let committed: Set = ["id", "peer", "seen", "cache", "uncache", "bond", "unbond", "identity"]
             tally.committedLines += lines.filter { committed.contains($0[0]) }.count
             try Self.verify(path: path, folder: folder.path, model: &model, trial: trial, lines: lines)
             tally.trials += 1
@@ -355,6 +360,8 @@ import Testing
                     "trial \(trial): \(line[1]) has identifier \(identifier), but \(known) was committed for it")
             }
             model.identifiers[line[1]] = identifier
+        case "peer":
+            model.rows[line[1]] = try id(2)
         case "try-seen", "seen":
             let time = try #require(Int64(line[3]))
             model.clock = max(model.clock, time)
@@ -417,12 +424,19 @@ import Testing
         let aside = try FileManager.default.contentsOfDirectory(atPath: folder).filter { $0.contains("unusable") }
         #expect(aside.isEmpty, "\(context): the store moved its file aside: \(aside)")
 
-        for (token, identifier) in model.identifiers {
+        for (token, identifier) in model.rows {
             let address = try address(token)
             #expect(
                 store.existingIdentifier(for: address) == identifier,
                 "\(context): \(token) lost its identifier \(identifier)")
             #expect(store.knownPeer(identifier)?.address == address, "\(context): \(identifier) lost its peer")
+        }
+        // An identifier whose row was not written yet is given again (and its row written now).
+        for (token, identifier) in model.identifiers where model.rows[token] == nil {
+            let address = try address(token)
+            #expect(
+                store.identifier(for: address) == identifier,
+                "\(context): \(token) was given \(identifier), but the next process gives it another")
         }
         for (identifier, accepted) in model.seen where accepted.claimed {
             let peer = store.knownPeer(identifier)
@@ -456,6 +470,7 @@ import Testing
                 #expect(known == peer.identifier, "\(context): \(peer.address) changed identifier")
             }
             model.identifiers[token(peer.address)] = peer.identifier
+            model.rows[token(peer.address)] = peer.identifier
             model.seen[peer.identifier, default: .init()].committed(.init(name: peer.name, lastSeen: peer.lastSeen))
             model.caches[peer.identifier, default: .init()].committed(store.gattCache(for: peer.identifier))
             model.bonds[peer.identifier, default: .init()].committed(store.bond(for: peer.identifier))

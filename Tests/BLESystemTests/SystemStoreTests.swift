@@ -41,12 +41,13 @@ import Testing
             let store = try SystemStore(path: folder.file(), seed: 42, now: clock.read)
             first = store.identifier(for: Self.address(1))
             #expect(store.identifier(for: Self.address(1)) == first)
-            // No close: the process is killed here. The identifier was committed before it was handed out.
+            // No close: the process is killed here, perhaps before the writer put the peer's row on disk. The
+            // identifier is derived from the address under the file's key, so it comes back all the same.
         }
         let again = try SystemStore(path: folder.file(), seed: 42, now: clock.read)
         #expect(again.identifier(for: Self.address(1)) == first)
         #expect(again.address(for: first) == Self.address(1))
-        // A new device gets a new identifier: the seeded draw goes on where it stopped, it does not repeat.
+        // A new device gets an identifier of its own.
         let second = again.identifier(for: Self.address(2))
         #expect(second != first)
         again.close()

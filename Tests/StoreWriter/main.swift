@@ -16,8 +16,8 @@
 //     open N / opened N / close N / closed N       the Nth open of the store and its close
 //     try-seen ID NAME T / try-cache ID HASH RECORD / try-uncache ID / try-bond BOND / try-unbond ID
 //                                                   a change about to be made (it may reach the file or not)
-//     id ADDRESS ID                                 committed: ADDRESS has identifier ID
-//     seen ID NAME T / cache ID HASH RECORD / uncache ID
+//     id ADDRESS ID                                 ADDRESS has identifier ID (in any later process too)
+//     peer ADDRESS ID / seen ID NAME T / cache ID HASH RECORD / uncache ID
 //                                                   committed by a flush (these are batched: one line per peer
 //                                                   for what the flush wrote)
 //     bond BOND / unbond ID                         committed
@@ -27,9 +27,10 @@
 //
 // ADDRESS is TYPE-HEX (type 0 public, 1 random; six octets as `BluetoothAddress.bytes` holds them); BOND is
 // ID ADDRESS IRK CENTRAL PERIPHERAL KEYSIZE AUTHENTICATED SC CREATED, with IRK hex or "-" and a key HEX:EDIV:RAND
-// or "-". The store's public API commits identifiers, bonds, bond removals and identities before it returns;
-// names, last-seen times and GATT caches only at a flush (`flush()`, `close()`, or a full batch), so their
-// committed lines follow the writer's own `flush()`.
+// or "-". The store's public API commits bonds, bond removals and identities before it returns; peers' rows,
+// names, last-seen times and GATT caches go to the store's writer (`flush()` and `close()` wait for it), so their
+// committed lines follow the writer's own `flush()`. An identifier is derived under the file's key, so it is
+// claimed as soon as it is given.
 import BLECore
 import BLESystem
 import Foundation
@@ -199,6 +200,7 @@ while Date() < deadline {
         let identifier = store.identifier(for: address)
         watch.check()
         emit("id \(token(address)) \(identifier.uuidString)")
+        wait("peer \(token(address))", "peer \(token(address)) \(identifier.uuidString)")
     case 30..<50:
         guard let peer = known.randomElement(using: &choices) else { continue }
         let name = "n\(changes)-\(Int.random(in: 0..<1_000_000, using: &choices))"

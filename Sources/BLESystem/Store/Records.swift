@@ -11,6 +11,8 @@ struct PeerRow: Codable, TableRecord, PersistableRecord {
     static let databaseTableName = "peer"
     enum Columns {
         static let identifier = Column(CodingKeys.identifier)
+        static let address = Column(CodingKeys.address)
+        static let addressType = Column(CodingKeys.addressType)
         static let name = Column(CodingKeys.name)
         static let lastSeen = Column(CodingKeys.lastSeen)
     }

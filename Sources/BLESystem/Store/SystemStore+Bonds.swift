@@ -225,12 +225,20 @@ extension SystemStore {
     public func removePeer(_ identifier: UUID) -> Bool {
         state.withLock { s in
             var deleted = false
+            // Its addresses, heard again, give a new identifier: each counts one more forgetting.
+            let addresses = (s.byIdentifier[identifier].map { [$0.address] } ?? []) + (s.aliases[identifier] ?? [])
+            for address in addresses { s.forgotten[address, default: 0] += 1 }
+            let counts = addresses.map { (Self.forgottenKey($0), Int64(bitPattern: s.forgotten[$0]!)) }
             do {
                 guard !s.closed else { throw StoreError(path: path ?? ":memory:", reason: "the store is closed") }
                 try writeNow { db in
                     // The GATT cache and the bond go with the row (ON DELETE CASCADE).
                     try db.execute(sql: "DELETE FROM peer WHERE identifier = ?", arguments: [identifier.uuidString])
                     deleted = db.changesCount > 0
+                    for (key, count) in counts {
+                        try db.execute(
+                            sql: "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", arguments: [key, count])
+                    }
                 }
             } catch {
                 logger.error(
@@ -262,6 +270,7 @@ extension SystemStore {
     /// A write that fails is logged, and the change holds in memory until the process ends.
     public func identifierAfterPairing(peerAddress: BluetoothAddress, identityAddress: BluetoothAddress) -> UUID {
         let identity = identityAddress.identityForm
+        defer { writer.startRun() }
         return state.withLock { s -> UUID in
             let owner = s.byIdentity[identity] ?? s.byAddress[identity]
             guard let current = knownIdentifier(for: peerAddress, in: &s) else {

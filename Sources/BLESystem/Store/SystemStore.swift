@@ -1,4 +1,5 @@
 import BLECore
+import Crypto
 import Foundation
 import GRDB
 import Logging
@@ -10,9 +11,12 @@ import Synchronization
 /// preserved state of managers with a restore identifier (`SystemStore+Preserved.swift`), and the bonds: each
 /// bonded peer's keys and identity, under its identifier (`SystemStore+Bonds.swift`).
 ///
-/// - Identifiers are random per system, as on iOS (a seeded draw in simulation, so a run repeats), and each is
-///   committed before it is handed out: a process killed right after reporting a peer finds the same
-///   identifier when it starts again on the same file.
+/// - Identifiers are random per system, as on iOS, and stable: a peer's identifier is a keyed hash of its
+///   address under the store's own secret key (kept in the file, made once with the system's generator; from
+///   the seed in a simulation, so a run repeats), so a process killed right after reporting a peer, or two
+///   processes of one device meeting it at once, give it the same identifier without waiting for the disk. Its
+///   row (what `retrievePeripherals(withIdentifiers:)` needs after a restart) goes to the writer and is on disk
+///   within its next run; a peer forgotten on purpose (`removePeer`) gets a new identifier when heard again.
 /// - Names and last-seen times are written in batches: when a change finds `batchLimit` peers waiting or the
 ///   oldest waiting change `batchAge` seconds old, a batch goes to the store's writer (`StoreWriter`), which puts
 ///   it on disk on a queue of its own, so the event that filled it never waits for the disk; `flush()` and
@@ -77,8 +81,11 @@ public final class SystemStore: Sendable {
     struct State {
         var byIdentifier: [UUID: KnownPeer] = [:]
         var byAddress: [BluetoothAddress: UUID] = [:]
-        /// Identifiers drawn so far (kept in the file, so a seeded draw continues where it stopped).
-        var drawn: UInt64 = 0
+        /// The key identifiers are derived under (`identifier(for:)`): the file's, or the seed's.
+        var identifierKey = SymmetricKey(size: .bits128)
+        /// How many times each address's peer was forgotten on purpose (`removePeer`): a part of what its next
+        /// identifier is derived from, so that it is a new one.
+        var forgotten: [BluetoothAddress: UInt64] = [:]
         var seed: UInt64?
         /// Peers whose name or last-seen time changed since the last write, and since when.
         var unwritten: Set<UUID> = []
@@ -147,6 +154,17 @@ public final class SystemStore: Sendable {
         writer = StoreWriter(database: opened.0, logger: logger)
         var state = opened.1
         state.seed = seed
+        // The file's key when it has one (every process of the device derives under it); else one made now, from
+        // the seed in a simulation.
+        let proposed = seed.map(Self.identifierKeyWords(seed:)) ?? Self.randomKeyWords()
+        do {
+            state.identifierKey = try Self.storedIdentifierKey(database, proposed: proposed)
+        } catch {
+            state.identifierKey = Self.key(proposed)
+            logger.error(
+                "the store's identifier key could not be kept: this process's new identifiers are its own",
+                metadata: ["path": "\(path ?? ":memory:")", "error": "\(Self.words(error))"])
+        }
         if state.unreadablePreserved > 0 {
             logger.warning(
                 "preserved manager rows that cannot be read are ignored",
@@ -310,10 +328,13 @@ public final class SystemStore: Sendable {
                     state.byIdentifier[peer.identifier] = peer
                     state.byAddress[peer.address] = peer.identifier
                 }
-                // Written as the count's bit pattern (SQLite has no unsigned integers), so read back the same way: a
-                // count past Int64.max, or a file that says -1, no longer traps.
-                let drawn = try Int64.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'drawn'") ?? 0
-                state.drawn = UInt64(bitPattern: drawn)
+                // A count of identifiers drawn ('drawn'), which earlier versions kept, is no longer read.
+                for row in try Row.fetchAll(db, sql: "SELECT key, value FROM meta WHERE key LIKE 'forgotten %'") {
+                    guard let key: String = column(row, "key"), let count: Int64 = column(row, "value"),
+                        let address = Self.forgottenAddress(key)
+                    else { continue }
+                    state.forgotten[address] = UInt64(bitPattern: count)
+                }
                 for row in try Row.fetchAll(db, sql: "SELECT * FROM preservedManager") {
                     guard let preserved = Self.preservedManager(row) else {
                         state.unreadablePreserved += 1
@@ -406,69 +427,61 @@ public final class SystemStore: Sendable {
 
     // MARK: Identifiers and known peers
 
-    /// The identifier of `address`, drawn and committed on first use. A bonded peer's identity address, and a
-    /// resolvable private address one of the bonded peers' IRKs resolves (`identifier(resolving:)`), give the
-    /// bonded peer's identifier: a bonded device keeps its identifier however often it changes its address.
-    /// Another process of the same device (two `ble` commands at once) may have given the address an identifier
-    /// since this store was opened: the one in the file is then taken, so both print the same. When the write
-    /// fails (a full disk, a store closed by `shutDown`), the identifier is kept in memory only, and the failure
-    /// logged: it holds until the process ends.
+    /// The identifier of `address`, given on first use. A bonded peer's identity address, and a resolvable
+    /// private address one of the bonded peers' IRKs resolves (`identifier(resolving:)`), give the bonded peer's
+    /// identifier: a bonded device keeps its identifier however often it changes its address. A new identifier
+    /// is derived from the address under the store's key, so it is the same in every process of the device and
+    /// after a crash; its row is handed to the writer (on disk within its next run). When the write fails (a full
+    /// disk, a store closed by `shutDown`), the row is kept in memory only, and the failure logged.
     public func identifier(for address: BluetoothAddress) -> UUID {
-        state.withLock { s in identifier(for: address, in: &s) }
+        let identifier = state.withLock { s -> UUID in self.identifier(for: address, in: &s) }
+        writer.startRun()
+        return identifier
     }
 
+    /// `identifier(for:)` inside the lock; the caller starts the writer's run once out of it.
     func identifier(for address: BluetoothAddress, in s: inout State) -> UUID {
         if let known = knownIdentifier(for: address, in: &s) { return known }
-        var identifier = draw(&s)
-        while s.byIdentifier[identifier] != nil { identifier = draw(&s) }
-        let drawn = s.drawn
+        let epoch = s.forgotten[address] ?? 0
+        var attempt: UInt64 = 0
+        var identifier = Self.derive(address, epoch: epoch, attempt: attempt, key: s.identifierKey)
+        // Another address's identifier already (1 in 2^122): the next in the same derivation.
+        while s.byIdentifier[identifier] != nil {
+            attempt += 1
+            identifier = Self.derive(address, epoch: epoch, attempt: attempt, key: s.identifierKey)
+        }
         let time = now()
         // The limit counts the peers without a bond, and only they are evicted.
-        var evicted = s.byIdentifier.count - s.bonds.count >= Self.peerLimit ? oldest(s) : nil
-        var adopted: UUID?
-        do {
-            guard !s.closed else { throw StoreError(path: path ?? ":memory:", reason: "the store is closed") }
-            let inMemory = s.byIdentifier
-            try writer.perform { db in
-                // Immediate: the look and the insert are one step for every process of the device.
-                try db.inTransaction(.immediate) {
-                    if let text = try String.fetchOne(
-                        db, sql: "SELECT identifier FROM peer WHERE address = ? AND addressType = ?",
-                        arguments: [Data(address.bytes), address.type.storeCode]),
-                        let existing = UUID(uuidString: text), inMemory[existing] == nil
-                    {
-                        adopted = existing
-                        return .commit
-                    }
-                    if let evicted {
-                        try db.execute(sql: "DELETE FROM peer WHERE identifier = ?", arguments: [evicted.uuidString])
-                    }
-                    try db.execute(
-                        sql: """
-                            INSERT INTO peer (identifier, address, addressType, name, lastSeen)
-                            VALUES (?, ?, ?, NULL, ?)
-                            """,
-                        arguments: [
-                            identifier.uuidString, Data(address.bytes), address.type.storeCode, time,
-                        ])
-                    try db.execute(
-                        sql: "INSERT OR REPLACE INTO meta (key, value) VALUES ('drawn', ?)",
-                        arguments: [Int64(bitPattern: drawn)])
-                    return .commit
-                }
-            }
-        } catch {
-            logger.error(
-                "a peer's identifier is kept in memory only: it could not be written",
-                metadata: ["error": "\(Self.words(error))", "identifier": "\(identifier)"])
-        }
-        if let adopted {
-            identifier = adopted
-            evicted = nil
-        }
+        let evicted = s.byIdentifier.count - s.bonds.count >= Self.peerLimit ? oldest(s) : nil
         if let evicted { s.forget(evicted) }
         s.byIdentifier[identifier] = KnownPeer(identifier: identifier, address: address, name: nil, lastSeen: time)
         s.byAddress[address] = identifier
+        guard !s.closed else {
+            logger.error(
+                "a peer's identifier is kept in memory only: the store is closed",
+                metadata: ["identifier": "\(identifier)"])
+            return identifier
+        }
+        let row = PeerRow(
+            identifier: identifier.uuidString, address: Data(address.bytes), addressType: address.type.storeCode,
+            name: nil, lastSeen: time)
+        let logger = logger
+        _ = writer.submit("a peer's identifier", metadata: ["identifier": "\(identifier)"]) { db in
+            if let evicted { try PeerRow.deleteOne(db, key: evicted.uuidString) }
+            try row.insert(db, onConflict: .ignore)
+            guard db.changesCount == 0 else { return }
+            // Another process wrote the address first: under the same key it gave the same identifier, unless it
+            // is a version of swift-ble that drew identifiers at random.
+            let sameAddress: SQLExpression =
+                PeerRow.Columns.address == row.address && PeerRow.Columns.addressType == row.addressType
+            let request = PeerRow.filter(sameAddress).select(PeerRow.Columns.identifier, as: String.self)
+            let other = try request.fetchOne(db)
+            if let other, other != row.identifier {
+                logger.warning(
+                    "another process gave this peer another identifier: this one reports its own until it restarts",
+                    metadata: ["identifier": "\(row.identifier)", "inTheFile": "\(other)"])
+            }
+        }
         return identifier
     }
 
@@ -639,25 +652,20 @@ public final class SystemStore: Sendable {
         }
     }
 
-    // MARK: Drawing
+    // MARK: Deriving identifiers
 
-    private func draw(_ s: inout State) -> UUID {
-        // Wraps rather than traps: a file may hold any count (an identifier drawn again is drawn once more).
-        s.drawn &+= 1
-        var bytes: [UInt8] = []
-        if let seed = s.seed {
-            // Two words hashed from the seed and the count of identifiers drawn so far: the same sequence each
-            // run of a simulation, continued (not repeated) by a system restarted on its file.
-            for half in 0..<UInt64(2) {
-                let word = SeededRandom.mix(seed ^ SeededRandom.mix(s.drawn &* 2 &+ half))
-                for shift in stride(from: 0, to: 64, by: 8) {
-                    bytes.append(UInt8(truncatingIfNeeded: word >> UInt64(shift)))
-                }
+    /// A new identifier for `address`: HMAC-SHA-256 under `key` of the address, how often its peer was forgotten
+    /// on purpose and the attempt (another address's identifier already, 1 in 2^122), as a version 4 UUID. One
+    /// key gives one identifier per address (every process of the device, every run); the address cannot be
+    /// told from it without the key.
+    static func derive(_ address: BluetoothAddress, epoch: UInt64, attempt: UInt64, key: SymmetricKey) -> UUID {
+        var message = [address.type.rawValue] + address.bytes
+        for value in [epoch, attempt] {
+            for shift in stride(from: 0, to: 64, by: 8) {
+                message.append(UInt8(truncatingIfNeeded: value >> UInt64(shift)))
             }
-        } else {
-            var generator = SystemRandomNumberGenerator()
-            for _ in 0..<16 { bytes.append(UInt8.random(in: 0...255, using: &generator)) }
         }
+        var bytes = Array(HMAC<SHA256>.authenticationCode(for: message, using: key).prefix(16))
         bytes[6] = (bytes[6] & 0x0F) | 0x40  // version 4
         bytes[8] = (bytes[8] & 0x3F) | 0x80  // RFC 4122 variant
         return UUID(
@@ -665,6 +673,71 @@ public final class SystemStore: Sendable {
                 bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
                 bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]
             ))
+    }
+
+    /// A simulation's key: from its seed, so a run repeats.
+    static func identifierKeyWords(seed: UInt64) -> [UInt64] {
+        (0..<UInt64(2)).map { half in SeededRandom.mix(seed ^ SeededRandom.mix(0x6964_656E_7469_6679 &+ half)) }
+    }
+
+    /// A real controller's key: from the system's generator.
+    static func randomKeyWords() -> [UInt64] {
+        var generator = SystemRandomNumberGenerator()
+        return [generator.next(), generator.next()]
+    }
+
+    static func key(_ words: [UInt64]) -> SymmetricKey {
+        var bytes: [UInt8] = []
+        for word in words {
+            for shift in stride(from: 0, to: 64, by: 8) {
+                bytes.append(UInt8(truncatingIfNeeded: word >> UInt64(shift)))
+            }
+        }
+        return SymmetricKey(data: bytes)
+    }
+
+    /// The file's key, kept the first time (`proposed`): two processes opening a new file at once both end up
+    /// with the one written first.
+    private static func storedIdentifierKey(_ database: DatabaseQueue, proposed: [UInt64]) throws -> SymmetricKey {
+        let names = ["identifierKey0", "identifierKey1"]
+        let words = try database.write { db -> [UInt64] in
+            for (name, word) in zip(names, proposed) {
+                try db.execute(
+                    sql: "INSERT OR IGNORE INTO meta (key, value) VALUES (?, ?)",
+                    arguments: [name, Int64(bitPattern: word)])
+            }
+            return try names.map { name in
+                // Written as the word's bit pattern (SQLite has no unsigned integers).
+                let value = try Int64.fetchOne(db, sql: "SELECT value FROM meta WHERE key = ?", arguments: [name])
+                return UInt64(bitPattern: value ?? 0)
+            }
+        }
+        return key(words)
+    }
+
+    /// The meta key that counts how often the peer of `address` was forgotten.
+    static func forgottenKey(_ address: BluetoothAddress) -> String {
+        "forgotten \(address.type.storeCode) "
+            + address.bytes.map { String($0, radix: 16) }.map {
+                $0.count == 1 ? "0" + $0 : $0
+            }.joined()
+    }
+
+    /// The address a `forgottenKey` names; nil for a key of another shape.
+    static func forgottenAddress(_ key: String) -> BluetoothAddress? {
+        let parts = key.split(separator: " ")
+        guard parts.count == 3, parts[0] == "forgotten", let code = Int64(parts[1]),
+            let type = BluetoothAddress.AddressType(storeCode: code), parts[2].count == 12
+        else { return nil }
+        var bytes: [UInt8] = []
+        var index = parts[2].startIndex
+        while index < parts[2].endIndex {
+            let next = parts[2].index(index, offsetBy: 2)
+            guard let byte = UInt8(parts[2][index..<next], radix: 16) else { return nil }
+            bytes.append(byte)
+            index = next
+        }
+        return BluetoothAddress(bytes: bytes, type: type)
     }
 
     /// The least recently seen peer without a bond.
