@@ -42,7 +42,7 @@ extension CentralManager {
     func persistRestorableState() {
         // A manager of an ended app writes nothing (what the system keeps for it, a kept manager writes).
         guard let key = preservationKey, !isDefunct || isPreserved else { return }
-        system.preserve(key, owner: self, modes: app.backgroundModes) {
+        system.preserve(key, owner: session, modes: app.backgroundModes) {
             let record = self.locked.withLock { Self.restorableRecord(of: $0) }
             return record.isEmpty ? nil : record.encoded
         }
@@ -98,13 +98,13 @@ extension CentralManager {
             }
             guard let work else { return }
             for p in work.pending {
-                if let link = system.core.connect(self, to: p.address) { linkAttached(link) }
+                if let link = system.core.connect(session, to: p.address) { linkAttached(link) }
             }
             if let scan = work.scan {
                 let request = ScanRequest(
                     services: scan.services, solicitedServices: scan.options?.solicitedServiceUUIDs ?? [],
                     allowDuplicates: scan.options?.allowDuplicates == true)
-                system.core.startScan(self, request, id: scan.id)
+                system.core.startScan(session, request, id: scan.id)
             }
         }
     }

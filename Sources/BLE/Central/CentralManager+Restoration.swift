@@ -71,7 +71,7 @@ extension CentralManager {
             return true
         }
         gated.store(true, ordering: .releasing)
-        if unfiltered { system.core.stopScan(self) }
+        if unfiltered { system.core.stopScan(session) }
     }
 
     /// Runs an entry point of the system's (an event, a link's or a scan's news): at once, or, for a kept or a
@@ -153,7 +153,8 @@ extension CentralManager {
         }
         // A scan preserved by an earlier process and not started yet (the controller is not on) is this
         // manager's to start once powered on, as are its pending connections.
-        let scanning = system.core.transfer(from: kept, to: self, scan: scanID) != nil || (resume && keptScan != nil)
+        let scanning =
+            system.core.transfer(from: kept.session, to: session, scan: scanID) != nil || (resume && keptScan != nil)
         if scanning, let keptScan {
             locked.withLock {
                 $0.scan = ScanSession(id: scanID, services: keptScan.services, options: keptScan.options)

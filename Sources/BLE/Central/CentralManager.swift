@@ -13,8 +13,11 @@ import Synchronization
 /// Every delegate method is called on the manager's queue (the main queue when `queue` is nil), never under
 /// a lock. Objects (`Peripheral`, `Service`, ...) are updated on that queue just before the callback that
 /// reports the change, so a callback always sees the value it is about.
-public final class CentralManager: Sendable, SystemSession, ScanClient, LinkClient {
+public final class CentralManager: Sendable {
     let system: BluetoothSystem
+    /// What the system knows this manager by (its registration, scan, links and subscriptions): every call to the
+    /// system names the manager with it, and the system's calls come through it.
+    let session = CentralSession()
     let queue: DispatchQueue
     /// The options this manager was created with.
     public let options: Options?
@@ -105,6 +108,7 @@ public final class CentralManager: Sendable, SystemSession, ScanClient, LinkClie
         self.system = app.system
         self.queue = queue ?? .main
         self.options = options
+        session.attach(self)
         delegateCell.value = delegate
         // Relaunched for state restoration: take over from the manager the system kept, before registering, so
         // that `willRestoreState` comes first (IOSRules.md 5.8).
@@ -127,7 +131,7 @@ public final class CentralManager: Sendable, SystemSession, ScanClient, LinkClie
         }
         if let replaced {
             // In the kept manager's place, in one step: an event reaches one of the two, never neither.
-            let power = system.core.replace(replaced, with: self, app: app.core)
+            let power = system.core.replace(replaced.session, with: session, app: app.core)
             if power != .unknown { powerChanged(power) }
             replay(restoredEvents)
             handover.unlock()
@@ -135,7 +139,7 @@ public final class CentralManager: Sendable, SystemSession, ScanClient, LinkClie
             // handover is let go of: the host calls it makes may pass events up from other threads.
             resumePreservedWork()
         } else {
-            self.system.core.register(self, app: app.core)
+            self.system.core.register(session, app: app.core)
         }
         // IOSRules.md 3.8: made while Bluetooth is off, a central manager shows "turn on Bluetooth" unless told not.
         if options?.showPowerAlert ?? true, !system.isBluetoothEnabled {
@@ -151,10 +155,11 @@ public final class CentralManager: Sendable, SystemSession, ScanClient, LinkClie
     deinit {
         // A manager that goes away stops its scan, cancels its pending connects and lets go of its links, as
         // CoreBluetooth's does (IOSRules.md 6.1); other apps' scans and links go on. Nothing is carried on for it.
-        if let key = preservationKey { system.forgetPreserved(key, owner: ObjectIdentifier(self)) }
-        system.core.stopScan(self)
-        system.core.releaseLinks(of: ObjectIdentifier(self))
-        system.core.unregister(self)
+        // The system knows it by `session`, which lives until this body has run.
+        if let key = preservationKey { system.forgetPreserved(key, owner: ObjectIdentifier(session)) }
+        system.core.stopScan(session)
+        system.core.releaseLinks(of: ObjectIdentifier(session))
+        system.core.unregister(session)
     }
 
     public var delegate: (any CentralManagerDelegate)? {
@@ -182,14 +187,14 @@ public final class CentralManager: Sendable, SystemSession, ScanClient, LinkClie
         let request = ScanRequest(
             services: serviceUUIDs, solicitedServices: options?.solicitedServiceUUIDs ?? [],
             allowDuplicates: options?.allowDuplicates == true)
-        // The session first, so that no discovery can come before it; the system's call not under the manager's
-        // lock, since the host may pass events up from inside it.
+        // The scan session first, so that no discovery can come before it; the system's call not under the
+        // manager's lock, since the host may pass events up from inside it.
         let id = locked.withLock { s -> UInt64 in
             defer { s.nextScanID += 1 }
             s.scan = ScanSession(id: s.nextScanID, services: serviceUUIDs, options: options)
             return s.nextScanID
         }
-        system.core.startScan(self, request, id: id)
+        system.core.startScan(session, request, id: id)
         persistRestorableState()
     }
 
@@ -197,13 +202,13 @@ public final class CentralManager: Sendable, SystemSession, ScanClient, LinkClie
     public func stopScan() {
         guard !isDefunct else { return defunct("stopScan") }
         locked.withLock { $0.scan = nil }
-        system.core.stopScan(self)
+        system.core.stopScan(session)
         persistRestorableState()
     }
 
-    // MARK: ScanClient
+    // MARK: The system's scan (`ScanClient`, through `session`)
 
-    public func scanDiscovered(_ discovery: SystemDiscovery, scan id: UInt64) {
+    func scanDiscovered(_ discovery: SystemDiscovery, scan id: UInt64) {
         entry(
             { discovered(discovery, scan: id) },
             forward: { next in
@@ -237,7 +242,7 @@ public final class CentralManager: Sendable, SystemSession, ScanClient, LinkClie
         }
     }
 
-    public func scanEnded(_ id: UInt64) {
+    func scanEnded(_ id: UInt64) {
         entry(
             { scanStopped(id) },
             forward: { next in
@@ -284,7 +289,7 @@ public final class CentralManager: Sendable, SystemSession, ScanClient, LinkClie
         }
         guard asked else { return }
         persistRestorableState()
-        if let link = system.core.connect(self, to: peripheral.address) { linkAttached(link) }
+        if let link = system.core.connect(session, to: peripheral.address) { linkAttached(link) }
     }
 
     /// Cancels a pending connection or disconnects. Every operation pending on the peripheral completes with
@@ -307,7 +312,7 @@ public final class CentralManager: Sendable, SystemSession, ScanClient, LinkClie
         }
         guard asked else { return }
         defer { persistRestorableState() }
-        switch system.core.cancelConnection(self, from: peripheral.address) {
+        switch system.core.cancelConnection(session, from: peripheral.address) {
         case .nothing:
             // A reconnection waiting to try again (`linkFailed`) is pending here only.
             guard locked.withLock({ $0.pending.removeValue(forKey: peripheral.address) }) != nil else { break }
@@ -317,7 +322,7 @@ public final class CentralManager: Sendable, SystemSession, ScanClient, LinkClie
             announceCancelled(peripheral)
         case .left(let handle):
             // Others stay on the link: this manager is off it now, and so are the subscriptions only it wanted.
-            system.core.leaveSubscriptions(of: ObjectIdentifier(self), on: handle)
+            system.core.leaveSubscriptions(of: ObjectIdentifier(session), on: handle)
             locked.withLock { s in
                 s.pending[peripheral.address] = nil
                 s.byHandle[handle] = nil
@@ -414,9 +419,9 @@ public final class CentralManager: Sendable, SystemSession, ScanClient, LinkClie
         }
     }
 
-    // MARK: LinkClient
+    // MARK: The system's links (`LinkClient`, through `session`)
 
-    public func linkAttached(_ link: LinkInfo) {
+    func linkAttached(_ link: LinkInfo) {
         entry({ attached(link) }, forward: { $0.linkAttached(link) })
     }
 
@@ -433,11 +438,11 @@ public final class CentralManager: Sendable, SystemSession, ScanClient, LinkClie
         // came between an automatic reconnection's pending entry and its request to the system: leave it now
         // (nothing happens when the manager is not on the link), so no link is held for nobody.
         guard let peripheral = found else {
-            _ = system.core.cancelConnection(self, from: link.peer)
+            _ = system.core.cancelConnection(session, from: link.peer)
             return
         }
         // A link joined as it went down: its `linkDown` came before this manager knew the handle.
-        guard system.core.isOnLink(ObjectIdentifier(self), link.handle) else {
+        guard system.core.isOnLink(ObjectIdentifier(session), link.handle) else {
             return handleDisconnected(link.handle, reason: .connectionTerminatedByLocalHost)
         }
         system.core.store.noteSeen(peripheral.identifier, name: nil)
@@ -454,7 +459,7 @@ public final class CentralManager: Sendable, SystemSession, ScanClient, LinkClie
         }
     }
 
-    public func linkFailed(peer: BluetoothAddress, error: HostError) {
+    func linkFailed(peer: BluetoothAddress, error: HostError) {
         entry({ failed(peer: peer, error: error) }, forward: { $0.linkFailed(peer: peer, error: error) })
     }
 
@@ -496,14 +501,14 @@ public final class CentralManager: Sendable, SystemSession, ScanClient, LinkClie
         entry(
             {
                 guard let p = locked.withLock({ $0.pending[peer] }), p.isReconnecting else { return }
-                if let link = system.core.connect(self, to: peer) { linkAttached(link) }
+                if let link = system.core.connect(session, to: peer) { linkAttached(link) }
             }, forward: { $0.retryReconnection(to: peer) })
     }
 
     /// How long an automatic reconnection waits after an attempt the controller refused.
     static let reconnectPause: Duration = .seconds(1)
 
-    public func linkDown(_ handle: ConnectionHandle, reason: HCIStatus) {
+    func linkDown(_ handle: ConnectionHandle, reason: HCIStatus) {
         entry({ handleDisconnected(handle, reason: reason) }, forward: { $0.linkDown(handle, reason: reason) })
     }
 
@@ -520,10 +525,10 @@ public final class CentralManager: Sendable, SystemSession, ScanClient, LinkClie
         }
     }
 
-    public func systemAppTerminated() {
+    func systemAppTerminated() {
         // As `deinit` does; the system unregisters this manager next, and nothing reaches it any more.
-        system.core.stopScan(self)
-        system.core.releaseLinks(of: ObjectIdentifier(self))
+        system.core.stopScan(session)
+        system.core.releaseLinks(of: ObjectIdentifier(session))
     }
 
     // MARK: Async observation
@@ -532,9 +537,9 @@ public final class CentralManager: Sendable, SystemSession, ScanClient, LinkClie
     /// same moment as the delegate: `deliver` hands `body` a fan-out to both (see `deliveryTarget`).
     let observers = ObserverList<any CentralManagerObserver>()
 
-    // MARK: SystemSession
+    // MARK: The system's events (`SystemSession`, through `session`)
 
-    public func systemPowerStateChanged(_ power: SystemPowerState) {
+    func systemPowerStateChanged(_ power: SystemPowerState) {
         entry({ powerChanged(power) }, forward: { $0.systemPowerStateChanged(power) })
         // Preserved work starts outside the handover (its host calls may pass events up from other threads), and
         // after `didUpdateState` has been queued.
@@ -564,8 +569,8 @@ public final class CentralManager: Sendable, SystemSession, ScanClient, LinkClie
         case .unauthorized:
             // The controller still works, but this app may no longer use it: its scan stops and its links and
             // connection attempts end on the controller too (IOSRules.md 6.7).
-            if change.wasScanning { system.core.stopScan(self) }
-            system.core.releaseLinks(of: ObjectIdentifier(self))
+            if change.wasScanning { system.core.stopScan(session) }
+            system.core.releaseLinks(of: ObjectIdentifier(session))
             failAllLinks(BluetoothError(.operationNotSupported, "the application is not authorized to use Bluetooth"))
         default:
             break
@@ -573,7 +578,7 @@ public final class CentralManager: Sendable, SystemSession, ScanClient, LinkClie
         deliver { manager, delegate in delegate?.centralManagerDidUpdateState(manager) }
     }
 
-    public func systemReceived(_ event: HostEvent) {
+    func systemReceived(_ event: HostEvent) {
         entry({ received(event) }, forward: { $0.systemReceived(event) })
     }
 
@@ -606,7 +611,7 @@ public final class CentralManager: Sendable, SystemSession, ScanClient, LinkClie
         }
     }
 
-    public func systemPeerDatabaseChanged(on link: ConnectionHandle) {
+    func systemPeerDatabaseChanged(on link: ConnectionHandle) {
         entry({ peripheralOn(link)?.handleDatabaseChanged() }, forward: { $0.systemPeerDatabaseChanged(on: link) })
     }
 
@@ -646,7 +651,7 @@ public final class CentralManager: Sendable, SystemSession, ScanClient, LinkClie
                 peripheral.announceDisconnection(at: timestamp, reconnecting: true)
                 delegate?.centralManager(manager, didDisconnectPeripheral: peripheral, error: error)
             }
-            if let link = system.core.connect(self, to: peripheral.address) { linkAttached(link) }
+            if let link = system.core.connect(session, to: peripheral.address) { linkAttached(link) }
             return
         }
         persistRestorableState()

@@ -285,7 +285,7 @@ extension Peripheral {
                     return done(.failure(HostError(.invalidState, "the manager went away")))
                 }
                 manager.system.core.setSubscription(
-                    value, by: ObjectIdentifier(manager), descriptor: cccd, on: handle, done: done)
+                    value, by: ObjectIdentifier(manager.session), descriptor: cccd, on: handle, done: done)
             }
             securing(handle, attempt, completion: done)
         }

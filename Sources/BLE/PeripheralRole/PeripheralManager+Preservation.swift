@@ -180,7 +180,7 @@ extension PeripheralManager {
     func persistRestorableState() {
         // A manager of an ended app writes nothing (what the system keeps for it, a kept manager writes).
         guard let key = preservationKey, launch == app.core.generation || isPreserved else { return }
-        system.preserve(key, owner: self, modes: app.backgroundModes) {
+        system.preserve(key, owner: session, modes: app.backgroundModes) {
             let record = self.locked.withLock { Self.restorableRecord(of: $0) }
             return record.isEmpty ? nil : record.encoded
         }
@@ -236,7 +236,7 @@ extension PeripheralManager {
             parameters: Self.parameters(for: data, scanResponse: scanResponse), data: adv, scanResponse: scanResponse)
         let background = Self.backgroundRequest(for: data, interval: system.core.appRules.backgroundAdvertisingInterval)
         system.core.startAdvertising(
-            ObjectIdentifier(self), request, background: background,
+            ObjectIdentifier(session), request, background: background,
             started: { [weak self] result in
                 guard let self else { return }
                 switch result {

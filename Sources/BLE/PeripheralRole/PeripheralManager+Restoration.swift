@@ -89,7 +89,7 @@ extension PeripheralManager {
             s.resumeAtPowerOn = taken.resumeAtPowerOn
         }
         system.core.transfer(
-            fromPeripheral: kept, to: self,
+            fromPeripheral: kept.session, to: session,
             advertisingStarted: { [weak self] result in
                 // A start still waiting when the app ended: this manager advertises once the controller does.
                 if case .success = result { self?.locked.withLock { $0.isAdvertising = $0.advertising != nil } }

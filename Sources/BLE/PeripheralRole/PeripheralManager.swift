@@ -13,8 +13,11 @@ import Synchronization
 /// Publishes services and advertises them to remote centrals (`CBPeripheralManager`).
 ///
 /// Delegate methods are called on the manager's queue (the main queue when `queue` is nil).
-public final class PeripheralManager: Sendable, SystemSession {
+public final class PeripheralManager: Sendable {
     let system: BluetoothSystem
+    /// What the system knows this manager by (its registration, services and advertisement): every call to the
+    /// system names the manager with it, and the system's calls come through it.
+    let session: PeripheralSession
     let queue: DispatchQueue
     /// The options this manager was created with.
     public let options: Options?
@@ -74,6 +77,8 @@ public final class PeripheralManager: Sendable, SystemSession {
         self.system = app.system
         self.queue = queue ?? .main
         self.options = options
+        self.session = PeripheralSession(host: app.system.core.host)
+        session.attach(self)
         delegateCell.value = delegate
         // Relaunched for state restoration: take over from the manager the system kept, before registering, so
         // that `willRestoreState` comes first (IOSRules.md 5.8).
@@ -96,14 +101,14 @@ public final class PeripheralManager: Sendable, SystemSession {
         }
         if let replaced {
             // In the kept manager's place, in one step: an event reaches one of the two, never neither.
-            let power = system.core.replace(replaced, with: self, app: app.core)
+            let power = system.core.replace(replaced.session, with: session, app: app.core)
             if power != .unknown { powerChanged(power) }
             for event in restoredEvents { systemReceived(event) }
             handover.unlock()
             // Preserved work not started yet starts once the handover is let go of (as `CentralManager`).
             resumePreservedWork()
         } else {
-            self.system.core.register(self, app: app.core)
+            self.system.core.register(session, app: app.core)
         }
         // Centrals already connected to the device (for another app) can reach this manager's services too.
         let host = self.system.core.host
@@ -121,14 +126,14 @@ public final class PeripheralManager: Sendable, SystemSession {
     deinit {
         // A manager that goes away takes its services with it (clients hear Service Changed), and its requests
         // still waiting for an answer are refused rather than left to the ATT transaction timeout. Nothing is
-        // carried on for it.
-        if let key = preservationKey { system.forgetPreserved(key, owner: ObjectIdentifier(self)) }
-        system.core.removeServices(of: ObjectIdentifier(self))
-        system.core.stopAdvertising(ObjectIdentifier(self))
+        // carried on for it. The system knows it by `session`, which lives until this body has run.
+        if let key = preservationKey { system.forgetPreserved(key, owner: ObjectIdentifier(session)) }
+        system.core.removeServices(of: ObjectIdentifier(session))
+        system.core.stopAdvertising(ObjectIdentifier(session))
         for request in locked.withLock({ Array($0.pendingRequests.values) }) {
             system.core.host.respond(to: request, result: .unlikelyError, value: nil)
         }
-        system.core.unregister(self)
+        system.core.unregister(session)
     }
 
     public var delegate: (any PeripheralManagerDelegate)? {
@@ -155,7 +160,7 @@ public final class PeripheralManager: Sendable, SystemSession {
 
     func add(_ service: MutableService, reply: Reply<Void>) {
         let result = Self.definition(of: service).flatMap { definition -> Result<PublishedService, BluetoothError> in
-            system.core.addService(definition, owner: self).mapError { BluetoothError($0) }
+            system.core.addService(definition, owner: session).mapError { BluetoothError($0) }
         }
         switch result {
         case .success(let published):
@@ -182,7 +187,7 @@ public final class PeripheralManager: Sendable, SystemSession {
             guard let i = s.published.firstIndex(where: { $0.service === service }) else { return nil }
             return s.published.remove(at: i)
         }
-        if let entry { system.core.removeService(at: entry.serviceHandle, owner: self) }
+        if let entry { system.core.removeService(at: entry.serviceHandle, owner: session) }
         persistRestorableState()
     }
 
@@ -192,7 +197,7 @@ public final class PeripheralManager: Sendable, SystemSession {
             defer { s.published.removeAll() }
             return s.published
         }
-        for entry in all { system.core.removeService(at: entry.serviceHandle, owner: self) }
+        for entry in all { system.core.removeService(at: entry.serviceHandle, owner: session) }
         persistRestorableState()
     }
 
@@ -235,7 +240,7 @@ public final class PeripheralManager: Sendable, SystemSession {
         let background = Self.backgroundRequest(for: data, interval: system.core.appRules.backgroundAdvertisingInterval)
         // Through the system: with other apps advertising, each app's advertisement has the air in turn.
         system.core.startAdvertising(
-            ObjectIdentifier(self), request, background: background, started: started(reply, tell),
+            ObjectIdentifier(session), request, background: background, started: started(reply, tell),
             ended: { [weak self] error in self?.advertisingEnded(error) })
     }
 
@@ -308,7 +313,7 @@ public final class PeripheralManager: Sendable, SystemSession {
             }
             return s.isAdvertising || s.advertising != nil
         }
-        if was { system.core.stopAdvertising(ObjectIdentifier(self)) }
+        if was { system.core.stopAdvertising(ObjectIdentifier(session)) }
         persistRestorableState()
     }
 
@@ -400,10 +405,10 @@ public final class PeripheralManager: Sendable, SystemSession {
         app.core.lifecycle != .suspended || app.core.backgroundModes.contains(.bluetoothPeripheral)
     }
 
-    public func systemAppTerminated() {
+    func systemAppTerminated() {
         // As `deinit` does; the system unregisters this manager next, and nothing reaches it any more.
-        system.core.removeServices(of: ObjectIdentifier(self))
-        system.core.stopAdvertising(ObjectIdentifier(self))
+        system.core.removeServices(of: ObjectIdentifier(session))
+        system.core.stopAdvertising(ObjectIdentifier(session))
         for request in locked.withLock({ Array($0.pendingRequests.values) }) {
             system.core.host.respond(to: request, result: .unlikelyError, value: nil)
         }
@@ -457,7 +462,7 @@ public final class PeripheralManager: Sendable, SystemSession {
         return id
     }
 
-    public func systemPowerStateChanged(_ power: SystemPowerState) {
+    func systemPowerStateChanged(_ power: SystemPowerState) {
         gate({ powerChanged(power) }, forward: { $0.systemPowerStateChanged(power) })
         // Preserved work starts outside the handover (its host calls may pass events up from other threads), and
         // after `didUpdateState` has been queued.
@@ -484,7 +489,7 @@ public final class PeripheralManager: Sendable, SystemSession {
         if new == .unauthorized {
             // The controller still works, but this app may no longer use it: its advertising stops and the
             // links centrals made to it end on the controller too.
-            if change.wasAdvertising { system.core.stopAdvertising(ObjectIdentifier(self)) }
+            if change.wasAdvertising { system.core.stopAdvertising(ObjectIdentifier(session)) }
             for handle in change.links {
                 system.core.host.disconnect(handle, reason: .remoteUserTerminatedConnection)
             }
@@ -492,7 +497,7 @@ public final class PeripheralManager: Sendable, SystemSession {
         deliver { m, d in d?.peripheralManagerDidUpdateState(m) }
     }
 
-    public func systemReceived(_ event: HostEvent) {
+    func systemReceived(_ event: HostEvent) {
         gate({ received(event) }, forward: { $0.systemReceived(event) })
     }
 

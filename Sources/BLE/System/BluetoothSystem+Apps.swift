@@ -104,16 +104,20 @@ extension BluetoothSystem {
         public func terminate(_ cause: Termination) {
             var keep: [String: CentralManager] = [:]
             var keepPeripherals: [String: PeripheralManager] = [:]
-            let managers = system.core.sessions(of: core)
+            // The system holds the managers' sessions, and a session its manager weakly: the managers are held
+            // here until the end.
+            let managers = system.core.sessions(of: core).map { session in
+                (central: (session as? CentralSession)?.manager, peripheral: (session as? PeripheralSession)?.manager)
+            }
             if cause != .byUser {
-                for session in managers {
-                    if let manager = session as? CentralManager, core.backgroundModes.contains(.bluetoothCentral),
+                for (central, peripheral) in managers {
+                    if let manager = central, core.backgroundModes.contains(.bluetoothCentral),
                         let restoreID = manager.restoreIdentifier, manager.hasRestorableWork
                     {
                         manager.preserve()
                         keep[restoreID] = manager
                     }
-                    if let manager = session as? PeripheralManager, core.backgroundModes.contains(.bluetoothPeripheral),
+                    if let manager = peripheral, core.backgroundModes.contains(.bluetoothPeripheral),
                         let restoreID = manager.restoreIdentifier, manager.hasRestorableWork
                     {
                         manager.preserve()
@@ -121,12 +125,14 @@ extension BluetoothSystem {
                     }
                 }
             }
-            let (kept, released) = system.withRuntime(of: id) { r -> ((any Sendable)?, [any SystemSession]) in
+            let (kept, released) = system.withRuntime(of: id) { r -> ((any Sendable)?, KeptManagers) in
                 // What an earlier termination kept and no launch took over: a force-quit ends it (IOSRules.md 5e);
                 // a later system termination keeps only what this one keeps.
-                let released: [any SystemSession] =
-                    Array(r.keptCentrals.values.filter { old in !keep.values.contains { $0 === old } })
-                    + Array(r.keptPeripherals.values.filter { old in !keepPeripherals.values.contains { $0 === old } })
+                let released = KeptManagers(
+                    centrals: r.keptCentrals.values.filter { old in !keep.values.contains { $0 === old } },
+                    peripherals: r.keptPeripherals.values.filter { old in
+                        !keepPeripherals.values.contains { $0 === old }
+                    })
                 r.lastTermination = cause
                 r.keptCentrals = keep
                 r.keptPeripherals = keepPeripherals
@@ -134,15 +140,17 @@ extension BluetoothSystem {
                 return (r.launched, released)
             }
             system.release(released)
-            let keeping = keep.values.map { ObjectIdentifier($0) } + keepPeripherals.values.map { ObjectIdentifier($0) }
+            let keeping =
+                keep.values.map { ObjectIdentifier($0.session) }
+                + keepPeripherals.values.map { ObjectIdentifier($0.session) }
             system.core.terminate(core, keeping: Set(keeping))
             // A force-quit ends state restoration for the app, also across a restart (IOSRules.md 5e): forgotten once
             // its managers are off the system, so no late event of theirs writes it again.
             if cause == .byUser { system.forgetPreserved(of: id) }
             // Tasks that awaited the app's managers end: nothing is delivered to them any more.
-            for session in managers {
-                (session as? CentralManager)?.abandonAsyncWork()
-                (session as? PeripheralManager)?.abandonAsyncWork()
+            for (central, peripheral) in managers {
+                central?.abandonAsyncWork()
+                peripheral?.abandonAsyncWork()
             }
             // The launch handler's object goes last, outside every lock: its managers' deinit takes them.
             withExtendedLifetime(kept) {}
@@ -169,12 +177,11 @@ extension BluetoothSystem {
             }
             guard needed, let handler = system.withRuntime(of: id, { $0.handler }) else { return }
             let object = handler(Launch(app: self, options: options))
-            let (replaced, untaken) = system.withRuntime(of: id) { r -> ((any Sendable)?, [any SystemSession]) in
+            let (replaced, untaken) = system.withRuntime(of: id) { r -> ((any Sendable)?, KeptManagers) in
                 // What the launch did not take over (no manager made with its restore identifier) is let go of:
                 // the system stops the work it kept (and refuses the requests it held) for nobody.
-                let untaken =
-                    r.keptCentrals.values.map { $0 as any SystemSession }
-                    + r.keptPeripherals.values.map { $0 as any SystemSession }
+                let untaken = KeptManagers(
+                    centrals: Array(r.keptCentrals.values), peripherals: Array(r.keptPeripherals.values))
                 r.keptCentrals = [:]
                 r.keptPeripherals = [:]
                 defer { r.launched = object }
@@ -206,34 +213,42 @@ extension BluetoothSystem {
         var keptPeripherals: [String: PeripheralManager] = [:]
     }
 
+    /// Managers kept for state restoration, of both roles.
+    struct KeptManagers {
+        var centrals: [CentralManager] = []
+        var peripherals: [PeripheralManager] = []
+    }
+
     /// Lets go of managers kept for state restoration that nothing will restore: each gives up its work in the
-    /// system, as a terminated app's managers do.
-    func release(_ kept: [any SystemSession]) {
-        for session in kept {
-            if let key = (session as? CentralManager)?.preservationKey
-                ?? (session as? PeripheralManager)?.preservationKey
-            {
-                forgetPreserved(key, owner: ObjectIdentifier(session))
-            }
-            session.systemAppTerminated()
-            core.unregister(session)
-        }
+    /// system, as a terminated app's managers do; the central managers first.
+    func release(_ kept: KeptManagers) {
+        for manager in kept.centrals { release(manager.session, preservedAs: manager.preservationKey) }
+        for manager in kept.peripherals { release(manager.session, preservedAs: manager.preservationKey) }
+    }
+
+    /// A kept manager, known to the system as `session`, gives up its work (its manager is held by the caller).
+    private func release(_ session: any SystemSession, preservedAs key: PreservedManager.Key?) {
+        if let key { forgetPreserved(key, owner: ObjectIdentifier(session)) }
+        session.systemAppTerminated()
+        core.unregister(session)
     }
 
     /// Every app's kept managers are let go of (Bluetooth turned off in Settings: nothing is restored after it,
     /// IOSRules.md 5e).
     func releaseAllKept() {
-        let kept = runtimes.withLock { all -> [any SystemSession] in
-            var kept: [any SystemSession] = []
+        let kept = runtimes.withLock { all -> [KeptManagers] in
+            var kept: [KeptManagers] = []
             for id in all.keys {
-                kept += all[id]!.keptCentrals.values.map { $0 as any SystemSession }
-                kept += all[id]!.keptPeripherals.values.map { $0 as any SystemSession }
+                kept.append(
+                    KeptManagers(
+                        centrals: Array(all[id]!.keptCentrals.values),
+                        peripherals: Array(all[id]!.keptPeripherals.values)))
                 all[id]!.keptCentrals = [:]
                 all[id]!.keptPeripherals = [:]
             }
             return kept
         }
-        release(kept)
+        for managers in kept { release(managers) }
     }
 
     /// Takes the peripheral manager kept for `app` under `restoreIdentifier`, for a new one to restore from.

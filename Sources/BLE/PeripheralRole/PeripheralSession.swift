@@ -1,0 +1,61 @@
+import BLEATT
+import BLEHost
+import BLESystem
+
+/// A peripheral manager as the system sees it: the session registered for it, the owner of its services and
+/// advertisement. Internal, so that what only the system calls (`systemReceived`, ...) is not public API of
+/// `PeripheralManager`: each call is handed to the manager's method of the same name while the manager lives.
+///
+/// The system knows the manager by this object alone: its registration, services, advertisement and preserved
+/// state are keyed on this object's identity, so the manager names itself with `session` (or
+/// `ObjectIdentifier(session)`) in every call to the system, never with `self`. A manager owns its session;
+/// the session holds it weakly.
+///
+/// `@unchecked Sendable`: `manager` is written once, by the manager's initialiser before the session is handed to
+/// the system (its registration, or a restoration's transfer), and only read after that; loading a weak
+/// reference is safe on any thread. `host` is a constant.
+final class PeripheralSession: SystemSession, @unchecked Sendable {
+    /// The manager this session stands for; nil once it has gone away (the system may still hold the session
+    /// for an instant).
+    private(set) weak var manager: PeripheralManager?
+    /// Where a central's request that finds no manager here is refused.
+    private let host: HostDriver
+
+    /// Made in the manager's initialiser; `attach(_:)` follows once the manager is whole.
+    init(host: HostDriver) {
+        self.host = host
+    }
+
+    /// Points the session at its manager: in the manager's initialiser, before the session reaches the system.
+    func attach(_ manager: PeripheralManager) {
+        self.manager = manager
+    }
+
+    // MARK: SystemSession
+
+    func systemPowerStateChanged(_ state: SystemPowerState) {
+        manager?.systemPowerStateChanged(state)
+    }
+
+    func systemReceived(_ event: HostEvent) {
+        guard let manager else { return refuse(event) }
+        manager.systemReceived(event)
+    }
+
+    func systemAppTerminated() {
+        manager?.systemAppTerminated()
+    }
+
+    /// A central's request the system routed here as the manager went away: refused, as the system refuses one
+    /// for a service nobody answers for and the manager's `deinit` refuses those it holds, so that the central
+    /// does not wait for the ATT transaction timeout. (The system held the manager itself before, which could
+    /// not go away between the routing and the call.)
+    private func refuse(_ event: HostEvent) {
+        switch event {
+        case .serverRead(let request, _, _, _), .serverWrite(let request?, _, _):
+            host.respond(to: request, result: .unlikelyError, value: nil)
+        default:
+            break
+        }
+    }
+}
