@@ -25,4 +25,18 @@ public protocol HostScheduler: Sendable {
     /// takes no lock of its caller's: the system dispatches an app's events while holding its lock, so that they
     /// reach the queue in the order it decided them.
     func dispatch(on queue: DispatchQueue, _ work: @escaping @Sendable () -> Void)
+    /// Runs `work` in the controller's serial domain, where the host and the system above it do their work: at
+    /// once when the caller is already in it (an event, a timer, or a callback or task the radio runs in turn),
+    /// otherwise as soon as the domain is free; never at the same time as other work of the domain, and in the
+    /// order the calls were made from any one thread. A real controller's domain is a serial queue, so an
+    /// app's thread never runs the work itself; a simulated radio's is its turn (see `SimulatedRadio`).
+    func execute(_ work: @escaping @Sendable () -> Void)
+    /// Whether the calling thread is in the serial domain now.
+    var isExecuting: Bool { get }
+}
+
+extension HostScheduler {
+    /// A scheduler without a domain of its own (a test's) runs the work at once, on the caller's thread.
+    public func execute(_ work: @escaping @Sendable () -> Void) { work() }
+    public var isExecuting: Bool { true }
 }

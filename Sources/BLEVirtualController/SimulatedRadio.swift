@@ -54,6 +54,13 @@ public struct SimulationError: Error, Hashable, CustomStringConvertible {
 /// ## Concurrency
 /// All state is in one `Mutex`; the lock is never held while calling out (host deliveries, host work,
 /// trace handler), so hosts may call back into the radio from inside their callbacks.
+///
+/// The radio is the serial domain (`HostScheduler.execute`) of every host on it, and its *turn* says who works
+/// in it. During a run the run loop holds the turn: what it runs (an event's effects, a dispatched callback, a
+/// job of a task on the radio) is marked as in turn, and work it executes runs at once; work executed from any
+/// other thread (a plain `Task`, a tool's own thread) waits in a lane the loop empties between events, in the
+/// order it came. Outside a run nothing moves: a thread that executes work takes the turn if nobody holds it,
+/// runs the work and what others queued meanwhile, and lets it go; a run that starts meanwhile waits for it.
 public final class SimulatedRadio: HostScheduler, Sendable {
     let world: Mutex<World>
     private let dispatchState = Mutex(DispatchState())
@@ -74,6 +81,20 @@ public final class SimulatedRadio: HostScheduler, Sendable {
         let work: @Sendable () -> Void
     }
 
+    /// Work executed from outside the turn (`execute`), waiting for it.
+    struct Executed {
+        let work: @Sendable () -> Void
+    }
+
+    /// Who works in the radio's serial domain.
+    enum Turn {
+        case free
+        /// The run loop.
+        case run
+        /// A thread that executed work outside a run.
+        case idle
+    }
+
     struct DispatchState {
         /// Callbacks dispatched and not finished (those queued for the run loop, the one it runs, and those
         /// dispatched before the run began that are still on their queues).
@@ -85,7 +106,15 @@ public final class SimulatedRadio: HostScheduler, Sendable {
         var running = false
         /// Jobs of tasks that prefer the radio as their executor, in the order they were enqueued.
         var jobs: Deque<UnownedJob> = []
+        var turn = Turn.free
+        /// Work executed from outside the turn, in the order it came.
+        var lane: Deque<Executed> = []
+        /// A run waiting for a thread that holds the turn outside a run.
+        var runWaiter: CheckedContinuation<Void, Never>?
     }
+
+    /// This radio's mark on the threads that work in its turn (`TurnMarker`).
+    private var domain: UnsafeMutableRawPointer { Unmanaged.passUnretained(self).toOpaque() }
 
     /// A radio whose every random choice derives from `seed`.
     public init(seed: UInt64) {
@@ -279,6 +308,70 @@ public final class SimulatedRadio: HostScheduler, Sendable {
         runOnItsQueue(work, on: queue)
     }
 
+    /// Runs `work` in the radio's turn: at once when the caller is in it (an event's effects, a callback or a job
+    /// the run loop runs), else, during a run, between two events, in the order executed work came; outside a
+    /// run, on the caller's thread, which takes the turn (time does not move) and also runs what other threads
+    /// executed while it held it.
+    public func execute(_ work: @escaping @Sendable () -> Void) {
+        if isExecuting { return work() }
+        let (take, waiter) = dispatchState.withLock { s -> (Bool, CheckedContinuation<Void, Never>?) in
+            if s.turn == .free {
+                s.turn = .idle
+                return (true, nil)
+            }
+            s.lane.append(Executed(work: work))
+            guard s.turn == .run else { return (false, nil) }
+            // A run loop waiting for callbacks looks at the lane too.
+            defer { s.waiter = nil }
+            return (false, s.waiter)
+        }
+        waiter?.resume()
+        guard take else { return }
+        TurnMarker.run(in: domain, work)
+        holdTurnUntilLaneIsEmpty()
+    }
+
+    /// Whether a run waits for a thread that holds the turn outside a run (for tests of the turn).
+    var runIsWaitingForTheTurn: Bool { dispatchState.withLock { $0.runWaiter != nil } }
+
+    /// Whether the calling thread works in the radio's turn now.
+    public var isExecuting: Bool { TurnMarker.current == domain }
+
+    /// Runs what waits in the lane on this thread, which holds the turn outside a run, then lets the turn go (to
+    /// a run waiting for it, if any).
+    private func holdTurnUntilLaneIsEmpty() {
+        while true {
+            let next = dispatchState.withLock { s -> Executed? in
+                if let next = s.lane.popFirst() { return next }
+                if let waiter = s.runWaiter {
+                    s.runWaiter = nil
+                    s.turn = .run
+                    waiter.resume()
+                } else {
+                    s.turn = .free
+                }
+                return nil
+            }
+            guard let next else { return }
+            TurnMarker.run(in: domain, next.work)
+        }
+    }
+
+    /// A run takes the turn, once a thread that holds it outside the run lets it go.
+    private func takeTurnForRun() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let now = dispatchState.withLock { s -> Bool in
+                guard s.turn == .free else {
+                    s.runWaiter = continuation
+                    return false
+                }
+                s.turn = .run
+                return true
+            }
+            if now { continuation.resume() }
+        }
+    }
+
     /// A callback outside a run: on its queue at once, counted until it ends.
     private func runOnItsQueue(_ work: @escaping @Sendable () -> Void, on queue: DispatchQueue) {
         queue.async {
@@ -312,13 +405,13 @@ public final class SimulatedRadio: HostScheduler, Sendable {
             // The main queue's work runs on the main thread only: never `sync` to it from the main thread, and
             // do not hold another thread while the main thread gets to it.
             await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
-                queue.async {
-                    work()
+                queue.async { [self] in
+                    TurnMarker.run(in: domain, work)
                     done.resume()
                 }
             }
         } else {
-            queue.sync(execute: work)
+            queue.sync { TurnMarker.run(in: domain, work) }
         }
         dispatchState.withLock { $0.outstanding -= 1 }
     }
@@ -326,12 +419,15 @@ public final class SimulatedRadio: HostScheduler, Sendable {
     /// The run is over: callbacks dispatched after its last settling (from other threads, while the loop was
     /// returning) go to their queues now, in order, as they would have outside a run.
     private func endRun() {
-        let stranded = dispatchState.withLock { s in
+        let (stranded, laneLeft) = dispatchState.withLock { s -> (Deque<Callback>, Bool) in
             s.running = false
+            // Work executed from outside while the loop was returning runs now, on this thread, in the turn.
+            s.turn = s.lane.isEmpty ? .free : .idle
             defer { s.queued = [] }
-            return s.queued
+            return (s.queued, !s.lane.isEmpty)
         }
         for callback in stranded { runOnItsQueue(callback.work, on: callback.queue) }
+        if laneLeft { holdTurnUntilLaneIsEmpty() }
     }
 
     /// Waits until a callback dispatched outside the run ends, or one is dispatched in turn.
@@ -400,6 +496,7 @@ public final class SimulatedRadio: HostScheduler, Sendable {
             return true
         }
         guard claimed else { throw SimulationError.alreadyRunning }
+        await takeTurnForRun()
         defer { endRun() }
 
         let end = VirtualTime.nanos(deadline)
@@ -453,6 +550,7 @@ public final class SimulatedRadio: HostScheduler, Sendable {
     private func settle() async {
         enum Next {
             case callback(DispatchQueue, @Sendable () -> Void)
+            case executed(@Sendable () -> Void)
             case job(UnownedJob)
             case wait
             case done
@@ -463,12 +561,14 @@ public final class SimulatedRadio: HostScheduler, Sendable {
                 // Callbacks dispatched before the run began finish first, as before any job: a task's requests
                 // and theirs reach the agenda in the order they were made.
                 guard s.outstanding == 0 else { return .wait }
+                if let executed = s.lane.popFirst() { return .executed(executed.work) }
                 if let job = s.jobs.popFirst() { return .job(job) }
                 return .done
             }
             switch next {
             case .callback(let queue, let work): await runInTurn(work, on: queue)
-            case .job(let job): job.runSynchronously(on: asUnownedTaskExecutor())
+            case .executed(let work): TurnMarker.run(in: domain, work)
+            case .job(let job): TurnMarker.run(in: domain) { job.runSynchronously(on: asUnownedTaskExecutor()) }
             case .wait: await awaitDispatches()
             case .done: return
             }
@@ -476,6 +576,10 @@ public final class SimulatedRadio: HostScheduler, Sendable {
     }
 
     private func perform(_ effects: [RadioEffect]) {
+        TurnMarker.run(in: domain) { performInTurn(effects) }
+    }
+
+    private func performInTurn(_ effects: [RadioEffect]) {
         let trace = traceHandler.withLock { $0 }
         let time = trace == nil ? .zero : now
         for effect in effects {
