@@ -417,13 +417,20 @@ public final class SystemCore: Sendable {
 
     /// Shuts the system down: every pending host request fails with `.shutDown`, managers see the controller
     /// powered off, `powerOff` takes the controller away (a simulated one leaves the radio), and the store
-    /// writes what it batched and closes. Later calls do nothing.
-    public func shutDown(powerOff: () -> Void) {
-        let first = state.withLock { $0.machine.shutDown() }
-        guard first else { return }
-        host.shutDown()
-        powerOff()
-        store.close()
+    /// writes what it batched and closes. Later calls do nothing. Done in the controller's serial domain, and
+    /// returns once it is done there: what the host reports of its end reaches the managers before the store
+    /// closes.
+    public func shutDown(powerOff: @escaping @Sendable () -> Void) async {
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            scheduler.execute { [self] in
+                defer { done.resume() }
+                let first = state.withLock { $0.machine.shutDown() }
+                guard first else { return }
+                host.shutDown()
+                powerOff()
+                store.close()
+            }
+        }
     }
 
     /// Whether the user allowed Bluetooth. Real controllers start `.allowedAlways` (nothing here asks a user);
@@ -512,8 +519,9 @@ public final class SystemCore: Sendable {
         step { ((), $0.machine.controllerChanged(power)) }
     }
 
-    /// Steps the machine with `body` under the lock, queues the actions it produced, and performs them unless
-    /// another thread is already doing so (it performs these too, in order, as `HostDriver` does the host's):
+    /// Steps the machine with `body` under the lock, queues the actions it produced, and has them performed in
+    /// the scheduler's domain unless a drain is already under way (it performs these too, in order, as
+    /// `HostDriver` does the host's):
     /// a manager is told the states in the order the machine produced them, so two changes racing on two
     /// threads (the host's power, a user's authorization) cannot leave it with the earlier one.
     private func step<T>(_ body: (inout State) -> (T, [SystemAction])) -> T {
@@ -524,7 +532,7 @@ public final class SystemCore: Sendable {
             s.draining = true
             return (value, true)
         }
-        if drain { drainOutbox() }
+        if drain { scheduler.execute { [self] in drainOutbox() } }
         return value
     }
 

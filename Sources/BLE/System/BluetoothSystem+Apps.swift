@@ -299,7 +299,7 @@ extension BluetoothSystem {
     /// it batched and closes. A system made again with the same name and store on the same radio is the same
     /// phone after a restart. Calling it again does nothing.
     public func shutDown() async {
-        core.shutDown { [virtualController] in
+        await core.shutDown { [virtualController] in
             virtualController?.powerOff(reason: "the system was shut down")
         }
     }

@@ -12,15 +12,14 @@ import Synchronization
 /// Events arrive on many threads: packets on the transport's (a NIO event loop, the HCI user channel's reading
 /// queue, the simulated radio's run loop), timers on the scheduler's, requests on whatever queue or task the
 /// application calls from. Each one steps the machine under the driver's lock, in the order the lock is taken,
-/// and appends the actions it produced to one ordered outbox in the same lock section. The outbox is drained
-/// by one thread at a time: whichever thread finds nobody draining becomes the drainer and performs actions
-/// until the outbox is empty, outside the lock. So the driver is the host's one serial executor: the machine
-/// sees one event at a time, and packets, timers, completions and events leave in the order the machine
-/// produced them, whichever thread fed it.
+/// and appends the actions it produced to one ordered outbox in the same lock section. The outbox is drained in
+/// the scheduler's serial domain (`HostScheduler.execute`), one drain at a time: packets, completions and
+/// events leave in the order the machine produced them, and never on an application's thread over a real
+/// controller (the domain is `DispatchHostScheduler`'s queue).
 ///
-/// Work stays on the thread that brought it rather than hopping to a queue of its own. On the simulated radio
-/// that thread is the radio's run loop, so a host's whole reaction to an event is done before the radio takes
-/// its next event, and two hosts on one radio never race: that is what keeps a simulated run deterministic.
+/// On the simulated radio the domain is the radio's turn: a packet or a timer is already in it, so a host's
+/// whole reaction to an event is done before the radio takes its next event, and two hosts on one radio never
+/// race: that is what keeps a simulated run deterministic.
 ///
 /// A completion or event handler may call straight back into the driver: its request steps the machine at
 /// once, and its actions join the outbox behind the ones being performed.
@@ -119,8 +118,8 @@ public final class HostDriver: Sendable {
         }
     }
 
-    /// Steps the machine with `body` under the lock, queues the actions it produced, and performs them unless
-    /// another thread is already doing so (it will perform these too, in order).
+    /// Steps the machine with `body` under the lock, queues the actions it produced, and has them performed in
+    /// the scheduler's domain unless a drain is already under way (it performs these too, in order).
     func step<T>(_ body: (inout State) -> (T, [HostAction])) -> T {
         let (value, drain) = state.withLock { state -> (T, Bool) in
             let (value, actions) = body(&state)
@@ -129,7 +128,7 @@ public final class HostDriver: Sendable {
             state.draining = true
             return (value, true)
         }
-        if drain { drainOutbox() }
+        if drain { scheduler.execute { [self] in drainOutbox() } }
         return value
     }
 

@@ -63,6 +63,39 @@ import Testing
         #expect(log.rssi == controller.rssiOrder)
         controller.close()
     }
+
+    /// Issue 34: requests from eight application threads are stepped in call order, but what the host does with
+    /// them (packets to the controller, completions, events) is done in the scheduler's serial domain, never on
+    /// the threads that asked, nor on the controller's.
+    @Test func theHostsWorkIsDoneInTheSchedulersDomainNotOnTheCallersThreads() throws {
+        let controller = ThreadedController()
+        let scheduler = DispatchHostScheduler(label: "test.domain")
+        controller.checkDomain = { scheduler.isExecuting }
+        let host = HostDriver(transport: controller, scheduler: scheduler)
+        let outside = Mutex(0)
+        host.setEventHandler { _ in if !scheduler.isExecuting { outside.withLock { $0 += 1 } } }
+        let started = DispatchSemaphore(value: 0)
+        host.start { _ in
+            if !scheduler.isExecuting { outside.withLock { $0 += 1 } }
+            started.signal()
+        }
+        #expect(started.wait(timeout: .now() + 10) == .success)
+        let requests = 8 * 40
+        let done = DispatchSemaphore(value: 0)
+        DispatchQueue.concurrentPerform(iterations: 8) { thread in
+            for i in 0..<40 {
+                host.readRSSI(on: ConnectionHandle(UInt16(thread * 40 + i))) { _ in
+                    if !scheduler.isExecuting { outside.withLock { $0 += 1 } }
+                    done.signal()
+                }
+            }
+        }
+        for _ in 0..<requests { #expect(done.wait(timeout: .now() + 10) == .success) }
+        #expect(outside.withLock { $0 } == 0, "completions or events outside the domain")
+        #expect(controller.sentOutsideDomain == 0, "packets sent outside the domain")
+        #expect(controller.rssiOrder.count == requests)
+        controller.close()
+    }
 }
 
 /// Records callbacks, and counts any that ran while another was running.
@@ -99,6 +132,8 @@ final class ThreadedController: HCITransport {
         var receiver: (@Sendable (HCITransportEvent) -> Void)?
         var rssiOrder: [ConnectionHandle] = []
         var closed = false
+        var checkDomain: (@Sendable () -> Bool)?
+        var sentOutsideDomain = 0
     }
     private let state = Mutex(State())
     private let commands = DispatchQueue(label: "test.controller.commands")
@@ -110,7 +145,17 @@ final class ThreadedController: HCITransport {
         state.withLock { $0.receiver = receiver }
     }
 
+    /// Whether the host's serial domain is the calling thread's, asked at each packet the host sends.
+    var checkDomain: (@Sendable () -> Bool)? {
+        get { state.withLock { $0.checkDomain } }
+        set { state.withLock { $0.checkDomain = newValue } }
+    }
+
+    /// Packets the host sent from outside its domain.
+    var sentOutsideDomain: Int { state.withLock { $0.sentOutsideDomain } }
+
     func send(_ packet: HCIPacket) {
+        if let check = checkDomain, !check() { state.withLock { $0.sentOutsideDomain += 1 } }
         guard case .command(let command) = packet else { return }
         let closed = state.withLock { state -> Bool in
             if let rssi = try? decodeCommand(command) as? HCIReadRSSI { state.rssiOrder.append(rssi.handle) }
