@@ -28,6 +28,15 @@ extension SystemSession {
     public func systemAppTerminated() {}
 }
 
+/// A manager that scans through the system.
+public protocol ScanClient: AnyObject, Sendable {
+    /// A device matched this client's request (after its own coalescing). Called in the controller's serial
+    /// domain: must not block, and dispatches to the client's queue.
+    func scanDiscovered(_ discovery: SystemDiscovery, scan: UInt64)
+    /// The scan with this id ended without `stopScan` (the controller refused to scan, or went away).
+    func scanEnded(_ scan: UInt64)
+}
+
 /// The "bluetoothd" of one controller: it owns the host, the system store, the apps and the managers attached
 /// to them, and routes host events to them.
 public final class SystemCore: Sendable {
@@ -46,8 +55,6 @@ public final class SystemCore: Sendable {
     /// The timing of the rules for apps out of the foreground, for every app of this system.
     public let appRules: AppRules
 
-    /// Every app's scans as one controller scan.
-    let scans: ScanUnion
     /// Who answers for each attribute of the GATT server.
     let gatt: GATTOwnership
     /// One link per peer, shared by the apps that asked for it.
@@ -62,7 +69,7 @@ public final class SystemCore: Sendable {
     /// The system's rules as a value (`SystemMachine`), stepped under `state`'s lock; what it asks is performed
     /// outside the lock, in its order, by one thread at a time (`outbox`), as `HostDriver` performs the host's.
     private struct State {
-        var machine = SystemMachine()
+        var machine: SystemMachine
         /// The managers attached, by the id the machine knows them by; held weakly.
         var sinks: [SessionID: WeakSession] = [:]
         /// The id of each attached manager's object.
@@ -77,14 +84,36 @@ public final class SystemCore: Sendable {
         /// The attached managers in the order they were attached (what each host event visits, copied once).
         var order: [WeakSession] = []
 
-        mutating func attach(_ session: any SystemSession, app: SystemApp) -> SessionID {
-            // A manager freed without detaching would leave its identity behind for another object to take.
-            if let stale = ids[ObjectIdentifier(session)] {
-                detach(stale, leaving: false)
-                machine.closed(stale)
-            }
+        /// Restored managers known by id before they take the kept one's place (`transfer`, then `replace`):
+        /// their scan's deliveries reach them meanwhile.
+        var reserved: [ObjectIdentifier: SessionID] = [:]
+
+        /// An id for a restored manager not registered yet; what is delivered to it reaches it from now on.
+        mutating func reserve(_ session: any SystemSession, app: SystemApp) -> SessionID {
+            let object = ObjectIdentifier(session)
+            if let id = reserved[object] { return id }
             let id = SessionID(rawValue: nextSession)
             nextSession += 1
+            reserved[object] = id
+            sinks[id] = WeakSession(session: session, app: app)
+            return id
+        }
+
+        mutating func attach(_ session: any SystemSession, app: SystemApp) -> SessionID {
+            let object = ObjectIdentifier(session)
+            // A manager freed without detaching would leave its identity behind for another object to take.
+            if let stale = ids[object] {
+                detach(stale, leaving: false)
+                _ = machine.closed(stale)
+            }
+            let id: SessionID
+            if let early = reserved.removeValue(forKey: object) {
+                id = early
+                sinks[id] = nil
+            } else {
+                id = SessionID(rawValue: nextSession)
+                nextSession += 1
+            }
             let sink = WeakSession(session: session, app: app)
             sinks[id] = sink
             ids[sink.object] = id
@@ -100,7 +129,7 @@ public final class SystemCore: Sendable {
             if isLeaving { leaving[id] = sink }
         }
     }
-    private let state = Mutex(State())
+    private let state: Mutex<State>
 
     /// A registered manager, held weakly. A class, so that the list of them is copied by reference: a struct
     /// with a weak field was copied field by field, through the weak reference's side table, for each event.
@@ -129,18 +158,20 @@ public final class SystemCore: Sendable {
         self.appRules = appRules
         let defaultApp = SystemApp(id: Self.defaultAppID, scheduler: scheduler, rules: appRules)
         self.defaultApp = defaultApp
-        state.withLock { $0.apps[Self.defaultAppID] = defaultApp }
+        // In 0.625 ms units, within what LE Set Scan Parameters takes (2.5 ms ... 10.24 s).
+        let window = min(appRules.backgroundScanWindow, appRules.backgroundScanInterval)
+        let scans = ScanUnion(
+            backgroundParameters: ScanParameters(
+                interval: appRules.backgroundScanInterval.units(of: .microseconds(625), within: 0x0004...0x4000),
+                window: window.units(of: .microseconds(625), within: 0x0004...0x4000)),
+            active: configuration.activeScanning)
+        var initial = State(machine: SystemMachine(scans: scans))
+        initial.apps[Self.defaultAppID] = defaultApp
+        self.state = Mutex(initial)
         let host = HostDriver(transport: transport, scheduler: scheduler, configuration: configuration)
         self.host = host
         self.security = SystemSecurity(host: host, store: store)
         security.refreshResolvingList()
-        // In 0.625 ms units, within what LE Set Scan Parameters takes (2.5 ms ... 10.24 s).
-        let window = min(appRules.backgroundScanWindow, appRules.backgroundScanInterval)
-        self.scans = ScanUnion(
-            host: host,
-            backgroundParameters: ScanParameters(
-                interval: appRules.backgroundScanInterval.units(of: .microseconds(625), within: 0x0004...0x4000),
-                window: window.units(of: .microseconds(625), within: 0x0004...0x4000)))
         self.gatt = GATTOwnership(host: host)
         self.links = SharedLinks(host: host)
         self.advertising = AdvertisingRotation(host: host, scheduler: scheduler)
@@ -186,11 +217,22 @@ public final class SystemCore: Sendable {
     /// recorded before the call).
     public func startScan(_ client: any ScanClient, _ request: ScanRequest, id: UInt64) {
         guard let app = appOf(ObjectIdentifier(client)) else { return refuseDefunct("a scan") }
-        scans.start(client, request, id: id, mode: Self.scanMode(of: app))
+        let mode = Self.scanMode(of: app)
+        step { s in
+            guard let session = s.ids[ObjectIdentifier(client)] else { return ((), []) }
+            return ((), s.machine.scanStarted(session, request, id: id, mode: mode))
+        }
     }
 
     /// Ends `client`'s scan (and the controller's, when no other client scans).
-    public func stopScan(_ client: any ScanClient) { scans.stop(client) }
+    public func stopScan(_ client: any ScanClient) {
+        step { s in
+            guard let session = s.ids[ObjectIdentifier(client)] ?? s.reserved[ObjectIdentifier(client)] else {
+                return ((), [])
+            }
+            return ((), s.machine.scanStopped(session))
+        }
+    }
 
     // MARK: Connections
 
@@ -345,9 +387,14 @@ public final class SystemCore: Sendable {
         let oldID = ObjectIdentifier(old)
         links.transfer(from: oldID, to: new)
         subscriptions.transfer(from: oldID, to: ObjectIdentifier(new))
-        let request = scans.request(of: oldID)
-        let scanning = scans.transfer(from: oldID, to: new, id: scan)
-        return scanning ? request : nil
+        return state.withLock { s -> ScanRequest? in
+            guard let oldSession = s.ids[oldID] else { return nil }
+            // The restored manager is known by its id from now on (its scan's discoveries reach it), and takes the
+            // kept one's place among the registered managers in `replace`.
+            let newSession = s.reserve(new, app: s.sinks[oldSession]?.app ?? defaultApp)
+            let request = s.machine.scans.request(of: oldSession)
+            return s.machine.scanTransferred(from: oldSession, to: newSession, id: scan) ? request : nil
+        }
     }
 
     /// Whether a manager is registered (not unregistered, nor of a terminated app).
@@ -376,13 +423,12 @@ public final class SystemCore: Sendable {
     }
 
     private func applyScanModes() {
-        let apps = state.withLock { s -> [ObjectIdentifier: SystemApp] in
-            var apps: [ObjectIdentifier: SystemApp] = [:]
-            for entry in s.order { apps[entry.object] = entry.app }
-            return apps
+        let apps = state.withLock { s -> [(ObjectIdentifier, SessionID, SystemApp)] in
+            s.order.compactMap { entry in s.ids[entry.object].map { (entry.object, $0, entry.app) } }
         }
-        scans.setModes(apps.mapValues(Self.scanMode(of:)))
-        advertising.setModes(apps.mapValues(Self.advertisingMode(of:)))
+        let scanModes = Dictionary(apps.map { ($0.1, Self.scanMode(of: $0.2)) }) { first, _ in first }
+        step { ((), $0.machine.scanModesChanged(scanModes)) }
+        advertising.setModes(Dictionary(apps.map { ($0.0, Self.advertisingMode(of: $0.2)) }) { first, _ in first })
     }
 
     /// How an app's advertisement goes on the air where it is in its lifecycle.
@@ -454,7 +500,7 @@ public final class SystemCore: Sendable {
             return (true, s.machine.bluetoothSwitched(on: enabled))
         }
         guard switched, !enabled else { return }
-        scans.controllerFailed()
+        step { ((), $0.machine.scanFailed()) }
         host.stopScan { _ in }
         links.reset()
         host.setConnectTargets([], parameters: host.configuration.connectionParameters)
@@ -497,10 +543,11 @@ public final class SystemCore: Sendable {
     }
 
     public func unregister(_ session: any SystemSession) {
-        state.withLock { s in
-            guard let id = s.ids[ObjectIdentifier(session)] else { return }
+        step { s in
+            let object = ObjectIdentifier(session)
+            guard let id = s.ids[object] ?? s.reserved.removeValue(forKey: object) else { return ((), []) }
             s.detach(id, leaving: false)
-            s.machine.closed(id)
+            return ((), s.machine.closed(id))
         }
     }
 
@@ -549,12 +596,25 @@ public final class SystemCore: Sendable {
                     let sink = s.sinks[id] ?? s.leaving[id]
                     if case .appTerminated = event { s.leaving[id] = nil }
                     return (action, sink?.session)
+                case .startScan, .stopScan:
+                    return (action, nil)
                 }
             }
             guard let next else { return }
             switch next.action {
             case .deliver(_, .powerChanged(let power)): next.session?.systemPowerStateChanged(power)
             case .deliver(_, .appTerminated): next.session?.systemAppTerminated()
+            case .deliver(_, .discovered(let discovery, let scan)):
+                (next.session as? any ScanClient)?.scanDiscovered(discovery, scan: scan)
+            case .deliver(_, .scanEnded(let scan)): (next.session as? any ScanClient)?.scanEnded(scan)
+            case .startScan(let parameters):
+                host.startScan(parameters) { [weak self] result in
+                    // Cancelled: every scan stopped before the controller scanned (or a later start overtook it).
+                    if case .failure(let error) = result, error.code != .cancelled {
+                        self?.step { ((), $0.machine.scanFailed()) }
+                    }
+                }
+            case .stopScan: host.stopScan { _ in }
             }
         }
     }
@@ -566,7 +626,7 @@ public final class SystemCore: Sendable {
         security.handle(event)
         switch event {
         case .transportClosed(let reason):
-            scans.controllerFailed()
+            step { ((), $0.machine.scanFailed()) }
             links.reset()
             subscriptions.reset()
             advertising.reset()
@@ -575,7 +635,7 @@ public final class SystemCore: Sendable {
         case .controllerResetting(let reason):
             // As on iOS (IOSRules.md 6.7): managers see `.resetting`; scans, pending connects, advertising and links
             // end without a callback each (the host reports each link's end after this, to the system alone).
-            scans.controllerFailed()
+            step { ((), $0.machine.scanFailed()) }
             links.reset()
             subscriptions.reset()
             advertising.reset()
@@ -586,7 +646,11 @@ public final class SystemCore: Sendable {
         case .controllerRestarted(.failure(let error)):
             setPower(.poweredOff(reason: "the controller did not come back after a reset: \(error.message)"))
         case .advertisingReport(let report):
-            scans.received(report)
+            step { s in
+                var actions: [SystemAction] = []
+                s.machine.advertisingReport(report, into: &actions)
+                return ((), actions)
+            }
         case .advertisingEnded:
             advertising.ended()
         case .connected(let info) where info.role == .central:

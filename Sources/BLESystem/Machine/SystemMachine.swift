@@ -1,3 +1,5 @@
+import BLEHost
+
 /// One manager attached to the system (a central or a peripheral manager), by an id its driver draws and
 /// never reuses; the machine uses it only as a key, and as the order managers are told things in (the order
 /// they were attached).
@@ -12,6 +14,10 @@ package struct SessionID: RawRepresentable, Hashable, Comparable, Sendable, Cust
 package enum SystemAction: Sendable, Hashable {
     /// Tell a manager something, in order with everything else it is told.
     case deliver(SessionID, SessionEvent)
+    /// Have the controller scan with these parameters (start, or change how it scans).
+    case startScan(ScanParameters)
+    /// Have the controller stop scanning.
+    case stopScan
 }
 
 /// What a manager is told.
@@ -21,14 +27,19 @@ package enum SessionEvent: Sendable, Hashable {
     /// The manager's app was terminated: the manager lets go of everything it holds in the system. Nothing
     /// reaches it afterwards.
     case appTerminated
+    /// A device matched the manager's scan `scan` (after the manager's own coalescing).
+    case discovered(SystemDiscovery, scan: UInt64)
+    /// The scan `scan` ended without the manager stopping it (the controller refused it, or went away).
+    case scanEnded(UInt64)
 }
 
 /// The system above one host, as one value: what the simulated iOS decides, and none of its I/O.
 ///
 /// ### Overview
 /// Issue 34 moves the system's rules here one concern at a time (`docs/SystemMachinePlan.md`). Today it
-/// holds the managers attached to the system, with their apps, and the power state each one sees: the
-/// controller's, behind the user's authorization and Bluetooth switch.
+/// holds the managers attached to the system, with their apps; the power state each one sees: the
+/// controller's, behind the user's authorization and Bluetooth switch; and the scans of every manager as one
+/// controller scan (`ScanUnion`).
 ///
 /// ### Function
 /// Inputs come in through mutating methods (a manager attached, detached or replaced by its restored
@@ -43,6 +54,7 @@ package enum SessionEvent: Sendable, Hashable {
 package struct SystemMachine: Sendable {
     package private(set) var power = Power()
     package private(set) var sessions: [SessionID: Session] = [:]
+    package private(set) var scans: ScanUnion
 
     /// A manager as the machine knows it.
     package struct Session: Sendable, Hashable {
@@ -52,7 +64,9 @@ package struct SystemMachine: Sendable {
         package var told: SystemPowerState?
     }
 
-    package init() {}
+    package init(scans: ScanUnion = ScanUnion(backgroundParameters: ScanUnion.parameters)) {
+        self.scans = scans
+    }
 
     /// What managers see now.
     package var visible: SystemPowerState { power.visible }
@@ -68,9 +82,10 @@ package struct SystemMachine: Sendable {
         return actions
     }
 
-    /// A manager is detached (it went away): nothing reaches it any more.
-    package mutating func closed(_ session: SessionID) {
+    /// A manager is detached (it went away): nothing reaches it any more, and its scan ends.
+    package mutating func closed(_ session: SessionID) -> [SystemAction] {
         sessions[session] = nil
+        return scans.stop(session)
     }
 
     /// `new`, restored from the kept manager `old`, takes `old`'s place in one step. The state it sees is
@@ -98,6 +113,38 @@ package struct SystemMachine: Sendable {
     /// The managers of `app`, in the order they were attached.
     package func sessions(of app: String) -> [SessionID] {
         sessions.keys.sorted().filter { sessions[$0]!.app == app }
+    }
+
+    // MARK: Scans
+
+    /// `session` scans for `request` (replacing its scan, IOSRules.md 1.7), in `mode`; its discoveries carry `id`.
+    package mutating func scanStarted(_ session: SessionID, _ request: ScanRequest, id: UInt64, mode: ScanMode)
+        -> [SystemAction]
+    {
+        scans.start(session, request, id: id, mode: mode)
+    }
+
+    /// `session` stops scanning.
+    package mutating func scanStopped(_ session: SessionID) -> [SystemAction] { scans.stop(session) }
+
+    /// The sessions' apps moved in their lifecycles: each scan runs in its app's new mode.
+    package mutating func scanModesChanged(_ modes: [SessionID: ScanMode]) -> [SystemAction] {
+        scans.setModes(modes)
+    }
+
+    /// The restored `new` takes over `old`'s scan, under the scan id `id`; false when `old` did not scan.
+    package mutating func scanTransferred(from old: SessionID, to new: SessionID, id: UInt64) -> Bool {
+        scans.transfer(from: old, to: new, id: id)
+    }
+
+    /// The controller no longer scans (it refused to, it went away, Bluetooth was switched off): every scan
+    /// ends.
+    package mutating func scanFailed() -> [SystemAction] { scans.controllerFailed() }
+
+    /// An advertising report: the sessions it concerns are told, in `actions` (the notification path's buffer,
+    /// so that a report allocates no array of its own).
+    package mutating func advertisingReport(_ report: AdvertisingReport, into actions: inout [SystemAction]) {
+        scans.received(report, into: &actions)
     }
 
     // MARK: Power

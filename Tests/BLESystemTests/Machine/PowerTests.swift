@@ -49,7 +49,7 @@ import Testing
         let a = rig.open(app: "one")
         let b = rig.open(app: "two")
         let c = rig.open(app: "one")
-        rig.machine.closed(b)
+        _ = rig.machine.closed(b)
         let actions = rig.step { $0.controllerChanged(.poweredOn) }
         #expect(actions == [.deliver(a, .powerChanged(.poweredOn)), .deliver(c, .powerChanged(.poweredOn))])
         // The same state again changes nothing anyone sees.
@@ -153,7 +153,7 @@ import Testing
                     guard let first = n.live.first else { continue }
                     n.live.removeFirst()
                     n.last[first] = nil
-                    n.machine.closed(first)
+                    _ = n.machine.closed(first)
                 }
                 visited += 1
                 let path = path + [input]

@@ -1,0 +1,243 @@
+import BLECore
+import BLEHost
+import Testing
+
+@testable import BLESystem
+
+/// The scans of every manager as one controller scan (`ScanUnion`, in the system machine): one controller scan
+/// for all, each manager told only what its request matches, coalesced per manager, the background rules of
+/// IOSRules.md 1.1, 1.2, 1.5, 1.6, scan responses merged once, memory bounded, and every scan ending together
+/// when the controller stops.
+@Suite struct ScanTests {
+    static let background = ScanParameters(active: true, interval: 0x0800, window: 0x0012, filterDuplicates: false)
+    static let heartRate = BluetoothUUID(UInt16(0x180D))
+    static let battery = BluetoothUUID(UInt16(0x180F))
+
+    static func machine(active: Bool = true) -> SystemMachine {
+        SystemMachine(scans: ScanUnion(backgroundParameters: background, active: active))
+    }
+
+    static func address(_ n: Int) -> BluetoothAddress {
+        BluetoothAddress(bytes: [UInt8(n & 0xFF), UInt8(n >> 8 & 0xFF), 0, 0, 0, 0xC0], type: .randomDevice)
+    }
+
+    /// An advertisement listing `services` (16-bit), with `extra` octets of manufacturer data.
+    static func report(
+        _ n: Int, kind: AdvertisingReport.Kind = .nonConnectableUndirected, services: [UInt16] = [], extra: UInt8 = 0
+    ) -> AdvertisingReport {
+        var data: [UInt8] = [2, 0x01, 0x06]
+        if !services.isEmpty {
+            data += [UInt8(1 + 2 * services.count), 0x03] + services.flatMap { [UInt8($0 & 0xFF), UInt8($0 >> 8)] }
+        }
+        data += [3, 0xFF, 0x4C, extra]
+        return AdvertisingReport(kind: kind, address: address(n), rssi: -50, data: data)
+    }
+
+    static func discoveries(_ actions: [SystemAction]) -> [(SessionID, BluetoothAddress, UInt64)] {
+        actions.compactMap { action in
+            guard case .deliver(let session, .discovered(let discovery, let scan)) = action else { return nil }
+            return (session, discovery.address, scan)
+        }
+    }
+
+    static var foreground: ScanParameters {
+        var p = ScanUnion.parameters
+        p.active = true
+        return p
+    }
+
+    @Test func oneControllerScanServesEveryManagerAndStopsWithTheLast() {
+        var m = Self.machine()
+        let a = SessionID(rawValue: 1)
+        let b = SessionID(rawValue: 2)
+        let r1 = m.scanStarted(a, ScanRequest(services: nil), id: 10, mode: .foreground)
+        #expect(r1 == [.startScan(Self.foreground)])
+        let r2 = m.scanStarted(b, ScanRequest(services: nil), id: 20, mode: .foreground)
+        #expect(r2 == [])
+        var actions: [SystemAction] = []
+        m.advertisingReport(Self.report(1), into: &actions)
+        #expect(Self.discoveries(actions).map { [$0.0.rawValue, $0.2] } == [[1, 10], [2, 20]])
+        let r3 = m.scanStopped(a)
+        #expect(r3 == [])
+        let r4 = m.scanStopped(a)
+        #expect(r4 == [])
+        let r5 = m.scanStopped(b)
+        #expect(r5 == [.stopScan])
+    }
+
+    @Test func eachManagerHearsWhatItsRequestMatchesOnceUntilItChanges() {
+        var m = Self.machine()
+        let hr = SessionID(rawValue: 1)
+        let all = SessionID(rawValue: 2)
+        let dup = SessionID(rawValue: 3)
+        _ = m.scanStarted(hr, ScanRequest(services: [Self.heartRate]), id: 1, mode: .foreground)
+        _ = m.scanStarted(all, ScanRequest(services: nil), id: 2, mode: .foreground)
+        _ = m.scanStarted(dup, ScanRequest(services: nil, allowDuplicates: true), id: 3, mode: .foreground)
+        var actions: [SystemAction] = []
+        m.advertisingReport(Self.report(1, services: [0x180D]), into: &actions)
+        m.advertisingReport(Self.report(2, services: [0x180F]), into: &actions)
+        m.advertisingReport(Self.report(1, services: [0x180D]), into: &actions)  // the same again
+        m.advertisingReport(Self.report(1, services: [0x180D], extra: 1), into: &actions)  // changed
+        let told = Self.discoveries(actions).map { "\($0.0.rawValue):\($0.1.bytes[0])" }
+        #expect(told == ["1:1", "2:1", "3:1", "2:2", "3:2", "3:1", "1:1", "2:1", "3:1"])
+    }
+
+    @Test func outOfTheForegroundAScanNeedsServicesHearsEachDeviceOnceAndTheControllerSlowsDown() {
+        var m = Self.machine()
+        let listed = SessionID(rawValue: 1)
+        let any = SessionID(rawValue: 2)
+        let off = SessionID(rawValue: 3)
+        _ = m.scanStarted(
+            listed, ScanRequest(services: [Self.heartRate], allowDuplicates: true), id: 1, mode: .foreground)
+        _ = m.scanStarted(any, ScanRequest(services: nil), id: 2, mode: .foreground)
+        _ = m.scanStarted(off, ScanRequest(services: nil), id: 3, mode: .foreground)
+        // Every app leaves the foreground: the controller takes the background parameters (IOSRules.md 1.2).
+        #expect(
+            m.scanModesChanged([listed: .background, any: .background, off: .off]) == [.startScan(Self.background)])
+        var actions: [SystemAction] = []
+        for _ in 0..<3 { m.advertisingReport(Self.report(1, services: [0x180D]), into: &actions) }
+        // Only the scan with services hears it, once (1.1, 1.5, 1.6); the foreground-only app hears nothing.
+        #expect(Self.discoveries(actions).map { $0.0 } == [listed])
+        let r6 = m.scanModesChanged([any: .foreground])
+        #expect(r6 == [.startScan(Self.foreground)])
+    }
+
+    @Test func aScannableAdvertisementWaitsForItsScanResponse() {
+        var m = Self.machine()
+        let a = SessionID(rawValue: 1)
+        _ = m.scanStarted(a, ScanRequest(services: nil, allowDuplicates: true), id: 1, mode: .foreground)
+        var actions: [SystemAction] = []
+        m.advertisingReport(Self.report(1, kind: .scannableUndirected), into: &actions)
+        #expect(actions.isEmpty)
+        m.advertisingReport(
+            AdvertisingReport(
+                kind: .scanResponse, address: Self.address(1), rssi: -60, data: [4, 0x09, 0x41, 0x42, 0x43]),
+            into: &actions)
+        guard case .deliver(_, .discovered(let merged, _)) = actions.first else {
+            Issue.record("no discovery: \(actions)")
+            return
+        }
+        #expect(merged.scanResponse == [4, 0x09, 0x41, 0x42, 0x43])
+        #expect(merged.data.localName == "ABC")
+        // A lost scan response: the next advertisement lets the held one go, with the last response known.
+        actions = []
+        m.advertisingReport(Self.report(1, kind: .scannableUndirected), into: &actions)
+        m.advertisingReport(Self.report(1, kind: .scannableUndirected), into: &actions)
+        #expect(actions.count == 1)
+    }
+
+    @Test func theControllerStoppingEndsEveryScanInTheOrderTheyStarted() {
+        var m = Self.machine()
+        _ = m.scanStarted(SessionID(rawValue: 2), ScanRequest(services: nil), id: 7, mode: .foreground)
+        _ = m.scanStarted(SessionID(rawValue: 1), ScanRequest(services: nil), id: 9, mode: .foreground)
+        #expect(
+            m.scanFailed() == [
+                .deliver(SessionID(rawValue: 2), .scanEnded(7)), .deliver(SessionID(rawValue: 1), .scanEnded(9)),
+            ])
+        let r7 = m.scanStopped(SessionID(rawValue: 1))
+        #expect(r7 == [])
+        // The next scan starts the controller again.
+        #expect(
+            m.scanStarted(SessionID(rawValue: 1), ScanRequest(services: nil), id: 10, mode: .foreground) == [
+                .startScan(Self.foreground)
+            ])
+    }
+
+    @Test func aRestoredManagerTakesTheScanOverAndAClosedOneLetsItGo() {
+        var m = Self.machine()
+        let kept = SessionID(rawValue: 1)
+        let restored = SessionID(rawValue: 2)
+        _ = m.scanStarted(kept, ScanRequest(services: [Self.heartRate]), id: 1, mode: .background)
+        let r8 = m.scanTransferred(from: kept, to: restored, id: 5)
+        #expect(r8)
+        let r9 = m.scanTransferred(from: kept, to: restored, id: 6)
+        #expect(!r9)
+        var actions: [SystemAction] = []
+        m.advertisingReport(Self.report(1, services: [0x180D]), into: &actions)
+        #expect(Self.discoveries(actions).map { [$0.0.rawValue, $0.2] } == [[2, 5]])
+        let r10 = m.scans.request(of: restored)?.services
+        #expect(r10 == [Self.heartRate])
+        let r11 = m.closed(restored)
+        #expect(r11 == [.stopScan])
+    }
+
+    @Test func aPassiveSystemScansPassively() {
+        var m = Self.machine(active: false)
+        var expected = ScanUnion.parameters
+        expected.active = false
+        let r12 = m.scanStarted(SessionID(rawValue: 1), ScanRequest(services: nil), id: 1, mode: .foreground)
+        #expect(r12 == [.startScan(expected)])
+    }
+
+    @Test func memoryStaysBoundedInARoomOfRotatingAddresses() {
+        var m = Self.machine()
+        _ = m.scanStarted(SessionID(rawValue: 1), ScanRequest(services: nil), id: 1, mode: .foreground)
+        var actions: [SystemAction] = []
+        for n in 0..<5_000 {
+            m.advertisingReport(Self.report(n, kind: .scannableUndirected), into: &actions)
+            m.advertisingReport(Self.report(n + 20_000), into: &actions)
+        }
+        let r13 = m.scans.remembered(by: SessionID(rawValue: 1)) <= ScanUnion.memoryLimit
+        #expect(r13)
+        let r14 = m.scans.heldCount <= ScanUnion.memoryLimit
+        #expect(r14)
+    }
+
+    /// Every sequence of five of nine inputs (two managers starting in each mode, stopping, moving, closing, the
+    /// controller failing): after each step the controller, as the actions left it, scans exactly while some
+    /// manager does, with the parameters their modes call for.
+    @Test func everySequenceLeavesTheControllerScanningAsTheManagersWant() {
+        enum Input: CaseIterable { case startA, startBackgroundB, stopA, stopB, aAway, aBack, bOff, failed, closeA }
+        let a = SessionID(rawValue: 1)
+        let b = SessionID(rawValue: 2)
+        struct Node {
+            var machine = ScanTests.machine()
+            var controller: ScanParameters?
+        }
+        var failures: [String] = []
+        var visited = 0
+        func walk(_ node: Node, depth: Int, path: [Input]) {
+            guard depth > 0 else { return }
+            for input in Input.allCases {
+                var n = node
+                let actions: [SystemAction]
+                switch input {
+                case .startA: actions = n.machine.scanStarted(a, ScanRequest(services: nil), id: 1, mode: .foreground)
+                case .startBackgroundB:
+                    actions = n.machine.scanStarted(
+                        b, ScanRequest(services: [Self.heartRate]), id: 2, mode: .background)
+                case .stopA: actions = n.machine.scanStopped(a)
+                case .stopB: actions = n.machine.scanStopped(b)
+                case .aAway: actions = n.machine.scanModesChanged([a: .background])
+                case .aBack: actions = n.machine.scanModesChanged([a: .foreground])
+                case .bOff: actions = n.machine.scanModesChanged([b: .off])
+                case .failed:
+                    actions = n.machine.scanFailed()
+                    n.controller = nil
+                case .closeA: actions = n.machine.closed(a)
+                }
+                visited += 1
+                for action in actions {
+                    switch action {
+                    case .startScan(let p): n.controller = p
+                    case .stopScan: n.controller = nil
+                    default: break
+                    }
+                }
+                let scanners = n.machine.scans.scanners
+                let wanted: ScanParameters? =
+                    scanners.isEmpty
+                    ? nil : scanners.values.contains { $0.mode == .foreground } ? Self.foreground : Self.background
+                if n.controller != wanted {
+                    failures.append(
+                        "\(path + [input]): the controller \(String(describing: n.controller)), wanted \(String(describing: wanted))"
+                    )
+                }
+                walk(n, depth: depth - 1, path: path + [input])
+            }
+        }
+        walk(Node(), depth: 5, path: [])
+        #expect(visited == (1...5).reduce(0) { $0 + (0..<$1).reduce(1) { r, _ in r * 9 } })
+        #expect(failures.isEmpty, "\(failures.count) failures, first: \(failures.prefix(3))")
+    }
+}
