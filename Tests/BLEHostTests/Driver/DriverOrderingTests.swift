@@ -11,7 +11,8 @@ import Testing
 @Suite struct DriverOrderingTests {
     @Test func completionsAndEventsArriveOneAtATimeInTheOrderTheHostProducedThem() throws {
         let controller = ThreadedController()
-        let host = HostDriver(transport: controller, scheduler: DispatchHostScheduler(label: "test.timers"))
+        let scheduler = DispatchHostScheduler(label: "test.timers")
+        let host = HostDriver(transport: controller, scheduler: scheduler)
         let log = CallbackLog()
         host.setEventHandler { event in
             log.enter()
@@ -52,6 +53,11 @@ import Testing
         }
         for _ in 0..<(2 * requests) { #expect(done.wait(timeout: .now() + 10) == .success) }
         #expect(controller.waitForReports(timeout: 10))
+        // The controller has handed every report over; the host reports them in its domain, after the work
+        // already queued there: once work queued now has run, they have all been reported.
+        let settled = DispatchSemaphore(value: 0)
+        scheduler.execute { settled.signal() }
+        #expect(settled.wait(timeout: .now() + 10) == .success)
         host.stopScan { _ in }
 
         // Never two callbacks at once: the driver performs one action at a time.
