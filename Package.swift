@@ -132,9 +132,10 @@ let package = Package(
             ],
             swiftSettings: strict),
 
-        // The benchmarks' scenarios on the public API: `ble bench` runs them, and so does Benchmarks/ (a package of
-        // its own, so that neither the main build nor `swift test` builds ordo-one/benchmark).
-        .target(name: "BLEBench", dependencies: ["BLE"], swiftSettings: strict),
+        // The benchmarks' scenarios on the public API (their seeded draws from BLECore): `ble bench` runs them, and so
+        // does Benchmarks/ (a package of its own, so that neither the main build nor `swift test` builds
+        // ordo-one/benchmark).
+        .target(name: "BLEBench", dependencies: ["BLE", "BLECore"], swiftSettings: strict),
 
         .executableTarget(
             name: "ble",

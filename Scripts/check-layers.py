@@ -33,7 +33,8 @@ RANK = {
     "BLE": 6,
     # The process the store's kill -9 trials kill (Tests/StoreWriter); not in a product.
     "ble-store-writer": 6,
-    # The benchmarks' scenarios, on the public API only (ble bench and the Benchmarks/ package run them).
+    # The benchmarks' scenarios, on the public API (and BLECore's seeded generator); ble bench and the Benchmarks/
+    # package run them.
     "BLEBench": 7,
     # The JSON profile file's model and reader (ble serve FILE), on the public API.
     "BLEProfiles": 7,

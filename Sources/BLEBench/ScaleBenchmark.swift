@@ -1,4 +1,5 @@
 import BLE
+import BLECore
 import Dispatch
 import Foundation
 import Synchronization
@@ -75,7 +76,8 @@ public struct ScaleBenchmark: Sendable, Hashable {
     ) async throws -> Result {
         let radio = SimulatedRadio(seed: seed)
         let meter = ScaleMeter()
-        var random = SplitMix(seed: seed)
+        // The devices' positions and phases, fixed by the seed.
+        var random = SeededRandom(seed: seed)
         func position() -> RadioPosition {
             RadioPosition(x: Double(random.next() % 2000) / 100, y: Double(random.next() % 2000) / 100)
         }
@@ -183,19 +185,6 @@ public struct ScaleBenchmark: Sendable, Hashable {
 extension Duration {
     /// This duration in seconds, as a `Double`.
     var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
-}
-
-/// SplitMix64: positions and phases of a benchmark's devices, fixed by the seed.
-struct SplitMix {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
 }
 
 /// The process's resident set, from /proc/self/statm (nil where there is none).

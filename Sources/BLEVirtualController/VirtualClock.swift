@@ -103,27 +103,21 @@ struct VirtualClock<Payload> {
     }
 }
 
-/// The simulation's only source of randomness: SplitMix64 seeding a xoshiro256** generator.
+/// The simulation's only source of randomness: a xoshiro256** generator seeded by SplitMix64.
 ///
-/// Both algorithms are public-domain designs (Steele, Lea and Flood; Blackman and Vigna); this is our own
-/// transcription. Every random choice of a run (advertising delays, RSSI jitter, packet loss, derived
-/// addresses, LE Rand) draws from one instance in event order, so a seed fixes the whole run.
+/// xoshiro256** is Blackman and Vigna's public-domain design, and this is our own transcription; its four words
+/// are the first four draws of BLECore's SplitMix64 (`SeededRandom`) from the seed. Every random choice of a run
+/// (advertising delays, RSSI jitter, packet loss, derived addresses, LE Rand) draws from one instance in event
+/// order, so a seed fixes the whole run.
 struct SimulationRandom: RandomNumberGenerator {
     private var s0: UInt64, s1: UInt64, s2: UInt64, s3: UInt64
 
     init(seed: UInt64) {
-        var x = seed
-        func splitMix() -> UInt64 {
-            x &+= 0x9E37_79B9_7F4A_7C15
-            var z = x
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-        s0 = splitMix()
-        s1 = splitMix()
-        s2 = splitMix()
-        s3 = splitMix()
+        var seeding = SeededRandom(seed: seed)
+        s0 = seeding.next()
+        s1 = seeding.next()
+        s2 = seeding.next()
+        s3 = seeding.next()
     }
 
     mutating func next() -> UInt64 {

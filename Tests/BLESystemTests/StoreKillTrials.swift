@@ -113,7 +113,8 @@ import Testing
             "ble-store-writer is not built (swift build --build-tests builds it): \(Self.writer)")
         let folder = try SystemStoreTests.Folder()
         let path = folder.file()
-        var random = SplitMix(state: seed)
+        // The trials' own draws (kill moments, new files, the writers' seeds).
+        var random = SeededRandom(seed: seed)
         var model = Model()
         var tally = Tally()
         let started = ContinuousClock.now
@@ -483,16 +484,4 @@ import Testing
     static func token(_ address: BluetoothAddress) -> String { "\(address.type.rawValue)-" + hex(address.bytes) }
 
     static func hex(_ bytes: [UInt8]) -> String { bytes.map { String(format: "%02x", $0) }.joined() }
-}
-
-/// SplitMix64, for the trials' own draws (kill moments, new files, the writers' seeds).
-struct SplitMix: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
 }

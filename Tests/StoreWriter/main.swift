@@ -103,17 +103,8 @@ final class ErrorWatch: Sendable {
     }
 }
 
-/// SplitMix64: the writer's choices repeat for a seed (the identifiers the store draws do not: they come from the
-/// system's generator).
-struct Choices: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
+/// The writer's choices come from BLECore's seeded generator, so they repeat for a seed.
+extension SeededRandom {
     mutating func bytes(_ count: Int) -> [UInt8] { (0..<count).map { _ in UInt8.random(in: 0...255, using: &self) } }
 }
 
@@ -137,7 +128,7 @@ guard let path = arguments.first else {
     guard let at = arguments.firstIndex(of: name), at + 1 < arguments.count else { return nil }
     return Int64(arguments[at + 1])
 }
-var choices = Choices(state: UInt64(bitPattern: option("--seed") ?? 1))
+var choices = SeededRandom(seed: UInt64(bitPattern: option("--seed") ?? 1))
 /// The store's clock: seconds since 1970, a second more for each change.
 final class Clock: Sendable {
     let seconds: Mutex<Int64>

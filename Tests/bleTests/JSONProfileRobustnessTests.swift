@@ -1,4 +1,5 @@
 import ArgumentParser
+import BLECore
 import Foundation
 import Testing
 
@@ -9,13 +10,11 @@ import Testing
 /// never traps. The reader itself (`BLEProfiles.ProfileFile`) is the libFuzzer target `json-profile`; this suite
 /// checks the tool's loader around it (the file read, the refusal a `ValidationError` with the tool's usage).
 @Suite struct JSONProfileRobustnessTests {
-    /// A small deterministic generator (64-bit LCG), so a failure replays.
+    /// A small deterministic generator (BLECore's LinearCongruential, a byte from each draw), so a failure replays.
     struct Generator {
-        var state: UInt64
-        mutating func next() -> UInt8 {
-            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
-            return UInt8(truncatingIfNeeded: state >> 33)
-        }
+        private var source: LinearCongruential
+        init(seed: UInt64) { source = LinearCongruential(seed: seed) }
+        mutating func next() -> UInt8 { UInt8(truncatingIfNeeded: source.nextHighBits()) }
         mutating func below(_ bound: Int) -> Int { (Int(next()) << 8 | Int(next())) % bound }
     }
 
@@ -60,7 +59,7 @@ import Testing
 
     @Test func damagedProfilesLoadOrAreRefused() throws {
         let seeds = try Self.corpusFiles().map { [UInt8](try Data(contentsOf: $0)) }
-        var g = Generator(state: 0x150F)
+        var g = Generator(seed: 0x150F)
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("json-profile-\(UUID())")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }

@@ -161,12 +161,8 @@ struct StartupSequence: Sendable {
     /// The random static address this host takes when the controller has no public one (two top bits set, Vol 6,
     /// Part B, 1.3.2.1), from the host's seed.
     private var staticAddress: BluetoothAddress {
-        var seed = randomSeed
-        var bytes: [UInt8] = []
-        for _ in 0..<6 {
-            seed = seed &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
-            bytes.append(UInt8(truncatingIfNeeded: seed >> 33))
-        }
+        var generator = LinearCongruential(seed: randomSeed)
+        var bytes = (0..<6).map { _ in UInt8(truncatingIfNeeded: generator.nextHighBits()) }
         bytes[0] |= 0xC0
         return BluetoothAddress(bytes: bytes, type: .randomDevice)
     }

@@ -1,4 +1,5 @@
 import BLE
+import BLECore
 import Dispatch
 import Foundation
 import Synchronization
@@ -21,13 +22,13 @@ final class HeartRateSensor: PeripheralManagerDelegate, @unchecked Sendable {
         type: .batteryLevel, properties: [.read, .notify], value: nil, permissions: [.readable])
     var servicesPending = 0
     var timer: ScheduledTimer?
-    var random: UInt64
+    var random: LinearCongruential
     var energyExpended: UInt16 = 0
 
     init(system: BluetoothSystem, log: DemoLog, seed: UInt64) {
         self.system = system
         self.log = log
-        self.random = seed | 1
+        self.random = LinearCongruential(seed: seed | 1)
         queue.sync { manager = PeripheralManager(delegate: self, queue: queue, options: nil, system: system) }
     }
 
@@ -95,8 +96,7 @@ final class HeartRateSensor: PeripheralManagerDelegate, @unchecked Sendable {
 
     func sendMeasurement() {
         // Flags 0x08: 8-bit heart rate, energy expended present (Heart Rate Service 3.1.1).
-        random = random &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
-        let bpm = UInt8(70 + (random >> 33) % 8)
+        let bpm = UInt8(70 + random.nextHighBits() % 8)
         energyExpended &+= 1
         let value = Data([0x08, bpm, UInt8(energyExpended & 0xFF), UInt8(energyExpended >> 8)])
         _ = manager.updateValue(value, for: measurement, onSubscribedCentrals: nil)

@@ -1,4 +1,5 @@
 import BLE
+import BLECore
 import BLEProfiles
 import Foundation
 
@@ -49,15 +50,13 @@ enum BuiltInProfiles {
     }
 }
 
-/// A small seeded generator, so a device's readings are plausible and reproducible.
+/// A device's small seeded generator (BLECore's, from the seed made odd), so its readings are plausible and
+/// reproducible.
 struct Jitter {
-    private var state: UInt64
-    init(seed: UInt64) { state = seed | 1 }
+    private var generator: LinearCongruential
+    init(seed: UInt64) { generator = LinearCongruential(seed: seed | 1) }
     /// A value in 0..<bound.
-    mutating func next(_ bound: UInt64) -> UInt64 {
-        state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
-        return (state >> 33) % bound
-    }
+    mutating func next(_ bound: UInt64) -> UInt64 { UInt64(generator.nextHighBits()) % bound }
 }
 
 // MARK: Heart rate

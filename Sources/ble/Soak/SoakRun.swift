@@ -1,4 +1,5 @@
 import BLE
+import BLECore
 import Dispatch
 import Foundation
 import Synchronization
@@ -71,11 +72,11 @@ struct SoakRun: Sendable {
             managers.append(central)
             let actor = SoakCentral(
                 index: UInt8(c), central: central, devices: devices.count, ledger: ledger, end: end,
-                random: SoakRandom(seed: seed &+ 0x9E37_79B9 &* UInt64(c + 1)))
+                random: SeededRandom(seed: seed &+ 0x9E37_79B9 &* UInt64(c + 1)))
             actors.append(Task(executorPreference: radio) { await actor.run() })
         }
         // The world: every device ticks once a second; now and then one wanders out of range and back.
-        var chaos = SoakRandom(seed: seed ^ 0xC4A0_5EED)
+        var chaos = SeededRandom(seed: seed ^ 0xC4A0_5EED)
         var report = Report(hours: hours, seed: seed, centrals: centrals, peripherals: peripherals)
         var nextHour = radio.now + .seconds(3600)
         var away: [(device: Int, back: Duration)] = []
@@ -166,20 +167,8 @@ struct SoakRun: Sendable {
     }
 }
 
-/// A small seeded generator (SplitMix64): the same seed, the same run.
-struct SoakRandom: Sendable {
-    private var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-
+/// The soak's draws, from BLECore's seeded generator: the same seed, the same run.
+extension SeededRandom {
     mutating func next(in range: ClosedRange<Int>) -> Int {
         range.lowerBound + Int(next() % UInt64(range.count))
     }
@@ -280,11 +269,11 @@ final class SoakCentral: @unchecked Sendable {
     let devices: Int
     let ledger: SoakLedger
     let end: Duration
-    var random: SoakRandom
+    var random: SeededRandom
     var sequence: UInt32 = 0
     var known: [Int: Peripheral] = [:]
 
-    init(index: UInt8, central: CentralManager, devices: Int, ledger: SoakLedger, end: Duration, random: SoakRandom) {
+    init(index: UInt8, central: CentralManager, devices: Int, ledger: SoakLedger, end: Duration, random: SeededRandom) {
         self.index = index
         self.central = central
         self.devices = devices
