@@ -78,6 +78,8 @@ public final class SystemCore: Sendable {
         var apps: [String: SystemApp] = [:]
         var outbox: Deque<SystemAction> = []
         var draining = false
+        /// A drain is scheduled in the domain (from outside it) and has not started.
+        var drainScheduled = false
 
         /// Managers whose app was terminated, detached, until they are told so.
         var leaving: [SessionID: WeakSession] = [:]
@@ -99,12 +101,14 @@ public final class SystemCore: Sendable {
             return id
         }
 
-        mutating func attach(_ session: any SystemSession, app: SystemApp) -> SessionID {
+        mutating func attach(_ session: any SystemSession, app: SystemApp, _ actions: inout [SystemAction])
+            -> SessionID
+        {
             let object = ObjectIdentifier(session)
             // A manager freed without detaching would leave its identity behind for another object to take.
             if let stale = ids[object] {
                 detach(stale, leaving: false)
-                _ = machine.closed(stale)
+                actions += machine.closed(stale)
             }
             let id: SessionID
             if let early = reserved.removeValue(forKey: object) {
@@ -500,8 +504,7 @@ public final class SystemCore: Sendable {
             return (true, s.machine.bluetoothSwitched(on: enabled))
         }
         guard switched, !enabled else { return }
-        step { ((), $0.machine.scanFailed()) }
-        host.stopScan { _ in }
+        step { ((), $0.machine.scansSwitchedOff()) }
         links.reset()
         host.setConnectTargets([], parameters: host.configuration.connectionParameters)
         advertising.reset()
@@ -522,8 +525,9 @@ public final class SystemCore: Sendable {
     public func register(_ session: any SystemSession, app: SystemApp? = nil) {
         let app = app ?? defaultApp
         step { s in
-            let id = s.attach(session, app: app)
-            return ((), s.machine.opened(id, app: app.id))
+            var actions: [SystemAction] = []
+            let id = s.attach(session, app: app, &actions)
+            return ((), actions + s.machine.opened(id, app: app.id))
         }
     }
 
@@ -534,11 +538,12 @@ public final class SystemCore: Sendable {
     public func replace(
         _ old: any SystemSession, with new: any SystemSession, app: SystemApp
     ) -> SystemPowerState {
-        state.withLock { s in
+        step { s in
             let oldID = s.ids[ObjectIdentifier(old)]
             if let oldID { s.detach(oldID, leaving: false) }
-            let newID = s.attach(new, app: app)
-            return s.machine.replaced(oldID, by: newID, app: app.id)
+            var actions: [SystemAction] = []
+            let newID = s.attach(new, app: app, &actions)
+            return (s.machine.replaced(oldID, by: newID, app: app.id), actions)
         }
     }
 
@@ -572,15 +577,44 @@ public final class SystemCore: Sendable {
     /// a manager is told the states in the order the machine produced them, so two changes racing on two
     /// threads (the host's power, a user's authorization) cannot leave it with the earlier one.
     private func step<T>(_ body: (inout State) -> (T, [SystemAction])) -> T {
-        let (value, drain) = state.withLock { s -> (T, Bool) in
+        // In the domain, a drain starts at once and performs everything stepped so far, in order (a drain
+        // scheduled from outside may not have run yet); from outside, one is scheduled in the domain.
+        let inDomain = scheduler.isExecuting
+        let (value, drain) = state.withLock { s -> (T, DrainStart) in
             let (value, actions) = body(&s)
             s.outbox.append(contentsOf: actions)
-            guard !s.draining, !s.outbox.isEmpty else { return (value, false) }
-            s.draining = true
-            return (value, true)
+            guard !s.draining, !s.outbox.isEmpty else { return (value, .none) }
+            if inDomain {
+                s.draining = true
+                return (value, .now)
+            }
+            guard !s.drainScheduled else { return (value, .none) }
+            s.drainScheduled = true
+            return (value, .scheduled)
         }
-        if drain { scheduler.execute { [self] in drainOutbox() } }
+        switch drain {
+        case .now: drainOutbox()
+        case .scheduled: scheduler.execute { [self] in scheduledDrain() }
+        case .none: break
+        }
         return value
+    }
+
+    /// How a step has its actions performed.
+    private enum DrainStart {
+        case none, now, scheduled
+    }
+
+    /// A drain scheduled from outside the domain, now in it: it performs what waits, unless a drain started in
+    /// the domain meanwhile has (or is doing so).
+    private func scheduledDrain() {
+        let start = state.withLock { s -> Bool in
+            s.drainScheduled = false
+            guard !s.draining, !s.outbox.isEmpty else { return false }
+            s.draining = true
+            return true
+        }
+        if start { drainOutbox() }
     }
 
     /// Performs queued actions until the outbox is empty, outside the lock. Only one thread drains at a time.

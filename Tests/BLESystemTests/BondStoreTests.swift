@@ -179,6 +179,25 @@ import Testing
         store.close()
     }
 
+    /// A process that opened the store before another forgot a peer derives the forgotten identifier when it
+    /// meets the peer: it reports it (it cannot know better until it restarts), but does not put it back in the
+    /// file, so later processes give the peer a new one.
+    @Test func aPeerForgottenByAnotherProcessDoesNotComeBackIntoTheFile() throws {
+        let folder = try Folder()
+        let clock = Clock()
+        let early = try SystemStore(path: folder.file(), now: clock.read)
+        let other = try SystemStore(path: folder.file(), now: clock.read)
+        let peer = other.identifier(for: SystemStoreTests.address(1))
+        #expect(other.removePeer(peer))
+        other.close()
+        #expect(early.identifier(for: SystemStoreTests.address(1)) == peer)
+        early.close()
+        let later = try SystemStore(path: folder.file(), now: clock.read)
+        #expect(later.existingIdentifier(for: SystemStoreTests.address(1)) == nil)
+        #expect(later.identifier(for: SystemStoreTests.address(1)) != peer)
+        later.close()
+    }
+
     /// Identifiers are derived from the address under the store's key: that a peer was forgotten is kept too,
     /// so a later process does not give the forgotten identifier back.
     @Test func aForgottenPeerStaysForgottenInTheNextProcess() throws {

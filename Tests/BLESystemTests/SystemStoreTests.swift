@@ -114,6 +114,46 @@ import Testing
         store.close()
     }
 
+    /// Another process holding the file longer than the busy timeout: the writes waiting are tried again a
+    /// second later, not lost, and a write asked for at once meanwhile does not overtake them.
+    @Test func writesWaitingForABusyFileAreTriedAgain() throws {
+        let folder = try Folder()
+        let clock = Clock()
+        let log = LogRecorder()
+        let store = try SystemStore(path: folder.file(), seed: 5, now: clock.read, logger: log.logger)
+        let holder = try DatabaseQueue(path: folder.file())
+        let holding = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        let released = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            try? holder.writeWithoutTransaction { db in
+                try db.inTransaction(.exclusive) {
+                    holding.signal()
+                    _ = release.wait(timeout: .now() + 60)
+                    return .commit
+                }
+            }
+            released.signal()
+        }
+        #expect(holding.wait(timeout: .now() + 60) == .success)
+        let id = store.identifier(for: Self.address(1))
+        // The writer's first run waits the busy timeout (2 s) and fails; the file is let go once it said so.
+        let deadline = Date().addingTimeInterval(60)
+        while !log.lines.contains(where: { $0.contains("tried again in a second") }), Date() < deadline {
+            usleep(10_000)
+        }
+        #expect(log.lines.contains { $0.contains("tried again in a second") })
+        release.signal()
+        #expect(released.wait(timeout: .now() + 60) == .success)
+        #expect(store.writer.waitUntilWritten(timeout: .seconds(60)))
+        let next = try SystemStore(path: folder.file(), seed: 5, now: clock.read)
+        #expect(next.existingIdentifier(for: Self.address(1)) == id)
+        next.close()
+        store.close()
+        try holder.close()
+        #expect(!log.lines.contains { $0.contains("given up") })
+    }
+
     @Test func knownPeersAreBoundedAndAged() throws {
         let folder = try Folder()
         let clock = Clock()

@@ -26,8 +26,9 @@ extension BluetoothSystem {
     /// The devices this system knows (its store: at most 1,000, the most recently seen first).
     public var knownPeripherals: [KnownPeripheral] { core.store.knownPeers.map(KnownPeripheral.init) }
 
-    /// Writes what the store batched (names and last-seen times) now, as a process about to end does when it does
-    /// not `shutDown()`. Identifiers are always written at once.
+    /// Writes what the store batched (devices' rows, names, last-seen times and GATT caches) now, and returns once
+    /// it is on disk, as a process about to end does when it does not `shutDown()`. An identifier needs no
+    /// write to stay the same: it is derived from the device's address under the store's key.
     public func flushStore() { core.store.flush() }
 
     /// The devices a system store file knows, read without a system (for a tool that lists them).

@@ -49,6 +49,8 @@ public final class HostDriver: Sendable {
         var machine: HostMachine
         var outbox: Deque<HostAction> = []
         var draining = false
+        /// A drain is scheduled in the domain (from outside it) and has not started.
+        var drainScheduled = false
         var nextOperation: UInt64 = 1
         var completions: [HostOperationID: Completion] = [:]
         var timers: [HostTimerID: any ScheduledWork] = [:]
@@ -121,15 +123,44 @@ public final class HostDriver: Sendable {
     /// Steps the machine with `body` under the lock, queues the actions it produced, and has them performed in
     /// the scheduler's domain unless a drain is already under way (it performs these too, in order).
     func step<T>(_ body: (inout State) -> (T, [HostAction])) -> T {
-        let (value, drain) = state.withLock { state -> (T, Bool) in
+        // In the domain, a drain starts at once and performs everything stepped so far, in order (a drain
+        // scheduled from outside may not have run yet); from outside, one is scheduled in the domain.
+        let inDomain = scheduler.isExecuting
+        let (value, drain) = state.withLock { state -> (T, DrainStart) in
             let (value, actions) = body(&state)
             state.outbox.append(contentsOf: actions)
-            guard !state.draining, !state.outbox.isEmpty else { return (value, false) }
-            state.draining = true
-            return (value, true)
+            guard !state.draining, !state.outbox.isEmpty else { return (value, .none) }
+            if inDomain {
+                state.draining = true
+                return (value, .now)
+            }
+            guard !state.drainScheduled else { return (value, .none) }
+            state.drainScheduled = true
+            return (value, .scheduled)
         }
-        if drain { scheduler.execute { [self] in drainOutbox() } }
+        switch drain {
+        case .now: drainOutbox()
+        case .scheduled: scheduler.execute { [self] in scheduledDrain() }
+        case .none: break
+        }
         return value
+    }
+
+    /// How a step has its actions performed.
+    private enum DrainStart {
+        case none, now, scheduled
+    }
+
+    /// A drain scheduled from outside the domain, now in it: it performs what waits, unless a drain started in
+    /// the domain meanwhile has (or is doing so).
+    private func scheduledDrain() {
+        let start = state.withLock { state -> Bool in
+            state.drainScheduled = false
+            guard !state.draining, !state.outbox.isEmpty else { return false }
+            state.draining = true
+            return true
+        }
+        if start { drainOutbox() }
     }
 
     /// Performs queued actions until the outbox is empty. Only one thread drains at a time.

@@ -106,6 +106,8 @@ package struct SystemMachine: Sendable {
         for id in sessions.keys.sorted() where sessions[id]!.app == app && !keeping.contains(id) {
             sessions[id] = nil
             actions.append(.deliver(id, .appTerminated))
+            // What the system did for it ends with it (the manager is detached, and can no longer stop it).
+            actions += scans.stop(id)
         }
         return actions
     }
@@ -137,9 +139,15 @@ package struct SystemMachine: Sendable {
         scans.transfer(from: old, to: new, id: id)
     }
 
-    /// The controller no longer scans (it refused to, it went away, Bluetooth was switched off): every scan
-    /// ends.
+    /// The controller no longer scans (it refused to, it went away, it is being reset): every scan ends.
     package mutating func scanFailed() -> [SystemAction] { scans.controllerFailed() }
+
+    /// Bluetooth was switched off: every scan ends, and the controller, if it scans, is stopped (after the
+    /// scans asked for before, in the order the machine asked).
+    package mutating func scansSwitchedOff() -> [SystemAction] {
+        let scanning = scans.controllerScanning
+        return scans.controllerFailed() + (scanning ? [.stopScan] : [])
+    }
 
     /// An advertising report: the sessions it concerns are told, in `actions` (the notification path's buffer,
     /// so that a report allocates no array of its own).

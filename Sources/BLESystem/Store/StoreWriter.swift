@@ -27,7 +27,15 @@ final class StoreWriter: Sendable {
         var what: String
         var metadata: Logger.Metadata
         var body: @Sendable (Database) throws -> Void
+        /// Runs whose transaction could not be made with this write in it (the file busy, say).
+        var attempts = 0
     }
+
+    /// How many runs a write waits through when their transaction cannot be made, before it is given up (and
+    /// said so in the log).
+    static let attemptLimit = 5
+    /// How long a run waits before trying again a transaction that could not be made.
+    static let retryDelay = 1.0
 
     private struct Queue {
         var waiting: [Write] = []
@@ -43,8 +51,8 @@ final class StoreWriter: Sendable {
     /// Held by whoever writes (a run, `perform`): one at a time, in order. A plain lock, as it is held across the
     /// write and returns what `perform`'s body returned.
     private let running = NSLock()
-    /// Where runs are started.
-    private let dispatch: @Sendable (@escaping @Sendable () -> Void) -> Void
+    /// Where runs are started, at once or after a delay in seconds.
+    private let dispatch: @Sendable (Double, @escaping @Sendable () -> Void) -> Void
     /// Signalled after each run, for `waitUntilWritten`.
     private let progress = NSCondition()
 
@@ -52,7 +60,13 @@ final class StoreWriter: Sendable {
         self.database = database
         self.logger = logger
         let serial = DispatchQueue(label: "swift-ble.store-writer")
-        self.dispatch = { work in serial.async(execute: work) }
+        self.dispatch = { delay, work in
+            if delay > 0 {
+                serial.asyncAfter(deadline: .now() + delay, execute: work)
+            } else {
+                serial.async(execute: work)
+            }
+        }
     }
 
     /// The sequence number of the last write on disk (or failed and logged).
@@ -82,28 +96,39 @@ final class StoreWriter: Sendable {
             q.runScheduled = true
             return true
         }
-        if start { dispatch { [self] in run() } }
+        if start { dispatch(0) { [self] in run() } }
     }
 
     /// Puts everything submitted so far on disk, then performs `body` (which makes its own transactions), and
     /// returns what it returned: the caller goes on once both are on disk.
     func perform<T>(_ body: (Database) throws -> T) throws -> T {
         try running.withLock {
-            writeWaiting()
+            // Nothing reaches the disk before what was handed over earlier.
+            guard writeWaiting() else {
+                throw DatabaseError(resultCode: .SQLITE_BUSY, message: "earlier writes could not be made yet")
+            }
             return try database.writeWithoutTransaction(body)
         }
     }
 
     /// Puts everything submitted so far on disk before returning.
     func drain() {
-        running.withLock { writeWaiting() }
+        running.withLock { _ = writeWaiting() }
     }
 
     /// Drains, and refuses writes from now on: the database may then be closed.
     func close() {
         running.withLock {
             writeWaiting()
-            queue.withLock { $0.closed = true }
+            let lost = queue.withLock { q -> Int in
+                q.closed = true
+                defer { q.waiting = [] }
+                return q.waiting.count
+            }
+            if lost > 0 {
+                logger.error(
+                    "writes that could not be made are lost with the store's close", metadata: ["writes": "\(lost)"])
+            }
         }
     }
 
@@ -111,7 +136,8 @@ final class StoreWriter: Sendable {
     /// whether they are. For tests of what the writer does by itself.
     func waitUntilWritten(timeout: Duration) -> Bool {
         let target = queue.withLock { $0.submitted }
-        let deadline = Date().addingTimeInterval(Double(timeout.components.seconds))
+        let seconds = Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18
+        let deadline = Date().addingTimeInterval(seconds)
         progress.lock()
         defer { progress.unlock() }
         while committed < target {
@@ -127,13 +153,17 @@ final class StoreWriter: Sendable {
         }
     }
 
-    /// Takes every write waiting and puts them on disk in one transaction. Called with `running` held.
-    private func writeWaiting() {
+    /// Takes every write waiting and puts them on disk in one transaction. Called with `running` held. A write
+    /// that fails in its savepoint is logged and done with; when the transaction itself cannot be made (another
+    /// process holds the file past the busy timeout, say), the writes go back to the head of the queue and a run
+    /// tries again a second later, up to `attemptLimit` runs, after which they are given up and logged.
+    @discardableResult
+    private func writeWaiting() -> Bool {
         let batch = queue.withLock { q -> [Write] in
             defer { q.waiting = [] }
             return q.waiting
         }
-        guard let last = batch.last else { return }
+        guard !batch.isEmpty else { return true }
         do {
             try database.writeWithoutTransaction { db in
                 try db.inTransaction(.immediate) {
@@ -152,12 +182,38 @@ final class StoreWriter: Sendable {
                     return .commit
                 }
             }
+            finished(through: batch.last!.sequence)
+            return true
         } catch {
+            let again = batch.map { write -> Write in
+                var write = write
+                write.attempts += 1
+                return write
+            }
+            let kept = again.filter { $0.attempts < Self.attemptLimit }
+            let dropped = again.count - kept.count
             logger.error(
-                "writes waiting for the store could not be made (another process may hold it)",
+                dropped == 0
+                    ? "writes waiting for the store could not be made yet: they are tried again in a second"
+                    : "writes waiting for the store could not be made: \(dropped) are given up",
                 metadata: ["error": "\(SystemStore.words(error))", "writes": "\(batch.count)"])
+            let retry = queue.withLock { q -> Bool in
+                q.waiting = kept + q.waiting
+                guard !kept.isEmpty, !q.runScheduled, !q.closed else { return false }
+                q.runScheduled = true
+                return true
+            }
+            if let lastDropped = again.last(where: { $0.attempts >= Self.attemptLimit }), kept.isEmpty {
+                finished(through: lastDropped.sequence)
+            }
+            if retry { dispatch(Self.retryDelay) { [self] in run() } }
+            return false
         }
-        queue.withLock { $0.committed = last.sequence }
+    }
+
+    /// Every write up to `sequence` is on disk (or given up, and logged).
+    private func finished(through sequence: UInt64) {
+        queue.withLock { $0.committed = max($0.committed, sequence) }
         progress.lock()
         progress.broadcast()
         progress.unlock()

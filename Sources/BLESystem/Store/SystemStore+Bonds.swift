@@ -225,21 +225,30 @@ extension SystemStore {
     public func removePeer(_ identifier: UUID) -> Bool {
         state.withLock { s in
             var deleted = false
-            // Its addresses, heard again, give a new identifier: each counts one more forgetting.
+            // Its addresses, heard again, give a new identifier: each counts one more forgetting (in the file, so
+            // that two processes forgetting it at once count both).
             let addresses = (s.byIdentifier[identifier].map { [$0.address] } ?? []) + (s.aliases[identifier] ?? [])
             for address in addresses { s.forgotten[address, default: 0] += 1 }
-            let counts = addresses.map { (Self.forgottenKey($0), Int64(bitPattern: s.forgotten[$0]!)) }
             do {
                 guard !s.closed else { throw StoreError(path: path ?? ":memory:", reason: "the store is closed") }
-                try writeNow { db in
+                let counts = try writeNow { db -> [BluetoothAddress: Int64] in
                     // The GATT cache and the bond go with the row (ON DELETE CASCADE).
                     try db.execute(sql: "DELETE FROM peer WHERE identifier = ?", arguments: [identifier.uuidString])
                     deleted = db.changesCount > 0
-                    for (key, count) in counts {
+                    var counts: [BluetoothAddress: Int64] = [:]
+                    for address in addresses {
+                        let key = Self.forgottenKey(address)
                         try db.execute(
-                            sql: "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", arguments: [key, count])
+                            sql: """
+                                INSERT INTO meta (key, value) VALUES (?, 1)
+                                ON CONFLICT(key) DO UPDATE SET value = value + 1
+                                """, arguments: [key])
+                        counts[address] = try Int64.fetchOne(
+                            db, sql: "SELECT value FROM meta WHERE key = ?", arguments: [key])
                     }
+                    return counts
                 }
+                for (address, count) in counts { s.forgotten[address] = UInt64(bitPattern: count) }
             } catch {
                 logger.error(
                     "a peer is forgotten for this process only: it could not be deleted",

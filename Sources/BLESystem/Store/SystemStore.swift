@@ -466,8 +466,19 @@ public final class SystemStore: Sendable {
             identifier: identifier.uuidString, address: Data(address.bytes), addressType: address.type.storeCode,
             name: nil, lastSeen: time)
         let logger = logger
+        let forgottenKey = Self.forgottenKey(address)
         _ = writer.submit("a peer's identifier", metadata: ["identifier": "\(identifier)"]) { db in
             if let evicted { try PeerRow.deleteOne(db, key: evicted.uuidString) }
+            // Another process forgot the peer since this one opened the store: the identifier this one derived is
+            // the forgotten one, and must not come back into the file.
+            let forgotten = try Int64.fetchOne(
+                db, sql: "SELECT value FROM meta WHERE key = ?", arguments: [forgottenKey])
+            if let forgotten, UInt64(bitPattern: forgotten) > epoch {
+                logger.warning(
+                    "another process forgot this peer: this one reports its former identifier until it restarts, and does not keep it",
+                    metadata: ["identifier": "\(row.identifier)"])
+                return
+            }
             try row.insert(db, onConflict: .ignore)
             guard db.changesCount == 0 else { return }
             // Another process wrote the address first: under the same key it gave the same identifier, unless it

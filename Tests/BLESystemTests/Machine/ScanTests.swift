@@ -161,6 +161,22 @@ import Testing
         #expect(r11 == [.stopScan])
     }
 
+    @Test func aTerminatedAppsScanEndsWithItAndTheSwitchOffStopsTheController() {
+        var m = Self.machine()
+        let a = SessionID(rawValue: 1)
+        let b = SessionID(rawValue: 2)
+        _ = m.opened(a, app: "one")
+        _ = m.opened(b, app: "two")
+        _ = m.scanStarted(a, ScanRequest(services: nil), id: 1, mode: .foreground)
+        let terminated = m.appTerminated("one", keeping: [])
+        #expect(terminated == [.deliver(a, .appTerminated), .stopScan])
+        _ = m.scanStarted(b, ScanRequest(services: nil), id: 2, mode: .foreground)
+        let off = m.scansSwitchedOff()
+        #expect(off == [.deliver(b, .scanEnded(2)), .stopScan])
+        let again = m.scansSwitchedOff()
+        #expect(again == [])
+    }
+
     @Test func aPassiveSystemScansPassively() {
         var m = Self.machine(active: false)
         var expected = ScanUnion.parameters
@@ -183,16 +199,25 @@ import Testing
         #expect(r14)
     }
 
-    /// Every sequence of five of nine inputs (two managers starting in each mode, stopping, moving, closing, the
-    /// controller failing): after each step the controller, as the actions left it, scans exactly while some
+    /// Every sequence of five of ten inputs (two managers starting in each mode, stopping, moving, closing, an
+    /// app terminated, the controller failing): after each step the controller, as the actions left it, scans exactly while some
     /// manager does, with the parameters their modes call for.
     @Test func everySequenceLeavesTheControllerScanningAsTheManagersWant() {
-        enum Input: CaseIterable { case startA, startBackgroundB, stopA, stopB, aAway, aBack, bOff, failed, closeA }
+        enum Input: CaseIterable {
+            case startA, startBackgroundB, stopA, stopB, aAway, aBack, bOff, failed, closeA, terminateA
+        }
         let a = SessionID(rawValue: 1)
         let b = SessionID(rawValue: 2)
         struct Node {
-            var machine = ScanTests.machine()
+            var machine: SystemMachine = {
+                var m = ScanTests.machine()
+                _ = m.opened(SessionID(rawValue: 1), app: "one")
+                _ = m.opened(SessionID(rawValue: 2), app: "two")
+                return m
+            }()
             var controller: ScanParameters?
+            /// Whether `a` is attached (the driver asks nothing for a detached manager).
+            var aLive = true
         }
         var failures: [String] = []
         var visited = 0
@@ -202,7 +227,9 @@ import Testing
                 var n = node
                 let actions: [SystemAction]
                 switch input {
-                case .startA: actions = n.machine.scanStarted(a, ScanRequest(services: nil), id: 1, mode: .foreground)
+                case .startA:
+                    guard n.aLive else { continue }
+                    actions = n.machine.scanStarted(a, ScanRequest(services: nil), id: 1, mode: .foreground)
                 case .startBackgroundB:
                     actions = n.machine.scanStarted(
                         b, ScanRequest(services: [Self.heartRate]), id: 2, mode: .background)
@@ -214,7 +241,12 @@ import Testing
                 case .failed:
                     actions = n.machine.scanFailed()
                     n.controller = nil
-                case .closeA: actions = n.machine.closed(a)
+                case .closeA:
+                    actions = n.machine.closed(a)
+                    n.aLive = false
+                case .terminateA:
+                    actions = n.machine.appTerminated("one", keeping: [])
+                    n.aLive = false
                 }
                 visited += 1
                 for action in actions {
@@ -225,6 +257,9 @@ import Testing
                     }
                 }
                 let scanners = n.machine.scans.scanners
+                if !n.aLive && scanners[a] != nil {
+                    failures.append("\(path + [input]): a detached manager still scans")
+                }
                 let wanted: ScanParameters? =
                     scanners.isEmpty
                     ? nil : scanners.values.contains { $0.mode == .foreground } ? Self.foreground : Self.background
@@ -237,7 +272,7 @@ import Testing
             }
         }
         walk(Node(), depth: 5, path: [])
-        #expect(visited == (1...5).reduce(0) { $0 + (0..<$1).reduce(1) { r, _ in r * 9 } })
+        #expect(visited > 50_000)
         #expect(failures.isEmpty, "\(failures.count) failures, first: \(failures.prefix(3))")
     }
 }
