@@ -31,6 +31,9 @@ final class StoreWriter: Sendable {
         var attempts = 0
     }
 
+    /// Where every store's writer runs.
+    private static let sharedQueue = DispatchQueue(label: "swift-ble.store-writers")
+
     /// How many runs a write waits through when their transaction cannot be made, before it is given up (and
     /// said so in the log).
     static let attemptLimit = 5
@@ -59,7 +62,10 @@ final class StoreWriter: Sendable {
     init(database: DatabaseQueue, logger: Logger) {
         self.database = database
         self.logger = logger
-        let serial = DispatchQueue(label: "swift-ble.store-writer")
+        // Every store's queue runs on one shared thread: a process with a thousand systems (a scale benchmark,
+        // a gateway) would otherwise have Dispatch start threads for writers that have work at once. Each queue
+        // keeps its own order.
+        let serial = DispatchQueue(label: "swift-ble.store-writer", target: Self.sharedQueue)
         self.dispatch = { delay, work in
             if delay > 0 {
                 serial.asyncAfter(deadline: .now() + delay, execute: work)
@@ -182,6 +188,9 @@ final class StoreWriter: Sendable {
                     return .commit
                 }
             }
+            // The statements GRDB prepared and cached for the run, and SQLite's caches, are let go: a process with
+            // a thousand stores (a scale benchmark, a gateway) kept some 12 KiB for each, and a run is not hot.
+            database.releaseMemory()
             finished(through: batch.last!.sequence)
             return true
         } catch {
