@@ -69,7 +69,8 @@ let package = Package(
             swiftSettings: strict),
 
         // The seam between a host and a controller.
-        .target(name: "BLETransport", dependencies: ["BLECore", "BLEHCI", nioCore], swiftSettings: strict),
+        .target(
+            name: "BLETransport", dependencies: ["BLECore", "BLEHCI", nioCore, collections], swiftSettings: strict),
 
         // The host: composes the pure machines, owns credits, buffers, timers.
         .target(
@@ -84,7 +85,7 @@ let package = Package(
         .target(
             name: "BLESystem",
             dependencies: [
-                "BLECore", "BLEATT", "BLEGATT", "BLEHost", "BLESMP", "BLETransport", logging, collections,
+                "BLECore", "BLEATT", "BLEGATT", "BLEHost", "BLESMP", "BLETransport", logging,
                 .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "OrderedCollections", package: "swift-collections"),
             ],

@@ -3,7 +3,6 @@ import BLEGATT
 import BLEHCI
 import BLEHost
 import BLETransport
-import DequeModule
 import Logging
 import Synchronization
 
@@ -76,10 +75,7 @@ public final class SystemCore: Sendable {
         var ids: [ObjectIdentifier: SessionID] = [:]
         var nextSession: UInt64 = 1
         var apps: [String: SystemApp] = [:]
-        var outbox: Deque<SystemAction> = []
-        var draining = false
-        /// A drain is scheduled in the domain (from outside it) and has not started.
-        var drainScheduled = false
+        var outbox = DomainOutbox<SystemAction>()
 
         /// Managers whose app was terminated, detached, until they are told so.
         var leaving: [SessionID: WeakSession] = [:]
@@ -580,17 +576,9 @@ public final class SystemCore: Sendable {
         // In the domain, a drain starts at once and performs everything stepped so far, in order (a drain
         // scheduled from outside may not have run yet); from outside, one is scheduled in the domain.
         let inDomain = scheduler.isExecuting
-        let (value, drain) = state.withLock { s -> (T, DrainStart) in
+        let (value, drain) = state.withLock { s -> (T, DomainOutbox<SystemAction>.Start) in
             let (value, actions) = body(&s)
-            s.outbox.append(contentsOf: actions)
-            guard !s.draining, !s.outbox.isEmpty else { return (value, .none) }
-            if inDomain {
-                s.draining = true
-                return (value, .now)
-            }
-            guard !s.drainScheduled else { return (value, .none) }
-            s.drainScheduled = true
-            return (value, .scheduled)
+            return (value, s.outbox.append(contentsOf: actions, inDomain: inDomain))
         }
         switch drain {
         case .now: drainOutbox()
@@ -600,20 +588,10 @@ public final class SystemCore: Sendable {
         return value
     }
 
-    /// How a step has its actions performed.
-    private enum DrainStart {
-        case none, now, scheduled
-    }
-
     /// A drain scheduled from outside the domain, now in it: it performs what waits, unless a drain started in
     /// the domain meanwhile has (or is doing so).
     private func scheduledDrain() {
-        let start = state.withLock { s -> Bool in
-            s.drainScheduled = false
-            guard !s.draining, !s.outbox.isEmpty else { return false }
-            s.draining = true
-            return true
-        }
+        let start = state.withLock { $0.outbox.scheduledDrainArrived() }
         if start { drainOutbox() }
     }
 
@@ -621,10 +599,7 @@ public final class SystemCore: Sendable {
     private func drainOutbox() {
         while true {
             let next = state.withLock { s -> (action: SystemAction, session: (any SystemSession)?)? in
-                guard let action = s.outbox.popFirst() else {
-                    s.draining = false
-                    return nil
-                }
+                guard let action = s.outbox.next() else { return nil }
                 switch action {
                 case .deliver(let id, let event):
                     let sink = s.sinks[id] ?? s.leaving[id]

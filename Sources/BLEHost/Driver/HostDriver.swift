@@ -1,7 +1,6 @@
 import BLECore
 import BLEHCI
 import BLETransport
-import DequeModule
 import Logging
 import Synchronization
 
@@ -47,10 +46,7 @@ public final class HostDriver: Sendable {
 
     struct State {
         var machine: HostMachine
-        var outbox: Deque<HostAction> = []
-        var draining = false
-        /// A drain is scheduled in the domain (from outside it) and has not started.
-        var drainScheduled = false
+        var outbox = DomainOutbox<HostAction>()
         var nextOperation: UInt64 = 1
         var completions: [HostOperationID: Completion] = [:]
         var timers: [HostTimerID: any ScheduledWork] = [:]
@@ -126,17 +122,9 @@ public final class HostDriver: Sendable {
         // In the domain, a drain starts at once and performs everything stepped so far, in order (a drain
         // scheduled from outside may not have run yet); from outside, one is scheduled in the domain.
         let inDomain = scheduler.isExecuting
-        let (value, drain) = state.withLock { state -> (T, DrainStart) in
+        let (value, drain) = state.withLock { state -> (T, DomainOutbox<HostAction>.Start) in
             let (value, actions) = body(&state)
-            state.outbox.append(contentsOf: actions)
-            guard !state.draining, !state.outbox.isEmpty else { return (value, .none) }
-            if inDomain {
-                state.draining = true
-                return (value, .now)
-            }
-            guard !state.drainScheduled else { return (value, .none) }
-            state.drainScheduled = true
-            return (value, .scheduled)
+            return (value, state.outbox.append(contentsOf: actions, inDomain: inDomain))
         }
         switch drain {
         case .now: drainOutbox()
@@ -146,20 +134,10 @@ public final class HostDriver: Sendable {
         return value
     }
 
-    /// How a step has its actions performed.
-    private enum DrainStart {
-        case none, now, scheduled
-    }
-
     /// A drain scheduled from outside the domain, now in it: it performs what waits, unless a drain started in
     /// the domain meanwhile has (or is doing so).
     private func scheduledDrain() {
-        let start = state.withLock { state -> Bool in
-            state.drainScheduled = false
-            guard !state.draining, !state.outbox.isEmpty else { return false }
-            state.draining = true
-            return true
-        }
+        let start = state.withLock { $0.outbox.scheduledDrainArrived() }
         if start { drainOutbox() }
     }
 
@@ -167,10 +145,7 @@ public final class HostDriver: Sendable {
     private func drainOutbox() {
         while true {
             let next = state.withLock { state -> Performable? in
-                guard let action = state.outbox.popFirst() else {
-                    state.draining = false
-                    return nil
-                }
+                guard let action = state.outbox.next() else { return nil }
                 return Self.prepare(action, &state, driver: self)
             }
             guard let next else { return }
