@@ -78,9 +78,7 @@ extension SystemStore {
                 z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
                 z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
                 z ^= z >> 31
-                for shift in stride(from: 0, to: 64, by: 8) {
-                    octets.append(UInt8(truncatingIfNeeded: z >> UInt64(shift)))
-                }
+                octets += Self.octets([z])
             }
         } else {
             var generator = SystemRandomNumberGenerator()

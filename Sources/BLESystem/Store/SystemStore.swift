@@ -670,12 +670,7 @@ public final class SystemStore: Sendable {
     /// key gives one identifier per address (every process of the device, every run); the address cannot be
     /// told from it without the key.
     static func derive(_ address: BluetoothAddress, epoch: UInt64, attempt: UInt64, key: SymmetricKey) -> UUID {
-        var message = [address.type.rawValue] + address.bytes
-        for value in [epoch, attempt] {
-            for shift in stride(from: 0, to: 64, by: 8) {
-                message.append(UInt8(truncatingIfNeeded: value >> UInt64(shift)))
-            }
-        }
+        let message = [address.type.rawValue] + address.bytes + octets([epoch, attempt])
         var bytes = Array(HMAC<SHA256>.authenticationCode(for: message, using: key).prefix(16))
         bytes[6] = (bytes[6] & 0x0F) | 0x40  // version 4
         bytes[8] = (bytes[8] & 0x3F) | 0x80  // RFC 4122 variant
@@ -697,14 +692,11 @@ public final class SystemStore: Sendable {
         return [generator.next(), generator.next()]
     }
 
-    static func key(_ words: [UInt64]) -> SymmetricKey {
-        var bytes: [UInt8] = []
-        for word in words {
-            for shift in stride(from: 0, to: 64, by: 8) {
-                bytes.append(UInt8(truncatingIfNeeded: word >> UInt64(shift)))
-            }
-        }
-        return SymmetricKey(data: bytes)
+    static func key(_ words: [UInt64]) -> SymmetricKey { SymmetricKey(data: octets(words)) }
+
+    /// Each word's eight octets, least significant first.
+    static func octets(_ words: [UInt64]) -> [UInt8] {
+        words.flatMap { word in (0..<8).map { UInt8(truncatingIfNeeded: word >> (8 * UInt64($0))) } }
     }
 
     /// The file's key, kept the first time (`proposed`): two processes opening a new file at once both end up
@@ -728,26 +720,16 @@ public final class SystemStore: Sendable {
 
     /// The meta key that counts how often the peer of `address` was forgotten.
     static func forgottenKey(_ address: BluetoothAddress) -> String {
-        "forgotten \(address.type.storeCode) "
-            + address.bytes.map { String($0, radix: 16) }.map {
-                $0.count == 1 ? "0" + $0 : $0
-            }.joined()
+        "forgotten \(address.type.storeCode) " + address.bytes.hexString
     }
 
     /// The address a `forgottenKey` names; nil for a key of another shape.
     static func forgottenAddress(_ key: String) -> BluetoothAddress? {
         let parts = key.split(separator: " ")
         guard parts.count == 3, parts[0] == "forgotten", let code = Int64(parts[1]),
-            let type = BluetoothAddress.AddressType(storeCode: code), parts[2].count == 12
+            let type = BluetoothAddress.AddressType(storeCode: code), let bytes = [UInt8](hex: String(parts[2])),
+            bytes.count == 6
         else { return nil }
-        var bytes: [UInt8] = []
-        var index = parts[2].startIndex
-        while index < parts[2].endIndex {
-            let next = parts[2].index(index, offsetBy: 2)
-            guard let byte = UInt8(parts[2][index..<next], radix: 16) else { return nil }
-            bytes.append(byte)
-            index = next
-        }
         return BluetoothAddress(bytes: bytes, type: type)
     }
 
