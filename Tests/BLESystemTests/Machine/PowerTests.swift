@@ -127,48 +127,40 @@ import Testing
             var last: [SessionID: SystemPowerState] = [:]
             var next: UInt64 = 1
         }
-        var visited = 0
-        var failures: [String] = []  // checked once at the end: an expectation per step would cost more than the walk
-        func walk(_ node: Node, depth: Int, path: [Input]) {
-            guard depth > 0 else { return }
-            for input in Input.allCases {
-                var n = node
-                var actions: [SystemAction] = []
-                switch input {
-                case .on: actions = n.machine.controllerChanged(.poweredOn)
-                case .off: actions = n.machine.controllerChanged(.poweredOff(reason: "closed"))
-                case .reset: actions = n.machine.controllerChanged(.resetting(reason: "hardware error"))
-                case .unsupported: actions = n.machine.controllerChanged(.unsupported(reason: "no LE"))
-                case .switchOff: actions = n.machine.bluetoothSwitched(on: false)
-                case .switchOn: actions = n.machine.bluetoothSwitched(on: true)
-                case .deny: actions = n.machine.authorizationChanged(.denied)
-                case .allow: actions = n.machine.authorizationChanged(.allowedAlways)
-                case .undetermined: actions = n.machine.authorizationChanged(.notDetermined)
-                case .open:
-                    let id = SessionID(rawValue: n.next)
-                    n.next += 1
-                    n.live.append(id)
-                    actions = n.machine.opened(id, app: "app")
-                case .close:
-                    guard let first = n.live.first else { continue }
-                    n.live.removeFirst()
-                    n.last[first] = nil
-                    _ = n.machine.closed(first)
-                }
-                visited += 1
-                let path = path + [input]
-                for case .deliver(let id, .powerChanged(let state)) in actions {
-                    if !n.live.contains(id) { failures.append("\(path): \(id) is detached but was told \(state)") }
-                    if n.last[id] == state { failures.append("\(path): \(id) was told \(state) twice in a row") }
-                    n.last[id] = state
-                }
-                for id in n.live where (n.last[id] ?? .unknown) != n.machine.visible {
-                    failures.append("\(path): \(id) was last told \(n.last[id] ?? .unknown), sees \(n.machine.visible)")
-                }
-                walk(n, depth: depth - 1, path: path)
+        let (visited, failures) = walkEverySequence(from: Node(), depth: 5) { (n: inout Node, input: Input) in
+            var actions: [SystemAction] = []
+            switch input {
+            case .on: actions = n.machine.controllerChanged(.poweredOn)
+            case .off: actions = n.machine.controllerChanged(.poweredOff(reason: "closed"))
+            case .reset: actions = n.machine.controllerChanged(.resetting(reason: "hardware error"))
+            case .unsupported: actions = n.machine.controllerChanged(.unsupported(reason: "no LE"))
+            case .switchOff: actions = n.machine.bluetoothSwitched(on: false)
+            case .switchOn: actions = n.machine.bluetoothSwitched(on: true)
+            case .deny: actions = n.machine.authorizationChanged(.denied)
+            case .allow: actions = n.machine.authorizationChanged(.allowedAlways)
+            case .undetermined: actions = n.machine.authorizationChanged(.notDetermined)
+            case .open:
+                let id = SessionID(rawValue: n.next)
+                n.next += 1
+                n.live.append(id)
+                actions = n.machine.opened(id, app: "app")
+            case .close:
+                guard let first = n.live.first else { return nil }
+                n.live.removeFirst()
+                n.last[first] = nil
+                _ = n.machine.closed(first)
             }
+            var failures: [String] = []
+            for case .deliver(let id, .powerChanged(let state)) in actions {
+                if !n.live.contains(id) { failures.append("\(id) is detached but was told \(state)") }
+                if n.last[id] == state { failures.append("\(id) was told \(state) twice in a row") }
+                n.last[id] = state
+            }
+            for id in n.live where (n.last[id] ?? .unknown) != n.machine.visible {
+                failures.append("\(id) was last told \(n.last[id] ?? .unknown), sees \(n.machine.visible)")
+            }
+            return failures
         }
-        walk(Node(), depth: 5, path: [])
         #expect(failures.isEmpty, "\(failures.count) failures, first: \(failures.prefix(3))")
         #expect(visited > 100_000)
     }

@@ -219,59 +219,48 @@ import Testing
             /// Whether `a` is attached (the driver asks nothing for a detached manager).
             var aLive = true
         }
-        var failures: [String] = []
-        var visited = 0
-        func walk(_ node: Node, depth: Int, path: [Input]) {
-            guard depth > 0 else { return }
-            for input in Input.allCases {
-                var n = node
-                let actions: [SystemAction]
-                switch input {
-                case .startA:
-                    guard n.aLive else { continue }
-                    actions = n.machine.scanStarted(a, ScanRequest(services: nil), id: 1, mode: .foreground)
-                case .startBackgroundB:
-                    actions = n.machine.scanStarted(
-                        b, ScanRequest(services: [Self.heartRate]), id: 2, mode: .background)
-                case .stopA: actions = n.machine.scanStopped(a)
-                case .stopB: actions = n.machine.scanStopped(b)
-                case .aAway: actions = n.machine.scanModesChanged([a: .background])
-                case .aBack: actions = n.machine.scanModesChanged([a: .foreground])
-                case .bOff: actions = n.machine.scanModesChanged([b: .off])
-                case .failed:
-                    actions = n.machine.scanFailed()
-                    n.controller = nil
-                case .closeA:
-                    actions = n.machine.closed(a)
-                    n.aLive = false
-                case .terminateA:
-                    actions = n.machine.appTerminated("one", keeping: [])
-                    n.aLive = false
-                }
-                visited += 1
-                for action in actions {
-                    switch action {
-                    case .startScan(let p): n.controller = p
-                    case .stopScan: n.controller = nil
-                    default: break
-                    }
-                }
-                let scanners = n.machine.scans.scanners
-                if !n.aLive && scanners[a] != nil {
-                    failures.append("\(path + [input]): a detached manager still scans")
-                }
-                let wanted: ScanParameters? =
-                    scanners.isEmpty
-                    ? nil : scanners.values.contains { $0.mode == .foreground } ? Self.foreground : Self.background
-                if n.controller != wanted {
-                    failures.append(
-                        "\(path + [input]): the controller \(String(describing: n.controller)), wanted \(String(describing: wanted))"
-                    )
-                }
-                walk(n, depth: depth - 1, path: path + [input])
+        let (visited, failures) = walkEverySequence(from: Node(), depth: 5) { (n: inout Node, input: Input) in
+            let actions: [SystemAction]
+            switch input {
+            case .startA:
+                guard n.aLive else { return nil }
+                actions = n.machine.scanStarted(a, ScanRequest(services: nil), id: 1, mode: .foreground)
+            case .startBackgroundB:
+                actions = n.machine.scanStarted(b, ScanRequest(services: [Self.heartRate]), id: 2, mode: .background)
+            case .stopA: actions = n.machine.scanStopped(a)
+            case .stopB: actions = n.machine.scanStopped(b)
+            case .aAway: actions = n.machine.scanModesChanged([a: .background])
+            case .aBack: actions = n.machine.scanModesChanged([a: .foreground])
+            case .bOff: actions = n.machine.scanModesChanged([b: .off])
+            case .failed:
+                actions = n.machine.scanFailed()
+                n.controller = nil
+            case .closeA:
+                actions = n.machine.closed(a)
+                n.aLive = false
+            case .terminateA:
+                actions = n.machine.appTerminated("one", keeping: [])
+                n.aLive = false
             }
+            for action in actions {
+                switch action {
+                case .startScan(let p): n.controller = p
+                case .stopScan: n.controller = nil
+                default: break
+                }
+            }
+            var failures: [String] = []
+            let scanners = n.machine.scans.scanners
+            if !n.aLive && scanners[a] != nil { failures.append("a detached manager still scans") }
+            let wanted: ScanParameters? =
+                scanners.isEmpty
+                ? nil : scanners.values.contains { $0.mode == .foreground } ? Self.foreground : Self.background
+            if n.controller != wanted {
+                failures.append(
+                    "the controller \(String(describing: n.controller)), wanted \(String(describing: wanted))")
+            }
+            return failures
         }
-        walk(Node(), depth: 5, path: [])
         #expect(visited > 50_000)
         #expect(failures.isEmpty, "\(failures.count) failures, first: \(failures.prefix(3))")
     }

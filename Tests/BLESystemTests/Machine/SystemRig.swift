@@ -50,3 +50,28 @@ struct SystemRig {
         }
     }
 }
+
+/// Walks every sequence of `depth` inputs from `start`, as a tree: each prefix is stepped once, on a copy of
+/// the state its parent left. `step` applies one input to the state and returns what it found wrong there,
+/// or nil when the input does not apply in that state (that branch ends). Returns how many steps were taken
+/// and every failure, each prefixed with the inputs that led to it (checked once by the caller: an
+/// expectation per step would cost more than the walk).
+func walkEverySequence<State, Input: CaseIterable>(
+    from start: State, depth: Int, _ step: (inout State, Input) -> [String]?
+) -> (visited: Int, failures: [String]) {
+    var visited = 0
+    var failures: [String] = []
+    func walk(_ state: State, depth: Int, path: [Input]) {
+        guard depth > 0 else { return }
+        for input in Input.allCases {
+            var next = state
+            guard let found = step(&next, input) else { continue }
+            visited += 1
+            let path = path + [input]
+            failures += found.map { "\(path): \($0)" }
+            walk(next, depth: depth - 1, path: path)
+        }
+    }
+    walk(start, depth: depth, path: [])
+    return (visited, failures)
+}
