@@ -280,6 +280,42 @@ final class TickingClock: Sendable {
         #expect(try file.packets() == [BTSnoopTests.reset, BTSnoopTests.resetComplete])
     }
 
+    /// A transport that reads on a thread of its own hands a packet over while the host, in its domain, is still
+    /// answering the one before: recorded in the domain, the capture shows the answer first, as the host acted
+    /// (recorded on the reading thread, the second packet came before the answer: a Disconnection Complete
+    /// before the response to the request it ended, which tshark flags as data on a closed handle).
+    @Test func withTheHostsDomainAPacketIsRecordedWhenTheHostTakesIt() throws {
+        let pipe = HCIPipe()
+        let sink = MemorySink()
+        let writer = try BTSnoopWriter(sink: sink, clock: TickingClock().clock)
+        let domain = DispatchHostScheduler(label: "test.recording.domain")
+        let recording = RecordingTransport(wrapping: pipe.hostEnd, writer: writer, domain: domain)
+        pipe.attachController { _ in }
+        let secondHandedOver = DispatchSemaphore(value: 0)
+        let answered = DispatchSemaphore(value: 0)
+        // The host, as HostDriver does: it takes each packet in its domain and answers the first one there,
+        // once the second has been handed over.
+        recording.setReceiver { event in
+            domain.execute {
+                guard case .packet(let packet) = event, packet == BTSnoopTests.resetComplete else { return }
+                _ = secondHandedOver.wait(timeout: .now() + 10)
+                recording.send(BTSnoopTests.reset)
+                answered.signal()
+            }
+        }
+        pipe.deliverToHost(BTSnoopTests.resetComplete)
+        pipe.deliverToHost(BTSnoopTests.acl)
+        secondHandedOver.signal()
+        #expect(answered.wait(timeout: .now() + 10) == .success)
+        let settled = DispatchSemaphore(value: 0)
+        domain.execute { settled.signal() }
+        #expect(settled.wait(timeout: .now() + 10) == .success)
+
+        let file = try BTSnoopFile(sink.contents)
+        #expect(try file.packets() == [BTSnoopTests.resetComplete, BTSnoopTests.reset, BTSnoopTests.acl])
+        #expect(file.records.map(\.flags) == [3, 2, 1])
+    }
+
     @Test func closeFromTheHostStopsRecording() throws {
         let pipe = HCIPipe()
         let sink = MemorySink()

@@ -99,7 +99,7 @@ public final class BluetoothSystem: Sendable, CustomStringConvertible {
             // Virtual time, from a fixed origin: the same run gives the same capture, byte for byte.
             let origin: Int64 = 1_767_225_600_000_000  // 2026-01-01T00:00:00Z in microseconds
             transport = try recorded(
-                transport, to: path,
+                transport, to: path, domain: radio,
                 clock: { [radio] in
                     let now = radio.now.components
                     return origin + now.seconds * 1_000_000 + now.attoseconds / 1_000_000_000_000
@@ -338,9 +338,11 @@ public final class BluetoothSystem: Sendable, CustomStringConvertible {
             store.close()
             throw BluetoothError(.connectionFailed, "\(parsed): \(error)")  // names the spec, as TransportError does
         }
+        let scheduler = DispatchHostScheduler()
         if let recording {
             do {
-                transport = try recorded(transport, to: recording, clock: BTSnoopWriter.wallClock)
+                transport = try recorded(
+                    transport, to: recording, domain: scheduler, clock: BTSnoopWriter.wallClock)
             } catch {
                 // Neither is left open behind the refusal.
                 transport.close()
@@ -354,7 +356,7 @@ public final class BluetoothSystem: Sendable, CustomStringConvertible {
         var generator = SystemRandomNumberGenerator()
         host.security?.seed = (0..<32).map { _ in UInt8.random(in: 0...255, using: &generator) }
         let core = SystemCore(
-            name: name, transport: transport, scheduler: DispatchHostScheduler(), configuration: host, store: store,
+            name: name, transport: transport, scheduler: scheduler, configuration: host, store: store,
             appRules: configuration.appRules)
         let system = BluetoothSystem(core: core, virtualController: nil)
         try await system.waitForController()
@@ -378,12 +380,14 @@ public final class BluetoothSystem: Sendable, CustomStringConvertible {
     }
 
     /// `transport`, recording every packet to a btsnoop file.
+    /// `domain`: the host's scheduler, in whose serial domain received packets are recorded.
     static func recorded(
-        _ transport: any HCITransport, to path: String,
+        _ transport: any HCITransport, to path: String, domain: any HostScheduler,
         clock: @escaping BTSnoopWriter.Clock
     ) throws -> any HCITransport {
         do {
-            return RecordingTransport(wrapping: transport, writer: try BTSnoopWriter(path: path, clock: clock))
+            return RecordingTransport(
+                wrapping: transport, writer: try BTSnoopWriter(path: path, clock: clock), domain: domain)
         } catch {
             throw BluetoothError(.invalidParameters, "cannot record to \(path): \(error)")
         }
@@ -423,11 +427,13 @@ public final class BluetoothSystem: Sendable, CustomStringConvertible {
                     var transport: any HCITransport = DeferredTransport {
                         try await TransportRegistry.shared.open(parsed)
                     }
+                    let scheduler = DispatchHostScheduler()
                     if let recording {
-                        transport = try recorded(transport, to: recording, clock: BTSnoopWriter.wallClock)
+                        transport = try recorded(
+                            transport, to: recording, domain: scheduler, clock: BTSnoopWriter.wallClock)
                     }
                     let core = SystemCore(
-                        name: name, transport: transport, scheduler: DispatchHostScheduler(),
+                        name: name, transport: transport, scheduler: scheduler,
                         store: memoryStore(seed: nil))
                     system = BluetoothSystem(core: core, virtualController: nil)
                 }

@@ -10,8 +10,9 @@ import Synchronization
 /// ### Function
 /// Events arrive on many threads: packets on the transport's (a NIO event loop, the HCI user channel's reading
 /// queue, the simulated radio's run loop), timers on the scheduler's, requests on whatever queue or task the
-/// application calls from. Each one steps the machine under the driver's lock, in the order the lock is taken,
-/// and appends the actions it produced to one ordered outbox in the same lock section. The outbox is drained in
+/// application calls from. Packets and timers step the machine in the scheduler's serial domain, requests on
+/// the caller's thread; each step takes the driver's lock, in the order the lock is taken, and appends the
+/// actions it produced to one ordered outbox in the same lock section. The outbox is drained in
 /// the scheduler's serial domain (`HostScheduler.execute`), one drain at a time: packets, completions and
 /// events leave in the order the machine produced them, and never on an application's thread over a real
 /// controller (the domain is `DispatchHostScheduler`'s queue).
@@ -226,12 +227,19 @@ public final class HostDriver: Sendable {
         }
     }
 
+    /// A packet or the transport's end, stepped in the domain: the actions of the packet before it (a response
+    /// to a request, say) are performed before this one reaches the machine, so nothing the host decided on a
+    /// link goes out after the host has heard the link end (a capture would show data on a handle already
+    /// disconnected, and the controller would refuse it). Stepped on the transport's thread, a Disconnection
+    /// Complete could overtake the drain that sends the response to the request before it.
     private func received(_ event: HCITransportEvent) {
-        switch event {
-        case .packet(let packet):
-            step { ((), $0.machine.received(packet)) }
-        case .closed(let reason):
-            step { ((), $0.machine.transportClosed(reason: reason)) }
+        scheduler.execute { [self] in
+            switch event {
+            case .packet(let packet):
+                step { ((), $0.machine.received(packet)) }
+            case .closed(let reason):
+                step { ((), $0.machine.transportClosed(reason: reason)) }
+            }
         }
     }
 }
