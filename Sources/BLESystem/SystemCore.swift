@@ -36,6 +36,17 @@ public protocol ScanClient: AnyObject, Sendable {
     func scanEnded(_ scan: UInt64)
 }
 
+/// A manager that connects to peripherals through the system. Called in the controller's serial domain (or, for
+/// a link already up, in the client's `connect` call, through its return).
+public protocol LinkClient: AnyObject, Sendable {
+    /// The link to `info.peer` is up for this client: it just came up, or it was up already for another app.
+    func linkAttached(_ info: LinkInfo)
+    /// The connection attempt to `peer` ended without a link.
+    func linkFailed(peer: BluetoothAddress, error: HostError)
+    /// The link went down (`reason`, from the controller), for every client on it.
+    func linkDown(_ handle: ConnectionHandle, reason: HCIStatus)
+}
+
 /// The "bluetoothd" of one controller: it owns the host, the system store, the apps and the managers attached
 /// to them, and routes host events to them.
 public final class SystemCore: Sendable {
@@ -56,14 +67,25 @@ public final class SystemCore: Sendable {
 
     /// Who answers for each attribute of the GATT server.
     let gatt: GATTOwnership
-    /// One link per peer, shared by the apps that asked for it.
-    let links: SharedLinks
     /// What each app wants of each Client Characteristic Configuration on a shared link.
     let subscriptions = SharedSubscriptions()
     /// The apps' advertisements, in turn on the controller's one set.
     let advertising: AdvertisingRotation
     /// What discovery found on each link, for every app on it.
     public let discovery: SharedDiscovery
+
+    /// What the driver performs, in order: the machine's actions, and until the host's events are the machine's
+    /// (issue 34, step 10) the host events every manager is told and the server events their owners are told,
+    /// in the same queue so that a manager hears everything in the order it happened.
+    private enum Work: Sendable {
+        case machine(SystemAction)
+        /// A host event for every manager attached when it was stepped (`attachments` then).
+        case hostEvent(HostEvent, attachedBy: UInt64)
+        /// A peer's database changed (its Database Hash), for every manager attached when it was stepped.
+        case databaseChanged(ConnectionHandle, attachedBy: UInt64)
+        /// A server event for the manager that published the attribute it names.
+        case routed(any SystemSession, HostEvent)
+    }
 
     /// The system's rules as a value (`SystemMachine`), stepped under `state`'s lock; what it asks is performed
     /// outside the lock, in its order, by one thread at a time (`outbox`), as `HostDriver` performs the host's.
@@ -75,7 +97,9 @@ public final class SystemCore: Sendable {
         var ids: [ObjectIdentifier: SessionID] = [:]
         var nextSession: UInt64 = 1
         var apps: [String: SystemApp] = [:]
-        var outbox = DomainOutbox<SystemAction>()
+        var outbox = DomainOutbox<Work>()
+        /// How many managers were attached so far (each one's number, `WeakSession.attachedAt`).
+        var attachments: UInt64 = 0
 
         /// Managers whose app was terminated, detached, until they are told so.
         var leaving: [SessionID: WeakSession] = [:]
@@ -93,7 +117,7 @@ public final class SystemCore: Sendable {
             let id = SessionID(rawValue: nextSession)
             nextSession += 1
             reserved[object] = id
-            sinks[id] = WeakSession(session: session, app: app)
+            sinks[id] = WeakSession(session: session, app: app, attachedAt: .max)
             return id
         }
 
@@ -114,11 +138,17 @@ public final class SystemCore: Sendable {
                 id = SessionID(rawValue: nextSession)
                 nextSession += 1
             }
-            let sink = WeakSession(session: session, app: app)
+            attachments += 1
+            let sink = WeakSession(session: session, app: app, attachedAt: attachments)
             sinks[id] = sink
             ids[sink.object] = id
             order.append(sink)
             return id
+        }
+
+        /// The id of a registered manager, or of a restored one not registered yet.
+        func session(of object: ObjectIdentifier) -> SessionID? {
+            ids[object] ?? reserved[object]
         }
 
         /// Takes the manager `id` off the list events visit; `leaving`, it is kept aside until told its app ended.
@@ -139,11 +169,15 @@ public final class SystemCore: Sendable {
         let app: SystemApp
         /// The manager's identity, kept: the weak reference is nil once its deinit began.
         let object: ObjectIdentifier
+        /// Its number among the managers attached (`State.attachments`; the largest for one not attached yet):
+        /// host events stepped before it was attached do not reach it.
+        let attachedAt: UInt64
 
-        init(session: any SystemSession, app: SystemApp) {
+        init(session: any SystemSession, app: SystemApp, attachedAt: UInt64) {
             self.session = session
             self.app = app
             self.object = ObjectIdentifier(session)
+            self.attachedAt = attachedAt
         }
     }
 
@@ -173,16 +207,17 @@ public final class SystemCore: Sendable {
         self.security = SystemSecurity(host: host, store: store)
         security.refreshResolvingList()
         self.gatt = GATTOwnership(host: host)
-        self.links = SharedLinks(host: host)
         self.advertising = AdvertisingRotation(host: host, scheduler: scheduler)
         self.discovery = SharedDiscovery(host: host, store: store)
         host.setEventHandler { [weak self] event in self?.handle(event) }
         defaultApp.observeLifecycle { [weak self] in self?.appLifecycleChanged() }
         discovery.onDatabaseChanged { [weak self] link in
-            self?.forEachSession { $0.systemPeerDatabaseChanged(on: link) }
+            self?.stepWork { s in ((), [Work.databaseChanged(link, attachedBy: s.attachments)]) }
         }
         // A peer that lost the bond's key: the link is ended, and its apps hear `peerRemovedPairingInformation`.
-        security.onPeerRemovedPairingInformation { [links] handle in links.refuse(handle, status: .pinOrKeyMissing) }
+        security.onPeerRemovedPairingInformation { [weak self] handle in
+            self?.step { ((), $0.machine.linkRefused(handle, status: .pinOrKeyMissing)) }
+        }
         host.start { [weak self] result in
             switch result {
             case .success: self?.setPower(.poweredOn)
@@ -239,27 +274,37 @@ public final class SystemCore: Sendable {
     /// Connects `client` to `peer`: returns the link's info at once when a link to it is up (another app's),
     /// else the client waits with every other app's pending connects, and `linkAttached` or `linkFailed` follows.
     public func connect(_ client: any LinkClient, to peer: BluetoothAddress) -> LinkInfo? {
-        guard isLive(ObjectIdentifier(client)) else {
-            refuseDefunct("a connection")
-            return nil
+        let (live, link) = step { s -> ((Bool, LinkInfo?), [SystemAction]) in
+            guard let session = s.ids[ObjectIdentifier(client)] else { return ((false, nil), []) }
+            let (link, actions) = s.machine.connect(session, to: peer)
+            return ((true, link), actions)
         }
-        return links.connect(client, to: peer)
+        if !live { refuseDefunct("a connection") }
+        return link
     }
 
     /// `client` lets go of `peer`: a pending connect is withdrawn, or the client leaves the link (which goes down
     /// when it was the last).
     public func cancelConnection(_ client: any LinkClient, from peer: BluetoothAddress) -> LinkCancellation {
-        links.cancel(client, from: peer)
+        step { s in
+            guard let session = s.session(of: ObjectIdentifier(client)) else { return (.nothing, []) }
+            return s.machine.cancelConnection(session, from: peer)
+        }
     }
 
     /// Whether `client` is on the link `handle` now.
     public func isOnLink(_ client: ObjectIdentifier, _ handle: ConnectionHandle) -> Bool {
-        links.isUser(client, of: handle)
+        state.withLock { s in s.session(of: client).map { s.machine.links.isUser($0, of: handle) } ?? false }
     }
 
     /// A client that went away (`ObjectIdentifier` of the manager: it may be mid-deinit) lets go of everything.
+    /// Nothing happens for a manager detached already (its app's termination let go for it).
     public func releaseLinks(of client: ObjectIdentifier) {
-        for handle in links.release(client) { leaveSubscriptions(of: client, on: handle) }
+        let left = step { s -> ([ConnectionHandle], [SystemAction]) in
+            guard let session = s.session(of: client) else { return ([], []) }
+            return s.machine.releaseLinks(of: session)
+        }
+        for handle in left { leaveSubscriptions(of: client, on: handle) }
     }
 
     /// `client` wants `value` (0 none, 1 notifications, 2 indications) in the Client Characteristic
@@ -270,7 +315,7 @@ public final class SystemCore: Sendable {
         _ value: UInt16, by client: ObjectIdentifier, descriptor: AttributeHandle, on link: ConnectionHandle,
         done: @escaping @Sendable (Result<Void, HostError>) -> Void
     ) {
-        guard links.isUser(client, of: link) else {
+        guard isOnLink(client, link) else {
             return done(.failure(HostError(.disconnected, "the application is no longer on this link")))
         }
         let (write, previous) = subscriptions.set(value, by: client, descriptor: descriptor, on: link)
@@ -294,12 +339,12 @@ public final class SystemCore: Sendable {
     /// The peers this device is linked to as a central, whichever app asked, that offer any of `services` (as
     /// discovered by any app; all of them when nil).
     public func connectedPeers(offering services: [BluetoothUUID]? = nil) -> [BluetoothAddress] {
-        links.linkedPeers(offering: services)
+        state.withLock { $0.machine.links.linkedPeers(offering: services) }
     }
 
     /// Services an app discovered on the link `handle`, for every app's `retrieveConnectedPeripherals`.
     public func noteServices(_ services: [BluetoothUUID], on handle: ConnectionHandle) {
-        links.noteServices(services, on: handle)
+        state.withLock { $0.machine.noteServices(services, on: handle) }
     }
 
     // MARK: Advertising
@@ -350,12 +395,22 @@ public final class SystemCore: Sendable {
     /// (`transfer`). Its launch handler's object is the caller's to release.
     public func terminate(_ app: SystemApp, keeping: Set<ObjectIdentifier> = []) {
         app.terminate()
-        step { s in
+        let left = step { s -> ([(ObjectIdentifier, ConnectionHandle)], [SystemAction]) in
             let kept = Set(keeping.compactMap { s.ids[$0] })
-            let actions = s.machine.appTerminated(app.id, keeping: kept)
-            for case .deliver(let id, .appTerminated) in actions { s.detach(id, leaving: true) }
-            return ((), actions)
+            // Its managers' links first: the ones others stay on are left, and so are the subscriptions only these
+            // managers wanted there (after this step).
+            var actions: [SystemAction] = []
+            var left: [(ObjectIdentifier, ConnectionHandle)] = []
+            for id in s.machine.sessions(of: app.id) where !kept.contains(id) {
+                let (handles, released) = s.machine.releaseLinks(of: id)
+                actions += released
+                if let object = s.sinks[id]?.object { left += handles.map { (object, $0) } }
+            }
+            let terminated = s.machine.appTerminated(app.id, keeping: kept)
+            for case .deliver(let id, .appTerminated) in terminated { s.detach(id, leaving: true) }
+            return (left, actions + terminated)
         }
+        for (object, handle) in left { leaveSubscriptions(of: object, on: handle) }
     }
 
     /// The managers registered for `app`.
@@ -385,13 +440,13 @@ public final class SystemCore: Sendable {
         scan: UInt64
     ) -> ScanRequest? {
         let oldID = ObjectIdentifier(old)
-        links.transfer(from: oldID, to: new)
         subscriptions.transfer(from: oldID, to: ObjectIdentifier(new))
         return state.withLock { s -> ScanRequest? in
             guard let oldSession = s.ids[oldID] else { return nil }
-            // The restored manager is known by its id from now on (its scan's discoveries reach it), and takes the
-            // kept one's place among the registered managers in `replace`.
+            // The restored manager is known by its id from now on (its scan's discoveries and its links' events
+            // reach it), and takes the kept one's place among the registered managers in `replace`.
             let newSession = s.reserve(new, app: s.sinks[oldSession]?.app ?? defaultApp)
+            s.machine.linksTransferred(from: oldSession, to: newSession)
             let request = s.machine.scans.request(of: oldSession)
             return s.machine.scanTransferred(from: oldSession, to: newSession, id: scan) ? request : nil
         }
@@ -500,9 +555,7 @@ public final class SystemCore: Sendable {
             return (true, s.machine.bluetoothSwitched(on: enabled))
         }
         guard switched, !enabled else { return }
-        step { ((), $0.machine.scansSwitchedOff()) }
-        links.reset()
-        host.setConnectTargets([], parameters: host.configuration.connectionParameters)
+        step { ((), $0.machine.scansSwitchedOff() + $0.machine.linksSwitchedOff()) }
         advertising.reset()
         host.stopAdvertising { _ in }
         subscriptions.reset()
@@ -552,17 +605,6 @@ public final class SystemCore: Sendable {
         }
     }
 
-    /// Calls `body` with each registered manager still alive, in the order they registered: the list as it was
-    /// when the call began, each manager taken from its weak reference only when its turn comes (every host
-    /// event goes through here, and a new array of managers for each one was a few per cent of a stream). A
-    /// manager released meanwhile is skipped.
-    private func forEachSession(_ body: (any SystemSession) -> Void) {
-        let sessions = state.withLock { $0.order }
-        for i in sessions.indices {
-            if let session = sessions[i].session { body(session) }
-        }
-    }
-
     private func setPower(_ power: SystemPowerState) {
         step { ((), $0.machine.controllerChanged(power)) }
     }
@@ -572,13 +614,24 @@ public final class SystemCore: Sendable {
     /// `HostDriver` does the host's):
     /// a manager is told the states in the order the machine produced them, so two changes racing on two
     /// threads (the host's power, a user's authorization) cannot leave it with the earlier one.
+    @discardableResult
     private func step<T>(_ body: (inout State) -> (T, [SystemAction])) -> T {
+        stepWork { s -> (T, [Work]) in
+            let (value, actions) = body(&s)
+            return (value, actions.map(Work.machine))
+        }
+    }
+
+    /// Steps with `body`, which queues work of its own (host events for the managers, with the machine's
+    /// actions).
+    @discardableResult
+    private func stepWork<T>(_ body: (inout State) -> (T, [Work])) -> T {
         // In the domain, a drain starts at once and performs everything stepped so far, in order (a drain
         // scheduled from outside may not have run yet); from outside, one is scheduled in the domain.
         let inDomain = scheduler.isExecuting
-        let (value, drain) = state.withLock { s -> (T, DomainOutbox<SystemAction>.Start) in
-            let (value, actions) = body(&s)
-            return (value, s.outbox.append(contentsOf: actions, inDomain: inDomain))
+        let (value, drain) = state.withLock { s -> (T, DomainOutbox<Work>.Start) in
+            let (value, work) = body(&s)
+            return (value, s.outbox.append(contentsOf: work, inDomain: inDomain))
         }
         switch drain {
         case .now: drainOutbox()
@@ -595,36 +648,62 @@ public final class SystemCore: Sendable {
         if start { drainOutbox() }
     }
 
-    /// Performs queued actions until the outbox is empty, outside the lock. Only one thread drains at a time.
+    /// Performs queued work until the outbox is empty, outside the lock. Only one thread drains at a time.
     private func drainOutbox() {
         while true {
-            let next = state.withLock { s -> (action: SystemAction, session: (any SystemSession)?)? in
-                guard let action = s.outbox.next() else { return nil }
-                switch action {
-                case .deliver(let id, let event):
+            let next = state.withLock { s -> (work: Work, session: (any SystemSession)?, all: [WeakSession])? in
+                guard let work = s.outbox.next() else { return nil }
+                switch work {
+                case .machine(.deliver(let id, let event)):
                     let sink = s.sinks[id] ?? s.leaving[id]
                     if case .appTerminated = event { s.leaving[id] = nil }
-                    return (action, sink?.session)
-                case .startScan, .stopScan:
-                    return (action, nil)
+                    return (work, sink?.session, [])
+                case .hostEvent, .databaseChanged:
+                    // The list as it is now (a manager detached since is not told), each manager taken from its
+                    // weak reference only when its turn comes.
+                    return (work, nil, s.order)
+                case .machine, .routed:
+                    return (work, nil, [])
                 }
             }
             guard let next else { return }
-            switch next.action {
-            case .deliver(_, .powerChanged(let power)): next.session?.systemPowerStateChanged(power)
-            case .deliver(_, .appTerminated): next.session?.systemAppTerminated()
-            case .deliver(_, .discovered(let discovery, let scan)):
-                (next.session as? any ScanClient)?.scanDiscovered(discovery, scan: scan)
-            case .deliver(_, .scanEnded(let scan)): (next.session as? any ScanClient)?.scanEnded(scan)
-            case .startScan(let parameters):
-                host.startScan(parameters) { [weak self] result in
-                    // Cancelled: every scan stopped before the controller scanned (or a later start overtook it).
-                    if case .failure(let error) = result, error.code != .cancelled {
-                        self?.step { ((), $0.machine.scanFailed()) }
-                    }
+            switch next.work {
+            case .machine(let action): perform(action, for: next.session)
+            case .hostEvent(let event, let attachedBy):
+                for sink in next.all where sink.attachedAt <= attachedBy { sink.session?.systemReceived(event) }
+            case .databaseChanged(let link, let attachedBy):
+                for sink in next.all where sink.attachedAt <= attachedBy {
+                    sink.session?.systemPeerDatabaseChanged(on: link)
                 }
-            case .stopScan: host.stopScan { _ in }
+            case .routed(let owner, let event): owner.systemReceived(event)
             }
+        }
+    }
+
+    /// Performs one of the machine's actions (`session`: the manager a delivery is for, while it lives).
+    private func perform(_ action: SystemAction, for session: (any SystemSession)?) {
+        switch action {
+        case .deliver(_, .powerChanged(let power)): session?.systemPowerStateChanged(power)
+        case .deliver(_, .appTerminated): session?.systemAppTerminated()
+        case .deliver(_, .discovered(let discovery, let scan)):
+            (session as? any ScanClient)?.scanDiscovered(discovery, scan: scan)
+        case .deliver(_, .scanEnded(let scan)): (session as? any ScanClient)?.scanEnded(scan)
+        case .deliver(_, .linkAttached(let info)): (session as? any LinkClient)?.linkAttached(info)
+        case .deliver(_, .linkFailed(let peer, let error)):
+            (session as? any LinkClient)?.linkFailed(peer: peer, error: error)
+        case .deliver(_, .linkDown(let handle, let reason)):
+            (session as? any LinkClient)?.linkDown(handle, reason: reason)
+        case .startScan(let parameters):
+            host.startScan(parameters) { [weak self] result in
+                // Cancelled: every scan stopped before the controller scanned (or a later start overtook it).
+                if case .failure(let error) = result, error.code != .cancelled {
+                    self?.step { ((), $0.machine.scanFailed()) }
+                }
+            }
+        case .stopScan: host.stopScan { _ in }
+        case .setConnectTargets(let peers):
+            host.setConnectTargets(peers, parameters: host.configuration.connectionParameters)
+        case .disconnect(let handle, let reason): host.disconnect(handle, reason: reason)
         }
     }
 
@@ -633,32 +712,40 @@ public final class SystemCore: Sendable {
     /// feed events here as a controller would cause them.
     public func handle(_ event: HostEvent) {
         security.handle(event)
+        // The system's own part, stepped (or done) before the event is queued for the managers.
         switch event {
         case .transportClosed(let reason):
-            step { ((), $0.machine.scanFailed()) }
-            links.reset()
             subscriptions.reset()
             advertising.reset()
             discovery.reset()
+            step { s in
+                s.machine.linksReset()
+                return ((), s.machine.scanFailed())
+            }
             setPower(.poweredOff(reason: reason ?? "the controller's transport closed"))
         case .controllerResetting(let reason):
             // As on iOS (IOSRules.md 6.7): managers see `.resetting`; scans, pending connects, advertising and links
             // end without a callback each (the host reports each link's end after this, to the system alone).
-            step { ((), $0.machine.scanFailed()) }
-            links.reset()
             subscriptions.reset()
             advertising.reset()
             discovery.reset()
+            step { s in
+                s.machine.linksReset()
+                return ((), s.machine.scanFailed())
+            }
             setPower(.resetting(reason: reason))
         case .controllerRestarted(.success):
             setPower(.poweredOn)
         case .controllerRestarted(.failure(let error)):
             setPower(.poweredOff(reason: "the controller did not come back after a reset: \(error.message)"))
         case .advertisingReport(let report):
-            step { s in
+            // The scans' deliveries and the event in one step (a report is the busiest event after notifications).
+            return stepWork { s -> ((), [Work]) in
                 var actions: [SystemAction] = []
                 s.machine.advertisingReport(report, into: &actions)
-                return ((), actions)
+                var work = actions.map(Work.machine)
+                work.append(.hostEvent(event, attachedBy: s.attachments))
+                return ((), work)
             }
         case .advertisingEnded:
             advertising.ended()
@@ -668,15 +755,21 @@ public final class SystemCore: Sendable {
             // apps' connection completes once it is encrypted, and fails when it cannot be (a peer that lost the
             // key: `peerRemovedPairingInformation` in `didFailToConnect`).
             let held = security.isSecuring(info.handle)
-            links.connected(info, securing: held)
+            step { ((), $0.machine.linkConnected(info, securing: held)) }
             if held {
-                security.secure(info.handle) { [links] result in
-                    switch result {
-                    case .success: links.secured(info.handle)
-                    case .failure(.peerRemovedPairingInformation): links.refuse(info.handle, status: .pinOrKeyMissing)
-                    case .failure(.encryption(let status)): links.refuse(info.handle, status: status)
-                    case .failure(.pairing): links.refuse(info.handle, status: .authenticationFailure)
-                    case .failure(.unavailable): break  // the link is down already; its end tells the apps
+                security.secure(info.handle) { [weak self] result in
+                    self?.step { s in
+                        switch result {
+                        case .success: ((), s.machine.linkSecured(info.handle))
+                        case .failure(.peerRemovedPairingInformation):
+                            ((), s.machine.linkRefused(info.handle, status: .pinOrKeyMissing))
+                        case .failure(.encryption(let status)):
+                            ((), s.machine.linkRefused(info.handle, status: status))
+                        case .failure(.pairing):
+                            ((), s.machine.linkRefused(info.handle, status: .authenticationFailure))
+                        case .failure(.unavailable):
+                            ((), [])  // the link is down already; its end tells the apps
+                        }
                     }
                 }
             }
@@ -689,15 +782,17 @@ public final class SystemCore: Sendable {
                     to: UInt16(value[2]) | UInt16(value[3]) << 8)
             }
         case .connectionFailed(let peer, let error):
-            links.failed(peer, error)
+            step { ((), $0.machine.connectionFailed(peer, error)) }
         case .disconnected(let handle, let reason):
             subscriptions.linkDown(handle)
             discovery.linkDown(handle)
-            links.disconnected(handle, reason: reason)
+            step { ((), $0.machine.linkDisconnected(handle, reason: reason)) }
         default:
             // A request for an attribute goes to the manager that published it, and to no one else.
-            if gatt.route(event) { return }
+            if let routes = gatt.route(event) {
+                return stepWork { _ in ((), routes.map { Work.routed($0.0, $0.1) }) }
+            }
         }
-        forEachSession { $0.systemReceived(event) }
+        stepWork { s in ((), [Work.hostEvent(event, attachedBy: s.attachments)]) }
     }
 }

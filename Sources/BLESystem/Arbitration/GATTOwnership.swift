@@ -84,17 +84,17 @@ final class GATTOwnership: Sendable {
         state.withLock { $0.byValueHandle[handle]?.owner }
     }
 
-    /// Hands a server event to the owner of the attribute it names; returns false when the event names no
-    /// attribute (it goes to every manager). A request for an attribute nobody answers for any more is refused
-    /// here, once, so the client is never left waiting for the ATT transaction timeout.
-    func route(_ event: HostEvent) -> Bool {
+    /// The owners a server event goes to, each with its part (nil when the event names no attribute: it goes to
+    /// every manager). A request for an attribute nobody answers for any more is refused here, once, so the
+    /// client is never left waiting for the ATT transaction timeout, and goes to nobody.
+    func route(_ event: HostEvent) -> [(any SystemSession, HostEvent)]? {
         switch event {
         case .serverRead(let request, _, let attribute, _):
             guard let owner = owner(of: attribute) else {
                 host.respond(to: request, result: .unlikelyError, value: nil)
-                return true
+                return []
             }
-            owner.systemReceived(event)
+            return [(owner, event)]
         case .serverWrite(let request, let handle, let writes):
             // Grouped by owner, in the order of the writes. The first owner's request carries the id and
             // answers for the whole request (a queued write that spans two apps' services is rare; the spec
@@ -110,16 +110,15 @@ final class GATTOwnership: Sendable {
             }
             guard !groups.isEmpty else {
                 if let request { host.respond(to: request, result: .invalidHandle, value: nil) }
-                return true
+                return []
             }
-            for (i, (owner, mine)) in groups.enumerated() {
-                owner.systemReceived(.serverWrite(i == 0 ? request : nil, handle, mine))
+            return groups.enumerated().map { i, group in
+                (group.0, .serverWrite(i == 0 ? request : nil, handle, group.1))
             }
         case .subscriptionChanged(_, let attribute, _, _):
-            owner(of: attribute)?.systemReceived(event)
+            return owner(of: attribute).map { [($0, event)] } ?? []
         default:
-            return false
+            return nil
         }
-        return true
     }
 }

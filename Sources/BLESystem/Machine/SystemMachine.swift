@@ -1,3 +1,5 @@
+import BLECore
+import BLEHCI
 import BLEHost
 
 /// One manager attached to the system (a central or a peripheral manager), by an id its driver draws and
@@ -18,6 +20,11 @@ package enum SystemAction: Sendable, Hashable {
     case startScan(ScanParameters)
     /// Have the controller stop scanning.
     case stopScan
+    /// Have the controller connect to these peers (every pending connect of every session, in the order first
+    /// asked; none: stop initiating).
+    case setConnectTargets([BluetoothAddress])
+    /// Have the controller end a link, with this reason.
+    case disconnect(ConnectionHandle, HCIStatus)
 }
 
 /// What a manager is told.
@@ -31,6 +38,13 @@ package enum SessionEvent: Sendable, Hashable {
     case discovered(SystemDiscovery, scan: UInt64)
     /// The scan `scan` ended without the manager stopping it (the controller refused it, or went away).
     case scanEnded(UInt64)
+    /// The link to a peer the manager connects to is up for it: it just came up (and, for a bonded peer, was
+    /// encrypted), or it was up already for another manager.
+    case linkAttached(LinkInfo)
+    /// The manager's connect to the peer ended without a link.
+    case linkFailed(BluetoothAddress, HostError)
+    /// The link the manager was on went down, for this reason.
+    case linkDown(ConnectionHandle, HCIStatus)
 }
 
 /// The system above one host, as one value: what the simulated iOS decides, and none of its I/O.
@@ -38,8 +52,9 @@ package enum SessionEvent: Sendable, Hashable {
 /// ### Overview
 /// Issue 34 moves the system's rules here one concern at a time (`docs/SystemMachinePlan.md`). Today it
 /// holds the managers attached to the system, with their apps; the power state each one sees: the
-/// controller's, behind the user's authorization and Bluetooth switch; and the scans of every manager as one
-/// controller scan (`ScanUnion`).
+/// controller's, behind the user's authorization and Bluetooth switch; the scans of every manager as one
+/// controller scan (`ScanUnion`); and the central-role links, one per peer, shared by the managers that asked
+/// for it (`LinkTable`).
 ///
 /// ### Function
 /// Inputs come in through mutating methods (a manager attached, detached or replaced by its restored
@@ -55,6 +70,7 @@ package struct SystemMachine: Sendable {
     package private(set) var power = Power()
     package private(set) var sessions: [SessionID: Session] = [:]
     package private(set) var scans: ScanUnion
+    package private(set) var links = LinkTable()
 
     /// A manager as the machine knows it.
     package struct Session: Sendable, Hashable {
@@ -82,10 +98,14 @@ package struct SystemMachine: Sendable {
         return actions
     }
 
-    /// A manager is detached (it went away): nothing reaches it any more, and its scan ends.
+    /// A manager is detached (it went away): nothing reaches it any more, and its scan ends, and its links and
+    /// pending connects (a link it was the last on is disconnected).
     package mutating func closed(_ session: SessionID) -> [SystemAction] {
         sessions[session] = nil
-        return scans.stop(session)
+        var actions = scans.stop(session)
+        _ = links.release(session, &actions)
+        links.forget(session)
+        return actions
     }
 
     /// `new`, restored from the kept manager `old`, takes `old`'s place in one step. The state it sees is
@@ -108,6 +128,8 @@ package struct SystemMachine: Sendable {
             actions.append(.deliver(id, .appTerminated))
             // What the system did for it ends with it (the manager is detached, and can no longer stop it).
             actions += scans.stop(id)
+            _ = links.release(id, &actions)
+            links.forget(id)
         }
         return actions
     }
@@ -153,6 +175,93 @@ package struct SystemMachine: Sendable {
     /// so that a report allocates no array of its own).
     package mutating func advertisingReport(_ report: AdvertisingReport, into actions: inout [SystemAction]) {
         scans.received(report, into: &actions)
+    }
+
+    // MARK: Links
+
+    /// `session` connects to `peer`: the link's info when a link to it is up already (another manager's; the
+    /// session is on it now), else nil, and `.linkAttached` or `.linkFailed` follows.
+    package mutating func connect(_ session: SessionID, to peer: BluetoothAddress) -> (LinkInfo?, [SystemAction]) {
+        var actions: [SystemAction] = []
+        let link = links.connect(session, to: peer, &actions)
+        return (link, actions)
+    }
+
+    /// `session` lets go of `peer`: a pending connect is withdrawn, or it leaves the link (which goes down when
+    /// it was the last on it).
+    package mutating func cancelConnection(_ session: SessionID, from peer: BluetoothAddress)
+        -> (LinkCancellation, [SystemAction])
+    {
+        var actions: [SystemAction] = []
+        let outcome = links.cancel(session, from: peer, &actions)
+        return (outcome, actions)
+    }
+
+    /// `session` lets go of every link and pending connect it has; returns the links it left while others
+    /// stay on them.
+    package mutating func releaseLinks(of session: SessionID) -> (left: [ConnectionHandle], [SystemAction]) {
+        var actions: [SystemAction] = []
+        let left = links.release(session, &actions)
+        return (left, actions)
+    }
+
+    /// The restored `new` takes over `old`'s links and pending connects.
+    package mutating func linksTransferred(from old: SessionID, to new: SessionID) {
+        links.transfer(from: old, to: new)
+    }
+
+    /// Services an app discovered on the link `handle` (for every manager's list of connected peers).
+    package mutating func noteServices(_ services: [BluetoothUUID], on handle: ConnectionHandle) {
+        links.noteServices(services, on: handle)
+    }
+
+    /// A central-role link came up; `securing` when the system encrypts it with a bond's key before the managers
+    /// waiting for it are attached.
+    package mutating func linkConnected(_ info: LinkInfo, securing: Bool) -> [SystemAction] {
+        var actions: [SystemAction] = []
+        links.connected(info, securing: securing, &actions)
+        return actions
+    }
+
+    /// The held link `handle` is encrypted.
+    package mutating func linkSecured(_ handle: ConnectionHandle) -> [SystemAction] {
+        var actions: [SystemAction] = []
+        links.secured(handle, &actions)
+        return actions
+    }
+
+    /// The system gives the link `handle` up, for `status`.
+    package mutating func linkRefused(_ handle: ConnectionHandle, status: HCIStatus) -> [SystemAction] {
+        var actions: [SystemAction] = []
+        links.refused(handle, status: status, &actions)
+        return actions
+    }
+
+    /// The controller's attempt to connect to `peer` failed.
+    package mutating func connectionFailed(_ peer: BluetoothAddress, _ error: HostError) -> [SystemAction] {
+        var actions: [SystemAction] = []
+        links.failed(peer, error, &actions)
+        return actions
+    }
+
+    /// A link went down.
+    package mutating func linkDisconnected(_ handle: ConnectionHandle, reason: HCIStatus) -> [SystemAction] {
+        var actions: [SystemAction] = []
+        links.disconnected(handle, reason: reason, &actions)
+        return actions
+    }
+
+    /// The controller went away or is being reset: no link is up or initiated any more (the controller's
+    /// connect list went with it).
+    package mutating func linksReset() {
+        links.reset()
+    }
+
+    /// Bluetooth was switched off: no link is up or initiated any more, and the controller stops initiating.
+    package mutating func linksSwitchedOff() -> [SystemAction] {
+        let initiating = !links.targets.isEmpty
+        links.reset()
+        return initiating ? [.setConnectTargets([])] : []
     }
 
     // MARK: Power

@@ -1,0 +1,314 @@
+import BLECore
+import BLEHCI
+import BLEHost
+import Testing
+
+@testable import BLESystem
+
+/// The central-role links (`LinkTable`, in the system machine): one link per peer, shared by the managers that
+/// asked for it, every pending connect initiated together in the order first asked, a link held while the
+/// system encrypts it for a bonded peer, and a link disconnected when its last manager lets go.
+@Suite struct LinkTests {
+    static let a = SessionID(rawValue: 1)
+    static let b = SessionID(rawValue: 2)
+    static let peer = BluetoothAddress(bytes: [1, 2, 3, 4, 5, 0xC6], type: .randomDevice)
+    static let other = BluetoothAddress(bytes: [6, 7, 8, 9, 10, 0xC6], type: .randomDevice)
+
+    static func link(_ handle: UInt16, to peer: BluetoothAddress = peer) -> LinkInfo {
+        LinkInfo(
+            handle: ConnectionHandle(handle), role: .central, peer: peer, interval: 24, latency: 0,
+            supervisionTimeout: 400)
+    }
+
+    static func machine() -> SystemMachine {
+        var m = SystemMachine()
+        _ = m.opened(a, app: "one")
+        _ = m.opened(b, app: "two")
+        return m
+    }
+
+    @Test func twoManagersShareOneLinkThatGoesDownWithTheLast() {
+        var m = Self.machine()
+        let (r1, c1) = m.connect(Self.a, to: Self.peer)
+        #expect(r1 == nil)
+        #expect(c1 == [.setConnectTargets([Self.peer])])
+        let (r2, c2) = m.connect(Self.b, to: Self.peer)
+        #expect(r2 == nil)
+        #expect(c2 == [])  // the same target
+        let up = m.linkConnected(Self.link(7), securing: false)
+        #expect(
+            up == [
+                .setConnectTargets([]), .deliver(Self.a, .linkAttached(Self.link(7))),
+                .deliver(Self.b, .linkAttached(Self.link(7))),
+            ])
+        let (left, l1) = m.cancelConnection(Self.a, from: Self.peer)
+        #expect(left == .left(ConnectionHandle(7)))
+        #expect(l1 == [])
+        let (last, l2) = m.cancelConnection(Self.b, from: Self.peer)
+        #expect(last == .disconnecting(ConnectionHandle(7)))
+        #expect(l2 == [.disconnect(ConnectionHandle(7), .remoteUserTerminatedConnection)])
+        let down = m.linkDisconnected(ConnectionHandle(7), reason: .connectionTerminatedByLocalHost)
+        #expect(down == [.deliver(Self.b, .linkDown(ConnectionHandle(7), .connectionTerminatedByLocalHost))])
+        #expect(m.links.peers.isEmpty)
+    }
+
+    @Test func aManagerConnectingToAPeerAlreadyLinkedIsAttachedAtOnce() {
+        var m = Self.machine()
+        _ = m.connect(Self.a, to: Self.peer)
+        _ = m.linkConnected(Self.link(7), securing: false)
+        let (info, actions) = m.connect(Self.b, to: Self.peer)
+        #expect(info == Self.link(7))
+        #expect(actions == [])
+        #expect(m.links.isUser(Self.b, of: ConnectionHandle(7)))
+        #expect(m.links.linkedPeers(offering: nil) == [Self.peer])
+    }
+
+    @Test func pendingConnectsAreInitiatedTogetherInTheOrderFirstAsked() {
+        var m = Self.machine()
+        _ = m.connect(Self.a, to: Self.other)
+        let (_, second) = m.connect(Self.b, to: Self.peer)
+        #expect(second == [.setConnectTargets([Self.other, Self.peer])])
+        let (outcome, withdrawn) = m.cancelConnection(Self.a, from: Self.other)
+        #expect(outcome == .withdrawn)
+        #expect(withdrawn == [.setConnectTargets([Self.peer])])
+        let error = HostError(.hci(.connectionFailedToBeEstablished), "no answer")
+        let failed = m.connectionFailed(Self.peer, error)
+        #expect(failed == [.setConnectTargets([]), .deliver(Self.b, .linkFailed(Self.peer, error))])
+    }
+
+    @Test func aBondedPeersLinkIsHeldUntilEncrypted() {
+        var m = Self.machine()
+        _ = m.connect(Self.a, to: Self.peer)
+        let held = m.linkConnected(Self.link(7), securing: true)
+        #expect(held == [.setConnectTargets([])])
+        #expect(!m.links.isUser(Self.a, of: ConnectionHandle(7)))
+        #expect(m.links.linkedPeers(offering: nil).isEmpty)
+        // Another manager asking meanwhile waits with the first.
+        let (info, _) = m.connect(Self.b, to: Self.peer)
+        #expect(info == nil)
+        let secured = m.linkSecured(ConnectionHandle(7))
+        #expect(
+            secured == [
+                .deliver(Self.a, .linkAttached(Self.link(7))), .deliver(Self.b, .linkAttached(Self.link(7))),
+            ])
+    }
+
+    /// IOSRules.md 7.x: a peer that lost the bond's key. The waiting managers' connects fail with the system's
+    /// status, not the controller's reason for the end.
+    @Test func aRefusedLinkIsEndedAndItsWaitersHearWhy() {
+        var m = Self.machine()
+        _ = m.connect(Self.a, to: Self.peer)
+        _ = m.linkConnected(Self.link(7), securing: true)
+        let refused = m.linkRefused(ConnectionHandle(7), status: .pinOrKeyMissing)
+        #expect(refused == [.disconnect(ConnectionHandle(7), .authenticationFailure)])
+        let again = m.linkRefused(ConnectionHandle(7), status: .authenticationFailure)
+        #expect(again == [])
+        let down = m.linkDisconnected(ConnectionHandle(7), reason: .connectionTerminatedByLocalHost)
+        let error = HostError(.hci(.pinOrKeyMissing), "the link was not secured: \(HCIStatus.pinOrKeyMissing)")
+        #expect(down == [.deliver(Self.a, .linkFailed(Self.peer, error))])
+    }
+
+    @Test func everyManagerLettingGoOfAHeldLinkEndsIt() {
+        var m = Self.machine()
+        _ = m.connect(Self.a, to: Self.peer)
+        _ = m.linkConnected(Self.link(7), securing: true)
+        let (outcome, actions) = m.cancelConnection(Self.a, from: Self.peer)
+        #expect(outcome == .withdrawn)
+        #expect(actions == [.disconnect(ConnectionHandle(7), .remoteUserTerminatedConnection)])
+    }
+
+    @Test func aLinkNobodyWaitsForAnyMoreIsDisconnectedAsItComesUp() {
+        var m = Self.machine()
+        _ = m.connect(Self.a, to: Self.peer)
+        _ = m.cancelConnection(Self.a, from: Self.peer)
+        let up = m.linkConnected(Self.link(7), securing: false)
+        #expect(up == [.disconnect(ConnectionHandle(7), .remoteUserTerminatedConnection)])
+        #expect(m.links.linkedPeers(offering: nil).isEmpty)
+    }
+
+    @Test func aManagerThatGoesAwayOrWhoseAppEndsLetsGo() {
+        var m = Self.machine()
+        _ = m.connect(Self.a, to: Self.peer)
+        _ = m.connect(Self.b, to: Self.peer)
+        _ = m.linkConnected(Self.link(7), securing: false)
+        let closed = m.closed(Self.a)
+        #expect(closed == [])  // b stays on it
+        let terminated = m.appTerminated("two", keeping: [])
+        #expect(
+            terminated == [
+                .deliver(Self.b, .appTerminated), .disconnect(ConnectionHandle(7), .remoteUserTerminatedConnection),
+            ])
+        let down = m.linkDisconnected(ConnectionHandle(7), reason: .connectionTerminatedByLocalHost)
+        #expect(down == [])  // nobody attached is told
+    }
+
+    @Test func aRestoredManagerTakesTheKeptOnesPlaces() {
+        var m = Self.machine()
+        _ = m.connect(Self.a, to: Self.peer)
+        _ = m.connect(Self.a, to: Self.other)
+        _ = m.linkConnected(Self.link(7), securing: false)
+        let restored = SessionID(rawValue: 3)
+        m.linksTransferred(from: Self.a, to: restored)
+        #expect(m.links.isUser(restored, of: ConnectionHandle(7)))
+        #expect(!m.links.isUser(Self.a, of: ConnectionHandle(7)))
+        let failed = m.connectionFailed(Self.other, HostError(.cancelled, "test"))
+        #expect(failed.contains(.deliver(restored, .linkFailed(Self.other, HostError(.cancelled, "test")))))
+    }
+
+    @Test func switchingBluetoothOffStopsInitiating() {
+        var m = Self.machine()
+        _ = m.connect(Self.a, to: Self.peer)
+        let off = m.linksSwitchedOff()
+        #expect(off == [.setConnectTargets([])])
+        #expect(m.links.peers.isEmpty)
+        let again = m.linksSwitchedOff()
+        #expect(again == [])
+    }
+
+    /// Every sequence of seven of twelve inputs (two managers connecting and cancelling, one going away, the
+    /// controller connecting, with or without the system holding the link for encryption, failing, the link
+    /// secured, refused, or going down; the controller may complete or fail an attempt it was just told to stop). After each step: every connect a manager made ends once, by the
+    /// deliveries and the returns a manager sees; the controller initiates exactly while someone waits and no
+    /// link is up; a link the controller holds up has someone on it or waiting, or is being disconnected; a
+    /// detached manager is nowhere.
+    @Test func everySequenceEndsEachConnectOnceAndHoldsALinkOnlyForSomeone() {
+        enum Input: CaseIterable {
+            case connectA, connectB, cancelA, cancelB, closeA
+            case up, upHeld, failed, secured, refused, down, reset
+        }
+        /// What a manager believes of its connects, from what it was told and what its calls returned: on the
+        /// link (until told it went down), and waiting (asked again while its link was being disconnected).
+        struct Belief: Hashable {
+            var on = false
+            var waiting = false
+        }
+        struct Node {
+            var machine = LinkTests.machine()
+            var belief: [SessionID: Belief] = [LinkTests.a: Belief(), LinkTests.b: Belief()]
+            var aLive = true
+            /// The controller, as the actions left it.
+            var targets: [BluetoothAddress] = []
+            /// The controller was given the peer since its last attempt ended: it may still complete (or fail)
+            /// an attempt it was told to stop, as a real one may.
+            var initiating = false
+            var link: ConnectionHandle?
+            var held = false
+            var disconnecting = false
+            var nextHandle: UInt16 = 1
+        }
+        let (visited, failures) = walkEverySequence(from: Node(), depth: 7) { (n: inout Node, input: Input) in
+            var failures: [String] = []
+            var actions: [SystemAction] = []
+            func connect(_ s: SessionID) {
+                let (info, new) = n.machine.connect(s, to: Self.peer)
+                actions = new
+                if info != nil { n.belief[s]!.on = true } else { n.belief[s]!.waiting = true }
+            }
+            func cancel(_ s: SessionID) {
+                let (outcome, new) = n.machine.cancelConnection(s, from: Self.peer)
+                actions = new
+                switch outcome {
+                case .nothing:
+                    if n.belief[s]!.waiting || (n.belief[s]!.on && !n.disconnecting) {
+                        failures.append("\(s)'s cancel did nothing")
+                    }
+                case .withdrawn: n.belief[s]!.waiting = false
+                case .left: n.belief[s]!.on = false
+                case .disconnecting: break  // `.linkDown` follows
+                }
+            }
+            switch input {
+            case .connectA:
+                guard n.aLive else { return nil }
+                connect(Self.a)
+            case .connectB: connect(Self.b)
+            case .cancelA:
+                guard n.aLive else { return nil }
+                cancel(Self.a)
+            case .cancelB: cancel(Self.b)
+            case .closeA:
+                guard n.aLive else { return nil }
+                actions = n.machine.closed(Self.a)
+                n.aLive = false
+                n.belief[Self.a] = Belief()
+            case .up, .upHeld:
+                guard n.link == nil, n.initiating else { return nil }
+                n.initiating = false
+                n.link = ConnectionHandle(n.nextHandle)
+                n.nextHandle += 1
+                n.held = input == .upHeld
+                actions = n.machine.linkConnected(Self.link(n.link!.rawValue), securing: n.held)
+            case .failed:
+                guard n.link == nil, n.initiating else { return nil }
+                n.initiating = false
+                actions = n.machine.connectionFailed(Self.peer, HostError(.hci(.connectionFailedToBeEstablished), ""))
+            case .secured:
+                guard let link = n.link, n.held else { return nil }
+                n.held = false
+                actions = n.machine.linkSecured(link)
+            case .refused:
+                guard let link = n.link, n.held else { return nil }
+                n.held = false
+                actions = n.machine.linkRefused(link, status: .pinOrKeyMissing)
+            case .down:
+                guard let link = n.link else { return nil }
+                n.link = nil
+                n.held = false
+                n.disconnecting = false
+                actions = n.machine.linkDisconnected(link, reason: .connectionTimeout)
+            case .reset:
+                // The controller went away: managers hear it through their power state and forget everything.
+                n.machine.linksReset()
+                n.link = nil
+                n.held = false
+                n.disconnecting = false
+                n.targets = []
+                n.initiating = false
+                n.belief = n.belief.mapValues { _ in Belief() }
+            }
+            for action in actions {
+                switch action {
+                case .setConnectTargets(let peers):
+                    n.targets = peers
+                    if peers.contains(Self.peer) { n.initiating = true }
+                case .disconnect(let handle, _):
+                    if handle != n.link { failures.append("disconnects \(handle), which is not up") }
+                    n.disconnecting = true
+                case .deliver(let s, .linkAttached):
+                    if !n.belief[s]!.waiting { failures.append("\(s) attached while not waiting") }
+                    n.belief[s] = Belief(on: true, waiting: false)
+                case .deliver(let s, .linkFailed):
+                    if !n.belief[s]!.waiting { failures.append("\(s)'s connect failed while not waiting") }
+                    n.belief[s]!.waiting = false
+                case .deliver(let s, .linkDown):
+                    if !n.belief[s]!.on { failures.append("\(s) heard a link go down while not on it") }
+                    n.belief[s]!.on = false
+                default: failures.append("unexpected \(action)")
+                }
+            }
+            let table = n.machine.links
+            let waiting = table.peers[Self.peer]?.waiting ?? []
+            let users = table.peers[Self.peer]?.users ?? []
+            if !n.aLive && (waiting.contains(Self.a) || users.contains(Self.a)) {
+                failures.append("a detached manager is still on the link or waiting")
+            }
+            for s in [Self.a, Self.b] where n.aLive || s != Self.a {
+                let actual = Belief(on: users.contains(s), waiting: waiting.contains(s))
+                if n.belief[s]! != actual {
+                    failures.append("\(s) believes \(n.belief[s]!), the system has it \(actual)")
+                }
+            }
+            let wanted = !waiting.isEmpty && n.link == nil
+            if n.targets.contains(Self.peer) != wanted {
+                failures.append("the controller initiates: \(n.targets), someone waits: \(!waiting.isEmpty)")
+            }
+            if n.link != nil, users.isEmpty, waiting.isEmpty, !n.disconnecting {
+                failures.append("a link is held up for nobody")
+            }
+            return failures
+        }
+        #expect(visited > 500_000)
+        let count = failures.count
+        #expect(count == 0, "first failures: \(failures.prefix(3))")
+    }
+}
