@@ -109,6 +109,9 @@ public final class SystemCore: Sendable {
         /// Restored managers known by id before they take the kept one's place (`transfer`, then `replace`):
         /// their scan's deliveries reach them meanwhile.
         var reserved: [ObjectIdentifier: SessionID] = [:]
+        /// Kept managers replaced by their restored successors, while work queued for them may still be in the
+        /// outbox: it reaches the successor (emptied when the outbox is).
+        var forwarded: [SessionID: SessionID] = [:]
 
         /// An id for a restored manager not registered yet; what is delivered to it reaches it from now on.
         mutating func reserve(_ session: any SystemSession, app: SystemApp) -> SessionID {
@@ -121,9 +124,10 @@ public final class SystemCore: Sendable {
             return id
         }
 
-        mutating func attach(_ session: any SystemSession, app: SystemApp, _ actions: inout [SystemAction])
-            -> SessionID
-        {
+        /// `attachedAt`: the number of the manager it replaces (host events queued for that one reach it).
+        mutating func attach(
+            _ session: any SystemSession, app: SystemApp, attachedAt: UInt64? = nil, _ actions: inout [SystemAction]
+        ) -> SessionID {
             let object = ObjectIdentifier(session)
             // A manager freed without detaching would leave its identity behind for another object to take.
             if let stale = ids[object] {
@@ -139,7 +143,7 @@ public final class SystemCore: Sendable {
                 nextSession += 1
             }
             attachments += 1
-            let sink = WeakSession(session: session, app: app, attachedAt: attachments)
+            let sink = WeakSession(session: session, app: app, attachedAt: attachedAt ?? attachments)
             sinks[id] = sink
             ids[sink.object] = id
             order.append(sink)
@@ -555,7 +559,7 @@ public final class SystemCore: Sendable {
             return (true, s.machine.bluetoothSwitched(on: enabled))
         }
         guard switched, !enabled else { return }
-        step { ((), $0.machine.scansSwitchedOff() + $0.machine.linksSwitchedOff()) }
+        step { ((), $0.machine.scansSwitchedOff() + $0.machine.linksReset()) }
         advertising.reset()
         host.stopAdvertising { _ in }
         subscriptions.reset()
@@ -589,9 +593,13 @@ public final class SystemCore: Sendable {
     ) -> SystemPowerState {
         step { s in
             let oldID = s.ids[ObjectIdentifier(old)]
+            let number = oldID.flatMap { s.sinks[$0]?.attachedAt }
             if let oldID { s.detach(oldID, leaving: false) }
             var actions: [SystemAction] = []
-            let newID = s.attach(new, app: app, &actions)
+            // In the kept one's place for what is still queued: host events stepped before now reach the new one
+            // (its number is the kept one's), and so does what was queued for the kept one.
+            let newID = s.attach(new, app: app, attachedAt: number, &actions)
+            if let oldID { s.forwarded[oldID] = newID }
             return (s.machine.replaced(oldID, by: newID, app: app.id), actions)
         }
     }
@@ -652,10 +660,18 @@ public final class SystemCore: Sendable {
     private func drainOutbox() {
         while true {
             let next = state.withLock { s -> (work: Work, session: (any SystemSession)?, all: [WeakSession])? in
-                guard let work = s.outbox.next() else { return nil }
+                guard let work = s.outbox.next() else {
+                    if !s.forwarded.isEmpty { s.forwarded = [:] }
+                    return nil
+                }
                 switch work {
                 case .machine(.deliver(let id, let event)):
-                    let sink = s.sinks[id] ?? s.leaving[id]
+                    var sink = s.sinks[id] ?? s.leaving[id]
+                    if sink == nil, let successor = s.forwarded[id] {
+                        // Not the state the kept one was told: its successor is told its own (`replace`).
+                        if case .powerChanged = event { return (work, nil, []) }
+                        sink = s.sinks[successor]
+                    }
                     if case .appTerminated = event { s.leaving[id] = nil }
                     return (work, sink?.session, [])
                 case .hostEvent, .databaseChanged:
@@ -718,10 +734,7 @@ public final class SystemCore: Sendable {
             subscriptions.reset()
             advertising.reset()
             discovery.reset()
-            step { s in
-                s.machine.linksReset()
-                return ((), s.machine.scanFailed())
-            }
+            step { ((), $0.machine.scanFailed() + $0.machine.linksReset()) }
             setPower(.poweredOff(reason: reason ?? "the controller's transport closed"))
         case .controllerResetting(let reason):
             // As on iOS (IOSRules.md 6.7): managers see `.resetting`; scans, pending connects, advertising and links
@@ -729,10 +742,7 @@ public final class SystemCore: Sendable {
             subscriptions.reset()
             advertising.reset()
             discovery.reset()
-            step { s in
-                s.machine.linksReset()
-                return ((), s.machine.scanFailed())
-            }
+            step { ((), $0.machine.scanFailed() + $0.machine.linksReset()) }
             setPower(.resetting(reason: reason))
         case .controllerRestarted(.success):
             setPower(.poweredOn)

@@ -42,7 +42,11 @@ public final class RecordingTransport: HCITransport {
             }
         }
         guard let domain else { return wrapped.setReceiver(deliver) }
-        wrapped.setReceiver { event in domain.execute { deliver(event) } }
+        wrapped.setReceiver { [closed] event in
+            // Closed at once: what the host sends from here on is dropped by the wrapped transport, so not recorded.
+            if case .closed = event { closed.set() }
+            domain.execute { deliver(event) }
+        }
     }
 
     public func send(_ packet: HCIPacket) {

@@ -289,7 +289,7 @@ public final class CentralManager: Sendable {
         }
         guard asked else { return }
         persistRestorableState()
-        if let link = system.core.connect(session, to: peripheral.address) { linkAttached(link) }
+        if let link = system.core.connect(session, to: peripheral.address) { joinedAtOnce(link) }
     }
 
     /// Cancels a pending connection or disconnects. Every operation pending on the peripheral completes with
@@ -421,11 +421,19 @@ public final class CentralManager: Sendable {
 
     // MARK: The system's links (`LinkClient`, through `session`)
 
+    /// The system attached this manager to a link it waited for (delivered in order: if the link goes down, its
+    /// `linkDown` comes after this).
     func linkAttached(_ link: LinkInfo) {
-        entry({ attached(link) }, forward: { $0.linkAttached(link) })
+        entry({ attached(link, returned: false) }, forward: { $0.linkAttached(link) })
     }
 
-    private func attached(_ link: LinkInfo) {
+    /// `connect` returned a link already up (another app's): this manager is on it now, but the link may have
+    /// gone down since the call returned, its `linkDown` delivered before this manager knew the handle.
+    func joinedAtOnce(_ link: LinkInfo) {
+        entry({ attached(link, returned: true) }, forward: { $0.joinedAtOnce(link) })
+    }
+
+    private func attached(_ link: LinkInfo, returned: Bool) {
         // In one lock section with `cancelPeripheralConnection`'s: a cancel sees either the pending connect or
         // the link, never neither.
         let found = locked.withLock { s -> Peripheral? in
@@ -441,8 +449,9 @@ public final class CentralManager: Sendable {
             _ = system.core.cancelConnection(session, from: link.peer)
             return
         }
-        // A link joined as it went down: its `linkDown` came before this manager knew the handle.
-        guard system.core.isOnLink(ObjectIdentifier(session), link.handle) else {
+        // A link joined as it went down: its `linkDown` came before this manager knew the handle. (Only a link
+        // `connect` returned: an attachment the system delivered comes before the link's end.)
+        guard !returned || system.core.isOnLink(ObjectIdentifier(session), link.handle) else {
             return handleDisconnected(link.handle, reason: .connectionTerminatedByLocalHost)
         }
         system.core.store.noteSeen(peripheral.identifier, name: nil)
@@ -501,7 +510,7 @@ public final class CentralManager: Sendable {
         entry(
             {
                 guard let p = locked.withLock({ $0.pending[peer] }), p.isReconnecting else { return }
-                if let link = system.core.connect(session, to: peer) { linkAttached(link) }
+                if let link = system.core.connect(session, to: peer) { joinedAtOnce(link) }
             }, forward: { $0.retryReconnection(to: peer) })
     }
 
@@ -651,7 +660,7 @@ public final class CentralManager: Sendable {
                 peripheral.announceDisconnection(at: timestamp, reconnecting: true)
                 delegate?.centralManager(manager, didDisconnectPeripheral: peripheral, error: error)
             }
-            if let link = system.core.connect(session, to: peripheral.address) { linkAttached(link) }
+            if let link = system.core.connect(session, to: peripheral.address) { joinedAtOnce(link) }
             return
         }
         persistRestorableState()

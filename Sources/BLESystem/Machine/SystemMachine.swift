@@ -251,14 +251,11 @@ package struct SystemMachine: Sendable {
         return actions
     }
 
-    /// The controller went away or is being reset: no link is up or initiated any more (the controller's
-    /// connect list went with it).
-    package mutating func linksReset() {
-        links.reset()
-    }
-
-    /// Bluetooth was switched off: no link is up or initiated any more, and the controller stops initiating.
-    package mutating func linksSwitchedOff() -> [SystemAction] {
+    /// The controller went away, is being reset, or Bluetooth was switched off: no link is up or initiated any
+    /// more. A connect list the controller was given (or is about to be: it may still wait in the driver's
+    /// queue) is withdrawn, so the controller, or the one that comes back, initiates nothing for a table that
+    /// waits for nothing.
+    package mutating func linksReset() -> [SystemAction] {
         let initiating = !links.targets.isEmpty
         links.reset()
         return initiating ? [.setConnectTargets([])] : []

@@ -155,13 +155,13 @@ import Testing
         #expect(failed.contains(.deliver(restored, .linkFailed(Self.other, HostError(.cancelled, "test")))))
     }
 
-    @Test func switchingBluetoothOffStopsInitiating() {
+    @Test func aResetOrSwitchingBluetoothOffWithdrawsTheConnectList() {
         var m = Self.machine()
         _ = m.connect(Self.a, to: Self.peer)
-        let off = m.linksSwitchedOff()
+        let off = m.linksReset()
         #expect(off == [.setConnectTargets([])])
         #expect(m.links.peers.isEmpty)
-        let again = m.linksSwitchedOff()
+        let again = m.linksReset()
         #expect(again == [])
     }
 
@@ -258,7 +258,7 @@ import Testing
                 actions = n.machine.linkDisconnected(link, reason: .connectionTimeout)
             case .reset:
                 // The controller went away: managers hear it through their power state and forget everything.
-                n.machine.linksReset()
+                actions = n.machine.linksReset()
                 n.link = nil
                 n.held = false
                 n.disconnecting = false

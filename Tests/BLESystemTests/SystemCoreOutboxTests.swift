@@ -1,0 +1,101 @@
+import BLECore
+import BLEHCI
+import BLEHost
+import BLETransport
+import Dispatch
+import Synchronization
+import Testing
+
+@testable import BLESystem
+
+/// `SystemCore`'s outbox: what the machine and the host tell the managers waits in the controller's serial
+/// domain, so a restoration (`transfer`, then `replace`) can come between a step and the drain that performs
+/// it. What was queued for the kept manager, and the host events queued for every manager, must reach its
+/// successor: none of it may reach neither.
+@Suite struct SystemCoreOutboxTests {
+    static let peer = BluetoothAddress(bytes: [1, 2, 3, 4, 5, 0xC6], type: .randomDevice)
+    static let link = LinkInfo(
+        handle: ConnectionHandle(7), role: .central, peer: peer, interval: 24, latency: 0, supervisionTimeout: 400)
+
+    @Test func whatWasQueuedForAKeptManagerReachesTheOneRestoredInItsPlace() throws {
+        let domain = HeldDomain()
+        let core = SystemCore(
+            name: "outbox", transport: HCIPipe().hostEnd, scheduler: domain,
+            store: try SystemStore(path: nil, seed: 1, now: { 0 }))
+        let app = core.app(id: "restored")
+        let kept = RecordingSession()
+        core.register(kept, app: app)
+        #expect(core.connect(kept, to: Self.peer) == nil)
+        // The controller connects, and a notification follows; the domain has run nothing yet.
+        core.handle(.connected(Self.link))
+        core.handle(.valueUpdated(Self.link.handle, attribute: AttributeHandle(3), value: [0x2A], isIndication: false))
+        // The app is relaunched: a restored manager takes the kept one's place before the domain drains.
+        let restored = RecordingSession()
+        _ = core.transfer(from: kept, to: restored, scan: 1)
+        _ = core.replace(kept, with: restored, app: app)
+        domain.runAll()
+
+        #expect(kept.log.isEmpty, "the kept manager was told \(kept.log)")
+        #expect(restored.log.contains("attached 7"), "\(restored.log)")
+        #expect(restored.log.contains("event valueUpdated"), "\(restored.log)")
+        // And the link is the restored manager's: its end reaches it.
+        core.handle(.disconnected(Self.link.handle, reason: .connectionTimeout))
+        domain.runAll()
+        #expect(restored.log.last == "down 7", "\(restored.log)")
+    }
+}
+
+/// A serial domain that runs nothing until the test says: work handed over waits, in order, and runs in
+/// `runAll`, marked as in the domain. Time stands still: timers never fire (the host's command timeouts would
+/// take the silent controller away).
+private final class HeldDomain: HostScheduler {
+    private let queue = Mutex<[@Sendable () -> Void]>([])
+    private let running = Mutex(false)
+
+    var now: Duration { .zero }
+
+    @discardableResult
+    func schedule(after delay: Duration, _ work: @escaping @Sendable () -> Void) -> any ScheduledWork {
+        Nothing()
+    }
+
+    func dispatch(on queue: DispatchQueue, _ work: @escaping @Sendable () -> Void) { work() }
+
+    func execute(_ work: @escaping @Sendable () -> Void) {
+        if isExecuting { work() } else { queue.withLock { $0.append(work) } }
+    }
+
+    var isExecuting: Bool { running.withLock { $0 } }
+
+    /// Runs what waits, and what that hands over, until nothing does.
+    func runAll() {
+        running.withLock { $0 = true }
+        while let next = queue.withLock({ $0.isEmpty ? nil : $0.removeFirst() }) { next() }
+        running.withLock { $0 = false }
+    }
+
+    private struct Nothing: ScheduledWork {
+        func cancel() {}
+    }
+}
+
+/// A manager as the system sees it, recording what it is told.
+private final class RecordingSession: SystemSession, LinkClient, ScanClient {
+    private let entries = Mutex<[String]>([])
+    var log: [String] { entries.withLock { $0 } }
+    private func note(_ line: String) { entries.withLock { $0.append(line) } }
+
+    func systemPowerStateChanged(_ state: SystemPowerState) {}
+    func systemReceived(_ event: HostEvent) {
+        switch event {
+        case .valueUpdated: note("event valueUpdated")
+        case .connected: note("event connected")
+        default: break
+        }
+    }
+    func linkAttached(_ info: LinkInfo) { note("attached \(info.handle.rawValue)") }
+    func linkFailed(peer: BluetoothAddress, error: HostError) { note("failed") }
+    func linkDown(_ handle: ConnectionHandle, reason: HCIStatus) { note("down \(handle.rawValue)") }
+    func scanDiscovered(_ discovery: SystemDiscovery, scan: UInt64) {}
+    func scanEnded(_ scan: UInt64) {}
+}
