@@ -641,12 +641,17 @@ public final class SystemCore: Sendable {
             let (value, work) = body(&s)
             return (value, s.outbox.append(contentsOf: work, inDomain: inDomain))
         }
+        start(drain)
+        return value
+    }
+
+    /// Drains now, or has a drain scheduled in the domain, as the outbox said.
+    private func start(_ drain: DomainOutbox<Work>.Start) {
         switch drain {
         case .now: drainOutbox()
         case .scheduled: scheduler.execute { [self] in scheduledDrain() }
         case .none: break
         }
-        return value
     }
 
     /// A drain scheduled from outside the domain, now in it: it performs what waits, unless a drain started in
@@ -750,13 +755,7 @@ public final class SystemCore: Sendable {
             setPower(.poweredOff(reason: "the controller did not come back after a reset: \(error.message)"))
         case .advertisingReport(let report):
             // The scans' deliveries and the event in one step (a report is the busiest event after notifications).
-            return stepWork { s -> ((), [Work]) in
-                var actions: [SystemAction] = []
-                s.machine.advertisingReport(report, into: &actions)
-                var work = actions.map(Work.machine)
-                work.append(.hostEvent(event, attachedBy: s.attachments))
-                return ((), work)
-            }
+            return broadcast(event) { s, actions in s.machine.advertisingReport(report, into: &actions) }
         case .advertisingEnded:
             advertising.ended()
         case .connected(let info) where info.role == .central:
@@ -803,6 +802,27 @@ public final class SystemCore: Sendable {
                 return stepWork { _ in ((), routes.map { Work.routed($0.0, $0.1) }) }
             }
         }
-        stepWork { s in ((), [Work.hostEvent(event, attachedBy: s.attachments)]) }
+        broadcast(event) { _, _ in }
+    }
+
+    /// Steps `body` (the machine's part of `event`, into `actions`), then has `event` told to every manager
+    /// attached, after those actions. When that is all there is to do in the domain (no action, nothing queued,
+    /// no drain under way: the path of nearly every notification and advertisement), the managers are told at
+    /// once, as the drainer, rather than through the queue.
+    private func broadcast(_ event: HostEvent, _ body: (inout State, inout [SystemAction]) -> Void) {
+        let inDomain = scheduler.isExecuting
+        let (direct, drain) = state.withLock { s -> ([WeakSession]?, DomainOutbox<Work>.Start) in
+            var actions: [SystemAction] = []
+            body(&s, &actions)
+            if actions.isEmpty, s.outbox.beginDirect(inDomain: inDomain) { return (s.order, .none) }
+            var work = actions.map(Work.machine)
+            work.append(.hostEvent(event, attachedBy: s.attachments))
+            return (nil, s.outbox.append(contentsOf: work, inDomain: inDomain))
+        }
+        if let direct {
+            for sink in direct { sink.session?.systemReceived(event) }
+            return drainOutbox()
+        }
+        start(drain)
     }
 }

@@ -19,14 +19,17 @@ public struct DomainOutbox<Action: Sendable>: Sendable {
         case scheduled
     }
 
-    private var actions: Deque<Action> = []
-    private var draining = false
-    private var drainScheduled = false
+    // Inlinable, so that each driver's outbox is specialized for its actions: called through the generic entry
+    // points across the module boundary, every packet paid a metadata lookup and witness-table calls (measured:
+    // 5 % of `ble bench host`).
+    @usableFromInline var actions: Deque<Action> = []
+    @usableFromInline var draining = false
+    @usableFromInline var drainScheduled = false
 
-    public init() {}
+    @inlinable public init() {}
 
     /// Appends `new`; says who performs them.
-    public mutating func append(contentsOf new: [Action], inDomain: Bool) -> Start {
+    @inlinable public mutating func append(contentsOf new: [Action], inDomain: Bool) -> Start {
         actions.append(contentsOf: new)
         guard !draining, !actions.isEmpty else { return .none }
         if inDomain {
@@ -38,9 +41,19 @@ public struct DomainOutbox<Action: Sendable>: Sendable {
         return .scheduled
     }
 
+    /// For a caller in the domain with work of its own to perform first (the busiest events, which would
+    /// otherwise be queued and taken straight back): when nothing waits and nobody drains, the caller becomes
+    /// the drainer, performs its work, then drains (`next` until nil), so whatever its work causes is queued
+    /// behind it, as if it had been queued. False: the caller queues its work instead.
+    @inlinable public mutating func beginDirect(inDomain: Bool) -> Bool {
+        guard inDomain, !draining, actions.isEmpty else { return false }
+        draining = true
+        return true
+    }
+
     /// A drain scheduled from outside the domain runs: whether it starts (false when a drain started in the
     /// domain meanwhile performed what waited, or is doing so).
-    public mutating func scheduledDrainArrived() -> Bool {
+    @inlinable public mutating func scheduledDrainArrived() -> Bool {
         drainScheduled = false
         guard !draining, !actions.isEmpty else { return false }
         draining = true
@@ -48,7 +61,7 @@ public struct DomainOutbox<Action: Sendable>: Sendable {
     }
 
     /// The next action of the drain under way; nil ends the drain.
-    public mutating func next() -> Action? {
+    @inlinable public mutating func next() -> Action? {
         guard let action = actions.popFirst() else {
             draining = false
             return nil

@@ -120,9 +120,13 @@ public final class HostDriver: Sendable {
     /// Steps the machine with `body` under the lock, queues the actions it produced, and has them performed in
     /// the scheduler's domain unless a drain is already under way (it performs these too, in order).
     func step<T>(_ body: (inout State) -> (T, [HostAction])) -> T {
+        step(inDomain: scheduler.isExecuting, body)
+    }
+
+    /// `step`, for a caller that knows whether it is in the domain (asked once per packet, not twice).
+    private func step<T>(inDomain: Bool, _ body: (inout State) -> (T, [HostAction])) -> T {
         // In the domain, a drain starts at once and performs everything stepped so far, in order (a drain
         // scheduled from outside may not have run yet); from outside, one is scheduled in the domain.
-        let inDomain = scheduler.isExecuting
         let (value, drain) = state.withLock { state -> (T, DomainOutbox<HostAction>.Start) in
             let (value, actions) = body(&state)
             return (value, state.outbox.append(contentsOf: actions, inDomain: inDomain))
@@ -233,13 +237,19 @@ public final class HostDriver: Sendable {
     /// disconnected, and the controller would refuse it). Stepped on the transport's thread, a Disconnection
     /// Complete could overtake the drain that sends the response to the request before it.
     private func received(_ event: HCITransportEvent) {
-        scheduler.execute { [self] in
-            switch event {
-            case .packet(let packet):
-                step { ((), $0.machine.received(packet)) }
-            case .closed(let reason):
-                step { ((), $0.machine.transportClosed(reason: reason)) }
-            }
+        // In the domain already (the simulated radio's run loop; a recording transport that hands over in the
+        // domain), the packet is stepped at once, with no closure made for it: this is every packet's path.
+        guard scheduler.isExecuting else { return scheduler.execute { [self] in take(event) } }
+        take(event)
+    }
+
+    /// Steps a packet or the transport's end, in the domain.
+    private func take(_ event: HCITransportEvent) {
+        switch event {
+        case .packet(let packet):
+            step(inDomain: true) { ((), $0.machine.received(packet)) }
+        case .closed(let reason):
+            step(inDomain: true) { ((), $0.machine.transportClosed(reason: reason)) }
         }
     }
 }
