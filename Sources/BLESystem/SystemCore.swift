@@ -501,6 +501,8 @@ public final class SystemCore: Sendable {
 
     private static let defunct = HostError(.invalidState, "the application was terminated")
     private static let apiLogger = Logger(label: "swift-ble.api")
+    /// What the system noticed that no app is told.
+    private static let logger = Logger(label: "swift-ble.system")
 
     private func refuseDefunct(_ what: String) {
         Self.apiLogger.warning("\(what) asked for by a manager of a terminated application was refused")
@@ -718,6 +720,8 @@ public final class SystemCore: Sendable {
             host.startScan(parameters) { [weak self] result in
                 // Cancelled: every scan stopped before the controller scanned (or a later start overtook it).
                 if case .failure(let error) = result, error.code != .cancelled {
+                    // Said here: an app hears no callback for it (CoreBluetooth has none), only `isScanning`.
+                    Self.logger.warning("the controller did not scan, and every app's scan ended: \(error)")
                     self?.step { ((), $0.machine.scanFailed()) }
                 }
             }
