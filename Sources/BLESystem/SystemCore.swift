@@ -67,8 +67,6 @@ public final class SystemCore: Sendable {
 
     /// Who answers for each attribute of the GATT server.
     let gatt: GATTOwnership
-    /// What each app wants of each Client Characteristic Configuration on a shared link.
-    let subscriptions = SharedSubscriptions()
     /// The apps' advertisements, in turn on the controller's one set.
     let advertising: AdvertisingRotation
     /// What discovery found on each link, for every app on it.
@@ -100,6 +98,8 @@ public final class SystemCore: Sendable {
         var outbox = DomainOutbox<Work>()
         /// How many managers were attached so far (each one's number, `WeakSession.attachedAt`).
         var attachments: UInt64 = 0
+        /// Who waits for each descriptor write the machine made for a wish (`setSubscription`).
+        var subscriptionWaiters: [DescriptorWriteID: [@Sendable (Result<Void, HostError>) -> Void]] = [:]
 
         /// Managers whose app was terminated, detached, until they are told so.
         var leaving: [SessionID: WeakSession] = [:]
@@ -289,6 +289,7 @@ public final class SystemCore: Sendable {
 
     /// `client` lets go of `peer`: a pending connect is withdrawn, or the client leaves the link (which goes down
     /// when it was the last).
+    /// The subscriptions only `client` wanted on a link it leaves while others stay end on the peer.
     public func cancelConnection(_ client: any LinkClient, from peer: BluetoothAddress) -> LinkCancellation {
         step { s in
             guard let session = s.session(of: ObjectIdentifier(client)) else { return (.nothing, []) }
@@ -301,14 +302,14 @@ public final class SystemCore: Sendable {
         state.withLock { s in s.session(of: client).map { s.machine.links.isUser($0, of: handle) } ?? false }
     }
 
-    /// A client that went away (`ObjectIdentifier` of the manager: it may be mid-deinit) lets go of everything.
-    /// Nothing happens for a manager detached already (its app's termination let go for it).
+    /// A client that went away (`ObjectIdentifier` of the manager: it may be mid-deinit) lets go of everything,
+    /// its subscriptions on the links others stay on included. Nothing happens for a manager detached already
+    /// (its app's termination let go for it).
     public func releaseLinks(of client: ObjectIdentifier) {
-        let left = step { s -> ([ConnectionHandle], [SystemAction]) in
-            guard let session = s.session(of: client) else { return ([], []) }
-            return s.machine.releaseLinks(of: session)
+        step { s in
+            guard let session = s.session(of: client) else { return ((), []) }
+            return ((), s.machine.releaseLinks(of: session))
         }
-        for handle in left { leaveSubscriptions(of: client, on: handle) }
     }
 
     /// `client` wants `value` (0 none, 1 notifications, 2 indications) in the Client Characteristic
@@ -319,24 +320,17 @@ public final class SystemCore: Sendable {
         _ value: UInt16, by client: ObjectIdentifier, descriptor: AttributeHandle, on link: ConnectionHandle,
         done: @escaping @Sendable (Result<Void, HostError>) -> Void
     ) {
-        guard isOnLink(client, link) else {
-            return done(.failure(HostError(.disconnected, "the application is no longer on this link")))
+        let answer = step { s -> (SubscriptionAnswer, [SystemAction]) in
+            guard let session = s.session(of: client) else { return (.notOnLink, []) }
+            let (answer, actions) = s.machine.subscribe(session, value, descriptor: descriptor, on: link)
+            // Known before the write can end: its answer is stepped in the domain, after this step.
+            if case .writing(let id) = answer { s.subscriptionWaiters[id, default: []].append(done) }
+            return (answer, actions)
         }
-        let (write, previous) = subscriptions.set(value, by: client, descriptor: descriptor, on: link)
-        guard let write else { return done(.success(())) }
-        host.write(on: link, attribute: descriptor, value: [UInt8(write & 0xFF), UInt8(write >> 8)]) {
-            [subscriptions] result in
-            let accepted = (try? result.get()) != nil
-            subscriptions.written(
-                write, accepted: accepted, for: client, previous: previous, descriptor: descriptor, on: link)
-            done(result)
-        }
-    }
-
-    /// `client` is off `link` while others stay: the subscriptions only it wanted end on the peer.
-    public func leaveSubscriptions(of client: ObjectIdentifier, on link: ConnectionHandle) {
-        for (descriptor, value) in subscriptions.leave(client, link: link) {
-            host.write(on: link, attribute: descriptor, value: [UInt8(value & 0xFF), UInt8(value >> 8)]) { _ in }
+        switch answer {
+        case .done: done(.success(()))
+        case .notOnLink: done(.failure(HostError(.disconnected, "the application is no longer on this link")))
+        case .writing: break
         }
     }
 
@@ -399,22 +393,13 @@ public final class SystemCore: Sendable {
     /// (`transfer`). Its launch handler's object is the caller's to release.
     public func terminate(_ app: SystemApp, keeping: Set<ObjectIdentifier> = []) {
         app.terminate()
-        let left = step { s -> ([(ObjectIdentifier, ConnectionHandle)], [SystemAction]) in
+        step { s in
             let kept = Set(keeping.compactMap { s.ids[$0] })
-            // Its managers' links first: the ones others stay on are left, and so are the subscriptions only these
-            // managers wanted there (after this step).
-            var actions: [SystemAction] = []
-            var left: [(ObjectIdentifier, ConnectionHandle)] = []
-            for id in s.machine.sessions(of: app.id) where !kept.contains(id) {
-                let (handles, released) = s.machine.releaseLinks(of: id)
-                actions += released
-                if let object = s.sinks[id]?.object { left += handles.map { (object, $0) } }
-            }
-            let terminated = s.machine.appTerminated(app.id, keeping: kept)
-            for case .deliver(let id, .appTerminated) in terminated { s.detach(id, leaving: true) }
-            return (left, actions + terminated)
+            // The machine lets go of the terminated managers' links and subscriptions.
+            let actions = s.machine.appTerminated(app.id, keeping: kept)
+            for case .deliver(let id, .appTerminated) in actions { s.detach(id, leaving: true) }
+            return ((), actions)
         }
-        for (object, handle) in left { leaveSubscriptions(of: object, on: handle) }
     }
 
     /// The managers registered for `app`.
@@ -444,11 +429,11 @@ public final class SystemCore: Sendable {
         scan: UInt64
     ) -> ScanRequest? {
         let oldID = ObjectIdentifier(old)
-        subscriptions.transfer(from: oldID, to: ObjectIdentifier(new))
         return state.withLock { s -> ScanRequest? in
             guard let oldSession = s.ids[oldID] else { return nil }
             // The restored manager is known by its id from now on (its scan's discoveries and its links' events
-            // reach it), and takes the kept one's place among the registered managers in `replace`.
+            // reach it; its links and subscriptions are its own), and takes the kept one's place among the
+            // registered managers in `replace`.
             let newSession = s.reserve(new, app: s.sinks[oldSession]?.app ?? defaultApp)
             s.machine.linksTransferred(from: oldSession, to: newSession)
             let request = s.machine.scans.request(of: oldSession)
@@ -564,7 +549,6 @@ public final class SystemCore: Sendable {
         step { ((), $0.machine.scansSwitchedOff() + $0.machine.linksReset()) }
         advertising.reset()
         host.stopAdvertising { _ in }
-        subscriptions.reset()
         discovery.reset()
         for link in host.links { host.disconnect(link.handle, reason: .remoteDeviceTerminatedConnectionPowerOff) }
     }
@@ -729,6 +713,16 @@ public final class SystemCore: Sendable {
         case .setConnectTargets(let peers):
             host.setConnectTargets(peers, parameters: host.configuration.connectionParameters)
         case .disconnect(let handle, let reason): host.disconnect(handle, reason: reason)
+        case .writeDescriptor(let link, let descriptor, let value, let id):
+            host.write(on: link, attribute: descriptor, value: [UInt8(value & 0xFF), UInt8(value >> 8)]) {
+                [weak self] result in
+                guard let id else { return }
+                let error: HostError? = if case .failure(let error) = result { error } else { nil }
+                self?.step { ((), $0.machine.subscriptionWritten(id, error: error)) }
+            }
+        case .subscriptionWritten(let id, let error):
+            let waiting = state.withLock { $0.subscriptionWaiters.removeValue(forKey: id) } ?? []
+            for done in waiting { done(error.map { .failure($0) } ?? .success(())) }
         }
     }
 
@@ -740,7 +734,6 @@ public final class SystemCore: Sendable {
         // The system's own part, stepped (or done) before the event is queued for the managers.
         switch event {
         case .transportClosed(let reason):
-            subscriptions.reset()
             advertising.reset()
             discovery.reset()
             step { ((), $0.machine.scanFailed() + $0.machine.linksReset()) }
@@ -748,7 +741,6 @@ public final class SystemCore: Sendable {
         case .controllerResetting(let reason):
             // As on iOS (IOSRules.md 6.7): managers see `.resetting`; scans, pending connects, advertising and links
             // end without a callback each (the host reports each link's end after this, to the system alone).
-            subscriptions.reset()
             advertising.reset()
             discovery.reset()
             step { ((), $0.machine.scanFailed() + $0.machine.linksReset()) }
@@ -797,7 +789,6 @@ public final class SystemCore: Sendable {
         case .connectionFailed(let peer, let error):
             step { ((), $0.machine.connectionFailed(peer, error)) }
         case .disconnected(let handle, let reason):
-            subscriptions.linkDown(handle)
             discovery.linkDown(handle)
             step { ((), $0.machine.linkDisconnected(handle, reason: reason)) }
         default:

@@ -321,8 +321,8 @@ public final class CentralManager: Sendable {
             locked.withLock { _ = $0.pending.removeValue(forKey: peripheral.address) }
             announceCancelled(peripheral)
         case .left(let handle):
-            // Others stay on the link: this manager is off it now, and so are the subscriptions only it wanted.
-            system.core.leaveSubscriptions(of: ObjectIdentifier(session), on: handle)
+            // Others stay on the link: this manager is off it now, and so are the subscriptions only it wanted (the
+            // system ended them on the peer).
             locked.withLock { s in
                 s.pending[peripheral.address] = nil
                 s.byHandle[handle] = nil

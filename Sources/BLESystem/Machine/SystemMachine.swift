@@ -25,6 +25,12 @@ package enum SystemAction: Sendable, Hashable {
     case setConnectTargets([BluetoothAddress])
     /// Have the controller end a link, with this reason.
     case disconnect(ConnectionHandle, HCIStatus)
+    /// Write a Client Characteristic Configuration descriptor (its value: 0 none, 1 notifications, 2
+    /// indications) on a central-role link; with an id, `subscriptionWritten(_:error:)` is stepped when the peer
+    /// answers; without, it is written on the system's account (a session left).
+    case writeDescriptor(ConnectionHandle, AttributeHandle, UInt16, DescriptorWriteID?)
+    /// Answer whoever asked for the wish that write `id` was made for: done, or refused with this error.
+    case subscriptionWritten(DescriptorWriteID, HostError?)
 }
 
 /// What a manager is told.
@@ -71,6 +77,7 @@ package struct SystemMachine: Sendable {
     package private(set) var sessions: [SessionID: Session] = [:]
     package private(set) var scans: ScanUnion
     package private(set) var links = LinkTable()
+    package private(set) var subscriptions = SubscriptionTable()
 
     /// A manager as the machine knows it.
     package struct Session: Sendable, Hashable {
@@ -103,7 +110,7 @@ package struct SystemMachine: Sendable {
     package mutating func closed(_ session: SessionID) -> [SystemAction] {
         sessions[session] = nil
         var actions = scans.stop(session)
-        _ = links.release(session, &actions)
+        release(session, &actions)
         links.forget(session)
         return actions
     }
@@ -128,7 +135,7 @@ package struct SystemMachine: Sendable {
             actions.append(.deliver(id, .appTerminated))
             // What the system did for it ends with it (the manager is detached, and can no longer stop it).
             actions += scans.stop(id)
-            _ = links.release(id, &actions)
+            release(id, &actions)
             links.forget(id)
         }
         return actions
@@ -194,20 +201,27 @@ package struct SystemMachine: Sendable {
     {
         var actions: [SystemAction] = []
         let outcome = links.cancel(session, from: peer, &actions)
+        if case .left(let handle) = outcome { subscriptions.leave(session, link: handle, &actions) }
         return (outcome, actions)
     }
 
     /// `session` lets go of every link and pending connect it has; returns the links it left while others
     /// stay on them.
-    package mutating func releaseLinks(of session: SessionID) -> (left: [ConnectionHandle], [SystemAction]) {
+    package mutating func releaseLinks(of session: SessionID) -> [SystemAction] {
         var actions: [SystemAction] = []
-        let left = links.release(session, &actions)
-        return (left, actions)
+        release(session, &actions)
+        return actions
+    }
+
+    /// `session` lets go of its links and pending connects, and of its subscriptions on the links others stay on.
+    private mutating func release(_ session: SessionID, _ actions: inout [SystemAction]) {
+        for handle in links.release(session, &actions) { subscriptions.leave(session, link: handle, &actions) }
     }
 
     /// The restored `new` takes over `old`'s links and pending connects.
     package mutating func linksTransferred(from old: SessionID, to new: SessionID) {
         links.transfer(from: old, to: new)
+        subscriptions.transfer(from: old, to: new)
     }
 
     /// Services an app discovered on the link `handle` (for every manager's list of connected peers).
@@ -247,18 +261,41 @@ package struct SystemMachine: Sendable {
     /// A link went down.
     package mutating func linkDisconnected(_ handle: ConnectionHandle, reason: HCIStatus) -> [SystemAction] {
         var actions: [SystemAction] = []
+        subscriptions.linkDown(handle)
         links.disconnected(handle, reason: reason, &actions)
         return actions
     }
 
     /// The controller went away, is being reset, or Bluetooth was switched off: no link is up or initiated any
-    /// more. A connect list the controller was given (or is about to be: it may still wait in the driver's
+    /// more, and nothing is subscribed. A connect list the controller was given (or is about to be: it may still wait in the driver's
     /// queue) is withdrawn, so the controller, or the one that comes back, initiates nothing for a table that
     /// waits for nothing.
     package mutating func linksReset() -> [SystemAction] {
         let initiating = !links.targets.isEmpty
         links.reset()
+        subscriptions.reset()
         return initiating ? [.setConnectTargets([])] : []
+    }
+
+    // MARK: Subscriptions
+
+    /// `session` wants `value` (0 none, 1 notifications, 2 indications) in the Client Characteristic
+    /// Configuration descriptor at `descriptor` on `link`: done at once when the peer already holds what every
+    /// session wants together, refused when the session is not on the link, else written.
+    package mutating func subscribe(
+        _ session: SessionID, _ value: UInt16, descriptor: AttributeHandle, on link: ConnectionHandle
+    ) -> (SubscriptionAnswer, [SystemAction]) {
+        guard links.isUser(session, of: link) else { return (.notOnLink, []) }
+        var actions: [SystemAction] = []
+        let answer = subscriptions.set(value, by: session, descriptor: descriptor, on: link, &actions)
+        return (answer, actions)
+    }
+
+    /// The peer answered the write `id` (`error`: its refusal, or the link's end).
+    package mutating func subscriptionWritten(_ id: DescriptorWriteID, error: HostError?) -> [SystemAction] {
+        var actions: [SystemAction] = []
+        subscriptions.written(id, error: error, &actions)
+        return actions
     }
 
     // MARK: Power
