@@ -323,14 +323,32 @@ public final class SystemCore: Sendable {
         let answer = step { s -> (SubscriptionAnswer, [SystemAction]) in
             guard let session = s.session(of: client) else { return (.notOnLink, []) }
             let (answer, actions) = s.machine.subscribe(session, value, descriptor: descriptor, on: link)
-            // Known before the write can end: its answer is stepped in the domain, after this step.
-            if case .writing(let id) = answer { s.subscriptionWaiters[id, default: []].append(done) }
+            // Known before the write can end: its answer is stepped after this step.
+            switch answer {
+            case .write(let id, _), .joined(let id): s.subscriptionWaiters[id, default: []].append(done)
+            case .done, .notOnLink: break
+            }
             return (answer, actions)
         }
         switch answer {
         case .done: done(.success(()))
         case .notOnLink: done(.failure(HostError(.disconnected, "the application is no longer on this link")))
-        case .writing: break
+        case .write(let id, let value):
+            // Written here, on the caller's thread, as its other GATT requests are: the peer gets the descriptor
+            // before what the app asks next (a command whose answer comes as a notification, say).
+            writeDescriptor(value, descriptor: descriptor, on: link, id: id)
+        case .joined: break
+        }
+    }
+
+    /// Writes a descriptor the machine asked for; the peer's answer is stepped. The core is held until then:
+    /// whoever waits for the write is answered even if the app let the system go.
+    private func writeDescriptor(
+        _ value: UInt16, descriptor: AttributeHandle, on link: ConnectionHandle, id: DescriptorWriteID
+    ) {
+        host.write(on: link, attribute: descriptor, value: [UInt8(value & 0xFF), UInt8(value >> 8)]) { result in
+            let error: HostError? = if case .failure(let error) = result { error } else { nil }
+            self.step { ((), $0.machine.subscriptionWritten(id, error: error)) }
         }
     }
 
@@ -714,14 +732,15 @@ public final class SystemCore: Sendable {
             host.setConnectTargets(peers, parameters: host.configuration.connectionParameters)
         case .disconnect(let handle, let reason): host.disconnect(handle, reason: reason)
         case .writeDescriptor(let link, let descriptor, let value, let id):
-            host.write(on: link, attribute: descriptor, value: [UInt8(value & 0xFF), UInt8(value >> 8)]) {
-                [weak self] result in
-                guard let id else { return }
-                let error: HostError? = if case .failure(let error) = result { error } else { nil }
-                self?.step { ((), $0.machine.subscriptionWritten(id, error: error)) }
-            }
+            writeDescriptor(value, descriptor: descriptor, on: link, id: id)
         case .subscriptionWritten(let id, let error):
             let waiting = state.withLock { $0.subscriptionWaiters.removeValue(forKey: id) } ?? []
+            if waiting.isEmpty, let error {
+                // A write on the system's account: no app hears of its refusal, so it is said here.
+                Self.logger.notice(
+                    "the peer refused the notification setting the system wrote for its apps (write \(id.rawValue)): \(error)"
+                )
+            }
             for done in waiting { done(error.map { .failure($0) } ?? .success(())) }
         }
     }

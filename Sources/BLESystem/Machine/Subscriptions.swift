@@ -15,8 +15,11 @@ package enum SubscriptionAnswer: Sendable, Hashable {
     case done
     /// The session is not on the link (it left, or the link went down).
     case notOnLink
-    /// The descriptor is being written; the action `.subscriptionWritten` follows with this id.
-    case writing(DescriptorWriteID)
+    /// The descriptor is to be written with this value, by the caller at once (so it reaches the peer in the
+    /// order of the caller's other requests); `subscriptionWritten` is stepped with the peer's answer.
+    case write(DescriptorWriteID, UInt16)
+    /// A write on its way writes what is wanted now: the session waits for its answer.
+    case joined(DescriptorWriteID)
 }
 
 /// Notifications and indications on the shared central-role links, as one Client Characteristic Configuration per
@@ -28,10 +31,11 @@ package enum SubscriptionAnswer: Sendable, Hashable {
 /// second app's subscribe writes nothing once the first's was accepted (and waits for the first's write while it
 /// is on its way), and one app's unsubscribe does not end another's (Core Spec 5.4, Vol 3, Part G, 3.3.3.3). A
 /// write the peer refuses takes back the wishes it was made for, so a later attempt (after pairing, say) writes
-/// again. A session that leaves a link others stay on no longer counts, and the descriptors only it wanted are
-/// written on the system's account (taken as accepted). When a write is accepted and what the sessions want
-/// changed meanwhile, the descriptor is written again on the system's account, so that whenever no write is on
-/// its way the peer holds what the sessions want together.
+/// again; a session that asked again meanwhile keeps its newer wish. A session that leaves a link others stay on
+/// no longer counts, and the descriptors only it wanted are written on the system's account. When a write is
+/// accepted and what the sessions want changed meanwhile, the descriptor is written again on the system's
+/// account, so that whenever no write is on its way and none was refused the peer holds what the sessions want
+/// together.
 ///
 /// ### Implementation
 /// Kept by link and descriptor: each session's wish, the value the peer accepted, and the newest write on its
@@ -103,10 +107,10 @@ package struct SubscriptionTable: Sendable, Hashable {
         if entry.union == entry.target {
             guard let newest = entry.newest else { return .done }
             writes[newest.id]?.waiters.append(waiter)
-            return .writing(newest.id)
+            return .joined(newest.id)
         }
-        let id = write(key, &entry, waiters: [waiter], &actions)
-        return .writing(id)
+        let id = track(key, &entry, waiters: [waiter])
+        return .write(id, entry.union)
     }
 
     /// The write `id` ended: accepted (the peer holds its value), or refused (the wishes it was made for go back
@@ -120,26 +124,42 @@ package struct SubscriptionTable: Sendable, Hashable {
             entry.accepted = write.value
             // What is wanted changed while this write was on its way, and nothing newer writes it.
             if entry.newest == nil, entry.union != entry.accepted {
-                _ = self.write(write.key, &entry, waiters: [], &actions)
+                self.write(write.key, &entry, &actions)
             }
         } else {
-            // Newest first, so a session that asked twice gets back what it wanted before the first.
-            for waiter in write.waiters.reversed() {
-                entry.wants[waiter.session] = waiter.previous == 0 ? nil : waiter.previous
-            }
+            // Newest first, so a session that waited twice gets back what it wanted before the first time.
+            for waiter in write.waiters.reversed() { refused(waiter, after: id, on: write.key, &entry) }
         }
         entries[write.key] = entry
     }
 
-    private mutating func write(_ key: Key, _ entry: inout Entry, waiters: [Waiter], _ actions: inout [SystemAction])
-        -> DescriptorWriteID
-    {
+    /// A write `waiter` waited for was refused: its session's wish goes back to what it was before, unless the
+    /// session asked again since (it waits in a newer write on the descriptor): that newer wish stands, and goes
+    /// back to the same value if it is refused too.
+    private mutating func refused(_ waiter: Waiter, after id: DescriptorWriteID, on key: Key, _ entry: inout Entry) {
+        let newer = writes.filter { $0.key.rawValue > id.rawValue && $0.value.key == key }
+            .filter { $0.value.waiters.contains { $0.session == waiter.session } }.keys
+            .min { $0.rawValue < $1.rawValue }
+        if let newer, let i = writes[newer]?.waiters.firstIndex(where: { $0.session == waiter.session }) {
+            writes[newer]!.waiters[i].previous = waiter.previous
+        } else {
+            entry.wants[waiter.session] = waiter.previous == 0 ? nil : waiter.previous
+        }
+    }
+
+    /// A write of what is wanted now, on its way from here (the caller, or the action, writes it).
+    private mutating func track(_ key: Key, _ entry: inout Entry, waiters: [Waiter]) -> DescriptorWriteID {
         let id = DescriptorWriteID(rawValue: nextWrite)
         nextWrite += 1
         writes[id] = Write(key: key, value: entry.union, waiters: waiters)
         entry.newest = (id, entry.union)
-        actions.append(.writeDescriptor(key.link, key.descriptor, entry.union, id))
         return id
+    }
+
+    /// A write on the system's account (no session waits for it), as an action.
+    private mutating func write(_ key: Key, _ entry: inout Entry, _ actions: inout [SystemAction]) {
+        let id = track(key, &entry, waiters: [])
+        actions.append(.writeDescriptor(key.link, key.descriptor, entry.union, id))
     }
 
     /// `session` left `link` (others stay on it): what it wanted no longer counts (nor does a refusal give it
@@ -153,13 +173,7 @@ package struct SubscriptionTable: Sendable, Hashable {
         for key in mine {
             var entry = entries[key]!
             entry.wants[session] = nil
-            if entry.union != entry.target {
-                actions.append(.writeDescriptor(link, key.descriptor, entry.union, nil))
-                // Written on the system's account: taken as accepted (a write still on its way that the peer
-                // accepts after it is written again then).
-                entry.accepted = entry.union
-                entry.newest = nil
-            }
+            if entry.union != entry.target { write(key, &entry, &actions) }
             entries[key] = entry
         }
     }

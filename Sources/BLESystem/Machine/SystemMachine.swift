@@ -26,9 +26,9 @@ package enum SystemAction: Sendable, Hashable {
     /// Have the controller end a link, with this reason.
     case disconnect(ConnectionHandle, HCIStatus)
     /// Write a Client Characteristic Configuration descriptor (its value: 0 none, 1 notifications, 2
-    /// indications) on a central-role link; with an id, `subscriptionWritten(_:error:)` is stepped when the peer
-    /// answers; without, it is written on the system's account (a session left).
-    case writeDescriptor(ConnectionHandle, AttributeHandle, UInt16, DescriptorWriteID?)
+    /// indications) on a central-role link, on the system's account (a session left, or what is wanted changed
+    /// while a write was on its way); `subscriptionWritten(_:error:)` is stepped when the peer answers.
+    case writeDescriptor(ConnectionHandle, AttributeHandle, UInt16, DescriptorWriteID)
     /// Answer whoever asked for the wish that write `id` was made for: done, or refused with this error.
     case subscriptionWritten(DescriptorWriteID, HostError?)
 }
@@ -281,7 +281,8 @@ package struct SystemMachine: Sendable {
 
     /// `session` wants `value` (0 none, 1 notifications, 2 indications) in the Client Characteristic
     /// Configuration descriptor at `descriptor` on `link`: done at once when the peer already holds what every
-    /// session wants together, refused when the session is not on the link, else written.
+    /// session wants together, refused when the session is not on the link, else written (by the caller, at
+    /// once) or waiting for the write on its way.
     package mutating func subscribe(
         _ session: SessionID, _ value: UInt16, descriptor: AttributeHandle, on link: ConnectionHandle
     ) -> (SubscriptionAnswer, [SystemAction]) {

@@ -24,41 +24,42 @@ import Testing
         return m
     }
 
-    static func writes(_ actions: [SystemAction]) -> [(UInt16, DescriptorWriteID?)] {
-        actions.compactMap { action in
-            guard case .writeDescriptor(handle, cccd, let value, let id) = action else { return nil }
-            return (value, id)
+    /// What a session's request came to: the write it makes itself, or the one it joined.
+    static func written(_ answer: SubscriptionAnswer) -> (DescriptorWriteID, UInt16?)? {
+        switch answer {
+        case .write(let id, let value): (id, value)
+        case .joined(let id): (id, nil)
+        case .done, .notOnLink: nil
         }
     }
 
     @Test func theDescriptorIsWrittenOnlyWhenWhatEveryoneWantsChanges() {
         var m = Self.machine()
-        let (first, w1) = m.subscribe(Self.a, 1, descriptor: Self.cccd, on: Self.handle)
-        guard case .writing(let id) = first else {
+        let (first, a1) = m.subscribe(Self.a, 1, descriptor: Self.cccd, on: Self.handle)
+        guard case .write(let id, 1) = first else {
             Issue.record("no write: \(first)")
             return
         }
-        #expect(Self.writes(w1).map(\.0) == [1])
+        #expect(a1 == [])  // the caller writes it
+        // A second session asking for the same while the write is on its way waits for it.
+        let (joined, _) = m.subscribe(Self.b, 1, descriptor: Self.cccd, on: Self.handle)
+        #expect(joined == .joined(id))
         let answered = m.subscriptionWritten(id, error: nil)
         #expect(answered == [.subscriptionWritten(id, nil)])
-        let (second, w2) = m.subscribe(Self.b, 1, descriptor: Self.cccd, on: Self.handle)
-        #expect(second == .done)
-        #expect(w2 == [])
-        let (aOff, w3) = m.subscribe(Self.a, 0, descriptor: Self.cccd, on: Self.handle)
+        let (aOff, a3) = m.subscribe(Self.a, 0, descriptor: Self.cccd, on: Self.handle)
         #expect(aOff == .done)  // b still wants notifications
-        #expect(w3 == [])
-        let (bOff, w4) = m.subscribe(Self.b, 0, descriptor: Self.cccd, on: Self.handle)
-        guard case .writing = bOff else {
-            Issue.record("no write: \(bOff)")
+        #expect(a3 == [])
+        let (bOff, _) = m.subscribe(Self.b, 0, descriptor: Self.cccd, on: Self.handle)
+        guard case .write(_, 0) = bOff else {
+            Issue.record("no write of 0: \(bOff)")
             return
         }
-        #expect(Self.writes(w4).map(\.0) == [0])
     }
 
     @Test func aRefusalTakesTheWishBackSoALaterAttemptWritesAgain() {
         var m = Self.machine()
         let (first, _) = m.subscribe(Self.a, 2, descriptor: Self.cccd, on: Self.handle)
-        guard case .writing(let id) = first else {
+        guard let (id, _) = Self.written(first) else {
             Issue.record("no write: \(first)")
             return
         }
@@ -66,12 +67,32 @@ import Testing
         let answered = m.subscriptionWritten(id, error: refusal)
         #expect(answered == [.subscriptionWritten(id, refusal)])
         #expect(m.subscriptions.wish(of: Self.a, descriptor: Self.cccd, on: Self.handle) == nil)
-        let (again, w) = m.subscribe(Self.a, 2, descriptor: Self.cccd, on: Self.handle)
-        guard case .writing = again else {
+        let (again, _) = m.subscribe(Self.a, 2, descriptor: Self.cccd, on: Self.handle)
+        guard case .write(_, 2) = again else {
             Issue.record("no write: \(again)")
             return
         }
-        #expect(Self.writes(w).map(\.0) == [2])
+    }
+
+    /// A session that asked again while its first write was on its way keeps its newer wish when the first is
+    /// refused (the review's toggle: on, off, on, the first refused, must not end with the peer told off).
+    @Test func aRefusalLeavesANewerWishStanding() {
+        var m = Self.machine()
+        let w1 = Self.written(m.subscribe(Self.a, 1, descriptor: Self.cccd, on: Self.handle).0)!.0
+        let w2 = Self.written(m.subscribe(Self.a, 0, descriptor: Self.cccd, on: Self.handle).0)!.0
+        let w3 = Self.written(m.subscribe(Self.a, 1, descriptor: Self.cccd, on: Self.handle).0)!.0
+        _ = m.subscriptionWritten(w1, error: HostError(.att(.unlikelyError), "busy"))
+        #expect(m.subscriptions.wish(of: Self.a, descriptor: Self.cccd, on: Self.handle) == 1)
+        _ = m.subscriptionWritten(w2, error: nil)
+        let last = m.subscriptionWritten(w3, error: nil)
+        #expect(last == [.subscriptionWritten(w3, nil)])  // nothing written after: the peer holds 1, as wanted
+        // Both refused: the wish is what it was before the first.
+        var n = Self.machine()
+        let v1 = Self.written(n.subscribe(Self.a, 1, descriptor: Self.cccd, on: Self.handle).0)!.0
+        let v2 = Self.written(n.subscribe(Self.a, 0, descriptor: Self.cccd, on: Self.handle).0)!.0
+        _ = n.subscriptionWritten(v1, error: HostError(.att(.writeNotPermitted), "no"))
+        _ = n.subscriptionWritten(v2, error: HostError(.att(.writeNotPermitted), "no"))
+        #expect(n.subscriptions.wish(of: Self.a, descriptor: Self.cccd, on: Self.handle) == nil)
     }
 
     @Test func aSessionNotOnTheLinkIsRefused() {
@@ -89,23 +110,29 @@ import Testing
         for leave in [0, 1] {
             var m = Self.machine()
             let other = AttributeHandle(20)
-            if case .writing(let id) = m.subscribe(Self.a, 1, descriptor: Self.cccd, on: Self.handle).0 {
+            if let (id, _) = Self.written(m.subscribe(Self.a, 1, descriptor: Self.cccd, on: Self.handle).0) {
                 _ = m.subscriptionWritten(id, error: nil)
             }
-            if case .writing(let id) = m.subscribe(Self.a, 2, descriptor: other, on: Self.handle).0 {
+            if let (id, _) = Self.written(m.subscribe(Self.a, 2, descriptor: other, on: Self.handle).0) {
                 _ = m.subscriptionWritten(id, error: nil)
             }
             _ = m.subscribe(Self.b, 1, descriptor: Self.cccd, on: Self.handle)  // the same: nothing written
             let actions = leave == 0 ? m.cancelConnection(Self.a, from: LinkTests.peer).1 : m.closed(Self.a)
-            #expect(actions == [.writeDescriptor(Self.handle, other, 0, nil)], "leave \(leave)")
+            guard case .writeDescriptor(Self.handle, other, 0, let id)? = actions.first, actions.count == 1 else {
+                Issue.record("leave \(leave): \(actions)")
+                continue
+            }
             #expect(m.subscriptions.wish(of: Self.b, descriptor: Self.cccd, on: Self.handle) == 1)
+            // A wish for what that write writes waits for it, rather than being told it is done.
+            let (joined, _) = m.subscribe(Self.b, 0, descriptor: other, on: Self.handle)
+            #expect(joined == .joined(id))
         }
     }
 
     @Test func aRestoredSessionTakesOverTheWishesAndTheWritesInFlight() {
         var m = Self.machine()
         let (answer, _) = m.subscribe(Self.a, 1, descriptor: Self.cccd, on: Self.handle)
-        guard case .writing(let id) = answer else {
+        guard let (id, _) = Self.written(answer) else {
             Issue.record("no write: \(answer)")
             return
         }
@@ -115,7 +142,7 @@ import Testing
         #expect(m.subscriptions.wish(of: restored, descriptor: Self.cccd, on: Self.handle) == nil)
         #expect(m.subscriptions.wish(of: Self.a, descriptor: Self.cccd, on: Self.handle) == nil)
         let (second, _) = m.subscribe(restored, 1, descriptor: Self.cccd, on: Self.handle)
-        guard case .writing = second else {
+        guard case .write = second else {
             Issue.record("no write: \(second)")
             return
         }
@@ -124,7 +151,7 @@ import Testing
     @Test func aLinkThatGoesDownTakesItsSubscriptionsWithItAndItsWritesAreStillAnswered() {
         var m = Self.machine()
         let (answer, _) = m.subscribe(Self.a, 1, descriptor: Self.cccd, on: Self.handle)
-        guard case .writing(let id) = answer else {
+        guard let (id, _) = Self.written(answer) else {
             Issue.record("no write: \(answer)")
             return
         }
@@ -137,28 +164,40 @@ import Testing
     }
 
     /// Every sequence of six of nine inputs (two sessions asking for nothing, notifications or indications,
-    /// the peer accepting or refusing the oldest write on its way, a session leaving the link): every write
-    /// asked for with an id is answered once, and, until the peer refuses one, whenever no write is on its way
-    /// the peer holds exactly what the sessions on the link want together (this fails when a wish made while a
-    /// write is on its way is compared with what the peer accepted before).
+    /// the peer accepting or refusing the oldest write on its way, a session leaving the link). After each step:
+    /// every write is answered once; whenever no write is on its way, each session's wish in the table is what
+    /// its app was last told it has (what its last request that succeeded asked, refusals changing nothing), and,
+    /// until the peer refuses a write, the peer holds exactly what the sessions on the link want together.
     @Test func everySequenceLeavesThePeerHoldingWhatTheSessionsWantTogether() {
         enum Input: CaseIterable { case aNotify, aIndicate, aOff, bNotify, bOff, accept, refuse, aLeaves, bLeaves }
         struct Node {
             var machine = SubscriptionTests.machine()
             var peer: UInt16 = 0
+            /// Writes on their way, oldest first, with their values.
             var inFlight: [(DescriptorWriteID, UInt16)] = []
+            /// Who waits for each write, with what it asked.
+            var waiting: [UInt64: [(SessionID, UInt16)]] = [:]
             var answered: Set<UInt64> = []
+            /// What each app was last told it has.
+            var told: [SessionID: UInt16] = [SubscriptionTests.a: 0, SubscriptionTests.b: 0]
             var on: Set<SessionID> = [SubscriptionTests.a, SubscriptionTests.b]
-            /// A write was refused: the peer may hold what nobody wants until the next change (the peer said no).
             var refused = false
         }
         let (visited, failures) = walkEverySequence(from: Node(), depth: 6) { (n: inout Node, input: Input) in
             var failures: [String] = []
             var actions: [SystemAction] = []
             func ask(_ s: SessionID, _ value: UInt16) {
+                guard n.on.contains(s) else { return }
                 let (answer, new) = n.machine.subscribe(s, value, descriptor: Self.cccd, on: Self.handle)
                 actions = new
-                if answer == .notOnLink, n.on.contains(s) { failures.append("\(s) refused while on the link") }
+                switch answer {
+                case .done: n.told[s] = value
+                case .notOnLink: failures.append("\(s) refused while on the link")
+                case .write(let id, let written):
+                    n.inFlight.append((id, written))
+                    n.waiting[id.rawValue, default: []].append((s, value))
+                case .joined(let id): n.waiting[id.rawValue, default: []].append((s, value))
+                }
             }
             switch input {
             case .aNotify: ask(Self.a, 1)
@@ -166,16 +205,12 @@ import Testing
             case .aOff: ask(Self.a, 0)
             case .bNotify: ask(Self.b, 1)
             case .bOff: ask(Self.b, 0)
-            case .accept:
+            case .accept, .refuse:
                 guard !n.inFlight.isEmpty else { return nil }
                 let (id, value) = n.inFlight.removeFirst()
-                n.peer = value
-                actions = n.machine.subscriptionWritten(id, error: nil)
-            case .refuse:
-                guard !n.inFlight.isEmpty else { return nil }
-                let (id, _) = n.inFlight.removeFirst()
-                n.refused = true
-                actions = n.machine.subscriptionWritten(id, error: HostError(.att(.writeNotPermitted), "no"))
+                if input == .accept { n.peer = value } else { n.refused = true }
+                let error = input == .accept ? nil : HostError(.att(.writeNotPermitted), "no")
+                actions = n.machine.subscriptionWritten(id, error: error)
             case .aLeaves, .bLeaves:
                 let s = input == .aLeaves ? Self.a : Self.b
                 // Only while the other stays: the last one's leaving ends the link.
@@ -185,18 +220,26 @@ import Testing
             }
             for action in actions {
                 switch action {
-                case .writeDescriptor(_, _, let value, let id?): n.inFlight.append((id, value))
-                case .writeDescriptor(_, _, let value, nil): n.peer = value
-                case .subscriptionWritten(let id, _):
+                case .writeDescriptor(_, _, let value, let id): n.inFlight.append((id, value))
+                case .subscriptionWritten(let id, let error):
                     if !n.answered.insert(id.rawValue).inserted { failures.append("write \(id) answered twice") }
+                    for (s, value) in n.waiting.removeValue(forKey: id.rawValue) ?? [] where error == nil {
+                        n.told[s] = value
+                    }
                 default: failures.append("unexpected \(action)")
                 }
             }
-            if n.inFlight.isEmpty, !n.refused {
+            if n.inFlight.isEmpty {
+                for s in n.on {
+                    let wish = n.machine.subscriptions.wish(of: s, descriptor: Self.cccd, on: Self.handle) ?? 0
+                    if wish != n.told[s]! { failures.append("\(s) wishes \(wish), its app was told \(n.told[s]!)") }
+                }
                 let wanted = n.on.reduce(UInt16(0)) {
                     $0 | (n.machine.subscriptions.wish(of: $1, descriptor: Self.cccd, on: Self.handle) ?? 0)
                 }
-                if n.peer != wanted { failures.append("the peer holds \(n.peer), the sessions want \(wanted)") }
+                if !n.refused, n.peer != wanted {
+                    failures.append("the peer holds \(n.peer), the sessions want \(wanted)")
+                }
             }
             return failures
         }
