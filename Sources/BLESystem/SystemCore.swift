@@ -1,3 +1,4 @@
+import BLEATT
 import BLECore
 import BLEGATT
 import BLEHCI
@@ -65,24 +66,20 @@ public final class SystemCore: Sendable {
     /// The timing of the rules for apps out of the foreground, for every app of this system.
     public let appRules: AppRules
 
-    /// Who answers for each attribute of the GATT server.
-    let gatt: GATTOwnership
     /// The apps' advertisements, in turn on the controller's one set.
     let advertising: AdvertisingRotation
     /// What discovery found on each link, for every app on it.
     public let discovery: SharedDiscovery
 
     /// What the driver performs, in order: the machine's actions, and until the host's events are the machine's
-    /// (issue 34, step 10) the host events every manager is told and the server events their owners are told,
-    /// in the same queue so that a manager hears everything in the order it happened.
+    /// (issue 34, step 10) the host events every manager is told, in the same queue so that a manager hears
+    /// everything in the order it happened.
     private enum Work: Sendable {
         case machine(SystemAction)
         /// A host event for every manager attached when it was stepped (`attachments` then).
         case hostEvent(HostEvent, attachedBy: UInt64)
         /// A peer's database changed (its Database Hash), for every manager attached when it was stepped.
         case databaseChanged(ConnectionHandle, attachedBy: UInt64)
-        /// A server event for the manager that published the attribute it names.
-        case routed(any SystemSession, HostEvent)
     }
 
     /// The system's rules as a value (`SystemMachine`), stepped under `state`'s lock; what it asks is performed
@@ -210,7 +207,6 @@ public final class SystemCore: Sendable {
         self.host = host
         self.security = SystemSecurity(host: host, store: store)
         security.refreshResolvingList()
-        self.gatt = GATTOwnership(host: host)
         self.advertising = AdvertisingRotation(host: host, scheduler: scheduler)
         self.discovery = SharedDiscovery(host: host, store: store)
         host.setEventHandler { [weak self] event in self?.handle(event) }
@@ -396,11 +392,15 @@ public final class SystemCore: Sendable {
     public func addService(_ definition: GATTServiceDefinition, owner: any SystemSession)
         -> Result<PublishedService, HostError>
     {
-        guard isLive(ObjectIdentifier(owner)) else {
+        guard let session = state.withLock({ $0.session(of: ObjectIdentifier(owner)) }) else {
             refuseDefunct("a service")
             return .failure(Self.defunct)
         }
-        return gatt.add(definition, owner: owner)
+        let result = host.addService(definition)
+        if case .success(let published) = result {
+            state.withLock { $0.machine.servicePublished(published, by: session) }
+        }
+        return result
     }
 
     // MARK: Apps
@@ -433,7 +433,12 @@ public final class SystemCore: Sendable {
         advertisingStarted: @escaping @Sendable (Result<Void, HostError>) -> Void,
         advertisingEnded: @escaping @Sendable (HostError) -> Void
     ) {
-        gatt.transfer(from: ObjectIdentifier(old), to: new)
+        state.withLock { s in
+            guard let oldSession = s.ids[ObjectIdentifier(old)] else { return }
+            // Known by its id from now on: the requests for its services reach it before `replace`.
+            let newSession = s.reserve(new, app: s.sinks[oldSession]?.app ?? defaultApp)
+            s.machine.servicesTransferred(from: oldSession, to: newSession)
+        }
         advertising.transfer(
             from: ObjectIdentifier(old), to: ObjectIdentifier(new), started: advertisingStarted,
             ended: advertisingEnded)
@@ -513,13 +518,17 @@ public final class SystemCore: Sendable {
 
     /// Unpublishes the service declared at `serviceHandle`, if `owner` published it.
     public func removeService(at serviceHandle: AttributeHandle, owner: any SystemSession) {
-        gatt.remove(at: serviceHandle, owner: owner)
+        let removed = state.withLock { s in
+            s.session(of: ObjectIdentifier(owner)).map { s.machine.serviceRemoved(at: serviceHandle, by: $0) } ?? false
+        }
+        if removed { host.removeService(at: serviceHandle) }
     }
 
     /// Unpublishes every service of a manager that went away (`ObjectIdentifier` of the manager: it may be
-    /// mid-deinit).
+    /// mid-deinit). Nothing happens for a manager detached already (its app's termination took them out).
     public func removeServices(of owner: ObjectIdentifier) {
-        gatt.removeAll(of: owner)
+        let handles = state.withLock { s in s.session(of: owner).map { s.machine.servicesRemoved(of: $0) } ?? [] }
+        for handle in handles { host.removeService(at: handle) }
     }
 
     /// Whether `shutDown()` was called.
@@ -687,7 +696,7 @@ public final class SystemCore: Sendable {
                     // The list as it is now (a manager detached since is not told), each manager taken from its
                     // weak reference only when its turn comes.
                     return (work, nil, s.order)
-                case .machine, .routed:
+                case .machine:
                     return (work, nil, [])
                 }
             }
@@ -700,8 +709,17 @@ public final class SystemCore: Sendable {
                 for sink in next.all where sink.attachedAt <= attachedBy {
                     sink.session?.systemPeerDatabaseChanged(on: link)
                 }
-            case .routed(let owner, let event): owner.systemReceived(event)
             }
+        }
+    }
+
+    /// A client's request for a manager that went away before it was told: refused at once, so the client does
+    /// not wait for the ATT transaction timeout.
+    private func refuseUnanswered(_ event: HostEvent) {
+        switch event {
+        case .serverRead(let request, _, _, _): host.respond(to: request, result: .unlikelyError, value: nil)
+        case .serverWrite(let request?, _, _): host.respond(to: request, result: .unlikelyError, value: nil)
+        default: break
         }
     }
 
@@ -718,6 +736,9 @@ public final class SystemCore: Sendable {
             (session as? any LinkClient)?.linkFailed(peer: peer, error: error)
         case .deliver(_, .linkDown(let handle, let reason)):
             (session as? any LinkClient)?.linkDown(handle, reason: reason)
+        case .deliver(_, .server(let event)):
+            guard let session else { return refuseUnanswered(event) }
+            session.systemReceived(event)
         case .startScan(let parameters):
             host.startScan(parameters) { [weak self] result in
                 // Cancelled: every scan stopped before the controller scanned (or a later start overtook it).
@@ -731,6 +752,8 @@ public final class SystemCore: Sendable {
         case .setConnectTargets(let peers):
             host.setConnectTargets(peers, parameters: host.configuration.connectionParameters)
         case .disconnect(let handle, let reason): host.disconnect(handle, reason: reason)
+        case .refuse(let request, let code): host.respond(to: request, result: code, value: nil)
+        case .removeService(let handle): host.removeService(at: handle)
         case .writeDescriptor(let link, let descriptor, let value, let id):
             writeDescriptor(value, descriptor: descriptor, on: link, id: id)
         case .subscriptionWritten(let id, let error):
@@ -812,9 +835,13 @@ public final class SystemCore: Sendable {
             step { ((), $0.machine.linkDisconnected(handle, reason: reason)) }
         default:
             // A request for an attribute goes to the manager that published it, and to no one else.
-            if let routes = gatt.route(event) {
-                return stepWork { _ in ((), routes.map { Work.routed($0.0, $0.1) }) }
+            // A request for an attribute goes to the manager that published it, and to no one else.
+            let routed = step { s -> (Bool, [SystemAction]) in
+                var actions: [SystemAction] = []
+                let routed = s.machine.serverEvent(event, into: &actions)
+                return (routed, actions)
             }
+            if routed { return }
         }
         broadcast(event) { _, _ in }
     }

@@ -7,6 +7,11 @@ public struct PublishedService: Sendable, Hashable {
     public var serviceHandle: AttributeHandle
     /// The value handle of each characteristic, in definition order.
     public var characteristicValueHandles: [AttributeHandle]
+
+    public init(serviceHandle: AttributeHandle, characteristicValueHandles: [AttributeHandle]) {
+        self.serviceHandle = serviceHandle
+        self.characteristicValueHandles = characteristicValueHandles
+    }
 }
 
 extension HostMachine {

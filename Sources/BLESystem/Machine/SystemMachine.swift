@@ -1,4 +1,6 @@
+import BLEATT
 import BLECore
+import BLEGATT
 import BLEHCI
 import BLEHost
 
@@ -31,6 +33,10 @@ package enum SystemAction: Sendable, Hashable {
     case writeDescriptor(ConnectionHandle, AttributeHandle, UInt16, DescriptorWriteID)
     /// Answer whoever asked for the wish that write `id` was made for: done, or refused with this error.
     case subscriptionWritten(DescriptorWriteID, HostError?)
+    /// Refuse a client's request to the GATT server (nobody answers for the attribute it names).
+    case refuse(GATTServerRequestID, ATTErrorCode)
+    /// Take a service out of the GATT server (its session went away with its app).
+    case removeService(AttributeHandle)
 }
 
 /// What a manager is told.
@@ -51,6 +57,9 @@ package enum SessionEvent: Sendable, Hashable {
     case linkFailed(BluetoothAddress, HostError)
     /// The link the manager was on went down, for this reason.
     case linkDown(ConnectionHandle, HCIStatus)
+    /// A client's request, or change of subscription, for an attribute of a service the manager published (a
+    /// request is answered by the manager, or refused when it has gone away).
+    case server(HostEvent)
 }
 
 /// The system above one host, as one value: what the simulated iOS decides, and none of its I/O.
@@ -59,8 +68,9 @@ package enum SessionEvent: Sendable, Hashable {
 /// Issue 34 moves the system's rules here one concern at a time (`docs/SystemMachinePlan.md`). Today it
 /// holds the managers attached to the system, with their apps; the power state each one sees: the
 /// controller's, behind the user's authorization and Bluetooth switch; the scans of every manager as one
-/// controller scan (`ScanUnion`); and the central-role links, one per peer, shared by the managers that asked
-/// for it (`LinkTable`).
+/// controller scan (`ScanUnion`); the central-role links, one per peer, shared by the managers that asked for
+/// it (`LinkTable`), and their subscriptions (`SubscriptionTable`); and who answers for each service of the
+/// GATT server (`ServiceTable`).
 ///
 /// ### Function
 /// Inputs come in through mutating methods (a manager attached, detached or replaced by its restored
@@ -78,6 +88,7 @@ package struct SystemMachine: Sendable {
     package private(set) var scans: ScanUnion
     package private(set) var links = LinkTable()
     package private(set) var subscriptions = SubscriptionTable()
+    package private(set) var services = ServiceTable()
 
     /// A manager as the machine knows it.
     package struct Session: Sendable, Hashable {
@@ -106,12 +117,13 @@ package struct SystemMachine: Sendable {
     }
 
     /// A manager is detached (it went away): nothing reaches it any more, and its scan ends, and its links and
-    /// pending connects (a link it was the last on is disconnected).
+    /// pending connects (a link it was the last on is disconnected), and its services.
     package mutating func closed(_ session: SessionID) -> [SystemAction] {
         sessions[session] = nil
         var actions = scans.stop(session)
         release(session, &actions)
         links.forget(session)
+        for handle in services.removeAll(of: session) { actions.append(.removeService(handle)) }
         return actions
     }
 
@@ -137,6 +149,7 @@ package struct SystemMachine: Sendable {
             actions += scans.stop(id)
             release(id, &actions)
             links.forget(id)
+            for handle in services.removeAll(of: id) { actions.append(.removeService(handle)) }
         }
         return actions
     }
@@ -222,6 +235,35 @@ package struct SystemMachine: Sendable {
     package mutating func linksTransferred(from old: SessionID, to new: SessionID) {
         links.transfer(from: old, to: new)
         subscriptions.transfer(from: old, to: new)
+    }
+
+    // MARK: The GATT server
+
+    /// `session` published `service`: the requests for its attributes reach `session` alone.
+    package mutating func servicePublished(_ service: PublishedService, by session: SessionID) {
+        services.published(service, by: session)
+    }
+
+    /// Forgets the service declared at `handle` if `session` published it; whether it did (its caller then
+    /// takes it out of the server).
+    package mutating func serviceRemoved(at handle: AttributeHandle, by session: SessionID) -> Bool {
+        services.remove(at: handle, by: session)
+    }
+
+    /// Forgets every service `session` published; their declaration handles (its caller takes them out).
+    package mutating func servicesRemoved(of session: SessionID) -> [AttributeHandle] {
+        services.removeAll(of: session)
+    }
+
+    /// The restored `new` answers for the services `old` published.
+    package mutating func servicesTransferred(from old: SessionID, to new: SessionID) {
+        services.transfer(from: old, to: new)
+    }
+
+    /// A server event: told to the owners of the attributes it names, or refused; false when it names no
+    /// attribute.
+    package func serverEvent(_ event: HostEvent, into actions: inout [SystemAction]) -> Bool {
+        services.route(event, &actions)
     }
 
     /// Services an app discovered on the link `handle` (for every manager's list of connected peers).

@@ -1,0 +1,96 @@
+import BLEATT
+import BLECore
+import BLEGATT
+import BLEHost
+
+/// Which session published each service of the system's GATT server, as a value of `SystemMachine`.
+///
+/// ### Function
+/// A request from a client reaches only the session that published the attribute it names, so two apps'
+/// services live side by side, each answering for its own. A request for an attribute nobody answers for any
+/// more is refused at once (so the client never waits for the ATT transaction timeout). A session that goes
+/// away, or whose app is terminated, takes its services with it (the host indicates Service Changed to the
+/// clients that asked; the other services keep their handles).
+///
+/// ### Implementation
+/// The owner of each characteristic value handle, and each service's declaration handle with its owner and
+/// value handles.
+package struct ServiceTable: Sendable, Hashable {
+    struct Service: Sendable, Hashable {
+        var owner: SessionID
+        var values: [AttributeHandle]
+    }
+
+    private var owners: [AttributeHandle: SessionID] = [:]
+    private var services: [AttributeHandle: Service] = [:]
+
+    package init() {}
+
+    /// The session that answers for the characteristic value at `handle`.
+    package func owner(of handle: AttributeHandle) -> SessionID? { owners[handle] }
+
+    /// `session` published `service`.
+    mutating func published(_ service: PublishedService, by session: SessionID) {
+        for value in service.characteristicValueHandles { owners[value] = session }
+        services[service.serviceHandle] = Service(owner: session, values: service.characteristicValueHandles)
+    }
+
+    /// Forgets the service declared at `handle` if `session` published it; whether it did.
+    mutating func remove(at handle: AttributeHandle, by session: SessionID) -> Bool {
+        guard let service = services[handle], service.owner == session else { return false }
+        services[handle] = nil
+        for value in service.values { owners[value] = nil }
+        return true
+    }
+
+    /// Forgets every service `session` published; their declaration handles, in order.
+    mutating func removeAll(of session: SessionID) -> [AttributeHandle] {
+        let mine = services.filter { $0.value.owner == session }.keys.sorted()
+        for handle in mine { _ = remove(at: handle, by: session) }
+        return mine
+    }
+
+    /// Every service `old` published is `new`'s (a restored session taking over).
+    mutating func transfer(from old: SessionID, to new: SessionID) {
+        for (handle, owner) in owners where owner == old { owners[handle] = new }
+        for (handle, service) in services where service.owner == old { services[handle]?.owner = new }
+    }
+
+    /// A server event for the owners of the attributes it names, or refused; false when it names no attribute
+    /// (it goes to every session).
+    func route(_ event: HostEvent, _ actions: inout [SystemAction]) -> Bool {
+        switch event {
+        case .serverRead(let request, _, let attribute, _):
+            if let owner = owners[attribute] {
+                actions.append(.deliver(owner, .server(event)))
+            } else {
+                actions.append(.refuse(request, .unlikelyError))
+            }
+        case .serverWrite(let request, let link, let writes):
+            // Grouped by owner, in the order of the writes. The first owner's part carries the request's id and
+            // answers for the whole request (a queued write that spans two apps' services is rare; the spec
+            // allows one answer).
+            var groups: [(SessionID, [GATTWriteRequest])] = []
+            for write in writes {
+                guard let owner = owners[write.attribute] else { continue }
+                if let i = groups.firstIndex(where: { $0.0 == owner }) {
+                    groups[i].1.append(write)
+                } else {
+                    groups.append((owner, [write]))
+                }
+            }
+            guard !groups.isEmpty else {
+                if let request { actions.append(.refuse(request, .invalidHandle)) }
+                return true
+            }
+            for (i, (owner, mine)) in groups.enumerated() {
+                actions.append(.deliver(owner, .server(.serverWrite(i == 0 ? request : nil, link, mine))))
+            }
+        case .subscriptionChanged(_, let attribute, _, _):
+            if let owner = owners[attribute] { actions.append(.deliver(owner, .server(event))) }
+        default:
+            return false
+        }
+        return true
+    }
+}
