@@ -397,8 +397,17 @@ public final class SystemCore: Sendable {
             return .failure(Self.defunct)
         }
         let result = host.addService(definition)
-        if case .success(let published) = result {
-            state.withLock { $0.machine.servicePublished(published, by: session) }
+        guard case .success(let published) = result else { return result }
+        let recorded = state.withLock { s in
+            // Its app may have been terminated meanwhile: nobody would take the service out then.
+            guard s.session(of: ObjectIdentifier(owner)) == session else { return false }
+            s.machine.servicePublished(published, by: session)
+            return true
+        }
+        guard recorded else {
+            host.removeService(at: published.serviceHandle)
+            refuseDefunct("a service")
+            return .failure(Self.defunct)
         }
         return result
     }
@@ -411,13 +420,20 @@ public final class SystemCore: Sendable {
     /// (`transfer`). Its launch handler's object is the caller's to release.
     public func terminate(_ app: SystemApp, keeping: Set<ObjectIdentifier> = []) {
         app.terminate()
-        step { s in
+        let services = step { s -> ([AttributeHandle], [SystemAction]) in
             let kept = Set(keeping.compactMap { s.ids[$0] })
+            // Their services are taken out here, on the caller's thread, as a manager released takes its own out:
+            // before the app's next launch publishes anything, and before the managers hear of the end.
+            var services: [AttributeHandle] = []
+            for id in s.machine.sessions(of: app.id) where !kept.contains(id) {
+                services += s.machine.servicesRemoved(of: id)
+            }
             // The machine lets go of the terminated managers' links and subscriptions.
             let actions = s.machine.appTerminated(app.id, keeping: kept)
             for case .deliver(let id, .appTerminated) in actions { s.detach(id, leaving: true) }
-            return ((), actions)
+            return (services, actions)
         }
+        for handle in services { host.removeService(at: handle) }
     }
 
     /// The managers registered for `app`.
@@ -833,15 +849,15 @@ public final class SystemCore: Sendable {
         case .disconnected(let handle, let reason):
             discovery.linkDown(handle)
             step { ((), $0.machine.linkDisconnected(handle, reason: reason)) }
-        default:
+        case .serverRead, .serverWrite, .subscriptionChanged:
             // A request for an attribute goes to the manager that published it, and to no one else.
-            // A request for an attribute goes to the manager that published it, and to no one else.
-            let routed = step { s -> (Bool, [SystemAction]) in
+            return step { s in
                 var actions: [SystemAction] = []
-                let routed = s.machine.serverEvent(event, into: &actions)
-                return (routed, actions)
+                _ = s.machine.serverEvent(event, into: &actions)
+                return ((), actions)
             }
-            if routed { return }
+        default:
+            break
         }
         broadcast(event) { _, _ in }
     }
