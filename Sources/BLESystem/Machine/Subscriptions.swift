@@ -50,21 +50,17 @@ package struct SubscriptionTable: Sendable, Hashable {
         var wants: [SessionID: UInt16] = [:]
         /// What the peer last accepted (0 until a write succeeds).
         var accepted: UInt16 = 0
-        /// The newest write on its way, and its value.
-        var newest: (id: DescriptorWriteID, value: UInt16)?
+        /// The newest write on its way.
+        var newest: InFlight?
         var union: UInt16 { wants.values.reduce(0, |) }
         /// What the peer holds once the writes on their way are done.
         var target: UInt16 { newest?.value ?? accepted }
+    }
 
-        static func == (a: Entry, b: Entry) -> Bool {
-            a.wants == b.wants && a.accepted == b.accepted && a.newest?.id == b.newest?.id
-                && a.newest?.value == b.newest?.value
-        }
-        func hash(into hasher: inout Hasher) {
-            hasher.combine(wants)
-            hasher.combine(accepted)
-            hasher.combine(newest?.id)
-        }
+    /// A write on its way, and the value it writes.
+    struct InFlight: Hashable, Sendable {
+        var id: DescriptorWriteID
+        var value: UInt16
     }
 
     struct Waiter: Hashable, Sendable {
@@ -152,7 +148,7 @@ package struct SubscriptionTable: Sendable, Hashable {
         let id = DescriptorWriteID(rawValue: nextWrite)
         nextWrite += 1
         writes[id] = Write(key: key, value: entry.union, waiters: waiters)
-        entry.newest = (id, entry.union)
+        entry.newest = InFlight(id: id, value: entry.union)
         return id
     }
 

@@ -33,6 +33,15 @@ import Testing
         }
     }
 
+    /// The write a request was answered with (its own, or the one it joined); records an issue when there is none.
+    static func expectWrite(_ answer: SubscriptionAnswer) -> DescriptorWriteID? {
+        guard let (id, _) = written(answer) else {
+            Issue.record("no write: \(answer)")
+            return nil
+        }
+        return id
+    }
+
     @Test func theDescriptorIsWrittenOnlyWhenWhatEveryoneWantsChanges() {
         var m = Self.machine()
         let (first, a1) = m.subscribe(Self.a, 1, descriptor: Self.cccd, on: Self.handle)
@@ -59,10 +68,7 @@ import Testing
     @Test func aRefusalTakesTheWishBackSoALaterAttemptWritesAgain() {
         var m = Self.machine()
         let (first, _) = m.subscribe(Self.a, 2, descriptor: Self.cccd, on: Self.handle)
-        guard let (id, _) = Self.written(first) else {
-            Issue.record("no write: \(first)")
-            return
-        }
+        guard let id = Self.expectWrite(first) else { return }
         let refusal = HostError(.att(.insufficientAuthentication), "refused")
         let answered = m.subscriptionWritten(id, error: refusal)
         #expect(answered == [.subscriptionWritten(id, refusal)])
@@ -132,10 +138,7 @@ import Testing
     @Test func aRestoredSessionTakesOverTheWishesAndTheWritesInFlight() {
         var m = Self.machine()
         let (answer, _) = m.subscribe(Self.a, 1, descriptor: Self.cccd, on: Self.handle)
-        guard let (id, _) = Self.written(answer) else {
-            Issue.record("no write: \(answer)")
-            return
-        }
+        guard let id = Self.expectWrite(answer) else { return }
         let restored = SessionID(rawValue: 3)
         m.linksTransferred(from: Self.a, to: restored)
         _ = m.subscriptionWritten(id, error: HostError(.att(.writeNotPermitted), "no"))
@@ -151,10 +154,7 @@ import Testing
     @Test func aLinkThatGoesDownTakesItsSubscriptionsWithItAndItsWritesAreStillAnswered() {
         var m = Self.machine()
         let (answer, _) = m.subscribe(Self.a, 1, descriptor: Self.cccd, on: Self.handle)
-        guard let (id, _) = Self.written(answer) else {
-            Issue.record("no write: \(answer)")
-            return
-        }
+        guard let id = Self.expectWrite(answer) else { return }
         _ = m.linkDisconnected(Self.handle, reason: .connectionTimeout)
         let lost = HostError(.disconnected, "the link went down")
         let answered = m.subscriptionWritten(id, error: lost)
