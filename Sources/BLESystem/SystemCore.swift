@@ -44,8 +44,9 @@ public protocol LinkClient: AnyObject, Sendable {
     func linkAttached(_ info: LinkInfo)
     /// The connection attempt to `peer` ended without a link.
     func linkFailed(peer: BluetoothAddress, error: HostError)
-    /// The link went down (`reason`, from the controller), for every client on it.
-    func linkDown(_ handle: ConnectionHandle, reason: HCIStatus)
+    /// The link went down (`reason`, from the controller), for every client on it; with `reconnecting`, the
+    /// client's connect asked to reconnect and waits for the peer again (`linkAttached` or `linkFailed` follows).
+    func linkDown(_ handle: ConnectionHandle, reason: HCIStatus, reconnecting: Bool)
 }
 
 /// The "bluetoothd" of one controller: it owns the host, the system store, the apps and the managers attached
@@ -273,10 +274,12 @@ public final class SystemCore: Sendable {
 
     /// Connects `client` to `peer`: returns the link's info at once when a link to it is up (another app's),
     /// else the client waits with every other app's pending connects, and `linkAttached` or `linkFailed` follows.
-    public func connect(_ client: any LinkClient, to peer: BluetoothAddress) -> LinkInfo? {
+    /// With `autoReconnect`, the system connects again by itself after a loss of a link the client was on
+    /// (`linkDown` says so), until the client lets go.
+    public func connect(_ client: any LinkClient, to peer: BluetoothAddress, autoReconnect: Bool = false) -> LinkInfo? {
         let (live, link) = step { s -> ((Bool, LinkInfo?), [SystemAction]) in
             guard let session = s.ids[ObjectIdentifier(client)] else { return ((false, nil), []) }
-            let (link, actions) = s.machine.connect(session, to: peer)
+            let (link, actions) = s.machine.connect(session, to: peer, autoReconnect: autoReconnect)
             return ((true, link), actions)
         }
         if !live { refuseDefunct("a connection") }
@@ -750,8 +753,8 @@ public final class SystemCore: Sendable {
         case .deliver(_, .linkAttached(let info)): (session as? any LinkClient)?.linkAttached(info)
         case .deliver(_, .linkFailed(let peer, let error)):
             (session as? any LinkClient)?.linkFailed(peer: peer, error: error)
-        case .deliver(_, .linkDown(let handle, let reason)):
-            (session as? any LinkClient)?.linkDown(handle, reason: reason)
+        case .deliver(_, .linkDown(let handle, let reason, let reconnecting)):
+            (session as? any LinkClient)?.linkDown(handle, reason: reason, reconnecting: reconnecting)
         case .deliver(_, .server(let event)):
             guard let session else { return refuseUnanswered(event) }
             session.systemReceived(event)
@@ -770,6 +773,13 @@ public final class SystemCore: Sendable {
         case .disconnect(let handle, let reason): host.disconnect(handle, reason: reason)
         case .refuse(let request, let code): host.respond(to: request, result: code, value: nil)
         case .removeService(let handle): host.removeService(at: handle)
+        case .startTimer(let timer, let delay):
+            if case .reconnect(let peer, _) = timer {
+                Self.logger.info("reconnection to \(peer) did not succeed; the system tries again in \(delay)")
+            }
+            _ = scheduler.schedule(after: delay) { [weak self] in
+                self?.step { ((), $0.machine.timerFired(timer)) }
+            }
         case .writeDescriptor(let link, let descriptor, let value, let id):
             writeDescriptor(value, descriptor: descriptor, on: link, id: id)
         case .subscriptionWritten(let id, let error):

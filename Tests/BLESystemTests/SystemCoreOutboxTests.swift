@@ -95,7 +95,9 @@ private final class RecordingSession: SystemSession, LinkClient, ScanClient {
     }
     func linkAttached(_ info: LinkInfo) { note("attached \(info.handle.rawValue)") }
     func linkFailed(peer: BluetoothAddress, error: HostError) { note("failed") }
-    func linkDown(_ handle: ConnectionHandle, reason: HCIStatus) { note("down \(handle.rawValue)") }
+    func linkDown(_ handle: ConnectionHandle, reason: HCIStatus, reconnecting: Bool) {
+        note("down \(handle.rawValue)")
+    }
     func scanDiscovered(_ discovery: SystemDiscovery, scan: UInt64) {}
     func scanEnded(_ scan: UInt64) {}
 }

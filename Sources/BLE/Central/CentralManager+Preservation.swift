@@ -98,7 +98,9 @@ extension CentralManager {
             }
             guard let work else { return }
             for p in work.pending {
-                if let link = system.core.connect(session, to: p.address) { joinedAtOnce(link) }
+                if let link = system.core.connect(session, to: p.address, autoReconnect: p.wantsAutoReconnect) {
+                    joinedAtOnce(link)
+                }
             }
             if let scan = work.scan {
                 let request = ScanRequest(

@@ -245,7 +245,6 @@ extension Peripheral {
             s.alerts = kept.alerts
             // The connection's own promises go on: auto-reconnect, and whether the app had cancelled it.
             s.autoReconnect = kept.autoReconnect
-            s.hasConnected = kept.hasConnected
             s.reconnecting = kept.reconnecting
             s.cancelled = kept.cancelled
         }

@@ -289,7 +289,10 @@ public final class CentralManager: Sendable {
         }
         guard asked else { return }
         persistRestorableState()
-        if let link = system.core.connect(session, to: peripheral.address) { joinedAtOnce(link) }
+        let reconnect = options?.enableAutoReconnect == true
+        if let link = system.core.connect(session, to: peripheral.address, autoReconnect: reconnect) {
+            joinedAtOnce(link)
+        }
     }
 
     /// Cancels a pending connection or disconnects. Every operation pending on the peripheral completes with
@@ -314,7 +317,7 @@ public final class CentralManager: Sendable {
         defer { persistRestorableState() }
         switch system.core.cancelConnection(session, from: peripheral.address) {
         case .nothing:
-            // A reconnection waiting to try again (`linkFailed`) is pending here only.
+            // Not the system's any more (a link that went down as this was called): pending here only, if at all.
             guard locked.withLock({ $0.pending.removeValue(forKey: peripheral.address) }) != nil else { break }
             announceCancelled(peripheral)
         case .withdrawn:
@@ -452,7 +455,7 @@ public final class CentralManager: Sendable {
         // A link joined as it went down: its `linkDown` came before this manager knew the handle. (Only a link
         // `connect` returned: an attachment the system delivered comes before the link's end.)
         guard !returned || system.core.isOnLink(ObjectIdentifier(session), link.handle) else {
-            return handleDisconnected(link.handle, reason: .connectionTerminatedByLocalHost)
+            return handleDisconnected(link.handle, reason: .connectionTerminatedByLocalHost, reconnecting: false)
         }
         system.core.store.noteSeen(peripheral.identifier, name: nil)
         if isPreserved { return noteForRestoration(.connected(peripheral)) }
@@ -472,53 +475,24 @@ public final class CentralManager: Sendable {
         entry({ failed(peer: peer, error: error) }, forward: { $0.linkFailed(peer: peer, error: error) })
     }
 
+    /// The system gave up connecting to `peer` for this manager: the attempt failed, or a reconnection ended
+    /// because the peer no longer has the bond's key (the system tries again by itself after any other failure).
     private func failed(peer: BluetoothAddress, error: HostError) {
-        guard let peripheral = locked.withLock({ $0.pending[peer] }) else { return }
-        if peripheral.isReconnecting, error.code == .hci(.pinOrKeyMissing) {
-            // The peer lost the bond (PIN or Key Missing on the kept key): no later attempt can succeed until the
-            // user forgets the device, so the system stops reconnecting and says why, instead of trying again
-            // every second for ever.
-            Self.apiLogger.notice(
-                "reconnection to \(peripheral.identifier) stopped: the peer removed its pairing information")
-            peripheral.stopReconnecting()
-        }
-        if isPreserved, !peripheral.isReconnecting {
-            locked.withLock { _ = $0.pending.removeValue(forKey: peer) }
-            persistRestorableState()
-            return noteForRestoration(.failedToConnect(peripheral, Self.connectFailure(error)))
-        }
+        guard let peripheral = locked.withLock({ $0.pending.removeValue(forKey: peer) }) else { return }
         if peripheral.isReconnecting {
-            // The system keeps trying, as it promised the app: again after a pause (a controller that refuses at
-            // once must not make a busy loop). The peripheral stays pending here, so a cancel still ends it.
-            Self.apiLogger.info(
-                "reconnection to \(peripheral.identifier) failed (\(error.message)); trying again in \(Self.reconnectPause)"
-            )
-            system.core.scheduler.schedule(after: Self.reconnectPause) { [weak self] in
-                self?.retryReconnection(to: peer)
-            }
-            return
+            Self.apiLogger.notice(
+                "reconnection to \(peripheral.identifier) stopped: \(error.message)")
         }
-        locked.withLock { _ = $0.pending.removeValue(forKey: peer) }
+        peripheral.stopReconnecting()
         persistRestorableState()
+        if isPreserved { return noteForRestoration(.failedToConnect(peripheral, Self.connectFailure(error))) }
         initiationEnded(peripheral, error: error)
     }
 
-    /// An automatic reconnection's next attempt, after its pause: through `entry`, so that a restored manager
-    /// that took the peripheral over (its pending entry) makes the attempt, and the peripheral is not left
-    /// connecting with no request out.
-    func retryReconnection(to peer: BluetoothAddress) {
+    func linkDown(_ handle: ConnectionHandle, reason: HCIStatus, reconnecting: Bool) {
         entry(
-            {
-                guard let p = locked.withLock({ $0.pending[peer] }), p.isReconnecting else { return }
-                if let link = system.core.connect(session, to: peer) { joinedAtOnce(link) }
-            }, forward: { $0.retryReconnection(to: peer) })
-    }
-
-    /// How long an automatic reconnection waits after an attempt the controller refused.
-    static let reconnectPause: Duration = .seconds(1)
-
-    func linkDown(_ handle: ConnectionHandle, reason: HCIStatus) {
-        entry({ handleDisconnected(handle, reason: reason) }, forward: { $0.linkDown(handle, reason: reason) })
+            { handleDisconnected(handle, reason: reason, reconnecting: reconnecting) },
+            forward: { $0.linkDown(handle, reason: reason, reconnecting: reconnecting) })
     }
 
     /// Runs `body` on the manager's queue with the current delegate, through the app's delivery (in order,
@@ -637,9 +611,12 @@ public final class CentralManager: Sendable {
         locked.withLock { $0.remember(services, report.address) }
     }
 
-    private func handleDisconnected(_ handle: ConnectionHandle, reason: HCIStatus) {
+    private func handleDisconnected(_ handle: ConnectionHandle, reason: HCIStatus, reconnecting: Bool) {
         guard let peripheral = locked.withLock({ $0.byHandle.removeValue(forKey: handle) }) else { return }
         let local = peripheral.isCancelled
+        if reconnecting {
+            return reconnectionStarted(peripheral, reason: reason)
+        }
         if isPreserved {
             persistRestorableState()
             return noteForRestoration(.disconnected(peripheral, local ? nil : Self.disconnectError(reason)))
@@ -650,19 +627,6 @@ public final class CentralManager: Sendable {
         let error: BluetoothError? = local ? nil : Self.disconnectError(reason)
         let timestamp = system.absoluteTime
         peripheral.linkDown()
-        if peripheral.takeReconnection() {
-            // `enableAutoReconnect`: the peripheral is pending again at once, and the app hears of the loss with
-            // `isReconnecting` (IOSRules.md 7.2). A reconnected link that drops before its `didConnect` was
-            // delivered is not announced: the app still waits for that `didConnect`.
-            locked.withLock { $0.pending[peripheral.address] = peripheral }
-            deliver { manager, delegate in
-                guard peripheral.currentState == .connected else { return }
-                peripheral.announceDisconnection(at: timestamp, reconnecting: true)
-                delegate?.centralManager(manager, didDisconnectPeripheral: peripheral, error: error)
-            }
-            if let link = system.core.connect(session, to: peripheral.address) { joinedAtOnce(link) }
-            return
-        }
         persistRestorableState()
         deliver { manager, delegate in
             // A link that dropped before its didConnect was delivered was never announced: for the
@@ -678,6 +642,31 @@ public final class CentralManager: Sendable {
                     error: BluetoothError(
                         .connectionFailed, "the link dropped as it came up: \(reason)", hciStatus: reason))
             }
+        }
+    }
+
+    /// The link to `peripheral` went down and the system waits for the peer again (`enableAutoReconnect`): the
+    /// peripheral is pending again, and the app hears of the loss with `isReconnecting` (IOSRules.md 7.2). A kept
+    /// manager's app hears nothing of it: it is relaunched when the link is back (a connection), and its
+    /// restored peripheral reads `.connecting` meanwhile.
+    private func reconnectionStarted(_ peripheral: Peripheral, reason: HCIStatus) {
+        peripheral.linkDown()
+        // The app cancelled as the link went down: its cancel withdrew the new attempt and was announced.
+        guard !peripheral.isCancelled else { return }
+        peripheral.reconnectionStarted()
+        locked.withLock { $0.pending[peripheral.address] = peripheral }
+        if isPreserved { return }
+        if peripheral.alerts.onDisconnection, app.showsConnectionAlerts {
+            system.showAlert(.disconnection, for: app, about: peripheral)
+        }
+        let error = Self.disconnectError(reason)
+        let timestamp = system.absoluteTime
+        // A link that dropped before its `didConnect` was delivered is not announced: the app still waits for
+        // that `didConnect`, which the reconnection brings.
+        deliver { manager, delegate in
+            guard peripheral.currentState == .connected else { return }
+            peripheral.announceDisconnection(at: timestamp, reconnecting: true)
+            delegate?.centralManager(manager, didDisconnectPeripheral: peripheral, error: error)
         }
     }
 

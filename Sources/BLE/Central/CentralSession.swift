@@ -66,7 +66,7 @@ final class CentralSession: SystemSession, ScanClient, LinkClient, @unchecked Se
         manager?.linkFailed(peer: peer, error: error)
     }
 
-    func linkDown(_ handle: ConnectionHandle, reason: HCIStatus) {
-        manager?.linkDown(handle, reason: reason)
+    func linkDown(_ handle: ConnectionHandle, reason: HCIStatus, reconnecting: Bool) {
+        manager?.linkDown(handle, reason: reason, reconnecting: reconnecting)
     }
 }

@@ -40,9 +40,8 @@ public final class Peripheral: Sendable, Hashable, CustomStringConvertible {
         var autoReconnect = false
         /// The alerts the last `connect` asked for.
         var alerts = ConnectionAlerts()
-        /// Connected once under `autoReconnect`: a link loss from now on is followed by a new attempt.
-        var hasConnected = false
-        /// The link was lost and the system is connecting again by itself.
+        /// The link was lost and the system is connecting again by itself (the system decides it, and says so with
+        /// the loss).
         var reconnecting = false
         /// The latest disconnection, as the five-argument `didDisconnectPeripheral` reports it; set on the
         /// manager's queue just before the delegate hears of it.
@@ -151,7 +150,6 @@ public final class Peripheral: Sendable, Hashable, CustomStringConvertible {
         locked.withLock { s -> Bool in
             guard s.state == .connecting, !s.cancelled, s.handle != nil || evenIfGone else { return false }
             s.state = .connected
-            s.hasConnected = s.autoReconnect
             s.reconnecting = false
             return true
         }
@@ -179,27 +177,19 @@ public final class Peripheral: Sendable, Hashable, CustomStringConvertible {
             s.cancelled = false
             s.alerts = alerts
             s.autoReconnect = autoReconnect
-            s.hasConnected = false
             s.reconnecting = false
         }
     }
 
-    /// On the host's side, as the link goes down: whether the system connects again by itself (an
-    /// `enableAutoReconnect` connection that was up and that the application did not cancel). If so the
-    /// peripheral is `reconnecting` from now on.
-    func takeReconnection() -> Bool {
-        locked.withLock { s in
-            guard s.autoReconnect, s.hasConnected || s.reconnecting, !s.cancelled else { return false }
-            s.reconnecting = true
-            return true
-        }
+    /// The link went down and the system connects again by itself (`enableAutoReconnect`).
+    func reconnectionStarted() {
+        locked.withLock { $0.reconnecting = true }
     }
 
     /// Auto-reconnection ends (a cancel, a power-off): the next link loss is final.
     func stopReconnecting() {
         locked.withLock { s in
             s.autoReconnect = false
-            s.hasConnected = false
             s.reconnecting = false
         }
     }

@@ -23,6 +23,13 @@ public enum LinkCancellation: Sendable, Hashable {
 /// times out. A session that connects to a peer already linked for another is attached at once; the link goes
 /// down when its last session lets go; a session that lets go while others stay is simply off it.
 ///
+/// A connect may ask for the link to come back by itself (`enableAutoReconnect`, IOSRules.md 7.1): once the session
+/// has been on the link, a loss puts it back among the waiting at once, and it hears the loss as one it is
+/// reconnected from (`.linkDown(_, _, reconnecting: true)`); an attempt that fails then is tried again after
+/// `reconnectPause` (`.startTimer(.reconnect)`), unless the peer no longer has the bond's key (PIN or Key
+/// Missing): no later attempt could succeed, and the connect fails. Before its first attachment, such a connect
+/// fails as any other.
+///
 /// A link to a bonded peer is held while the system encrypts it with the kept key (`connected(_:securing:)`),
 /// as iOS completes such a connection only once the link is encrypted: its sessions go on waiting and are
 /// attached by `secured(_:)`. When the system gives the link up (`refused(_:status:)`: the peer no longer has
@@ -32,8 +39,10 @@ public enum LinkCancellation: Sendable, Hashable {
 /// ### Implementation
 /// Kept by peer, with the handle of each link up; each peer remembers the sessions waiting (in the order they
 /// asked), those on its link (in the order they joined, which is the order they are told of its end) and when
-/// its first waiter asked. The targets last given to the controller are kept, so they are sent only when they
-/// change.
+/// its first waiter asked, and the sessions whose connect asked to reconnect: those attached once, and those
+/// waiting for the pause after a failed attempt (by the token of that pause's timer, so a timer left from an
+/// earlier pause does nothing). The targets last given to the controller are kept, so they are sent only when
+/// they change.
 package struct LinkTable: Sendable, Hashable {
     package struct Peer: Sendable, Hashable {
         /// Sessions waiting for the link, in the order they asked.
@@ -50,13 +59,44 @@ package struct LinkTable: Sendable, Hashable {
         var refusal: HCIStatus?
         /// The services any app discovered on the link.
         var services = Set<BluetoothUUID>()
+        /// Sessions whose connect asked to reconnect after a loss (`enableAutoReconnect`).
+        package var autoReconnect: Set<SessionID> = []
+        /// Those of them that were on the link once: a loss puts them back among the waiting.
+        package var armed: Set<SessionID> = []
+        /// Armed sessions whose attempt failed, waiting for the pause to end, by its timer's token.
+        package var retrying: [SessionID: UInt64] = [:]
 
-        var isUnused: Bool { waiting.isEmpty && link == nil && users.isEmpty }
+        var isUnused: Bool { waiting.isEmpty && link == nil && users.isEmpty && retrying.isEmpty }
+
+        /// Whether `session` waits for the peer, is on its link, or waits to try again.
+        func involves(_ session: SessionID) -> Bool {
+            waiting.contains(session) || users.contains(session) || retrying[session] != nil
+        }
+
+        /// `session` is done with the peer: what it asked for it goes.
+        mutating func drop(_ session: SessionID) {
+            waiting.removeAll { $0 == session }
+            users.removeAll { $0 == session }
+            retrying[session] = nil
+            autoReconnect.remove(session)
+            armed.remove(session)
+        }
+
+        /// `session` is on the link now: from here on, a loss reconnects it if it asked.
+        mutating func join(_ session: SessionID) {
+            if !users.contains(session) { users.append(session) }
+            if autoReconnect.contains(session) { armed.insert(session) }
+        }
     }
+
+    /// How long an automatic reconnection waits after an attempt that failed (a controller that refuses at once
+    /// must not make a busy loop).
+    package static let reconnectPause: Duration = .seconds(1)
 
     package private(set) var peers: [BluetoothAddress: Peer] = [:]
     private var byHandle: [ConnectionHandle: BluetoothAddress] = [:]
     private var nextOrder: UInt64 = 0
+    private var nextToken: UInt64 = 0
     /// The peers the controller was last told to connect to.
     package private(set) var targets: [BluetoothAddress] = []
 
@@ -65,12 +105,17 @@ package struct LinkTable: Sendable, Hashable {
     // MARK: Sessions
 
     /// Connects `session` to `peer`: attached at once (the link returned) when a link to it is up, else waiting.
-    mutating func connect(_ session: SessionID, to peer: BluetoothAddress, _ actions: inout [SystemAction])
-        -> LinkInfo?
-    {
+    /// With `autoReconnect`, a loss of the link once it is on it puts it back among the waiting.
+    mutating func connect(
+        _ session: SessionID, to peer: BluetoothAddress, autoReconnect: Bool, _ actions: inout [SystemAction]
+    ) -> LinkInfo? {
         var entry = peers[peer] ?? Peer()
+        // A new connect: it reconnects after a loss only once on the link (at once, below, or when it comes up).
+        entry.retrying[session] = nil
+        entry.armed.remove(session)
+        if autoReconnect { entry.autoReconnect.insert(session) } else { entry.autoReconnect.remove(session) }
         if let link = entry.link, !entry.disconnecting, !entry.securing {
-            if !entry.users.contains(session) { entry.users.append(session) }
+            entry.join(session)
             peers[peer] = entry
             return link
         }
@@ -91,6 +136,12 @@ package struct LinkTable: Sendable, Hashable {
         -> LinkCancellation
     {
         guard var entry = peers[peer] else { return .nothing }
+        entry.autoReconnect.remove(session)
+        entry.armed.remove(session)
+        if entry.retrying.removeValue(forKey: session) != nil {
+            store(entry, for: peer)
+            return .withdrawn
+        }
         if let i = entry.waiting.firstIndex(of: session) {
             entry.waiting.remove(at: i)
             if let link = entry.link, entry.securing, entry.waiting.isEmpty, !entry.disconnecting {
@@ -102,7 +153,10 @@ package struct LinkTable: Sendable, Hashable {
             updateTargets(&actions)
             return .withdrawn
         }
-        guard let link = entry.link, !entry.disconnecting, entry.users.contains(session) else { return .nothing }
+        guard let link = entry.link, !entry.disconnecting, entry.users.contains(session) else {
+            store(entry, for: peer)
+            return .nothing
+        }
         guard entry.users.count == 1 else {
             entry.users.removeAll { $0 == session }
             store(entry, for: peer)
@@ -118,7 +172,7 @@ package struct LinkTable: Sendable, Hashable {
     /// `session` lets go of everything it asked for (it went away, or its app did). Returns the links it left
     /// while others stay on them.
     mutating func release(_ session: SessionID, _ actions: inout [SystemAction]) -> [ConnectionHandle] {
-        let mine = peers.filter { $0.value.waiting.contains(session) || $0.value.users.contains(session) }.keys
+        let mine = peers.filter { $0.value.involves(session) }.keys
             .sorted { $0.description < $1.description }
         return mine.compactMap { peer in
             if case .left(let handle) = cancel(session, from: peer, &actions) { handle } else { nil }
@@ -128,18 +182,20 @@ package struct LinkTable: Sendable, Hashable {
     /// Forgets `session` wherever it still is (a session detached): on a link it no longer leaves, it is no longer
     /// told of the link's end.
     mutating func forget(_ session: SessionID) {
-        for (peer, var entry) in peers where entry.waiting.contains(session) || entry.users.contains(session) {
-            entry.waiting.removeAll { $0 == session }
-            entry.users.removeAll { $0 == session }
+        for (peer, var entry) in peers where entry.involves(session) {
+            entry.drop(session)
             store(entry, for: peer)
         }
     }
 
     /// The restored `new` takes `old`'s places: its pending connects and its links.
     mutating func transfer(from old: SessionID, to new: SessionID) {
-        for (peer, var entry) in peers where entry.waiting.contains(old) || entry.users.contains(old) {
+        for (peer, var entry) in peers where entry.involves(old) {
             entry.waiting = entry.waiting.map { $0 == old ? new : $0 }
             entry.users = entry.users.map { $0 == old ? new : $0 }
+            if let token = entry.retrying.removeValue(forKey: old) { entry.retrying[new] = token }
+            if entry.autoReconnect.remove(old) != nil { entry.autoReconnect.insert(new) }
+            if entry.armed.remove(old) != nil { entry.armed.insert(new) }
             peers[peer] = entry
         }
     }
@@ -185,7 +241,7 @@ package struct LinkTable: Sendable, Hashable {
             return
         }
         entry.waiting = []
-        for session in waiting where !entry.users.contains(session) { entry.users.append(session) }
+        for session in waiting { entry.join(session) }
         peers[info.peer] = entry
         updateTargets(&actions)
         if waiting.isEmpty { actions.append(.disconnect(info.handle, .remoteUserTerminatedConnection)) }
@@ -200,7 +256,7 @@ package struct LinkTable: Sendable, Hashable {
         let waiting = entry.waiting
         entry.waiting = []
         entry.securing = false
-        for session in waiting where !entry.users.contains(session) { entry.users.append(session) }
+        for session in waiting { entry.join(session) }
         peers[peer] = entry
         for session in waiting { actions.append(.deliver(session, .linkAttached(link))) }
     }
@@ -217,22 +273,71 @@ package struct LinkTable: Sendable, Hashable {
         actions.append(.disconnect(handle, .authenticationFailure))
     }
 
-    /// The attempt to `peer` failed: every session waiting for it hears so.
+    /// The attempt to `peer` failed: every session waiting for it hears so, but those reconnecting, which try
+    /// again after `reconnectPause` (unless the peer lost the bond's key).
     mutating func failed(_ peer: BluetoothAddress, _ error: HostError, _ actions: inout [SystemAction]) {
         guard var entry = peers[peer] else { return }
         let waiting = entry.waiting
         entry.waiting = []
+        let failed = settle(waiting, of: &entry, peer: peer, after: error, &actions)
         store(entry, for: peer)
         updateTargets(&actions)
-        for session in waiting { actions.append(.deliver(session, .linkFailed(peer, error))) }
+        for session in failed { actions.append(.deliver(session, .linkFailed(peer, error))) }
     }
 
-    /// A link went down: every session on it hears so; sessions that asked again meanwhile wait anew. Sessions
-    /// that waited for its encryption hear their connect fail (they were never on it).
+    /// Of `sessions`, whose attempt ended with `error`, those reconnecting wait for `reconnectPause` to try again
+    /// (one timer for them all); the others, returned, are done with the peer. A peer that no longer has the
+    /// bond's key (PIN or Key Missing) ends the reconnection: no later attempt could succeed until the user forgets
+    /// the device.
+    private mutating func settle(
+        _ sessions: [SessionID], of entry: inout Peer, peer: BluetoothAddress, after error: HostError,
+        _ actions: inout [SystemAction]
+    ) -> [SessionID] {
+        let lostKey = error.code == .hci(.pinOrKeyMissing)
+        var retrying: [SessionID] = []
+        var failed: [SessionID] = []
+        for session in sessions {
+            if entry.armed.contains(session), !lostKey { retrying.append(session) } else { failed.append(session) }
+        }
+        for session in failed { entry.drop(session) }
+        guard !retrying.isEmpty else { return failed }
+        let token = nextToken
+        nextToken += 1
+        for session in retrying { entry.retrying[session] = token }
+        actions.append(.startTimer(.reconnect(peer, token: token), after: Self.reconnectPause))
+        return failed
+    }
+
+    /// The pause after a reconnection's failed attempt is over: the sessions that waited for it (with `token`)
+    /// wait for the peer again, or are attached at once when a link to it is up (another session's).
+    mutating func retry(_ peer: BluetoothAddress, token: UInt64, _ actions: inout [SystemAction]) {
+        guard var entry = peers[peer] else { return }
+        let sessions = entry.retrying.filter { $0.value == token }.keys.sorted()
+        guard !sessions.isEmpty else { return }
+        for session in sessions { entry.retrying[session] = nil }
+        if let link = entry.link, !entry.disconnecting, !entry.securing {
+            for session in sessions { entry.join(session) }
+            peers[peer] = entry
+            for session in sessions { actions.append(.deliver(session, .linkAttached(link))) }
+            return
+        }
+        if entry.waiting.isEmpty {
+            entry.order = nextOrder
+            nextOrder += 1
+        }
+        for session in sessions where !entry.waiting.contains(session) { entry.waiting.append(session) }
+        peers[peer] = entry
+        updateTargets(&actions)
+    }
+
+    /// A link went down: every session on it hears so; those that asked to reconnect (and did not let go) wait
+    /// for the peer again at once, and hear it as a loss they are reconnected from, and sessions that asked again
+    /// meanwhile wait anew. Sessions that waited for its encryption hear their connect fail (they were never on
+    /// it), but those reconnecting, which try again after the pause unless the peer lost the bond's key.
     mutating func disconnected(_ handle: ConnectionHandle, reason: HCIStatus, _ actions: inout [SystemAction]) {
         guard let peer = byHandle.removeValue(forKey: handle), var entry = peers[peer] else { return }
         let users = entry.users
-        let failed = entry.securing ? entry.waiting : []
+        let securing = entry.securing ? entry.waiting : []
         if entry.securing { entry.waiting = [] }
         let why = entry.refusal ?? reason
         entry.users = []
@@ -241,18 +346,35 @@ package struct LinkTable: Sendable, Hashable {
         entry.securing = false
         entry.refusal = nil
         entry.services = []
+        let error = HostError(.hci(why), "the link was not secured: \(why)")
+        let failed = settle(securing, of: &entry, peer: peer, after: error, &actions)
+        var down: [(SessionID, Bool)] = []
+        for session in users {
+            let again = entry.armed.contains(session)
+            if again {
+                if entry.waiting.isEmpty {
+                    entry.order = nextOrder
+                    nextOrder += 1
+                }
+                if !entry.waiting.contains(session) { entry.waiting.append(session) }
+            } else if !entry.waiting.contains(session) {
+                entry.drop(session)
+            }
+            down.append((session, again))
+        }
         store(entry, for: peer)
         updateTargets(&actions)
-        for session in users { actions.append(.deliver(session, .linkDown(handle, why))) }
-        guard !failed.isEmpty else { return }
-        let error = HostError(.hci(why), "the link was not secured: \(why)")
+        for (session, again) in down { actions.append(.deliver(session, .linkDown(handle, why, reconnecting: again))) }
         for session in failed { actions.append(.deliver(session, .linkFailed(peer, error))) }
     }
 
     /// The controller went away, or Bluetooth was switched off: nothing is linked or initiated any more (the
     /// sessions hear of it through their power state), and the controller is taken to have no targets.
     mutating func reset() {
+        // The tokens go on: a reconnection's timer may still fire, and must not match a pause started after.
+        let token = nextToken
         self = LinkTable()
+        nextToken = token
     }
 
     // MARK: Targets

@@ -37,6 +37,16 @@ package enum SystemAction: Sendable, Hashable {
     case refuse(GATTServerRequestID, ATTErrorCode)
     /// Take a service out of the GATT server (its session went away with its app).
     case removeService(AttributeHandle)
+    /// Step `timerFired(_:)` with this timer after `after` (a timer the machine no longer waits for does nothing
+    /// when it fires, so none is ever cancelled).
+    case startTimer(SystemTimer, after: Duration)
+}
+
+/// A timer the machine started (`.startTimer`), as it is stepped back when it fires.
+package enum SystemTimer: Sendable, Hashable {
+    /// The pause after a failed attempt of an automatic reconnection to the peer (`token` tells one pause from
+    /// another).
+    case reconnect(BluetoothAddress, token: UInt64)
 }
 
 /// What a manager is told.
@@ -55,8 +65,9 @@ package enum SessionEvent: Sendable, Hashable {
     case linkAttached(LinkInfo)
     /// The manager's connect to the peer ended without a link.
     case linkFailed(BluetoothAddress, HostError)
-    /// The link the manager was on went down, for this reason.
-    case linkDown(ConnectionHandle, HCIStatus)
+    /// The link the manager was on went down, for this reason; with `reconnecting`, the manager's connect asked
+    /// to reconnect, and it waits for the peer again.
+    case linkDown(ConnectionHandle, HCIStatus, reconnecting: Bool)
     /// A client's request, or change of subscription, for an attribute of a service the manager published (a
     /// request is answered by the manager, or refused when it has gone away).
     case server(HostEvent)
@@ -200,10 +211,14 @@ package struct SystemMachine: Sendable {
     // MARK: Links
 
     /// `session` connects to `peer`: the link's info when a link to it is up already (another manager's; the
-    /// session is on it now), else nil, and `.linkAttached` or `.linkFailed` follows.
-    package mutating func connect(_ session: SessionID, to peer: BluetoothAddress) -> (LinkInfo?, [SystemAction]) {
+    /// session is on it now), else nil, and `.linkAttached` or `.linkFailed` follows. With `autoReconnect`
+    /// (IOSRules.md 7.1), once the session has been on the link, its loss is followed by new attempts until the
+    /// session lets go.
+    package mutating func connect(_ session: SessionID, to peer: BluetoothAddress, autoReconnect: Bool = false)
+        -> (LinkInfo?, [SystemAction])
+    {
         var actions: [SystemAction] = []
-        let link = links.connect(session, to: peer, &actions)
+        let link = links.connect(session, to: peer, autoReconnect: autoReconnect, &actions)
         return (link, actions)
     }
 
@@ -317,6 +332,17 @@ package struct SystemMachine: Sendable {
         links.reset()
         subscriptions.reset()
         return initiating ? [.setConnectTargets([])] : []
+    }
+
+    // MARK: Timers
+
+    /// A timer the machine started fired.
+    package mutating func timerFired(_ timer: SystemTimer) -> [SystemAction] {
+        var actions: [SystemAction] = []
+        switch timer {
+        case .reconnect(let peer, let token): links.retry(peer, token: token, &actions)
+        }
+        return actions
     }
 
     // MARK: Subscriptions

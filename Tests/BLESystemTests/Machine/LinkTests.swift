@@ -48,7 +48,10 @@ import Testing
         #expect(last == .disconnecting(ConnectionHandle(7)))
         #expect(l2 == [.disconnect(ConnectionHandle(7), .remoteUserTerminatedConnection)])
         let down = m.linkDisconnected(ConnectionHandle(7), reason: .connectionTerminatedByLocalHost)
-        #expect(down == [.deliver(Self.b, .linkDown(ConnectionHandle(7), .connectionTerminatedByLocalHost))])
+        #expect(
+            down == [
+                .deliver(Self.b, .linkDown(ConnectionHandle(7), .connectionTerminatedByLocalHost, reconnecting: false))
+            ])
         #expect(m.links.peers.isEmpty)
     }
 
@@ -165,22 +168,141 @@ import Testing
         #expect(again == [])
     }
 
-    /// Every sequence of seven of twelve inputs (two managers connecting and cancelling, one going away, the
-    /// controller connecting, with or without the system holding the link for encryption, failing, the link
-    /// secured, refused, or going down; the controller may complete or fail an attempt it was just told to stop). After each step: every connect a manager made ends once, by the
-    /// deliveries and the returns a manager sees; the controller initiates exactly while someone waits and no
-    /// link is up; a link the controller holds up has someone on it or waiting, or is being disconnected; a
-    /// detached manager is nowhere.
+    // MARK: Reconnection (IOSRules.md 7)
+
+    /// A connect with `enableAutoReconnect` whose link is lost waits for the peer again at once, and its manager
+    /// hears the loss as one it is reconnected from; a manager on the same link without the option hears a
+    /// final loss.
+    @Test func aLostLinkIsWaitedForAgainByTheManagerThatAskedForIt() {
+        var m = Self.machine()
+        _ = m.connect(Self.a, to: Self.peer, autoReconnect: true)
+        _ = m.connect(Self.b, to: Self.peer)
+        _ = m.linkConnected(Self.link(7), securing: false)
+        let down = m.linkDisconnected(ConnectionHandle(7), reason: .connectionTimeout)
+        #expect(
+            down == [
+                .setConnectTargets([Self.peer]),
+                .deliver(Self.a, .linkDown(ConnectionHandle(7), .connectionTimeout, reconnecting: true)),
+                .deliver(Self.b, .linkDown(ConnectionHandle(7), .connectionTimeout, reconnecting: false)),
+            ])
+        #expect(m.links.peers[Self.peer]?.waiting == [Self.a])
+        let back = m.linkConnected(Self.link(8), securing: false)
+        #expect(back == [.setConnectTargets([]), .deliver(Self.a, .linkAttached(Self.link(8)))])
+    }
+
+    /// Before its first link, a connect that asked to reconnect fails as any other: there is nothing to come
+    /// back to.
+    @Test func beforeItsFirstLinkSuchAConnectFailsAsAnyOther() {
+        var m = Self.machine()
+        _ = m.connect(Self.a, to: Self.peer, autoReconnect: true)
+        let error = HostError(.hci(.connectionFailedToBeEstablished), "no answer")
+        let failed = m.connectionFailed(Self.peer, error)
+        #expect(failed == [.setConnectTargets([]), .deliver(Self.a, .linkFailed(Self.peer, error))])
+        #expect(m.links.peers.isEmpty)
+    }
+
+    /// A reconnection's attempt that fails is tried again after the pause, by a timer, and tells the manager
+    /// nothing; a timer of an earlier pause does nothing.
+    @Test func aFailedAttemptIsTriedAgainAfterThePause() {
+        var m = Self.machine()
+        _ = m.connect(Self.a, to: Self.peer, autoReconnect: true)
+        _ = m.linkConnected(Self.link(7), securing: false)
+        _ = m.linkDisconnected(ConnectionHandle(7), reason: .connectionTimeout)
+        let error = HostError(.hci(.connectionFailedToBeEstablished), "no answer")
+        let failed = m.connectionFailed(Self.peer, error)
+        let pause = SystemTimer.reconnect(Self.peer, token: 0)
+        #expect(failed == [.startTimer(pause, after: LinkTable.reconnectPause), .setConnectTargets([])])
+        let again = m.timerFired(pause)
+        #expect(again == [.setConnectTargets([Self.peer])])
+        let stale = m.timerFired(pause)
+        #expect(stale == [])
+        // The second failure's pause has a token of its own.
+        let twice = m.connectionFailed(Self.peer, error)
+        #expect(twice.first == .startTimer(.reconnect(Self.peer, token: 1), after: LinkTable.reconnectPause))
+        #expect(m.timerFired(pause) == [])
+    }
+
+    /// A peer that no longer has the bond's key ends the reconnection: no later attempt could succeed, so the
+    /// manager's connect fails, saying why.
+    @Test func aPeerThatLostTheKeyEndsTheReconnection() {
+        var m = Self.machine()
+        _ = m.connect(Self.a, to: Self.peer, autoReconnect: true)
+        _ = m.linkConnected(Self.link(7), securing: false)
+        _ = m.linkDisconnected(ConnectionHandle(7), reason: .connectionTimeout)
+        _ = m.linkConnected(Self.link(8), securing: true)
+        _ = m.linkRefused(ConnectionHandle(8), status: .pinOrKeyMissing)
+        let down = m.linkDisconnected(ConnectionHandle(8), reason: .connectionTerminatedByLocalHost)
+        let error = HostError(.hci(.pinOrKeyMissing), "the link was not secured: \(HCIStatus.pinOrKeyMissing)")
+        #expect(down == [.deliver(Self.a, .linkFailed(Self.peer, error))])
+        #expect(m.links.peers.isEmpty)
+    }
+
+    /// Letting go while waiting for the pause withdraws the reconnection; the pause's end then does nothing.
+    @Test func cancellingDuringThePauseWithdrawsTheReconnection() {
+        var m = Self.machine()
+        _ = m.connect(Self.a, to: Self.peer, autoReconnect: true)
+        _ = m.linkConnected(Self.link(7), securing: false)
+        _ = m.linkDisconnected(ConnectionHandle(7), reason: .connectionTimeout)
+        _ = m.connectionFailed(Self.peer, HostError(.hci(.connectionFailedToBeEstablished), "no answer"))
+        let (outcome, actions) = m.cancelConnection(Self.a, from: Self.peer)
+        #expect(outcome == .withdrawn)
+        #expect(actions == [])
+        #expect(m.links.peers.isEmpty)
+        #expect(m.timerFired(.reconnect(Self.peer, token: 0)) == [])
+    }
+
+    /// The pause ends while another manager's link to the peer is up: the reconnecting manager is attached to it.
+    @Test func thePausesEndJoinsALinkAnotherManagerBroughtUp() {
+        var m = Self.machine()
+        _ = m.connect(Self.a, to: Self.peer, autoReconnect: true)
+        _ = m.linkConnected(Self.link(7), securing: false)
+        _ = m.linkDisconnected(ConnectionHandle(7), reason: .connectionTimeout)
+        _ = m.connectionFailed(Self.peer, HostError(.hci(.connectionFailedToBeEstablished), "no answer"))
+        _ = m.connect(Self.b, to: Self.peer)
+        _ = m.linkConnected(Self.link(8), securing: false)
+        let joined = m.timerFired(.reconnect(Self.peer, token: 0))
+        #expect(joined == [.deliver(Self.a, .linkAttached(Self.link(8)))])
+        #expect(m.links.isUser(Self.a, of: ConnectionHandle(8)))
+    }
+
+    /// A restored manager takes the kept one's reconnection over, pause and all.
+    @Test func aRestoredManagerTakesAReconnectionOver() {
+        var m = Self.machine()
+        _ = m.connect(Self.a, to: Self.peer, autoReconnect: true)
+        _ = m.linkConnected(Self.link(7), securing: false)
+        _ = m.linkDisconnected(ConnectionHandle(7), reason: .connectionTimeout)
+        _ = m.connectionFailed(Self.peer, HostError(.hci(.connectionFailedToBeEstablished), "no answer"))
+        let restored = SessionID(rawValue: 3)
+        m.linksTransferred(from: Self.a, to: restored)
+        _ = m.timerFired(.reconnect(Self.peer, token: 0))
+        let back = m.linkConnected(Self.link(8), securing: false)
+        #expect(back == [.setConnectTargets([]), .deliver(restored, .linkAttached(Self.link(8)))])
+        let down = m.linkDisconnected(ConnectionHandle(8), reason: .connectionTimeout)
+        #expect(
+            down.contains(.deliver(restored, .linkDown(ConnectionHandle(8), .connectionTimeout, reconnecting: true))))
+    }
+
+    /// Every sequence of seven of thirteen inputs (two managers connecting, the first with `enableAutoReconnect`,
+    /// and cancelling, one going away, the controller connecting, with or without the system holding the link for
+    /// encryption, failing, the link secured, refused, or going down, a reconnection's pause ending; the
+    /// controller may complete or fail an attempt it was just told to stop). After each step: every connect a
+    /// manager made ends once, by the deliveries and the returns a manager sees, and one that asked to reconnect
+    /// ends only when the manager lets go or the peer lost the bond's key; a loss is told as one the manager is
+    /// reconnected from only after it was on the link; a manager waiting to try again has a timer for it; the
+    /// controller initiates exactly while someone waits and no link is up; a link the controller holds up has
+    /// someone on it or waiting, or is being disconnected; a detached manager is nowhere.
     @Test func everySequenceEndsEachConnectOnceAndHoldsALinkOnlyForSomeone() {
         enum Input: CaseIterable {
             case connectA, connectB, cancelA, cancelB, closeA
-            case up, upHeld, failed, secured, refused, down, reset
+            case up, upHeld, failed, secured, refused, down, reset, pauseEnds
         }
         /// What a manager believes of its connects, from what it was told and what its calls returned: on the
-        /// link (until told it went down), and waiting (asked again while its link was being disconnected).
+        /// link (until told it went down), waiting (asked again while its link was being disconnected, or
+        /// reconnecting), and armed (its connect asked to reconnect and it was on the link since).
         struct Belief: Hashable {
             var on = false
             var waiting = false
+            var armed = false
         }
         struct Node {
             var machine = LinkTests.machine()
@@ -195,14 +317,23 @@ import Testing
             var held = false
             var disconnecting = false
             var nextHandle: UInt16 = 1
+            /// Timers started and not fired yet, oldest first (a reset leaves them: they fire for nothing).
+            var timers: [SystemTimer] = []
         }
         let (visited, failures) = walkEverySequence(from: Node(), depth: 7) { (n: inout Node, input: Input) in
             var failures: [String] = []
             var actions: [SystemAction] = []
             func connect(_ s: SessionID) {
-                let (info, new) = n.machine.connect(s, to: Self.peer)
+                let auto = s == Self.a
+                let (info, new) = n.machine.connect(s, to: Self.peer, autoReconnect: auto)
                 actions = new
-                if info != nil { n.belief[s]!.on = true } else { n.belief[s]!.waiting = true }
+                if info != nil {
+                    // Attached at once (waiting to try again, it is no longer).
+                    n.belief[s] = Belief(on: true, waiting: false, armed: auto)
+                } else {
+                    n.belief[s]!.waiting = true
+                    n.belief[s]!.armed = false
+                }
             }
             func cancel(_ s: SessionID) {
                 let (outcome, new) = n.machine.cancelConnection(s, from: Self.peer)
@@ -216,6 +347,7 @@ import Testing
                 case .left: n.belief[s]!.on = false
                 case .disconnecting: break  // `.linkDown` follows
                 }
+                n.belief[s]!.armed = false
             }
             switch input {
             case .connectA:
@@ -265,6 +397,9 @@ import Testing
                 n.targets = []
                 n.initiating = false
                 n.belief = n.belief.mapValues { _ in Belief() }
+            case .pauseEnds:
+                guard !n.timers.isEmpty else { return nil }
+                actions = n.machine.timerFired(n.timers.removeFirst())
             }
             for action in actions {
                 switch action {
@@ -276,24 +411,42 @@ import Testing
                     n.disconnecting = true
                 case .deliver(let s, .linkAttached):
                     if !n.belief[s]!.waiting { failures.append("\(s) attached while not waiting") }
-                    n.belief[s] = Belief(on: true, waiting: false)
-                case .deliver(let s, .linkFailed):
+                    n.belief[s] = Belief(on: true, waiting: false, armed: s == Self.a)
+                case .deliver(let s, .linkFailed(_, let error)):
                     if !n.belief[s]!.waiting { failures.append("\(s)'s connect failed while not waiting") }
+                    if n.belief[s]!.armed, error.code != .hci(.pinOrKeyMissing) {
+                        failures.append("\(s)'s reconnection failed for good: \(error)")
+                    }
                     n.belief[s]!.waiting = false
-                case .deliver(let s, .linkDown):
+                    n.belief[s]!.armed = false
+                case .deliver(let s, .linkDown(_, _, let reconnecting)):
                     if !n.belief[s]!.on { failures.append("\(s) heard a link go down while not on it") }
                     n.belief[s]!.on = false
+                    if reconnecting {
+                        if !n.belief[s]!.armed { failures.append("\(s) reconnects, never having been on the link") }
+                        n.belief[s]!.waiting = true
+                    } else if n.belief[s]!.armed {
+                        failures.append("\(s) is not reconnected though it asked to be")
+                    }
+                case .startTimer(let timer, after: LinkTable.reconnectPause):
+                    n.timers.append(timer)
                 default: failures.append("unexpected \(action)")
                 }
             }
             let table = n.machine.links
             let waiting = table.peers[Self.peer]?.waiting ?? []
             let users = table.peers[Self.peer]?.users ?? []
-            if !n.aLive && (waiting.contains(Self.a) || users.contains(Self.a)) {
+            let retrying = table.peers[Self.peer]?.retrying ?? [:]
+            if !n.aLive && (waiting.contains(Self.a) || users.contains(Self.a) || retrying[Self.a] != nil) {
                 failures.append("a detached manager is still on the link or waiting")
             }
+            for (_, token) in retrying where !n.timers.contains(.reconnect(Self.peer, token: token)) {
+                failures.append("a manager waits to try again with no timer")
+            }
             for s in [Self.a, Self.b] where n.aLive || s != Self.a {
-                let actual = Belief(on: users.contains(s), waiting: waiting.contains(s))
+                let armed = table.peers[Self.peer]?.armed.contains(s) ?? false
+                let actual = Belief(
+                    on: users.contains(s), waiting: waiting.contains(s) || retrying[s] != nil, armed: armed)
                 if n.belief[s]! != actual {
                     failures.append("\(s) believes \(n.belief[s]!), the system has it \(actual)")
                 }
