@@ -321,7 +321,12 @@ public final class CentralManager: Sendable {
             guard locked.withLock({ $0.pending.removeValue(forKey: peripheral.address) }) != nil else { break }
             announceCancelled(peripheral)
         case .withdrawn:
-            locked.withLock { _ = $0.pending.removeValue(forKey: peripheral.address) }
+            // A link lost as the system was reconnecting may not have been told yet: its late end finds nothing.
+            locked.withLock { s in
+                s.pending[peripheral.address] = nil
+                for (handle, p) in s.byHandle where p === peripheral { s.byHandle[handle] = nil }
+            }
+            peripheral.linkDown()
             announceCancelled(peripheral)
         case .left(let handle):
             // Others stay on the link: this manager is off it now, and so are the subscriptions only it wanted (the
@@ -333,9 +338,12 @@ public final class CentralManager: Sendable {
             peripheral.linkDown()
             announceCancelled(peripheral)
         case .disconnecting(let handle):
-            // The last user: `linkDown` follows when the controller has disconnected.
+            // The last user: `linkDown` follows when the controller has disconnected. The system may have attached
+            // this manager to the link before it was told (a reconnection, or a connect just made): the link is its
+            // own from now on, so its end is told.
             locked.withLock { s in
-                if s.pending.removeValue(forKey: peripheral.address) != nil { s.byHandle[handle] = peripheral }
+                s.pending[peripheral.address] = nil
+                s.byHandle[handle] = peripheral
             }
         }
     }
@@ -455,6 +463,12 @@ public final class CentralManager: Sendable {
         // A link joined as it went down: its `linkDown` came before this manager knew the handle. (Only a link
         // `connect` returned: an attachment the system delivered comes before the link's end.)
         guard !returned || system.core.isOnLink(ObjectIdentifier(session), link.handle) else {
+            // A connect that asked to reconnect was put back among the waiting by that end (the system attached it
+            // at once, so it was on the link): it goes on, the app none the wiser.
+            if peripheral.wantsAutoReconnect, !peripheral.isCancelled {
+                locked.withLock { _ = $0.byHandle.removeValue(forKey: link.handle) }
+                return reconnectionStarted(peripheral, reason: .connectionTerminatedByLocalHost, announced: false)
+            }
             return handleDisconnected(link.handle, reason: .connectionTerminatedByLocalHost, reconnecting: false)
         }
         system.core.store.noteSeen(peripheral.identifier, name: nil)
@@ -615,7 +629,7 @@ public final class CentralManager: Sendable {
         guard let peripheral = locked.withLock({ $0.byHandle.removeValue(forKey: handle) }) else { return }
         let local = peripheral.isCancelled
         if reconnecting {
-            return reconnectionStarted(peripheral, reason: reason)
+            return reconnectionStarted(peripheral, reason: reason, announced: true)
         }
         if isPreserved {
             persistRestorableState()
@@ -648,14 +662,15 @@ public final class CentralManager: Sendable {
     /// The link to `peripheral` went down and the system waits for the peer again (`enableAutoReconnect`): the
     /// peripheral is pending again, and the app hears of the loss with `isReconnecting` (IOSRules.md 7.2). A kept
     /// manager's app hears nothing of it: it is relaunched when the link is back (a connection), and its
-    /// restored peripheral reads `.connecting` meanwhile.
-    private func reconnectionStarted(_ peripheral: Peripheral, reason: HCIStatus) {
+    /// restored peripheral reads `.connecting` meanwhile. Not `announced`: the link was never the app's (it went
+    /// as it came up), so no alert either.
+    private func reconnectionStarted(_ peripheral: Peripheral, reason: HCIStatus, announced: Bool) {
         peripheral.linkDown()
         // The app cancelled as the link went down: its cancel withdrew the new attempt and was announced.
         guard !peripheral.isCancelled else { return }
         peripheral.reconnectionStarted()
         locked.withLock { $0.pending[peripheral.address] = peripheral }
-        if isPreserved { return }
+        if isPreserved || !announced { return }
         if peripheral.alerts.onDisconnection, app.showsConnectionAlerts {
             system.showAlert(.disconnection, for: app, about: peripheral)
         }

@@ -73,6 +73,13 @@ package struct LinkTable: Sendable, Hashable {
             waiting.contains(session) || users.contains(session) || retrying[session] != nil
         }
 
+        /// `session`'s connect is over (failed, or let go of): it no longer reconnects, nor waits to try again.
+        mutating func endWish(_ session: SessionID) {
+            retrying[session] = nil
+            autoReconnect.remove(session)
+            armed.remove(session)
+        }
+
         /// `session` is done with the peer: what it asked for it goes.
         mutating func drop(_ session: SessionID) {
             waiting.removeAll { $0 == session }
@@ -299,7 +306,8 @@ package struct LinkTable: Sendable, Hashable {
         for session in sessions {
             if entry.armed.contains(session), !lostKey { retrying.append(session) } else { failed.append(session) }
         }
-        for session in failed { entry.drop(session) }
+        // Not off the link, should it be on one still (being disconnected, asked again meanwhile): it hears its end.
+        for session in failed { entry.endWish(session) }
         guard !retrying.isEmpty else { return failed }
         let token = nextToken
         nextToken += 1
