@@ -67,8 +67,6 @@ public final class SystemCore: Sendable {
     /// The timing of the rules for apps out of the foreground, for every app of this system.
     public let appRules: AppRules
 
-    /// The apps' advertisements, in turn on the controller's one set.
-    let advertising: AdvertisingRotation
     /// What discovery found on each link, for every app on it.
     public let discovery: SharedDiscovery
 
@@ -98,6 +96,10 @@ public final class SystemCore: Sendable {
         var attachments: UInt64 = 0
         /// Who waits for each descriptor write the machine made for a wish (`setSubscription`).
         var subscriptionWaiters: [DescriptorWriteID: [@Sendable (Result<Void, HostError>) -> Void]] = [:]
+        /// Who waits for each start of advertising (`startAdvertising`).
+        var advertisingStarts: [AdvertisingStartID: @Sendable (Result<Void, HostError>) -> Void] = [:]
+        /// Who hears that a session's advertising ended after it started.
+        var advertisingEnds: [SessionID: @Sendable (HostError) -> Void] = [:]
 
         /// Managers whose app was terminated, detached, until they are told so.
         var leaving: [SessionID: WeakSession] = [:]
@@ -157,6 +159,7 @@ public final class SystemCore: Sendable {
         mutating func detach(_ id: SessionID, leaving isLeaving: Bool) {
             guard let sink = sinks.removeValue(forKey: id) else { return }
             ids[sink.object] = nil
+            advertisingEnds[id] = nil
             order.removeAll { $0 === sink }
             if isLeaving { leaving[id] = sink }
         }
@@ -208,7 +211,6 @@ public final class SystemCore: Sendable {
         self.host = host
         self.security = SystemSecurity(host: host, store: store)
         security.refreshResolvingList()
-        self.advertising = AdvertisingRotation(host: host, scheduler: scheduler)
         self.discovery = SharedDiscovery(host: host, store: store)
         host.setEventHandler { [weak self] event in self?.handle(event) }
         defaultApp.observeLifecycle { [weak self] in self?.appLifecycleChanged() }
@@ -365,7 +367,7 @@ public final class SystemCore: Sendable {
     // MARK: Advertising
 
     /// `client` advertises `request` (replacing what it advertised before). With other apps advertising, the
-    /// system gives each app's advertisement the air in turn (`AdvertisingRotation`). `started` hears once the
+    /// system gives each app's advertisement the air in turn (`AdvertisingTable`). `started` hears once the
     /// controller advertises for the client, or why not (`.cancelled` when a stop or a later start overtook it);
     /// `ended`, when the controller refuses the advertisement later (put on the air again after a connection):
     /// the client no longer advertises.
@@ -381,13 +383,29 @@ public final class SystemCore: Sendable {
             refuseDefunct("advertising")
             return started(.failure(Self.defunct))
         }
-        advertising.start(
-            client, request, background: background, mode: Self.advertisingMode(of: app), started: started,
-            ended: ended)
+        let mode = Self.advertisingMode(of: app)
+        let live = step { s -> (Bool, [SystemAction]) in
+            guard let session = s.ids[client] else { return (false, []) }
+            let (id, actions) = s.machine.startAdvertising(session, request, background: background, mode: mode)
+            // Known before the start can be answered: its answer is performed after this step.
+            s.advertisingStarts[id] = started
+            s.advertisingEnds[session] = ended
+            return (true, actions)
+        }
+        if !live {
+            refuseDefunct("advertising")
+            started(.failure(Self.defunct))
+        }
     }
 
     /// `client` stops advertising (the controller stops with the last app).
-    public func stopAdvertising(_ client: ObjectIdentifier) { advertising.stop(client) }
+    public func stopAdvertising(_ client: ObjectIdentifier) {
+        step { s in
+            guard let session = s.session(of: client) else { return ((), []) }
+            s.advertisingEnds[session] = nil
+            return ((), s.machine.stopAdvertising(session))
+        }
+    }
 
     // MARK: The GATT server
 
@@ -457,10 +475,14 @@ public final class SystemCore: Sendable {
             // Known by its id from now on: the requests for its services reach it before `replace`.
             let newSession = s.reserve(new, app: s.sinks[oldSession]?.app ?? defaultApp)
             s.machine.servicesTransferred(from: oldSession, to: newSession)
+            // Its advertisement is the new one's, and so are the answers still to come for it.
+            for start in s.machine.advertisingTransferred(from: oldSession, to: newSession) {
+                s.advertisingStarts[start] = advertisingStarted
+            }
+            if s.advertisingEnds.removeValue(forKey: oldSession) != nil {
+                s.advertisingEnds[newSession] = advertisingEnded
+            }
         }
-        advertising.transfer(
-            from: ObjectIdentifier(old), to: ObjectIdentifier(new), started: advertisingStarted,
-            ended: advertisingEnded)
     }
 
     /// A restored manager takes over what `old` (kept for its terminated app) holds: its links and pending
@@ -513,8 +535,8 @@ public final class SystemCore: Sendable {
             s.order.compactMap { entry in s.ids[entry.object].map { (entry.object, $0, entry.app) } }
         }
         let scanModes = Dictionary(apps.map { ($0.1, Self.scanMode(of: $0.2)) }) { first, _ in first }
-        step { ((), $0.machine.scanModesChanged(scanModes)) }
-        advertising.setModes(Dictionary(apps.map { ($0.0, Self.advertisingMode(of: $0.2)) }) { first, _ in first })
+        let advertisingModes = Dictionary(apps.map { ($0.1, Self.advertisingMode(of: $0.2)) }) { first, _ in first }
+        step { ((), $0.machine.scanModesChanged(scanModes) + $0.machine.advertisingModesChanged(advertisingModes)) }
     }
 
     /// How an app's advertisement goes on the air where it is in its lifecycle.
@@ -527,6 +549,8 @@ public final class SystemCore: Sendable {
     }
 
     private static let defunct = HostError(.invalidState, "the application was terminated")
+    /// What a start of advertising waiting as the controller goes away hears.
+    private static let gone = HostError(.transportClosed, "the controller went away")
     private static let apiLogger = Logger(label: "swift-ble.api")
     /// What the system noticed that no app is told.
     private static let logger = Logger(label: "swift-ble.system")
@@ -592,8 +616,8 @@ public final class SystemCore: Sendable {
             return (true, s.machine.bluetoothSwitched(on: enabled))
         }
         guard switched, !enabled else { return }
-        step { ((), $0.machine.scansSwitchedOff() + $0.machine.linksReset()) }
-        advertising.reset()
+        let off = HostError(.transportClosed, "Bluetooth was switched off")
+        step { ((), $0.machine.scansSwitchedOff() + $0.machine.linksReset() + $0.machine.advertisingReset(off)) }
         host.stopAdvertising { _ in }
         discovery.reset()
         for link in host.links { host.disconnect(link.handle, reason: .remoteDeviceTerminatedConnectionPowerOff) }
@@ -773,6 +797,18 @@ public final class SystemCore: Sendable {
         case .disconnect(let handle, let reason): host.disconnect(handle, reason: reason)
         case .refuse(let request, let code): host.respond(to: request, result: code, value: nil)
         case .removeService(let handle): host.removeService(at: handle)
+        case .startAdvertising(let request):
+            host.startAdvertising(request.parameters, data: request.data, scanResponse: request.scanResponse) {
+                [weak self] result in
+                self?.step { ((), $0.machine.advertisingAnswered(request, result)) }
+            }
+        case .stopAdvertising: host.stopAdvertising { _ in }
+        case .advertisingStarted(let id, let error):
+            let waiting = state.withLock { $0.advertisingStarts.removeValue(forKey: id) }
+            waiting?(error.map { .failure($0) } ?? .success(()))
+        case .advertisingRefused(let session, let error):
+            let ended = state.withLock { $0.advertisingEnds.removeValue(forKey: session) }
+            ended?(error)
         case .startTimer(let timer, let delay):
             if case .reconnect(let peer, _) = timer {
                 Self.logger.info("reconnection to \(peer) did not succeed; the system tries again in \(delay)")
@@ -802,16 +838,14 @@ public final class SystemCore: Sendable {
         // The system's own part, stepped (or done) before the event is queued for the managers.
         switch event {
         case .transportClosed(let reason):
-            advertising.reset()
             discovery.reset()
-            step { ((), $0.machine.scanFailed() + $0.machine.linksReset()) }
+            step { ((), $0.machine.scanFailed() + $0.machine.linksReset() + $0.machine.advertisingReset(Self.gone)) }
             setPower(.poweredOff(reason: reason ?? "the controller's transport closed"))
         case .controllerResetting(let reason):
             // As on iOS (IOSRules.md 6.7): managers see `.resetting`; scans, pending connects, advertising and links
             // end without a callback each (the host reports each link's end after this, to the system alone).
-            advertising.reset()
             discovery.reset()
-            step { ((), $0.machine.scanFailed() + $0.machine.linksReset()) }
+            step { ((), $0.machine.scanFailed() + $0.machine.linksReset() + $0.machine.advertisingReset(Self.gone)) }
             setPower(.resetting(reason: reason))
         case .controllerRestarted(.success):
             setPower(.poweredOn)
@@ -821,7 +855,7 @@ public final class SystemCore: Sendable {
             // The scans' deliveries and the event in one step (a report is the busiest event after notifications).
             return broadcast(event) { s, actions in s.machine.advertisingReport(report, into: &actions) }
         case .advertisingEnded:
-            advertising.ended()
+            step { ((), $0.machine.advertisingInterrupted()) }
         case .connected(let info) where info.role == .central:
             discovery.linkUp(info.handle, peer: store.existingIdentifier(for: info.peer))
             // A bonded peer's link is being encrypted with the kept key (`security` started it): as on iOS, the

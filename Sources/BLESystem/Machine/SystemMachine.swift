@@ -40,6 +40,16 @@ package enum SystemAction: Sendable, Hashable {
     /// Step `timerFired(_:)` with this timer after `after` (a timer the machine no longer waits for does nothing
     /// when it fires, so none is ever cancelled).
     case startTimer(SystemTimer, after: Duration)
+    /// Have the controller advertise this (replacing what it advertises); `advertisingAnswered(_:_:)` is stepped
+    /// with its answer.
+    case startAdvertising(AdvertisingRequest)
+    /// Have the controller stop advertising.
+    case stopAdvertising
+    /// Answer a session's start of advertising: the controller advertises for it, or the error says why not.
+    case advertisingStarted(AdvertisingStartID, HostError?)
+    /// Tell a session that its advertising, started before, ended: the controller refused it when it was put on
+    /// the air again.
+    case advertisingRefused(SessionID, HostError)
 }
 
 /// A timer the machine started (`.startTimer`), as it is stepped back when it fires.
@@ -47,6 +57,8 @@ package enum SystemTimer: Sendable, Hashable {
     /// The pause after a failed attempt of an automatic reconnection to the peer (`token` tells one pause from
     /// another).
     case reconnect(BluetoothAddress, token: UInt64)
+    /// The end of an advertisement's turn on the air (`token` tells one turn from another).
+    case advertisingTurn(UInt64)
 }
 
 /// What a manager is told.
@@ -80,8 +92,10 @@ package enum SessionEvent: Sendable, Hashable {
 /// holds the managers attached to the system, with their apps; the power state each one sees: the
 /// controller's, behind the user's authorization and Bluetooth switch; the scans of every manager as one
 /// controller scan (`ScanUnion`); the central-role links, one per peer, shared by the managers that asked for
-/// it (`LinkTable`), and their subscriptions (`SubscriptionTable`); and who answers for each service of the
-/// GATT server (`ServiceTable`).
+/// it (`LinkTable`, which also reconnects them), and their subscriptions (`SubscriptionTable`); who answers for
+/// each service of the GATT server (`ServiceTable`); and the advertisements taking turns on the controller's
+/// one advertising set (`AdvertisingTable`). Its timers are actions (`.startTimer`), stepped back when they fire
+/// (`timerFired(_:)`).
 ///
 /// ### Function
 /// Inputs come in through mutating methods (a manager attached, detached or replaced by its restored
@@ -100,6 +114,7 @@ package struct SystemMachine: Sendable {
     package private(set) var links = LinkTable()
     package private(set) var subscriptions = SubscriptionTable()
     package private(set) var services = ServiceTable()
+    package private(set) var advertising = AdvertisingTable()
 
     /// A manager as the machine knows it.
     package struct Session: Sendable, Hashable {
@@ -132,6 +147,7 @@ package struct SystemMachine: Sendable {
     package mutating func closed(_ session: SessionID) -> [SystemAction] {
         sessions[session] = nil
         var actions = scans.stop(session)
+        advertising.stop(session, &actions)
         release(session, &actions)
         links.forget(session)
         for handle in services.removeAll(of: session) { actions.append(.removeService(handle)) }
@@ -158,6 +174,7 @@ package struct SystemMachine: Sendable {
             actions.append(.deliver(id, .appTerminated))
             // What the system did for it ends with it (the manager is detached, and can no longer stop it).
             actions += scans.stop(id)
+            advertising.stop(id, &actions)
             release(id, &actions)
             links.forget(id)
             for handle in services.removeAll(of: id) { actions.append(.removeService(handle)) }
@@ -334,6 +351,61 @@ package struct SystemMachine: Sendable {
         return initiating ? [.setConnectTargets([])] : []
     }
 
+    // MARK: Advertising
+
+    /// `session` advertises `request` (replacing what it advertised) in `mode`, `background` being its form out
+    /// of the foreground with `bluetooth-peripheral`; the start returned is answered by `.advertisingStarted`.
+    package mutating func startAdvertising(
+        _ session: SessionID, _ request: AdvertisingRequest, background: AdvertisingRequest?, mode: AdvertisingMode
+    ) -> (AdvertisingStartID, [SystemAction]) {
+        var actions: [SystemAction] = []
+        let id = advertising.start(session, request, background: background, mode: mode, &actions)
+        return (id, actions)
+    }
+
+    /// `session` stops advertising.
+    package mutating func stopAdvertising(_ session: SessionID) -> [SystemAction] {
+        var actions: [SystemAction] = []
+        advertising.stop(session, &actions)
+        return actions
+    }
+
+    /// The sessions' apps moved in their lifecycles: each advertisement follows its app's new mode.
+    package mutating func advertisingModesChanged(_ modes: [SessionID: AdvertisingMode]) -> [SystemAction] {
+        var actions: [SystemAction] = []
+        advertising.setModes(modes, &actions)
+        return actions
+    }
+
+    /// The restored `new` advertises what `old` did; returns the start still waiting (its answer is `new`'s now).
+    package mutating func advertisingTransferred(from old: SessionID, to new: SessionID) -> [AdvertisingStartID] {
+        advertising.transfer(from: old, to: new)
+    }
+
+    /// The controller answered the request to advertise `request`.
+    package mutating func advertisingAnswered(_ request: AdvertisingRequest, _ result: Result<Void, HostError>)
+        -> [SystemAction]
+    {
+        var actions: [SystemAction] = []
+        advertising.answered(request, result, &actions)
+        return actions
+    }
+
+    /// A central connected, and the controller stopped advertising.
+    package mutating func advertisingInterrupted() -> [SystemAction] {
+        var actions: [SystemAction] = []
+        advertising.interrupted(&actions)
+        return actions
+    }
+
+    /// The controller went away, is being reset, or Bluetooth was switched off: nothing advertises, and the
+    /// starts waiting hear `error`.
+    package mutating func advertisingReset(_ error: HostError) -> [SystemAction] {
+        var actions: [SystemAction] = []
+        advertising.reset(error, &actions)
+        return actions
+    }
+
     // MARK: Timers
 
     /// A timer the machine started fired.
@@ -341,6 +413,7 @@ package struct SystemMachine: Sendable {
         var actions: [SystemAction] = []
         switch timer {
         case .reconnect(let peer, let token): links.retry(peer, token: token, &actions)
+        case .advertisingTurn(let token): advertising.turnEnded(token, &actions)
         }
         return actions
     }
