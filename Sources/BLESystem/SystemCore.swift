@@ -4,6 +4,7 @@ import BLEGATT
 import BLEHCI
 import BLEHost
 import BLETransport
+import Foundation
 import Logging
 import Synchronization
 
@@ -67,9 +68,6 @@ public final class SystemCore: Sendable {
     /// The timing of the rules for apps out of the foreground, for every app of this system.
     public let appRules: AppRules
 
-    /// What discovery found on each link, for every app on it.
-    public let discovery: SharedDiscovery
-
     /// What the driver performs, in order: the machine's actions, and until the host's events are the machine's
     /// (issue 34, step 10) the host events every manager is told, in the same queue so that a manager hears
     /// everything in the order it happened.
@@ -100,6 +98,8 @@ public final class SystemCore: Sendable {
         var advertisingStarts: [AdvertisingStartID: @Sendable (Result<Void, HostError>) -> Void] = [:]
         /// Who hears that a session's advertising ended after it started.
         var advertisingEnds: [SessionID: @Sendable (HostError) -> Void] = [:]
+        /// Who waits for each discovery an app asked for.
+        var discoveryWaiters: [DiscoveryID: @Sendable (Result<DiscoveryResult, HostError>) -> Void] = [:]
 
         /// Managers whose app was terminated, detached, until they are told so.
         var leaving: [SessionID: WeakSession] = [:]
@@ -211,12 +211,8 @@ public final class SystemCore: Sendable {
         self.host = host
         self.security = SystemSecurity(host: host, store: store)
         security.refreshResolvingList()
-        self.discovery = SharedDiscovery(host: host, store: store)
         host.setEventHandler { [weak self] event in self?.handle(event) }
         defaultApp.observeLifecycle { [weak self] in self?.appLifecycleChanged() }
-        discovery.onDatabaseChanged { [weak self] link in
-            self?.stepWork { s in ((), [Work.databaseChanged(link, attachedBy: s.attachments)]) }
-        }
         // A peer that lost the bond's key: the link is ended, and its apps hear `peerRemovedPairingInformation`.
         security.onPeerRemovedPairingInformation { [weak self] handle in
             self?.step { ((), $0.machine.linkRefused(handle, status: .pinOrKeyMissing)) }
@@ -407,6 +403,129 @@ public final class SystemCore: Sendable {
         }
     }
 
+    // MARK: Discovery
+
+    /// Discovers the primary services on `link` (all, or those of type `uuid`) for an app, through the system:
+    /// what another app (or this one) discovered on the link, or what the GATT cache kept for its peer, is not
+    /// asked again (`DiscoveryTable`).
+    public func discoverServices(
+        on link: ConnectionHandle, uuid: BluetoothUUID?,
+        completion: @escaping @Sendable (Result<[GATTService], HostError>) -> Void
+    ) {
+        discover(.services(uuid), on: link) { result in
+            completion(result.map { if case .services(let all) = $0 { all } else { [] } })
+        }
+    }
+
+    /// Discovers the services `service` includes, through the system.
+    public func discoverIncludedServices(
+        on link: ConnectionHandle, in service: GATTService,
+        completion: @escaping @Sendable (Result<[GATTService], HostError>) -> Void
+    ) {
+        discover(.includedServices(service), on: link) { result in
+            completion(result.map { if case .services(let all) = $0 { all } else { [] } })
+        }
+    }
+
+    /// Discovers the characteristics of `service` (all, or those of type `uuid`), through the system.
+    public func discoverCharacteristics(
+        on link: ConnectionHandle, in service: GATTService, uuid: BluetoothUUID?,
+        completion: @escaping @Sendable (Result<[GATTCharacteristic], HostError>) -> Void
+    ) {
+        discover(.characteristics(service, uuid), on: link) { result in
+            completion(result.map { if case .characteristics(let all) = $0 { all } else { [] } })
+        }
+    }
+
+    /// Discovers the descriptors of `characteristic`, through the system.
+    public func discoverDescriptors(
+        on link: ConnectionHandle, of characteristic: GATTCharacteristic,
+        completion: @escaping @Sendable (Result<[GATTDescriptor], HostError>) -> Void
+    ) {
+        discover(.descriptors(characteristic), on: link) { result in
+            completion(result.map { if case .descriptors(let all) = $0 { all } else { [] } })
+        }
+    }
+
+    /// Whether `attribute` is the peer's Service Changed characteristic on `link` (its indications are the
+    /// system's, not an app's).
+    public func isServiceChanged(_ attribute: AttributeHandle, on link: ConnectionHandle) -> Bool {
+        state.withLock { $0.machine.discovery.isServiceChanged(attribute, on: link) }
+    }
+
+    /// An app's discovery: answered at once from what is kept, asked of the peer here (on the caller's thread, in
+    /// order with its other GATT requests), or left to wait for the peer's Database Hash.
+    private func discover(
+        _ request: DiscoveryRequest, on link: ConnectionHandle,
+        completion: @escaping @Sendable (Result<DiscoveryResult, HostError>) -> Void
+    ) {
+        let answer = state.withLock { s -> DiscoveryAnswer in
+            let answer = s.machine.discover(request, on: link)
+            switch answer {
+            case .ask(let id), .wait(let id): s.discoveryWaiters[id] = completion
+            case .found: break
+            }
+            return answer
+        }
+        switch answer {
+        case .found(let result): completion(.success(result))
+        case .ask(let id):
+            ask(request, on: link) { [weak self] result in
+                guard let self else { return completion(result) }
+                step { ((), $0.machine.discoveryCompleted(id, result)) }
+            }
+        case .wait: break
+        }
+    }
+
+    /// Asks the peer for `request`.
+    private func ask(
+        _ request: DiscoveryRequest, on link: ConnectionHandle,
+        completion: @escaping @Sendable (Result<DiscoveryResult, HostError>) -> Void
+    ) {
+        switch request {
+        case .services(let uuid):
+            host.discoverServices(on: link, uuid: uuid) { completion($0.map(DiscoveryResult.services)) }
+        case .includedServices(let service):
+            host.discoverIncludedServices(on: link, in: service) { completion($0.map(DiscoveryResult.services)) }
+        case .characteristics(let service, let uuid):
+            host.discoverCharacteristics(on: link, in: service, uuid: uuid) {
+                completion($0.map(DiscoveryResult.characteristics))
+            }
+        case .descriptors(let characteristic):
+            host.discoverDescriptors(on: link, of: characteristic) { completion($0.map(DiscoveryResult.descriptors)) }
+        }
+    }
+
+    /// Reads the peer's Database Hash, then steps what it found with what the store keeps for the peer (read
+    /// here, off the machine).
+    private func readDatabaseHash(on link: ConnectionHandle, asOf: UInt64, peer: UUID?, againstCache: Bool) {
+        let everything = AttributeHandle(0x0001)...AttributeHandle(0xFFFF)
+        host.readUsingCharacteristicUUID(on: link, uuid: .databaseHash, range: everything) { [weak self] result in
+            guard let self else { return }
+            let read: DatabaseHashRead
+            switch result {
+            case .success(let values):
+                // A hash is 128 bits; anything else is no hash to trust.
+                read = .value(values.first.map(\.value).flatMap { $0.count == 16 ? $0 : nil })
+            case .failure(let error) where error.attErrorCode == .attributeNotFound: read = .absent
+            case .failure: read = .failed
+            }
+            var cached: StoredGATTCache?
+            if let peer, read != .failed, againstCache || read == .absent, let kept = store.gattCache(for: peer) {
+                let record = GATTCacheRecord(decoding: kept.record)
+                if record == nil {
+                    Self.cacheLogger.warning(
+                        "a GATT cache in the store cannot be read; it is dropped and the peer discovered again",
+                        metadata: ["identifier": "\(peer)"])
+                }
+                cached = StoredGATTCache(hash: kept.hash, record: record)
+            }
+            let bonded = peer.flatMap { store.bond(for: $0) } != nil
+            step { ((), $0.machine.databaseHashRead(link, asOf: asOf, read, cached: cached, bonded: bonded)) }
+        }
+    }
+
     // MARK: The GATT server
 
     /// Publishes a service that `owner` answers for: requests for its attributes reach `owner` only.
@@ -552,6 +671,7 @@ public final class SystemCore: Sendable {
     /// What a start of advertising waiting as the controller goes away hears.
     private static let gone = HostError(.transportClosed, "the controller went away")
     private static let apiLogger = Logger(label: "swift-ble.api")
+    private static let cacheLogger = Logger(label: "swift-ble.gatt-cache")
     /// What the system noticed that no app is told.
     private static let logger = Logger(label: "swift-ble.system")
 
@@ -619,7 +739,6 @@ public final class SystemCore: Sendable {
         let off = HostError(.transportClosed, "Bluetooth was switched off")
         step { ((), $0.machine.scansSwitchedOff() + $0.machine.linksReset() + $0.machine.advertisingReset(off)) }
         host.stopAdvertising { _ in }
-        discovery.reset()
         for link in host.links { host.disconnect(link.handle, reason: .remoteDeviceTerminatedConnectionPowerOff) }
     }
 
@@ -682,7 +801,16 @@ public final class SystemCore: Sendable {
     private func step<T>(_ body: (inout State) -> (T, [SystemAction])) -> T {
         stepWork { s -> (T, [Work]) in
             let (value, actions) = body(&s)
-            return (value, actions.map(Work.machine))
+            return (
+                value,
+                actions.map { action in
+                    // Told to every manager attached now, as the host's events are.
+                    if case .peerDatabaseChanged(let link) = action {
+                        return .databaseChanged(link, attachedBy: s.attachments)
+                    }
+                    return .machine(action)
+                }
+            )
         }
     }
 
@@ -797,6 +925,23 @@ public final class SystemCore: Sendable {
         case .disconnect(let handle, let reason): host.disconnect(handle, reason: reason)
         case .refuse(let request, let code): host.respond(to: request, result: code, value: nil)
         case .removeService(let handle): host.removeService(at: handle)
+        case .readDatabaseHash(let link, let asOf, let peer, let againstCache):
+            readDatabaseHash(on: link, asOf: asOf, peer: peer, againstCache: againstCache)
+        case .discover(let id, let link, let request):
+            ask(request, on: link) { [weak self] result in
+                self?.step { ((), $0.machine.discoveryCompleted(id, result)) }
+            }
+        case .discoveryAnswered(let id, let result):
+            let waiting = state.withLock { $0.discoveryWaiters.removeValue(forKey: id) }
+            waiting?(result)
+        case .keepGATTCache(let peer, let hash, let record):
+            // Without a hash, kept only while the peer is bonded: then it answers on every link.
+            guard hash != nil || store.bond(for: peer) != nil else { break }
+            store.setGATTCache(SystemStore.GATTCache(hash: hash ?? [], record: record.encoded()), for: peer)
+        case .dropGATTCache(let peer): store.setGATTCache(nil, for: peer)
+        case .peerDatabaseChanged: break  // queued as `Work.databaseChanged` (`step`)
+        case .writeServiceChangedConfiguration(let link, let descriptor):
+            host.write(on: link, attribute: descriptor, value: [0x02, 0x00]) { _ in }
         case .startAdvertising(let request):
             host.startAdvertising(request.parameters, data: request.data, scanResponse: request.scanResponse) {
                 [weak self] result in
@@ -838,13 +983,11 @@ public final class SystemCore: Sendable {
         // The system's own part, stepped (or done) before the event is queued for the managers.
         switch event {
         case .transportClosed(let reason):
-            discovery.reset()
             step { ((), $0.machine.scanFailed() + $0.machine.linksReset() + $0.machine.advertisingReset(Self.gone)) }
             setPower(.poweredOff(reason: reason ?? "the controller's transport closed"))
         case .controllerResetting(let reason):
             // As on iOS (IOSRules.md 6.7): managers see `.resetting`; scans, pending connects, advertising and links
             // end without a callback each (the host reports each link's end after this, to the system alone).
-            discovery.reset()
             step { ((), $0.machine.scanFailed() + $0.machine.linksReset() + $0.machine.advertisingReset(Self.gone)) }
             setPower(.resetting(reason: reason))
         case .controllerRestarted(.success):
@@ -857,12 +1000,15 @@ public final class SystemCore: Sendable {
         case .advertisingEnded:
             step { ((), $0.machine.advertisingInterrupted()) }
         case .connected(let info) where info.role == .central:
-            discovery.linkUp(info.handle, peer: store.existingIdentifier(for: info.peer))
+            // The peer's Database Hash is read before any discovery on the link.
+            let peer = store.existingIdentifier(for: info.peer)
             // A bonded peer's link is being encrypted with the kept key (`security` started it): as on iOS, the
             // apps' connection completes once it is encrypted, and fails when it cannot be (a peer that lost the
             // key: `peerRemovedPairingInformation` in `didFailToConnect`).
             let held = security.isSecuring(info.handle)
-            step { ((), $0.machine.linkConnected(info, securing: held)) }
+            step { s in
+                ((), s.machine.discoveryLinkUp(info.handle, peer: peer) + s.machine.linkConnected(info, securing: held))
+            }
             if held {
                 security.secure(info.handle) { [weak self] result in
                     self?.step { s in
@@ -881,17 +1027,13 @@ public final class SystemCore: Sendable {
                 }
             }
         case .valueUpdated(let link, let attribute, let value, isIndication: true)
-        where discovery.isServiceChanged(attribute, on: link):
-            // Every app on the link forgets what was discovered there, before any of them hears of it.
-            if value.count >= 4 {
-                discovery.invalidate(
-                    on: link, from: UInt16(value[0]) | UInt16(value[1]) << 8,
-                    to: UInt16(value[2]) | UInt16(value[3]) << 8)
-            }
+        where isServiceChanged(attribute, on: link):
+            // Every app on the link forgets what was discovered there, before any of them hears of it (whatever
+            // the range: a service that only overlaps it changed too, and the indication is rare).
+            if value.count >= 4 { step { ((), $0.machine.peerServicesChanged(on: link)) } }
         case .connectionFailed(let peer, let error):
             step { ((), $0.machine.connectionFailed(peer, error)) }
         case .disconnected(let handle, let reason):
-            discovery.linkDown(handle)
             step { ((), $0.machine.linkDisconnected(handle, reason: reason)) }
         case .serverRead, .serverWrite, .subscriptionChanged:
             // A request for an attribute goes to the manager that published it, and to no one else.

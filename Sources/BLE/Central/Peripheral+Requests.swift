@@ -30,7 +30,7 @@ extension Peripheral {
         let wanted = serviceUUIDs?.isEmpty == false ? serviceUUIDs : nil
         let single = wanted?.count == 1 ? wanted?.first : nil
         // Through the system: what another app (or this one) discovered on the link is not asked again.
-        discovery.services(on: handle, uuid: single) { [self] result in
+        discovery.discoverServices(on: handle, uuid: single) { [self] result in
             report(reply, result, delegate: tell) { p, found in
                 p.mergeServices(found.filter { wanted?.contains($0.uuid) ?? true })
                 return (p.services ?? []).filter { wanted?.contains($0.uuid) ?? true }
@@ -49,7 +49,7 @@ extension Peripheral {
         guard let (discovery, handle) = discoveryLink(reply, tell), let remote = discovered(service, reply, tell) else {
             return
         }
-        discovery.includedServices(on: handle, in: remote) { [self] result in
+        discovery.discoverIncludedServices(on: handle, in: remote) { [self] result in
             report(reply, result, delegate: tell) { p, found in
                 let objects = found.filter { uuid in uuids.map { $0.isEmpty || $0.contains(uuid.uuid) } ?? true }
                     .map { p.serviceObject(for: $0) }
@@ -71,7 +71,7 @@ extension Peripheral {
             return
         }
         let wanted = uuids?.isEmpty == false ? uuids : nil
-        discovery.characteristics(on: handle, in: remote, uuid: wanted?.count == 1 ? wanted?.first : nil) {
+        discovery.discoverCharacteristics(on: handle, in: remote, uuid: wanted?.count == 1 ? wanted?.first : nil) {
             [self] result in
             report(reply, result, delegate: tell) { p, found in
                 p.mergeCharacteristics(found.filter { wanted?.contains($0.uuid) ?? true }, into: service)
@@ -91,7 +91,7 @@ extension Peripheral {
         else {
             return
         }
-        discovery.descriptors(on: handle, of: remote) { [self] result in
+        discovery.discoverDescriptors(on: handle, of: remote) { [self] result in
             report(reply, result, delegate: tell) { p, found in
                 p.mergeDescriptors(found, into: characteristic)
                 return characteristic.descriptors ?? []
@@ -294,7 +294,7 @@ extension Peripheral {
         {
             return write(cccdHandle)
         }
-        discovery.descriptors(on: handle, of: remote) { [self] result in
+        discovery.discoverDescriptors(on: handle, of: remote) { [self] result in
             switch result {
             case .success(let found):
                 guard let cccd = found.first(where: { $0.uuid == .clientCharacteristicConfiguration }) else {
@@ -377,10 +377,10 @@ extension Peripheral {
     /// The live link and the system's discovery results for it (shared by the apps on the link), or the request
     /// reported at once.
     func discoveryLink<T: Sendable>(_ reply: Reply<T>, _ tell: @escaping DelegateReport)
-        -> (SharedDiscovery, ConnectionHandle)?
+        -> (SystemCore, ConnectionHandle)?
     {
         guard let (_, handle) = link(reply, tell) else { return nil }
-        guard let discovery = manager?.system.core.discovery else {
+        guard let discovery = manager?.system.core else {
             fail(reply, Self.managerGone, tell)
             return nil
         }

@@ -262,10 +262,10 @@ public final class Peripheral: Sendable, Hashable, CustomStringConvertible {
         // Without its manager nothing can be delivered. Taken from the weak reference once: each look was a
         // load through the manager's side table, several times per notification.
         guard let manager else { return }
-        // The system subscribes to Service Changed on every link (SharedDiscovery), as iOS does for every app. It
+        // The system subscribes to Service Changed on every link (DiscoveryTable), as iOS does for every app. It
         // only indicates, so a notification (the hot path) never asks the system's shared table, as SystemCore
         // does not either.
-        if isIndication, let handle, manager.system.core.discovery.isServiceChanged(attribute, on: handle) {
+        if isIndication, let handle, manager.system.core.isServiceChanged(attribute, on: handle) {
             handleServiceChanged(value)
             return
         }

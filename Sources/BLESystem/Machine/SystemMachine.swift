@@ -3,6 +3,7 @@ import BLECore
 import BLEGATT
 import BLEHCI
 import BLEHost
+import Foundation
 
 /// One manager attached to the system (a central or a peripheral manager), by an id its driver draws and
 /// never reuses; the machine uses it only as a key, and as the order managers are told things in (the order
@@ -50,6 +51,23 @@ package enum SystemAction: Sendable, Hashable {
     /// Tell a session that its advertising, started before, ended: the controller refused it when it was put on
     /// the air again.
     case advertisingRefused(SessionID, HostError)
+    /// Read the peer's Database Hash on `link`; `databaseHashRead` is stepped with the answer, with what the store
+    /// keeps for `peer` when `againstCache` (or when the peer turns out to have no hash).
+    case readDatabaseHash(ConnectionHandle, asOf: UInt64, peer: UUID?, againstCache: Bool)
+    /// Ask the peer for a discovery; `discoveryCompleted` is stepped with its answer.
+    case discover(DiscoveryID, ConnectionHandle, DiscoveryRequest)
+    /// Answer an app's discovery.
+    case discoveryAnswered(DiscoveryID, Result<DiscoveryResult, HostError>)
+    /// Have the store keep a peer's GATT cache, under its Database Hash; with none, under an empty hash and only
+    /// while the peer is bonded (Core Spec 5.4, Vol 3, Part G, 2.5.2).
+    case keepGATTCache(UUID, hash: [UInt8]?, GATTCacheRecord)
+    /// Have the store forget a peer's GATT cache.
+    case dropGATTCache(UUID)
+    /// Tell every manager on `link` that the peer's database is not the one its cache was kept for.
+    case peerDatabaseChanged(ConnectionHandle)
+    /// Enable the indications of the peer's Service Changed characteristic (write 2 to this configuration
+    /// descriptor), for the system.
+    case writeServiceChangedConfiguration(ConnectionHandle, AttributeHandle)
 }
 
 /// A timer the machine started (`.startTimer`), as it is stepped back when it fires.
@@ -94,7 +112,8 @@ package enum SessionEvent: Sendable, Hashable {
 /// controller scan (`ScanUnion`); the central-role links, one per peer, shared by the managers that asked for
 /// it (`LinkTable`, which also reconnects them), and their subscriptions (`SubscriptionTable`); who answers for
 /// each service of the GATT server (`ServiceTable`); and the advertisements taking turns on the controller's
-/// one advertising set (`AdvertisingTable`). Its timers are actions (`.startTimer`), stepped back when they fire
+/// one advertising set (`AdvertisingTable`); what was discovered on each link and kept across links
+/// (`DiscoveryTable`). Its timers are actions (`.startTimer`), stepped back when they fire
 /// (`timerFired(_:)`).
 ///
 /// ### Function
@@ -115,6 +134,7 @@ package struct SystemMachine: Sendable {
     package private(set) var subscriptions = SubscriptionTable()
     package private(set) var services = ServiceTable()
     package private(set) var advertising = AdvertisingTable()
+    package private(set) var discovery = DiscoveryTable()
 
     /// A manager as the machine knows it.
     package struct Session: Sendable, Hashable {
@@ -335,6 +355,7 @@ package struct SystemMachine: Sendable {
     /// A link went down.
     package mutating func linkDisconnected(_ handle: ConnectionHandle, reason: HCIStatus) -> [SystemAction] {
         var actions: [SystemAction] = []
+        discovery.linkDown(handle, &actions)
         subscriptions.linkDown(handle)
         links.disconnected(handle, reason: reason, &actions)
         return actions
@@ -348,7 +369,9 @@ package struct SystemMachine: Sendable {
         let initiating = !links.targets.isEmpty
         links.reset()
         subscriptions.reset()
-        return initiating ? [.setConnectTargets([])] : []
+        var actions: [SystemAction] = initiating ? [.setConnectTargets([])] : []
+        discovery.reset(&actions)
+        return actions
     }
 
     // MARK: Advertising
@@ -403,6 +426,49 @@ package struct SystemMachine: Sendable {
     package mutating func advertisingReset(_ error: HostError) -> [SystemAction] {
         var actions: [SystemAction] = []
         advertising.reset(error, &actions)
+        return actions
+    }
+
+    // MARK: Discovery
+
+    /// An app asks for `request` on `link`: answered from what is kept, asked of the peer by the caller, or
+    /// waiting for the peer's Database Hash.
+    package mutating func discover(_ request: DiscoveryRequest, on link: ConnectionHandle) -> DiscoveryAnswer {
+        discovery.discover(request, on: link)
+    }
+
+    /// The peer answered the discovery `id`.
+    package mutating func discoveryCompleted(_ id: DiscoveryID, _ result: Result<DiscoveryResult, HostError>)
+        -> [SystemAction]
+    {
+        var actions: [SystemAction] = []
+        discovery.completed(id, result, &actions)
+        return actions
+    }
+
+    /// A central-role link to `peer` (its identifier in the store, when it has one) came up: its discoveries wait
+    /// for the Database Hash.
+    package mutating func discoveryLinkUp(_ link: ConnectionHandle, peer: UUID?) -> [SystemAction] {
+        var actions: [SystemAction] = []
+        discovery.linkUp(link, peer: peer, &actions)
+        return actions
+    }
+
+    /// The Database Hash read `asOf` ended (`cached`: the store's cache for the peer, when asked; `bonded`:
+    /// whether the peer is bonded).
+    package mutating func databaseHashRead(
+        _ link: ConnectionHandle, asOf: UInt64, _ read: DatabaseHashRead, cached: StoredGATTCache?, bonded: Bool
+    ) -> [SystemAction] {
+        var actions: [SystemAction] = []
+        discovery.hashRead(link, asOf: asOf, read, cached: cached, bonded: bonded, &actions)
+        return actions
+    }
+
+    /// The peer indicated Service Changed on `link`: what was discovered there is forgotten before any app hears
+    /// of it.
+    package mutating func peerServicesChanged(on link: ConnectionHandle) -> [SystemAction] {
+        var actions: [SystemAction] = []
+        discovery.invalidate(link, &actions)
         return actions
     }
 

@@ -1,0 +1,200 @@
+import BLEATT
+import BLECore
+import BLEGATT
+import BLEHCI
+import BLEHost
+import Foundation
+import Testing
+
+@testable import BLESystem
+
+/// One GATT discovery per link, shared by the apps on it and kept across links (`DiscoveryTable`, in the system
+/// machine): discoveries wait for the peer's Database Hash, a cache kept under the same hash answers without
+/// asking the peer, another hash drops it and tells the apps, a peer without a hash is cached only while bonded,
+/// and the system finds and enables Service Changed on every link.
+@Suite struct DiscoveryTests {
+    static let link = ConnectionHandle(7)
+    static let peer = UUID(uuidString: "00000000-0000-0000-0000-00000000BEEF")!
+    static let hash: [UInt8] = Array(repeating: 0xA5, count: 16)
+    static let otherHash: [UInt8] = Array(repeating: 0x5A, count: 16)
+
+    static let gatt = GATTService(
+        uuid: .genericAttribute, isPrimary: true, handleRange: AttributeHandle(1)...AttributeHandle(4))
+    static let sensor = GATTService(
+        uuid: BluetoothUUID(0x180D), isPrimary: true, handleRange: AttributeHandle(5)...AttributeHandle(9))
+    static let changed = GATTCharacteristic(
+        uuid: .serviceChanged, properties: .indicate, declarationHandle: AttributeHandle(2),
+        valueHandle: AttributeHandle(3), endHandle: AttributeHandle(4))
+    static let cccd = GATTDescriptor(uuid: .clientCharacteristicConfiguration, handle: AttributeHandle(4))
+
+    /// Everything the Service Changed search needs, and the sensor's service.
+    static let record = GATTCacheRecord(
+        services: [gatt, sensor], characteristics: [gatt.handleRange.lowerBound: [changed]],
+        descriptors: [changed.valueHandle: [cccd]])
+
+    static func linkUp(_ m: inout SystemMachine) -> [SystemAction] {
+        m.discoveryLinkUp(link, peer: peer)
+    }
+
+    static func discoveries(_ actions: [SystemAction]) -> [(DiscoveryID, DiscoveryRequest)] {
+        actions.compactMap { if case .discover(let id, _, let request) = $0 { (id, request) } else { nil } }
+    }
+
+    @Test func discoveriesWaitForTheHashThenGoToThePeerAndAreKept() throws {
+        var m = SystemMachine()
+        #expect(Self.linkUp(&m) == [.readDatabaseHash(Self.link, asOf: 1, peer: Self.peer, againstCache: true)])
+        guard case .wait(let id) = m.discover(.services(nil), on: Self.link) else {
+            Issue.record("a discovery before the hash was not made to wait")
+            return
+        }
+        let read = m.databaseHashRead(Self.link, asOf: 1, .value(Self.hash), cached: nil, bonded: false)
+        // The system's own search first, then the app's, each asked of the peer.
+        let asked = Self.discoveries(read)
+        #expect(asked.map(\.1) == [.services(nil), .services(nil)])
+        #expect(asked.last?.0 == id)
+        let found = m.discoveryCompleted(id, .success(.services([Self.gatt, Self.sensor])))
+        var kept = GATTCacheRecord()
+        kept.services = [Self.gatt, Self.sensor]
+        #expect(
+            found == [
+                .keepGATTCache(Self.peer, hash: Self.hash, kept),
+                .discoveryAnswered(id, .success(.services([Self.gatt, Self.sensor]))),
+            ])
+        // Another app's request for one type is answered from what is kept.
+        #expect(m.discover(.services(BluetoothUUID(0x180D)), on: Self.link) == .found(.services([Self.sensor])))
+    }
+
+    @Test func aFilteredRequestWithNothingKeptGoesAsItIsAndIsNotKept() {
+        var m = SystemMachine()
+        _ = Self.linkUp(&m)
+        _ = m.databaseHashRead(Self.link, asOf: 1, .value(Self.hash), cached: nil, bonded: false)
+        guard case .ask(let id) = m.discover(.services(BluetoothUUID(0x180D)), on: Self.link) else {
+            Issue.record("a filtered request was not asked of the peer")
+            return
+        }
+        let done = m.discoveryCompleted(id, .success(.services([Self.sensor])))
+        #expect(done == [.discoveryAnswered(id, .success(.services([Self.sensor])))])
+        #expect(m.discovery.links[Self.link]?.record.services == nil)
+    }
+
+    /// The reconnection costs the hash read: the cache kept under the same bytes answers every discovery, the
+    /// system's Service Changed search included (its configuration is written at once).
+    @Test func aCacheUnderTheSameHashAnswersWithoutAskingThePeer() {
+        var m = SystemMachine()
+        _ = Self.linkUp(&m)
+        guard case .wait(let id) = m.discover(.characteristics(Self.gatt, nil), on: Self.link) else {
+            Issue.record("not made to wait")
+            return
+        }
+        let read = m.databaseHashRead(
+            Self.link, asOf: 1, .value(Self.hash), cached: StoredGATTCache(hash: Self.hash, record: Self.record),
+            bonded: false)
+        #expect(
+            read == [
+                .writeServiceChangedConfiguration(Self.link, Self.cccd.handle),
+                .discoveryAnswered(id, .success(.characteristics([Self.changed]))),
+            ])
+        #expect(m.discovery.isServiceChanged(Self.changed.valueHandle, on: Self.link))
+    }
+
+    @Test func anotherHashDropsTheCacheAndTellsTheApps() {
+        var m = SystemMachine()
+        _ = Self.linkUp(&m)
+        let read = m.databaseHashRead(
+            Self.link, asOf: 1, .value(Self.otherHash),
+            cached: StoredGATTCache(hash: Self.hash, record: Self.record), bonded: true)
+        #expect(Array(read.prefix(2)) == [.dropGATTCache(Self.peer), .peerDatabaseChanged(Self.link)])
+        #expect(Self.discoveries(read).map(\.1) == [.services(nil)])
+    }
+
+    /// Core Spec 5.4, Vol 3, Part G, 2.5.2: a server without a hash may be cached only while bonded.
+    @Test(arguments: [false, true])
+    func aPeerWithoutAHashIsCachedOnlyWhileBonded(_ bonded: Bool) {
+        var m = SystemMachine()
+        _ = Self.linkUp(&m)
+        let read = m.databaseHashRead(
+            Self.link, asOf: 1, .absent, cached: StoredGATTCache(hash: [], record: Self.record), bonded: bonded)
+        if bonded {
+            #expect(read == [.writeServiceChangedConfiguration(Self.link, Self.cccd.handle)])
+        } else {
+            // Dropped, but nothing changed that the apps must hear of.
+            #expect(read.first == .dropGATTCache(Self.peer))
+            #expect(!read.contains(.peerDatabaseChanged(Self.link)))
+        }
+    }
+
+    @Test func aFailedReadNeitherUsesNorDropsTheCacheAndAnUnreadableOneIsDroppedQuietly() {
+        var m = SystemMachine()
+        _ = Self.linkUp(&m)
+        let failed = m.databaseHashRead(
+            Self.link, asOf: 1, .failed, cached: StoredGATTCache(hash: Self.hash, record: Self.record),
+            bonded: true)
+        #expect(Self.discoveries(failed).map(\.1) == [.services(nil)])
+        #expect(!failed.contains(.dropGATTCache(Self.peer)))
+        var n = SystemMachine()
+        _ = Self.linkUp(&n)
+        let unreadable = n.databaseHashRead(
+            Self.link, asOf: 1, .value(Self.hash), cached: StoredGATTCache(hash: Self.hash, record: nil),
+            bonded: false)
+        #expect(unreadable.first == .dropGATTCache(Self.peer))
+        #expect(!unreadable.contains(.peerDatabaseChanged(Self.link)))
+    }
+
+    /// A Service Changed indication forgets what was kept, here and in the store, and the hash is read again
+    /// before the next discovery; an answer to a request made before is handed on, not kept.
+    @Test func serviceChangedForgetsWhatWasKeptAndReadsTheHashAgain() {
+        var m = SystemMachine()
+        _ = Self.linkUp(&m)
+        _ = m.databaseHashRead(
+            Self.link, asOf: 1, .value(Self.hash), cached: StoredGATTCache(hash: Self.hash, record: Self.record),
+            bonded: false)
+        guard
+            case .ask(let id) = m.discover(
+                .descriptors(
+                    GATTCharacteristic(
+                        uuid: BluetoothUUID(0x2A37), properties: .notify, declarationHandle: AttributeHandle(6),
+                        valueHandle: AttributeHandle(7), endHandle: AttributeHandle(8))), on: Self.link)
+        else {
+            Issue.record("not asked")
+            return
+        }
+        let changed = m.peerServicesChanged(on: Self.link)
+        #expect(
+            changed == [
+                .dropGATTCache(Self.peer), .readDatabaseHash(Self.link, asOf: 2, peer: Self.peer, againstCache: false),
+            ])
+        #expect(m.discovery.links[Self.link]?.record == GATTCacheRecord())
+        let late = m.discoveryCompleted(id, .success(.descriptors([Self.cccd])))
+        #expect(late == [.discoveryAnswered(id, .success(.descriptors([Self.cccd])))])
+        guard case .wait = m.discover(.services(nil), on: Self.link) else {
+            Issue.record("a discovery after Service Changed did not wait for the hash")
+            return
+        }
+    }
+
+    /// The link goes down: requests waiting for the hash go on to the peer (whose end fails them), and what was
+    /// discovered without a hash is handed to the store, which keeps it if the peer bonded meanwhile.
+    @Test func aLinkThatGoesDownReleasesItsWaitersAndHandsOverWhatWasFound() throws {
+        var m = SystemMachine()
+        _ = Self.linkUp(&m)
+        let read = m.databaseHashRead(Self.link, asOf: 1, .absent, cached: nil, bonded: false)
+        #expect(m.databaseHashRead(Self.link, asOf: 1, .absent, cached: nil, bonded: false) == [])  // answered once
+        let search = try #require(Self.discoveries(read).first)
+        // No Generic Attribute service: the search ends, and what was found is offered to the store.
+        var kept = GATTCacheRecord()
+        kept.services = [Self.sensor]
+        let found = m.discoveryCompleted(search.0, .success(.services([Self.sensor])))
+        #expect(found == [.keepGATTCache(Self.peer, hash: nil, kept)])
+        // Handed over again as the link goes down (the peer may have bonded since).
+        var n = m
+        #expect(
+            n.linkDisconnected(Self.link, reason: .connectionTimeout) == [.keepGATTCache(Self.peer, hash: nil, kept)])
+        // A request waiting for the hash when the link goes down goes on to the peer, whose end fails it.
+        _ = m.peerServicesChanged(on: Self.link)
+        guard case .wait(let id) = m.discover(.services(nil), on: Self.link) else {
+            Issue.record("not made to wait")
+            return
+        }
+        #expect(m.linkDisconnected(Self.link, reason: .connectionTimeout) == [.discover(id, Self.link, .services(nil))])
+    }
+}
