@@ -79,6 +79,12 @@ public final class SystemCore: Sendable {
         case databaseChanged(ConnectionHandle, attachedBy: UInt64)
     }
 
+    /// A caller's completion, with the session it called for (so a restored manager can take it over).
+    private struct Caller<Value: Sendable>: Sendable {
+        var session: SessionID
+        var tell: @Sendable (Value) -> Void
+    }
+
     /// The system's rules as a value (`SystemMachine`), stepped under `state`'s lock; what it asks is performed
     /// outside the lock, in its order, by one thread at a time (`outbox`), as `HostDriver` performs the host's.
     private struct State {
@@ -94,10 +100,11 @@ public final class SystemCore: Sendable {
         var attachments: UInt64 = 0
         /// Who waits for each descriptor write the machine made for a wish (`setSubscription`).
         var subscriptionWaiters: [DescriptorWriteID: [@Sendable (Result<Void, HostError>) -> Void]] = [:]
-        /// Who waits for each start of advertising (`startAdvertising`).
-        var advertisingStarts: [AdvertisingStartID: @Sendable (Result<Void, HostError>) -> Void] = [:]
-        /// Who hears that a session's advertising ended after it started.
-        var advertisingEnds: [SessionID: @Sendable (HostError) -> Void] = [:]
+        /// Who waits for each start of advertising (`startAdvertising`), and the session that made it.
+        var advertisingStarts: [AdvertisingStartID: Caller<Result<Void, HostError>>] = [:]
+        /// Who hears that the advertisement a start put on the air ended after it started (until the session
+        /// stops, starts again, or goes).
+        var advertisingEnds: [AdvertisingStartID: Caller<HostError>] = [:]
         /// Who waits for each discovery an app asked for.
         var discoveryWaiters: [DiscoveryID: @Sendable (Result<DiscoveryResult, HostError>) -> Void] = [:]
 
@@ -159,7 +166,7 @@ public final class SystemCore: Sendable {
         mutating func detach(_ id: SessionID, leaving isLeaving: Bool) {
             guard let sink = sinks.removeValue(forKey: id) else { return }
             ids[sink.object] = nil
-            advertisingEnds[id] = nil
+            advertisingEnds = advertisingEnds.filter { $0.value.session != id }
             order.removeAll { $0 === sink }
             if isLeaving { leaving[id] = sink }
         }
@@ -383,9 +390,11 @@ public final class SystemCore: Sendable {
         let live = step { s -> (Bool, [SystemAction]) in
             guard let session = s.ids[client] else { return (false, []) }
             let (id, actions) = s.machine.startAdvertising(session, request, background: background, mode: mode)
-            // Known before the start can be answered: its answer is performed after this step.
-            s.advertisingStarts[id] = started
-            s.advertisingEnds[session] = ended
+            // Known before the start can be answered: its answer is performed after this step. The end of an
+            // advertisement this start replaces is no longer told.
+            s.advertisingStarts[id] = Caller(session: session, tell: started)
+            s.advertisingEnds = s.advertisingEnds.filter { $0.value.session != session }
+            s.advertisingEnds[id] = Caller(session: session, tell: ended)
             return (true, actions)
         }
         if !live {
@@ -398,7 +407,7 @@ public final class SystemCore: Sendable {
     public func stopAdvertising(_ client: ObjectIdentifier) {
         step { s in
             guard let session = s.session(of: client) else { return ((), []) }
-            s.advertisingEnds[session] = nil
+            s.advertisingEnds = s.advertisingEnds.filter { $0.value.session != session }
             return ((), s.machine.stopAdvertising(session))
         }
     }
@@ -594,12 +603,14 @@ public final class SystemCore: Sendable {
             // Known by its id from now on: the requests for its services reach it before `replace`.
             let newSession = s.reserve(new, app: s.sinks[oldSession]?.app ?? defaultApp)
             s.machine.servicesTransferred(from: oldSession, to: newSession)
-            // Its advertisement is the new one's, and so are the answers still to come for it.
-            for start in s.machine.advertisingTransferred(from: oldSession, to: newSession) {
-                s.advertisingStarts[start] = advertisingStarted
+            // Its advertisement is the new one's, and so are the answers still to come for it, those already on
+            // their way included.
+            _ = s.machine.advertisingTransferred(from: oldSession, to: newSession)
+            for (id, caller) in s.advertisingStarts where caller.session == oldSession {
+                s.advertisingStarts[id] = Caller(session: newSession, tell: advertisingStarted)
             }
-            if s.advertisingEnds.removeValue(forKey: oldSession) != nil {
-                s.advertisingEnds[newSession] = advertisingEnded
+            for (id, caller) in s.advertisingEnds where caller.session == oldSession {
+                s.advertisingEnds[id] = Caller(session: newSession, tell: advertisingEnded)
             }
         }
     }
@@ -738,7 +749,6 @@ public final class SystemCore: Sendable {
         guard switched, !enabled else { return }
         let off = HostError(.transportClosed, "Bluetooth was switched off")
         step { ((), $0.machine.scansSwitchedOff() + $0.machine.linksReset() + $0.machine.advertisingReset(off)) }
-        host.stopAdvertising { _ in }
         for link in host.links { host.disconnect(link.handle, reason: .remoteDeviceTerminatedConnectionPowerOff) }
     }
 
@@ -942,18 +952,22 @@ public final class SystemCore: Sendable {
         case .peerDatabaseChanged: break  // queued as `Work.databaseChanged` (`step`)
         case .writeServiceChangedConfiguration(let link, let descriptor):
             host.write(on: link, attribute: descriptor, value: [0x02, 0x00]) { _ in }
-        case .startAdvertising(let request):
+        case .startAdvertising(let request, let attempt):
             host.startAdvertising(request.parameters, data: request.data, scanResponse: request.scanResponse) {
                 [weak self] result in
-                self?.step { ((), $0.machine.advertisingAnswered(request, result)) }
+                self?.step { ((), $0.machine.advertisingAnswered(attempt, result)) }
             }
         case .stopAdvertising: host.stopAdvertising { _ in }
         case .advertisingStarted(let id, let error):
-            let waiting = state.withLock { $0.advertisingStarts.removeValue(forKey: id) }
-            waiting?(error.map { .failure($0) } ?? .success(()))
-        case .advertisingRefused(let session, let error):
-            let ended = state.withLock { $0.advertisingEnds.removeValue(forKey: session) }
-            ended?(error)
+            let waiting = state.withLock { s in
+                // A start that failed put nothing on the air whose end could be told.
+                if error != nil { s.advertisingEnds[id] = nil }
+                return s.advertisingStarts.removeValue(forKey: id)
+            }
+            waiting?.tell(error.map { .failure($0) } ?? .success(()))
+        case .advertisingRefused(let id, let error):
+            let ended = state.withLock { $0.advertisingEnds.removeValue(forKey: id) }
+            ended?.tell(error)
         case .startTimer(let timer, let delay):
             if case .reconnect(let peer, _) = timer {
                 Self.logger.info("reconnection to \(peer) did not succeed; the system tries again in \(delay)")

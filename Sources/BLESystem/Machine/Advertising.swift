@@ -48,9 +48,10 @@ package struct AdvertisingStartID: RawRepresentable, Hashable, Sendable {
 /// ### Implementation
 /// The rotation in the order the sessions started, the index of the advertisement on the air, and the paused
 /// ones aside. Every change restarts the turn's timer under a new token (`.startTimer(.advertisingTurn)`), so a
-/// timer of an earlier turn does nothing when it fires; with fewer than two in the rotation none is started. What
-/// the controller answers is matched by the advertisement it was asked for: a refusal takes out of the rotation
-/// every session advertising exactly that.
+/// timer of an earlier turn does nothing when it fires; with fewer than two in the rotation none is started. Each
+/// request to the controller is numbered, and only the answer to the latest counts (an earlier one was
+/// overtaken, or stopped): a refusal takes out of the rotation every session advertising exactly what was asked.
+/// Each entry remembers the start that put its advertisement in (`origin`), by which its end is told.
 package struct AdvertisingTable: Sendable, Hashable {
     /// How long each advertisement has the air when several take turns.
     package static let slot = Duration.seconds(1)
@@ -64,6 +65,8 @@ package struct AdvertisingTable: Sendable, Hashable {
         package var mode: AdvertisingMode
         /// The start waiting to hear that the controller advertises for it (nil once answered).
         package var start: AdvertisingStartID?
+        /// The start that put this advertisement in: its end is told by it (`.advertisingRefused`).
+        package var origin: AdvertisingStartID
 
         /// This entry in `mode`, in the form that mode calls for.
         func inMode(_ mode: AdvertisingMode) -> Entry {
@@ -82,6 +85,9 @@ package struct AdvertisingTable: Sendable, Hashable {
     package private(set) var current = 0
     /// Whether the controller confirmed it advertises what it was last asked.
     package private(set) var advertising = false
+    /// The number of the latest request to the controller, and what it asked (nil: to stop, or never asked).
+    package private(set) var attempt: UInt64 = 0
+    package private(set) var asked: AdvertisingRequest?
     /// The token of the turn's timer now running.
     private var turn: UInt64 = 0
     private var nextStart: UInt64 = 0
@@ -93,12 +99,8 @@ package struct AdvertisingTable: Sendable, Hashable {
     private struct Effects {
         var overtaken: [AdvertisingStartID] = []
         var joined: [AdvertisingStartID] = []
-        var requests: [SystemAction] = []
-
-        func actions(_ cancelled: String) -> [SystemAction] {
-            overtaken.map { .advertisingStarted($0, HostError(.cancelled, cancelled)) }
-                + joined.map { .advertisingStarted($0, nil) } + requests
-        }
+        /// What the controller is to do, in order: advertise this, or stop (nil).
+        var requests: [AdvertisingRequest?] = []
     }
 
     // MARK: Sessions
@@ -113,7 +115,7 @@ package struct AdvertisingTable: Sendable, Hashable {
         nextStart += 1
         let entry = Entry(
             session: session, request: request, foreground: request, background: background, mode: .foreground,
-            start: id
+            start: id, origin: id
         ).inMode(mode)
         var effects = Effects()
         // A start kept aside while the app was out of the foreground is overtaken whichever way this one goes.
@@ -121,12 +123,15 @@ package struct AdvertisingTable: Sendable, Hashable {
             effects.overtaken.append(old)
         }
         if mode == .off {
+            // Off the air, and so is what the session advertised before.
+            if let old = take(session, &effects)?.start { effects.overtaken.append(old) }
             paused.append(entry)
-            actions += effects.actions(Self.replaced)
+            perform(effects, &actions)
+            rotate(&actions)
             return id
         }
         insert(entry, &effects)
-        actions += effects.actions(Self.replaced)
+        perform(effects, &actions)
         rotate(&actions)
         return id
     }
@@ -135,14 +140,13 @@ package struct AdvertisingTable: Sendable, Hashable {
     /// cancelled.
     mutating func stop(_ session: SessionID, _ actions: inout [SystemAction]) {
         let stopped = HostError(.cancelled, "the advertising was stopped before it started")
-        if let i = paused.firstIndex(where: { $0.session == session }) {
-            if let start = paused.remove(at: i).start { actions.append(.advertisingStarted(start, stopped)) }
-            return
+        if let i = paused.firstIndex(where: { $0.session == session }), let start = paused.remove(at: i).start {
+            actions.append(.advertisingStarted(start, stopped))
         }
         var effects = Effects()
         guard let removed = take(session, &effects) else { return }
         if let start = removed.start { actions.append(.advertisingStarted(start, stopped)) }
-        actions += effects.actions(Self.replaced)
+        perform(effects, &actions)
         rotate(&actions)
     }
 
@@ -175,7 +179,7 @@ package struct AdvertisingTable: Sendable, Hashable {
             paused.append(entry)
         }
         for entry in changing + returning { insert(entry, &effects) }
-        actions += effects.actions(Self.replaced)
+        perform(effects, &actions)
         rotate(&actions)
     }
 
@@ -196,13 +200,13 @@ package struct AdvertisingTable: Sendable, Hashable {
 
     // MARK: The controller
 
-    /// The controller answered the request to advertise `request`: every start waiting is answered when it
+    /// The controller answered the request numbered `attempt`: every start waiting is answered when it
     /// advertises; when it refused, the sessions advertising exactly that leave the rotation (a start waiting
     /// hears why, one answered already is told its advertising ended), and the next one left goes on the air.
-    /// A request a later one overtook (`.cancelled`) changes nothing: the later one answers for itself.
-    mutating func answered(
-        _ request: AdvertisingRequest, _ result: Result<Void, HostError>, _ actions: inout [SystemAction]
-    ) {
+    /// The answer to a request overtaken since (by a later one, or a stop) changes nothing: the later one answers
+    /// for itself.
+    mutating func answered(_ attempt: UInt64, _ result: Result<Void, HostError>, _ actions: inout [SystemAction]) {
+        guard attempt == self.attempt, let request = asked else { return }
         switch result {
         case .success:
             advertising = true
@@ -213,18 +217,21 @@ package struct AdvertisingTable: Sendable, Hashable {
         case .failure(let error) where error.code == .cancelled:
             return
         case .failure(let error):
+            asked = nil
             let refused = entries.filter { $0.request == request }
+            // The one after the refused current goes on the air: counted past the refused ones before it.
+            let before = entries[..<min(current, entries.count)].filter { $0.request == request }.count
             entries.removeAll { $0.request == request }
             advertising = false
-            if current >= entries.count { current = 0 }
+            current = entries.isEmpty ? 0 : (current - before) % entries.count
             for entry in refused {
                 if let start = entry.start {
                     actions.append(.advertisingStarted(start, error))
                 } else {
-                    actions.append(.advertisingRefused(entry.session, error))
+                    actions.append(.advertisingRefused(entry.origin, error))
                 }
             }
-            if !entries.isEmpty { actions.append(.startAdvertising(entries[current].request)) }
+            if !entries.isEmpty { ask(entries[current].request, &actions) }
         }
         rotate(&actions)
     }
@@ -232,27 +239,31 @@ package struct AdvertisingTable: Sendable, Hashable {
     /// A central connected and the controller stopped advertising: it advertises again.
     mutating func interrupted(_ actions: inout [SystemAction]) {
         advertising = false
-        if !entries.isEmpty { actions.append(.startAdvertising(entries[current].request)) }
+        if !entries.isEmpty { ask(entries[current].request, &actions) }
     }
 
-    /// The controller went away (or Bluetooth was switched off): nothing advertises, and every start waiting
-    /// hears why.
+    /// The controller went away, is reset, or Bluetooth was switched off: nothing advertises, and every start
+    /// waiting hears why. A controller asked to advertise is told to stop, after that request (it may still be on
+    /// its way, or reach a controller that comes back).
     mutating func reset(_ error: HostError, _ actions: inout [SystemAction]) {
         for entry in entries + paused {
             if let start = entry.start { actions.append(.advertisingStarted(start, error)) }
         }
-        // The counters go on: a turn's timer may still fire, and a start id is never reused.
-        let (turn, nextStart) = (self.turn + 1, self.nextStart)
+        let wasAsked = asked != nil
+        // The counters go on: a turn's timer may still fire, an answer may still come, a start id is never reused.
+        let (turn, nextStart, attempt) = (self.turn + 1, self.nextStart, self.attempt)
         self = AdvertisingTable()
         self.turn = turn
         self.nextStart = nextStart
+        self.attempt = attempt
+        if wasAsked { stopController(&actions) }
     }
 
     /// The turn `token` is over: the next advertisement has the air.
     mutating func turnEnded(_ token: UInt64, _ actions: inout [SystemAction]) {
         guard token == turn, entries.count > 1 else { return }
         current = (current + 1) % entries.count
-        actions.append(.startAdvertising(entries[current].request))
+        ask(entries[current].request, &actions)
         rotate(&actions)
     }
 
@@ -268,14 +279,14 @@ package struct AdvertisingTable: Sendable, Hashable {
             var replacement = entry
             if replacement.start == nil { replacement.start = waiting }
             entries[i] = replacement
-            if i == current { effects.requests.append(.startAdvertising(entry.request)) }
+            if i == current { effects.requests.append(entry.request) }
             if entry.start != nil, let waiting { effects.overtaken.append(waiting) }
             return
         }
         entries.append(entry)
         if entries.count == 1 {
             current = 0
-            effects.requests.append(.startAdvertising(entry.request))
+            effects.requests.append(entry.request)
         } else if advertising, let start = entry.start {
             // Joins a rotation already on the air: the system advertises for it now.
             entries[entries.count - 1].start = nil
@@ -290,15 +301,40 @@ package struct AdvertisingTable: Sendable, Hashable {
         if entries.isEmpty {
             current = 0
             advertising = false
-            effects.requests.append(.stopAdvertising)
+            effects.requests.append(nil)
             return removed
         }
         if i < current { current -= 1 }
         if i == current || current >= entries.count {
             current %= entries.count
-            effects.requests.append(.startAdvertising(entries[current].request))
+            effects.requests.append(entries[current].request)
         }
         return removed
+    }
+
+    /// Answers and asks what `effects` says, in its order.
+    private mutating func perform(_ effects: Effects, _ actions: inout [SystemAction]) {
+        for start in effects.overtaken {
+            actions.append(.advertisingStarted(start, HostError(.cancelled, Self.replaced)))
+        }
+        for start in effects.joined { actions.append(.advertisingStarted(start, nil)) }
+        for request in effects.requests {
+            if let request { ask(request, &actions) } else { stopController(&actions) }
+        }
+    }
+
+    /// Asks the controller to advertise `request`, under a new number.
+    private mutating func ask(_ request: AdvertisingRequest, _ actions: inout [SystemAction]) {
+        attempt += 1
+        asked = request
+        actions.append(.startAdvertising(request, attempt: attempt))
+    }
+
+    /// Tells the controller to stop; an answer to an earlier request no longer counts.
+    private mutating func stopController(_ actions: inout [SystemAction]) {
+        attempt += 1
+        asked = nil
+        actions.append(.stopAdvertising)
     }
 
     /// A new turn: with two advertisements or more, the next one has the air after `slot`.

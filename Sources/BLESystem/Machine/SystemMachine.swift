@@ -42,15 +42,15 @@ package enum SystemAction: Sendable, Hashable {
     /// when it fires, so none is ever cancelled).
     case startTimer(SystemTimer, after: Duration)
     /// Have the controller advertise this (replacing what it advertises); `advertisingAnswered(_:_:)` is stepped
-    /// with its answer.
-    case startAdvertising(AdvertisingRequest)
+    /// with its answer, under the request's number.
+    case startAdvertising(AdvertisingRequest, attempt: UInt64)
     /// Have the controller stop advertising.
     case stopAdvertising
     /// Answer a session's start of advertising: the controller advertises for it, or the error says why not.
     case advertisingStarted(AdvertisingStartID, HostError?)
-    /// Tell a session that its advertising, started before, ended: the controller refused it when it was put on
-    /// the air again.
-    case advertisingRefused(SessionID, HostError)
+    /// Tell whoever made the start that its advertising, started before, ended: the controller refused it when
+    /// it was put on the air again.
+    case advertisingRefused(AdvertisingStartID, HostError)
     /// Read the peer's Database Hash on `link`; `databaseHashRead` is stepped with the answer, with what the store
     /// keeps for `peer` when `againstCache` (or when the peer turns out to have no hash).
     case readDatabaseHash(ConnectionHandle, asOf: UInt64, peer: UUID?, againstCache: Bool)
@@ -405,12 +405,12 @@ package struct SystemMachine: Sendable {
         advertising.transfer(from: old, to: new)
     }
 
-    /// The controller answered the request to advertise `request`.
-    package mutating func advertisingAnswered(_ request: AdvertisingRequest, _ result: Result<Void, HostError>)
+    /// The controller answered the request to advertise numbered `attempt`.
+    package mutating func advertisingAnswered(_ attempt: UInt64, _ result: Result<Void, HostError>)
         -> [SystemAction]
     {
         var actions: [SystemAction] = []
-        advertising.answered(request, result, &actions)
+        advertising.answered(attempt, result, &actions)
         return actions
     }
 
