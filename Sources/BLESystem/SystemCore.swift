@@ -510,8 +510,9 @@ public final class SystemCore: Sendable {
     /// here, off the machine).
     private func readDatabaseHash(on link: ConnectionHandle, asOf: UInt64, peer: UUID?, againstCache: Bool) {
         let everything = AttributeHandle(0x0001)...AttributeHandle(0xFFFF)
-        host.readUsingCharacteristicUUID(on: link, uuid: .databaseHash, range: everything) { [weak self] result in
-            guard let self else { return }
+        // The core is held until the peer answers (the read ends, at the latest, with the link): the discoveries
+        // waiting for it are always answered.
+        host.readUsingCharacteristicUUID(on: link, uuid: .databaseHash, range: everything) { [self] result in
             let read: DatabaseHashRead
             switch result {
             case .success(let values):
@@ -938,8 +939,9 @@ public final class SystemCore: Sendable {
         case .readDatabaseHash(let link, let asOf, let peer, let againstCache):
             readDatabaseHash(on: link, asOf: asOf, peer: peer, againstCache: againstCache)
         case .discover(let id, let link, let request):
-            ask(request, on: link) { [weak self] result in
-                self?.step { ((), $0.machine.discoveryCompleted(id, result)) }
+            // Held until the peer answers, as for the hash: whoever waits is answered.
+            ask(request, on: link) { [self] result in
+                step { ((), $0.machine.discoveryCompleted(id, result)) }
             }
         case .discoveryAnswered(let id, let result):
             let waiting = state.withLock { $0.discoveryWaiters.removeValue(forKey: id) }

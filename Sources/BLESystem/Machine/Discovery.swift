@@ -100,8 +100,11 @@ package struct DiscoveryTable: Sendable, Hashable {
     package enum Hash: Sendable, Hashable {
         /// Being read: discoveries wait for it.
         case reading
-        /// Read: the peer's hash, or nil when it has none (or the read failed).
+        /// Read: the peer's hash, or nil when it has none.
         case known([UInt8]?)
+        /// The read failed: nothing is known of the peer's database, so nothing found on this link is kept across
+        /// links (a bonded peer's cache under its hash must not be replaced by one under no hash).
+        case unknown
     }
 
     package struct Link: Sendable, Hashable {
@@ -134,6 +137,9 @@ package struct DiscoveryTable: Sendable, Hashable {
     package private(set) var links: [ConnectionHandle: Link] = [:]
     private(set) var pending: [DiscoveryID: Pending] = [:]
     private var nextID: UInt64 = 0
+    /// Generations are drawn from one counter that only grows, so a handle used again (after a reset too) never
+    /// meets a generation of its earlier link.
+    private var lastGeneration: UInt64 = 0
 
     package init() {}
 
@@ -181,7 +187,9 @@ package struct DiscoveryTable: Sendable, Hashable {
     /// A link to `peer` (its identifier in the store, when it has one) came up as a central: the hash is read
     /// before any discovery.
     mutating func linkUp(_ link: ConnectionHandle, peer: UUID?, _ actions: inout [SystemAction]) {
-        let generation = (links[link]?.generation ?? 0) &+ 1
+        // Requests still waiting on the handle (its end was never told) go on, and fail with the old link.
+        for id in links[link]?.waiting ?? [] { release(id, &actions) }
+        let generation = nextGeneration()
         links[link] = Link(generation: generation, peer: peer, hash: .reading)
         actions.append(.readDatabaseHash(link, asOf: generation, peer: peer, againstCache: true))
     }
@@ -191,7 +199,7 @@ package struct DiscoveryTable: Sendable, Hashable {
     /// read again before the next discovery.
     mutating func invalidate(_ link: ConnectionHandle, _ actions: inout [SystemAction]) {
         guard let old = links[link] else { return }
-        var kept = Link(generation: old.generation &+ 1, peer: old.peer, hash: .reading)
+        var kept = Link(generation: nextGeneration(), peer: old.peer, hash: .reading)
         kept.waiting = old.waiting
         kept.serviceChanged = old.serviceChanged
         links[link] = kept
@@ -218,7 +226,7 @@ package struct DiscoveryTable: Sendable, Hashable {
         var loaded: GATTCacheRecord?
         if let cached, same, hash != nil || bonded { loaded = cached.record }
         if let loaded { kept.record = loaded }
-        kept.hash = .known(hash)
+        kept.hash = read == .failed ? .unknown : .known(hash)
         let waiting = kept.waiting
         kept.waiting = []
         links[link] = kept
@@ -238,7 +246,7 @@ package struct DiscoveryTable: Sendable, Hashable {
     /// kept once the bond is there (`.keepGATTCache` with no hash).
     mutating func linkDown(_ link: ConnectionHandle, _ actions: inout [SystemAction]) {
         let old = links[link]
-        links[link] = Link(generation: (old?.generation ?? 0) &+ 1)
+        links[link] = Link(generation: nextGeneration())
         guard let old else { return }
         if case .known(nil) = old.hash, let peer = old.peer, !old.record.isEmpty {
             actions.append(.keepGATTCache(peer, hash: nil, old.record))
@@ -254,6 +262,11 @@ package struct DiscoveryTable: Sendable, Hashable {
     }
 
     // MARK: Private
+
+    private mutating func nextGeneration() -> UInt64 {
+        lastGeneration += 1
+        return lastGeneration
+    }
 
     private mutating func draw() -> DiscoveryID {
         defer { nextID += 1 }

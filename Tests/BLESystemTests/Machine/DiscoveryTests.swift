@@ -166,6 +166,7 @@ import Testing
         #expect(m.discovery.links[Self.link]?.record == GATTCacheRecord())
         let late = m.discoveryCompleted(id, .success(.descriptors([Self.cccd])))
         #expect(late == [.discoveryAnswered(id, .success(.descriptors([Self.cccd])))])
+        #expect(m.discovery.links[Self.link]?.record == GATTCacheRecord())
         guard case .wait = m.discover(.services(nil), on: Self.link) else {
             Issue.record("a discovery after Service Changed did not wait for the hash")
             return
@@ -196,5 +197,66 @@ import Testing
             return
         }
         #expect(m.linkDisconnected(Self.link, reason: .connectionTimeout) == [.discover(id, Self.link, .services(nil))])
+    }
+
+    /// Without a cache, the system's search for Service Changed asks the peer step by step (keeping what it finds)
+    /// and writes the configuration at the end; a search overtaken by a change of the peer's database stops.
+    @Test func theServiceChangedSearchAsksThePeerStepByStep() throws {
+        var m = SystemMachine()
+        _ = Self.linkUp(&m)
+        let read = m.databaseHashRead(Self.link, asOf: 1, .value(Self.hash), cached: nil, bonded: false)
+        let services = try #require(Self.discoveries(read).first)
+        #expect(services.1 == .services(nil))
+        let second = m.discoveryCompleted(services.0, .success(.services([Self.gatt, Self.sensor])))
+        let characteristics = try #require(Self.discoveries(second).first)
+        #expect(characteristics.1 == .characteristics(Self.gatt, nil))
+        let third = m.discoveryCompleted(characteristics.0, .success(.characteristics([Self.changed])))
+        let descriptors = try #require(Self.discoveries(third).first)
+        #expect(descriptors.1 == .descriptors(Self.changed))
+        let last = m.discoveryCompleted(descriptors.0, .success(.descriptors([Self.cccd])))
+        #expect(last.last == .writeServiceChangedConfiguration(Self.link, Self.cccd.handle))
+        #expect(last.first == .keepGATTCache(Self.peer, hash: Self.hash, Self.record))
+        // Overtaken: the peer's database changed while the first step was on its way.
+        var n = SystemMachine()
+        _ = Self.linkUp(&n)
+        let first = try #require(
+            Self.discoveries(n.databaseHashRead(Self.link, asOf: 1, .value(Self.hash), cached: nil, bonded: false))
+                .first)
+        _ = n.peerServicesChanged(on: Self.link)
+        #expect(n.discoveryCompleted(first.0, .success(.services([Self.gatt]))) == [])
+    }
+
+    /// A hash read that failed says nothing of the peer's database: what is found on the link is not kept across
+    /// links (a bonded peer's cache under its hash would be replaced by one under no hash).
+    @Test func afterAFailedReadNothingIsKeptAcrossLinks() throws {
+        var m = SystemMachine()
+        _ = Self.linkUp(&m)
+        let read = m.databaseHashRead(Self.link, asOf: 1, .failed, cached: nil, bonded: true)
+        let services = try #require(Self.discoveries(read).first)
+        let found = m.discoveryCompleted(services.0, .success(.services([Self.sensor])))
+        #expect(!found.contains { if case .keepGATTCache = $0 { true } else { false } })
+        #expect(m.discovery.links[Self.link]?.record.services == [Self.sensor])  // still answers on this link
+        #expect(m.linkDisconnected(Self.link, reason: .connectionTimeout) == [])
+    }
+
+    /// The controller goes away: requests waiting for a hash go on to the peer (whose end fails them), and a
+    /// handle used again by the next link starts afresh.
+    @Test func aResetReleasesTheWaitingAndTheNextLinkStartsAfresh() {
+        var m = SystemMachine()
+        _ = Self.linkUp(&m)
+        guard case .wait(let id) = m.discover(.services(nil), on: Self.link) else {
+            Issue.record("not made to wait")
+            return
+        }
+        let reset = m.linksReset()
+        #expect(reset == [.discover(id, Self.link, .services(nil))])
+        let again = Self.linkUp(&m)
+        #expect(again == [.readDatabaseHash(Self.link, asOf: 2, peer: Self.peer, againstCache: true)])
+        // The answer to the request sent for the old link is handed on, not kept for the new one.
+        #expect(
+            m.discoveryCompleted(id, .success(.services([Self.sensor]))) == [
+                .discoveryAnswered(id, .success(.services([Self.sensor])))
+            ])
+        #expect(m.discovery.links[Self.link]?.record.services == nil)
     }
 }
