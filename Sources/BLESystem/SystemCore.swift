@@ -71,7 +71,7 @@ public final class SystemCore: Sendable {
     /// What the driver performs, in order: the machine's actions, and until the host's events are the machine's
     /// (issue 34, step 10) the host events every manager is told, in the same queue so that a manager hears
     /// everything in the order it happened.
-    private enum Work: Sendable {
+    enum Work: Sendable {
         case machine(SystemAction)
         /// A host event for every manager attached when it was stepped (`attachments` then).
         case hostEvent(HostEvent, attachedBy: UInt64)
@@ -80,14 +80,14 @@ public final class SystemCore: Sendable {
     }
 
     /// A caller's completion, with the session it called for (so a restored manager can take it over).
-    private struct Caller<Value: Sendable>: Sendable {
+    struct Caller<Value: Sendable>: Sendable {
         var session: SessionID
         var tell: @Sendable (Value) -> Void
     }
 
     /// The system's rules as a value (`SystemMachine`), stepped under `state`'s lock; what it asks is performed
     /// outside the lock, in its order, by one thread at a time (`outbox`), as `HostDriver` performs the host's.
-    private struct State {
+    struct State {
         var machine: SystemMachine
         /// The managers attached, by the id the machine knows them by; held weakly.
         var sinks: [SessionID: WeakSession] = [:]
@@ -171,12 +171,12 @@ public final class SystemCore: Sendable {
             if isLeaving { leaving[id] = sink }
         }
     }
-    private let state: Mutex<State>
+    let state: Mutex<State>
 
     /// A registered manager, held weakly. A class, so that the list of them is copied by reference: a struct
     /// with a weak field was copied field by field, through the weak reference's side table, for each event.
     /// Sendable: nothing in it changes after `init` (the weak reference only ever goes to nil by itself).
-    private final class WeakSession: @unchecked Sendable {
+    final class WeakSession: @unchecked Sendable {
         weak var session: (any SystemSession)?
         let app: SystemApp
         /// The manager's identity, kept: the weak reference is nil once its deinit began.
@@ -251,459 +251,16 @@ public final class SystemCore: Sendable {
         }
     }
 
-    // MARK: Scanning
-
-    /// Starts or changes `client`'s scan: the controller scans for every client's request at once, and `client`
-    /// hears only what its own request matches, each discovery carrying `id` (the client's name for this scan,
-    /// recorded before the call).
-    public func startScan(_ client: any ScanClient, _ request: ScanRequest, id: UInt64) {
-        guard let app = appOf(ObjectIdentifier(client)) else { return refuseDefunct("a scan") }
-        let mode = Self.scanMode(of: app)
-        step { s in
-            guard let session = s.ids[ObjectIdentifier(client)] else { return ((), []) }
-            return ((), s.machine.scanStarted(session, request, id: id, mode: mode))
-        }
-    }
-
-    /// Ends `client`'s scan (and the controller's, when no other client scans).
-    public func stopScan(_ client: any ScanClient) {
-        step { s in
-            guard let session = s.ids[ObjectIdentifier(client)] ?? s.reserved[ObjectIdentifier(client)] else {
-                return ((), [])
-            }
-            return ((), s.machine.scanStopped(session))
-        }
-    }
-
-    // MARK: Connections
-
-    /// Connects `client` to `peer`: returns the link's info at once when a link to it is up (another app's),
-    /// else the client waits with every other app's pending connects, and `linkAttached` or `linkFailed` follows.
-    /// With `autoReconnect`, the system connects again by itself after a loss of a link the client was on
-    /// (`linkDown` says so), until the client lets go.
-    public func connect(_ client: any LinkClient, to peer: BluetoothAddress, autoReconnect: Bool = false) -> LinkInfo? {
-        let (live, link) = step { s -> ((Bool, LinkInfo?), [SystemAction]) in
-            guard let session = s.ids[ObjectIdentifier(client)] else { return ((false, nil), []) }
-            let (link, actions) = s.machine.connect(session, to: peer, autoReconnect: autoReconnect)
-            return ((true, link), actions)
-        }
-        if !live { refuseDefunct("a connection") }
-        return link
-    }
-
-    /// `client` lets go of `peer`: a pending connect is withdrawn, or the client leaves the link (which goes down
-    /// when it was the last).
-    /// The subscriptions only `client` wanted on a link it leaves while others stay end on the peer.
-    public func cancelConnection(_ client: any LinkClient, from peer: BluetoothAddress) -> LinkCancellation {
-        step { s in
-            guard let session = s.session(of: ObjectIdentifier(client)) else { return (.nothing, []) }
-            return s.machine.cancelConnection(session, from: peer)
-        }
-    }
-
-    /// Whether `client` is on the link `handle` now.
-    public func isOnLink(_ client: ObjectIdentifier, _ handle: ConnectionHandle) -> Bool {
-        state.withLock { s in s.session(of: client).map { s.machine.links.isUser($0, of: handle) } ?? false }
-    }
-
-    /// A client that went away (`ObjectIdentifier` of the manager: it may be mid-deinit) lets go of everything,
-    /// its subscriptions on the links others stay on included. Nothing happens for a manager detached already
-    /// (its app's termination let go for it).
-    public func releaseLinks(of client: ObjectIdentifier) {
-        step { s in
-            guard let session = s.session(of: client) else { return ((), []) }
-            return ((), s.machine.releaseLinks(of: session))
-        }
-    }
-
-    /// `client` wants `value` (0 none, 1 notifications, 2 indications) in the Client Characteristic
-    /// Configuration descriptor at `descriptor` on `link`, and `done` hears when the peer holds what every app
-    /// wants together: at once when it already does, else when the system's write of it ends (a refusal takes
-    /// the client's wish back). A client no longer on the link is refused.
-    public func setSubscription(
-        _ value: UInt16, by client: ObjectIdentifier, descriptor: AttributeHandle, on link: ConnectionHandle,
-        done: @escaping @Sendable (Result<Void, HostError>) -> Void
-    ) {
-        let answer = step { s -> (SubscriptionAnswer, [SystemAction]) in
-            guard let session = s.session(of: client) else { return (.notOnLink, []) }
-            let (answer, actions) = s.machine.subscribe(session, value, descriptor: descriptor, on: link)
-            // Known before the write can end: its answer is stepped after this step.
-            switch answer {
-            case .write(let id, _), .joined(let id): s.subscriptionWaiters[id, default: []].append(done)
-            case .done, .notOnLink: break
-            }
-            return (answer, actions)
-        }
-        switch answer {
-        case .done: done(.success(()))
-        case .notOnLink: done(.failure(HostError(.disconnected, "the application is no longer on this link")))
-        case .write(let id, let value):
-            // Written here, on the caller's thread, as its other GATT requests are: the peer gets the descriptor
-            // before what the app asks next (a command whose answer comes as a notification, say).
-            writeDescriptor(value, descriptor: descriptor, on: link, id: id)
-        case .joined: break
-        }
-    }
-
-    /// Writes a descriptor the machine asked for; the peer's answer is stepped. The core is held until then:
-    /// whoever waits for the write is answered even if the app let the system go.
-    private func writeDescriptor(
-        _ value: UInt16, descriptor: AttributeHandle, on link: ConnectionHandle, id: DescriptorWriteID
-    ) {
-        host.write(on: link, attribute: descriptor, value: [UInt8(value & 0xFF), UInt8(value >> 8)]) { result in
-            let error: HostError? = if case .failure(let error) = result { error } else { nil }
-            self.step { ((), $0.machine.subscriptionWritten(id, error: error)) }
-        }
-    }
-
-    /// The peers this device is linked to as a central, whichever app asked, that offer any of `services` (as
-    /// discovered by any app; all of them when nil).
-    public func connectedPeers(offering services: [BluetoothUUID]? = nil) -> [BluetoothAddress] {
-        state.withLock { $0.machine.links.linkedPeers(offering: services) }
-    }
-
-    /// Services an app discovered on the link `handle`, for every app's `retrieveConnectedPeripherals`.
-    public func noteServices(_ services: [BluetoothUUID], on handle: ConnectionHandle) {
-        state.withLock { $0.machine.noteServices(services, on: handle) }
-    }
-
-    // MARK: Advertising
-
-    /// `client` advertises `request` (replacing what it advertised before). With other apps advertising, the
-    /// system gives each app's advertisement the air in turn (`AdvertisingTable`). `started` hears once the
-    /// controller advertises for the client, or why not (`.cancelled` when a stop or a later start overtook it);
-    /// `ended`, when the controller refuses the advertisement later (put on the air again after a connection):
-    /// the client no longer advertises.
-    ///
-    /// `background` is the form the advertisement takes while the client's app is out of the foreground with
-    /// `bluetooth-peripheral`; a foreground-only app's advertisement leaves the air then, and comes back with it.
-    public func startAdvertising(
-        _ client: ObjectIdentifier, _ request: AdvertisingRequest, background: AdvertisingRequest? = nil,
-        started: @escaping @Sendable (Result<Void, HostError>) -> Void,
-        ended: @escaping @Sendable (HostError) -> Void
-    ) {
-        guard let app = appOf(client) else {
-            refuseDefunct("advertising")
-            return started(.failure(Self.defunct))
-        }
-        let mode = Self.advertisingMode(of: app)
-        let live = step { s -> (Bool, [SystemAction]) in
-            guard let session = s.ids[client] else { return (false, []) }
-            let (id, actions) = s.machine.startAdvertising(session, request, background: background, mode: mode)
-            // Known before the start can be answered: its answer is performed after this step. The end of an
-            // advertisement this start replaces is no longer told.
-            s.advertisingStarts[id] = Caller(session: session, tell: started)
-            s.advertisingEnds = s.advertisingEnds.filter { $0.value.session != session }
-            s.advertisingEnds[id] = Caller(session: session, tell: ended)
-            return (true, actions)
-        }
-        if !live {
-            refuseDefunct("advertising")
-            started(.failure(Self.defunct))
-        }
-    }
-
-    /// `client` stops advertising (the controller stops with the last app).
-    public func stopAdvertising(_ client: ObjectIdentifier) {
-        step { s in
-            guard let session = s.session(of: client) else { return ((), []) }
-            s.advertisingEnds = s.advertisingEnds.filter { $0.value.session != session }
-            return ((), s.machine.stopAdvertising(session))
-        }
-    }
-
-    // MARK: Discovery
-
-    /// Discovers the primary services on `link` (all, or those of type `uuid`) for an app, through the system:
-    /// what another app (or this one) discovered on the link, or what the GATT cache kept for its peer, is not
-    /// asked again (`DiscoveryTable`).
-    public func discoverServices(
-        on link: ConnectionHandle, uuid: BluetoothUUID?,
-        completion: @escaping @Sendable (Result<[GATTService], HostError>) -> Void
-    ) {
-        discover(.services(uuid), on: link) { result in
-            completion(result.map { if case .services(let all) = $0 { all } else { [] } })
-        }
-    }
-
-    /// Discovers the services `service` includes, through the system.
-    public func discoverIncludedServices(
-        on link: ConnectionHandle, in service: GATTService,
-        completion: @escaping @Sendable (Result<[GATTService], HostError>) -> Void
-    ) {
-        discover(.includedServices(service), on: link) { result in
-            completion(result.map { if case .services(let all) = $0 { all } else { [] } })
-        }
-    }
-
-    /// Discovers the characteristics of `service` (all, or those of type `uuid`), through the system.
-    public func discoverCharacteristics(
-        on link: ConnectionHandle, in service: GATTService, uuid: BluetoothUUID?,
-        completion: @escaping @Sendable (Result<[GATTCharacteristic], HostError>) -> Void
-    ) {
-        discover(.characteristics(service, uuid), on: link) { result in
-            completion(result.map { if case .characteristics(let all) = $0 { all } else { [] } })
-        }
-    }
-
-    /// Discovers the descriptors of `characteristic`, through the system.
-    public func discoverDescriptors(
-        on link: ConnectionHandle, of characteristic: GATTCharacteristic,
-        completion: @escaping @Sendable (Result<[GATTDescriptor], HostError>) -> Void
-    ) {
-        discover(.descriptors(characteristic), on: link) { result in
-            completion(result.map { if case .descriptors(let all) = $0 { all } else { [] } })
-        }
-    }
-
-    /// Whether `attribute` is the peer's Service Changed characteristic on `link` (its indications are the
-    /// system's, not an app's).
-    public func isServiceChanged(_ attribute: AttributeHandle, on link: ConnectionHandle) -> Bool {
-        state.withLock { $0.machine.discovery.isServiceChanged(attribute, on: link) }
-    }
-
-    /// An app's discovery: answered at once from what is kept, asked of the peer here (on the caller's thread, in
-    /// order with its other GATT requests), or left to wait for the peer's Database Hash.
-    private func discover(
-        _ request: DiscoveryRequest, on link: ConnectionHandle,
-        completion: @escaping @Sendable (Result<DiscoveryResult, HostError>) -> Void
-    ) {
-        let answer = state.withLock { s -> DiscoveryAnswer in
-            let answer = s.machine.discover(request, on: link)
-            switch answer {
-            case .ask(let id), .wait(let id): s.discoveryWaiters[id] = completion
-            case .found: break
-            }
-            return answer
-        }
-        switch answer {
-        case .found(let result): completion(.success(result))
-        case .ask(let id):
-            ask(request, on: link) { [weak self] result in
-                guard let self else { return completion(result) }
-                step { ((), $0.machine.discoveryCompleted(id, result)) }
-            }
-        case .wait: break
-        }
-    }
-
-    /// Asks the peer for `request`.
-    private func ask(
-        _ request: DiscoveryRequest, on link: ConnectionHandle,
-        completion: @escaping @Sendable (Result<DiscoveryResult, HostError>) -> Void
-    ) {
-        switch request {
-        case .services(let uuid):
-            host.discoverServices(on: link, uuid: uuid) { completion($0.map(DiscoveryResult.services)) }
-        case .includedServices(let service):
-            host.discoverIncludedServices(on: link, in: service) { completion($0.map(DiscoveryResult.services)) }
-        case .characteristics(let service, let uuid):
-            host.discoverCharacteristics(on: link, in: service, uuid: uuid) {
-                completion($0.map(DiscoveryResult.characteristics))
-            }
-        case .descriptors(let characteristic):
-            host.discoverDescriptors(on: link, of: characteristic) { completion($0.map(DiscoveryResult.descriptors)) }
-        }
-    }
-
-    /// Reads the peer's Database Hash, then steps what it found with what the store keeps for the peer (read
-    /// here, off the machine).
-    private func readDatabaseHash(on link: ConnectionHandle, asOf: UInt64, peer: UUID?, againstCache: Bool) {
-        let everything = AttributeHandle(0x0001)...AttributeHandle(0xFFFF)
-        // The core is held until the peer answers (the read ends, at the latest, with the link): the discoveries
-        // waiting for it are always answered.
-        host.readUsingCharacteristicUUID(on: link, uuid: .databaseHash, range: everything) { [self] result in
-            let read: DatabaseHashRead
-            switch result {
-            case .success(let values):
-                // A hash is 128 bits; anything else is no hash to trust.
-                read = .value(values.first.map(\.value).flatMap { $0.count == 16 ? $0 : nil })
-            case .failure(let error) where error.attErrorCode == .attributeNotFound: read = .absent
-            case .failure: read = .failed
-            }
-            var cached: StoredGATTCache?
-            if let peer, read != .failed, againstCache || read == .absent, let kept = store.gattCache(for: peer) {
-                let record = GATTCacheRecord(decoding: kept.record)
-                if record == nil {
-                    Self.cacheLogger.warning(
-                        "a GATT cache in the store cannot be read; it is dropped and the peer discovered again",
-                        metadata: ["identifier": "\(peer)"])
-                }
-                cached = StoredGATTCache(hash: kept.hash, record: record)
-            }
-            let bonded = peer.flatMap { store.bond(for: $0) } != nil
-            step { ((), $0.machine.databaseHashRead(link, asOf: asOf, read, cached: cached, bonded: bonded)) }
-        }
-    }
-
-    // MARK: The GATT server
-
-    /// Publishes a service that `owner` answers for: requests for its attributes reach `owner` only.
-    public func addService(_ definition: GATTServiceDefinition, owner: any SystemSession)
-        -> Result<PublishedService, HostError>
-    {
-        guard let session = state.withLock({ $0.session(of: ObjectIdentifier(owner)) }) else {
-            refuseDefunct("a service")
-            return .failure(Self.defunct)
-        }
-        let result = host.addService(definition)
-        guard case .success(let published) = result else { return result }
-        let recorded = state.withLock { s in
-            // Its app may have been terminated meanwhile: nobody would take the service out then.
-            guard s.session(of: ObjectIdentifier(owner)) == session else { return false }
-            s.machine.servicePublished(published, by: session)
-            return true
-        }
-        guard recorded else {
-            host.removeService(at: published.serviceHandle)
-            refuseDefunct("a service")
-            return .failure(Self.defunct)
-        }
-        return result
-    }
-
-    // MARK: Apps
-
-    /// Ends `app`: nothing reaches its managers any more, and each lets go of what it holds in the system
-    /// (scans, links, services, advertising) and is unregistered, except those in `keeping`: the system goes on
-    /// with their work on the app's behalf (state restoration), until a restored manager takes it over
-    /// (`transfer`). Its launch handler's object is the caller's to release.
-    public func terminate(_ app: SystemApp, keeping: Set<ObjectIdentifier> = []) {
-        app.terminate()
-        let services = step { s -> ([AttributeHandle], [SystemAction]) in
-            let kept = Set(keeping.compactMap { s.ids[$0] })
-            // Their services are taken out here, on the caller's thread, as a manager released takes its own out:
-            // before the app's next launch publishes anything, and before the managers hear of the end.
-            var services: [AttributeHandle] = []
-            for id in s.machine.sessions(of: app.id) where !kept.contains(id) {
-                services += s.machine.servicesRemoved(of: id)
-            }
-            // The machine lets go of the terminated managers' links and subscriptions.
-            let actions = s.machine.appTerminated(app.id, keeping: kept)
-            for case .deliver(let id, .appTerminated) in actions { s.detach(id, leaving: true) }
-            return (services, actions)
-        }
-        for handle in services { host.removeService(at: handle) }
-    }
-
-    /// The managers registered for `app`.
-    public func sessions(of app: SystemApp) -> [any SystemSession] {
-        state.withLock { s in s.machine.sessions(of: app.id).compactMap { s.sinks[$0]?.session } }
-    }
-
-    /// A restored peripheral manager takes over what `old` (kept for its terminated app) holds: its services and
-    /// its advertisement. `old` stays registered until `replace(_:with:app:)` puts `new` in its place.
-    /// `advertisingStarted` and `advertisingEnded` replace the kept manager's callbacks for its advertisement.
-    public func transfer(
-        fromPeripheral old: any SystemSession, to new: any SystemSession,
-        advertisingStarted: @escaping @Sendable (Result<Void, HostError>) -> Void,
-        advertisingEnded: @escaping @Sendable (HostError) -> Void
-    ) {
-        state.withLock { s in
-            guard let oldSession = s.ids[ObjectIdentifier(old)] else { return }
-            // Known by its id from now on: the requests for its services reach it before `replace`.
-            let newSession = s.reserve(new, app: s.sinks[oldSession]?.app ?? defaultApp)
-            s.machine.servicesTransferred(from: oldSession, to: newSession)
-            // Its advertisement is the new one's, and so are the answers still to come for it, those already on
-            // their way included.
-            _ = s.machine.advertisingTransferred(from: oldSession, to: newSession)
-            for (id, caller) in s.advertisingStarts where caller.session == oldSession {
-                s.advertisingStarts[id] = Caller(session: newSession, tell: advertisingStarted)
-            }
-            for (id, caller) in s.advertisingEnds where caller.session == oldSession {
-                s.advertisingEnds[id] = Caller(session: newSession, tell: advertisingEnded)
-            }
-        }
-    }
-
-    /// A restored manager takes over what `old` (kept for its terminated app) holds: its links and pending
-    /// connections, its subscriptions, and its scan (under the scan id `scan`). Returns the scan's request when
-    /// `old` was scanning. `old` stays registered until `replace(_:with:app:)` puts `new` in its place.
-    public func transfer(
-        from old: any SystemSession & LinkClient & ScanClient, to new: any SystemSession & LinkClient & ScanClient,
-        scan: UInt64
-    ) -> ScanRequest? {
-        let oldID = ObjectIdentifier(old)
-        return state.withLock { s -> ScanRequest? in
-            guard let oldSession = s.ids[oldID] else { return nil }
-            // The restored manager is known by its id from now on (its scan's discoveries and its links' events
-            // reach it; its links and subscriptions are its own), and takes the kept one's place among the
-            // registered managers in `replace`.
-            let newSession = s.reserve(new, app: s.sinks[oldSession]?.app ?? defaultApp)
-            s.machine.linksTransferred(from: oldSession, to: newSession)
-            let request = s.machine.scans.request(of: oldSession)
-            return s.machine.scanTransferred(from: oldSession, to: newSession, id: scan) ? request : nil
-        }
-    }
-
-    /// Whether a manager is registered (not unregistered, nor of a terminated app).
-    private func isLive(_ id: ObjectIdentifier) -> Bool {
-        appOf(id) != nil
-    }
-
-    /// The app of a registered manager.
-    private func appOf(_ id: ObjectIdentifier) -> SystemApp? {
-        state.withLock { s in s.ids[id].flatMap { s.sinks[$0]?.app } }
-    }
-
-    /// How an app's scans run where it is in its lifecycle.
-    private static func scanMode(of app: SystemApp) -> ScanMode {
-        switch app.lifecycle {
-        case .foreground: .foreground
-        case .background, .suspended, .notRunning:
-            app.backgroundModes.contains(.bluetoothCentral) ? .background : .off
-        }
-    }
-
-    /// An app moved in its lifecycle: every manager's scan follows its app. Applied from the scheduler, never
-    /// inside the delivery or the scan that caused the change (their locks may be held there).
-    private func appLifecycleChanged() {
-        scheduler.schedule(after: .zero) { [weak self] in self?.applyScanModes() }
-    }
-
-    private func applyScanModes() {
-        let apps = state.withLock { s -> [(ObjectIdentifier, SessionID, SystemApp)] in
-            s.order.compactMap { entry in s.ids[entry.object].map { (entry.object, $0, entry.app) } }
-        }
-        let scanModes = Dictionary(apps.map { ($0.1, Self.scanMode(of: $0.2)) }) { first, _ in first }
-        let advertisingModes = Dictionary(apps.map { ($0.1, Self.advertisingMode(of: $0.2)) }) { first, _ in first }
-        step { ((), $0.machine.scanModesChanged(scanModes) + $0.machine.advertisingModesChanged(advertisingModes)) }
-    }
-
-    /// How an app's advertisement goes on the air where it is in its lifecycle.
-    private static func advertisingMode(of app: SystemApp) -> AdvertisingMode {
-        switch app.lifecycle {
-        case .foreground: .foreground
-        case .background, .suspended, .notRunning:
-            app.backgroundModes.contains(.bluetoothPeripheral) ? .background : .off
-        }
-    }
-
-    private static let defunct = HostError(.invalidState, "the application was terminated")
+    static let defunct = HostError(.invalidState, "the application was terminated")
     /// What a start of advertising waiting as the controller goes away hears.
-    private static let gone = HostError(.transportClosed, "the controller went away")
-    private static let apiLogger = Logger(label: "swift-ble.api")
-    private static let cacheLogger = Logger(label: "swift-ble.gatt-cache")
+    static let gone = HostError(.transportClosed, "the controller went away")
+    static let apiLogger = Logger(label: "swift-ble.api")
+    static let cacheLogger = Logger(label: "swift-ble.gatt-cache")
     /// What the system noticed that no app is told.
-    private static let logger = Logger(label: "swift-ble.system")
+    static let logger = Logger(label: "swift-ble.system")
 
-    private func refuseDefunct(_ what: String) {
+    func refuseDefunct(_ what: String) {
         Self.apiLogger.warning("\(what) asked for by a manager of a terminated application was refused")
-    }
-
-    /// Unpublishes the service declared at `serviceHandle`, if `owner` published it.
-    public func removeService(at serviceHandle: AttributeHandle, owner: any SystemSession) {
-        let removed = state.withLock { s in
-            s.session(of: ObjectIdentifier(owner)).map { s.machine.serviceRemoved(at: serviceHandle, by: $0) } ?? false
-        }
-        if removed { host.removeService(at: serviceHandle) }
-    }
-
-    /// Unpublishes every service of a manager that went away (`ObjectIdentifier` of the manager: it may be
-    /// mid-deinit). Nothing happens for a manager detached already (its app's termination took them out).
-    public func removeServices(of owner: ObjectIdentifier) {
-        let handles = state.withLock { s in s.session(of: owner).map { s.machine.servicesRemoved(of: $0) } ?? [] }
-        for handle in handles { host.removeService(at: handle) }
     }
 
     /// Whether `shutDown()` was called.
@@ -799,7 +356,7 @@ public final class SystemCore: Sendable {
         }
     }
 
-    private func setPower(_ power: SystemPowerState) {
+    func setPower(_ power: SystemPowerState) {
         step { ((), $0.machine.controllerChanged(power)) }
     }
 
@@ -809,7 +366,7 @@ public final class SystemCore: Sendable {
     /// a manager is told the states in the order the machine produced them, so two changes racing on two
     /// threads (the host's power, a user's authorization) cannot leave it with the earlier one.
     @discardableResult
-    private func step<T>(_ body: (inout State) -> (T, [SystemAction])) -> T {
+    func step<T>(_ body: (inout State) -> (T, [SystemAction])) -> T {
         stepWork { s -> (T, [Work]) in
             let (value, actions) = body(&s)
             return (
@@ -828,7 +385,7 @@ public final class SystemCore: Sendable {
     /// Steps with `body`, which queues work of its own (host events for the managers, with the machine's
     /// actions).
     @discardableResult
-    private func stepWork<T>(_ body: (inout State) -> (T, [Work])) -> T {
+    func stepWork<T>(_ body: (inout State) -> (T, [Work])) -> T {
         // In the domain, a drain starts at once and performs everything stepped so far, in order (a drain
         // scheduled from outside may not have run yet); from outside, one is scheduled in the domain.
         let inDomain = scheduler.isExecuting
@@ -841,7 +398,7 @@ public final class SystemCore: Sendable {
     }
 
     /// Drains now, or has a drain scheduled in the domain, as the outbox said.
-    private func start(_ drain: DomainOutbox<Work>.Start) {
+    func start(_ drain: DomainOutbox<Work>.Start) {
         switch drain {
         case .now: drainOutbox()
         case .scheduled: scheduler.execute { [self] in scheduledDrain() }
@@ -851,13 +408,13 @@ public final class SystemCore: Sendable {
 
     /// A drain scheduled from outside the domain, now in it: it performs what waits, unless a drain started in
     /// the domain meanwhile has (or is doing so).
-    private func scheduledDrain() {
+    func scheduledDrain() {
         let start = state.withLock { $0.outbox.scheduledDrainArrived() }
         if start { drainOutbox() }
     }
 
     /// Performs queued work until the outbox is empty, outside the lock. Only one thread drains at a time.
-    private func drainOutbox() {
+    func drainOutbox() {
         while true {
             let next = state.withLock { s -> (work: Work, session: (any SystemSession)?, all: [WeakSession])? in
                 guard let work = s.outbox.next() else {
@@ -897,7 +454,7 @@ public final class SystemCore: Sendable {
 
     /// A client's request for a manager that went away before it was told: refused at once, so the client does
     /// not wait for the ATT transaction timeout.
-    private func refuseUnanswered(_ event: HostEvent) {
+    func refuseUnanswered(_ event: HostEvent) {
         switch event {
         case .serverRead(let request, _, _, _): host.respond(to: request, result: .unlikelyError, value: nil)
         case .serverWrite(let request?, _, _): host.respond(to: request, result: .unlikelyError, value: nil)
@@ -906,7 +463,7 @@ public final class SystemCore: Sendable {
     }
 
     /// Performs one of the machine's actions (`session`: the manager a delivery is for, while it lives).
-    private func perform(_ action: SystemAction, for session: (any SystemSession)?) {
+    func perform(_ action: SystemAction, for session: (any SystemSession)?) {
         switch action {
         case .deliver(_, .powerChanged(let power)): session?.systemPowerStateChanged(power)
         case .deliver(_, .appTerminated): session?.systemAppTerminated()
@@ -1068,7 +625,7 @@ public final class SystemCore: Sendable {
     /// attached, after those actions. When that is all there is to do in the domain (no action, nothing queued,
     /// no drain under way: the path of nearly every notification and advertisement), the managers are told at
     /// once, as the drainer, rather than through the queue.
-    private func broadcast(_ event: HostEvent, _ body: (inout State, inout [SystemAction]) -> Void) {
+    func broadcast(_ event: HostEvent, _ body: (inout State, inout [SystemAction]) -> Void) {
         let inDomain = scheduler.isExecuting
         let (direct, drain) = state.withLock { s -> ([WeakSession]?, DomainOutbox<Work>.Start) in
             var actions: [SystemAction] = []

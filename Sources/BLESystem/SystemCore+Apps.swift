@@ -1,0 +1,131 @@
+import BLEATT
+import BLECore
+import BLEGATT
+import BLEHCI
+import BLEHost
+import BLETransport
+import Foundation
+import Logging
+import Synchronization
+
+// Apps: termination, the managers kept for restoration and their transfer, the modes that follow each app's
+// lifecycle.
+
+extension SystemCore {
+    // MARK: Apps
+
+    /// Ends `app`: nothing reaches its managers any more, and each lets go of what it holds in the system
+    /// (scans, links, services, advertising) and is unregistered, except those in `keeping`: the system goes on
+    /// with their work on the app's behalf (state restoration), until a restored manager takes it over
+    /// (`transfer`). Its launch handler's object is the caller's to release.
+    public func terminate(_ app: SystemApp, keeping: Set<ObjectIdentifier> = []) {
+        app.terminate()
+        let services = step { s -> ([AttributeHandle], [SystemAction]) in
+            let kept = Set(keeping.compactMap { s.ids[$0] })
+            // Their services are taken out here, on the caller's thread, as a manager released takes its own out:
+            // before the app's next launch publishes anything, and before the managers hear of the end.
+            var services: [AttributeHandle] = []
+            for id in s.machine.sessions(of: app.id) where !kept.contains(id) {
+                services += s.machine.servicesRemoved(of: id)
+            }
+            // The machine lets go of the terminated managers' links and subscriptions.
+            let actions = s.machine.appTerminated(app.id, keeping: kept)
+            for case .deliver(let id, .appTerminated) in actions { s.detach(id, leaving: true) }
+            return (services, actions)
+        }
+        for handle in services { host.removeService(at: handle) }
+    }
+
+    /// The managers registered for `app`.
+    public func sessions(of app: SystemApp) -> [any SystemSession] {
+        state.withLock { s in s.machine.sessions(of: app.id).compactMap { s.sinks[$0]?.session } }
+    }
+
+    /// A restored peripheral manager takes over what `old` (kept for its terminated app) holds: its services and
+    /// its advertisement. `old` stays registered until `replace(_:with:app:)` puts `new` in its place.
+    /// `advertisingStarted` and `advertisingEnded` replace the kept manager's callbacks for its advertisement.
+    public func transfer(
+        fromPeripheral old: any SystemSession, to new: any SystemSession,
+        advertisingStarted: @escaping @Sendable (Result<Void, HostError>) -> Void,
+        advertisingEnded: @escaping @Sendable (HostError) -> Void
+    ) {
+        state.withLock { s in
+            guard let oldSession = s.ids[ObjectIdentifier(old)] else { return }
+            // Known by its id from now on: the requests for its services reach it before `replace`.
+            let newSession = s.reserve(new, app: s.sinks[oldSession]?.app ?? defaultApp)
+            s.machine.servicesTransferred(from: oldSession, to: newSession)
+            // Its advertisement is the new one's, and so are the answers still to come for it, those already on
+            // their way included.
+            _ = s.machine.advertisingTransferred(from: oldSession, to: newSession)
+            for (id, caller) in s.advertisingStarts where caller.session == oldSession {
+                s.advertisingStarts[id] = Caller(session: newSession, tell: advertisingStarted)
+            }
+            for (id, caller) in s.advertisingEnds where caller.session == oldSession {
+                s.advertisingEnds[id] = Caller(session: newSession, tell: advertisingEnded)
+            }
+        }
+    }
+
+    /// A restored manager takes over what `old` (kept for its terminated app) holds: its links and pending
+    /// connections, its subscriptions, and its scan (under the scan id `scan`). Returns the scan's request when
+    /// `old` was scanning. `old` stays registered until `replace(_:with:app:)` puts `new` in its place.
+    public func transfer(
+        from old: any SystemSession & LinkClient & ScanClient, to new: any SystemSession & LinkClient & ScanClient,
+        scan: UInt64
+    ) -> ScanRequest? {
+        let oldID = ObjectIdentifier(old)
+        return state.withLock { s -> ScanRequest? in
+            guard let oldSession = s.ids[oldID] else { return nil }
+            // The restored manager is known by its id from now on (its scan's discoveries and its links' events
+            // reach it; its links and subscriptions are its own), and takes the kept one's place among the
+            // registered managers in `replace`.
+            let newSession = s.reserve(new, app: s.sinks[oldSession]?.app ?? defaultApp)
+            s.machine.linksTransferred(from: oldSession, to: newSession)
+            let request = s.machine.scans.request(of: oldSession)
+            return s.machine.scanTransferred(from: oldSession, to: newSession, id: scan) ? request : nil
+        }
+    }
+
+    /// Whether a manager is registered (not unregistered, nor of a terminated app).
+    func isLive(_ id: ObjectIdentifier) -> Bool {
+        appOf(id) != nil
+    }
+
+    /// The app of a registered manager.
+    func appOf(_ id: ObjectIdentifier) -> SystemApp? {
+        state.withLock { s in s.ids[id].flatMap { s.sinks[$0]?.app } }
+    }
+
+    /// How an app's scans run where it is in its lifecycle.
+    static func scanMode(of app: SystemApp) -> ScanMode {
+        switch app.lifecycle {
+        case .foreground: .foreground
+        case .background, .suspended, .notRunning:
+            app.backgroundModes.contains(.bluetoothCentral) ? .background : .off
+        }
+    }
+
+    /// An app moved in its lifecycle: every manager's scan follows its app. Applied from the scheduler, never
+    /// inside the delivery or the scan that caused the change (their locks may be held there).
+    func appLifecycleChanged() {
+        scheduler.schedule(after: .zero) { [weak self] in self?.applyScanModes() }
+    }
+
+    func applyScanModes() {
+        let apps = state.withLock { s -> [(ObjectIdentifier, SessionID, SystemApp)] in
+            s.order.compactMap { entry in s.ids[entry.object].map { (entry.object, $0, entry.app) } }
+        }
+        let scanModes = Dictionary(apps.map { ($0.1, Self.scanMode(of: $0.2)) }) { first, _ in first }
+        let advertisingModes = Dictionary(apps.map { ($0.1, Self.advertisingMode(of: $0.2)) }) { first, _ in first }
+        step { ((), $0.machine.scanModesChanged(scanModes) + $0.machine.advertisingModesChanged(advertisingModes)) }
+    }
+
+    /// How an app's advertisement goes on the air where it is in its lifecycle.
+    static func advertisingMode(of app: SystemApp) -> AdvertisingMode {
+        switch app.lifecycle {
+        case .foreground: .foreground
+        case .background, .suspended, .notRunning:
+            app.backgroundModes.contains(.bluetoothPeripheral) ? .background : .off
+        }
+    }
+}

@@ -1,0 +1,99 @@
+import BLEATT
+import BLECore
+import BLEGATT
+import BLEHCI
+import BLEHost
+import BLETransport
+import Foundation
+import Logging
+import Synchronization
+
+// The peripheral role of the system: advertising and the GATT server's services.
+
+extension SystemCore {
+    // MARK: Advertising
+
+    /// `client` advertises `request` (replacing what it advertised before). With other apps advertising, the
+    /// system gives each app's advertisement the air in turn (`AdvertisingTable`). `started` hears once the
+    /// controller advertises for the client, or why not (`.cancelled` when a stop or a later start overtook it);
+    /// `ended`, when the controller refuses the advertisement later (put on the air again after a connection):
+    /// the client no longer advertises.
+    ///
+    /// `background` is the form the advertisement takes while the client's app is out of the foreground with
+    /// `bluetooth-peripheral`; a foreground-only app's advertisement leaves the air then, and comes back with it.
+    public func startAdvertising(
+        _ client: ObjectIdentifier, _ request: AdvertisingRequest, background: AdvertisingRequest? = nil,
+        started: @escaping @Sendable (Result<Void, HostError>) -> Void,
+        ended: @escaping @Sendable (HostError) -> Void
+    ) {
+        guard let app = appOf(client) else {
+            refuseDefunct("advertising")
+            return started(.failure(Self.defunct))
+        }
+        let mode = Self.advertisingMode(of: app)
+        let live = step { s -> (Bool, [SystemAction]) in
+            guard let session = s.ids[client] else { return (false, []) }
+            let (id, actions) = s.machine.startAdvertising(session, request, background: background, mode: mode)
+            // Known before the start can be answered: its answer is performed after this step. The end of an
+            // advertisement this start replaces is no longer told.
+            s.advertisingStarts[id] = Caller(session: session, tell: started)
+            s.advertisingEnds = s.advertisingEnds.filter { $0.value.session != session }
+            s.advertisingEnds[id] = Caller(session: session, tell: ended)
+            return (true, actions)
+        }
+        if !live {
+            refuseDefunct("advertising")
+            started(.failure(Self.defunct))
+        }
+    }
+
+    /// `client` stops advertising (the controller stops with the last app).
+    public func stopAdvertising(_ client: ObjectIdentifier) {
+        step { s in
+            guard let session = s.session(of: client) else { return ((), []) }
+            s.advertisingEnds = s.advertisingEnds.filter { $0.value.session != session }
+            return ((), s.machine.stopAdvertising(session))
+        }
+    }
+
+    // MARK: The GATT server
+
+    /// Publishes a service that `owner` answers for: requests for its attributes reach `owner` only.
+    public func addService(_ definition: GATTServiceDefinition, owner: any SystemSession)
+        -> Result<PublishedService, HostError>
+    {
+        guard let session = state.withLock({ $0.session(of: ObjectIdentifier(owner)) }) else {
+            refuseDefunct("a service")
+            return .failure(Self.defunct)
+        }
+        let result = host.addService(definition)
+        guard case .success(let published) = result else { return result }
+        let recorded = state.withLock { s in
+            // Its app may have been terminated meanwhile: nobody would take the service out then.
+            guard s.session(of: ObjectIdentifier(owner)) == session else { return false }
+            s.machine.servicePublished(published, by: session)
+            return true
+        }
+        guard recorded else {
+            host.removeService(at: published.serviceHandle)
+            refuseDefunct("a service")
+            return .failure(Self.defunct)
+        }
+        return result
+    }
+
+    /// Unpublishes the service declared at `serviceHandle`, if `owner` published it.
+    public func removeService(at serviceHandle: AttributeHandle, owner: any SystemSession) {
+        let removed = state.withLock { s in
+            s.session(of: ObjectIdentifier(owner)).map { s.machine.serviceRemoved(at: serviceHandle, by: $0) } ?? false
+        }
+        if removed { host.removeService(at: serviceHandle) }
+    }
+
+    /// Unpublishes every service of a manager that went away (`ObjectIdentifier` of the manager: it may be
+    /// mid-deinit). Nothing happens for a manager detached already (its app's termination took them out).
+    public func removeServices(of owner: ObjectIdentifier) {
+        let handles = state.withLock { s in s.session(of: owner).map { s.machine.servicesRemoved(of: $0) } ?? [] }
+        for handle in handles { host.removeService(at: handle) }
+    }
+}
