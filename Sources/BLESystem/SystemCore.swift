@@ -59,7 +59,6 @@ public final class SystemCore: Sendable {
     /// What outlives the process: identifiers and known peers (later bonds, GATT caches, preserved state).
     public let store: SystemStore
     /// Pairing and encryption: bonds, LTK requests, links secured on demand.
-    public let security: SystemSecurity
     /// The app of managers made without one: the process itself, on a real controller.
     public let defaultApp: SystemApp
 
@@ -105,6 +104,12 @@ public final class SystemCore: Sendable {
         /// Who hears that the advertisement a start put on the air ended after it started (until the session
         /// stops, starts again, or goes).
         var advertisingEnds: [AdvertisingStartID: Caller<HostError>] = [:]
+        /// Who answers the pairing's questions (`SystemSecurity.setPrompter`).
+        var prompter: SystemSecurity.Prompter?
+        /// Who waits for each link's encryption (`SystemSecurity.secure`).
+        var secureWaiters: [SecureID: @Sendable (Result<Void, SecurityFailure>) -> Void] = [:]
+        /// Who waits for each pairing (`SystemSecurity.pair`).
+        var pairWaiters: [PairID: @Sendable (Result<PairingOutcome, any Error>) -> Void] = [:]
         /// Who waits for each discovery an app asked for.
         var discoveryWaiters: [DiscoveryID: @Sendable (Result<DiscoveryResult, HostError>) -> Void] = [:]
 
@@ -211,19 +216,14 @@ public final class SystemCore: Sendable {
                 interval: appRules.backgroundScanInterval.units(of: .microseconds(625), within: 0x0004...0x4000),
                 window: window.units(of: .microseconds(625), within: 0x0004...0x4000)),
             active: configuration.activeScanning)
-        var initial = State(machine: SystemMachine(scans: scans))
+        var initial = State(machine: SystemMachine(scans: scans, pairs: configuration.security != nil))
         initial.apps[Self.defaultAppID] = defaultApp
         self.state = Mutex(initial)
         let host = HostDriver(transport: transport, scheduler: scheduler, configuration: configuration)
         self.host = host
-        self.security = SystemSecurity(host: host, store: store)
-        security.refreshResolvingList()
+        refreshResolvingList()
         host.setEventHandler { [weak self] event in self?.handle(event) }
         defaultApp.observeLifecycle { [weak self] in self?.appLifecycleChanged() }
-        // A peer that lost the bond's key: the link is ended, and its apps hear `peerRemovedPairingInformation`.
-        security.onPeerRemovedPairingInformation { [weak self] handle in
-            self?.step { ((), $0.machine.linkRefused(handle, status: .pinOrKeyMissing)) }
-        }
         host.start { [weak self] result in
             switch result {
             case .success: self?.setPower(.poweredOn)
@@ -493,6 +493,33 @@ public final class SystemCore: Sendable {
         case .disconnect(let handle, let reason): host.disconnect(handle, reason: reason)
         case .refuse(let request, let code): host.respond(to: request, result: code, value: nil)
         case .removeService(let handle): host.removeService(at: handle)
+        case .setPeerBonded(let link): host.setPeerBonded(on: link, true)
+        case .encrypt(let link, let peer): encrypt(link, peer: peer)
+        case .pair(let link):
+            host.pair(on: link) { [weak self] result in
+                // A failure the pairing machine reports itself comes as `.pairingFailed`.
+                guard case .failure(let error) = result, error.code != .pairingFailed else { return }
+                self?.step { ((), $0.machine.pairingRefused(link, error)) }
+            }
+        case .prompt(let link, let peer, let prompt):
+            let prompter = state.withLock { $0.prompter }
+            prompter?(link, peer.flatMap { store.existingIdentifier(for: $0) }, prompt)
+        case .answerPairing(let link, let answer): host.answerPairing(on: link, answer)
+        case .confirmKeyDelivery(let link):
+            // One ATT exchange after the keys (a read of the first handle, whatever it answers) comes back only
+            // once the peer has read what came before it on the link.
+            host.read(on: link, attribute: .min) { [weak self] _ in self?.step { ((), $0.machine.keysDelivered(link)) }
+            }
+        case .secureAnswered(let id, let failure):
+            let waiting = state.withLock { $0.secureWaiters.removeValue(forKey: id) }
+            waiting?(failure.map { .failure($0) } ?? .success(()))
+        case .pairAnswered(let id, let answer):
+            let waiting = state.withLock { $0.pairWaiters.removeValue(forKey: id) }
+            switch answer {
+            case .paired(let outcome): waiting?(.success(outcome))
+            case .failed(let failure): waiting?(.failure(failure))
+            case .refused(let error): waiting?(.failure(error))
+            }
         case .readDatabaseHash(let link, let asOf, let peer, let againstCache):
             readDatabaseHash(on: link, asOf: asOf, peer: peer, againstCache: againstCache)
         case .discover(let id, let link, let request):
@@ -552,16 +579,28 @@ public final class SystemCore: Sendable {
     /// GATT server's owners) and passes it on to the managers it concerns. The host's event handler; a test may
     /// feed events here as a controller would cause them.
     public func handle(_ event: HostEvent) {
-        security.handle(event)
         // The system's own part, stepped (or done) before the event is queued for the managers.
         switch event {
         case .transportClosed(let reason):
-            step { ((), $0.machine.scanFailed() + $0.machine.linksReset() + $0.machine.advertisingReset(Self.gone)) }
-            setPower(.poweredOff(reason: reason ?? "the controller's transport closed"))
+            let why = reason ?? "the controller's transport closed"
+            step { s in
+                (
+                    (),
+                    s.machine.securityReset(why) + s.machine.scanFailed() + s.machine.linksReset()
+                        + s.machine.advertisingReset(Self.gone)
+                )
+            }
+            setPower(.poweredOff(reason: why))
         case .controllerResetting(let reason):
             // As on iOS (IOSRules.md 6.7): managers see `.resetting`; scans, pending connects, advertising and links
             // end without a callback each (the host reports each link's end after this, to the system alone).
-            step { ((), $0.machine.scanFailed() + $0.machine.linksReset() + $0.machine.advertisingReset(Self.gone)) }
+            step { s in
+                (
+                    (),
+                    s.machine.securityReset(reason) + s.machine.scanFailed() + s.machine.linksReset()
+                        + s.machine.advertisingReset(Self.gone)
+                )
+            }
             setPower(.resetting(reason: reason))
         case .controllerRestarted(.success):
             setPower(.poweredOn)
@@ -572,33 +611,39 @@ public final class SystemCore: Sendable {
             return broadcast(event) { s, actions in s.machine.advertisingReport(report, into: &actions) }
         case .advertisingEnded:
             step { ((), $0.machine.advertisingInterrupted()) }
-        case .connected(let info) where info.role == .central:
-            // The peer's Database Hash is read before any discovery on the link.
+        case .connected(let info):
             let peer = store.existingIdentifier(for: info.peer)
-            // A bonded peer's link is being encrypted with the kept key (`security` started it): as on iOS, the
-            // apps' connection completes once it is encrypted, and fails when it cannot be (a peer that lost the
-            // key: `peerRemovedPairingInformation` in `didFailToConnect`).
-            let held = security.isSecuring(info.handle)
+            let bond = peer.flatMap { store.bond(for: $0) }
             step { s in
-                ((), s.machine.discoveryLinkUp(info.handle, peer: peer) + s.machine.linkConnected(info, securing: held))
+                // A phone encrypts a bonded peripheral's link at once, with the key it kept.
+                var actions = s.machine.securityLinkUp(
+                    info, bonded: bond != nil, centralKey: bond?.centralKey != nil)
+                guard info.role == .central else { return ((), actions) }
+                // The peer's Database Hash is read before any discovery on the link. A bonded peer's link is held
+                // from the apps while it is encrypted: as on iOS, their connection completes once it is, and fails
+                // when it cannot be (a peer that lost the key: `peerRemovedPairingInformation`).
+                actions += s.machine.discoveryLinkUp(info.handle, peer: peer)
+                actions += s.machine.linkConnected(info, securing: s.machine.security.isSecuring(info.handle))
+                return ((), actions)
             }
-            if held {
-                security.secure(info.handle) { [weak self] result in
-                    self?.step { s in
-                        switch result {
-                        case .success: ((), s.machine.linkSecured(info.handle))
-                        case .failure(.peerRemovedPairingInformation):
-                            ((), s.machine.linkRefused(info.handle, status: .pinOrKeyMissing))
-                        case .failure(.encryption(let status)):
-                            ((), s.machine.linkRefused(info.handle, status: status))
-                        case .failure(.pairing):
-                            ((), s.machine.linkRefused(info.handle, status: .authenticationFailure))
-                        case .failure(.unavailable):
-                            ((), [])  // the link is down already; its end tells the apps
-                        }
-                    }
-                }
+        case .encryptionChanged(let handle, let encrypted, .success):
+            step { ((), $0.machine.encryptionChanged(handle, encrypted: encrypted)) }
+        case .pairingCompleted(let handle, let result):
+            // The bond is kept first: whoever hears of the pairing finds it in the store.
+            let identifier = keepBond(result, on: handle)
+            step {
+                ((), $0.machine.pairingCompleted(handle, PairingOutcome(result: result, bondIdentifier: identifier)))
             }
+        case .pairingFailed(let handle, let failure):
+            step { ((), $0.machine.pairingFailed(handle, failure)) }
+        case .pairingPrompt(let handle, let prompt):
+            step { ((), $0.machine.pairingPrompt(handle, prompt)) }
+        case .longTermKeyRequested(let handle, let ediv, let rand):
+            host.replyLongTermKey(on: handle, key: keyForRequest(handle, ediv: ediv, rand: rand)?.key)
+        case .securityRequested(let handle, _):
+            // Central: the peripheral wants security; encrypt with the bond, or pair.
+            let bonded = hasCentralKey(handle)
+            step { ((), $0.machine.securityRequested(handle, bonded: bonded)) }
         case .valueUpdated(let link, let attribute, let value, isIndication: true)
         where isServiceChanged(attribute, on: link):
             // Every app on the link forgets what was discovered there, before any of them hears of it (whatever

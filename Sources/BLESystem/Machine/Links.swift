@@ -207,6 +207,12 @@ package struct LinkTable: Sendable, Hashable {
         }
     }
 
+    /// Whether the link `handle` is held while the system encrypts it (its sessions wait).
+    package func isHeld(_ handle: ConnectionHandle) -> Bool {
+        guard let peer = byHandle[handle] else { return false }
+        return peers[peer]?.securing == true
+    }
+
     /// Whether `session` is on the link `handle`.
     package func isUser(_ session: SessionID, of handle: ConnectionHandle) -> Bool {
         guard let peer = byHandle[handle] else { return false }

@@ -3,6 +3,7 @@ import BLECore
 import BLEGATT
 import BLEHCI
 import BLEHost
+import BLESMP
 import Foundation
 
 /// One manager attached to the system (a central or a peripheral manager), by an id its driver draws and
@@ -68,6 +69,23 @@ package enum SystemAction: Sendable, Hashable {
     /// Enable the indications of the peer's Service Changed characteristic (write 2 to this configuration
     /// descriptor), for the system.
     case writeServiceChangedConfiguration(ConnectionHandle, AttributeHandle)
+    /// Tell the host the link's peer is bonded.
+    case setPeerBonded(ConnectionHandle)
+    /// Encrypt the link with the key kept for `peer`'s bond (this device central); `encryptionFailed` is stepped
+    /// when it cannot be.
+    case encrypt(ConnectionHandle, peer: BluetoothAddress)
+    /// Pair on the link; `pairingRefused` is stepped when the host refuses or ends it without the pairing machine.
+    case pair(ConnectionHandle)
+    /// Ask the user the pairing's question (`peer`: the link's peer).
+    case prompt(ConnectionHandle, peer: BluetoothAddress?, PairingPrompt)
+    /// Answer the pairing's question for the user.
+    case answerPairing(ConnectionHandle, PairingAnswer)
+    /// Make one ATT exchange after a central's distributed keys; `keysDelivered` is stepped when it comes back.
+    case confirmKeyDelivery(ConnectionHandle)
+    /// Answer a wait for a link's encryption: encrypted (nil), or why not.
+    case secureAnswered(SecureID, SecurityFailure?)
+    /// Answer a wait for a pairing.
+    case pairAnswered(PairID, PairAnswer)
 }
 
 /// A timer the machine started (`.startTimer`), as it is stepped back when it fires.
@@ -113,7 +131,7 @@ package enum SessionEvent: Sendable, Hashable {
 /// it (`LinkTable`, which also reconnects them), and their subscriptions (`SubscriptionTable`); who answers for
 /// each service of the GATT server (`ServiceTable`); and the advertisements taking turns on the controller's
 /// one advertising set (`AdvertisingTable`); what was discovered on each link and kept across links
-/// (`DiscoveryTable`). Its timers are actions (`.startTimer`), stepped back when they fire
+/// (`DiscoveryTable`); pairing and encryption (`SecurityTable`). Its timers are actions (`.startTimer`), stepped back when they fire
 /// (`timerFired(_:)`).
 ///
 /// ### Function
@@ -135,6 +153,7 @@ package struct SystemMachine: Sendable {
     package private(set) var services = ServiceTable()
     package private(set) var advertising = AdvertisingTable()
     package private(set) var discovery = DiscoveryTable()
+    package private(set) var security: SecurityTable
 
     /// A manager as the machine knows it.
     package struct Session: Sendable, Hashable {
@@ -144,8 +163,11 @@ package struct SystemMachine: Sendable {
         package var told: SystemPowerState?
     }
 
-    package init(scans: ScanUnion = ScanUnion(backgroundParameters: ScanUnion.parameters)) {
+    package init(
+        scans: ScanUnion = ScanUnion(backgroundParameters: ScanUnion.parameters), pairs: Bool = true
+    ) {
         self.scans = scans
+        self.security = SecurityTable(enabled: pairs)
     }
 
     /// What managers see now.
@@ -355,6 +377,8 @@ package struct SystemMachine: Sendable {
     /// A link went down.
     package mutating func linkDisconnected(_ handle: ConnectionHandle, reason: HCIStatus) -> [SystemAction] {
         var actions: [SystemAction] = []
+        security.disconnected(handle, reason: reason, &actions)
+        _ = security.takeEnded()
         discovery.linkDown(handle, &actions)
         subscriptions.linkDown(handle)
         links.disconnected(handle, reason: reason, &actions)
@@ -470,6 +494,124 @@ package struct SystemMachine: Sendable {
         var actions: [SystemAction] = []
         discovery.invalidate(link, &actions)
         return actions
+    }
+
+    // MARK: Security
+
+    /// A link came up (either role); `bonded`: its peer has a bond, `centralKey`: with a key this device
+    /// encrypts with as central (then the link is encrypted at once, and, central, held from its managers until
+    /// it is).
+    package mutating func securityLinkUp(_ info: LinkInfo, bonded: Bool, centralKey: Bool) -> [SystemAction] {
+        var actions: [SystemAction] = []
+        security.connected(info, bonded: bonded, centralKey: centralKey, &actions)
+        return actions
+    }
+
+    /// Someone needs the link encrypted (`bonded`: its peer has a bond with a central key).
+    package mutating func secure(_ handle: ConnectionHandle, bonded: Bool) -> (SecureStart, [SystemAction]) {
+        var actions: [SystemAction] = []
+        let start = security.secure(handle, bonded: bonded, &actions)
+        settleSecurity(&actions)
+        return (start, actions)
+    }
+
+    /// The peer asked for security (a Security Request): the link is secured, for nobody waiting.
+    package mutating func securityRequested(_ handle: ConnectionHandle, bonded: Bool) -> [SystemAction] {
+        var actions: [SystemAction] = []
+        _ = security.secure(handle, bonded: bonded, waiting: false, &actions)
+        settleSecurity(&actions)
+        return actions
+    }
+
+    /// A user asks to pair on the link.
+    package mutating func pair(_ handle: ConnectionHandle) -> ((PairID?, PairAnswer?), [SystemAction]) {
+        var actions: [SystemAction] = []
+        let answer = security.pair(handle, &actions)
+        return (answer, actions)
+    }
+
+    /// Whether someone answers the pairing's questions.
+    package mutating func prompterChanged(present: Bool) {
+        security.setPrompter(present)
+    }
+
+    /// The link's encryption changed (successfully).
+    package mutating func encryptionChanged(_ handle: ConnectionHandle, encrypted: Bool) -> [SystemAction] {
+        var actions: [SystemAction] = []
+        security.encryptionChanged(handle, encrypted: encrypted, &actions)
+        settleSecurity(&actions)
+        return actions
+    }
+
+    /// The encryption with a bond's key failed: with PIN or Key Missing the peer no longer has the key, and the
+    /// link is ended (its managers hear why).
+    package mutating func encryptionFailed(_ handle: ConnectionHandle, status: HCIStatus) -> [SystemAction] {
+        var actions: [SystemAction] = []
+        if status == .pinOrKeyMissing { links.refused(handle, status: .pinOrKeyMissing, &actions) }
+        security.encryptionFailed(handle, status: status, &actions)
+        settleSecurity(&actions)
+        return actions
+    }
+
+    /// A pairing completed (its bond kept by the driver).
+    package mutating func pairingCompleted(_ handle: ConnectionHandle, _ outcome: PairingOutcome) -> [SystemAction] {
+        var actions: [SystemAction] = []
+        security.pairingCompleted(handle, outcome, &actions)
+        settleSecurity(&actions)
+        return actions
+    }
+
+    /// The exchange after a central's distributed keys came back.
+    package mutating func keysDelivered(_ handle: ConnectionHandle) -> [SystemAction] {
+        var actions: [SystemAction] = []
+        security.keysDelivered(handle, &actions)
+        settleSecurity(&actions)
+        return actions
+    }
+
+    /// A pairing failed.
+    package mutating func pairingFailed(_ handle: ConnectionHandle, _ failure: SMPPairing.Failure) -> [SystemAction] {
+        var actions: [SystemAction] = []
+        security.pairingFailed(handle, failure, &actions)
+        settleSecurity(&actions)
+        return actions
+    }
+
+    /// The host refused or ended a pairing this system asked for, without the pairing machine.
+    package mutating func pairingRefused(_ handle: ConnectionHandle, _ error: HostError) -> [SystemAction] {
+        var actions: [SystemAction] = []
+        security.pairingRefused(handle, error, &actions)
+        settleSecurity(&actions)
+        return actions
+    }
+
+    /// The pairing asks the user something.
+    package mutating func pairingPrompt(_ handle: ConnectionHandle, _ prompt: PairingPrompt) -> [SystemAction] {
+        var actions: [SystemAction] = []
+        security.prompt(handle, prompt, &actions)
+        return actions
+    }
+
+    /// The controller went away or is being reset: every wait for security fails with `why`.
+    package mutating func securityReset(_ why: String) -> [SystemAction] {
+        var actions: [SystemAction] = []
+        security.reset(why, &actions)
+        _ = security.takeEnded()
+        return actions
+    }
+
+    /// A link held for its encryption is attached once encrypted, or given up when it cannot be (a peer that
+    /// lost the bond's key: its managers' connects fail with `peerRemovedPairingInformation`).
+    private mutating func settleSecurity(_ actions: inout [SystemAction]) {
+        for end in security.takeEnded() where links.isHeld(end.handle) {
+            switch end.failure {
+            case nil: links.secured(end.handle, &actions)
+            case .peerRemovedPairingInformation?: links.refused(end.handle, status: .pinOrKeyMissing, &actions)
+            case .encryption(let status)?: links.refused(end.handle, status: status, &actions)
+            case .pairing?: links.refused(end.handle, status: .authenticationFailure, &actions)
+            case .unavailable?: break  // the link is down already; its end tells its managers
+            }
+        }
     }
 
     // MARK: Timers
