@@ -259,4 +259,138 @@ import Testing
             ])
         #expect(m.discovery.links[Self.link]?.record.services == nil)
     }
+
+    /// Every sequence of eight of eight inputs (an app asking for the services or for the Generic Attribute
+    /// service's characteristics; the peer answering the Database Hash read, or failing it, and answering the
+    /// oldest discovery sent to it; the link going down or coming up; the peer's database changing, with its
+    /// Service Changed indication while the link is up), from a store that keeps what the machine asks. After each
+    /// step: every app request is answered once, and one not answered yet is still the machine's; every answer
+    /// (from what is kept or from the peer) is what the peer's database holds now; the store keeps a record only
+    /// under the hash of the database it describes; the apps are told of a change only when the store held a
+    /// cache under another hash.
+    @Test func everySequenceAnswersEachRequestOnceWithThePeersDatabase() {
+        enum Input: CaseIterable {
+            case askServices, askCharacteristics, hashAnswered, hashFailed, peerAnswers, down, up, change
+        }
+        let other = GATTService(
+            uuid: BluetoothUUID(0x180F), isPrimary: true, handleRange: AttributeHandle(5)...AttributeHandle(12))
+        let hashes = [Self.hash, Self.otherHash]
+        let databases = [[Self.gatt, Self.sensor], [Self.gatt, other]]
+        struct Node {
+            var machine = SystemMachine()
+            var version = 0
+            var up = false
+            /// Hash reads sent and not answered (their generation, and whether they compare with the store).
+            var hashReads: [(asOf: UInt64, againstCache: Bool)] = []
+            /// Discoveries sent to the peer, oldest first, and the link's incarnation they were sent on.
+            var sent: [(id: DiscoveryID, request: DiscoveryRequest, incarnation: Int)] = []
+            var incarnation = 0
+            /// App requests not answered yet, and what each asked.
+            var open: Set<DiscoveryID> = []
+            var asked: [DiscoveryID: DiscoveryRequest] = [:]
+            var store: StoredGATTCache?
+        }
+        func peer(_ request: DiscoveryRequest, version: Int) -> DiscoveryResult {
+            switch request {
+            case .services(let uuid): .services(databases[version].filter { uuid == nil || $0.uuid == uuid })
+            case .characteristics(let service, _) where service == Self.gatt: .characteristics([Self.changed])
+            case .descriptors(let characteristic) where characteristic == Self.changed: .descriptors([Self.cccd])
+            case .includedServices: .services([])
+            case .characteristics: .characteristics([])
+            case .descriptors: .descriptors([])
+            }
+        }
+        let (visited, failures) = walkEverySequence(from: Node(), depth: 8) { (n: inout Node, input: Input) in
+            var failures: [String] = []
+            var actions: [SystemAction] = []
+            func ask(_ request: DiscoveryRequest) {
+                switch n.machine.discover(request, on: Self.link) {
+                case .found(let result):
+                    if result != peer(request, version: n.version) {
+                        failures.append(
+                            "\(request) answered \(result) from what was kept; the peer holds v\(n.version)")
+                    }
+                case .ask(let id):
+                    n.open.insert(id)
+                    n.asked[id] = request
+                    n.sent.append((id, request, n.incarnation))
+                case .wait(let id):
+                    n.open.insert(id)
+                    n.asked[id] = request
+                }
+            }
+            switch input {
+            case .askServices:
+                guard n.up else { return nil }
+                ask(.services(nil))
+            case .askCharacteristics:
+                guard n.up else { return nil }
+                ask(.characteristics(Self.gatt, nil))
+            case .hashAnswered, .hashFailed:
+                guard n.up, !n.hashReads.isEmpty else { return nil }
+                let read = n.hashReads.removeFirst()
+                let outcome: DatabaseHashRead = input == .hashFailed ? .failed : .value(hashes[n.version])
+                // As the driver does: the store is read when the read compares with it and did not fail.
+                let cached = input == .hashFailed || !read.againstCache ? nil : n.store
+                actions = n.machine.databaseHashRead(Self.link, asOf: read.asOf, outcome, cached: cached, bonded: false)
+                if actions.contains(.peerDatabaseChanged(Self.link)), cached?.hash == hashes[n.version] {
+                    failures.append("the apps were told of a change with the same hash kept")
+                }
+            case .peerAnswers:
+                guard !n.sent.isEmpty else { return nil }
+                let (id, request, incarnation) = n.sent.removeFirst()
+                let result: Result<DiscoveryResult, HostError> =
+                    n.up && incarnation == n.incarnation
+                    ? .success(peer(request, version: n.version)) : .failure(HostError(.disconnected, "gone"))
+                actions = n.machine.discoveryCompleted(id, result)
+            case .down:
+                guard n.up else { return nil }
+                n.up = false
+                n.hashReads = []  // the read fails with the link: its answer is stepped for an old generation
+                actions = n.machine.linkDisconnected(Self.link, reason: .connectionTimeout)
+            case .up:
+                guard !n.up else { return nil }
+                n.up = true
+                n.incarnation += 1
+                actions = n.machine.discoveryLinkUp(Self.link, peer: Self.peer)
+            case .change:
+                n.version = 1 - n.version
+                guard n.up else { return [] }
+                actions = n.machine.peerServicesChanged(on: Self.link)
+            }
+            for action in actions {
+                switch action {
+                case .readDatabaseHash(_, let asOf, _, let againstCache): n.hashReads.append((asOf, againstCache))
+                case .discover(let id, _, let request): n.sent.append((id, request, n.incarnation))
+                case .discoveryAnswered(let id, let result):
+                    if n.open.remove(id) == nil { failures.append("request \(id) answered twice, or never asked") }
+                    if case .success(let found) = result {
+                        // An answer sent to the peer comes back with what it holds; one released from what is kept
+                        // must match it too.
+                        if let request = n.asked[id], found != peer(request, version: n.version) {
+                            failures.append("request \(id) answered \(found); the peer holds v\(n.version)")
+                        }
+                    }
+                case .keepGATTCache(_, let hash?, let record):
+                    n.store = StoredGATTCache(hash: hash, record: record)
+                case .keepGATTCache(_, nil, _): break  // not bonded: the store keeps nothing
+                case .dropGATTCache: n.store = nil
+                case .peerDatabaseChanged, .writeServiceChangedConfiguration: break
+                default: failures.append("unexpected \(action)")
+                }
+            }
+            if let kept = n.store, let services = kept.record?.services {
+                let version = hashes.firstIndex(of: kept.hash)
+                if version.map({ databases[$0] != services }) ?? true {
+                    failures.append("the store keeps \(services.map(\.uuid)) under a hash of another database")
+                }
+            }
+            let pending = Set(n.machine.discovery.pending.filter { $0.value.purpose == .app }.keys)
+            if pending != n.open { failures.append("open requests \(n.open), the machine has \(pending)") }
+            return failures
+        }
+        #expect(visited > 100_000)
+        let count = failures.count
+        #expect(count == 0, "first failures: \(failures.prefix(3))")
+    }
 }
