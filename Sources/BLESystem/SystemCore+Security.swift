@@ -111,8 +111,8 @@ extension SystemCore {
     /// Encrypts the link with the key kept for `peer`'s bond; a failure is stepped (`encryptionFailed`).
     func encrypt(_ handle: ConnectionHandle, peer: BluetoothAddress) {
         guard let key = bond(of: peer)?.centralKey else {
-            // The bond went between the step and now (the user forgot the device).
-            return step { ((), $0.machine.encryptionFailed(handle, status: .authenticationFailure)) }
+            // The bond went between the step and now (the user forgot the device): paired instead.
+            return step { ((), $0.machine.encryptionKeyGone(handle)) }
         }
         host.encrypt(on: handle, key: SMPPairing.LongTermKey(key: key.key, ediv: key.ediv, rand: key.rand)) {
             [weak self] result in

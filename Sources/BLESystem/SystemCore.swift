@@ -493,7 +493,6 @@ public final class SystemCore: Sendable {
         case .disconnect(let handle, let reason): host.disconnect(handle, reason: reason)
         case .refuse(let request, let code): host.respond(to: request, result: code, value: nil)
         case .removeService(let handle): host.removeService(at: handle)
-        case .setPeerBonded(let link): host.setPeerBonded(on: link, true)
         case .encrypt(let link, let peer): encrypt(link, peer: peer)
         case .pair(let link):
             host.pair(on: link) { [weak self] result in
@@ -502,8 +501,12 @@ public final class SystemCore: Sendable {
                 self?.step { ((), $0.machine.pairingRefused(link, error)) }
             }
         case .prompt(let link, let peer, let prompt):
-            let prompter = state.withLock { $0.prompter }
-            prompter?(link, peer.flatMap { store.existingIdentifier(for: $0) }, prompt)
+            if let prompter = state.withLock({ $0.prompter }) {
+                prompter(link, peer.flatMap { store.existingIdentifier(for: $0) }, prompt)
+            } else if let answer = SecurityTable.defaultAnswer(to: prompt) {
+                // The prompter went since the step: every question still gets an answer.
+                host.answerPairing(on: link, answer)
+            }
         case .answerPairing(let link, let answer): host.answerPairing(on: link, answer)
         case .confirmKeyDelivery(let link):
             // One ATT exchange after the keys (a read of the first handle, whatever it answers) comes back only
@@ -614,6 +617,9 @@ public final class SystemCore: Sendable {
         case .connected(let info):
             let peer = store.existingIdentifier(for: info.peer)
             let bond = peer.flatMap { store.bond(for: $0) }
+            // At once, before the host takes anything more from the peer: what its GATT server answers depends
+            // on it (Insufficient Encryption rather than Authentication for a bonded peer).
+            if bond != nil, host.configuration.security != nil { host.setPeerBonded(on: info.handle, true) }
             step { s in
                 // A phone encrypts a bonded peripheral's link at once, with the key it kept.
                 var actions = s.machine.securityLinkUp(

@@ -71,8 +71,8 @@ package enum SecureStart: Sendable, Hashable {
 /// value of `SystemMachine`.
 ///
 /// ### Function
-/// A bonded peer's link is encrypted at once with the kept key when this device is its central (`.encrypt`),
-/// and the host is told the peer is bonded (`.setPeerBonded`). Links that need security (`secure`) wait for
+/// A bonded peer's link is encrypted at once with the kept key when this device is its central (`.encrypt`;
+/// the driver tells the host the peer is bonded, at once, as the link comes up). Links that need security (`secure`) wait for
 /// the link's encryption: with the bond's key when this device is central and bonded, else by pairing (a
 /// peripheral asks its central with a Security Request); every wait completes once, with success or why not (the
 /// pairing's failure, a key the peer no longer has, the link's end). A user's "pair" (`pair`) pairs now, whether
@@ -190,9 +190,10 @@ package struct SecurityTable: Sendable, Hashable {
     /// A link came up; `bonded`: its peer has a bond (and `centralKey`: with a key this device encrypts with as
     /// central). A phone encrypts a bonded peripheral's link at once.
     mutating func connected(_ info: LinkInfo, bonded: Bool, centralKey: Bool, _ actions: inout [SystemAction]) {
+        // A link on this handle whose end was never told: its waits fail with it.
+        if let old = links[info.handle] { fail(old, .unavailable("the link went down"), &actions) }
         links[info.handle] = Link(info: info)
         guard enabled, bonded else { return }
-        actions.append(.setPeerBonded(info.handle))
         if info.role == .central, centralKey {
             links[info.handle]!.securing = true
             actions.append(.encrypt(info.handle, peer: info.peer))
@@ -256,8 +257,17 @@ package struct SecurityTable: Sendable, Hashable {
     ) {
         guard links[handle] != nil else { return }
         links[handle]!.pairing = false
-        for id in takePairWaiters(handle) { actions.append(.pairAnswered(id, .failed(.pairing(failure)))) }
+        // Taken first, so that `finish` does not start another pairing for them; answered after the other waits.
+        let pairWaiters = takePairWaiters(handle)
         finish(handle, .pairing(failure), &actions)
+        for id in pairWaiters { actions.append(.pairAnswered(id, .failed(.pairing(failure)))) }
+    }
+
+    /// The key the driver was to encrypt with is gone (the user forgot the device as the link came up): the link
+    /// is paired instead, as it would have been without the bond.
+    mutating func keyGone(_ handle: ConnectionHandle, _ actions: inout [SystemAction]) {
+        guard links[handle]?.securing == true, links[handle]?.pairing == false else { return }
+        startPairing(handle, &actions)
     }
 
     /// The host refused or ended the pairing this system asked for without the pairing machine reporting it
@@ -275,11 +285,17 @@ package struct SecurityTable: Sendable, Hashable {
     /// The pairing asks the user: whoever answers for this system, or the defaults.
     mutating func prompt(_ handle: ConnectionHandle, _ prompt: PairingPrompt, _ actions: inout [SystemAction]) {
         if hasPrompter { return actions.append(.prompt(handle, peer: links[handle]?.info.peer, prompt)) }
+        if let answer = Self.defaultAnswer(to: prompt) { actions.append(.answerPairing(handle, answer)) }
+    }
+
+    /// The answer when nobody answers for this system: Just Works is accepted (as a phone's dialog would be),
+    /// anything that needs the user refused; a passkey to show needs no answer.
+    package static func defaultAnswer(to prompt: PairingPrompt) -> PairingAnswer? {
         switch prompt {
-        case .confirm(numericValue: nil): actions.append(.answerPairing(handle, .accept(true)))
-        case .confirm: actions.append(.answerPairing(handle, .accept(false)))
-        case .enterPasskey: actions.append(.answerPairing(handle, .passkey(nil)))
-        case .displayPasskey: break
+        case .confirm(numericValue: nil): .accept(true)
+        case .confirm: .accept(false)
+        case .enterPasskey: .passkey(nil)
+        case .displayPasskey: nil
         }
     }
 
@@ -298,8 +314,10 @@ package struct SecurityTable: Sendable, Hashable {
     private mutating func paired(_ handle: ConnectionHandle, _ outcome: PairingOutcome, _ actions: inout [SystemAction])
     {
         links[handle]?.pairing = false
-        for id in takePairWaiters(handle) { actions.append(.pairAnswered(id, .paired(outcome))) }
+        // Taken first, so that `finish` does not start another pairing for them; answered after the other waits.
+        let pairWaiters = takePairWaiters(handle)
         finish(handle, nil, &actions)
+        for id in pairWaiters { actions.append(.pairAnswered(id, .paired(outcome))) }
     }
 
     private mutating func takePairWaiters(_ handle: ConnectionHandle) -> [PairID] {

@@ -69,8 +69,6 @@ package enum SystemAction: Sendable, Hashable {
     /// Enable the indications of the peer's Service Changed characteristic (write 2 to this configuration
     /// descriptor), for the system.
     case writeServiceChangedConfiguration(ConnectionHandle, AttributeHandle)
-    /// Tell the host the link's peer is bonded.
-    case setPeerBonded(ConnectionHandle)
     /// Encrypt the link with the key kept for `peer`'s bond (this device central); `encryptionFailed` is stepped
     /// when it cannot be.
     case encrypt(ConnectionHandle, peer: BluetoothAddress)
@@ -582,6 +580,13 @@ package struct SystemMachine: Sendable {
         var actions: [SystemAction] = []
         security.pairingRefused(handle, error, &actions)
         settleSecurity(&actions)
+        return actions
+    }
+
+    /// The key to encrypt the link with is gone from the store: the link is paired instead.
+    package mutating func encryptionKeyGone(_ handle: ConnectionHandle) -> [SystemAction] {
+        var actions: [SystemAction] = []
+        security.keyGone(handle, &actions)
         return actions
     }
 

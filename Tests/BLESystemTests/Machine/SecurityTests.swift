@@ -33,7 +33,7 @@ import Testing
         var m = LinkTests.machine()
         _ = m.connect(LinkTests.a, to: LinkTests.peer)
         let up = m.securityLinkUp(Self.info, bonded: true, centralKey: true)
-        #expect(up == [.setPeerBonded(Self.handle), .encrypt(Self.handle, peer: LinkTests.peer)])
+        #expect(up == [.encrypt(Self.handle, peer: LinkTests.peer)])
         #expect(m.security.isSecuring(Self.handle))
         let held = m.linkConnected(Self.info, securing: true)
         #expect(!held.contains(.deliver(LinkTests.a, .linkAttached(Self.info))))
@@ -165,5 +165,32 @@ import Testing
         let ((id, now), _) = m.pair(Self.handle)
         #expect(id == nil)
         #expect(now == .refused(HostError(.unsupported, "this system is not configured to pair")))
+    }
+
+    /// A link comes up on a handle whose end was never told: the old link's waits fail with it, and the waits
+    /// are answered in the order the old class answered them (the encryption's first, then the pairing's).
+    @Test func aLinkOnAReusedHandleFailsTheOldOnesWaits() throws {
+        var m = LinkTests.machine()
+        _ = m.securityLinkUp(Self.peripheralInfo, bonded: false, centralKey: false)
+        let secureID = try #require(Self.secureID(m.secure(Self.handle, bonded: false).0))
+        let ((pairID, _), _) = m.pair(Self.handle)
+        let again = m.securityLinkUp(Self.peripheralInfo, bonded: false, centralKey: false)
+        let why = SecurityFailure.unavailable("the link went down")
+        #expect(again == [.secureAnswered(secureID, why), .pairAnswered(try #require(pairID), .failed(why))])
+
+        var n = LinkTests.machine()
+        _ = n.securityLinkUp(Self.peripheralInfo, bonded: false, centralKey: false)
+        let waiting = try #require(Self.secureID(n.secure(Self.handle, bonded: false).0))
+        let ((paired, _), _) = n.pair(Self.handle)
+        let done = n.pairingCompleted(Self.handle, Self.outcome)
+        #expect(done == [.secureAnswered(waiting, nil), .pairAnswered(try #require(paired), .paired(Self.outcome))])
+    }
+
+    /// The key to encrypt with went from the store as the link came up: the link is paired instead.
+    @Test func aKeyGoneBeforeTheEncryptionIsReplacedByAPairing() {
+        var m = LinkTests.machine()
+        _ = m.securityLinkUp(Self.info, bonded: true, centralKey: true)
+        #expect(m.encryptionKeyGone(Self.handle) == [.pair(Self.handle)])
+        #expect(m.encryptionKeyGone(Self.handle) == [])
     }
 }
