@@ -123,11 +123,7 @@ import Testing
         init(reading other: User) { self.other = other }
 
         func bluetoothSystem(_ system: BluetoothSystem, passkeyFor peer: UUID?) async -> UInt32? {
-            for _ in 0..<100 {
-                if let value = other.shown.withLock({ $0 }) { return (value + 1) % 1_000_000 }
-                try? await Task.sleep(for: .milliseconds(10))
-            }
-            return nil
+            await other.readScreen().map { ($0 + 1) % 1_000_000 }
         }
     }
 }

@@ -167,8 +167,24 @@ import Testing
         let shown = Mutex<UInt32?>(nil)
         /// The other device's user, whose screen this one reads when asked for a passkey.
         let other = Mutex<User?>(nil)
+        /// What this user's screen shows, as it shows it: another user reading it waits for it (in the radio's
+        /// time: the questions are asked in tasks that prefer the radio), rather than polling.
+        let screen: AsyncStream<UInt32>
+        private let show: AsyncStream<UInt32>.Continuation
 
-        init(accepts: Bool = true) { self.accepts = accepts }
+        init(accepts: Bool = true) {
+            self.accepts = accepts
+            (screen, show) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(1))
+        }
+
+        deinit { show.finish() }
+
+        /// The passkey on this user's screen: shown already (the displaying side shows it before the other side
+        /// is asked), or when it is.
+        func readScreen() async -> UInt32? {
+            for await value in screen { return value }
+            return nil
+        }
 
         func bluetoothSystem(_ system: BluetoothSystem, shouldPairWith peer: UUID?, numericValue: UInt32?) async
             -> Bool
@@ -179,15 +195,11 @@ import Testing
 
         func bluetoothSystem(_ system: BluetoothSystem, display passkey: UInt32, for peer: UUID?) {
             shown.withLock { $0 = passkey }
+            show.yield(passkey)
         }
 
         func bluetoothSystem(_ system: BluetoothSystem, passkeyFor peer: UUID?) async -> UInt32? {
-            // The other device shows it before the question is asked here (the displaying side shows it first).
-            for _ in 0..<100 {
-                if let value = other.withLock({ $0 })?.shown.withLock({ $0 }) { return value }
-                try? await Task.sleep(for: .milliseconds(10))
-            }
-            return nil
+            await other.withLock({ $0 })?.readScreen()
         }
     }
 
