@@ -58,6 +58,21 @@ extension SystemCore {
 
     // MARK: The GATT server
 
+    /// `owner` answers the client's `request` (a read's `value`, or the code to refuse it with): false, and
+    /// nothing sent, when the request was answered already, refused (its app ended), or is not `owner`'s.
+    /// `completion` hears whether the answer was handed to the client's bearer.
+    public func respond(
+        to request: GATTServerRequestID, by owner: any SystemSession, result: ATTErrorCode, value: [UInt8]?,
+        attribute: AttributeHandle? = nil, completion: (@Sendable (Result<Void, HostError>) -> Void)? = nil
+    ) -> Bool {
+        let mine = state.withLock { s in
+            s.session(of: ObjectIdentifier(owner)).map { s.machine.serverRequestAnswered(request, by: $0) } ?? false
+        }
+        guard mine else { return false }
+        host.respond(to: request, result: result, value: value, attribute: attribute, completion: completion)
+        return true
+    }
+
     /// Publishes a service that `owner` answers for: requests for its attributes reach `owner` only.
     public func addService(_ definition: GATTServiceDefinition, owner: any SystemSession)
         -> Result<PublishedService, HostError>

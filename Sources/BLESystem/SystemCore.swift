@@ -453,13 +453,17 @@ public final class SystemCore: Sendable {
     }
 
     /// A client's request for a manager that went away before it was told: refused at once, so the client does
-    /// not wait for the ATT transaction timeout.
-    func refuseUnanswered(_ event: HostEvent) {
+    /// not wait for the ATT transaction timeout (unless it was refused already, as its manager's session closed).
+    public func refuseUndelivered(_ event: HostEvent) {
+        let request: GATTServerRequestID
         switch event {
-        case .serverRead(let request, _, _, _): host.respond(to: request, result: .unlikelyError, value: nil)
-        case .serverWrite(let request?, _, _): host.respond(to: request, result: .unlikelyError, value: nil)
-        default: break
+        case .serverRead(let id, _, _, _): request = id
+        case .serverWrite(let id?, _, _): request = id
+        default: return
         }
+        // Unless the machine refused it already (its session was closed after the step that routed it).
+        guard state.withLock({ $0.machine.serverRequestUndelivered(request) }) else { return }
+        host.respond(to: request, result: .unlikelyError, value: nil)
     }
 
     /// Performs one of the machine's actions (`session`: the manager a delivery is for, while it lives).
@@ -476,7 +480,7 @@ public final class SystemCore: Sendable {
         case .deliver(_, .linkDown(let handle, let reason, let reconnecting)):
             (session as? any LinkClient)?.linkDown(handle, reason: reason, reconnecting: reconnecting)
         case .deliver(_, .server(let event)):
-            guard let session else { return refuseUnanswered(event) }
+            guard let session else { return refuseUndelivered(event) }
             session.systemReceived(event)
         case .startScan(let parameters):
             host.startScan(parameters) { [weak self] result in

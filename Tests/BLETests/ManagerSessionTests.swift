@@ -1,3 +1,4 @@
+import BLEGATT
 import BLEHost
 import Dispatch
 import Foundation
@@ -20,11 +21,10 @@ import Testing
         let dynamic = try rig.characteristic(Profile.dynamic, on: peripheral)
         peripheral.readValue(for: dynamic)
         try await rig.run(until: { !rig.sensor.recorder.reads.isEmpty }, "the read reaching the app")
-        // The host's request, taken back from the manager that got it, as if it had never reached it.
+        // The host's request, which the app got and will not answer (the recorder ignores it): handed to the
+        // session of a manager gone, as if the system had routed it there.
         let read = try #require(rig.sensor.recorder.reads.first)
-        let requestID = try #require(read.id)
-        let request = try #require(
-            rig.sensor.manager.locked.withLock { $0.pendingRequests.removeValue(forKey: requestID) })
+        let request = GATTServerRequestID(rawValue: try #require(read.id))
         let attribute = try #require(
             rig.sensor.manager.locked.withLock { s in
                 s.published.lazy.flatMap(\.characteristics).first { $0.value === rig.sensor.dynamic }?.key

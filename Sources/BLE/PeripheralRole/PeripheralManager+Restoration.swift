@@ -27,16 +27,11 @@ extension PeripheralManager {
     /// Whether a central asked something of this kept manager that its app has not heard yet.
     var hasRestorationEvents: Bool { locked.withLock { !$0.restorationEvents.isEmpty } }
 
-    /// The system keeps this manager after its app was terminated. Requests the ended app never answered are
-    /// refused now (nobody will answer them), rather than left to the ATT transaction timeout.
+    /// The system keeps this manager after its app was terminated (and refuses the requests the ended app never
+    /// answered: nobody will answer them).
     func preserve() {
-        let unanswered = locked.withLock { s -> [GATTServerRequestID] in
-            s.preserved = true
-            defer { s.pendingRequests = [:] }
-            return Array(s.pendingRequests.values)
-        }
+        locked.withLock { $0.preserved = true }
         gated.store(true, ordering: .releasing)
-        for request in unanswered { system.core.host.respond(to: request, result: .unlikelyError, value: nil) }
     }
 
     /// A central's request to a kept manager: kept for the manager that restores it, and the app relaunched.

@@ -35,7 +35,6 @@ public final class PeripheralManager: Sendable {
         var advertising: AdvertisementData?
         var isAdvertising = false
         var centrals: [ConnectionHandle: Central] = [:]
-        var pendingRequests: [UInt64: GATTServerRequestID] = [:]
         var updateRefused = false
         /// Kept by the system for its terminated app (state restoration): nothing is delivered to it.
         var preserved = false
@@ -77,7 +76,7 @@ public final class PeripheralManager: Sendable {
         self.system = app.system
         self.queue = queue ?? .main
         self.options = options
-        self.session = PeripheralSession(host: app.system.core.host)
+        self.session = PeripheralSession(core: app.system.core)
         session.attach(self)
         delegateCell.value = delegate
         // Relaunched for state restoration: take over from the manager the system kept, before registering, so
@@ -128,11 +127,9 @@ public final class PeripheralManager: Sendable {
         // still waiting for an answer are refused rather than left to the ATT transaction timeout. Nothing is
         // carried on for it. The system knows it by `session`, which lives until this body has run.
         if let key = preservationKey { system.forgetPreserved(key, owner: ObjectIdentifier(session)) }
+        // Its requests still waiting for an answer are refused by the system as it lets the manager go.
         system.core.removeServices(of: ObjectIdentifier(session))
         system.core.stopAdvertising(ObjectIdentifier(session))
-        for request in locked.withLock({ Array($0.pendingRequests.values) }) {
-            system.core.host.respond(to: request, result: .unlikelyError, value: nil)
-        }
         system.core.unregister(session)
     }
 
@@ -329,19 +326,19 @@ public final class PeripheralManager: Sendable {
     /// `reply` (a task's) hears once whether the response was handed to the central's bearer, or why not: the
     /// request was already answered or is not one of this manager's, or its link is gone.
     func respond(to request: ATTRequest, withResult result: ATTErrorCode, reply: Reply<Void>?) {
+        let value = result == .success ? request.value.map { Array($0) } : nil
+        var completion: (@Sendable (Result<Void, HostError>) -> Void)?
+        if let reply { completion = hostCompletion(reporting: reply) }
+        // The system knows which requests are this manager's and not answered yet.
         guard let id = request.id,
-            let serverID = locked.withLock({ $0.pendingRequests.removeValue(forKey: id) })
+            system.core.respond(
+                to: GATTServerRequestID(rawValue: id), by: session, result: result, value: value,
+                attribute: request.attribute.map { AttributeHandle($0) }, completion: completion)
         else {
             let error = BluetoothError(.invalidParameters, "\(request) was already answered, or is not this manager's")
             if let reply { report(reply, error, { _, _, _ in }) }
             return
         }
-        let value = result == .success ? request.value.map { Array($0) } : nil
-        var completion: (@Sendable (Result<Void, HostError>) -> Void)?
-        if let reply { completion = hostCompletion(reporting: reply) }
-        system.core.host.respond(
-            to: serverID, result: result, value: value, attribute: request.attribute.map { AttributeHandle($0) },
-            completion: completion)
     }
 
     /// Sends `value` to subscribed centrals (all of them, or those in `centrals`) as a notification or
@@ -407,11 +404,9 @@ public final class PeripheralManager: Sendable {
 
     func systemAppTerminated() {
         // As `deinit` does; the system unregisters this manager next, and nothing reaches it any more.
+        // Its requests still waiting for an answer are refused by the system as the app ends.
         system.core.removeServices(of: ObjectIdentifier(session))
         system.core.stopAdvertising(ObjectIdentifier(session))
-        for request in locked.withLock({ Array($0.pendingRequests.values) }) {
-            system.core.host.respond(to: request, result: .unlikelyError, value: nil)
-        }
     }
 
     /// A host completion that reports to a task's reply on the manager's queue (the delegate hears nothing).
@@ -451,15 +446,9 @@ public final class PeripheralManager: Sendable {
         }
     }
 
-    private static let requestCounter = Mutex<UInt64>(0)
-
-    private func register(_ serverID: GATTServerRequestID) -> UInt64 {
-        let id = Self.requestCounter.withLock { c -> UInt64 in
-            c += 1
-            return c
-        }
-        locked.withLock { $0.pendingRequests[id] = serverID }
-        return id
+    /// Refuses a client's request this manager was given but will not answer (`refuse(_:with:)`).
+    private func refuse(_ serverID: GATTServerRequestID, with code: ATTErrorCode) {
+        _ = system.core.respond(to: serverID, by: session, result: code, value: nil)
     }
 
     func systemPowerStateChanged(_ power: SystemPowerState) {
@@ -548,26 +537,23 @@ public final class PeripheralManager: Sendable {
             deliver { m, d in d?.peripheralManager(m, central: central, didUpdateMTU: mtu) }
         case .serverRead(let serverID, let handle, let attribute, let offset):
             guard let central = locked.withLock({ $0.centrals[handle] }), let c = characteristic(at: attribute) else {
-                system.core.host.respond(to: serverID, result: .unlikelyError, value: nil)
-                return
+                return refuse(serverID, with: .unlikelyError)
             }
-            guard canAnswerCentrals else {
-                system.core.host.respond(to: serverID, result: Self.suspendedRefusal, value: nil)
-                return
-            }
+            guard canAnswerCentrals else { return refuse(serverID, with: Self.suspendedRefusal) }
+            // Known to the app by the system's id: the system checks an answer is this manager's, and its once.
             let request = ATTRequest(
-                central: central, characteristic: c, offset: offset, value: nil, id: register(serverID))
+                central: central, characteristic: c, offset: offset, value: nil, id: serverID.rawValue)
             deliver(request: true) { m, d in d?.peripheralManager(m, didReceiveRead: request) }
         case .serverWrite(let serverID, let handle, let writes):
             guard let central = locked.withLock({ $0.centrals[handle] }) else {
-                if let serverID { system.core.host.respond(to: serverID, result: .unlikelyError, value: nil) }
+                if let serverID { refuse(serverID, with: .unlikelyError) }
                 return
             }
             guard canAnswerCentrals else {
-                if let serverID { system.core.host.respond(to: serverID, result: Self.suspendedRefusal, value: nil) }
+                if let serverID { refuse(serverID, with: Self.suspendedRefusal) }
                 return
             }
-            let id = serverID.map { register($0) }
+            let id = serverID?.rawValue
             var requests: [ATTRequest] = []
             // Every part carries the write's id: the app answers through the first, or through a part it refuses.
             for w in writes {
@@ -579,7 +565,7 @@ public final class PeripheralManager: Sendable {
             }
             let delivered = requests
             guard !delivered.isEmpty else {
-                if let serverID { system.core.host.respond(to: serverID, result: .invalidHandle, value: nil) }
+                if let serverID { refuse(serverID, with: .invalidHandle) }
                 return
             }
             deliver(request: true) { m, d in d?.peripheralManager(m, didReceiveWrite: delivered) }

@@ -13,17 +13,17 @@ import BLESystem
 ///
 /// `@unchecked Sendable`: `manager` is written once, by the manager's initialiser before the session is handed to
 /// the system (its registration, or a restoration's transfer), and only read after that; loading a weak
-/// reference is safe on any thread. `host` is a constant.
+/// reference is safe on any thread. `core` is a constant.
 final class PeripheralSession: SystemSession, @unchecked Sendable {
     /// The manager this session stands for; nil once it has gone away (the system may still hold the session
     /// for an instant).
     private(set) weak var manager: PeripheralManager?
     /// Where a central's request that finds no manager here is refused.
-    private let host: HostDriver
+    private let core: SystemCore
 
     /// Made in the manager's initialiser; `attach(_:)` follows once the manager is whole.
-    init(host: HostDriver) {
-        self.host = host
+    init(core: SystemCore) {
+        self.core = core
     }
 
     /// Points the session at its manager: in the manager's initialiser, before the session reaches the system.
@@ -47,15 +47,9 @@ final class PeripheralSession: SystemSession, @unchecked Sendable {
     }
 
     /// A central's request the system routed here as the manager went away: refused, as the system refuses one
-    /// for a service nobody answers for and the manager's `deinit` refuses those it holds, so that the central
-    /// does not wait for the ATT transaction timeout. (The system held the manager itself before, which could
-    /// not go away between the routing and the call.)
+    /// for a service nobody answers for and those of a manager that goes, so that the central does not wait for
+    /// the ATT transaction timeout (unless the system refused it already).
     private func refuse(_ event: HostEvent) {
-        switch event {
-        case .serverRead(let request, _, _, _), .serverWrite(let request?, _, _):
-            host.respond(to: request, result: .unlikelyError, value: nil)
-        default:
-            break
-        }
+        core.refuseUndelivered(event)
     }
 }

@@ -23,6 +23,9 @@ package struct ServiceTable: Sendable, Hashable {
 
     private var owners: [AttributeHandle: SessionID] = [:]
     private var services: [AttributeHandle: Service] = [:]
+    /// Requests routed to a session and not answered yet: each is answered once, by its session, or refused
+    /// when the session goes (or its app ends) first.
+    package private(set) var unanswered: [GATTServerRequestID: SessionID] = [:]
 
     package init() {}
 
@@ -50,18 +53,45 @@ package struct ServiceTable: Sendable, Hashable {
         return mine
     }
 
-    /// Every service `old` published is `new`'s (a restored session taking over).
+    /// Every service `old` published is `new`'s (a restored session taking over), and so are the requests it
+    /// has not answered.
     mutating func transfer(from old: SessionID, to new: SessionID) {
         for (handle, owner) in owners where owner == old { owners[handle] = new }
         for (handle, service) in services where service.owner == old { services[handle]?.owner = new }
+        for (request, owner) in unanswered where owner == old { unanswered[request] = new }
+    }
+
+    /// `session` answers `request`: true when the request was routed to it and not answered yet (it is answered
+    /// now, by the caller).
+    mutating func answer(_ request: GATTServerRequestID, by session: SessionID) -> Bool {
+        guard unanswered[request] == session else { return false }
+        unanswered[request] = nil
+        return true
+    }
+
+    /// Takes `request` out of the unanswered, whoever it was routed to: true when it was there (the caller
+    /// refuses it: its session went before it was told).
+    mutating func drop(_ request: GATTServerRequestID) -> Bool {
+        unanswered.removeValue(forKey: request) != nil
+    }
+
+    /// Refuses every request routed to `session` and not answered (it went, or its app ended): nobody will
+    /// answer them, and the client should not wait for the ATT transaction timeout.
+    mutating func refuseUnanswered(of session: SessionID, _ actions: inout [SystemAction]) {
+        let mine = unanswered.filter { $0.value == session }.keys.sorted { $0.rawValue < $1.rawValue }
+        for request in mine {
+            unanswered[request] = nil
+            actions.append(.refuse(request, .unlikelyError))
+        }
     }
 
     /// A server event for the owners of the attributes it names, or refused; false when it names no attribute
     /// (it goes to every session).
-    func route(_ event: HostEvent, _ actions: inout [SystemAction]) -> Bool {
+    mutating func route(_ event: HostEvent, _ actions: inout [SystemAction]) -> Bool {
         switch event {
         case .serverRead(let request, _, let attribute, _):
             if let owner = owners[attribute] {
+                unanswered[request] = owner
                 actions.append(.deliver(owner, .server(event)))
             } else {
                 actions.append(.refuse(request, .unlikelyError))
@@ -83,6 +113,7 @@ package struct ServiceTable: Sendable, Hashable {
                 if let request { actions.append(.refuse(request, .invalidHandle)) }
                 return true
             }
+            if let request { unanswered[request] = groups[0].0 }
             for (i, (owner, mine)) in groups.enumerated() {
                 actions.append(.deliver(owner, .server(.serverWrite(i == 0 ? request : nil, link, mine))))
             }

@@ -191,6 +191,7 @@ package struct SystemMachine: Sendable {
         release(session, &actions)
         links.forget(session)
         for handle in services.removeAll(of: session) { actions.append(.removeService(handle)) }
+        services.refuseUnanswered(of: session, &actions)
         return actions
     }
 
@@ -209,6 +210,11 @@ package struct SystemMachine: Sendable {
     /// detached.
     package mutating func appTerminated(_ app: String, keeping: Set<SessionID>) -> [SystemAction] {
         var actions: [SystemAction] = []
+        // The requests the ended app never answered are refused, kept managers' too: nobody will answer them
+        // (what reaches a kept manager from now on is kept for the one that restores it).
+        for id in sessions.keys.sorted() where sessions[id]!.app == app {
+            services.refuseUnanswered(of: id, &actions)
+        }
         for id in sessions.keys.sorted() where sessions[id]!.app == app && !keeping.contains(id) {
             sessions[id] = nil
             actions.append(.deliver(id, .appTerminated))
@@ -334,8 +340,20 @@ package struct SystemMachine: Sendable {
 
     /// A server event: told to the owners of the attributes it names, or refused; false when it names no
     /// attribute.
-    package func serverEvent(_ event: HostEvent, into actions: inout [SystemAction]) -> Bool {
+    package mutating func serverEvent(_ event: HostEvent, into actions: inout [SystemAction]) -> Bool {
         services.route(event, &actions)
+    }
+
+    /// `session` answers the client's `request`: true when it was routed to it and is not answered yet (the
+    /// caller answers it now); false when it was answered, refused, or is another session's.
+    package mutating func serverRequestAnswered(_ request: GATTServerRequestID, by session: SessionID) -> Bool {
+        services.answer(request, by: session)
+    }
+
+    /// The client's `request` reached no session (it went before it was told): true when it is still unanswered
+    /// (the caller refuses it now).
+    package mutating func serverRequestUndelivered(_ request: GATTServerRequestID) -> Bool {
+        services.drop(request)
     }
 
     /// Services an app discovered on the link `handle` (for every manager's list of connected peers).

@@ -30,6 +30,7 @@ import Testing
     }
 
     static func route(_ m: SystemMachine, _ event: HostEvent) -> (Bool, [SystemAction]) {
+        var m = m
         var actions: [SystemAction] = []
         let routed = m.serverEvent(event, into: &actions)
         return (routed, actions)
@@ -114,5 +115,40 @@ import Testing
         #expect(actions == [.deliver(restored, .server(read))])
         let byOld = m.serviceRemoved(at: AttributeHandle(0x20), by: Self.b)
         #expect(!byOld)
+    }
+
+    /// A request is answered once, by the session it was routed to; a session that goes, or whose app ends (kept
+    /// for restoration or not), has the requests it never answered refused; a restored session answers those
+    /// that reached the kept one after.
+    @Test func aRequestIsAnsweredOnceByItsSessionOrRefusedWhenItGoes() {
+        var m = Self.machine()
+        let read = HostEvent.serverRead(Self.request, Self.link, attribute: AttributeHandle(0x22), offset: 0)
+        var actions: [SystemAction] = []
+        _ = m.serverEvent(read, into: &actions)
+        let byA = m.serverRequestAnswered(Self.request, by: Self.a)
+        let byB = m.serverRequestAnswered(Self.request, by: Self.b)
+        let again = m.serverRequestAnswered(Self.request, by: Self.b)
+        #expect(!byA)  // not a's
+        #expect(byB)
+        #expect(!again)  // once
+
+        let second = GATTServerRequestID(rawValue: 6)
+        _ = m.serverEvent(.serverWrite(second, Self.link, [Self.write(0x12)]), into: &actions)
+        let closed = m.closed(Self.a)
+        #expect(closed == [.removeService(AttributeHandle(0x10)), .refuse(second, .unlikelyError)])
+        let undelivered = m.serverRequestUndelivered(second)
+        #expect(!undelivered)  // refused already
+
+        var kept = Self.machine()
+        _ = kept.serverEvent(read, into: &actions)
+        let terminated = kept.appTerminated("two", keeping: [Self.b])
+        #expect(terminated == [.refuse(Self.request, .unlikelyError)])
+        let late = GATTServerRequestID(rawValue: 7)
+        _ = kept.serverEvent(
+            .serverRead(late, Self.link, attribute: AttributeHandle(0x22), offset: 0), into: &actions)
+        let restored = SessionID(rawValue: 3)
+        kept.servicesTransferred(from: Self.b, to: restored)
+        let byRestored = kept.serverRequestAnswered(late, by: restored)
+        #expect(byRestored)
     }
 }
