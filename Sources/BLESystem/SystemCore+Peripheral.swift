@@ -10,7 +10,44 @@ import Synchronization
 
 // The peripheral role of the system: advertising and the GATT server's services.
 
+/// How quickly a peripheral app wants its central to talk to it (`CBPeripheralManagerConnectionLatency`).
+public enum ConnectionLatencyWish: Sendable, Hashable {
+    /// Connection interval 15 to 30 ms.
+    case low
+    /// Connection interval 30 to 45 ms.
+    case medium
+    /// Connection interval 90 to 120 ms.
+    case high
+
+    /// The parameters asked for. CoreBluetooth does not publish its own; these are ours, chosen to meet Apple's
+    /// accessory rules for requested parameters (IOSRules.md 9.4: a minimum that is a multiple of 15 ms, a maximum
+    /// at least 15 ms above it, no peripheral latency, a 6 s supervision timeout), in the units of LE Connection
+    /// Update (1.25 ms, 10 ms).
+    var parameters: (intervalMin: UInt16, intervalMax: UInt16, latency: UInt16, timeout: UInt16) {
+        switch self {
+        case .low: (12, 24, 0, 600)
+        case .medium: (24, 36, 0, 600)
+        case .high: (72, 96, 0, 600)
+        }
+    }
+}
+
 extension SystemCore {
+    /// Asks the central on `link` for the connection interval of `wish`: the host sends LE Connection Update
+    /// (Core Spec 5.4, Vol 4, Part E, 7.8.18), which the controller carries to the central as a Connection
+    /// Parameters Request; `completion` hears whether our controller took the command (the central may still
+    /// refuse or pick other values, and says nothing).
+    public func requestConnectionLatency(
+        _ wish: ConnectionLatencyWish, on link: ConnectionHandle,
+        completion: @escaping @Sendable (Result<Void, HostError>) -> Void
+    ) {
+        let p = wish.parameters
+        let update = HCILEConnectionUpdate(
+            handle: link, connectionIntervalMin: p.intervalMin, connectionIntervalMax: p.intervalMax,
+            maxLatency: p.latency, supervisionTimeout: p.timeout)
+        host.send(update) { completion($0.map { _ in () }) }
+    }
+
     // MARK: Advertising
 
     /// `client` advertises `request` (replacing what it advertised before). With other apps advertising, the
@@ -57,6 +94,14 @@ extension SystemCore {
     }
 
     // MARK: The GATT server
+
+    /// Whether the client's `request` was routed to `owner` and is not answered yet (a request noted for a kept
+    /// manager may have been refused as its app ended).
+    public func isUnanswered(_ request: GATTServerRequestID, by owner: any SystemSession) -> Bool {
+        state.withLock { s in
+            s.session(of: ObjectIdentifier(owner)).map { s.machine.services.isUnanswered(request, by: $0) } ?? false
+        }
+    }
 
     /// `owner` answers the client's `request` (a read's `value`, or the code to refuse it with): false, and
     /// nothing sent, when the request was answered already, refused (its app ended), or is not `owner`'s.

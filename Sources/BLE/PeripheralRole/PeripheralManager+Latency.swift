@@ -1,5 +1,4 @@
 import BLECore
-import BLEHCI
 import BLEHost
 import BLESystem
 import Foundation
@@ -16,14 +15,12 @@ public enum PeripheralManagerConnectionLatency: Int, Sendable, Hashable, CustomS
     /// Connection interval 90 to 120 ms.
     case high
 
-    /// The parameters asked for. CoreBluetooth does not publish its own; these are ours, chosen to meet Apple's
-    /// accessory rules for requested parameters (IOSRules.md 9.4: a minimum that is a multiple of 15 ms, a maximum
-    /// at least 15 ms above it, no peripheral latency, a 6 s supervision timeout).
-    var parameters: (intervalMin: UInt16, intervalMax: UInt16, latency: UInt16, timeout: UInt16) {
+    /// What the system asks the central for (`ConnectionLatencyWish`: the parameters are the system's).
+    var wish: ConnectionLatencyWish {
         switch self {
-        case .low: (12, 24, 0, 600)
-        case .medium: (24, 36, 0, 600)
-        case .high: (72, 96, 0, 600)
+        case .low: .low
+        case .medium: .medium
+        case .high: .high
         }
     }
 
@@ -51,11 +48,7 @@ extension PeripheralManager {
                 "the \(latency) connection latency was not asked for: \(central) is not connected")
             return
         }
-        let p = latency.parameters
-        let update = HCILEConnectionUpdate(
-            handle: handle, connectionIntervalMin: p.intervalMin, connectionIntervalMax: p.intervalMax,
-            maxLatency: p.latency, supervisionTimeout: p.timeout)
-        system.core.host.send(update) { result in
+        system.core.requestConnectionLatency(latency.wish, on: handle) { result in
             if case .failure(let error) = result {
                 Self.latencyLogger.warning(
                     "the \(latency) connection latency for \(central) was not asked for: \(error)")

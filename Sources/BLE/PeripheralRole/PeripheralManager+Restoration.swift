@@ -36,6 +36,8 @@ extension PeripheralManager {
 
     /// A central's request to a kept manager: kept for the manager that restores it, and the app relaunched.
     func noteForRestoration(_ event: HostEvent) {
+        // A request the system refused as the app ended needs nobody: not kept, and no relaunch for it.
+        guard isStillAsked(event) else { return }
         locked.withLock { s in
             // Bounded: past 64, the oldest Write Command goes (requests are few: one outstanding per bearer).
             if s.restorationEvents.count >= 64, let i = s.restorationEvents.firstIndex(where: Self.isWriteCommand) {
@@ -45,6 +47,16 @@ extension PeripheralManager {
         }
         // Relaunched once: `relaunchForRestoration` does nothing while the app runs.
         system.relaunchForRestoration(app)
+    }
+
+    /// Whether a central still waits for an answer to this event: a read or a write the system has not answered
+    /// (or refused as the app ended), or anything else.
+    func isStillAsked(_ event: HostEvent) -> Bool {
+        switch event {
+        case .serverRead(let request, _, _, _), .serverWrite(let request?, _, _):
+            system.core.isUnanswered(request, by: session)
+        default: true
+        }
     }
 
     private static func isWriteCommand(_ event: HostEvent) -> Bool {

@@ -102,7 +102,8 @@ public final class PeripheralManager: Sendable {
             // In the kept manager's place, in one step: an event reaches one of the two, never neither.
             let power = system.core.replace(replaced.session, with: session, app: app.core)
             if power != .unknown { powerChanged(power) }
-            for event in restoredEvents { systemReceived(event) }
+            // Not the requests the system refused as the app ended (their centrals have their answer).
+            for event in restoredEvents where isStillAsked(event) { systemReceived(event) }
             handover.unlock()
             // Preserved work not started yet starts once the handover is let go of (as `CentralManager`).
             resumePreservedWork()
@@ -329,8 +330,9 @@ public final class PeripheralManager: Sendable {
         let value = result == .success ? request.value.map { Array($0) } : nil
         var completion: (@Sendable (Result<Void, HostError>) -> Void)?
         if let reply { completion = hostCompletion(reporting: reply) }
-        // The system knows which requests are this manager's and not answered yet.
-        guard let id = request.id,
+        // The system knows which requests are this manager's and not answered yet (the characteristic says the
+        // request is this manager's at all: another system's may carry the same id).
+        guard let id = request.id, owns(request.characteristic),
             system.core.respond(
                 to: GATTServerRequestID(rawValue: id), by: session, result: result, value: value,
                 attribute: request.attribute.map { AttributeHandle($0) }, completion: completion)
@@ -444,6 +446,11 @@ public final class PeripheralManager: Sendable {
             for p in s.published { if let c = p.characteristics[handle] { return c } }
             return nil
         }
+    }
+
+    /// Whether `characteristic` is one of the services this manager published.
+    private func owns(_ characteristic: Characteristic) -> Bool {
+        locked.withLock { s in s.published.contains { $0.characteristics.values.contains { $0 === characteristic } } }
     }
 
     /// Refuses a client's request this manager was given but will not answer (`refuse(_:with:)`).

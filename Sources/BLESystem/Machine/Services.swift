@@ -23,9 +23,15 @@ package struct ServiceTable: Sendable, Hashable {
 
     private var owners: [AttributeHandle: SessionID] = [:]
     private var services: [AttributeHandle: Service] = [:]
+    /// A request routed to a session and not answered yet, and the link it came on.
+    package struct Unanswered: Sendable, Hashable {
+        package var session: SessionID
+        package var link: ConnectionHandle
+    }
+
     /// Requests routed to a session and not answered yet: each is answered once, by its session, or refused
-    /// when the session goes (or its app ends) first.
-    package private(set) var unanswered: [GATTServerRequestID: SessionID] = [:]
+    /// when the session goes (or its app ends) first, or forgotten when its link goes (the host forgets it).
+    package private(set) var unanswered: [GATTServerRequestID: Unanswered] = [:]
 
     package init() {}
 
@@ -58,15 +64,25 @@ package struct ServiceTable: Sendable, Hashable {
     mutating func transfer(from old: SessionID, to new: SessionID) {
         for (handle, owner) in owners where owner == old { owners[handle] = new }
         for (handle, service) in services where service.owner == old { services[handle]?.owner = new }
-        for (request, owner) in unanswered where owner == old { unanswered[request] = new }
+        for (request, pending) in unanswered where pending.session == old { unanswered[request]?.session = new }
     }
 
     /// `session` answers `request`: true when the request was routed to it and not answered yet (it is answered
     /// now, by the caller).
     mutating func answer(_ request: GATTServerRequestID, by session: SessionID) -> Bool {
-        guard unanswered[request] == session else { return false }
+        guard unanswered[request]?.session == session else { return false }
         unanswered[request] = nil
         return true
+    }
+
+    /// Whether `request` was routed to `session` and is not answered yet.
+    package func isUnanswered(_ request: GATTServerRequestID, by session: SessionID) -> Bool {
+        unanswered[request]?.session == session
+    }
+
+    /// The link went down (or the controller did, nil: every link): the host forgot its requests.
+    mutating func linkDown(_ link: ConnectionHandle?) {
+        unanswered = link.map { link in unanswered.filter { $0.value.link != link } } ?? [:]
     }
 
     /// Takes `request` out of the unanswered, whoever it was routed to: true when it was there (the caller
@@ -78,7 +94,7 @@ package struct ServiceTable: Sendable, Hashable {
     /// Refuses every request routed to `session` and not answered (it went, or its app ended): nobody will
     /// answer them, and the client should not wait for the ATT transaction timeout.
     mutating func refuseUnanswered(of session: SessionID, _ actions: inout [SystemAction]) {
-        let mine = unanswered.filter { $0.value == session }.keys.sorted { $0.rawValue < $1.rawValue }
+        let mine = unanswered.filter { $0.value.session == session }.keys.sorted { $0.rawValue < $1.rawValue }
         for request in mine {
             unanswered[request] = nil
             actions.append(.refuse(request, .unlikelyError))
@@ -89,9 +105,9 @@ package struct ServiceTable: Sendable, Hashable {
     /// (it goes to every session).
     mutating func route(_ event: HostEvent, _ actions: inout [SystemAction]) -> Bool {
         switch event {
-        case .serverRead(let request, _, let attribute, _):
+        case .serverRead(let request, let link, let attribute, _):
             if let owner = owners[attribute] {
-                unanswered[request] = owner
+                unanswered[request] = Unanswered(session: owner, link: link)
                 actions.append(.deliver(owner, .server(event)))
             } else {
                 actions.append(.refuse(request, .unlikelyError))
@@ -113,7 +129,7 @@ package struct ServiceTable: Sendable, Hashable {
                 if let request { actions.append(.refuse(request, .invalidHandle)) }
                 return true
             }
-            if let request { unanswered[request] = groups[0].0 }
+            if let request { unanswered[request] = Unanswered(session: groups[0].0, link: link) }
             for (i, (owner, mine)) in groups.enumerated() {
                 actions.append(.deliver(owner, .server(.serverWrite(i == 0 ? request : nil, link, mine))))
             }

@@ -395,6 +395,7 @@ package struct SystemMachine: Sendable {
         var actions: [SystemAction] = []
         security.disconnected(handle, reason: reason, &actions)
         _ = security.takeEnded()
+        services.linkDown(handle)
         discovery.linkDown(handle, &actions)
         subscriptions.linkDown(handle)
         links.disconnected(handle, reason: reason, &actions)
@@ -409,6 +410,7 @@ package struct SystemMachine: Sendable {
         let initiating = !links.targets.isEmpty
         links.reset()
         subscriptions.reset()
+        services.linkDown(nil)
         var actions: [SystemAction] = initiating ? [.setConnectTargets([])] : []
         discovery.reset(&actions)
         return actions

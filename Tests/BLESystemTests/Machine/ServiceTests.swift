@@ -151,4 +151,36 @@ import Testing
         let byRestored = kept.serverRequestAnswered(late, by: restored)
         #expect(byRestored)
     }
+
+    /// The rest of the rule: a session of an app that ends, not kept, has its requests refused with it; a write
+    /// spanning two apps' services is answered by the first owner only; a request whose link went is forgotten
+    /// (the host forgot it: nothing to refuse); one that reached no session is refused once.
+    @Test func requestsOfAnEndedAppASplitWriteALostLinkAndAnUndeliveredOne() {
+        var m = Self.machine()
+        var actions: [SystemAction] = []
+        _ = m.serverEvent(
+            .serverRead(Self.request, Self.link, attribute: AttributeHandle(0x12), offset: 0), into: &actions)
+        let ended = m.appTerminated("one", keeping: [])
+        #expect(ended.first == .refuse(Self.request, .unlikelyError))
+
+        var n = Self.machine()
+        let split = GATTServerRequestID(rawValue: 8)
+        _ = n.serverEvent(.serverWrite(split, Self.link, [Self.write(0x22), Self.write(0x12)]), into: &actions)
+        let byA = n.serverRequestAnswered(split, by: Self.a)
+        let byB = n.serverRequestAnswered(split, by: Self.b)
+        #expect(!byA)  // a's part carries no id
+        #expect(byB)
+
+        let lost = GATTServerRequestID(rawValue: 9)
+        _ = n.serverEvent(.serverRead(lost, Self.link, attribute: AttributeHandle(0x22), offset: 0), into: &actions)
+        _ = n.linkDisconnected(Self.link, reason: .connectionTimeout)
+        #expect(n.closed(Self.b) == [.removeService(AttributeHandle(0x20))])
+
+        let orphan = GATTServerRequestID(rawValue: 10)
+        _ = n.serverEvent(.serverRead(orphan, Self.link, attribute: AttributeHandle(0x12), offset: 0), into: &actions)
+        let first = n.serverRequestUndelivered(orphan)
+        let second = n.serverRequestUndelivered(orphan)
+        #expect(first)
+        #expect(!second)
+    }
 }
