@@ -104,6 +104,9 @@ package struct SecurityTable: Sendable, Hashable {
         var pairAfter = false
         /// A central's pairing, reported once its keys' delivery is confirmed.
         var completed: PairingOutcome?
+        /// An encryption this system asked for has not ended: no second one is asked for (a peer's pairing that
+        /// ends answers the waits before it does).
+        var encrypting = false
     }
 
     /// Whether the host pairs at all (`HostConfiguration.security`).
@@ -151,11 +154,12 @@ package struct SecurityTable: Sendable, Hashable {
         if link.encrypted { return .done }
         let id = draw(SecureID.init)
         if waiting { link.waiters.append(id) }
-        let first = !link.securing
+        let first = !link.securing && !link.encrypting
         link.securing = true
         links[handle] = link
         if first {
             if link.info.role == .central, bonded {
+                links[handle]!.encrypting = true
                 actions.append(.encrypt(handle, peer: link.info.peer))
             } else {
                 startPairing(handle, &actions)
@@ -170,8 +174,8 @@ package struct SecurityTable: Sendable, Hashable {
         guard var link = links[handle] else { return (nil, .failed(.unavailable("the link is not up"))) }
         let id = draw(PairID.init)
         link.pairWaiters.append(id)
-        if link.pairing {
-            // A pairing under way answers this one too.
+        if link.pairing || link.completed != nil {
+            // A pairing under way (or whose keys are being delivered) answers this one too.
             links[handle] = link
         } else if link.securing {
             // An encryption under way finishes first.
@@ -196,6 +200,7 @@ package struct SecurityTable: Sendable, Hashable {
         guard enabled, bonded else { return }
         if info.role == .central, centralKey {
             links[info.handle]!.securing = true
+            links[info.handle]!.encrypting = true
             actions.append(.encrypt(info.handle, peer: info.peer))
         }
     }
@@ -217,6 +222,7 @@ package struct SecurityTable: Sendable, Hashable {
     mutating func encryptionChanged(_ handle: ConnectionHandle, encrypted: Bool, _ actions: inout [SystemAction]) {
         guard var link = links[handle] else { return }
         link.encrypted = encrypted
+        link.encrypting = false
         links[handle] = link
         // A pairing this system asked for ends when the keys are distributed, not at the first encryption.
         guard encrypted, !link.pairing else { return }
@@ -226,6 +232,7 @@ package struct SecurityTable: Sendable, Hashable {
     /// The encryption with a bond's key failed (`status`); PIN or Key Missing: the peer no longer has the key.
     mutating func encryptionFailed(_ handle: ConnectionHandle, status: HCIStatus, _ actions: inout [SystemAction]) {
         // The bond is kept, as iOS keeps it until the user forgets the device: the next link fails the same way.
+        links[handle]?.encrypting = false
         finish(handle, status == .pinOrKeyMissing ? .peerRemovedPairingInformation : .encryption(status), &actions)
     }
 
@@ -267,6 +274,7 @@ package struct SecurityTable: Sendable, Hashable {
     /// is paired instead, as it would have been without the bond.
     mutating func keyGone(_ handle: ConnectionHandle, _ actions: inout [SystemAction]) {
         guard links[handle]?.securing == true, links[handle]?.pairing == false else { return }
+        links[handle]?.encrypting = false
         startPairing(handle, &actions)
     }
 

@@ -193,4 +193,146 @@ import Testing
         #expect(m.encryptionKeyGone(Self.handle) == [.pair(Self.handle)])
         #expect(m.encryptionKeyGone(Self.handle) == [])
     }
+
+    /// Every sequence of seven of thirteen inputs on one link, central or peripheral (waits for its encryption and
+    /// for a pairing; the controller encrypting or failing with PIN or Key Missing or another status; the pairing
+    /// completing, its keys delivered, failing, or refused by the host as under way or otherwise; the link going,
+    /// coming back, the controller going). After each step: every wait is answered at most once, and none is
+    /// left once its link is gone; at most one pairing and one encryption this system asked for are under way; the
+    /// link is securing only while such a request is out, and a wait always has something under way to answer it.
+    @Test func everySequenceAnswersEachWaitOnceAndNeverPairsTwiceAtOnce() {
+        enum Input: CaseIterable {
+            case secure, pair, encrypted, lostKey, encryptionRefused, completed, delivered, failed
+            case refusedUnderWay, refused, down, up, reset
+        }
+        struct Node {
+            var machine = LinkTests.machine()
+            var up = true
+            var central: Bool
+            /// Waits not answered, by id.
+            var secureWaits: Set<SecureID> = []
+            var pairWaits: Set<PairID> = []
+            var answered = 0
+            /// Requests this system sent and the host has not ended; the peer's own pairing (ours was refused as
+            /// one under way); a central's keys waiting to be confirmed delivered, and whether the pairing was ours.
+            var pairing = false
+            var encrypting = false
+            var peerPairing = false
+            var keysPending = false
+            var keysOurs = false
+        }
+        var failures: [String] = []
+        var visited = 0
+        for central in [true, false] {
+            var start = Node(central: central)
+            _ = start.machine.securityLinkUp(
+                central ? Self.info : Self.peripheralInfo, bonded: central, centralKey: central)
+            start.encrypting = central
+            let (count, found) = walkEverySequence(from: start, depth: 7) { (n: inout Node, input: Input) in
+                var failures: [String] = []
+                var actions: [SystemAction] = []
+                switch input {
+                case .secure:
+                    guard n.up else { return nil }
+                    let (answer, new) = n.machine.secure(Self.handle, bonded: n.central)
+                    actions = new
+                    if case .waiting(let id) = answer { n.secureWaits.insert(id) }
+                case .pair:
+                    guard n.up else { return nil }
+                    let ((id, _), new) = n.machine.pair(Self.handle)
+                    actions = new
+                    if let id { n.pairWaits.insert(id) }
+                case .encrypted:
+                    guard n.encrypting || n.pairing || n.peerPairing else { return nil }
+                    n.encrypting = false
+                    actions = n.machine.encryptionChanged(Self.handle, encrypted: true)
+                case .lostKey, .encryptionRefused:
+                    guard n.encrypting else { return nil }
+                    n.encrypting = false
+                    actions = n.machine.encryptionFailed(
+                        Self.handle, status: input == .lostKey ? .pinOrKeyMissing : .connectionTimeout)
+                case .completed:
+                    guard n.pairing || n.peerPairing else { return nil }
+                    n.keysPending = n.central
+                    n.keysOurs = n.pairing
+                    n.pairing = false
+                    n.peerPairing = false
+                    actions = n.machine.pairingCompleted(Self.handle, Self.outcome)
+                case .delivered:
+                    guard n.keysPending else { return nil }
+                    n.keysPending = false
+                    actions = n.machine.keysDelivered(Self.handle)
+                case .failed:
+                    guard n.pairing || n.peerPairing else { return nil }
+                    n.pairing = false
+                    n.peerPairing = false
+                    actions = n.machine.pairingFailed(Self.handle, .timeout)
+                case .refusedUnderWay, .refused:
+                    guard n.pairing else { return nil }
+                    n.pairing = false
+                    let code: HostError.Code = input == .refusedUnderWay ? .invalidState : .unsupported
+                    actions = n.machine.pairingRefused(Self.handle, HostError(code, "refused"))
+                    // Refused as under way: the peer's pairing answers the waits when it ends.
+                    if input == .refusedUnderWay { n.peerPairing = true }
+                case .down:
+                    guard n.up else { return nil }
+                    n.up = false
+                    n.pairing = false
+                    n.peerPairing = false
+                    n.encrypting = false
+                    n.keysPending = false
+                    actions = n.machine.linkDisconnected(Self.handle, reason: .connectionTimeout)
+                case .up:
+                    guard !n.up else { return nil }
+                    n.up = true
+                    actions = n.machine.securityLinkUp(
+                        n.central ? Self.info : Self.peripheralInfo, bonded: n.central, centralKey: n.central)
+                case .reset:
+                    n.up = false
+                    n.pairing = false
+                    n.peerPairing = false
+                    n.encrypting = false
+                    n.keysPending = false
+                    actions = n.machine.securityReset("gone")
+                }
+                for action in actions {
+                    switch action {
+                    case .pair:
+                        if n.pairing { failures.append("a second pairing while one is under way") }
+                        n.pairing = true
+                    case .encrypt:
+                        if n.encrypting { failures.append("a second encryption while one is under way") }
+                        n.encrypting = true
+                    case .secureAnswered(let id, _):
+                        if n.secureWaits.remove(id) == nil { failures.append("secure wait \(id) answered twice") }
+                    case .pairAnswered(let id, _):
+                        if n.pairWaits.remove(id) == nil { failures.append("pair wait \(id) answered twice") }
+                    case .confirmKeyDelivery, .disconnect, .setConnectTargets, .deliver: break
+                    default: failures.append("unexpected \(action)")
+                    }
+                }
+                let link = n.machine.security.links[Self.handle]
+                if !n.up, !(n.secureWaits.isEmpty && n.pairWaits.isEmpty) {
+                    failures.append("waits left with the link gone")
+                }
+                if n.up, let link {
+                    // Securing with nothing out would leave its waits for ever; waits with nothing that will end
+                    // them likewise. (A request out after its waits were answered is allowed: a peer's pairing that
+                    // ends answers them, as the old class did.)
+                    let out = n.pairing || n.encrypting || (n.keysPending && n.keysOurs)
+                    if link.securing && !out { failures.append("securing with no request out") }
+                    let ending = link.securing || n.pairing || n.peerPairing || n.keysPending
+                    if !(n.secureWaits.isEmpty && n.pairWaits.isEmpty) && !ending {
+                        failures.append("waits with nothing under way to answer them")
+                    }
+                }
+                return failures
+            }
+            visited += count
+            failures += found.map { "\(central ? "central" : "peripheral"): \($0)" }
+        }
+        #expect(visited > 50_000)
+        let count = failures.count
+        #expect(count == 0, "first failures: \(failures.prefix(3))")
+    }
 }
