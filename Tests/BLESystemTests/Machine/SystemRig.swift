@@ -68,7 +68,11 @@ func walkEverySequence<State, Input: CaseIterable>(
             guard let found = step(&next, input) else { continue }
             visited += 1
             let path = path + [input]
-            failures += found.map { "\(path): \($0)" }
+            // Each input by its case name alone (an array's description names a local enum by its full path).
+            if !found.isEmpty {
+                let named = "[" + path.map { "\($0)" }.joined(separator: ", ") + "]"
+                failures += found.map { "\(named): \($0)" }
+            }
             walk(next, depth: depth - 1, path: path)
         }
     }
