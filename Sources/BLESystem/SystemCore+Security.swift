@@ -117,6 +117,10 @@ extension SystemCore {
         host.encrypt(on: handle, key: SMPPairing.LongTermKey(key: key.key, ediv: key.ediv, rand: key.rand)) {
             [weak self] result in
             guard case .failure(let error) = result else { return }
+            // The link (or the controller) went first: its end, reported next, fails the waits with the
+            // controller's reason; refusing the link here would put "unspecified error" in its place.
+            let gone: [HostError.Code] = [.disconnected, .transportClosed, .shutDown, .controllerReset]
+            guard !gone.contains(error.code) else { return }
             // PIN or Key Missing: the peripheral no longer has the bond (iOS: peerRemovedPairingInformation).
             let status =
                 error.code == .hci(.pinOrKeyMissing) ? .pinOrKeyMissing : error.code.hciStatus ?? .unspecifiedError

@@ -600,7 +600,8 @@ public final class SystemCore: Sendable {
             setPower(.poweredOff(reason: why))
         case .controllerResetting(let reason):
             // As on iOS (IOSRules.md 6.7): managers see `.resetting`; scans, pending connects, advertising and links
-            // end without a callback each (the host reports each link's end after this, to the system alone).
+            // end without a callback each (the host reports no link's end: every table keyed by link is cleared
+            // here, in this one step).
             step { s in
                 (
                     (),

@@ -258,7 +258,9 @@ public final class PeripheralManager: Sendable {
         _ reply: Reply<Void>,
         _ tell: @escaping @Sendable (PeripheralManager, (any PeripheralManagerDelegate)?, BluetoothError?) -> Void
     ) -> @Sendable (Result<Void, HostError>) -> Void {
-        { [self] result in
+        // Held weakly: a start kept waiting (its app out of the foreground) must not keep a manager the app let go.
+        { [weak self] result in
+            guard let self else { return }
             switch result {
             case .success:
                 // `isAdvertising` turns true on the manager's queue, just before the callback that says so.

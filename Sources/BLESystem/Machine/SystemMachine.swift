@@ -64,7 +64,8 @@ package enum SystemAction: Sendable, Hashable {
     case keepGATTCache(UUID, hash: [UInt8]?, GATTCacheRecord)
     /// Have the store forget a peer's GATT cache.
     case dropGATTCache(UUID)
-    /// Tell every manager on `link` that the peer's database is not the one its cache was kept for.
+    /// Tell every manager attached that the peer's database on `link` is not the one its cache was kept for (the
+    /// managers not on the link ignore it).
     case peerDatabaseChanged(ConnectionHandle)
     /// Enable the indications of the peer's Service Changed characteristic (write 2 to this configuration
     /// descriptor), for the system.
