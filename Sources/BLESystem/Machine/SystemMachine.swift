@@ -536,10 +536,7 @@ package struct SystemMachine: Sendable {
 
     /// The peer asked for security (a Security Request): the link is secured, for nobody waiting.
     package mutating func securityRequested(_ handle: ConnectionHandle, bonded: Bool) -> [SystemAction] {
-        var actions: [SystemAction] = []
-        _ = security.secure(handle, bonded: bonded, waiting: false, &actions)
-        settleSecurity(&actions)
-        return actions
+        securityStep { _ = $0.secure(handle, bonded: bonded, waiting: false, &$1) }
     }
 
     /// A user asks to pair on the link.
@@ -556,10 +553,7 @@ package struct SystemMachine: Sendable {
 
     /// The link's encryption changed (successfully).
     package mutating func encryptionChanged(_ handle: ConnectionHandle, encrypted: Bool) -> [SystemAction] {
-        var actions: [SystemAction] = []
-        security.encryptionChanged(handle, encrypted: encrypted, &actions)
-        settleSecurity(&actions)
-        return actions
+        securityStep { $0.encryptionChanged(handle, encrypted: encrypted, &$1) }
     }
 
     /// The encryption with a bond's key failed: with PIN or Key Missing the peer no longer has the key, and the
@@ -574,48 +568,32 @@ package struct SystemMachine: Sendable {
 
     /// A pairing completed (its bond kept by the driver).
     package mutating func pairingCompleted(_ handle: ConnectionHandle, _ outcome: PairingOutcome) -> [SystemAction] {
-        var actions: [SystemAction] = []
-        security.pairingCompleted(handle, outcome, &actions)
-        settleSecurity(&actions)
-        return actions
+        securityStep { $0.pairingCompleted(handle, outcome, &$1) }
     }
 
     /// The exchange after a central's distributed keys came back.
     package mutating func keysDelivered(_ handle: ConnectionHandle) -> [SystemAction] {
-        var actions: [SystemAction] = []
-        security.keysDelivered(handle, &actions)
-        settleSecurity(&actions)
-        return actions
+        securityStep { $0.keysDelivered(handle, &$1) }
     }
 
     /// A pairing failed.
     package mutating func pairingFailed(_ handle: ConnectionHandle, _ failure: SMPPairing.Failure) -> [SystemAction] {
-        var actions: [SystemAction] = []
-        security.pairingFailed(handle, failure, &actions)
-        settleSecurity(&actions)
-        return actions
+        securityStep { $0.pairingFailed(handle, failure, &$1) }
     }
 
     /// The host refused or ended a pairing this system asked for, without the pairing machine.
     package mutating func pairingRefused(_ handle: ConnectionHandle, _ error: HostError) -> [SystemAction] {
-        var actions: [SystemAction] = []
-        security.pairingRefused(handle, error, &actions)
-        settleSecurity(&actions)
-        return actions
+        securityStep { $0.pairingRefused(handle, error, &$1) }
     }
 
     /// The key to encrypt the link with is gone from the store: the link is paired instead.
     package mutating func encryptionKeyGone(_ handle: ConnectionHandle) -> [SystemAction] {
-        var actions: [SystemAction] = []
-        security.keyGone(handle, &actions)
-        return actions
+        securityStep { $0.keyGone(handle, &$1) }
     }
 
     /// The pairing asks the user something.
     package mutating func pairingPrompt(_ handle: ConnectionHandle, _ prompt: PairingPrompt) -> [SystemAction] {
-        var actions: [SystemAction] = []
-        security.prompt(handle, prompt, &actions)
-        return actions
+        securityStep { $0.prompt(handle, prompt, &$1) }
     }
 
     /// The controller went away or is being reset: every wait for security fails with `why`.
@@ -623,6 +601,15 @@ package struct SystemMachine: Sendable {
         var actions: [SystemAction] = []
         security.reset(why, &actions)
         _ = security.takeEnded()
+        return actions
+    }
+
+    /// Steps the security table with `body`, then settles the links held for their encryption whose securing
+    /// ended there: every security input goes through it, so none can forget them.
+    private mutating func securityStep(_ body: (inout SecurityTable, inout [SystemAction]) -> Void) -> [SystemAction] {
+        var actions: [SystemAction] = []
+        body(&security, &actions)
+        settleSecurity(&actions)
         return actions
     }
 

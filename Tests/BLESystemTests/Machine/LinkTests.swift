@@ -170,6 +170,19 @@ import Testing
 
     // MARK: Reconnection (IOSRules.md 7)
 
+    /// `a` connected with `enableAutoReconnect` and lost link 7, so it waits for the peer again; `failedOnce`:
+    /// and its first attempt failed, so it waits for the pause (token 0).
+    static func reconnecting(failedOnce: Bool = false) -> SystemMachine {
+        var m = machine()
+        _ = m.connect(a, to: peer, autoReconnect: true)
+        _ = m.linkConnected(link(7), securing: false)
+        _ = m.linkDisconnected(ConnectionHandle(7), reason: .connectionTimeout)
+        if failedOnce {
+            _ = m.connectionFailed(peer, HostError(.hci(.connectionFailedToBeEstablished), "no answer"))
+        }
+        return m
+    }
+
     /// A connect with `enableAutoReconnect` whose link is lost waits for the peer again at once, and its manager
     /// hears the loss as one it is reconnected from; a manager on the same link without the option hears a
     /// final loss.
@@ -204,10 +217,7 @@ import Testing
     /// A reconnection's attempt that fails is tried again after the pause, by a timer, and tells the manager
     /// nothing; a timer of an earlier pause does nothing.
     @Test func aFailedAttemptIsTriedAgainAfterThePause() {
-        var m = Self.machine()
-        _ = m.connect(Self.a, to: Self.peer, autoReconnect: true)
-        _ = m.linkConnected(Self.link(7), securing: false)
-        _ = m.linkDisconnected(ConnectionHandle(7), reason: .connectionTimeout)
+        var m = Self.reconnecting()
         let error = HostError(.hci(.connectionFailedToBeEstablished), "no answer")
         let failed = m.connectionFailed(Self.peer, error)
         let pause = SystemTimer.reconnect(Self.peer, token: 0)
@@ -225,10 +235,7 @@ import Testing
     /// A peer that no longer has the bond's key ends the reconnection: no later attempt could succeed, so the
     /// manager's connect fails, saying why.
     @Test func aPeerThatLostTheKeyEndsTheReconnection() {
-        var m = Self.machine()
-        _ = m.connect(Self.a, to: Self.peer, autoReconnect: true)
-        _ = m.linkConnected(Self.link(7), securing: false)
-        _ = m.linkDisconnected(ConnectionHandle(7), reason: .connectionTimeout)
+        var m = Self.reconnecting()
         _ = m.linkConnected(Self.link(8), securing: true)
         _ = m.linkRefused(ConnectionHandle(8), status: .pinOrKeyMissing)
         let down = m.linkDisconnected(ConnectionHandle(8), reason: .connectionTerminatedByLocalHost)
@@ -239,11 +246,7 @@ import Testing
 
     /// Letting go while waiting for the pause withdraws the reconnection; the pause's end then does nothing.
     @Test func cancellingDuringThePauseWithdrawsTheReconnection() {
-        var m = Self.machine()
-        _ = m.connect(Self.a, to: Self.peer, autoReconnect: true)
-        _ = m.linkConnected(Self.link(7), securing: false)
-        _ = m.linkDisconnected(ConnectionHandle(7), reason: .connectionTimeout)
-        _ = m.connectionFailed(Self.peer, HostError(.hci(.connectionFailedToBeEstablished), "no answer"))
+        var m = Self.reconnecting(failedOnce: true)
         let (outcome, actions) = m.cancelConnection(Self.a, from: Self.peer)
         #expect(outcome == .withdrawn)
         #expect(actions == [])
@@ -253,11 +256,7 @@ import Testing
 
     /// The pause ends while another manager's link to the peer is up: the reconnecting manager is attached to it.
     @Test func thePausesEndJoinsALinkAnotherManagerBroughtUp() {
-        var m = Self.machine()
-        _ = m.connect(Self.a, to: Self.peer, autoReconnect: true)
-        _ = m.linkConnected(Self.link(7), securing: false)
-        _ = m.linkDisconnected(ConnectionHandle(7), reason: .connectionTimeout)
-        _ = m.connectionFailed(Self.peer, HostError(.hci(.connectionFailedToBeEstablished), "no answer"))
+        var m = Self.reconnecting(failedOnce: true)
         _ = m.connect(Self.b, to: Self.peer)
         _ = m.linkConnected(Self.link(8), securing: false)
         let joined = m.timerFired(.reconnect(Self.peer, token: 0))
@@ -267,11 +266,7 @@ import Testing
 
     /// A restored manager takes the kept one's reconnection over, pause and all.
     @Test func aRestoredManagerTakesAReconnectionOver() {
-        var m = Self.machine()
-        _ = m.connect(Self.a, to: Self.peer, autoReconnect: true)
-        _ = m.linkConnected(Self.link(7), securing: false)
-        _ = m.linkDisconnected(ConnectionHandle(7), reason: .connectionTimeout)
-        _ = m.connectionFailed(Self.peer, HostError(.hci(.connectionFailedToBeEstablished), "no answer"))
+        var m = Self.reconnecting(failedOnce: true)
         let restored = SessionID(rawValue: 3)
         m.linksTransferred(from: Self.a, to: restored)
         _ = m.timerFired(.reconnect(Self.peer, token: 0))
