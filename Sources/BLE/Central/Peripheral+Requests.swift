@@ -26,11 +26,11 @@ extension Peripheral {
 
     func discoverServices(_ serviceUUIDs: [BluetoothUUID]?, reply: Reply<[Service]>) {
         let tell: DelegateReport = { p, d, e in d?.peripheral(p, didDiscoverServices: e) }
-        guard let (discovery, handle) = discoveryLink(reply, tell) else { return }
+        guard let (system, handle) = discoveryLink(reply, tell) else { return }
         let wanted = serviceUUIDs?.isEmpty == false ? serviceUUIDs : nil
         let single = wanted?.count == 1 ? wanted?.first : nil
         // Through the system: what another app (or this one) discovered on the link is not asked again.
-        discovery.discoverServices(on: handle, uuid: single) { [self] result in
+        system.discoverServices(on: handle, uuid: single) { [self] result in
             report(reply, result, delegate: tell) { p, found in
                 p.mergeServices(found.filter { wanted?.contains($0.uuid) ?? true })
                 return (p.services ?? []).filter { wanted?.contains($0.uuid) ?? true }
@@ -46,10 +46,10 @@ extension Peripheral {
 
     func discoverIncludedServices(_ uuids: [BluetoothUUID]?, for service: Service, reply: Reply<[Service]>) {
         let tell: DelegateReport = { p, d, e in d?.peripheral(p, didDiscoverIncludedServicesFor: service, error: e) }
-        guard let (discovery, handle) = discoveryLink(reply, tell), let remote = discovered(service, reply, tell) else {
+        guard let (system, handle) = discoveryLink(reply, tell), let remote = discovered(service, reply, tell) else {
             return
         }
-        discovery.discoverIncludedServices(on: handle, in: remote) { [self] result in
+        system.discoverIncludedServices(on: handle, in: remote) { [self] result in
             report(reply, result, delegate: tell) { p, found in
                 let objects = found.filter { uuid in uuids.map { $0.isEmpty || $0.contains(uuid.uuid) } ?? true }
                     .map { p.serviceObject(for: $0) }
@@ -67,11 +67,11 @@ extension Peripheral {
 
     func discoverCharacteristics(_ uuids: [BluetoothUUID]?, for service: Service, reply: Reply<[Characteristic]>) {
         let tell: DelegateReport = { p, d, e in d?.peripheral(p, didDiscoverCharacteristicsFor: service, error: e) }
-        guard let (discovery, handle) = discoveryLink(reply, tell), let remote = discovered(service, reply, tell) else {
+        guard let (system, handle) = discoveryLink(reply, tell), let remote = discovered(service, reply, tell) else {
             return
         }
         let wanted = uuids?.isEmpty == false ? uuids : nil
-        discovery.discoverCharacteristics(on: handle, in: remote, uuid: wanted?.count == 1 ? wanted?.first : nil) {
+        system.discoverCharacteristics(on: handle, in: remote, uuid: wanted?.count == 1 ? wanted?.first : nil) {
             [self] result in
             report(reply, result, delegate: tell) { p, found in
                 p.mergeCharacteristics(found.filter { wanted?.contains($0.uuid) ?? true }, into: service)
@@ -87,11 +87,11 @@ extension Peripheral {
 
     func discoverDescriptors(for characteristic: Characteristic, reply: Reply<[Descriptor]>) {
         let tell: DelegateReport = { p, d, e in d?.peripheral(p, didDiscoverDescriptorsFor: characteristic, error: e) }
-        guard let (discovery, handle) = discoveryLink(reply, tell), let remote = discovered(characteristic, reply, tell)
+        guard let (system, handle) = discoveryLink(reply, tell), let remote = discovered(characteristic, reply, tell)
         else {
             return
         }
-        discovery.discoverDescriptors(on: handle, of: remote) { [self] result in
+        system.discoverDescriptors(on: handle, of: remote) { [self] result in
             report(reply, result, delegate: tell) { p, found in
                 p.mergeDescriptors(found, into: characteristic)
                 return characteristic.descriptors ?? []
@@ -257,7 +257,7 @@ extension Peripheral {
         let tell: DelegateReport = { p, d, e in
             d?.peripheral(p, didUpdateNotificationStateFor: characteristic, error: e)
         }
-        guard let (discovery, handle) = discoveryLink(reply, tell), let remote = discovered(characteristic, reply, tell)
+        guard let (system, handle) = discoveryLink(reply, tell), let remote = discovered(characteristic, reply, tell)
         else {
             return
         }
@@ -294,7 +294,7 @@ extension Peripheral {
         {
             return write(cccdHandle)
         }
-        discovery.discoverDescriptors(on: handle, of: remote) { [self] result in
+        system.discoverDescriptors(on: handle, of: remote) { [self] result in
             switch result {
             case .success(let found):
                 guard let cccd = found.first(where: { $0.uuid == .clientCharacteristicConfiguration }) else {
@@ -374,17 +374,17 @@ extension Peripheral {
         return nil
     }
 
-    /// The live link and the system's discovery results for it (shared by the apps on the link), or the request
-    /// reported at once.
+    /// The live link and the system that discovers on it (sharing results between the apps on the link), or the
+    /// request reported at once.
     func discoveryLink<T: Sendable>(_ reply: Reply<T>, _ tell: @escaping DelegateReport)
         -> (SystemCore, ConnectionHandle)?
     {
         guard let (_, handle) = link(reply, tell) else { return nil }
-        guard let discovery = manager?.system.core else {
+        guard let system = manager?.system.core else {
             fail(reply, Self.managerGone, tell)
             return nil
         }
-        return (discovery, handle)
+        return (system, handle)
     }
 
     /// The remote attribute behind a discovered object, or the request reported at once with `.invalidParameters`.
