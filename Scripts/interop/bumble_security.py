@@ -8,6 +8,7 @@ Every line on stdout is a JSON object with an "event". Both roles print {"event"
 on. Commands on stdin, one per line:
 
   config JSON     (peripheral) the pairing settings for the next connections; answered by {"event": "configured"}
+                  once it advertises (with no link up), or by {"event": "error"} if it cannot
   pair JSON       (central) settings as for config plus "service" (the UUID to find the peripheral by) and
                   "characteristic" (a value to read after pairing): scan, connect, pair, read, disconnect; ends
                   with {"event": "done"}
@@ -234,9 +235,12 @@ async def peripheral(transport, name, address):
             emit("connected", peer=str(connection.peer_address), handle=connection.handle)
             pairings[connection.handle] = security.watch(connection)
 
+            on_air.clear()
+
             def gone(reason):
                 pairings.pop(connection.handle, None)
                 emit("disconnected", reason=reason)
+                asyncio.get_running_loop().create_task(advertise())
 
             connection.on("disconnection", gone)
             if security.settings.get("security_request"):
@@ -249,14 +253,37 @@ async def peripheral(transport, name, address):
             (AdvertisingData.COMPLETE_LOCAL_NAME, name.encode()),
             (AdvertisingData.COMPLETE_LIST_OF_128_BIT_SERVICE_CLASS_UUIDS, bytes(UUID(SERVICE))),
         ]))
+        # Advertising is put back on the air here after each link rather than by Bumble's auto_restart, whose
+        # failure would go unseen: "config" answers only once the device advertises again, or says why not.
+        on_air = asyncio.Event()
+        restart_error = None
+
+        async def advertise():
+            nonlocal restart_error
+            try:
+                await device.start_advertising(advertising_interval_min=20, advertising_interval_max=20)
+            except Exception as error:  # noqa: BLE001 (reported, and the next "config" fails with it)
+                restart_error = f"advertising did not restart: {error!r}"
+                emit("error", message=restart_error)
+                return
+            restart_error = None
+            if not device.connections:
+                on_air.set()
+
         await device.power_on()
-        await device.start_advertising(auto_restart=True, advertising_interval_min=20, advertising_interval_max=20)
+        await advertise()
         emit("ready", address=str(device.random_address), name=name)
 
         async def handle(word, settings):
             if word == "config":
                 security.configure(settings)
-                emit("configured")
+                if not device.connections:
+                    try:
+                        await asyncio.wait_for(on_air.wait(), 10)
+                    except asyncio.TimeoutError:
+                        emit("error", message=restart_error or "not advertising again within 10 s of the last link")
+                        return
+                emit("configured", advertising=on_air.is_set())
             else:
                 emit("error", message=f"unknown command {word}")
 

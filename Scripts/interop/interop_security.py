@@ -295,8 +295,18 @@ class SecurityPeers:
         return process
 
     def configure(self, peripheral, **settings):
+        """Bumble's peripheral takes the row's settings; it answers once it advertises again."""
         peripheral.send("config " + json.dumps(settings))
-        peripheral.expect_event("configured", EVENTS)
+
+        def answer(line):
+            try:
+                record = json.loads(line)
+            except ValueError:
+                return None
+            return record if isinstance(record, dict) and record.get("event") in ("configured", "error") else None
+        record = peripheral.expect(answer, EVENTS, "its answer to config")
+        if record["event"] == "error":
+            raise peers.PeerError(f"{peripheral.name} refused the row's settings: {record.get('message')}")
 
     def ble(self, env, *args, stdin=False):
         process = peers.start(self, "ble " + args[0], [BLE, *args, *self.link.transport()], stdin=stdin, env=env)
@@ -720,9 +730,12 @@ class PairingMatrix(SecurityPeers):
             except peers.PeerError as error:
                 # A step that did not happen (a passkey never shown, an exit that did not come): this row fails
                 # with what was seen; our processes are stopped and Bumble's row is let finish before the next.
-                problems, out, events = [f"{error}"], "", []
+                problems, events = [f"{error}"], []
                 for process in self.running:
                     process.stop()
+                # What our side printed up to then (its exit status when it ended by itself) says why.
+                out = "\n".join(f"[{process.name}, exit {process.returncode}]\n{process.output()}"
+                                for process in self.running)
                 # Bumble ends its part of the row (a "done" once asked to pair; a "disconnected" once connected).
                 bumble.output()
                 said = [e["event"] for e in json_records(bumble.lines[mark:])]
