@@ -37,14 +37,14 @@ extension SystemCore {
     }
 
     /// The managers registered for `app`.
-    public func sessions(of app: SystemApp) -> [any SystemSession] {
+    package func sessions(of app: SystemApp) -> [any SystemSession] {
         state.withLock { s in s.machine.sessions(of: app.id).compactMap { s.sinks[$0]?.session } }
     }
 
     /// A restored peripheral manager takes over what `old` (kept for its terminated app) holds: its services and
     /// its advertisement. `old` stays registered until `replace(_:with:app:)` puts `new` in its place.
     /// `advertisingStarted` and `advertisingEnded` replace the kept manager's callbacks for its advertisement.
-    public func transfer(
+    package func transfer(
         fromPeripheral old: any SystemSession, to new: any SystemSession,
         advertisingStarted: @escaping @Sendable (Result<Void, HostError>) -> Void,
         advertisingEnded: @escaping @Sendable (HostError) -> Void
@@ -69,8 +69,8 @@ extension SystemCore {
     /// A restored manager takes over what `old` (kept for its terminated app) holds: its links and pending
     /// connections, its subscriptions, and its scan (under the scan id `scan`). Returns the scan's request when
     /// `old` was scanning. `old` stays registered until `replace(_:with:app:)` puts `new` in its place.
-    public func transfer(
-        from old: any SystemSession & LinkClient & ScanClient, to new: any SystemSession & LinkClient & ScanClient,
+    package func transfer(
+        from old: any SystemSession, to new: any SystemSession,
         scan: UInt64
     ) -> ScanRequest? {
         let oldID = ObjectIdentifier(old)

@@ -17,7 +17,7 @@ extension SystemCore {
     /// Starts or changes `client`'s scan: the controller scans for every client's request at once, and `client`
     /// hears only what its own request matches, each discovery carrying `id` (the client's name for this scan,
     /// recorded before the call).
-    public func startScan(_ client: any ScanClient, _ request: ScanRequest, id: UInt64) {
+    package func startScan(_ client: any SystemSession, _ request: ScanRequest, id: UInt64) {
         guard let app = appOf(ObjectIdentifier(client)) else { return refuseDefunct("a scan") }
         let mode = Self.scanMode(of: app)
         step { s in
@@ -27,7 +27,7 @@ extension SystemCore {
     }
 
     /// Ends `client`'s scan (and the controller's, when no other client scans).
-    public func stopScan(_ client: any ScanClient) {
+    package func stopScan(_ client: any SystemSession) {
         step { s in
             guard let session = s.ids[ObjectIdentifier(client)] ?? s.reserved[ObjectIdentifier(client)] else {
                 return ((), [])
@@ -42,7 +42,9 @@ extension SystemCore {
     /// else the client waits with every other app's pending connects, and `linkAttached` or `linkFailed` follows.
     /// With `autoReconnect`, the system connects again by itself after a loss of a link the client was on
     /// (`linkDown` says so), until the client lets go.
-    public func connect(_ client: any LinkClient, to peer: BluetoothAddress, autoReconnect: Bool = false) -> LinkInfo? {
+    package func connect(_ client: any SystemSession, to peer: BluetoothAddress, autoReconnect: Bool = false)
+        -> LinkInfo?
+    {
         let (live, link) = step { s -> ((Bool, LinkInfo?), [SystemAction]) in
             guard let session = s.ids[ObjectIdentifier(client)] else { return ((false, nil), []) }
             let (link, actions) = s.machine.connect(session, to: peer, autoReconnect: autoReconnect)
@@ -55,7 +57,7 @@ extension SystemCore {
     /// `client` lets go of `peer`: a pending connect is withdrawn, or the client leaves the link (which goes down
     /// when it was the last).
     /// The subscriptions only `client` wanted on a link it leaves while others stay end on the peer.
-    public func cancelConnection(_ client: any LinkClient, from peer: BluetoothAddress) -> LinkCancellation {
+    package func cancelConnection(_ client: any SystemSession, from peer: BluetoothAddress) -> LinkCancellation {
         step { s in
             guard let session = s.session(of: ObjectIdentifier(client)) else { return (.nothing, []) }
             return s.machine.cancelConnection(session, from: peer)

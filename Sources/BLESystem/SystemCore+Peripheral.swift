@@ -97,7 +97,7 @@ extension SystemCore {
 
     /// Whether the client's `request` was routed to `owner` and is not answered yet (a request noted for a kept
     /// manager may have been refused as its app ended).
-    public func isUnanswered(_ request: GATTServerRequestID, by owner: any SystemSession) -> Bool {
+    package func isUnanswered(_ request: GATTServerRequestID, by owner: any SystemSession) -> Bool {
         state.withLock { s in
             s.session(of: ObjectIdentifier(owner)).map { s.machine.services.isUnanswered(request, by: $0) } ?? false
         }
@@ -106,7 +106,7 @@ extension SystemCore {
     /// `owner` answers the client's `request` (a read's `value`, or the code to refuse it with): false, and
     /// nothing sent, when the request was answered already, refused (its app ended), or is not `owner`'s.
     /// `completion` hears whether the answer was handed to the client's bearer.
-    public func respond(
+    package func respond(
         to request: GATTServerRequestID, by owner: any SystemSession, result: ATTErrorCode, value: [UInt8]?,
         attribute: AttributeHandle? = nil, completion: (@Sendable (Result<Void, HostError>) -> Void)? = nil
     ) -> Bool {
@@ -119,7 +119,7 @@ extension SystemCore {
     }
 
     /// Publishes a service that `owner` answers for: requests for its attributes reach `owner` only.
-    public func addService(_ definition: GATTServiceDefinition, owner: any SystemSession)
+    package func addService(_ definition: GATTServiceDefinition, owner: any SystemSession)
         -> Result<PublishedService, HostError>
     {
         guard let session = state.withLock({ $0.session(of: ObjectIdentifier(owner)) }) else {
@@ -143,7 +143,7 @@ extension SystemCore {
     }
 
     /// Unpublishes the service declared at `serviceHandle`, if `owner` published it.
-    public func removeService(at serviceHandle: AttributeHandle, owner: any SystemSession) {
+    package func removeService(at serviceHandle: AttributeHandle, owner: any SystemSession) {
         let removed = state.withLock { s in
             s.session(of: ObjectIdentifier(owner)).map { s.machine.serviceRemoved(at: serviceHandle, by: $0) } ?? false
         }

@@ -12,42 +12,11 @@ import Synchronization
 ///
 /// Sessions are told about host events synchronously, on the host's context, in the order the host produced
 /// them; they must not block and must not call delegates from there (they dispatch to their own queue).
-public protocol SystemSession: AnyObject, Sendable {
-    func systemPowerStateChanged(_ state: SystemPowerState)
-    func systemReceived(_ event: HostEvent)
-    /// The peer on `link` has another database than the one its GATT cache was kept for (its Database Hash
-    /// changed while no link was up): what an app discovered there before is gone.
-    func systemPeerDatabaseChanged(on link: ConnectionHandle)
-    /// The manager's app was terminated: it lets go of everything it holds in the system (scans, links,
-    /// services, advertising, requests waiting for its answer), as it would going away. The system has already
-    /// stopped delivering to it, and unregisters it next.
-    func systemAppTerminated()
-}
-
-extension SystemSession {
-    public func systemPeerDatabaseChanged(on link: ConnectionHandle) {}
-    public func systemAppTerminated() {}
-}
-
-/// A manager that scans through the system.
-public protocol ScanClient: AnyObject, Sendable {
-    /// A device matched this client's request (after its own coalescing). Called in the controller's serial
-    /// domain: must not block, and dispatches to the client's queue.
-    func scanDiscovered(_ discovery: SystemDiscovery, scan: UInt64)
-    /// The scan with this id ended without `stopScan` (the controller refused to scan, or went away).
-    func scanEnded(_ scan: UInt64)
-}
-
-/// A manager that connects to peripherals through the system. Called in the controller's serial domain (or, for
-/// a link already up, in the client's `connect` call, through its return).
-public protocol LinkClient: AnyObject, Sendable {
-    /// The link to `info.peer` is up for this client: it just came up, or it was up already for another app.
-    func linkAttached(_ info: LinkInfo)
-    /// The connection attempt to `peer` ended without a link.
-    func linkFailed(peer: BluetoothAddress, error: HostError)
-    /// The link went down (`reason`, from the controller), for every client on it; with `reconnecting`, the
-    /// client's connect asked to reconnect and waits for the peer again (`linkAttached` or `linkFailed` follows).
-    func linkDown(_ handle: ConnectionHandle, reason: HCIStatus, reconnecting: Bool)
+package protocol SystemSession: AnyObject, Sendable {
+    /// One event for the manager (`SessionEvent`), in the order the system made it, in the controller's serial
+    /// domain: it must not block, and dispatches what its app hears to the app's queue. Nothing reaches a manager
+    /// after it was told `.appTerminated`, or once it was unregistered.
+    func apply(_ event: SessionEvent)
 }
 
 /// The "bluetoothd" of one controller: it owns the host, the system store, the apps and the managers attached
@@ -67,17 +36,6 @@ public final class SystemCore: Sendable {
     /// The timing of the rules for apps out of the foreground, for every app of this system.
     public let appRules: AppRules
 
-    /// What the driver performs, in order: the machine's actions, and until the host's events are the machine's
-    /// (issue 34, step 10) the host events every manager is told, in the same queue so that a manager hears
-    /// everything in the order it happened.
-    enum Work: Sendable {
-        case machine(SystemAction)
-        /// A host event for every manager attached when it was stepped (`attachments` then).
-        case hostEvent(HostEvent, attachedBy: UInt64)
-        /// A peer's database changed (its Database Hash), for every manager attached when it was stepped.
-        case databaseChanged(ConnectionHandle, attachedBy: UInt64)
-    }
-
     /// A caller's completion, with the session it called for (so a restored manager can take it over).
     struct Caller<Value: Sendable>: Sendable {
         var session: SessionID
@@ -94,9 +52,7 @@ public final class SystemCore: Sendable {
         var ids: [ObjectIdentifier: SessionID] = [:]
         var nextSession: UInt64 = 1
         var apps: [String: SystemApp] = [:]
-        var outbox = DomainOutbox<Work>()
-        /// How many managers were attached so far (each one's number, `WeakSession.attachedAt`).
-        var attachments: UInt64 = 0
+        var outbox = DomainOutbox<SystemAction>()
         /// Who waits for each descriptor write the machine made for a wish (`setSubscription`).
         var subscriptionWaiters: [DescriptorWriteID: [@Sendable (Result<Void, HostError>) -> Void]] = [:]
         /// Who waits for each start of advertising (`startAdvertising`), and the session that made it.
@@ -132,14 +88,12 @@ public final class SystemCore: Sendable {
             let id = SessionID(rawValue: nextSession)
             nextSession += 1
             reserved[object] = id
-            sinks[id] = WeakSession(session: session, app: app, attachedAt: .max)
+            sinks[id] = WeakSession(session: session, app: app)
             return id
         }
 
-        /// `attachedAt`: the number of the manager it replaces (host events queued for that one reach it).
-        mutating func attach(
-            _ session: any SystemSession, app: SystemApp, attachedAt: UInt64? = nil, _ actions: inout [SystemAction]
-        ) -> SessionID {
+        mutating func attach(_ session: any SystemSession, app: SystemApp, _ actions: inout [SystemAction]) -> SessionID
+        {
             let object = ObjectIdentifier(session)
             // A manager freed without detaching would leave its identity behind for another object to take.
             if let stale = ids[object] {
@@ -154,12 +108,24 @@ public final class SystemCore: Sendable {
                 id = SessionID(rawValue: nextSession)
                 nextSession += 1
             }
-            attachments += 1
-            let sink = WeakSession(session: session, app: app, attachedAt: attachedAt ?? attachments)
+            let sink = WeakSession(session: session, app: app)
             sinks[id] = sink
             ids[sink.object] = id
             order.append(sink)
             return id
+        }
+
+        /// Who a delivery to `id` of `event` reaches now: the manager, while it lives (or, replaced by its restored
+        /// successor while the delivery was queued, the successor); nil when nobody is to be told.
+        mutating func recipient(_ id: SessionID, _ event: SessionEvent) -> (any SystemSession)? {
+            var sink = sinks[id] ?? leaving[id]
+            if sink == nil, let successor = forwarded[id] {
+                // Not the state the kept one was told: its successor is told its own (`replace`).
+                if case .powerChanged = event { return nil }
+                sink = sinks[successor]
+            }
+            if case .appTerminated = event { leaving[id] = nil }
+            return sink?.session
         }
 
         /// The id of a registered manager, or of a restored one not registered yet.
@@ -186,15 +152,11 @@ public final class SystemCore: Sendable {
         let app: SystemApp
         /// The manager's identity, kept: the weak reference is nil once its deinit began.
         let object: ObjectIdentifier
-        /// Its number among the managers attached (`State.attachments`; the largest for one not attached yet):
-        /// host events stepped before it was attached do not reach it.
-        let attachedAt: UInt64
 
-        init(session: any SystemSession, app: SystemApp, attachedAt: UInt64) {
+        init(session: any SystemSession, app: SystemApp) {
             self.session = session
             self.app = app
             self.object = ObjectIdentifier(session)
-            self.attachedAt = attachedAt
         }
     }
 
@@ -316,38 +278,45 @@ public final class SystemCore: Sendable {
         step { ((), $0.machine.authorizationChanged(authorization)) }
     }
 
-    /// Attaches a manager of `app` (the default app when nil); it is told its state at once unless that is still
-    /// `.unknown`.
-    public func register(_ session: any SystemSession, app: SystemApp? = nil) {
+    /// Attaches a manager of `app` (the default app when nil) in `role`; it is told its state at once unless
+    /// that is still `.unknown`.
+    package func register(_ session: any SystemSession, app: SystemApp? = nil, role: SessionRole = .central) {
         let app = app ?? defaultApp
         step { s in
             var actions: [SystemAction] = []
             let id = s.attach(session, app: app, &actions)
-            return ((), actions + s.machine.opened(id, app: app.id))
+            return ((), actions + s.machine.opened(id, app: app.id, role: role))
         }
     }
 
-    /// Puts `new`, a manager of `app` restored from `old`, in `old`'s place among the registered managers, in one
-    /// step: an event for every manager reaches one of them, never neither (the kept one hands what still
-    /// reaches it on). Returns the state to tell `new` (unless `.unknown`), which the caller tells it once its
-    /// restoration has been delivered.
-    public func replace(
-        _ old: any SystemSession, with new: any SystemSession, app: SystemApp
+    /// Puts `new`, a manager of `app` in `role` restored from `old`, in `old`'s place among the registered
+    /// managers, in one step: an event for every manager reaches one of them, never neither (the kept one hands
+    /// what still reaches it on). Returns the state to tell `new` (unless `.unknown`), which the caller tells it
+    /// once its restoration has been delivered.
+    package func replace(
+        _ old: any SystemSession, with new: any SystemSession, app: SystemApp, role: SessionRole
     ) -> SystemPowerState {
         step { s in
             let oldID = s.ids[ObjectIdentifier(old)]
-            let number = oldID.flatMap { s.sinks[$0]?.attachedAt }
             if let oldID { s.detach(oldID, leaving: false) }
             var actions: [SystemAction] = []
-            // In the kept one's place for what is still queued: host events stepped before now reach the new one
-            // (its number is the kept one's), and so does what was queued for the kept one.
-            let newID = s.attach(new, app: app, attachedAt: number, &actions)
+            // What is still queued for the kept one reaches the new one.
+            let newID = s.attach(new, app: app, &actions)
             if let oldID { s.forwarded[oldID] = newID }
-            return (s.machine.replaced(oldID, by: newID, app: app.id), actions)
+            return (s.machine.replaced(oldID, by: newID, app: app.id, role: role), actions)
         }
     }
 
-    public func unregister(_ session: any SystemSession) {
+    /// `session` is told of every central-role link's start and end from now on, and of the services devices
+    /// advertise (`registerForConnectionEvents`).
+    package func watchConnections(_ session: any SystemSession) {
+        step { s in
+            if let id = s.ids[ObjectIdentifier(session)] { s.machine.watchConnections(id) }
+            return ((), [])
+        }
+    }
+
+    package func unregister(_ session: any SystemSession) {
         step { s in
             let object = ObjectIdentifier(session)
             guard let id = s.ids[object] ?? s.reserved.removeValue(forKey: object) else { return ((), []) }
@@ -367,38 +336,19 @@ public final class SystemCore: Sendable {
     /// threads (the host's power, a user's authorization) cannot leave it with the earlier one.
     @discardableResult
     func step<T>(_ body: (inout State) -> (T, [SystemAction])) -> T {
-        stepWork { s -> (T, [Work]) in
-            let (value, actions) = body(&s)
-            return (
-                value,
-                actions.map { action in
-                    // Told to every manager attached now, as the host's events are.
-                    if case .peerDatabaseChanged(let link) = action {
-                        return .databaseChanged(link, attachedBy: s.attachments)
-                    }
-                    return .machine(action)
-                }
-            )
-        }
-    }
-
-    /// Steps with `body`, which queues work of its own (host events for the managers, with the machine's
-    /// actions).
-    @discardableResult
-    func stepWork<T>(_ body: (inout State) -> (T, [Work])) -> T {
         // In the domain, a drain starts at once and performs everything stepped so far, in order (a drain
         // scheduled from outside may not have run yet); from outside, one is scheduled in the domain.
         let inDomain = scheduler.isExecuting
-        let (value, drain) = state.withLock { s -> (T, DomainOutbox<Work>.Start) in
-            let (value, work) = body(&s)
-            return (value, s.outbox.append(contentsOf: work, inDomain: inDomain))
+        let (value, drain) = state.withLock { s -> (T, DomainOutbox<SystemAction>.Start) in
+            let (value, actions) = body(&s)
+            return (value, s.outbox.append(contentsOf: actions, inDomain: inDomain))
         }
         start(drain)
         return value
     }
 
     /// Drains now, or has a drain scheduled in the domain, as the outbox said.
-    func start(_ drain: DomainOutbox<Work>.Start) {
+    func start(_ drain: DomainOutbox<SystemAction>.Start) {
         switch drain {
         case .now: drainOutbox()
         case .scheduled: scheduler.execute { [self] in scheduledDrain() }
@@ -413,42 +363,19 @@ public final class SystemCore: Sendable {
         if start { drainOutbox() }
     }
 
-    /// Performs queued work until the outbox is empty, outside the lock. Only one thread drains at a time.
+    /// Performs queued actions until the outbox is empty, outside the lock. Only one thread drains at a time.
     func drainOutbox() {
         while true {
-            let next = state.withLock { s -> (work: Work, session: (any SystemSession)?, all: [WeakSession])? in
-                guard let work = s.outbox.next() else {
+            let next = state.withLock { s -> (action: SystemAction, session: (any SystemSession)?)? in
+                guard let action = s.outbox.next() else {
                     if !s.forwarded.isEmpty { s.forwarded = [:] }
                     return nil
                 }
-                switch work {
-                case .machine(.deliver(let id, let event)):
-                    var sink = s.sinks[id] ?? s.leaving[id]
-                    if sink == nil, let successor = s.forwarded[id] {
-                        // Not the state the kept one was told: its successor is told its own (`replace`).
-                        if case .powerChanged = event { return (work, nil, []) }
-                        sink = s.sinks[successor]
-                    }
-                    if case .appTerminated = event { s.leaving[id] = nil }
-                    return (work, sink?.session, [])
-                case .hostEvent, .databaseChanged:
-                    // The list as it is now (a manager detached since is not told), each manager taken from its
-                    // weak reference only when its turn comes.
-                    return (work, nil, s.order)
-                case .machine:
-                    return (work, nil, [])
-                }
+                guard case .deliver(let id, let event) = action else { return (action, nil) }
+                return (action, s.recipient(id, event))
             }
             guard let next else { return }
-            switch next.work {
-            case .machine(let action): perform(action, for: next.session)
-            case .hostEvent(let event, let attachedBy):
-                for sink in next.all where sink.attachedAt <= attachedBy { sink.session?.systemReceived(event) }
-            case .databaseChanged(let link, let attachedBy):
-                for sink in next.all where sink.attachedAt <= attachedBy {
-                    sink.session?.systemPeerDatabaseChanged(on: link)
-                }
-            }
+            perform(next.action, for: next.session)
         }
     }
 
@@ -469,19 +396,13 @@ public final class SystemCore: Sendable {
     /// Performs one of the machine's actions (`session`: the manager a delivery is for, while it lives).
     func perform(_ action: SystemAction, for session: (any SystemSession)?) {
         switch action {
-        case .deliver(_, .powerChanged(let power)): session?.systemPowerStateChanged(power)
-        case .deliver(_, .appTerminated): session?.systemAppTerminated()
-        case .deliver(_, .discovered(let discovery, let scan)):
-            (session as? any ScanClient)?.scanDiscovered(discovery, scan: scan)
-        case .deliver(_, .scanEnded(let scan)): (session as? any ScanClient)?.scanEnded(scan)
-        case .deliver(_, .linkAttached(let info)): (session as? any LinkClient)?.linkAttached(info)
-        case .deliver(_, .linkFailed(let peer, let error)):
-            (session as? any LinkClient)?.linkFailed(peer: peer, error: error)
-        case .deliver(_, .linkDown(let handle, let reason, let reconnecting)):
-            (session as? any LinkClient)?.linkDown(handle, reason: reason, reconnecting: reconnecting)
-        case .deliver(_, .server(let event)):
-            guard let session else { return refuseUndelivered(event) }
-            session.systemReceived(event)
+        case .deliver(_, let event):
+            guard let session else {
+                // A client's request for a manager that went away before it was told is refused at once.
+                if case .server(let request) = event { refuseUndelivered(request) }
+                return
+            }
+            session.apply(event)
         case .startScan(let parameters):
             host.startScan(parameters) { [weak self] result in
                 // Cancelled: every scan stopped before the controller scanned (or a later start overtook it).
@@ -542,7 +463,7 @@ public final class SystemCore: Sendable {
             guard hash != nil || store.bond(for: peer) != nil else { break }
             store.setGATTCache(SystemStore.GATTCache(hash: hash ?? [], record: record.encoded()), for: peer)
         case .dropGATTCache(let peer): store.setGATTCache(nil, for: peer)
-        case .peerDatabaseChanged: break  // queued as `Work.databaseChanged` (`step`)
+        case .peerDatabaseChanged: break  // the machine's own (it delivers it to the sessions on the link)
         case .writeServiceChangedConfiguration(let link, let descriptor):
             host.write(on: link, attribute: descriptor, value: [0x02, 0x00]) { _ in }
         case .startAdvertising(let request, let attempt):
@@ -583,10 +504,10 @@ public final class SystemCore: Sendable {
     }
 
     /// An event of the host, in the order the host produced it: the system takes its part (scans, links, the
-    /// GATT server's owners) and passes it on to the managers it concerns. The host's event handler; a test may
-    /// feed events here as a controller would cause them.
+    /// GATT server's owners), and the managers it concerns are told of it after that part, in the same step
+    /// (`SystemMachine.route`). The host's event handler; a test may feed events here as a controller would cause
+    /// them.
     public func handle(_ event: HostEvent) {
-        // The system's own part, stepped (or done) before the event is queued for the managers.
         switch event {
         case .transportClosed(let reason):
             let why = reason ?? "the controller's transport closed"
@@ -615,8 +536,8 @@ public final class SystemCore: Sendable {
         case .controllerRestarted(.failure(let error)):
             setPower(.poweredOff(reason: "the controller did not come back after a reset: \(error.message)"))
         case .advertisingReport(let report):
-            // The scans' deliveries and the event in one step (a report is the busiest event after notifications).
-            return broadcast(event) { s, actions in s.machine.advertisingReport(report, into: &actions) }
+            // The scans' deliveries and the event's in one step (a report is the busiest event after notifications).
+            return route(event) { s, actions in s.machine.advertisingReport(report, into: &actions) }
         case .advertisingEnded:
             step { ((), $0.machine.advertisingInterrupted()) }
         case .connected(let info):
@@ -625,28 +546,25 @@ public final class SystemCore: Sendable {
             // At once, before the host takes anything more from the peer: what its GATT server answers depends
             // on it (Insufficient Encryption rather than Authentication for a bonded peer).
             if bond != nil, host.configuration.security != nil { host.setPeerBonded(on: info.handle, true) }
-            step { s in
+            return route(event) { s, actions in
                 // A phone encrypts a bonded peripheral's link at once, with the key it kept.
-                var actions = s.machine.securityLinkUp(
-                    info, bonded: bond != nil, centralKey: bond?.centralKey != nil)
-                guard info.role == .central else { return ((), actions) }
+                actions += s.machine.securityLinkUp(info, bonded: bond != nil, centralKey: bond?.centralKey != nil)
+                guard info.role == .central else { return }
                 // The peer's Database Hash is read before any discovery on the link. A bonded peer's link is held
                 // from the apps while it is encrypted: as on iOS, their connection completes once it is, and fails
                 // when it cannot be (a peer that lost the key: `peerRemovedPairingInformation`).
                 actions += s.machine.discoveryLinkUp(info.handle, peer: peer)
                 actions += s.machine.linkConnected(info, securing: s.machine.security.isSecuring(info.handle))
-                return ((), actions)
             }
         case .encryptionChanged(let handle, let encrypted, .success):
-            step { ((), $0.machine.encryptionChanged(handle, encrypted: encrypted)) }
+            return route(event) { s, actions in actions += s.machine.encryptionChanged(handle, encrypted: encrypted) }
         case .pairingCompleted(let handle, let result):
             // The bond is kept first: whoever hears of the pairing finds it in the store.
             let identifier = keepBond(result, on: handle)
-            step {
-                ((), $0.machine.pairingCompleted(handle, PairingOutcome(result: result, bondIdentifier: identifier)))
-            }
+            let outcome = PairingOutcome(result: result, bondIdentifier: identifier)
+            return route(event) { s, actions in actions += s.machine.pairingCompleted(handle, outcome) }
         case .pairingFailed(let handle, let failure):
-            step { ((), $0.machine.pairingFailed(handle, failure)) }
+            return route(event) { s, actions in actions += s.machine.pairingFailed(handle, failure) }
         case .pairingPrompt(let handle, let prompt):
             step { ((), $0.machine.pairingPrompt(handle, prompt)) }
         case .longTermKeyRequested(let handle, let ediv, let rand):
@@ -659,42 +577,49 @@ public final class SystemCore: Sendable {
         where isServiceChanged(attribute, on: link):
             // Every app on the link forgets what was discovered there, before any of them hears of it (whatever
             // the range: a service that only overlaps it changed too, and the indication is rare).
-            if value.count >= 4 { step { ((), $0.machine.peerServicesChanged(on: link)) } }
+            return route(event) { s, actions in
+                if value.count >= 4 { actions += s.machine.peerServicesChanged(on: link) }
+            }
         case .connectionFailed(let peer, let error):
             step { ((), $0.machine.connectionFailed(peer, error)) }
         case .disconnected(let handle, let reason):
-            step { ((), $0.machine.linkDisconnected(handle, reason: reason)) }
-        case .serverRead, .serverWrite, .subscriptionChanged:
-            // A request for an attribute goes to the manager that published it, and to no one else.
-            return step { s in
-                var actions: [SystemAction] = []
-                _ = s.machine.serverEvent(event, into: &actions)
-                return ((), actions)
-            }
+            return route(event) { s, actions in actions += s.machine.linkDisconnected(handle, reason: reason) }
         default:
             break
         }
-        broadcast(event) { _, _ in }
+        route(event) { _, _ in }
     }
 
-    /// Steps `body` (the machine's part of `event`, into `actions`), then has `event` told to every manager
-    /// attached, after those actions. When that is all there is to do in the domain (no action, nothing queued,
-    /// no drain under way: the path of nearly every notification and advertisement), the managers are told at
-    /// once, as the drainer, rather than through the queue.
-    func broadcast(_ event: HostEvent, _ body: (inout State, inout [SystemAction]) -> Void) {
+    /// Steps `body` (the system's part of `event`, into `actions`), then routes `event` to the managers it
+    /// concerns, after those actions. When all that makes is deliveries and there is nothing else to do in the
+    /// domain (nothing queued, no drain under way: the path of nearly every notification and advertisement), they
+    /// are performed at once, as the drainer, rather than through the queue.
+    func route(_ event: HostEvent, _ body: (inout State, inout [SystemAction]) -> Void) {
         let inDomain = scheduler.isExecuting
-        let (direct, drain) = state.withLock { s -> ([WeakSession]?, DomainOutbox<Work>.Start) in
+        let (direct, drain) = state.withLock { s -> ([Direct]?, DomainOutbox<SystemAction>.Start) in
             var actions: [SystemAction] = []
             body(&s, &actions)
-            if actions.isEmpty, s.outbox.beginDirect(inDomain: inDomain) { return (s.order, .none) }
-            var work = actions.map(Work.machine)
-            work.append(.hostEvent(event, attachedBy: s.attachments))
-            return (nil, s.outbox.append(contentsOf: work, inDomain: inDomain))
+            s.machine.route(event, into: &actions)
+            if actions.allSatisfy(\.isDelivery), s.outbox.beginDirect(inDomain: inDomain) {
+                return (
+                    actions.map { action in
+                        guard case .deliver(let id, let event) = action else { preconditionFailure() }
+                        return Direct(action: action, session: s.recipient(id, event))
+                    }, .none
+                )
+            }
+            return (nil, s.outbox.append(contentsOf: actions, inDomain: inDomain))
         }
         if let direct {
-            for sink in direct { sink.session?.systemReceived(event) }
+            for delivery in direct { perform(delivery.action, for: delivery.session) }
             return drainOutbox()
         }
         start(drain)
+    }
+
+    /// A delivery performed at once (`route`), with the manager it reaches.
+    struct Direct {
+        var action: SystemAction
+        var session: (any SystemSession)?
     }
 }

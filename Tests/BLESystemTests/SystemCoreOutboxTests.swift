@@ -10,8 +10,8 @@ import Testing
 
 /// `SystemCore`'s outbox: what the machine and the host tell the managers waits in the controller's serial
 /// domain, so a restoration (`transfer`, then `replace`) can come between a step and the drain that performs
-/// it. What was queued for the kept manager, and the host events queued for every manager, must reach its
-/// successor: none of it may reach neither.
+/// it. What was queued for the kept manager (the machine's deliveries, a notification on its link among them) must
+/// reach its successor: none of it may reach neither.
 @Suite struct SystemCoreOutboxTests {
     static let peer = BluetoothAddress(bytes: [1, 2, 3, 4, 5, 0xC6], type: .randomDevice)
     static let link = LinkInfo(
@@ -32,7 +32,7 @@ import Testing
         // The app is relaunched: a restored manager takes the kept one's place before the domain drains.
         let restored = RecordingSession()
         _ = core.transfer(from: kept, to: restored, scan: 1)
-        _ = core.replace(kept, with: restored, app: app)
+        _ = core.replace(kept, with: restored, app: app, role: .central)
         domain.runAll()
 
         #expect(kept.log.isEmpty, "the kept manager was told \(kept.log)")
@@ -80,24 +80,18 @@ private final class HeldDomain: HostScheduler {
 }
 
 /// A manager as the system sees it, recording what it is told.
-private final class RecordingSession: SystemSession, LinkClient, ScanClient {
+private final class RecordingSession: SystemSession {
     private let entries = Mutex<[String]>([])
     var log: [String] { entries.withLock { $0 } }
     private func note(_ line: String) { entries.withLock { $0.append(line) } }
 
-    func systemPowerStateChanged(_ state: SystemPowerState) {}
-    func systemReceived(_ event: HostEvent) {
+    func apply(_ event: SessionEvent) {
         switch event {
         case .valueUpdated: note("event valueUpdated")
-        case .connected: note("event connected")
+        case .linkAttached(let info): note("attached \(info.handle.rawValue)")
+        case .linkFailed: note("failed")
+        case .linkDown(let handle, _, _): note("down \(handle.rawValue)")
         default: break
         }
     }
-    func linkAttached(_ info: LinkInfo) { note("attached \(info.handle.rawValue)") }
-    func linkFailed(peer: BluetoothAddress, error: HostError) { note("failed") }
-    func linkDown(_ handle: ConnectionHandle, reason: HCIStatus, reconnecting: Bool) {
-        note("down \(handle.rawValue)")
-    }
-    func scanDiscovered(_ discovery: SystemDiscovery, scan: UInt64) {}
-    func scanEnded(_ scan: UInt64) {}
 }

@@ -39,7 +39,7 @@ import Testing
         queue.sync {}  // what was queued for it let go of it
         #expect(session.manager == nil)
 
-        session.systemReceived(.serverRead(request, link, attribute: attribute, offset: 0))
+        session.apply(.server(.serverRead(request, link, attribute: attribute, offset: 0)))
         try await rig.run(until: { !rig.phone.valueUpdates.isEmpty }, within: .seconds(1), "the read's answer")
         #expect(rig.phone.valueUpdates.first?.error?.code == .att(.unlikelyError))
         #expect(dynamic.value == nil)

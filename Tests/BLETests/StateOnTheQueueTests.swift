@@ -130,8 +130,8 @@ import Testing
         // Meanwhile the host reports two advertisements, while the manager is still scanning.
         let advertisement = AdvertisingReport(
             kind: .nonConnectableUndirected, address: Self.peer, rssi: -40, data: [0x02, 0x01, 0x06])
-        setup.central.session.systemReceived(.advertisingReport(advertisement))
-        setup.central.session.systemReceived(.advertisingReport(advertisement))
+        setup.system.core.handle(.advertisingReport(advertisement))
+        setup.system.core.handle(.advertisingReport(advertisement))
         gate.signal()
         setup.drain()
         #expect(!setup.central.isScanning)

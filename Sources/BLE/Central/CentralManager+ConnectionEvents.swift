@@ -81,22 +81,16 @@ extension CentralManager {
     /// it.
     public func registerForConnectionEvents(options: ConnectionEventMatchingOptions? = nil) {
         locked.withLock { $0.connectionEvents = options ?? ConnectionEventMatchingOptions() }
+        system.core.watchConnections(session)
     }
 
-    /// Called from `systemReceived` for every central-role link's start and end.
-    func connectionEvent(_ event: ConnectionEvent, handle: ConnectionHandle, peer: BluetoothAddress?) {
-        let found = locked.withLock { s -> (BluetoothAddress, ConnectionEventMatchingOptions?, [BluetoothUUID])? in
-            let address: BluetoothAddress
-            if let peer {
-                s.linkPeers[handle] = peer
-                address = peer
-            } else {
-                guard let known = s.linkPeers.removeValue(forKey: handle) else { return nil }
-                address = known
-            }
-            return (address, s.connectionEvents, s.advertisedServices[address] ?? [])
+    /// A central-role link to `peer` started or ended (the system tells a manager registered for connection
+    /// events of every one, whichever manager made it).
+    func connectionEvent(_ event: ConnectionEvent, handle: ConnectionHandle, peer address: BluetoothAddress) {
+        let found = locked.withLock { s -> (ConnectionEventMatchingOptions?, [BluetoothUUID]) in
+            (s.connectionEvents, s.advertisedServices[address] ?? [])
         }
-        guard let (address, options, advertised) = found, let options, currentState != .unauthorized else { return }
+        guard case (let options?, let advertised) = found, currentState != .unauthorized else { return }
         let peripheral = peripheral(for: address)
         let services = advertised + (peripheral.services ?? []).map(\.uuid)
         guard options.matches(identifier: peripheral.identifier, services: services) else { return }

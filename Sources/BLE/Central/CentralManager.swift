@@ -46,8 +46,6 @@ public final class CentralManager: Sendable {
         var pending: [BluetoothAddress: Peripheral] = [:]
         /// What `registerForConnectionEvents(options:)` asked for (nil: not registered).
         var connectionEvents: ConnectionEventMatchingOptions?
-        /// The peer of every central-role link on the system, for the connection events of its end.
-        var linkPeers: [ConnectionHandle: BluetoothAddress] = [:]
         /// The services each device last advertised, for matching connection events by service; kept only
         /// while registered, and for at most `advertisedServicesLimit` devices (rotating addresses would grow it
         /// without end).
@@ -131,7 +129,7 @@ public final class CentralManager: Sendable {
         }
         if let replaced {
             // In the kept manager's place, in one step: an event reaches one of the two, never neither.
-            let power = system.core.replace(replaced.session, with: session, app: app.core)
+            let power = system.core.replace(replaced.session, with: session, app: app.core, role: .central)
             if power != .unknown { powerChanged(power) }
             replay(restoredEvents)
             handover.unlock()
@@ -139,7 +137,7 @@ public final class CentralManager: Sendable {
             // handover is let go of: the host calls it makes may pass events up from other threads.
             resumePreservedWork()
         } else {
-            self.system.core.register(session, app: app.core)
+            self.system.core.register(session, app: app.core, role: .central)
         }
         // IOSRules.md 3.8: made while Bluetooth is off, a central manager shows "turn on Bluetooth" unless told not.
         if options?.showPowerAlert ?? true, !system.isBluetoothEnabled {
@@ -206,7 +204,7 @@ public final class CentralManager: Sendable {
         persistRestorableState()
     }
 
-    // MARK: The system's scan (`ScanClient`, through `session`)
+    // MARK: The system's scan (its `SessionEvent`s, through `session`)
 
     func scanDiscovered(_ discovery: SystemDiscovery, scan id: UInt64) {
         entry(
@@ -430,7 +428,7 @@ public final class CentralManager: Sendable {
         }
     }
 
-    // MARK: The system's links (`LinkClient`, through `session`)
+    // MARK: The system's links (its `SessionEvent`s, through `session`)
 
     /// The system attached this manager to a link it waited for (delivered in order: if the link goes down, its
     /// `linkDown` comes after this).
@@ -575,54 +573,44 @@ public final class CentralManager: Sendable {
         deliver { manager, delegate in delegate?.centralManagerDidUpdateState(manager) }
     }
 
-    func systemReceived(_ event: HostEvent) {
-        entry({ received(event) }, forward: { $0.systemReceived(event) })
-    }
-
-    private func received(_ event: HostEvent) {
+    /// One event from the system (through `CentralSession`), in the controller's serial domain.
+    func apply(_ event: SessionEvent) {
         switch event {
-        case .advertisingReport(let report): handleReport(report)
-        case .connected(let link) where link.role == .central:
-            // This manager's part of the link comes through the system (`linkAttached`).
-            connectionEvent(.peerConnected, handle: link.handle, peer: link.peer)
-        case .disconnected(let handle, _):
-            connectionEvent(.peerDisconnected, handle: handle, peer: nil)
+        case .powerChanged(let power): systemPowerStateChanged(power)
+        case .appTerminated: systemAppTerminated()
+        case .discovered(let discovery, let scan): scanDiscovered(discovery, scan: scan)
+        case .scanEnded(let scan): scanEnded(scan)
+        case .linkAttached(let link): linkAttached(link)
+        case .linkFailed(let peer, let error): linkFailed(peer: peer, error: error)
+        case .linkDown(let handle, let reason, let reconnecting):
+            linkDown(handle, reason: reason, reconnecting: reconnecting)
         case .valueUpdated(let handle, let attribute, let value, let isIndication):
-            peripheralOn(handle)?.handleValueUpdate(attribute: attribute, value: value, isIndication: isIndication)
-        case .readyToWriteWithoutResponse(let handle): peripheralOn(handle)?.handleReadyToWrite()
-        case .transportClosed, .controllerResetting:
-            // Every link ended with the transport (or the controller's reset), though the host reports no
-            // disconnection for each.
-            let handles = locked.withLock { Array($0.linkPeers.keys) }
-            for handle in handles.sorted(by: { $0.rawValue < $1.rawValue }) {
-                connectionEvent(.peerDisconnected, handle: handle, peer: nil)
-            }
-        case .mtuChanged, .connected, .connectionFailed, .serverRead, .serverWrite, .subscriptionChanged,
-            .readyToNotify, .advertisingEnded, .controllerRestarted:
-            // The controller's return reaches this manager as its state (`powerChanged`).
-            break
-        case .pairingPrompt, .securityRequested, .pairingStarted, .pairingCompleted, .pairingFailed, .encryptionChanged,
-            .longTermKeyRequested:
-            // The system (`SystemSecurity`) answers these; CoreBluetooth tells an app nothing of them.
+            entry(
+                {
+                    peripheralOn(handle)?.handleValueUpdate(
+                        attribute: attribute, value: value, isIndication: isIndication)
+                },
+                forward: { $0.apply(event) })
+        case .readyToWrite(let handle):
+            entry({ peripheralOn(handle)?.handleReadyToWrite() }, forward: { $0.apply(event) })
+        case .peerDatabaseChanged(let link):
+            entry({ peripheralOn(link)?.handleDatabaseChanged() }, forward: { $0.apply(event) })
+        case .advertised(let address, let services):
+            // Connection events match by advertised service: while registered, this manager remembers what each
+            // device advertises (its advertisements and scan responses), whether or not it scans.
+            entry({ locked.withLock { $0.remember(services, address) } }, forward: { $0.apply(event) })
+        case .connectionEvent(let handle, let peer, let up):
+            entry(
+                { connectionEvent(up ? .peerConnected : .peerDisconnected, handle: handle, peer: peer) },
+                forward: { $0.apply(event) })
+        case .server:
+            // A central manager publishes no service.
             break
         }
     }
 
-    func systemPeerDatabaseChanged(on link: ConnectionHandle) {
-        entry({ peripheralOn(link)?.handleDatabaseChanged() }, forward: { $0.systemPeerDatabaseChanged(on: link) })
-    }
-
     func peripheralOn(_ handle: ConnectionHandle) -> Peripheral? {
         locked.withLock { $0.byHandle[handle] }
-    }
-
-    /// Connection events match by advertised service: while registered, this manager remembers what each device
-    /// advertises (its advertisements and scan responses), whether or not it scans. Discoveries come through
-    /// the system's scan (`scanDiscovered`).
-    private func handleReport(_ report: AdvertisingReport) {
-        guard locked.withLock({ $0.connectionEvents != nil }) else { return }
-        let services = AdvertisingData(leniently: report.data).serviceUUIDs
-        locked.withLock { $0.remember(services, report.address) }
     }
 
     private func handleDisconnected(_ handle: ConnectionHandle, reason: HCIStatus, reconnecting: Bool) {

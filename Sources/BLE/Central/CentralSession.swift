@@ -4,8 +4,8 @@ import BLEHost
 import BLESystem
 
 /// A central manager as the system sees it: the session registered for it, the client of its scan and of its
-/// links. Internal, so that what only the system calls (`linkDown`, `scanDiscovered`, ...) is not public API of
-/// `CentralManager`: each call is handed to the manager's method of the same name while the manager lives.
+/// links. Internal, so that what only the system calls (`apply`) is not public API of `CentralManager`: each event is
+/// handed to the manager while it lives.
 ///
 /// The system knows the manager by this object alone: its registration, scan, links, subscriptions and preserved
 /// state are keyed on this object's identity, so the manager names itself with `session` (or
@@ -15,7 +15,7 @@ import BLESystem
 /// `@unchecked Sendable`: `manager` is written once, by the manager's initialiser before the session is handed to
 /// the system (its registration, or a restoration's transfer), and only read after that; loading a weak
 /// reference is safe on any thread.
-final class CentralSession: SystemSession, ScanClient, LinkClient, @unchecked Sendable {
+final class CentralSession: SystemSession, @unchecked Sendable {
     /// The manager this session stands for; nil once it has gone away (the system may still hold the session
     /// for an instant, and what reaches it then is dropped, as for a manager released).
     private(set) weak var manager: CentralManager?
@@ -30,43 +30,7 @@ final class CentralSession: SystemSession, ScanClient, LinkClient, @unchecked Se
 
     // MARK: SystemSession
 
-    func systemPowerStateChanged(_ state: SystemPowerState) {
-        manager?.systemPowerStateChanged(state)
-    }
-
-    func systemReceived(_ event: HostEvent) {
-        manager?.systemReceived(event)
-    }
-
-    func systemPeerDatabaseChanged(on link: ConnectionHandle) {
-        manager?.systemPeerDatabaseChanged(on: link)
-    }
-
-    func systemAppTerminated() {
-        manager?.systemAppTerminated()
-    }
-
-    // MARK: ScanClient
-
-    func scanDiscovered(_ discovery: SystemDiscovery, scan id: UInt64) {
-        manager?.scanDiscovered(discovery, scan: id)
-    }
-
-    func scanEnded(_ id: UInt64) {
-        manager?.scanEnded(id)
-    }
-
-    // MARK: LinkClient
-
-    func linkAttached(_ link: LinkInfo) {
-        manager?.linkAttached(link)
-    }
-
-    func linkFailed(peer: BluetoothAddress, error: HostError) {
-        manager?.linkFailed(peer: peer, error: error)
-    }
-
-    func linkDown(_ handle: ConnectionHandle, reason: HCIStatus, reconnecting: Bool) {
-        manager?.linkDown(handle, reason: reason, reconnecting: reconnecting)
+    func apply(_ event: SessionEvent) {
+        manager?.apply(event)
     }
 }

@@ -50,7 +50,7 @@ public final class PeripheralManager: Sendable {
     let delegateCell = DelegateCell<any PeripheralManagerDelegate>(nil)
     /// The handover of a kept manager's work to the one that restores it, as `CentralManager.handover`.
     let handover = NSRecursiveLock()
-    /// Whether `systemReceived` takes `handover`: while kept (for good), and while restoring (the initialiser).
+    /// Whether `apply` takes `handover`: while kept (for good), and while restoring (the initialiser).
     let gated = Atomic<Bool>(false)
 
     /// The app this manager belongs to.
@@ -100,15 +100,15 @@ public final class PeripheralManager: Sendable {
         }
         if let replaced {
             // In the kept manager's place, in one step: an event reaches one of the two, never neither.
-            let power = system.core.replace(replaced.session, with: session, app: app.core)
+            let power = system.core.replace(replaced.session, with: session, app: app.core, role: .peripheral)
             if power != .unknown { powerChanged(power) }
             // Not the requests the system refused as the app ended (their centrals have their answer).
-            for event in restoredEvents where isStillAsked(event) { systemReceived(event) }
+            for event in restoredEvents where isStillAsked(event) { apply(.server(event)) }
             handover.unlock()
             // Preserved work not started yet starts once the handover is let go of (as `CentralManager`).
             resumePreservedWork()
         } else {
-            self.system.core.register(session, app: app.core)
+            self.system.core.register(session, app: app.core, role: .peripheral)
         }
         // Centrals already connected to the device (for another app) can reach this manager's services too.
         let host = self.system.core.host
@@ -495,8 +495,17 @@ public final class PeripheralManager: Sendable {
         deliver { m, d in d?.peripheralManagerDidUpdateState(m) }
     }
 
-    func systemReceived(_ event: HostEvent) {
-        gate({ received(event) }, forward: { $0.systemReceived(event) })
+    /// One event from the system (through `PeripheralSession`), in the controller's serial domain.
+    func apply(_ event: SessionEvent) {
+        switch event {
+        case .powerChanged(let power): systemPowerStateChanged(power)
+        case .appTerminated: systemAppTerminated()
+        case .server(let event): gate({ received(event) }, forward: { $0.apply(.server(event)) })
+        case .discovered, .scanEnded, .linkAttached, .linkFailed, .linkDown, .valueUpdated, .readyToWrite,
+            .peerDatabaseChanged, .advertised, .connectionEvent:
+            // A central manager's: the system sends none to a peripheral manager.
+            break
+        }
     }
 
     /// A kept or restoring manager's entry points go through `handover`; a kept one that a restored one took

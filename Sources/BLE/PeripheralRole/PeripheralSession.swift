@@ -3,8 +3,8 @@ import BLEHost
 import BLESystem
 
 /// A peripheral manager as the system sees it: the session registered for it, the owner of its services and
-/// advertisement. Internal, so that what only the system calls (`systemReceived`, ...) is not public API of
-/// `PeripheralManager`: each call is handed to the manager's method of the same name while the manager lives.
+/// advertisement. Internal, so that what only the system calls (`apply`) is not public API of
+/// `PeripheralManager`: each event is handed to the manager while it lives.
 ///
 /// The system knows the manager by this object alone: its registration, services, advertisement and preserved
 /// state are keyed on this object's identity, so the manager names itself with `session` (or
@@ -33,23 +33,14 @@ final class PeripheralSession: SystemSession, @unchecked Sendable {
 
     // MARK: SystemSession
 
-    func systemPowerStateChanged(_ state: SystemPowerState) {
-        manager?.systemPowerStateChanged(state)
-    }
-
-    func systemReceived(_ event: HostEvent) {
-        guard let manager else { return refuse(event) }
-        manager.systemReceived(event)
-    }
-
-    func systemAppTerminated() {
-        manager?.systemAppTerminated()
-    }
-
-    /// A central's request the system routed here as the manager went away: refused, as the system refuses one
-    /// for a service nobody answers for and those of a manager that goes, so that the central does not wait for
-    /// the ATT transaction timeout (unless the system refused it already).
-    private func refuse(_ event: HostEvent) {
-        core.refuseUndelivered(event)
+    func apply(_ event: SessionEvent) {
+        guard let manager else {
+            // A central's request the system routed here as the manager went away: refused, as the system
+            // refuses one for a service nobody answers for and those of a manager that goes, so that the central
+            // does not wait for the ATT transaction timeout (unless the system refused it already).
+            if case .server(let request) = event { core.refuseUndelivered(request) }
+            return
+        }
+        manager.apply(event)
     }
 }

@@ -493,13 +493,11 @@ private final class PowerWaiter: SystemSession, Sendable {
         self.continuation.withLock { $0 = continuation }
     }
 
-    func systemPowerStateChanged(_ state: SystemPowerState) {
-        guard state != .unknown else { return }
+    func apply(_ event: SessionEvent) {
+        guard case .powerChanged(let state) = event, state != .unknown else { return }
         continuation.withLock { c in
             c?.resume(returning: state)
             c = nil
         }
     }
-
-    func systemReceived(_ event: HostEvent) {}
 }

@@ -229,7 +229,7 @@ extension BluetoothSystem {
     /// A kept manager, known to the system as `session`, gives up its work (its manager is held by the caller).
     private func release(_ session: any SystemSession, preservedAs key: PreservedManager.Key?) {
         if let key { forgetPreserved(key, owner: ObjectIdentifier(session)) }
-        session.systemAppTerminated()
+        session.apply(.appTerminated)
         core.unregister(session)
     }
 

@@ -213,6 +213,12 @@ package struct LinkTable: Sendable, Hashable {
         return peers[peer]?.securing == true
     }
 
+    /// The sessions on the link `handle` (none while it is held, or once it went down), in the order they came on.
+    package func users(of handle: ConnectionHandle) -> [SessionID] {
+        guard let peer = byHandle[handle] else { return [] }
+        return peers[peer]?.users ?? []
+    }
+
     /// Whether `session` is on the link `handle`.
     package func isUser(_ session: SessionID, of handle: ConnectionHandle) -> Bool {
         guard let peer = byHandle[handle] else { return false }

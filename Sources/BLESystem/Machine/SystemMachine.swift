@@ -64,8 +64,8 @@ package enum SystemAction: Sendable, Hashable {
     case keepGATTCache(UUID, hash: [UInt8]?, GATTCacheRecord)
     /// Have the store forget a peer's GATT cache.
     case dropGATTCache(UUID)
-    /// Tell every manager attached that the peer's database on `link` is not the one its cache was kept for (the
-    /// managers not on the link ignore it).
+    /// `DiscoveryTable`'s: the peer's database on `link` is not the one its cache was kept for. The machine turns
+    /// it into a `.peerDatabaseChanged` delivery to each session on the link; its driver never receives it.
     case peerDatabaseChanged(ConnectionHandle)
     /// Enable the indications of the peer's Service Changed characteristic (write 2 to this configuration
     /// descriptor), for the system.
@@ -85,6 +85,14 @@ package enum SystemAction: Sendable, Hashable {
     case secureAnswered(SecureID, SecurityFailure?)
     /// Answer a wait for a pairing.
     case pairAnswered(PairID, PairAnswer)
+}
+
+extension SystemAction {
+    /// Whether it tells a manager something (and asks nothing of the host or the store).
+    package var isDelivery: Bool {
+        if case .deliver = self { return true }
+        return false
+    }
 }
 
 /// A timer the machine started (`.startTimer`), as it is stepped back when it fires.
@@ -115,9 +123,29 @@ package enum SessionEvent: Sendable, Hashable {
     /// The link the manager was on went down, for this reason; with `reconnecting`, the manager's connect asked
     /// to reconnect, and it waits for the peer again.
     case linkDown(ConnectionHandle, HCIStatus, reconnecting: Bool)
-    /// A client's request, or change of subscription, for an attribute of a service the manager published (a
-    /// request is answered by the manager, or refused when it has gone away).
+    /// A host event of the peripheral role: a client's request, or change of subscription, for an attribute of a
+    /// service the manager published (a request is answered by the manager, or refused when it has gone away);
+    /// for every peripheral manager, a central's link up or down, its MTU, its pairing and encryption, and the
+    /// controller's readiness to notify again.
     case server(HostEvent)
+    /// A notification or indication from the peer of a central-role link the manager is on.
+    case valueUpdated(ConnectionHandle, AttributeHandle, [UInt8], isIndication: Bool)
+    /// A link the manager is on can take a write without response again.
+    case readyToWrite(ConnectionHandle)
+    /// The peer on a link the manager is on has another database than the one its GATT cache was kept for (its
+    /// Database Hash changed while no link was up): what the manager discovered there before is gone.
+    case peerDatabaseChanged(ConnectionHandle)
+    /// For a manager registered for connection events: a device advertised these services.
+    case advertised(BluetoothAddress, [BluetoothUUID])
+    /// For a manager registered for connection events: a central-role link to `peer` came up (`up`) or went
+    /// down, whichever manager made it.
+    case connectionEvent(ConnectionHandle, peer: BluetoothAddress, up: Bool)
+}
+
+/// Which manager a session stands for: the host's events of that role reach it.
+package enum SessionRole: Sendable, Hashable {
+    case central
+    case peripheral
 }
 
 /// The system above one host, as one value: what the simulated iOS decides, and none of its I/O.
@@ -154,10 +182,21 @@ package struct SystemMachine: Sendable {
     package private(set) var discovery = DiscoveryTable()
     package private(set) var security: SecurityTable
 
+    /// The links where this device is the peripheral, each once its `connected` event was routed (the managers of
+    /// that role hear of those links: `HostEvents.swift`).
+    package internal(set) var peripheralRoleLinks: Set<ConnectionHandle> = []
+    /// The central-role links the managers registered for connection events were told of, with their peers (so
+    /// that their ends are told, even when the host reports none: a reset).
+    package internal(set) var centralRoleLinks: [ConnectionHandle: BluetoothAddress] = [:]
+    /// The sessions registered for connection events (`registerForConnectionEvents`), in the order attached.
+    package internal(set) var connectionWatchers: [SessionID] = []
+
     /// A manager as the machine knows it.
     package struct Session: Sendable, Hashable {
         /// The id of its app (`SystemApp.id`).
         package var app: String
+        /// Which manager it is: what the host's events for that role reach.
+        package var role: SessionRole
         /// The state it was last told; nil before the first.
         package var told: SystemPowerState?
     }
@@ -175,9 +214,9 @@ package struct SystemMachine: Sendable {
     // MARK: Managers
 
     /// A manager of `app` is attached: it is told its state at once unless that is still `.unknown`.
-    package mutating func opened(_ session: SessionID, app: String) -> [SystemAction] {
+    package mutating func opened(_ session: SessionID, app: String, role: SessionRole = .central) -> [SystemAction] {
         precondition(sessions[session] == nil, "\(session) attached twice")
-        sessions[session] = Session(app: app)
+        sessions[session] = Session(app: app, role: role)
         var actions: [SystemAction] = []
         tell(session, &actions)
         return actions
@@ -187,6 +226,7 @@ package struct SystemMachine: Sendable {
     /// pending connects (a link it was the last on is disconnected), and its services.
     package mutating func closed(_ session: SessionID) -> [SystemAction] {
         sessions[session] = nil
+        connectionWatchers.removeAll { $0 == session }
         var actions = scans.stop(session)
         advertising.stop(session, &actions)
         release(session, &actions)
@@ -199,11 +239,17 @@ package struct SystemMachine: Sendable {
     /// `new`, restored from the kept manager `old`, takes `old`'s place in one step. The state it sees is
     /// returned rather than delivered: the caller tells it once the restoration itself has been told, and it
     /// counts as told.
-    package mutating func replaced(_ old: SessionID?, by new: SessionID, app: String) -> SystemPowerState {
+    package mutating func replaced(_ old: SessionID?, by new: SessionID, app: String, role: SessionRole = .central)
+        -> SystemPowerState
+    {
         precondition(sessions[new] == nil, "\(new) attached twice")
-        if let old { sessions[old] = nil }
+        // It registers for connection events itself if it wants them (a registration is not restored).
+        if let old {
+            sessions[old] = nil
+            connectionWatchers.removeAll { $0 == old }
+        }
         let state = visible
-        sessions[new] = Session(app: app, told: state == .unknown ? nil : state)
+        sessions[new] = Session(app: app, role: role, told: state == .unknown ? nil : state)
         return state
     }
 
@@ -218,6 +264,7 @@ package struct SystemMachine: Sendable {
         }
         for id in sessions.keys.sorted() where sessions[id]!.app == app && !keeping.contains(id) {
             sessions[id] = nil
+            connectionWatchers.removeAll { $0 == id }
             actions.append(.deliver(id, .appTerminated))
             // What the system did for it ends with it (the manager is detached, and can no longer stop it).
             actions += scans.stop(id)
@@ -502,8 +549,16 @@ package struct SystemMachine: Sendable {
     package mutating func databaseHashRead(
         _ link: ConnectionHandle, asOf: UInt64, _ read: DatabaseHashRead, cached: StoredGATTCache?, bonded: Bool
     ) -> [SystemAction] {
+        var table: [SystemAction] = []
+        discovery.hashRead(link, asOf: asOf, read, cached: cached, bonded: bonded, &table)
         var actions: [SystemAction] = []
-        discovery.hashRead(link, asOf: asOf, read, cached: cached, bonded: bonded, &actions)
+        for action in table {
+            if case .peerDatabaseChanged(let link) = action {
+                tellDatabaseChanged(link, &actions)
+            } else {
+                actions.append(action)
+            }
+        }
         return actions
     }
 

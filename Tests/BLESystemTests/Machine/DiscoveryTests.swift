@@ -32,8 +32,25 @@ import Testing
         services: [gatt, sensor], characteristics: [gatt.handleRange.lowerBound: [changed]],
         descriptors: [changed.valueHandle: [cccd]])
 
-    static func linkUp(_ m: inout SystemMachine) -> [SystemAction] {
-        m.discoveryLinkUp(link, peer: peer)
+    /// An app's manager on the link (when a test brings it up `attached`): it hears of the peer's changed database.
+    static let session = SessionID(rawValue: 1)
+    static let address = BluetoothAddress(bytes: [1, 2, 3, 4, 5, 0xC6], type: .randomDevice)
+    static let told = SystemAction.deliver(session, .peerDatabaseChanged(link))
+
+    /// The link comes up (its discovery's part, whose actions are returned); `attached`, with `session` on it, as
+    /// the driver steps a central-role link: the discovery's part first, then the link's.
+    static func linkUp(_ m: inout SystemMachine, attached: Bool = false) -> [SystemAction] {
+        if attached {
+            if m.sessions[session] == nil { _ = m.opened(session, app: "app") }
+            _ = m.connect(session, to: address)
+        }
+        let actions = m.discoveryLinkUp(link, peer: peer)
+        if attached {
+            let info = LinkInfo(
+                handle: link, role: .central, peer: address, interval: 24, latency: 0, supervisionTimeout: 400)
+            _ = m.linkConnected(info, securing: false)
+        }
+        return actions
     }
 
     static func discoveries(_ actions: [SystemAction]) -> [(DiscoveryID, DiscoveryRequest)] {
@@ -99,11 +116,11 @@ import Testing
 
     @Test func anotherHashDropsTheCacheAndTellsTheApps() {
         var m = SystemMachine()
-        _ = Self.linkUp(&m)
+        _ = Self.linkUp(&m, attached: true)
         let read = m.databaseHashRead(
             Self.link, asOf: 1, .value(Self.otherHash),
             cached: StoredGATTCache(hash: Self.hash, record: Self.record), bonded: true)
-        #expect(Array(read.prefix(2)) == [.dropGATTCache(Self.peer), .peerDatabaseChanged(Self.link)])
+        #expect(Array(read.prefix(2)) == [.dropGATTCache(Self.peer), Self.told])
         #expect(Self.discoveries(read).map(\.1) == [.services(nil)])
     }
 
@@ -111,7 +128,7 @@ import Testing
     @Test(arguments: [false, true])
     func aPeerWithoutAHashIsCachedOnlyWhileBonded(_ bonded: Bool) {
         var m = SystemMachine()
-        _ = Self.linkUp(&m)
+        _ = Self.linkUp(&m, attached: true)
         let read = m.databaseHashRead(
             Self.link, asOf: 1, .absent, cached: StoredGATTCache(hash: [], record: Self.record), bonded: bonded)
         if bonded {
@@ -119,7 +136,7 @@ import Testing
         } else {
             // Dropped, but nothing changed that the apps must hear of.
             #expect(read.first == .dropGATTCache(Self.peer))
-            #expect(!read.contains(.peerDatabaseChanged(Self.link)))
+            #expect(!read.contains(Self.told))
         }
     }
 
@@ -132,12 +149,12 @@ import Testing
         #expect(Self.discoveries(failed).map(\.1) == [.services(nil)])
         #expect(!failed.contains(.dropGATTCache(Self.peer)))
         var n = SystemMachine()
-        _ = Self.linkUp(&n)
+        _ = Self.linkUp(&n, attached: true)
         let unreadable = n.databaseHashRead(
             Self.link, asOf: 1, .value(Self.hash), cached: StoredGATTCache(hash: Self.hash, record: nil),
             bonded: false)
         #expect(unreadable.first == .dropGATTCache(Self.peer))
-        #expect(!unreadable.contains(.peerDatabaseChanged(Self.link)))
+        #expect(!unreadable.contains(Self.told))
     }
 
     /// A Service Changed indication forgets what was kept, here and in the store, and the hash is read again
@@ -333,7 +350,7 @@ import Testing
                 // As the driver does: the store is read when the read compares with it and did not fail.
                 let cached = input == .hashFailed || !read.againstCache ? nil : n.store
                 actions = n.machine.databaseHashRead(Self.link, asOf: read.asOf, outcome, cached: cached, bonded: false)
-                if actions.contains(.peerDatabaseChanged(Self.link)), cached?.hash == hashes[n.version] {
+                if actions.contains(Self.told), cached?.hash == hashes[n.version] {
                     failures.append("the apps were told of a change with the same hash kept")
                 }
             case .peerAnswers:
@@ -352,7 +369,7 @@ import Testing
                 guard !n.up else { return nil }
                 n.up = true
                 n.incarnation += 1
-                actions = n.machine.discoveryLinkUp(Self.link, peer: Self.peer)
+                actions = Self.linkUp(&n.machine, attached: true)
             case .change:
                 n.version = 1 - n.version
                 guard n.up else { return [] }
@@ -375,7 +392,8 @@ import Testing
                     n.store = StoredGATTCache(hash: hash, record: record)
                 case .keepGATTCache(_, nil, _): break  // not bonded: the store keeps nothing
                 case .dropGATTCache: n.store = nil
-                case .peerDatabaseChanged, .writeServiceChangedConfiguration: break
+                case .deliver(Self.session, .peerDatabaseChanged(Self.link)), .writeServiceChangedConfiguration: break
+                case .deliver(Self.session, .linkDown): break  // the app's manager leaves the link with it
                 default: failures.append("unexpected \(action)")
                 }
             }

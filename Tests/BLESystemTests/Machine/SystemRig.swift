@@ -13,9 +13,9 @@ struct SystemRig {
 
     /// Attaches a manager of `app`.
     @discardableResult
-    mutating func open(app: String = "app") -> SessionID {
+    mutating func open(app: String = "app", role: SessionRole = .central) -> SessionID {
         let id = draw()
-        record(machine.opened(id, app: app))
+        record(machine.opened(id, app: app, role: role))
         return id
     }
 
