@@ -8,14 +8,15 @@ import Foundation
 import Logging
 import Synchronization
 
-/// A manager (central or peripheral role) attached to a system.
+/// A manager (central or peripheral role) attached to a system, as the system knows it.
 ///
-/// Sessions are told about host events synchronously, on the host's context, in the order the host produced
-/// them; they must not block and must not call delegates from there (they dispatch to their own queue).
+/// Sessions are told what concerns them (`SessionEvent`: the machine's deliveries, the host's events among
+/// them) in the order the machine made it, in the controller's serial domain, outside the system's lock; they
+/// must not block and must not call delegates from there (they dispatch to their own queue).
 package protocol SystemSession: AnyObject, Sendable {
-    /// One event for the manager (`SessionEvent`), in the order the system made it, in the controller's serial
-    /// domain: it must not block, and dispatches what its app hears to the app's queue. Nothing reaches a manager
-    /// after it was told `.appTerminated`, or once it was unregistered.
+    /// One event for the manager. The machine makes none for a session after its `.appTerminated` or once it was
+    /// unregistered, but one made before may still arrive meanwhile (the manager's app drops its delegate calls:
+    /// they are of an earlier launch).
     func apply(_ event: SessionEvent)
 }
 
@@ -47,7 +48,7 @@ public final class SystemCore: Sendable {
     struct State {
         var machine: SystemMachine
         /// The managers attached, by the id the machine knows them by; held weakly.
-        var sinks: [SessionID: WeakSession] = [:]
+        var sinks: [SessionID: WeakSession] = [:] { didSet { recipients &+= 1 } }
         /// The id of each attached manager's object.
         var ids: [ObjectIdentifier: SessionID] = [:]
         var nextSession: UInt64 = 1
@@ -70,7 +71,7 @@ public final class SystemCore: Sendable {
         var discoveryWaiters: [DiscoveryID: @Sendable (Result<DiscoveryResult, HostError>) -> Void] = [:]
 
         /// Managers whose app was terminated, detached, until they are told so.
-        var leaving: [SessionID: WeakSession] = [:]
+        var leaving: [SessionID: WeakSession] = [:] { didSet { recipients &+= 1 } }
         /// The attached managers in the order they were attached (what each host event visits, copied once).
         var order: [WeakSession] = []
 
@@ -79,7 +80,14 @@ public final class SystemCore: Sendable {
         var reserved: [ObjectIdentifier: SessionID] = [:]
         /// Kept managers replaced by their restored successors, while work queued for them may still be in the
         /// outbox: it reaches the successor (emptied when the outbox is).
-        var forwarded: [SessionID: SessionID] = [:]
+        var forwarded: [SessionID: SessionID] = [:] { didSet { recipients &+= 1 } }
+        /// Changes with every change of who a delivery reaches (`sinks`, `leaving`, `forwarded`).
+        var recipients: UInt64 = 0
+        /// Who the last notification's link reaches, while neither the links nor the recipients changed.
+        var linkRoute: LinkRoute?
+        /// The buffer each routed host event's actions are made in (`route`), kept with its capacity: the
+        /// notification path allocates nothing for them.
+        var scratch: [SystemAction] = []
 
         /// An id for a restored manager not registered yet; what is delivered to it reaches it from now on.
         mutating func reserve(_ session: any SystemSession, app: SystemApp) -> SessionID {
@@ -126,6 +134,25 @@ public final class SystemCore: Sendable {
             }
             if case .appTerminated = event { leaving[id] = nil }
             return sink?.session
+        }
+
+        /// The sessions on `link` (the machine's `sessionsOn`), with the managers they reach now; kept from the
+        /// last notification when nothing changed since (the notification path hashes nothing then).
+        mutating func route(on link: ConnectionHandle) -> LinkRoute {
+            if let last = linkRoute, last.link == link, last.links == machine.links.revision,
+                last.recipients == recipients
+            {
+                return last
+            }
+            let ids = machine.sessionsOn(link)
+            let reached = ids.map { id -> WeakSession? in
+                // As `recipient` finds them, for an event other than the power or the app's end.
+                sinks[id] ?? leaving[id] ?? forwarded[id].flatMap { sinks[$0] }
+            }
+            let route = LinkRoute(
+                link: link, links: machine.links.revision, recipients: recipients, sessions: ids, reached: reached)
+            linkRoute = route
+            return route
         }
 
         /// The id of a registered manager, or of a restored one not registered yet.
@@ -580,6 +607,10 @@ public final class SystemCore: Sendable {
             return route(event) { s, actions in
                 if value.count >= 4 { actions += s.machine.peerServicesChanged(on: link) }
             }
+        case .valueUpdated(let link, let attribute, let value, let isIndication):
+            return deliver(.valueUpdated(link, attribute, value, isIndication: isIndication), on: link)
+        case .readyToWriteWithoutResponse(let link):
+            return deliver(.readyToWrite(link), on: link)
         case .connectionFailed(let peer, let error):
             step { ((), $0.machine.connectionFailed(peer, error)) }
         case .disconnected(let handle, let reason):
@@ -596,30 +627,70 @@ public final class SystemCore: Sendable {
     /// are performed at once, as the drainer, rather than through the queue.
     func route(_ event: HostEvent, _ body: (inout State, inout [SystemAction]) -> Void) {
         let inDomain = scheduler.isExecuting
-        let (direct, drain) = state.withLock { s -> ([Direct]?, DomainOutbox<SystemAction>.Start) in
-            var actions: [SystemAction] = []
+        let (direct, drain) = state.withLock { s -> (Direct, DomainOutbox<SystemAction>.Start) in
+            var actions = s.scratch
+            s.scratch = []
+            defer {
+                actions.removeAll(keepingCapacity: true)
+                s.scratch = actions
+            }
             body(&s, &actions)
             s.machine.route(event, into: &actions)
-            if actions.allSatisfy(\.isDelivery), s.outbox.beginDirect(inDomain: inDomain) {
-                return (
+            // Nothing to do (a notification on a link nobody is on any more): no drain either.
+            if actions.isEmpty { return (.queued, .none) }
+            guard actions.allSatisfy(\.isDelivery), s.outbox.beginDirect(inDomain: inDomain) else {
+                return (.queued, s.outbox.append(contentsOf: actions, inDomain: inDomain))
+            }
+            // Most often one manager (the one on a notification's link): no array is made for it.
+            if actions.count == 1, case .deliver(let id, let event) = actions[0] {
+                return (.one(actions[0], s.recipient(id, event)), .none)
+            }
+            return (
+                .many(
                     actions.map { action in
                         guard case .deliver(let id, let event) = action else { preconditionFailure() }
-                        return Direct(action: action, session: s.recipient(id, event))
-                    }, .none
-                )
-            }
-            return (nil, s.outbox.append(contentsOf: actions, inDomain: inDomain))
+                        return (action, s.recipient(id, event))
+                    }), .none
+            )
         }
-        if let direct {
-            for delivery in direct { perform(delivery.action, for: delivery.session) }
-            return drainOutbox()
+        switch direct {
+        case .queued: return start(drain)
+        case .one(let action, let session): perform(action, for: session)
+        case .many(let deliveries): for (action, session) in deliveries { perform(action, for: session) }
         }
-        start(drain)
+        drainOutbox()
     }
 
-    /// A delivery performed at once (`route`), with the manager it reaches.
-    struct Direct {
-        var action: SystemAction
-        var session: (any SystemSession)?
+    /// A notification, indication or readiness to write on `link`: told to the sessions on it, as
+    /// `SystemMachine.route` says, without a step of the machine (the system has no part in it), and when nothing
+    /// else is to be done in the domain, at once (the busiest path of all).
+    func deliver(_ event: SessionEvent, on link: ConnectionHandle) {
+        let inDomain = scheduler.isExecuting
+        let (direct, drain) = state.withLock { s -> ([WeakSession?]?, DomainOutbox<SystemAction>.Start) in
+            let route = s.route(on: link)
+            if route.sessions.isEmpty { return (nil, .none) }
+            if s.outbox.beginDirect(inDomain: inDomain) { return (route.reached, .none) }
+            return (nil, s.outbox.append(contentsOf: route.sessions.map { .deliver($0, event) }, inDomain: inDomain))
+        }
+        guard let direct else { return start(drain) }
+        for sink in direct { sink?.session?.apply(event) }
+        drainOutbox()
+    }
+
+    /// Who a link's events reach (`State.route(on:)`), as of the links' and the recipients' revisions.
+    struct LinkRoute {
+        var link: ConnectionHandle
+        var links: UInt64
+        var recipients: UInt64
+        var sessions: [SessionID]
+        var reached: [WeakSession?]
+    }
+
+    /// The deliveries a routed event's step performs at once (`route`), each with the manager it reaches
+    /// (`queued`: it made none, or queued them for a drain).
+    enum Direct {
+        case queued
+        case one(SystemAction, (any SystemSession)?)
+        case many([(SystemAction, (any SystemSession)?)])
     }
 }

@@ -36,12 +36,54 @@ import Testing
         domain.runAll()
 
         #expect(kept.log.isEmpty, "the kept manager was told \(kept.log)")
-        #expect(restored.log.contains("attached 7"), "\(restored.log)")
-        #expect(restored.log.contains("event valueUpdated"), "\(restored.log)")
+        // The link's attachment first, then the notification on it, as they were made.
+        #expect(restored.log == ["attached 7", "event valueUpdated"], "\(restored.log)")
         // And the link is the restored manager's: its end reaches it.
         core.handle(.disconnected(Self.link.handle, reason: .connectionTimeout))
         domain.runAll()
         #expect(restored.log.last == "down 7", "\(restored.log)")
+    }
+}
+
+extension SystemCoreOutboxTests {
+    /// The notification path in the domain, when nothing waits (performed at once, with who is on the link kept
+    /// from one notification to the next): each notification reaches the managers on its link as they are then,
+    /// as one joins, one leaves, one is unregistered.
+    @Test func notificationsReachTheManagersOnTheLinkAsTheyAreThen() throws {
+        let domain = HeldDomain()
+        let core = SystemCore(
+            name: "notify", transport: HCIPipe().hostEnd, scheduler: domain,
+            store: try SystemStore(path: nil, seed: 1, now: { 0 }))
+        let first = RecordingSession()
+        let second = RecordingSession()
+        let other = RecordingSession()
+        core.register(first)
+        core.register(second)
+        core.register(other)
+        #expect(core.connect(first, to: Self.peer) == nil)
+        core.handle(.connected(Self.link))
+        domain.runAll()
+        let note = HostEvent.valueUpdated(
+            Self.link.handle, attribute: AttributeHandle(3), value: [0x2A], isIndication: false)
+        func notify() {
+            domain.execute { core.handle(note) }
+            domain.runAll()
+        }
+        func counts() -> [Int] {
+            [first.log, second.log, other.log].map { $0.filter { $0 == "event valueUpdated" }.count }
+        }
+        notify()
+        #expect(counts() == [1, 0, 0])
+        #expect(core.connect(second, to: Self.peer) != nil, "the link is up: the second joins it at once")
+        notify()
+        #expect(counts() == [2, 1, 0])
+        _ = core.cancelConnection(first, from: Self.peer)
+        notify()
+        #expect(counts() == [2, 2, 0])
+        core.unregister(second)
+        notify()
+        #expect(counts() == [2, 2, 0])
+        #expect(other.log.isEmpty, "\(other.log)")
     }
 }
 

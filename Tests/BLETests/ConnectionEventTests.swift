@@ -45,6 +45,19 @@ import Testing
         #expect(unregistered.events.withLock { $0 }.isEmpty)
     }
 
+    /// A manager that registers while a link is up hears of its end (it registered for every connection event
+    /// from then on), and of nothing before.
+    @Test func aManagerRegisteredWhileALinkIsUpHearsOfItsEnd() async throws {
+        let rig = Rig()
+        try await rig.startSensor()
+        let peripheral = try await rig.connect()
+        let late = Watcher(system: rig.phoneSystem)
+        late.central.registerForConnectionEvents()
+        rig.central.cancelPeripheralConnection(peripheral)
+        try await rig.run(.seconds(1))
+        #expect(late.events.withLock { $0 } == ["peerDisconnected \(peripheral.identifier)"])
+    }
+
     @Test func extendedScanningIsNotClaimed() {
         #expect(!CentralManager.supports(.extendedScanAndConnect))
         #expect(CentralManager.supports([]))

@@ -76,7 +76,8 @@ extension CentralManager {
 
     /// Reports, through `centralManager(_:connectionEventDidOccur:for:)`, every peer matching `options` that
     /// connects to or disconnects from this system as a peripheral, whichever manager made the link (iOS 13's
-    /// `registerForConnectionEvents(options:)`). A later call replaces the options; nil matches every peer.
+    /// `registerForConnectionEvents(options:)`), from the call on: the end of a link that came up before it is
+    /// reported too. A later call replaces the options; nil matches every peer.
     /// Services match what the peer advertised while a manager of this system scanned, or what was discovered on
     /// it.
     public func registerForConnectionEvents(options: ConnectionEventMatchingOptions? = nil) {

@@ -130,6 +130,9 @@ public final class CentralManager: Sendable {
         if let replaced {
             // In the kept manager's place, in one step: an event reaches one of the two, never neither.
             let power = system.core.replace(replaced.session, with: session, app: app.core, role: .central)
+            // Registered for connection events before the system knew this manager (its delegate's
+            // `willRestoreState`, on another queue): the system is told now.
+            if locked.withLock({ $0.connectionEvents != nil }) { system.core.watchConnections(session) }
             if power != .unknown { powerChanged(power) }
             replay(restoredEvents)
             handover.unlock()

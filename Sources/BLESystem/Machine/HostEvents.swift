@@ -21,15 +21,20 @@ extension SystemMachine {
         connectionWatchers.sort()
     }
 
+    /// The sessions a notification, indication or readiness to write on `link` is for: those on the link.
+    package func sessionsOn(_ link: ConnectionHandle) -> [SessionID] {
+        links.users(of: link)
+    }
+
     /// The managers' part of a host event, appended to `actions`.
     package mutating func route(_ event: HostEvent, into actions: inout [SystemAction]) {
         switch event {
         case .valueUpdated(let link, let attribute, let value, let isIndication):
-            for session in links.users(of: link) {
+            for session in sessionsOn(link) {
                 actions.append(.deliver(session, .valueUpdated(link, attribute, value, isIndication: isIndication)))
             }
         case .readyToWriteWithoutResponse(let link):
-            for session in links.users(of: link) { actions.append(.deliver(session, .readyToWrite(link))) }
+            for session in sessionsOn(link) { actions.append(.deliver(session, .readyToWrite(link))) }
         case .advertisingReport(let report):
             guard !connectionWatchers.isEmpty else { return }
             let services = AdvertisingData(leniently: report.data).serviceUUIDs

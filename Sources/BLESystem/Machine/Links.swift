@@ -100,8 +100,11 @@ package struct LinkTable: Sendable, Hashable {
     /// must not make a busy loop).
     package static let reconnectPause: Duration = .seconds(1)
 
-    package private(set) var peers: [BluetoothAddress: Peer] = [:]
-    private var byHandle: [ConnectionHandle: BluetoothAddress] = [:]
+    package private(set) var peers: [BluetoothAddress: Peer] = [:] { didSet { revision &+= 1 } }
+    private var byHandle: [ConnectionHandle: BluetoothAddress] = [:] { didSet { revision &+= 1 } }
+    /// Changes with every change of the table (never the same twice): who is on a link may be kept for as long as
+    /// it does not (`SystemCore`'s notification path).
+    package private(set) var revision: UInt64 = 0
     private var nextOrder: UInt64 = 0
     private var nextToken: UInt64 = 0
     /// The peers the controller was last told to connect to.
@@ -393,8 +396,10 @@ package struct LinkTable: Sendable, Hashable {
     mutating func reset() {
         // The tokens go on: a reconnection's timer may still fire, and must not match a pause started after.
         let token = nextToken
+        let revision = revision
         self = LinkTable()
         nextToken = token
+        self.revision = revision &+ 1
     }
 
     // MARK: Targets
