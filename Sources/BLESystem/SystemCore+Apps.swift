@@ -96,36 +96,15 @@ extension SystemCore {
         state.withLock { s in s.ids[id].flatMap { s.sinks[$0]?.app } }
     }
 
-    /// How an app's scans run where it is in its lifecycle.
-    static func scanMode(of app: SystemApp) -> ScanMode {
-        switch app.lifecycle {
-        case .foreground: .foreground
-        case .background, .suspended, .notRunning:
-            app.backgroundModes.contains(.bluetoothCentral) ? .background : .off
+    /// An app reported a change of its lifecycle or background modes: the machine takes it at once (a call made
+    /// after it on this thread sees it), and what follows (its scans' and advertisement's new modes) is performed
+    /// from the scheduler, never inside the delivery or the call that caused the change (their locks may be held
+    /// there).
+    func appChanged(_ app: String, _ report: AppTable.App) {
+        let schedule = state.withLock { s -> Bool in
+            let actions = s.machine.appChanged(app, report)
+            return s.outbox.append(contentsOf: actions, inDomain: false) == .scheduled
         }
-    }
-
-    /// An app moved in its lifecycle: every manager's scan follows its app. Applied from the scheduler, never
-    /// inside the delivery or the scan that caused the change (their locks may be held there).
-    func appLifecycleChanged() {
-        scheduler.schedule(after: .zero) { [weak self] in self?.applyScanModes() }
-    }
-
-    func applyScanModes() {
-        let apps = state.withLock { s -> [(ObjectIdentifier, SessionID, SystemApp)] in
-            s.order.compactMap { entry in s.ids[entry.object].map { (entry.object, $0, entry.app) } }
-        }
-        let scanModes = Dictionary(apps.map { ($0.1, Self.scanMode(of: $0.2)) }) { first, _ in first }
-        let advertisingModes = Dictionary(apps.map { ($0.1, Self.advertisingMode(of: $0.2)) }) { first, _ in first }
-        step { ((), $0.machine.scanModesChanged(scanModes) + $0.machine.advertisingModesChanged(advertisingModes)) }
-    }
-
-    /// How an app's advertisement goes on the air where it is in its lifecycle.
-    static func advertisingMode(of app: SystemApp) -> AdvertisingMode {
-        switch app.lifecycle {
-        case .foreground: .foreground
-        case .background, .suspended, .notRunning:
-            app.backgroundModes.contains(.bluetoothPeripheral) ? .background : .off
-        }
+        if schedule { scheduler.schedule(after: .zero) { [weak self] in self?.scheduledDrain() } }
     }
 }

@@ -19,9 +19,9 @@ extension SystemCore {
     /// recorded before the call).
     package func startScan(_ client: any SystemSession, _ request: ScanRequest, id: UInt64) {
         guard let app = appOf(ObjectIdentifier(client)) else { return refuseDefunct("a scan") }
-        let mode = Self.scanMode(of: app)
         step { s in
             guard let session = s.ids[ObjectIdentifier(client)] else { return ((), []) }
+            let mode = s.machine.apps.scanMode(of: app.id)
             return ((), s.machine.scanStarted(session, request, id: id, mode: mode))
         }
     }

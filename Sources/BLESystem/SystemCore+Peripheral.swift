@@ -67,9 +67,9 @@ extension SystemCore {
             refuseDefunct("advertising")
             return started(.failure(Self.defunct))
         }
-        let mode = Self.advertisingMode(of: app)
         let live = step { s -> (Bool, [SystemAction]) in
             guard let session = s.ids[client] else { return (false, []) }
+            let mode = s.machine.apps.advertisingMode(of: app.id)
             let (id, actions) = s.machine.startAdvertising(session, request, background: background, mode: mode)
             // Known before the start can be answered: its answer is performed after this step. The end of an
             // advertisement this start replaces is no longer told.
@@ -81,6 +81,15 @@ extension SystemCore {
         if !live {
             refuseDefunct("advertising")
             started(.failure(Self.defunct))
+        }
+    }
+
+    /// Whether `client`'s app may start advertising now (`AppTable.mayStartAdvertising`: in the foreground). A
+    /// manager the system does not know (yet) may: its start is answered as its registration says.
+    package func mayStartAdvertising(_ client: ObjectIdentifier) -> Bool {
+        state.withLock { s in
+            guard let id = s.session(of: client), let app = s.machine.sessions[id]?.app else { return true }
+            return s.machine.apps.mayStartAdvertising(app)
         }
     }
 

@@ -212,7 +212,7 @@ public final class SystemCore: Sendable {
         self.host = host
         refreshResolvingList()
         host.setEventHandler { [weak self] event in self?.handle(event) }
-        defaultApp.observeLifecycle { [weak self] in self?.appLifecycleChanged() }
+        defaultApp.observeLifecycle { [weak self] report in self?.appChanged(Self.defaultAppID, report) }
         host.start { [weak self] result in
             switch result {
             case .success: self?.setPower(.poweredOn)
@@ -234,7 +234,7 @@ public final class SystemCore: Sendable {
         state.withLock { s in
             if let app = s.apps[id] { return app }
             let app = SystemApp(id: id, scheduler: scheduler, rules: appRules)
-            app.observeLifecycle { [weak self] in self?.appLifecycleChanged() }
+            app.observeLifecycle { [weak self] report in self?.appChanged(id, report) }
             s.apps[id] = app
             return app
         }

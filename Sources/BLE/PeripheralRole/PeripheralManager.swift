@@ -216,9 +216,9 @@ public final class PeripheralManager: Sendable {
         guard state == .poweredOn else {
             return report(reply, BluetoothError(.invalidParameters, "the manager is not powered on"), tell)
         }
-        guard app.core.lifecycle == .foreground else {
-            // IOSRules.md 2.11: from iOS 14 on, advertising starts only in the foreground (and then goes on in the
-            // background form, with `bluetooth-peripheral`).
+        guard system.core.mayStartAdvertising(ObjectIdentifier(session)) else {
+            // The system's rule: advertising starts only in the foreground (and then goes on in the background
+            // form, with `bluetooth-peripheral`).
             let error = BluetoothError(
                 .operationNotSupported, "an app cannot start advertising out of the foreground")
             return report(reply, error, tell)
@@ -396,16 +396,6 @@ public final class PeripheralManager: Sendable {
             CentralManager.appTerminated)
     }
 
-    /// What a central reading or writing a dynamic value of a suspended foreground-only app gets (IOSRules.md 3.2:
-    /// "an error", which one is not said; ours is Unlikely Error).
-    static let suspendedRefusal = ATTErrorCode.unlikelyError
-
-    /// Whether this app can answer a central now: it runs, or a central's request wakes it
-    /// (`bluetooth-peripheral`).
-    var canAnswerCentrals: Bool {
-        app.core.lifecycle != .suspended || app.core.backgroundModes.contains(.bluetoothPeripheral)
-    }
-
     func systemAppTerminated() {
         // As `deinit` does; the system unregisters this manager next, and nothing reaches it any more.
         // Its requests still waiting for an answer are refused by the system as the app ends.
@@ -557,7 +547,6 @@ public final class PeripheralManager: Sendable {
             guard let central = locked.withLock({ $0.centrals[handle] }), let c = characteristic(at: attribute) else {
                 return refuse(serverID, with: .unlikelyError)
             }
-            guard canAnswerCentrals else { return refuse(serverID, with: Self.suspendedRefusal) }
             // Known to the app by the system's id: the system checks an answer is this manager's, and its once.
             let request = ATTRequest(
                 central: central, characteristic: c, offset: offset, value: nil, id: serverID.rawValue)
@@ -565,10 +554,6 @@ public final class PeripheralManager: Sendable {
         case .serverWrite(let serverID, let handle, let writes):
             guard let central = locked.withLock({ $0.centrals[handle] }) else {
                 if let serverID { refuse(serverID, with: .unlikelyError) }
-                return
-            }
-            guard canAnswerCentrals else {
-                if let serverID { refuse(serverID, with: Self.suspendedRefusal) }
                 return
             }
             let id = serverID?.rawValue

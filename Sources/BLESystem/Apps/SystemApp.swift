@@ -152,6 +152,9 @@ public final class SystemApp: Sendable, Hashable, CustomStringConvertible {
         /// When the app was last in the foreground (for the alerts of IOSRules.md 3.6).
         var lastForeground: Duration = .zero
 
+        /// How many reports the app made (`lifecycleChanged`): each report's revision.
+        var reports: UInt64 = 0
+
         var outstanding = 0
         var dropped = 0
         /// Drops since dropping last started (for the log line when the app catches up).
@@ -159,16 +162,23 @@ public final class SystemApp: Sendable, Hashable, CustomStringConvertible {
     }
     private let state = Mutex(State())
     private static let logger = Logger(label: "swift-ble.delivery")
-    /// Told after every change of the lifecycle (the system's scans and advertising follow the app).
-    private let observer = Mutex<(@Sendable () -> Void)?>(nil)
+    /// Told after every change of the lifecycle or the background modes (the system machine's rules follow the
+    /// app), with where the app is then.
+    private let observer = Mutex<(@Sendable (AppTable.App) -> Void)?>(nil)
 
-    /// Sets who hears of the app's lifecycle changes (the system).
-    func observeLifecycle(_ handler: @escaping @Sendable () -> Void) {
+    /// Sets who hears of the app's changes (the system).
+    func observeLifecycle(_ handler: @escaping @Sendable (AppTable.App) -> Void) {
         observer.withLock { $0 = handler }
     }
 
+    /// Reports where the app is now, under a revision taken with it (so that of two reports racing, the later
+    /// one counts).
     private func lifecycleChanged() {
-        observer.withLock { $0 }?()
+        let report = state.withLock { s -> AppTable.App in
+            s.reports += 1
+            return AppTable.App(lifecycle: s.lifecycle, modes: s.backgroundModes, revision: s.reports)
+        }
+        observer.withLock { $0 }?(report)
     }
 
     init(id: String, scheduler: any HostScheduler, rules: AppRules = AppRules()) {
@@ -184,6 +194,7 @@ public final class SystemApp: Sendable, Hashable, CustomStringConvertible {
     /// Declares the app's background modes (its Info.plist: set once, before it runs in the background).
     public func setBackgroundModes(_ modes: Set<AppBackgroundMode>) {
         state.withLock { $0.backgroundModes = modes }
+        lifecycleChanged()
     }
 
     public var lifecycle: AppLifecycleState { state.withLock { $0.lifecycle } }

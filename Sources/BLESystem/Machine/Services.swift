@@ -102,11 +102,14 @@ package struct ServiceTable: Sendable, Hashable {
     }
 
     /// A server event for the owners of the attributes it names, or refused; false when it names no attribute
-    /// (it goes to every session).
-    mutating func route(_ event: HostEvent, _ actions: inout [SystemAction]) -> Bool {
+    /// (it goes to every session). A read or write for an owner that cannot answer now (`answering`: its app is
+    /// suspended without `bluetooth-peripheral`, IOSRules.md 3.2) is refused, or, without a response, dropped.
+    mutating func route(
+        _ event: HostEvent, answering: (SessionID) -> Bool = { _ in true }, _ actions: inout [SystemAction]
+    ) -> Bool {
         switch event {
         case .serverRead(let request, let link, let attribute, _):
-            if let owner = owners[attribute] {
+            if let owner = owners[attribute], answering(owner) {
                 unanswered[request] = Unanswered(session: owner, link: link)
                 actions.append(.deliver(owner, .server(event)))
             } else {
@@ -129,8 +132,15 @@ package struct ServiceTable: Sendable, Hashable {
                 if let request { actions.append(.refuse(request, .invalidHandle)) }
                 return true
             }
-            if let request { unanswered[request] = Unanswered(session: groups[0].0, link: link) }
-            for (i, (owner, mine)) in groups.enumerated() {
+            // The first owner answers for the request: it refuses it when it cannot answer now.
+            if let request {
+                if answering(groups[0].0) {
+                    unanswered[request] = Unanswered(session: groups[0].0, link: link)
+                } else {
+                    actions.append(.refuse(request, .unlikelyError))
+                }
+            }
+            for (i, (owner, mine)) in groups.enumerated() where answering(owner) {
                 actions.append(.deliver(owner, .server(.serverWrite(i == 0 ? request : nil, link, mine))))
             }
         case .subscriptionChanged(_, let attribute, _, _):

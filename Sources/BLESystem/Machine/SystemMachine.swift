@@ -158,8 +158,9 @@ package enum SessionRole: Sendable, Hashable {
 /// it (`LinkTable`, which also reconnects them), and their subscriptions (`SubscriptionTable`); who answers for
 /// each service of the GATT server (`ServiceTable`); and the advertisements taking turns on the controller's
 /// one advertising set (`AdvertisingTable`); what was discovered on each link and kept across links
-/// (`DiscoveryTable`); pairing and encryption (`SecurityTable`). Its timers are actions (`.startTimer`), stepped back when they fire
-/// (`timerFired(_:)`).
+/// (`DiscoveryTable`); pairing and encryption (`SecurityTable`); where each app is in its lifecycle, and the
+/// rules for apps out of the foreground that follow (`AppTable`). Its timers are actions (`.startTimer`), stepped
+/// back when they fire (`timerFired(_:)`).
 ///
 /// ### Function
 /// Inputs come in through mutating methods (a manager attached, detached or replaced by its restored
@@ -181,6 +182,7 @@ package struct SystemMachine: Sendable {
     package private(set) var advertising = AdvertisingTable()
     package private(set) var discovery = DiscoveryTable()
     package private(set) var security: SecurityTable
+    package private(set) var apps = AppTable()
 
     /// The links where this device is the peripheral, each once its `connected` event was routed (the managers of
     /// that role hear of those links: `HostEvents.swift`).
@@ -273,6 +275,18 @@ package struct SystemMachine: Sendable {
             links.forget(id)
             for handle in services.removeAll(of: id) { actions.append(.removeService(handle)) }
         }
+        return actions
+    }
+
+    /// `app` reported where it is in its lifecycle and its background modes: its sessions' scans and
+    /// advertisements follow (nothing changes for a report older than the last).
+    package mutating func appChanged(_ app: String, _ report: AppTable.App) -> [SystemAction] {
+        guard apps.report(app, report) else { return [] }
+        let ids = sessions(of: app)
+        let scan = apps.scanMode(of: app)
+        let air = apps.advertisingMode(of: app)
+        var actions = scans.setModes(Dictionary(uniqueKeysWithValues: ids.map { ($0, scan) }))
+        advertising.setModes(Dictionary(uniqueKeysWithValues: ids.map { ($0, air) }), &actions)
         return actions
     }
 
@@ -389,7 +403,8 @@ package struct SystemMachine: Sendable {
     /// A server event: told to the owners of the attributes it names, or refused; false when it names no
     /// attribute.
     package mutating func serverEvent(_ event: HostEvent, into actions: inout [SystemAction]) -> Bool {
-        services.route(event, &actions)
+        let (apps, sessions) = (apps, sessions)
+        return services.route(event, answering: { apps.answersCentrals(sessions[$0]?.app ?? "") }, &actions)
     }
 
     /// `session` answers the client's `request`: true when it was routed to it and is not answered yet (the
