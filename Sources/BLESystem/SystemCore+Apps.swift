@@ -19,7 +19,7 @@ extension SystemCore {
     /// with their work on the app's behalf (state restoration), until a restored manager takes it over
     /// (`transfer`). Its launch handler's object is the caller's to release.
     public func terminate(_ app: SystemApp, keeping: Set<ObjectIdentifier> = []) {
-        app.terminate()
+        let report = app.stop()
         let services = step { s -> ([AttributeHandle], [SystemAction]) in
             let kept = Set(keeping.compactMap { s.ids[$0] })
             // Their services are taken out here, on the caller's thread, as a manager released takes its own out:
@@ -31,7 +31,8 @@ extension SystemCore {
             // The machine lets go of the terminated managers' links and subscriptions.
             let actions = s.machine.appTerminated(app.id, keeping: kept)
             for case .deliver(let id, .appTerminated) in actions { s.detach(id, leaving: true) }
-            return (services, actions)
+            // Then the app is not running: the managers kept for it scan and advertise in that app's modes.
+            return (services, actions + s.machine.appChanged(app.id, report))
         }
         for handle in services { host.removeService(at: handle) }
     }
@@ -101,10 +102,16 @@ extension SystemCore {
     /// from the scheduler, never inside the delivery or the call that caused the change (their locks may be held
     /// there).
     func appChanged(_ app: String, _ report: AppTable.App) {
-        let schedule = state.withLock { s -> Bool in
-            let actions = s.machine.appChanged(app, report)
-            return s.outbox.append(contentsOf: actions, inDomain: false) == .scheduled
+        let inDomain = scheduler.isExecuting
+        let drain = state.withLock { s in
+            s.outbox.append(contentsOf: s.machine.appChanged(app, report), inDomain: false)
         }
-        if schedule { scheduler.schedule(after: .zero) { [weak self] in self?.scheduledDrain() } }
+        // From outside the domain, a drain is had there as for any call (`start`); in it (a wake, a suspension),
+        // one is scheduled, so that it runs after what caused the change.
+        if drain == .scheduled, inDomain {
+            scheduler.schedule(after: .zero) { [weak self] in self?.scheduledDrain() }
+        } else {
+            start(drain)
+        }
     }
 }

@@ -84,13 +84,9 @@ extension SystemCore {
         }
     }
 
-    /// Whether `client`'s app may start advertising now (`AppTable.mayStartAdvertising`: in the foreground). A
-    /// manager the system does not know (yet) may: its start is answered as its registration says.
-    package func mayStartAdvertising(_ client: ObjectIdentifier) -> Bool {
-        state.withLock { s in
-            guard let id = s.session(of: client), let app = s.machine.sessions[id]?.app else { return true }
-            return s.machine.apps.mayStartAdvertising(app)
-        }
+    /// Whether `app` may start advertising now (`AppTable.mayStartAdvertising`: in the foreground).
+    package func mayStartAdvertising(app: SystemApp) -> Bool {
+        state.withLock { $0.machine.apps.mayStartAdvertising(app.id) }
     }
 
     /// `client` stops advertising (the controller stops with the last app).

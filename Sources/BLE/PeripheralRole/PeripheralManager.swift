@@ -216,7 +216,7 @@ public final class PeripheralManager: Sendable {
         guard state == .poweredOn else {
             return report(reply, BluetoothError(.invalidParameters, "the manager is not powered on"), tell)
         }
-        guard system.core.mayStartAdvertising(ObjectIdentifier(session)) else {
+        guard system.core.mayStartAdvertising(app: app.core) else {
             // The system's rule: advertising starts only in the foreground (and then goes on in the background
             // form, with `bluetooth-peripheral`).
             let error = BluetoothError(

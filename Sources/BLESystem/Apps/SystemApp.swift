@@ -176,7 +176,9 @@ public final class SystemApp: Sendable, Hashable, CustomStringConvertible {
     private func lifecycleChanged() {
         let report = state.withLock { s -> AppTable.App in
             s.reports += 1
-            return AppTable.App(lifecycle: s.lifecycle, modes: s.backgroundModes, revision: s.reports)
+            return AppTable.App(
+                lifecycle: s.lifecycle, modes: s.backgroundModes, lastForeground: s.lastForeground,
+                revision: s.reports)
         }
         observer.withLock { $0 }?(report)
     }
@@ -264,6 +266,14 @@ public final class SystemApp: Sendable, Hashable, CustomStringConvertible {
 
     /// The app stops running: what was held for it is dropped, and so is everything its managers would hear.
     public func terminate() {
+        let report = stop()
+        observer.withLock { $0 }?(report)
+    }
+
+    /// Stops the app as `terminate` does, and returns its report rather than telling the observer: the system
+    /// steps it with the end of the app's managers (`SystemCore.terminate`), so that the managers it ends are
+    /// not first moved to the modes of an app not running.
+    func stop() -> AppTable.App {
         state.withLock { s in
             if s.lifecycle == .foreground { s.lastForeground = scheduler.now }
             s.lifecycle = .notRunning
@@ -271,8 +281,11 @@ public final class SystemApp: Sendable, Hashable, CustomStringConvertible {
             s.suspension = nil
             s.held = []
             s.generation += 1
+            s.reports += 1
+            return AppTable.App(
+                lifecycle: s.lifecycle, modes: s.backgroundModes, lastForeground: s.lastForeground,
+                revision: s.reports)
         }
-        lifecycleChanged()
     }
 
     private func scheduleSuspension(_ s: inout State, after delay: Duration) {

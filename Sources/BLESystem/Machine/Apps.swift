@@ -10,14 +10,18 @@ package struct AppTable: Sendable, Hashable {
     package struct App: Sendable, Hashable {
         package var lifecycle: AppLifecycleState = .foreground
         package var modes: Set<AppBackgroundMode> = []
+        /// When the app last left the foreground (for the alerts, IOSRules.md 3.6).
+        package var lastForeground: Duration = .zero
         /// The report's revision (`SystemApp`'s count of its reports).
         package var revision: UInt64 = 0
 
         package init(
-            lifecycle: AppLifecycleState = .foreground, modes: Set<AppBackgroundMode> = [], revision: UInt64 = 0
+            lifecycle: AppLifecycleState = .foreground, modes: Set<AppBackgroundMode> = [],
+            lastForeground: Duration = .zero, revision: UInt64 = 0
         ) {
             self.lifecycle = lifecycle
             self.modes = modes
+            self.lastForeground = lastForeground
             self.revision = revision
         }
     }
