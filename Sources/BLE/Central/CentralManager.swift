@@ -142,10 +142,9 @@ public final class CentralManager: Sendable {
         } else {
             self.system.core.register(session, app: app.core, role: .central)
         }
-        // IOSRules.md 3.8: made while Bluetooth is off, a central manager shows "turn on Bluetooth" unless told not.
-        if options?.showPowerAlert ?? true, !system.isBluetoothEnabled {
-            system.showAlert(.powerOff, for: app)
-        }
+        // Made while Bluetooth is off, a central manager shows "turn on Bluetooth" unless told not (the system's
+        // rule).
+        if options?.showPowerAlert ?? true { system.core.powerAlert(for: ObjectIdentifier(session)) }
     }
 
     /// A manager without a delegate on the main queue.
@@ -474,9 +473,7 @@ public final class CentralManager: Sendable {
         }
         system.core.store.noteSeen(peripheral.identifier, name: nil)
         if isPreserved { return noteForRestoration(.connected(peripheral)) }
-        if peripheral.alerts.onConnection, app.showsConnectionAlerts {
-            system.showAlert(.connection, for: app, about: peripheral)
-        }
+        if peripheral.alerts.onConnection { alert(.connection, about: peripheral) }
         // Held for a suspended app (not woken for it), the connection is told even if the link is gone by then.
         let held = app.core.lifecycle == .suspended && !app.core.backgroundModes.contains(.bluetoothCentral)
         deliver { manager, delegate in
@@ -612,6 +609,12 @@ public final class CentralManager: Sendable {
         }
     }
 
+    /// A connect's option asks an alert about `peripheral`: the system shows it when its rules say.
+    func alert(_ kind: AlertKind, about peripheral: Peripheral) {
+        system.core.connectionAlert(
+            kind, for: ObjectIdentifier(session), peer: peripheral.address, name: peripheral.name)
+    }
+
     func peripheralOn(_ handle: ConnectionHandle) -> Peripheral? {
         locked.withLock { $0.byHandle[handle] }
     }
@@ -626,9 +629,7 @@ public final class CentralManager: Sendable {
             persistRestorableState()
             return noteForRestoration(.disconnected(peripheral, local ? nil : Self.disconnectError(reason)))
         }
-        if !local, peripheral.alerts.onDisconnection, app.showsConnectionAlerts {
-            system.showAlert(.disconnection, for: app, about: peripheral)
-        }
+        if !local, peripheral.alerts.onDisconnection { alert(.disconnection, about: peripheral) }
         let error: BluetoothError? = local ? nil : Self.disconnectError(reason)
         let timestamp = system.absoluteTime
         peripheral.linkDown()
@@ -662,9 +663,7 @@ public final class CentralManager: Sendable {
         peripheral.reconnectionStarted()
         locked.withLock { $0.pending[peripheral.address] = peripheral }
         if isPreserved || !announced { return }
-        if peripheral.alerts.onDisconnection, app.showsConnectionAlerts {
-            system.showAlert(.disconnection, for: app, about: peripheral)
-        }
+        if peripheral.alerts.onDisconnection { alert(.disconnection, about: peripheral) }
         let error = Self.disconnectError(reason)
         let timestamp = system.absoluteTime
         // A link that dropped before its `didConnect` was delivered is not announced: the app still waits for

@@ -279,8 +279,8 @@ public final class Peripheral: Sendable, Hashable, CustomStringConvertible {
             }
             return
         }
-        if alerts.onNotification, manager.app.showsConnectionAlerts, characteristic.state.withLock({ $0.isNotifying }) {
-            manager.system.showAlert(.notification, for: manager.app, about: self)
+        if alerts.onNotification, characteristic.state.withLock({ $0.isNotifying }) {
+            manager.alert(.notification, about: self)
         }
         // Whether the app subscribed is decided on its queue, where `isNotifying` turns true just before the
         // callback that reports the subscription, so nothing sent right after that is missed.

@@ -18,8 +18,6 @@ public final class BluetoothSystem: Sendable, CustomStringConvertible {
     public let virtualController: VirtualController?
     /// Each app's launch handler and launched object, by app id.
     let runtimes = Mutex<[String: AppRuntime]>([:])
-    /// The alerts shown so far.
-    let alertLog = Mutex<[LoggedAlert]>([])
     /// Which manager writes each preserved state in the store (`BluetoothSystem+Preservation.swift`).
     let preservationOwners = Mutex<[PreservedManager.Key: ObjectIdentifier]>([:])
     /// The pairing delegate (`Pairing.swift`).

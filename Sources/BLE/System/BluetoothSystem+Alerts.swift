@@ -2,7 +2,7 @@ import BLESystem
 import Synchronization
 
 extension BluetoothSystem {
-    /// An alert the system showed on the phone's screen for an app (IOSRules.md 3.5, 3.6, 3.8).
+    /// An alert the system showed on the phone's screen for an app (<doc:IOSRules>).
     public struct Alert: Sendable, Hashable, CustomStringConvertible {
         public enum Kind: String, Sendable, Hashable {
             /// A peripheral connected (`ConnectOptions.notifyOnConnection`).
@@ -28,8 +28,14 @@ extension BluetoothSystem {
         }
     }
 
-    /// The alerts shown so far, oldest first.
-    public var alerts: [Alert] { alertLog.withLock { $0.map(\.alert) } }
+    /// The alerts shown so far, oldest first (the system shows one by its rules: for a connect's options, only to
+    /// an app out of the foreground and not woken for the event; for one event, to the app most recently in the
+    /// foreground; "turn on Bluetooth" for a central manager made while the switch is off).
+    public var alerts: [Alert] {
+        core.alerts.map { record in
+            Alert(kind: Alert.Kind(record.kind), appID: record.app, peripheralName: record.name, time: record.time)
+        }
+    }
 
     /// Whether the user's Bluetooth switch (Settings) is on.
     public var isBluetoothEnabled: Bool { core.isBluetoothEnabled }
@@ -47,38 +53,15 @@ extension BluetoothSystem {
         if !enabled { forgetPreserved(of: nil) }
     }
 
-    /// An alert kept with what tells one event's alerts apart.
-    struct LoggedAlert: Sendable {
-        var alert: Alert
-        var peer: BluetoothAddress?
-        /// When its app was last in the foreground.
-        var foreground: Duration
-    }
-
-    /// Shows an alert for `app`, about `peripheral` when given. When several apps asked for an alert for one
-    /// event (the same kind, peripheral and time), the app most recently in the foreground gets it (IOSRules.md
-    /// 3.6).
-    func showAlert(_ kind: Alert.Kind, for app: App, about peripheral: Peripheral? = nil) {
-        let time = now
-        let entry = LoggedAlert(
-            alert: Alert(kind: kind, appID: app.id, peripheralName: peripheral?.name, time: time),
-            peer: peripheral?.address, foreground: app.core.lastForeground)
-        alertLog.withLock { log in
-            if let i = log.lastIndex(where: { $0.alert.kind == kind && $0.peer == entry.peer && $0.alert.time == time })
-            {
-                if entry.foreground > log[i].foreground { log[i] = entry }
-                return
-            }
-            log.append(entry)
-        }
-    }
 }
 
-extension BluetoothSystem.App {
-    /// Whether an event a connection option asks an alert for shows one now: the app is out of the foreground
-    /// and not woken for it (no `bluetooth-central`; IOSRules.md 3.5 says the options are for such apps).
-    var showsConnectionAlerts: Bool {
-        let state = core.lifecycle
-        return (state == .background || state == .suspended) && !core.backgroundModes.contains(.bluetoothCentral)
+extension BluetoothSystem.Alert.Kind {
+    init(_ kind: AlertKind) {
+        switch kind {
+        case .connection: self = .connection
+        case .disconnection: self = .disconnection
+        case .notification: self = .notification
+        case .powerOff: self = .powerOff
+        }
     }
 }

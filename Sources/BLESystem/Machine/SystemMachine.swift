@@ -183,6 +183,7 @@ package struct SystemMachine: Sendable {
     package private(set) var discovery = DiscoveryTable()
     package private(set) var security: SecurityTable
     package private(set) var apps = AppTable()
+    package internal(set) var alerts = AlertLog()
 
     /// The links where this device is the peripheral, each once its `connected` event was routed (the managers of
     /// that role hear of those links: `HostEvents.swift`).

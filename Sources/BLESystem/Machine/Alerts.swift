@@ -1,0 +1,74 @@
+import BLECore
+
+/// What an alert the system shows on the phone's screen is about.
+package enum AlertKind: String, Sendable, Hashable {
+    /// A peripheral connected (the connect's `notifyOnConnection`).
+    case connection
+    /// A peripheral disconnected (`notifyOnDisconnection`).
+    case disconnection
+    /// A notification or indication arrived (`notifyOnNotification`).
+    case notification
+    /// "Turn on Bluetooth": a central manager made while Bluetooth is off.
+    case powerOff
+}
+
+/// An alert the system showed for an app.
+package struct AlertRecord: Sendable, Hashable {
+    package var kind: AlertKind
+    /// The app it is for.
+    package var app: String
+    /// The peer it is about, and its name when it has one.
+    package var peer: BluetoothAddress?
+    package var name: String?
+    /// When it was shown, in the system's time.
+    package var time: Duration
+    /// When its app was last in the foreground (then).
+    var foreground: Duration
+}
+
+/// The alerts the system showed, oldest first, and the rules for showing one (IOSRules.md 3.5, 3.6, 3.8).
+package struct AlertLog: Sendable, Hashable {
+    package private(set) var shown: [AlertRecord] = []
+
+    package init() {}
+
+    /// Shows `alert`, unless one for the same event (the same kind, peer and time) was shown for an app that was
+    /// in the foreground more recently (IOSRules.md 3.6: the app most recently in the foreground gets it; a more
+    /// recent one takes the alert's place).
+    mutating func show(_ alert: AlertRecord) {
+        if let i = shown.lastIndex(where: { $0.kind == alert.kind && $0.peer == alert.peer && $0.time == alert.time }) {
+            if alert.foreground > shown[i].foreground { shown[i] = alert }
+            return
+        }
+        shown.append(alert)
+    }
+}
+
+extension SystemMachine {
+    /// A connect's option asks an alert of `kind` for `session`'s app about `peer` (named `name`), at `time`: shown
+    /// when the app is out of the foreground and not woken for it (no `bluetooth-central`: IOSRules.md 3.5 says
+    /// the options are for such apps). Returns whether it was shown.
+    @discardableResult
+    package mutating func connectionAlert(
+        _ kind: AlertKind, for session: SessionID, peer: BluetoothAddress, name: String?, at time: Duration
+    ) -> Bool {
+        guard let app = sessions[session]?.app else { return false }
+        let state = apps[app]
+        guard state.lifecycle == .background || state.lifecycle == .suspended,
+            !state.modes.contains(.bluetoothCentral)
+        else { return false }
+        alerts.show(
+            AlertRecord(kind: kind, app: app, peer: peer, name: name, time: time, foreground: state.lastForeground))
+        return true
+    }
+
+    /// A central manager of `session`'s app was made, asking for the power alert: "turn on Bluetooth" is shown
+    /// when the user's Bluetooth switch is off (IOSRules.md 3.8). Returns whether it was shown.
+    @discardableResult
+    package mutating func powerAlert(for session: SessionID, at time: Duration) -> Bool {
+        guard let app = sessions[session]?.app, !power.bluetoothEnabled else { return false }
+        let foreground = apps[app].lifecycle == .foreground ? time : apps[app].lastForeground
+        alerts.show(AlertRecord(kind: .powerOff, app: app, peer: nil, name: nil, time: time, foreground: foreground))
+        return true
+    }
+}
