@@ -50,6 +50,20 @@ extension SystemCore {
 
     // MARK: Advertising
 
+    /// `client` advertises `content` (replacing what it advertised before), in the form its app's place in its
+    /// lifecycle calls for: as asked, or the background form (`AdvertisingContent.backgroundRequest`, every
+    /// `appRules.backgroundAdvertisingInterval`); as `startAdvertising(_:_:background:started:ended:)` says.
+    package func startAdvertising(
+        _ client: ObjectIdentifier, _ content: AdvertisingContent,
+        started: @escaping @Sendable (Result<Void, HostError>) -> Void,
+        ended: @escaping @Sendable (HostError) -> Void
+    ) {
+        startAdvertising(
+            client, content.request,
+            background: content.backgroundRequest(interval: appRules.backgroundAdvertisingInterval),
+            started: started, ended: ended)
+    }
+
     /// `client` advertises `request` (replacing what it advertised before). With other apps advertising, the
     /// system gives each app's advertisement the air in turn (`AdvertisingTable`). `started` hears once the
     /// controller advertises for the client, or why not (`.cancelled` when a stop or a later start overtook it);

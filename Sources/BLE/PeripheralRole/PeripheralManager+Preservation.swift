@@ -231,12 +231,8 @@ extension PeripheralManager {
         }
         guard let data = work.advertisement else { return }
         locked.withLock { $0.advertising = data }
-        let (adv, scanResponse) = data.encodedForAdvertising()
-        let request = AdvertisingRequest(
-            parameters: Self.parameters(for: data, scanResponse: scanResponse), data: adv, scanResponse: scanResponse)
-        let background = Self.backgroundRequest(for: data, interval: system.core.appRules.backgroundAdvertisingInterval)
         system.core.startAdvertising(
-            ObjectIdentifier(session), request, background: background,
+            ObjectIdentifier(session), data.content,
             started: { [weak self] result in
                 guard let self else { return }
                 switch result {

@@ -232,13 +232,10 @@ public final class PeripheralManager: Sendable {
             return report(reply, BluetoothError(.alreadyAdvertising, "already advertising"), tell)
         }
         persistRestorableState()
-        let (adv, scanResponse) = data.encodedForAdvertising()
-        let request = AdvertisingRequest(
-            parameters: Self.parameters(for: data, scanResponse: scanResponse), data: adv, scanResponse: scanResponse)
-        let background = Self.backgroundRequest(for: data, interval: system.core.appRules.backgroundAdvertisingInterval)
-        // Through the system: with other apps advertising, each app's advertisement has the air in turn.
+        // Through the system: with other apps advertising, each app's advertisement has the air in turn; the system
+        // builds the forms it puts on the air (as asked, and the background form).
         system.core.startAdvertising(
-            ObjectIdentifier(session), request, background: background, started: started(reply, tell),
+            ObjectIdentifier(session), data.content, started: started(reply, tell),
             ended: { [weak self] error in self?.advertisingEnded(error) })
     }
 
@@ -276,32 +273,6 @@ public final class PeripheralManager: Sendable {
                 report(reply, BluetoothError(error), tell)
             }
         }
-    }
-
-    /// Connectable advertising (ADV_IND) unless `isConnectable` is false: then scannable (ADV_SCAN_IND) when
-    /// there is a scan response, non-connectable (ADV_NONCONN_IND) otherwise. CoreBluetooth always advertises
-    /// connectably; beacons and tools need the other kinds.
-    static func parameters(for data: AdvertisementData, scanResponse: [UInt8]) -> AdvertisingParameters {
-        guard data.isConnectable == false else { return AdvertisingParameters() }
-        return AdvertisingParameters(kind: scanResponse.isEmpty ? .nonConnectable : .scannable)
-    }
-
-    /// The advertisement of an app out of the foreground with `bluetooth-peripheral` (IOSRules.md 2.3–2.5, 2.7): no
-    /// local name, the service UUIDs in Apple's overflow area (`AppleOverflowArea`), every `interval`.
-    static func backgroundRequest(for data: AdvertisementData, interval: Duration) -> AdvertisingRequest {
-        var background = data
-        background.localName = nil
-        if let services = data.serviceUUIDs, !services.isEmpty {
-            background.serviceUUIDs = nil
-            background.manufacturerData = Data(AppleOverflowArea.manufacturerData(for: services).bytes)
-        }
-        let (adv, scanResponse) = background.encodedForAdvertising()
-        var parameters = Self.parameters(for: background, scanResponse: scanResponse)
-        // In units of 0.625 ms, within what LE Set Advertising Parameters takes (20 ms ... 10.24 s).
-        let units = interval.units(of: .microseconds(625), within: 0x0020...0x4000)
-        parameters.intervalMin = units
-        parameters.intervalMax = units
-        return AdvertisingRequest(parameters: parameters, data: adv, scanResponse: scanResponse)
     }
 
     /// Stops advertising.
