@@ -1,8 +1,7 @@
 import BLESystem
-import Synchronization
 
 extension BluetoothSystem {
-    /// An alert the system showed on the phone's screen for an app (<doc:IOSRules>).
+    /// An alert the system showed on the phone's screen for an app (<doc:IOSRules>, sections 3.5, 3.6 and 3.8).
     public struct Alert: Sendable, Hashable, CustomStringConvertible {
         public enum Kind: String, Sendable, Hashable {
             /// A peripheral connected (`ConnectOptions.notifyOnConnection`).

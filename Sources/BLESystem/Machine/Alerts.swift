@@ -26,9 +26,12 @@ package struct AlertRecord: Sendable, Hashable {
     var foreground: Duration
 }
 
-/// The alerts the system showed, oldest first, and the rules for showing one (IOSRules.md 3.5, 3.6, 3.8).
+/// The alerts the system showed, oldest first, and the rules for showing one (IOSRules.md 3.5, 3.6, 3.8). The
+/// log keeps the latest `limit` (an app out of the foreground asking an alert for each notification would grow it
+/// without end); one event's alerts are found among the last ones, which share its time.
 package struct AlertLog: Sendable, Hashable {
     package private(set) var shown: [AlertRecord] = []
+    package static let limit = 1_024
 
     package init() {}
 
@@ -36,18 +39,23 @@ package struct AlertLog: Sendable, Hashable {
     /// in the foreground more recently (IOSRules.md 3.6: the app most recently in the foreground gets it; a more
     /// recent one takes the alert's place).
     mutating func show(_ alert: AlertRecord) {
-        if let i = shown.lastIndex(where: { $0.kind == alert.kind && $0.peer == alert.peer && $0.time == alert.time }) {
+        // Only the alerts of this instant can be the same event's (time never goes back).
+        for i in shown.indices.reversed() {
+            guard shown[i].time == alert.time else { break }
+            guard shown[i].kind == alert.kind, shown[i].peer == alert.peer else { continue }
             if alert.foreground > shown[i].foreground { shown[i] = alert }
             return
         }
         shown.append(alert)
+        if shown.count > Self.limit { shown.removeFirst(shown.count - Self.limit) }
     }
 }
 
 extension SystemMachine {
     /// A connect's option asks an alert of `kind` for `session`'s app about `peer` (named `name`), at `time`: shown
     /// when the app is out of the foreground and not woken for it (no `bluetooth-central`: IOSRules.md 3.5 says
-    /// the options are for such apps). Returns whether it was shown.
+    /// the options are for such apps). Returns whether the rule let it be shown (for one event asked by several
+    /// apps, 3.6 may give it to another).
     @discardableResult
     package mutating func connectionAlert(
         _ kind: AlertKind, for session: SessionID, peer: BluetoothAddress, name: String?, at time: Duration
@@ -63,7 +71,7 @@ extension SystemMachine {
     }
 
     /// A central manager of `session`'s app was made, asking for the power alert: "turn on Bluetooth" is shown
-    /// when the user's Bluetooth switch is off (IOSRules.md 3.8). Returns whether it was shown.
+    /// when the user's Bluetooth switch is off (IOSRules.md 3.8). Returns whether the rule let it be shown.
     @discardableResult
     package mutating func powerAlert(for session: SessionID, at time: Duration) -> Bool {
         guard let app = sessions[session]?.app, !power.bluetoothEnabled else { return false }

@@ -46,6 +46,16 @@ import Testing
         #expect(m.alerts.shown.map(\.app) == ["two", "one"])
     }
 
+    @Test func anAppWithOnlyBluetoothPeripheralGetsTheAlertAndTheLogKeepsTheLatest() {
+        var m = Self.machine()
+        _ = m.appChanged("one", AppTable.App(lifecycle: .suspended, modes: [.bluetoothPeripheral], revision: 1))
+        for second in 1...(AlertLog.limit + 5) {
+            m.connectionAlert(.notification, for: Self.a, peer: Self.peer, name: nil, at: .seconds(second))
+        }
+        #expect(m.alerts.shown.count == AlertLog.limit)
+        #expect(m.alerts.shown.first?.time == .seconds(6) && m.alerts.shown.last?.time == .seconds(AlertLog.limit + 5))
+    }
+
     @Test func thePowerAlertIsShownOnlyWhileTheSwitchIsOff() {
         var m = Self.machine()
         let shown4 = m.powerAlert(for: Self.a, at: .seconds(1))
