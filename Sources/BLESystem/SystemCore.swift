@@ -126,7 +126,10 @@ public final class SystemCore: Sendable {
         /// Who a delivery to `id` of `event` reaches now: the manager, while it lives (or, replaced by its restored
         /// successor while the delivery was queued, the successor); nil when nobody is to be told.
         mutating func recipient(_ id: SessionID, _ event: SessionEvent) -> (any SystemSession)? {
-            var sink = sinks[id] ?? leaving[id]
+            // A manager whose app ended is told what the machine did for it before the end, then the end; not the
+            // host's events it no longer takes part in (a connection event would make it a peripheral, and the
+            // store an identifier, for nobody).
+            var sink = sinks[id] ?? (event.isHostEvent ? nil : leaving[id])
             if sink == nil, let successor = forwarded[id] {
                 // Not the state the kept one was told: its successor is told its own (`replace`).
                 if case .powerChanged = event { return nil }
@@ -146,8 +149,8 @@ public final class SystemCore: Sendable {
             }
             let ids = machine.sessionsOn(link)
             let reached = ids.map { id -> WeakSession? in
-                // As `recipient` finds them, for an event other than the power or the app's end.
-                sinks[id] ?? leaving[id] ?? forwarded[id].flatMap { sinks[$0] }
+                // As `recipient` finds them, for a host event.
+                sinks[id] ?? forwarded[id].flatMap { sinks[$0] }
             }
             let route = LinkRoute(
                 link: link, links: machine.links.revision, recipients: recipients, sessions: ids, reached: reached)

@@ -87,6 +87,27 @@ extension SystemCoreOutboxTests {
     }
 }
 
+extension SystemCoreOutboxTests {
+    /// A manager whose app ends while host events for it wait in the queue is told its end, and not those events
+    /// (a connection event would make it a peripheral for nobody).
+    @Test func aTerminatedAppsManagerIsToldItsEndAndNotTheHostsEventsQueuedBefore() throws {
+        let domain = HeldDomain()
+        let core = SystemCore(
+            name: "ended", transport: HCIPipe().hostEnd, scheduler: domain,
+            store: try SystemStore(path: nil, seed: 1, now: { 0 }))
+        let app = core.app(id: "ended")
+        let watcher = RecordingSession()
+        core.register(watcher, app: app)
+        core.watchConnections(watcher)
+        domain.runAll()
+        // Another app's link comes up; before the domain runs, the watcher's app ends.
+        core.handle(.connected(Self.link))
+        core.terminate(app)
+        domain.runAll()
+        #expect(watcher.log == ["terminated"], "\(watcher.log)")
+    }
+}
+
 /// A serial domain that runs nothing until the test says: work handed over waits, in order, and runs in
 /// `runAll`, marked as in the domain. Time stands still: timers never fire (the host's command timeouts would
 /// take the silent controller away).
@@ -133,6 +154,8 @@ private final class RecordingSession: SystemSession {
         case .linkAttached(let info): note("attached \(info.handle.rawValue)")
         case .linkFailed: note("failed")
         case .linkDown(let handle, _, _): note("down \(handle.rawValue)")
+        case .connectionEvent(_, _, let up): note(up ? "peer connected" : "peer disconnected")
+        case .appTerminated: note("terminated")
         default: break
         }
     }

@@ -13,6 +13,17 @@ import BLEHost
 ///   the controller went away or was reset are told too, since the host reports none.
 /// - A peripheral-role link's start, end, MTU, pairing and encryption, and the controller's readiness to
 ///   notify: every peripheral manager, as `.server`.
+extension SessionEvent {
+    /// Whether it is one of the host's events routed to the managers (`SystemMachine.route`), rather than what the
+    /// machine did for the manager.
+    package var isHostEvent: Bool {
+        switch self {
+        case .server, .valueUpdated, .readyToWrite, .peerDatabaseChanged, .advertised, .connectionEvent: true
+        case .powerChanged, .appTerminated, .discovered, .scanEnded, .linkAttached, .linkFailed, .linkDown: false
+        }
+    }
+}
+
 extension SystemMachine {
     /// `session` wants the connection events (`registerForConnectionEvents`; there is no way back).
     package mutating func watchConnections(_ session: SessionID) {
