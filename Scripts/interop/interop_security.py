@@ -310,6 +310,7 @@ class SecurityPeers:
 
     def ble(self, env, *args, stdin=False):
         process = peers.start(self, "ble " + args[0], [BLE, *args, *self.link.transport()], stdin=stdin, env=env)
+        process.companions.append(self.link.process)
         self.running.append(process)
         return process
 

@@ -66,6 +66,8 @@ class Process:
         self.lines = []
         self.queue = queue.Queue()
         self.cursor = 0
+        # Processes this one depends on (the link's controllers): a failed wait says how they were doing.
+        self.companions = []
         merged = dict(os.environ, **(env or {}))
         if VERBOSE:
             print(f"[start {name}] {' '.join(argv)}", file=sys.stderr)
@@ -113,11 +115,13 @@ class Process:
                     return result
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                raise PeerError(f"{self.name}: no {what} within {timeout} s; output so far:\n{self.output()}")
+                raise PeerError(f"{self.name}: no {what} within {timeout} s; output so far:\n{self.output()}"
+                                f"{self.companions_state()}")
             got = self._drain(remaining)
             if got is None:
                 self.popen.wait(timeout=5)
-                raise PeerError(f"{self.name} exited ({self.popen.returncode}) before {what}; output:\n{self.output()}")
+                raise PeerError(f"{self.name} exited ({self.popen.returncode}) before {what}; output:\n{self.output()}"
+                                f"{self.companions_state()}")
 
     def expect_regex(self, pattern, timeout, what=None):
         regex = re.compile(pattern)
@@ -163,10 +167,20 @@ class Process:
         try:
             self.popen.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
-            raise PeerError(f"{self.name} did not exit within {timeout} s; output:\n{self.output()}")
+            raise PeerError(f"{self.name} did not exit within {timeout} s; output:\n{self.output()}"
+                            f"{self.companions_state()}")
         self.reader.join(timeout=5)
         self._collect_available()
         return self.popen.returncode
+
+    def companions_state(self):
+        """Whether each companion still runs (its exit status otherwise), with its last lines."""
+        parts = []
+        for other in self.companions:
+            status = other.poll()
+            lines = "\n  ".join(other.output().splitlines()[-20:])
+            parts.append(f"\n--- {other.name}: {'running' if status is None else f'exited ({status})'}\n  {lines}")
+        return "".join(parts)
 
     def output(self):
         self._collect_available()

@@ -535,7 +535,9 @@ class Pairing:
         return {**self.link.env(), "XDG_STATE_HOME": self.state}
 
     def ble(self, *args, stdin=False):
-        return peers.start(self, "ble " + args[0], [BLE, *args, *self.link.transport()], stdin=stdin, env=self.env())
+        process = peers.start(self, "ble " + args[0], [BLE, *args, *self.link.transport()], stdin=stdin, env=self.env())
+        process.companions.append(self.link.process)
+        return process
 
     def finish(self, process, what):
         status = process.wait(COMMAND)
@@ -664,6 +666,7 @@ class BumbleTransportLink:
 
     def __init__(self, test):
         self.link = peers.BumbleLink(test)
+        self.process = self.link.process
 
     def transport(self):
         return ["--transport", self.link.ours()]
@@ -685,6 +688,7 @@ class RoomLink:
         self.runtime = runtime
         self.room = peers.start(test, "ble room", [
             BLE, "room", "--h4", "tcp-server:127.0.0.1:0", "--idle-timeout", "0"], env=self.env())
+        self.process = self.room
         self.port = int(self.room.expect_regex(r"listening on tcp-server:127\.0\.0\.1:(\d+)", STARTUP).group(1))
         self.room.expect_regex(r"room running", STARTUP)
 
