@@ -72,8 +72,6 @@ public final class SystemCore: Sendable {
 
         /// Managers whose app was terminated, detached, until they are told so.
         var leaving: [SessionID: WeakSession] = [:] { didSet { recipients &+= 1 } }
-        /// The attached managers in the order they were attached (what each host event visits, copied once).
-        var order: [WeakSession] = []
 
         /// Restored managers known by id before they take the kept one's place (`transfer`, then `replace`):
         /// their scan's deliveries reach them meanwhile.
@@ -119,24 +117,29 @@ public final class SystemCore: Sendable {
             let sink = WeakSession(session: session, app: app)
             sinks[id] = sink
             ids[sink.object] = id
-            order.append(sink)
             return id
         }
 
         /// Who a delivery to `id` of `event` reaches now: the manager, while it lives (or, replaced by its restored
         /// successor while the delivery was queued, the successor); nil when nobody is to be told.
         mutating func recipient(_ id: SessionID, _ event: SessionEvent) -> (any SystemSession)? {
+            var power = false
+            if case .powerChanged = event { power = true }
+            let found = sink(id, hostEvent: event.isHostEvent, power: power)
+            if case .appTerminated = event { leaving[id] = nil }
+            return found?.session
+        }
+
+        /// The manager a delivery to `id` reaches now (`recipient`; `hostEvent`: one of the host's events routed
+        /// to it, `power`: its state).
+        private func sink(_ id: SessionID, hostEvent: Bool, power: Bool) -> WeakSession? {
             // A manager whose app ended is told what the machine did for it before the end, then the end; not the
             // host's events it no longer takes part in (a connection event would make it a peripheral, and the
             // store an identifier, for nobody).
-            var sink = sinks[id] ?? (event.isHostEvent ? nil : leaving[id])
-            if sink == nil, let successor = forwarded[id] {
-                // Not the state the kept one was told: its successor is told its own (`replace`).
-                if case .powerChanged = event { return nil }
-                sink = sinks[successor]
-            }
-            if case .appTerminated = event { leaving[id] = nil }
-            return sink?.session
+            if let sink = sinks[id] ?? (hostEvent ? nil : leaving[id]) { return sink }
+            // Not the state the kept one was told: its successor is told its own (`replace`).
+            guard !power, let successor = forwarded[id] else { return nil }
+            return sinks[successor]
         }
 
         /// The sessions on `link` (the machine's `sessionsOn`), with the managers they reach now; kept from the
@@ -148,10 +151,7 @@ public final class SystemCore: Sendable {
                 return last
             }
             let ids = machine.sessionsOn(link)
-            let reached = ids.map { id -> WeakSession? in
-                // As `recipient` finds them, for a host event.
-                sinks[id] ?? forwarded[id].flatMap { sinks[$0] }
-            }
+            let reached = ids.map { sink($0, hostEvent: true, power: false) }
             let route = LinkRoute(
                 link: link, links: machine.links.revision, recipients: recipients, sessions: ids, reached: reached)
             linkRoute = route
@@ -168,14 +168,14 @@ public final class SystemCore: Sendable {
             guard let sink = sinks.removeValue(forKey: id) else { return }
             ids[sink.object] = nil
             advertisingEnds = advertisingEnds.filter { $0.value.session != id }
-            order.removeAll { $0 === sink }
             if isLeaving { leaving[id] = sink }
         }
     }
     let state: Mutex<State>
 
-    /// A registered manager, held weakly. A class, so that the list of them is copied by reference: a struct
-    /// with a weak field was copied field by field, through the weak reference's side table, for each event.
+    /// A registered manager, held weakly. A class, so that a list of them (a link's, kept for its notifications:
+    /// `LinkRoute`) is copied by reference: a struct with a weak field is copied field by field, through the weak
+    /// reference's side table, each time.
     /// Sendable: nothing in it changes after `init` (the weak reference only ever goes to nil by itself).
     final class WeakSession: @unchecked Sendable {
         weak var session: (any SystemSession)?

@@ -93,7 +93,7 @@ extension SystemMachine {
 
     /// `link`'s peer has another database than its cache's: the sessions on it are told.
     mutating func tellDatabaseChanged(_ link: ConnectionHandle, _ actions: inout [SystemAction]) {
-        for session in links.users(of: link) { actions.append(.deliver(session, .peerDatabaseChanged(link))) }
+        for session in sessionsOn(link) { actions.append(.deliver(session, .peerDatabaseChanged(link))) }
     }
 
     private func toPeripheralManagers(_ event: HostEvent, _ actions: inout [SystemAction]) {
