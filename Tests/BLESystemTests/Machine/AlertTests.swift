@@ -8,15 +8,11 @@ import Testing
 /// app most recently in the foreground gets it (3.6); "turn on Bluetooth" only while the switch is off (3.8).
 @Suite struct AlertTests {
     static let peer = BluetoothAddress(bytes: [1, 2, 3, 4, 5, 0xC6], type: .randomDevice)
-    static let a = SessionID(rawValue: 1)
-    static let b = SessionID(rawValue: 2)
+    /// `a` of app "one", `b` of app "two" (`LinkTests.machine`).
+    static let a = LinkTests.a
+    static let b = LinkTests.b
 
-    static func machine() -> SystemMachine {
-        var m = SystemMachine()
-        _ = m.opened(a, app: "one")
-        _ = m.opened(b, app: "two")
-        return m
-    }
+    static func machine() -> SystemMachine { LinkTests.machine() }
 
     @Test func aConnectsOptionShowsAnAlertOnlyToAnAppOutOfTheForegroundNotWokenForIt() {
         var m = Self.machine()
