@@ -437,9 +437,10 @@ public final class SystemCore: Sendable {
             host.startScan(parameters) { [weak self] result in
                 // Cancelled: every scan stopped before the controller scanned (or a later start overtook it).
                 if case .failure(let error) = result, error.code != .cancelled {
-                    // Said here: an app hears no callback for it (CoreBluetooth has none), only `isScanning`.
+                    // Said here: a delegate hears no callback for it (CoreBluetooth has none), only `isScanning`;
+                    // an async scan stream ends with it.
                     Self.logger.warning("the controller did not scan, and every app's scan ended: \(error)")
-                    self?.step { ((), $0.machine.scanFailed()) }
+                    self?.step { ((), $0.machine.scanFailed(refused: error)) }
                 }
             }
         case .stopScan: host.stopScan { _ in }

@@ -248,6 +248,36 @@ import Testing
             #expect(error.message == "the application was terminated", "\(what): \(error)")
         }
         for task in tasks { await task.value }
+
+        // Asked of the ended app's objects afterwards, a wait fails at once: nothing would ever finish it.
+        let late = Ends()
+        let streamEnded = Mutex(false)
+        let lateTasks = [
+            Task(executorPreference: rig.radio) {
+                do { try await central.waitUntilPoweredOn() } catch { late.record("waitUntilPoweredOn", error) }
+            },
+            Task(executorPreference: rig.radio) {
+                do { try await central.connect(peripheral, timeout: nil) } catch { late.record("connect", error) }
+            },
+            Task(executorPreference: rig.radio) {
+                do { try await central.disconnect(peripheral) } catch { late.record("disconnect", error) }
+            },
+            Task(executorPreference: rig.radio) {
+                do { for try await _ in central.scan(withServices: nil) {} } catch { late.record("scan", error) }
+            },
+            Task(executorPreference: rig.radio) {
+                for await _ in central.disconnections {}
+                streamEnded.withLock { $0 = true }
+            },
+        ]
+        try await rig.run(
+            until: { late.errors.withLock { $0.count } == 4 && streamEnded.withLock { $0 } }, within: .seconds(1),
+            "every late wait and stream")
+        for (what, error) in late.errors.withLock({ $0 }) {
+            #expect(error.code == .operationCancelled, "\(what): \(error)")
+            #expect(error.message == "the application was terminated", "\(what): \(error)")
+        }
+        for task in lateTasks { await task.value }
     }
 
     static let other: BluetoothUUID = "6E40EEEE-B5A3-F393-E0A9-E50E24DCCA9E"

@@ -90,6 +90,90 @@ struct AsyncAPITests {
         }
     }
 
+    @Test func connectsAndDisconnectsEndWithTheAttemptTheyJoined() async throws {
+        let rig = AsyncRig()
+        let recorder = AsyncCentralRecorder()
+        rig.central.delegate = recorder
+        try await rig.drive {
+            try await rig.startServer()
+            try await rig.central.waitUntilPoweredOn(timeout: .seconds(1))
+            var found: Peripheral?
+            for try await discovery in rig.central.scan(withServices: [Self.service]) {
+                found = discovery.peripheral
+                break
+            }
+            let peripheral = try #require(found)
+            // A delegate-style connect is under way: two tasks' connects join it and end with its didConnect.
+            rig.central.connect(peripheral)
+            #expect(peripheral.state == .connecting)
+            async let first: Void = rig.central.connect(peripheral, timeout: .seconds(5))
+            async let second: Void = rig.central.connect(peripheral, timeout: .seconds(5))
+            _ = try await (first, second)
+            #expect(peripheral.state == .connected)
+            #expect(recorder.events.value == ["poweredOn", "didConnect"], "one attempt, told once")
+            // Connected already: at once.
+            try await rig.central.connect(peripheral, timeout: nil)
+
+            // Another app of the phone connects to the same peer: the link is shared, its connect ends at once.
+            let other = CentralManager(
+                delegate: nil, queue: DispatchQueue(label: "other"), options: nil,
+                app: rig.phoneSystem.app(id: "com.example.other"))
+            try await other.waitUntilPoweredOn(timeout: .seconds(1))
+            let shared = try #require(other.retrievePeripherals(withIdentifiers: [peripheral.identifier]).first)
+            #expect(shared.state == .disconnected)
+            try await other.connect(shared, timeout: .seconds(1))
+            #expect(shared.state == .connected)
+
+            // Two tasks await the disconnection: both return once it is told.
+            async let gone: Void = rig.central.disconnect(peripheral)
+            async let goneToo: Void = rig.central.disconnect(peripheral)
+            _ = try await (gone, goneToo)
+            #expect(peripheral.state == .disconnected)
+            #expect(recorder.events.value == ["poweredOn", "didConnect", "didDisconnect"])
+            #expect(shared.state == .connected, "the other app's link stays")
+
+            // A connect waiting for a device nobody has ends with the app's own cancel.
+            let ghost = rig.central.peripheral(
+                for: BluetoothAddress(bytes: [1, 2, 3, 4, 5, 0xC6], type: .randomDevice))
+            let attempt = Task(executorPreference: rig.radio) {
+                try await rig.central.connect(ghost, timeout: nil)
+            }
+            try await rig.waitUntil { ghost.state == .connecting }
+            rig.central.cancelPeripheralConnection(ghost)
+            let error = await #expect(throws: BluetoothError.self) { try await attempt.value }
+            #expect(error?.code == .operationCancelled)
+            #expect(ghost.state == .disconnected)
+            withExtendedLifetime(other) {}
+        }
+    }
+
+    @Test func aPendingConnectAndAPowerOnWaitEndWithTheSwitchAndItsReturn() async throws {
+        let rig = AsyncRig()
+        try await rig.drive {
+            try await rig.central.waitUntilPoweredOn(timeout: .seconds(1))
+            let ghost = rig.central.peripheral(
+                for: BluetoothAddress(bytes: [1, 2, 3, 4, 5, 0xC6], type: .randomDevice))
+            let attempt = Task(executorPreference: rig.radio) {
+                try await rig.central.connect(ghost, timeout: nil)
+            }
+            try await rig.waitUntil { ghost.state == .connecting }
+            // Bluetooth switched off in Settings: the pending connect fails with the controller's going.
+            rig.phoneSystem.setBluetoothEnabled(false)
+            let error = await #expect(throws: BluetoothError.self) { try await attempt.value }
+            #expect(error?.code == .transportClosed)
+            #expect(ghost.state == .disconnected)
+            #expect(rig.central.state == .poweredOff)
+            let off = await #expect(throws: BluetoothError.self) {
+                try await rig.central.waitUntilPoweredOn(timeout: nil)
+            }
+            #expect(off?.code == .transportClosed)
+            // Switched on again: the manager is on, and a wait asked now ends at once.
+            rig.phoneSystem.setBluetoothEnabled(true)
+            try await rig.waitUntil { rig.central.state == .poweredOn }
+            try await rig.central.waitUntilPoweredOn(timeout: nil)
+        }
+    }
+
     @Test func pendingReadFailsWhenTheLinkGoesDown() async throws {
         let rig = AsyncRig()
         try await rig.drive {

@@ -1,10 +1,11 @@
 import Foundation
 import Synchronization
 
-// The async face of `CentralManager`. Every function here drives the same manager through its delegate-style
-// methods and completes on the events the delegate receives (the manager's internal observers get them at
-// the same moment); nothing here talks to the host. A delegate set on the manager keeps receiving every
-// event while these are used.
+// The async face of `CentralManager`. Every function here makes the same request as its delegate-style namesake
+// and awaits that request's own end: a connect's wait joins the attempt it made (or found under way) and is
+// finished where the attempt's end is told, just after the delegate hears it; a disconnect's, where the
+// peripheral turns `.disconnected`; `waitUntilPoweredOn`'s, where the state's change is told. Nothing here
+// talks to the host, and a delegate set on the manager keeps receiving every event while these are used.
 //
 // Timeouts run in the system's time (`BluetoothSystem.schedule(after:on:_:)`: virtual time in a simulation),
 // so a simulated run stays deterministic. Task cancellation ends a wait at once with `CancellationError`.
@@ -23,8 +24,7 @@ extension CentralManager {
     ///   first; `CancellationError` when the task is cancelled.
     public func waitUntilPoweredOn(timeout: Duration? = nil) async throws {
         try await Waiter<Void>.untilPoweredOn(
-            state: { state }, register: asyncObserver.addPoweredOnWaiter,
-            system: system, queue: queue, timeout: timeout)
+            register: awaitPoweredOn, system: system, queue: queue, timeout: timeout)
     }
 
     /// Scans for peripherals advertising any of `serviceUUIDs` (all when nil) and yields each discovery,
@@ -34,10 +34,11 @@ extension CentralManager {
     /// The scan starts when the stream is created, or, while the manager's state is still `.unknown` or
     /// `.resetting`, as soon as it is powered on; it stops when the consumer stops iterating, the iterating task
     /// is cancelled, or the stream is dropped. The stream throws the state's `BluetoothError` (the reason the
-    /// system gave) when the manager is, or later turns, powered off, unsupported or unauthorized: a scan asked
-    /// for too early never ends in silence. (The delegate-style `scanForPeripherals` keeps CoreBluetooth's
-    /// behaviour: ignored, and logged, before `.poweredOn`.) The manager has one scan,
-    /// as in CoreBluetooth: while several scan streams run, the filter and options of the most recent apply to
+    /// system gave) when the manager is, or later turns, powered off, unsupported or unauthorized, and the
+    /// controller's refusal (its status in `hciStatus`) when it will not scan: a scan never ends in silence.
+    /// (The delegate-style `scanForPeripherals` keeps CoreBluetooth's behaviour: ignored, and logged, before
+    /// `.poweredOn`, and no callback for a refused scan, only `isScanning` false.) The manager has one scan, as in
+    /// CoreBluetooth: while several scan streams run, the filter and options of the most recent apply to
     /// all of them, and the scan stops when the last one ends; stopping it also stops a scan the delegate code
     /// started with `scanForPeripherals`.
     public func scan(withServices serviceUUIDs: [BluetoothUUID]?, options: ScanOptions? = nil)
@@ -73,39 +74,25 @@ extension CentralManager {
     ///   disconnecting; `CancellationError` when the task is cancelled.
     public func connect(_ peripheral: Peripheral, options: ConnectOptions? = nil, timeout: Duration?) async throws {
         try Task.checkCancellation()
-        let observer = asyncObserver
-        switch peripheral.state {
-        case .connected: return
-        case .disconnecting:
-            throw BluetoothError(
-                .invalidParameters, "the peripheral is still disconnecting; await disconnect(_:) first")
-        case .disconnected, .connecting: break
-        }
-        guard state == .poweredOn else { throw BluetoothError.notPoweredOn(state, system: system) }
         let waiter = Waiter<Void>()
-        observer.addConnectWaiter(waiter, for: peripheral)
         waiter.onAbandon { [weak self] _ in self?.cancelPeripheralConnection(peripheral) }
+        connect(peripheral, options: options, wait: waiter)
+        // Armed once the wait is the attempt's: a timeout that fires cancels that attempt.
         waiter.arm(timeout: timeout, system: system, queue: queue, what: "connect(\(peripheral.identifier))")
-        requestConnection(peripheral, options: options)
-        // Connected already, its didConnect delivered before the waiter was registered: nothing would come.
-        afterQueuedEvents { if peripheral.state == .connected { waiter.resume(.success(())) } }
         try await waiter.value()
     }
 
     /// Disconnects `peripheral` (or withdraws a pending connection request) and returns once
-    /// `centralManager(_:didDisconnectPeripheral:error:)` has been delivered; at once if it is not connected.
+    /// `centralManager(_:didDisconnectPeripheral:error:)` (or, for a link that dropped as it came up,
+    /// `didFailToConnect`) has been delivered; at once if it is disconnected.
     ///
     /// Every operation pending on the peripheral fails with `.operationCancelled`, as
     /// `cancelPeripheralConnection` makes it.
     /// - Throws: `CancellationError` when the task is cancelled (the disconnection goes on).
     public func disconnect(_ peripheral: Peripheral) async throws {
         try Task.checkCancellation()
-        let observer = asyncObserver
-        guard peripheral.state != .disconnected else { return }
         let waiter = Waiter<Void>()
-        observer.addDisconnectWaiter(waiter, for: peripheral)
-        cancelPeripheralConnection(peripheral)
-        afterQueuedEvents { if peripheral.state == .disconnected { waiter.resume(.success(())) } }
+        if awaitDisconnection(peripheral, waiter) { cancelPeripheralConnection(peripheral) }
         try await waiter.value()
     }
 
@@ -119,10 +106,5 @@ extension CentralManager {
             continuation.onTermination = { _ in observer.removeDisconnections(id) }
             observer.addDisconnections(id, continuation)
         }
-    }
-
-    /// The delegate-style `connect`, from a synchronous context (where it is the one overload resolution picks).
-    private func requestConnection(_ peripheral: Peripheral, options: ConnectOptions?) {
-        connect(peripheral, options: options)
     }
 }

@@ -18,8 +18,7 @@ extension PeripheralManager {
     ///   `.operationNotSupported` for `.unsupported`/`.unauthorized`; `.timeout`; `CancellationError`.
     public func waitUntilPoweredOn(timeout: Duration? = nil) async throws {
         try await Waiter<Void>.untilPoweredOn(
-            state: { state }, register: asyncObserver.addPoweredOnWaiter,
-            system: system, queue: queue, timeout: timeout)
+            register: awaitPoweredOn, system: system, queue: queue, timeout: timeout)
     }
 
     /// Publishes `service` and returns once `peripheralManager(_:didAdd:error:)` reported success.

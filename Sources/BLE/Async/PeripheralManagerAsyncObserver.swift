@@ -1,18 +1,19 @@
 import Foundation
 import Synchronization
 
-/// The async layer's observer of one `PeripheralManager`: it finishes the waiters of `waitUntilPoweredOn` and
-/// flow-controlled `updateValue`, and feeds the `requests` and `subscriptions`
+/// The async layer's observer of one `PeripheralManager`: it finishes the waiters of flow-controlled
+/// `updateValue` (`waitUntilPoweredOn`'s are kept with the manager's state), and feeds the `requests` and `subscriptions`
 /// streams. Its methods run on the manager's queue; the state is a `Mutex`, never held while a waiter is
 /// resumed or a stream is fed.
 final class PeripheralManagerAsyncObserver: PeripheralManagerObserver {
     struct State {
-        var poweredOn = WaiterSet<Void>()
         /// Flow-controlled updates waiting for `peripheralManagerIsReady(toUpdateSubscribers:)`.
         var ready = WaiterSet<Void>()
         var requests: [UInt64: AsyncStream<PeripheralManagerRequest>.Continuation] = [:]
         var subscriptions: [UInt64: AsyncStream<SubscriptionEvent>.Continuation] = [:]
         var nextID: UInt64 = 0
+        /// Set when the manager's app was terminated: every later wait fails and every later stream ends at once.
+        var terminated: BluetoothError?
     }
 
     let state = Mutex(State())
@@ -29,11 +30,12 @@ final class PeripheralManagerAsyncObserver: PeripheralManagerObserver {
     /// The manager's app was terminated: every wait ends with `error`, every stream finishes.
     func terminate(_ error: BluetoothError) {
         let (waiters, requests, subscriptions) = state.withLock { s in
+            s.terminated = error
             defer {
                 s.requests.removeAll()
                 s.subscriptions.removeAll()
             }
-            return (s.poweredOn.takeAll() + s.ready.takeAll(), Array(s.requests.values), Array(s.subscriptions.values))
+            return (s.ready.takeAll(), Array(s.requests.values), Array(s.subscriptions.values))
         }
         for w in waiters { w.fail(error) }
         for c in requests { c.finish() }
@@ -45,13 +47,11 @@ final class PeripheralManagerAsyncObserver: PeripheralManagerObserver {
     func peripheralManagerDidUpdateState(_ peripheral: PeripheralManager) {
         let now = peripheral.state
         switch now {
-        case .poweredOn:
-            for w in state.withLock({ $0.poweredOn.takeAll() }) { w.resume(.success(())) }
-        case .unknown, .resetting:
+        case .poweredOn, .unknown, .resetting:
             break
         case .poweredOff, .unsupported, .unauthorized:
             let error = BluetoothError.notPoweredOn(now, system: peripheral.system)
-            let waiters = state.withLock { $0.poweredOn.takeAll() + $0.ready.takeAll() }
+            let waiters = state.withLock { $0.ready.takeAll() }
             for w in waiters { w.fail(error) }
         }
     }
@@ -92,18 +92,34 @@ final class PeripheralManagerAsyncObserver: PeripheralManagerObserver {
 
     // MARK: Registration
 
-    func addPoweredOnWaiter(_ waiter: Waiter<Void>) { state.withLock { $0.poweredOn.insert(waiter) } }
-    func addReadyWaiter(_ waiter: Waiter<Void>) { state.withLock { $0.ready.insert(waiter) } }
+    func addReadyWaiter(_ waiter: Waiter<Void>) {
+        let terminated = state.withLock { s -> BluetoothError? in
+            if let error = s.terminated { return error }
+            s.ready.insert(waiter)
+            return nil
+        }
+        if let terminated { waiter.fail(terminated) }
+    }
     func removeReadyWaiter(_ waiter: Waiter<Void>) { state.withLock { $0.ready.remove(waiter) } }
 
     func addRequests(_ id: UInt64, _ c: AsyncStream<PeripheralManagerRequest>.Continuation) {
-        state.withLock { $0.requests[id] = c }
+        let terminated = state.withLock { s -> Bool in
+            if s.terminated != nil { return true }
+            s.requests[id] = c
+            return false
+        }
+        if terminated { c.finish() }
     }
 
     func removeRequests(_ id: UInt64) { _ = state.withLock { $0.requests.removeValue(forKey: id) } }
 
     func addSubscriptions(_ id: UInt64, _ c: AsyncStream<SubscriptionEvent>.Continuation) {
-        state.withLock { $0.subscriptions[id] = c }
+        let terminated = state.withLock { s -> Bool in
+            if s.terminated != nil { return true }
+            s.subscriptions[id] = c
+            return false
+        }
+        if terminated { c.finish() }
     }
 
     func removeSubscriptions(_ id: UInt64) { _ = state.withLock { $0.subscriptions.removeValue(forKey: id) } }

@@ -140,23 +140,69 @@ struct WaiterSet<Value: Sendable> {
     var isEmpty: Bool { waiters.isEmpty }
 }
 
+/// The tasks awaiting a manager's `.poweredOn` (`waitUntilPoweredOn`), kept in the manager's state under its
+/// lock: a wait registered as the state changes either sees the new state or is among those the change's
+/// delivery finishes, never neither.
+struct PoweredOnWaits {
+    private var waiting: [Waiter<Void>] = []
+
+    /// Registers `waiter` given the manager's state `now`: returns how it ends at once (a final state, or the
+    /// app's end), or nil when it waits (kept here).
+    mutating func register(_ waiter: Waiter<Void>, state now: ManagerState, abandoned: BluetoothError?) -> Ending? {
+        if let abandoned { return .abandoned(abandoned) }
+        switch now {
+        case .poweredOn, .poweredOff, .unsupported, .unauthorized: return .state(now)
+        case .unknown, .resetting:
+            waiting.removeAll { $0.isFinished }
+            waiting.append(waiter)
+            return nil
+        }
+    }
+
+    /// The waits a change to `state` ends, taken out: every one for a final state, none for `.unknown` or
+    /// `.resetting`.
+    mutating func take(at state: ManagerState) -> [Waiter<Void>] {
+        switch state {
+        case .poweredOn, .poweredOff, .unsupported, .unauthorized: take()
+        case .unknown, .resetting: []
+        }
+    }
+
+    /// Every wait, taken out.
+    mutating func take() -> [Waiter<Void>] {
+        defer { waiting.removeAll() }
+        return waiting
+    }
+
+    /// How a wait ends: with the manager's final state, or because its app ended.
+    enum Ending {
+        case state(ManagerState)
+        case abandoned(BluetoothError)
+    }
+
+    /// Finishes `waits`: done at `.poweredOn`, failed with the state's reason otherwise.
+    static func finish(_ waits: [Waiter<Void>], _ ending: Ending, system: BluetoothSystem) {
+        guard !waits.isEmpty else { return }
+        let result: Result<Void, any Error> =
+            switch ending {
+            case .state(.poweredOn): .success(())
+            case .state(let state): .failure(BluetoothError.notPoweredOn(state, system: system))
+            case .abandoned(let error): .failure(error)
+            }
+        for w in waits { w.resume(result) }
+    }
+}
+
 extension Waiter where Value == Void {
-    /// The wait behind both managers' `waitUntilPoweredOn`: registered with the manager's observer first (so a
-    /// state change after the check below is not missed), then finished at once for a state that is already
-    /// final, otherwise when the observer sees the state change, or by the timeout.
+    /// The wait behind both managers' `waitUntilPoweredOn`: `register` keeps it with the manager's state, or
+    /// finishes it at once for a state that is already final; otherwise the state's change finishes it, or the
+    /// timeout.
     static func untilPoweredOn(
-        state: () -> ManagerState, register: (Waiter<Void>) -> Void, system: BluetoothSystem,
-        queue: DispatchQueue, timeout: Duration?
+        register: (Waiter<Void>) -> Void, system: BluetoothSystem, queue: DispatchQueue, timeout: Duration?
     ) async throws {
         try Task.checkCancellation()
         let waiter = Waiter<Void>()
         register(waiter)
-        let now = state()
-        switch now {
-        case .poweredOn: waiter.resume(.success(()))
-        case .poweredOff, .unsupported, .unauthorized: waiter.fail(BluetoothError.notPoweredOn(now, system: system))
-        case .unknown, .resetting: break
-        }
         waiter.arm(timeout: timeout, system: system, queue: queue, what: "waitUntilPoweredOn")
         try await waiter.value()
     }

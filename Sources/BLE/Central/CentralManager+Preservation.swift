@@ -61,11 +61,13 @@ extension CentralManager {
             }
             let p = peripheral(for: known.address, identifier: peer.identifier)
             if let name = known.name { p.updateName(name) }
-            p.connectRequested(
+            let ask = p.connectRequested(
                 autoReconnect: peer.autoReconnect,
                 alerts: .init(
                     onConnection: peer.notifyOnConnection, onDisconnection: peer.notifyOnDisconnection,
                     onNotification: peer.notifyOnNotification))
+            // One attempt per peer: a record that names one twice keeps the first.
+            guard ask == .started else { continue }
             peripherals.append(p)
         }
         let services = record.scanServices?.compactMap(BluetoothUUID.init(string:))

@@ -42,8 +42,15 @@ extension CentralManager {
     /// The manager's app was terminated: every task waiting on it, or on its peripherals, ends with
     /// `appTerminated`, since nothing is delivered to it any more (whether the system keeps its work or not).
     func abandonAsyncWork() {
-        observers.snapshot.compactMap { $0 as? CentralAsyncObserver }.first?.terminate(Self.appTerminated)
-        let peripherals = locked.withLock { s in s.peripherals.values.compactMap(\.peripheral) }
+        let (waits, peripherals) = locked.withLock { s in
+            s.abandoned = Self.appTerminated
+            let peripherals = s.peripherals.values.compactMap(\.peripheral)
+            // Under the manager's lock, as a new wait is registered: one either is among these or sees the end.
+            return (s.poweredOnWaits.take() + peripherals.flatMap { $0.takeWaits() }, peripherals)
+        }
+        for w in waits { w.fail(Self.appTerminated) }
+        // Attached if it was not: a stream asked of the ended manager later must end at once too.
+        asyncObserver.terminate(Self.appTerminated)
         for p in peripherals { p.existingAsyncObserver?.linkLost(Self.appTerminated) }
     }
 
@@ -208,13 +215,15 @@ extension CentralManager {
                 deliver { manager, delegate in delegate?.centralManager(manager, didConnect: p) }
             case .disconnected(let p, let error):
                 deliver { manager, delegate in
-                    p.announceDisconnected()
+                    let ended = p.announceDisconnected(failing: .linkLost(error))
                     delegate?.centralManager(manager, didDisconnectPeripheral: p, error: error)
+                    ended.finish()
                 }
             case .failedToConnect(let p, let error):
                 deliver { manager, delegate in
-                    p.announceDisconnected()
+                    let ended = p.announceDisconnected(failing: error)
                     delegate?.centralManager(manager, didFailToConnect: p, error: error)
+                    ended.finish()
                 }
             case .notification(let p, let attribute, let value, let isIndication):
                 p.handleValueUpdate(attribute: attribute, value: value, isIndication: isIndication)

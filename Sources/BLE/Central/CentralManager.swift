@@ -50,6 +50,10 @@ public final class CentralManager: Sendable {
         /// while registered, and for at most `advertisedServicesLimit` devices (rotating addresses would grow it
         /// without end).
         var advertisedServices: [BluetoothAddress: [BluetoothUUID]] = [:]
+        /// Tasks awaiting `.poweredOn` (`waitUntilPoweredOn`).
+        var poweredOnWaits = PoweredOnWaits()
+        /// Set when the manager's app ended: an async wait asked later fails at once with it.
+        var abandoned: BluetoothError?
 
         mutating func remember(_ services: [BluetoothUUID], _ address: BluetoothAddress) {
             guard !services.isEmpty else { return }
@@ -242,20 +246,32 @@ public final class CentralManager: Sendable {
         }
     }
 
-    func scanEnded(_ id: UInt64) {
+    func scanEnded(_ id: UInt64, refused: HostError?) {
         entry(
-            { scanStopped(id) },
+            { scanStopped(id, refused: refused) },
             forward: { next in
-                if let id = successorScan(id) { next.scanEnded(id) }
+                if let id = successorScan(id) { next.scanEnded(id, refused: refused) }
             })
     }
 
-    private func scanStopped(_ id: UInt64) {
+    private func scanStopped(_ id: UInt64, refused: HostError?) {
         // CoreBluetooth has no callback for a scan that could not start or stopped by itself; `isScanning` turns
         // false.
         // Not written to the preserved state: a scan that ends by itself (the controller going away, a start it
         // refused) is not the app's wish changing, and a restarted system starts it again.
-        locked.withLock { s in if s.scan?.id == id { s.scan = nil } }
+        let current = locked.withLock { s -> Bool in
+            guard s.scan?.id == id else { return false }
+            s.scan = nil
+            return true
+        }
+        // The async scan streams share this scan: one the controller refused ends them with why, on the queue
+        // after what was discovered before. (One that ended with the controller ends with the power state's
+        // change, which follows.)
+        guard current, let refused, !isPreserved else { return }
+        let error = BluetoothError(
+            BluetoothError(refused).code, "the controller did not scan: \(refused.message)",
+            hciStatus: refused.hciStatus)
+        deliver { manager, _ in manager.existingAsyncObserver?.scanEnded(error) }
     }
 
     // MARK: Connections
@@ -265,8 +281,16 @@ public final class CentralManager: Sendable {
     /// initiated together, so a peripheral that never appears holds up no other. When another app of the system
     /// is connected to the peripheral already, the link is shared and `didConnect` follows at once.
     public func connect(_ peripheral: Peripheral, options: ConnectOptions? = nil) {
-        guard !isDefunct else { return defunct("connect") }
-        guard currentState == .poweredOn else { return misuse("connect") }
+        connect(peripheral, options: options, wait: nil)
+    }
+
+    /// A connect, the delegate's or an async one's: `wait` (the async connect's) joins the attempt, started or
+    /// under way, or is finished at once when the request is refused or the peripheral is connected already.
+    func connect(_ peripheral: Peripheral, options: ConnectOptions?, wait: Waiter<Void>?) {
+        guard !isDefunct else { return refuse(wait, Self.appTerminated, else: defunct("connect")) }
+        guard currentState == .poweredOn else {
+            return refuse(wait, .notPoweredOn(currentState, system: system), else: misuse("connect"))
+        }
         // A bonded peer known by a private address is connected to by the identity it gave (the host finds where
         // it is now); one known by a public or static address is heard with that address again.
         if !peripheral.address.isStableOnAir,
@@ -275,24 +299,62 @@ public final class CentralManager: Sendable {
         {
             peripheral.readdress(identity)
         }
-        let asked = locked.withLock { s -> Bool in
-            guard peripheral.currentState == .disconnected else { return false }
-            peripheral.connectRequested(
+        // In one lock section with the power state's change (which fails what is pending then) and the app's end
+        // (which fails the waits then): a request either comes before them, and is failed with the rest, or
+        // sees them.
+        enum Outcome {
+            case asked(Peripheral.ConnectAsk)
+            case refused(BluetoothError)
+            case notPoweredOn(ManagerState)
+        }
+        let outcome = locked.withLock { s -> Outcome in
+            if wait != nil, let error = s.abandoned { return .refused(error) }
+            guard s.managerState == .poweredOn else { return .notPoweredOn(s.managerState) }
+            let ask = peripheral.connectRequested(
                 autoReconnect: options?.enableAutoReconnect == true,
                 alerts: .init(
                     onConnection: options?.notifyOnConnection == true,
                     onDisconnection: options?.notifyOnDisconnection == true,
-                    onNotification: options?.notifyOnNotification == true))
-            s.peripherals[peripheral.identifier] = WeakPeripheral(peripheral: peripheral)
-            s.pending[peripheral.address] = peripheral
-            return true
+                    onNotification: options?.notifyOnNotification == true),
+                wait: wait)
+            if ask == .started {
+                s.peripherals[peripheral.identifier] = WeakPeripheral(peripheral: peripheral)
+                s.pending[peripheral.address] = peripheral
+            }
+            return .asked(ask)
         }
-        guard asked else { return }
-        persistRestorableState()
-        let reconnect = options?.enableAutoReconnect == true
-        if let link = system.core.connect(session, to: peripheral.address, autoReconnect: reconnect) {
-            joinedAtOnce(link)
+        switch outcome {
+        case .refused(let error): wait?.fail(error)
+        case .notPoweredOn(let state): refuse(wait, .notPoweredOn(state, system: system), else: misuse("connect"))
+        case .asked(.connected): wait?.resume(.success(()))
+        case .asked(.disconnecting):
+            wait?.fail(
+                BluetoothError(.invalidParameters, "the peripheral is still disconnecting; await disconnect(_:) first"))
+        case .asked(.joined): break
+        case .asked(.started):
+            persistRestorableState()
+            let reconnect = options?.enableAutoReconnect == true
+            if let link = system.core.connect(session, to: peripheral.address, autoReconnect: reconnect) {
+                joinedAtOnce(link)
+            }
         }
+    }
+
+    /// An async disconnect's wait, kept with the peripheral until it is `.disconnected` (true: the caller asks
+    /// the disconnection); finished at once (false) when the peripheral is disconnected already, or failed when
+    /// the manager's app ended.
+    func awaitDisconnection(_ peripheral: Peripheral, _ wait: Waiter<Void>) -> Bool {
+        let (kept, refusal) = locked.withLock { s -> (Bool, BluetoothError?) in
+            if let error = s.abandoned { return (false, error) }
+            return (peripheral.awaitDisconnection(wait), nil)
+        }
+        if let refusal { wait.fail(refusal) } else if !kept { wait.resume(.success(())) }
+        return kept
+    }
+
+    /// A refused request: an async one's wait fails with `error`; a delegate-style one is logged (`log`).
+    private func refuse(_ wait: Waiter<Void>?, _ error: BluetoothError, else log: @autoclosure () -> Void) {
+        if let wait { wait.fail(error) } else { log() }
     }
 
     /// Cancels a pending connection or disconnects. Every operation pending on the peripheral completes with
@@ -352,8 +414,9 @@ public final class CentralManager: Sendable {
     private func announceCancelled(_ peripheral: Peripheral) {
         let timestamp = system.absoluteTime
         deliver { manager, delegate in
-            peripheral.announceDisconnection(at: timestamp, reconnecting: false)
+            let ended = peripheral.announceDisconnection(at: timestamp, reconnecting: false, error: nil)
             delegate?.centralManager(manager, didDisconnectPeripheral: peripheral, error: nil)
+            ended.finish()
         }
     }
 
@@ -424,9 +487,11 @@ public final class CentralManager: Sendable {
     }
 
     private func initiationEnded(_ peripheral: Peripheral, error: HostError) {
+        let failure = Self.connectFailure(error)
         deliver { manager, delegate in
-            peripheral.announceDisconnected()
-            delegate?.centralManager(manager, didFailToConnect: peripheral, error: Self.connectFailure(error))
+            let ended = peripheral.announceDisconnected(failing: failure)
+            delegate?.centralManager(manager, didFailToConnect: peripheral, error: failure)
+            ended.finish()
         }
     }
 
@@ -478,8 +543,9 @@ public final class CentralManager: Sendable {
         let held = app.core.lifecycle == .suspended && !app.core.backgroundModes.contains(.bluetoothCentral)
         deliver { manager, delegate in
             // `.connected` here, on the manager's queue, just before the callback that announces it.
-            guard peripheral.announceConnected(evenIfGone: held) else { return }
+            guard let ended = peripheral.announceConnected(evenIfGone: held) else { return }
             delegate?.centralManager(manager, didConnect: peripheral)
+            ended.finish()
         }
     }
 
@@ -570,7 +636,24 @@ public final class CentralManager: Sendable {
         default:
             break
         }
-        deliver { manager, delegate in delegate?.centralManagerDidUpdateState(manager) }
+        deliver { manager, delegate in
+            delegate?.centralManagerDidUpdateState(manager)
+            // Taken here, not at the change, a wait stays where the app's end finds it until the change is told;
+            // with the state now (a later change may have come since this one), as `state` reads it.
+            let (waits, now) = manager.locked.withLock { s in
+                (s.poweredOnWaits.take(at: s.managerState), s.managerState)
+            }
+            PoweredOnWaits.finish(waits, .state(now), system: manager.system)
+        }
+    }
+
+    /// A `waitUntilPoweredOn`'s wait: finished at once for a state that is final (or when the app ended), kept
+    /// otherwise, in one step with the state's change.
+    func awaitPoweredOn(_ waiter: Waiter<Void>) {
+        let ending = locked.withLock { s in
+            s.poweredOnWaits.register(waiter, state: s.managerState, abandoned: s.abandoned)
+        }
+        if let ending { PoweredOnWaits.finish([waiter], ending, system: system) }
     }
 
     /// One event from the system (through `CentralSession`), in the controller's serial domain.
@@ -579,7 +662,7 @@ public final class CentralManager: Sendable {
         case .powerChanged(let power): systemPowerStateChanged(power)
         case .appTerminated: systemAppTerminated()
         case .discovered(let discovery, let scan): scanDiscovered(discovery, scan: scan)
-        case .scanEnded(let scan): scanEnded(scan)
+        case .scanEnded(let scan, let refused): scanEnded(scan, refused: refused)
         case .linkAttached(let link): linkAttached(link)
         case .linkFailed(let peer, let error): linkFailed(peer: peer, error: error)
         case .linkDown(let handle, let reason, let reconnecting):
@@ -639,14 +722,15 @@ public final class CentralManager: Sendable {
             // application the connection failed.
             let announced = peripheral.currentState != .connecting
             if announced {
-                peripheral.announceDisconnection(at: timestamp, reconnecting: false)
+                let ended = peripheral.announceDisconnection(at: timestamp, reconnecting: false, error: error)
                 delegate?.centralManager(manager, didDisconnectPeripheral: peripheral, error: error)
+                ended.finish()
             } else {
-                peripheral.announceDisconnected()
-                delegate?.centralManager(
-                    manager, didFailToConnect: peripheral,
-                    error: BluetoothError(
-                        .connectionFailed, "the link dropped as it came up: \(reason)", hciStatus: reason))
+                let failure = BluetoothError(
+                    .connectionFailed, "the link dropped as it came up: \(reason)", hciStatus: reason)
+                let ended = peripheral.announceDisconnected(failing: failure)
+                delegate?.centralManager(manager, didFailToConnect: peripheral, error: failure)
+                ended.finish()
             }
         }
     }
@@ -670,8 +754,9 @@ public final class CentralManager: Sendable {
         // that `didConnect`, which the reconnection brings.
         deliver { manager, delegate in
             guard peripheral.currentState == .connected else { return }
-            peripheral.announceDisconnection(at: timestamp, reconnecting: true)
+            let ended = peripheral.announceDisconnection(at: timestamp, reconnecting: true, error: error)
             delegate?.centralManager(manager, didDisconnectPeripheral: peripheral, error: error)
+            ended.finish()
         }
     }
 
@@ -692,10 +777,11 @@ public final class CentralManager: Sendable {
             // callback that follows says it all); the async layer's observers still hear it, so that its waits
             // and streams end with `error`.
             deliver { manager, _ in
-                p.announceDisconnection(at: timestamp, reconnecting: false)
+                let ended = p.announceDisconnection(at: timestamp, reconnecting: false, error: error)
                 for o in manager.observers.snapshot {
                     o.centralManager(manager, didDisconnectPeripheral: p, error: error)
                 }
+                ended.finish()
             }
         }
     }

@@ -46,6 +46,34 @@ public final class Peripheral: Sendable, Hashable, CustomStringConvertible {
         /// The latest disconnection, as the five-argument `didDisconnectPeripheral` reports it; set on the
         /// manager's queue just before the delegate hears of it.
         var disconnection = Disconnection(timestamp: 0, isReconnecting: false)
+        /// Tasks awaiting the connection under way (the async `connect`): its end finishes them, connected or
+        /// not; a reconnection after a loss keeps them waiting.
+        var connectWaits: [Waiter<Void>] = []
+        /// Tasks awaiting the peripheral's disconnection (the async `disconnect`, which cancels the connection
+        /// next): the announcement that leaves it `.disconnected` finishes them (`didDisconnectPeripheral`,
+        /// `didFailToConnect`, or a power drop's, which the delegate does not hear).
+        var disconnectWaits: [Waiter<Void>] = []
+    }
+
+    /// The async waits an announcement ended, taken out under the lock with the state change itself (so a wait
+    /// registered at the same moment either saw the new state or is among these) and finished by the caller once
+    /// the delegate has heard the change.
+    struct EndedWaits {
+        var connects: [Waiter<Void>] = []
+        /// How the connects end: connected, or the error of the attempt's end.
+        var connectResult: Result<Void, BluetoothError> = .success(())
+        var disconnects: [Waiter<Void>] = []
+
+        func finish() {
+            for w in connects { w.resume(connectResult.mapError { $0 }) }
+            for w in disconnects { w.resume(.success(())) }
+        }
+    }
+
+    /// What a connect request found: whether it started an attempt, joined one under way, or found the
+    /// peripheral connected or still disconnecting.
+    enum ConnectAsk {
+        case started, joined, connected, disconnecting
     }
 
     /// When a link ended and whether the system reconnects.
@@ -134,7 +162,7 @@ public final class Peripheral: Sendable, Hashable, CustomStringConvertible {
     func setCancelled(_ c: Bool) { locked.withLock { $0.cancelled = c } }
 
     /// The link is up, on the host's side: events for it reach this peripheral from now on. `state` stays
-    /// `.connecting` until `announceConnected()`, on the manager's queue.
+    /// `.connecting` until `announceConnected(evenIfGone:)`, on the manager's queue.
     func linkUp(handle: ConnectionHandle) {
         locked.withLock {
             $0.handle = handle
@@ -146,12 +174,14 @@ public final class Peripheral: Sendable, Hashable, CustomStringConvertible {
     /// application cancelled meanwhile, or the link is already gone (then its disconnection, or failure, follows
     /// instead). With `evenIfGone` (the event was held for a suspended app, which then hears the connection and
     /// its loss in turn, IOSRules.md 3.3) a link gone since does not stop it. Returns whether it did.
-    func announceConnected(evenIfGone: Bool = false) -> Bool {
-        locked.withLock { s -> Bool in
-            guard s.state == .connecting, !s.cancelled, s.handle != nil || evenIfGone else { return false }
+    /// Returns the connect waits it finished (for the caller to resume after `didConnect`), or nil when it did not.
+    func announceConnected(evenIfGone: Bool = false) -> EndedWaits? {
+        locked.withLock { s -> EndedWaits? in
+            guard s.state == .connecting, !s.cancelled, s.handle != nil || evenIfGone else { return nil }
             s.state = .connected
             s.reconnecting = false
-            return true
+            defer { s.connectWaits.removeAll() }
+            return EndedWaits(connects: s.connectWaits)
         }
     }
 
@@ -171,13 +201,50 @@ public final class Peripheral: Sendable, Hashable, CustomStringConvertible {
 
     var alerts: ConnectionAlerts { locked.withLock { $0.alerts } }
 
-    func connectRequested(autoReconnect: Bool, alerts: ConnectionAlerts = ConnectionAlerts()) {
+    /// A connect request: an attempt starts when the peripheral is disconnected; `wait` (an async connect's)
+    /// joins the attempt, started or under way, in the same step, and is left to the caller otherwise (connected
+    /// already, or still disconnecting).
+    func connectRequested(
+        autoReconnect: Bool, alerts: ConnectionAlerts = ConnectionAlerts(), wait: Waiter<Void>? = nil
+    ) -> ConnectAsk {
         locked.withLock { s in
-            s.state = .connecting
-            s.cancelled = false
-            s.alerts = alerts
-            s.autoReconnect = autoReconnect
-            s.reconnecting = false
+            switch s.state {
+            case .connected: return .connected
+            case .disconnecting: return .disconnecting
+            case .connecting:
+                if let wait { s.connectWaits.append(wait) }
+                return .joined
+            case .disconnected:
+                s.state = .connecting
+                s.cancelled = false
+                s.alerts = alerts
+                s.autoReconnect = autoReconnect
+                s.reconnecting = false
+                if let wait { s.connectWaits.append(wait) }
+                return .started
+            }
+        }
+    }
+
+    /// An async disconnect's wait: kept until the peripheral is `.disconnected` (false, nothing kept, when it
+    /// is already).
+    func awaitDisconnection(_ wait: Waiter<Void>) -> Bool {
+        locked.withLock { s in
+            guard s.state != .disconnected else { return false }
+            s.disconnectWaits.removeAll { $0.isFinished }
+            s.disconnectWaits.append(wait)
+            return true
+        }
+    }
+
+    /// Takes every async wait out (the manager's app ended: nothing will be announced to them).
+    func takeWaits() -> [Waiter<Void>] {
+        locked.withLock { s in
+            defer {
+                s.connectWaits.removeAll()
+                s.disconnectWaits.removeAll()
+            }
+            return s.connectWaits + s.disconnectWaits
         }
     }
 
@@ -196,34 +263,48 @@ public final class Peripheral: Sendable, Hashable, CustomStringConvertible {
 
     /// On the manager's queue, just before `didDisconnectPeripheral`: when it ended, and whether the system
     /// reconnects (then the peripheral reads `.connecting`, IOSRules.md 7.4, and its characteristics stop
-    /// notifying).
-    func announceDisconnection(at timestamp: CFAbsoluteTime, reconnecting: Bool) {
+    /// notifying). `error` is the delegate's (nil: the application cancelled); a connect still waiting fails
+    /// with it unless the system reconnects. Returns the waits it ended, to finish after the delegate's call.
+    func announceDisconnection(at timestamp: CFAbsoluteTime, reconnecting: Bool, error: BluetoothError?)
+        -> EndedWaits
+    {
+        var ended = EndedWaits()
         if reconnecting {
             let characteristics = locked.withLock { s -> [Characteristic] in
+                // A disconnect waits on: its cancel, which follows, ends the reconnection and is told.
                 if s.state == .connected { s.state = .connecting }
                 return Array(s.characteristicsByValue.values)
             }
             for c in characteristics { c.state.withLock { $0.isNotifying = false } }
         } else {
-            announceDisconnected()
+            ended = announceDisconnected(failing: .linkLost(error))
         }
         locked.withLock { $0.disconnection = Disconnection(timestamp: timestamp, isReconnecting: reconnecting) }
+        return ended
     }
 
     /// The link is gone, on the host's side: pending operations were already failed by the host, and no new
-    /// request reaches it. `state` changes in `announceDisconnected()`, on the manager's queue.
+    /// request reaches it. `state` changes in `announceDisconnected(failing:)`, on the manager's queue.
     func linkDown() {
         locked.withLock { $0.handle = nil }
     }
 
     /// On the manager's queue, just before `didDisconnectPeripheral` (or `didFailToConnect`): the peripheral is
-    /// `.disconnected` and its characteristics stop notifying.
-    func announceDisconnected() {
-        let characteristics = locked.withLock { s -> [Characteristic] in
+    /// `.disconnected` and its characteristics stop notifying. A connect still waiting fails with `error`; a
+    /// disconnect waiting is done. Returns those waits, to finish after the delegate's call.
+    func announceDisconnected(failing error: BluetoothError) -> EndedWaits {
+        let (characteristics, ended) = locked.withLock { s -> ([Characteristic], EndedWaits) in
             s.state = .disconnected
-            return Array(s.characteristicsByValue.values)
+            defer {
+                s.connectWaits.removeAll()
+                s.disconnectWaits.removeAll()
+            }
+            let ended = EndedWaits(
+                connects: s.connectWaits, connectResult: .failure(error), disconnects: s.disconnectWaits)
+            return (Array(s.characteristicsByValue.values), ended)
         }
         for c in characteristics { c.state.withLock { $0.isNotifying = false } }
+        return ended
     }
 
     func updateName(_ name: String) {

@@ -45,6 +45,10 @@ public final class PeripheralManager: Sendable {
         /// Work preserved by an earlier process (services to publish, an advertisement to start), to start once
         /// powered on.
         var resumeAtPowerOn: (services: [MutableService], advertisement: AdvertisementData?)?
+        /// Tasks awaiting `.poweredOn` (`waitUntilPoweredOn`).
+        var poweredOnWaits = PoweredOnWaits()
+        /// Set when the manager's app ended: an async wait asked later fails at once with it.
+        var abandoned: BluetoothError?
     }
     let locked = Mutex(State())
     let delegateCell = DelegateCell<any PeripheralManagerDelegate>(nil)
@@ -363,8 +367,13 @@ public final class PeripheralManager: Sendable {
 
     /// The manager's app was terminated: every task waiting on it ends, since nothing is delivered to it any more.
     func abandonAsyncWork() {
-        observers.snapshot.compactMap { $0 as? PeripheralManagerAsyncObserver }.first?.terminate(
-            CentralManager.appTerminated)
+        let waits = locked.withLock { s in
+            s.abandoned = CentralManager.appTerminated
+            return s.poweredOnWaits.take()
+        }
+        PoweredOnWaits.finish(waits, .abandoned(CentralManager.appTerminated), system: system)
+        // Attached if it was not: a stream asked of the ended manager later must end at once too.
+        asyncObserver.terminate(CentralManager.appTerminated)
     }
 
     func systemAppTerminated() {
@@ -453,7 +462,22 @@ public final class PeripheralManager: Sendable {
                 system.core.host.disconnect(handle, reason: .remoteUserTerminatedConnection)
             }
         }
-        deliver { m, d in d?.peripheralManagerDidUpdateState(m) }
+        deliver { m, d in
+            d?.peripheralManagerDidUpdateState(m)
+            // Taken here, not at the change, a wait stays where the app's end finds it until the change is told;
+            // with the state now (a later change may have come since this one), as `state` reads it.
+            let (waits, now) = m.locked.withLock { s in (s.poweredOnWaits.take(at: s.managerState), s.managerState) }
+            PoweredOnWaits.finish(waits, .state(now), system: m.system)
+        }
+    }
+
+    /// A `waitUntilPoweredOn`'s wait: finished at once for a state that is final (or when the app ended), kept
+    /// otherwise, in one step with the state's change.
+    func awaitPoweredOn(_ waiter: Waiter<Void>) {
+        let ending = locked.withLock { s in
+            s.poweredOnWaits.register(waiter, state: s.managerState, abandoned: s.abandoned)
+        }
+        if let ending { PoweredOnWaits.finish([waiter], ending, system: system) }
     }
 
     /// One event from the system (through `PeripheralSession`), in the controller's serial domain.

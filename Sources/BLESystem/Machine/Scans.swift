@@ -156,11 +156,11 @@ package struct ScanUnion: Sendable {
     /// The request `session` scans with, if it scans.
     func request(of session: SessionID) -> ScanRequest? { scanners[session]?.request }
 
-    /// The controller no longer scans (power off, a reset, a refused start): every session's scan ends, and each
-    /// hears it, in the order the scans were started.
-    mutating func controllerFailed() -> [SystemAction] {
+    /// The controller no longer scans (power off, a reset, a start it `refused`): every session's scan ends, and
+    /// each hears it, in the order the scans were started.
+    mutating func controllerFailed(refused: HostError? = nil) -> [SystemAction] {
         let ended = scanners.sorted { $0.value.id < $1.value.id }.map {
-            SystemAction.deliver($0.key, .scanEnded($0.value.id))
+            SystemAction.deliver($0.key, .scanEnded($0.value.id, refused: refused))
         }
         scanners.removeAll()
         controllerScanning = false

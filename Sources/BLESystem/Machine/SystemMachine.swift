@@ -113,8 +113,9 @@ package enum SessionEvent: Sendable, Hashable {
     case appTerminated
     /// A device matched the manager's scan `scan` (after the manager's own coalescing).
     case discovered(SystemDiscovery, scan: UInt64)
-    /// The scan `scan` ended without the manager stopping it (the controller refused it, or went away).
-    case scanEnded(UInt64)
+    /// The scan `scan` ended without the manager stopping it: the controller refused to scan (`refused`, why),
+    /// or went away or is being reset (nil: the power state's change that follows says why).
+    case scanEnded(UInt64, refused: HostError?)
     /// The link to a peer the manager connects to is up for it: it just came up (and, for a bonded peer, was
     /// encrypted), or it was up already for another manager.
     case linkAttached(LinkInfo)
@@ -318,8 +319,11 @@ package struct SystemMachine: Sendable {
         scans.transfer(from: old, to: new, id: id)
     }
 
-    /// The controller no longer scans (it refused to, it went away, it is being reset): every scan ends.
-    package mutating func scanFailed() -> [SystemAction] { scans.controllerFailed() }
+    /// The controller no longer scans (it refused to, with `refused` saying why; it went away, it is being
+    /// reset): every scan ends.
+    package mutating func scanFailed(refused: HostError? = nil) -> [SystemAction] {
+        scans.controllerFailed(refused: refused)
+    }
 
     /// Bluetooth was switched off: every scan ends, and the controller, if it scans, is stopped (after the
     /// scans asked for before, in the order the machine asked).

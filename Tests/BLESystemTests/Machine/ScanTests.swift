@@ -132,7 +132,8 @@ import Testing
         _ = m.scanStarted(SessionID(rawValue: 1), ScanRequest(services: nil), id: 9, mode: .foreground)
         #expect(
             m.scanFailed() == [
-                .deliver(SessionID(rawValue: 2), .scanEnded(7)), .deliver(SessionID(rawValue: 1), .scanEnded(9)),
+                .deliver(SessionID(rawValue: 2), .scanEnded(7, refused: nil)),
+                .deliver(SessionID(rawValue: 1), .scanEnded(9, refused: nil)),
             ])
         let r7 = m.scanStopped(SessionID(rawValue: 1))
         #expect(r7 == [])
@@ -172,7 +173,7 @@ import Testing
         #expect(terminated == [.deliver(a, .appTerminated), .stopScan])
         _ = m.scanStarted(b, ScanRequest(services: nil), id: 2, mode: .foreground)
         let off = m.scansSwitchedOff()
-        #expect(off == [.deliver(b, .scanEnded(2)), .stopScan])
+        #expect(off == [.deliver(b, .scanEnded(2, refused: nil)), .stopScan])
         let again = m.scansSwitchedOff()
         #expect(again == [])
     }
