@@ -174,6 +174,24 @@ struct AsyncAPITests {
         }
     }
 
+    /// The async layer hears each event after the delegate, and the delegate hears every form of it: with a scan
+    /// stream running, a delegate that implements only CoreBluetooth's dictionary form of a discovery hears it.
+    @Test func aDelegateHearsTheDictionaryFormOfADiscoveryWhileAScanStreamRuns() async throws {
+        let rig = AsyncRig()
+        let recorder = DictionaryDiscoveryRecorder()
+        rig.central.delegate = recorder
+        let streamed = try await rig.drive {
+            try await rig.startServer()
+            try await rig.central.waitUntilPoweredOn(timeout: .seconds(1))
+            for try await discovery in rig.central.scan(withServices: [Self.service]) {
+                return discovery.advertisementData.localName
+            }
+            return nil
+        }
+        #expect(streamed == "sensor")
+        #expect(recorder.names.value.first == "sensor", "\(recorder.names.value)")
+    }
+
     @Test func pendingReadFailsWhenTheLinkGoesDown() async throws {
         let rig = AsyncRig()
         try await rig.drive {
@@ -611,6 +629,20 @@ final class AsyncCentralRecorder: CentralManagerDelegate, Sendable {
     func centralManager(_ central: CentralManager, didDisconnectPeripheral peripheral: Peripheral, error: (any Error)?)
     {
         events.mutate { $0.append("didDisconnect") }
+    }
+}
+
+/// A delegate in CoreBluetooth's own words: only the dictionary form of a discovery.
+final class DictionaryDiscoveryRecorder: CentralManagerDelegate, Sendable {
+    let names = AsyncLocked<[String]>([])
+    func centralManagerDidUpdateState(_ central: CentralManager) {}
+    // swift-format-ignore: AlwaysUseLowerCamelCase
+    func centralManager(
+        _ central: CentralManager, didDiscover peripheral: Peripheral, advertisementData: [String: Any],
+        rssi RSSI: NSNumber
+    ) {
+        let name = advertisementData[AdvertisementDataLocalNameKey] as? String ?? "?"
+        names.mutate { $0.append(name) }
     }
 }
 

@@ -44,6 +44,32 @@ import Testing
         #expect(room.lock.bonds.first?.identityAddress.bytes == room.phone.address?.bytes)
     }
 
+    /// A lock whose app also uses the async streams: its delegate still hears the security of each link (the
+    /// async layer hears the same events after it).
+    @Test func aLockUsingTheAsyncStreamsStillTellsItsDelegateOfThePairing() async throws {
+        let room = Room()
+        let recorder = SecurityRecorder()
+        room.peripheral.delegate = recorder
+        let subscriptions = room.peripheral.subscriptions
+        try await room.run { try await room.publish() }
+        let paired = try await room.run { try await room.connectAndPair() }
+        #expect((try? paired.get())?.bonded == true)
+        let events = recorder.events.withLock { $0 }
+        #expect(events.first == "pairing started", "\(events)")
+        #expect(events.contains { $0.hasPrefix("paired (") }, "\(events)")
+        withExtendedLifetime(subscriptions) {}
+    }
+
+    final class SecurityRecorder: PeripheralManagerDelegate, Sendable {
+        let events = Mutex<[String]>([])
+        func peripheralManagerDidUpdateState(_ peripheral: PeripheralManager) {}
+        func peripheralManager(
+            _ peripheral: PeripheralManager, central: Central, didUpdateSecurity event: CentralSecurityEvent
+        ) {
+            events.withLock { $0.append("\(event)") }
+        }
+    }
+
     @Test func aRemovedBondCostsANewPairingBeforeTheValueIsReadAgain() async throws {
         let room = Room()
         try await room.run { try await room.publish() }

@@ -45,7 +45,19 @@ final class CentralAsyncObserver: CentralManagerObserver {
 
     // MARK: Events
 
-    func centralManagerDidUpdateState(_ central: CentralManager) {
+    func consume(_ event: CentralManagerEvent, from central: CentralManager) {
+        switch event {
+        case .stateUpdated: stateUpdated(central)
+        case .discovered(let peripheral, let advertisement, let rssi):
+            let scans = state.withLock { Array($0.scans.values) }
+            let found = DiscoveredPeripheral(peripheral: peripheral, advertisementData: advertisement, rssi: rssi)
+            for c in scans { c.yield(found) }
+        case .disconnected(let peripheral, let error): disconnected(peripheral, error)
+        case .willRestore, .connected, .failedToConnect, .connectionEvent: break
+        }
+    }
+
+    private func stateUpdated(_ central: CentralManager) {
         let now = central.state
         switch now {
         case .poweredOn:
@@ -67,17 +79,7 @@ final class CentralAsyncObserver: CentralManagerObserver {
         }
     }
 
-    func centralManager(
-        _ central: CentralManager, didDiscover peripheral: Peripheral,
-        advertisementData: AdvertisementData, rssi: Int
-    ) {
-        let scans = state.withLock { Array($0.scans.values) }
-        let found = DiscoveredPeripheral(peripheral: peripheral, advertisementData: advertisementData, rssi: rssi)
-        for c in scans { c.yield(found) }
-    }
-
-    func centralManager(_ central: CentralManager, didDisconnectPeripheral peripheral: Peripheral, error: (any Error)?)
-    {
+    private func disconnected(_ peripheral: Peripheral, _ error: BluetoothError?) {
         let lost = BluetoothError.linkLost(error)
         let ending = peripheral.disconnection
         // The peripheral's pending operations and notification streams end first, as the delegate's did.

@@ -1,15 +1,11 @@
 import Synchronization
 
-// Internal observation: besides its one public delegate, every manager and peripheral keeps a list of internal
-// observers that receive the same events, on the manager's queue, in the same delivery as the delegate. The
-// async layer is such an observer; the delegate keeps working unchanged beside it.
-//
-// How it is wired: each object's `deliver` hands its event closure a *delivery target* instead of the bare
-// delegate. With no observers registered the target is the delegate itself (nothing changes); otherwise it
-// is a fan-out object that conforms to the delegate protocol and forwards every call to the delegate first,
-// then to each observer in registration order. The event closure runs once, so the state updates it makes
-// before calling the delegate (a characteristic's value, merged services) happen once and every receiver
-// sees them.
+// One event stream for the delegate and the async layer: what a manager or a peripheral tells is a value (one
+// enum per role: `CentralManagerEvent`, `PeripheralEvent`, `PeripheralManagerEvent`), made on the manager's queue
+// in a delivery after the objects changed, and told once by `tell(_:)`: to the delegate through the method that
+// names it (`send(to:from:)`, the one table of the role's delegate methods, which the compiler keeps complete),
+// then to each internal observer (the async layer) in registration order through `consume(_:from:)`. The
+// delegate keeps working unchanged beside the observers.
 
 /// A list of internal observers, safe to change from any thread; read on the manager's queue at each delivery.
 final class ObserverList<Observer: Sendable>: Sendable {
@@ -70,263 +66,169 @@ final class ObserverList<Observer: Sendable>: Sendable {
     }
 }
 
-// MARK: Observer protocols
+// MARK: Events
 
-/// An internal observer of a `CentralManager`: the delegate's events, on the manager's queue.
-protocol CentralManagerObserver: CentralManagerDelegate, Sendable {}
+/// One event a central manager tells (`CBCentralManagerDelegate`'s calls, as values).
+enum CentralManagerEvent: Sendable {
+    case stateUpdated
+    case willRestore(CentralManager.RestoredState)
+    case discovered(Peripheral, AdvertisementData, rssi: Int)
+    case connected(Peripheral)
+    case failedToConnect(Peripheral, BluetoothError)
+    /// A link ended (nil: the application cancelled it); the peripheral's `disconnection` says when, and whether
+    /// the system reconnects.
+    case disconnected(Peripheral, BluetoothError?)
+    case connectionEvent(ConnectionEvent, Peripheral)
 
-/// An internal observer of a `Peripheral`. It receives `didUpdateValueFor characteristic` through the
-/// variant that says whether the value arrived in a notification or an indication (`update`), or completes a
-/// read (`update` nil); the plain delegate method is not called on observers.
-protocol PeripheralObserver: PeripheralDelegate, Sendable {
-    func peripheral(
-        _ peripheral: Peripheral, didUpdateValueFor characteristic: Characteristic, error: (any Error)?,
-        update: ValueUpdate.Kind?)
+    /// Calls the delegate's method for this event.
+    func send(to delegate: any CentralManagerDelegate, from manager: CentralManager) {
+        switch self {
+        case .stateUpdated: delegate.centralManagerDidUpdateState(manager)
+        case .willRestore(let state): delegate.centralManager(manager, willRestoreState: state)
+        case .discovered(let peripheral, let advertisement, let rssi):
+            delegate.announceDiscovery(manager, peripheral, advertisement, rssi)
+        case .connected(let peripheral): delegate.centralManager(manager, didConnect: peripheral)
+        case .failedToConnect(let peripheral, let error):
+            delegate.centralManager(manager, didFailToConnect: peripheral, error: error)
+        case .disconnected(let peripheral, let error):
+            delegate.centralManager(manager, didDisconnectPeripheral: peripheral, error: error)
+        case .connectionEvent(let event, let peripheral):
+            delegate.centralManager(manager, connectionEventDidOccur: event, for: peripheral)
+        }
+    }
 }
 
-/// An internal observer of a `PeripheralManager`: the delegate's events, on the manager's queue.
-protocol PeripheralManagerObserver: PeripheralManagerDelegate, Sendable {}
+/// One event a peripheral tells (`CBPeripheralDelegate`'s calls, as values).
+enum PeripheralEvent: Sendable {
+    case nameUpdated
+    case servicesModified([Service])
+    case readRSSI(Int, BluetoothError?)
+    case discoveredServices(BluetoothError?)
+    case discoveredIncludedServices(Service, BluetoothError?)
+    case discoveredCharacteristics(Service, BluetoothError?)
+    case discoveredDescriptors(Characteristic, BluetoothError?)
+    /// A characteristic's value: the completion of a read (`update` nil), or what a notification or an
+    /// indication brought (the delegate cannot tell them apart, as in CoreBluetooth; the observers can).
+    case valueUpdated(Characteristic, BluetoothError?, update: ValueUpdate.Kind?)
+    case descriptorValueUpdated(Descriptor, BluetoothError?)
+    case wroteValue(Characteristic, BluetoothError?)
+    case wroteDescriptor(Descriptor, BluetoothError?)
+    case notificationStateUpdated(Characteristic, BluetoothError?)
+    case readyToSendWriteWithoutResponse
 
-// MARK: Delivery targets
+    /// Calls the delegate's method for this event.
+    func send(to delegate: any PeripheralDelegate, from peripheral: Peripheral) {
+        switch self {
+        case .nameUpdated: delegate.peripheralDidUpdateName(peripheral)
+        case .servicesModified(let services): delegate.peripheral(peripheral, didModifyServices: services)
+        case .readRSSI(let rssi, let error): delegate.announceRSSI(peripheral, rssi, error)
+        case .discoveredServices(let error): delegate.peripheral(peripheral, didDiscoverServices: error)
+        case .discoveredIncludedServices(let service, let error):
+            delegate.peripheral(peripheral, didDiscoverIncludedServicesFor: service, error: error)
+        case .discoveredCharacteristics(let service, let error):
+            delegate.peripheral(peripheral, didDiscoverCharacteristicsFor: service, error: error)
+        case .discoveredDescriptors(let characteristic, let error):
+            delegate.peripheral(peripheral, didDiscoverDescriptorsFor: characteristic, error: error)
+        case .valueUpdated(let characteristic, let error, _):
+            delegate.peripheral(peripheral, didUpdateValueFor: characteristic, error: error)
+        case .descriptorValueUpdated(let descriptor, let error):
+            delegate.peripheral(peripheral, didUpdateValueFor: descriptor, error: error)
+        case .wroteValue(let characteristic, let error):
+            delegate.peripheral(peripheral, didWriteValueFor: characteristic, error: error)
+        case .wroteDescriptor(let descriptor, let error):
+            delegate.peripheral(peripheral, didWriteValueFor: descriptor, error: error)
+        case .notificationStateUpdated(let characteristic, let error):
+            delegate.peripheral(peripheral, didUpdateNotificationStateFor: characteristic, error: error)
+        case .readyToSendWriteWithoutResponse: delegate.peripheralIsReady(toSendWriteWithoutResponse: peripheral)
+        }
+    }
+}
+
+/// One event a peripheral manager tells (`CBPeripheralManagerDelegate`'s calls and swift-ble's own, as values).
+enum PeripheralManagerEvent: Sendable {
+    case stateUpdated
+    case willRestore(PeripheralManager.RestoredState)
+    case startedAdvertising(BluetoothError?)
+    case added(Service, BluetoothError?)
+    case subscribed(Central, Characteristic)
+    case unsubscribed(Central, Characteristic)
+    case read(ATTRequest)
+    case write([ATTRequest])
+    case readyToUpdateSubscribers
+    case connected(Central)
+    case disconnected(Central, BluetoothError?)
+    case mtuUpdated(Central, Int)
+    case securityUpdated(Central, CentralSecurityEvent)
+
+    /// Calls the delegate's method for this event.
+    func send(to delegate: any PeripheralManagerDelegate, from manager: PeripheralManager) {
+        switch self {
+        case .stateUpdated: delegate.peripheralManagerDidUpdateState(manager)
+        case .willRestore(let state): delegate.peripheralManager(manager, willRestoreState: state)
+        case .startedAdvertising(let error): delegate.peripheralManagerDidStartAdvertising(manager, error: error)
+        case .added(let service, let error): delegate.peripheralManager(manager, didAdd: service, error: error)
+        case .subscribed(let central, let characteristic):
+            delegate.peripheralManager(manager, central: central, didSubscribeTo: characteristic)
+        case .unsubscribed(let central, let characteristic):
+            delegate.peripheralManager(manager, central: central, didUnsubscribeFrom: characteristic)
+        case .read(let request): delegate.peripheralManager(manager, didReceiveRead: request)
+        case .write(let requests): delegate.peripheralManager(manager, didReceiveWrite: requests)
+        case .readyToUpdateSubscribers: delegate.peripheralManagerIsReady(toUpdateSubscribers: manager)
+        case .connected(let central): delegate.peripheralManager(manager, didConnect: central)
+        case .disconnected(let central, let error):
+            delegate.peripheralManager(manager, didDisconnect: central, error: error)
+        case .mtuUpdated(let central, let mtu): delegate.peripheralManager(manager, central: central, didUpdateMTU: mtu)
+        case .securityUpdated(let central, let event):
+            delegate.peripheralManager(manager, central: central, didUpdateSecurity: event)
+        }
+    }
+}
+
+// MARK: Observer protocols
+
+/// An internal observer of a `CentralManager`: its events, on the manager's queue, after the delegate's call.
+protocol CentralManagerObserver: Sendable {
+    func consume(_ event: CentralManagerEvent, from manager: CentralManager)
+}
+
+/// An internal observer of a `Peripheral`: its events, on the manager's queue, after the delegate's call.
+protocol PeripheralObserver: Sendable {
+    func consume(_ event: PeripheralEvent, from peripheral: Peripheral)
+}
+
+/// An internal observer of a `PeripheralManager`: its events, on the manager's queue, after the delegate's call.
+protocol PeripheralManagerObserver: Sendable {
+    func consume(_ event: PeripheralManagerEvent, from manager: PeripheralManager)
+}
+
+// MARK: Telling
 
 extension CentralManager {
-    /// What `deliver` hands its event closure: the delegate alone, or a fan-out to it and the observers.
-    var deliveryTarget: (any CentralManagerDelegate)? {
-        let observers = observers.snapshot
-        return observers.isEmpty ? delegate : CentralManagerFanOut(delegate: delegate, observers: observers)
+    /// Tells `event` to the delegate, then to each observer; on the manager's queue, in a delivery.
+    func tell(_ event: CentralManagerEvent) {
+        if let delegate { event.send(to: delegate, from: self) }
+        tellObservers(event)
+    }
+
+    /// Tells `event` to the observers only (a drop below `.poweredOn`, where the delegate hears no disconnection
+    /// per peripheral, but the async layer's streams must end).
+    func tellObservers(_ event: CentralManagerEvent) {
+        for o in observers.snapshot { o.consume(event, from: self) }
     }
 }
 
 extension Peripheral {
-    /// What `deliver` hands its event closure: the delegate alone, or a fan-out to it and the observers.
-    func deliveryTarget(update: ValueUpdate.Kind?) -> (any PeripheralDelegate)? {
-        let observers = observers.snapshot
-        return observers.isEmpty
-            ? delegate
-            : PeripheralFanOut(delegate: delegate, observers: observers, update: update)
+    /// Tells `event` to the delegate, then to each observer; on the manager's queue, in a delivery.
+    func tell(_ event: PeripheralEvent) {
+        if let delegate { event.send(to: delegate, from: self) }
+        for o in observers.snapshot { o.consume(event, from: self) }
     }
 }
 
 extension PeripheralManager {
-    /// What `deliver` hands its event closure: the delegate alone, or a fan-out to it and the observers.
-    var deliveryTarget: (any PeripheralManagerDelegate)? {
-        let observers = observers.snapshot
-        return observers.isEmpty ? delegate : PeripheralManagerFanOut(delegate: delegate, observers: observers)
-    }
-}
-
-/// Forwards one delivered central-manager event to the delegate, then to each observer. Built per delivery,
-/// on the manager's queue, and dropped after it.
-final class CentralManagerFanOut: CentralManagerDelegate {
-    let delegate: (any CentralManagerDelegate)?
-    let observers: [any CentralManagerObserver]
-
-    init(delegate: (any CentralManagerDelegate)?, observers: [any CentralManagerObserver]) {
-        self.delegate = delegate
-        self.observers = observers
-    }
-
-    func centralManagerDidUpdateState(_ central: CentralManager) {
-        delegate?.centralManagerDidUpdateState(central)
-        for o in observers { o.centralManagerDidUpdateState(central) }
-    }
-
-    func centralManager(_ central: CentralManager, willRestoreState state: CentralManager.RestoredState) {
-        delegate?.centralManager(central, willRestoreState: state)
-        for o in observers { o.centralManager(central, willRestoreState: state) }
-    }
-
-    func centralManager(
-        _ central: CentralManager, didDiscover peripheral: Peripheral,
-        advertisementData: AdvertisementData, rssi: Int
-    ) {
-        delegate?.announceDiscovery(central, peripheral, advertisementData, rssi)
-        for o in observers {
-            o.centralManager(central, didDiscover: peripheral, advertisementData: advertisementData, rssi: rssi)
-        }
-    }
-
-    func centralManager(_ central: CentralManager, didConnect peripheral: Peripheral) {
-        delegate?.centralManager(central, didConnect: peripheral)
-        for o in observers { o.centralManager(central, didConnect: peripheral) }
-    }
-
-    func centralManager(_ central: CentralManager, didFailToConnect peripheral: Peripheral, error: (any Error)?) {
-        delegate?.centralManager(central, didFailToConnect: peripheral, error: error)
-        for o in observers { o.centralManager(central, didFailToConnect: peripheral, error: error) }
-    }
-
-    func centralManager(_ central: CentralManager, didDisconnectPeripheral peripheral: Peripheral, error: (any Error)?)
-    {
-        delegate?.centralManager(central, didDisconnectPeripheral: peripheral, error: error)
-        for o in observers { o.centralManager(central, didDisconnectPeripheral: peripheral, error: error) }
-    }
-
-    func centralManager(
-        _ central: CentralManager, connectionEventDidOccur event: ConnectionEvent, for peripheral: Peripheral
-    ) {
-        delegate?.centralManager(central, connectionEventDidOccur: event, for: peripheral)
-        for o in observers { o.centralManager(central, connectionEventDidOccur: event, for: peripheral) }
-    }
-}
-
-/// Forwards one delivered peripheral event to the delegate, then to each observer.
-final class PeripheralFanOut: PeripheralDelegate {
-    let delegate: (any PeripheralDelegate)?
-    let observers: [any PeripheralObserver]
-    /// How the value of a `didUpdateValueFor characteristic` came (nil: it completes a read).
-    let update: ValueUpdate.Kind?
-
-    init(delegate: (any PeripheralDelegate)?, observers: [any PeripheralObserver], update: ValueUpdate.Kind?) {
-        self.delegate = delegate
-        self.observers = observers
-        self.update = update
-    }
-
-    func peripheralDidUpdateName(_ peripheral: Peripheral) {
-        delegate?.peripheralDidUpdateName(peripheral)
-        for o in observers { o.peripheralDidUpdateName(peripheral) }
-    }
-
-    func peripheral(_ peripheral: Peripheral, didModifyServices invalidatedServices: [Service]) {
-        delegate?.peripheral(peripheral, didModifyServices: invalidatedServices)
-        for o in observers { o.peripheral(peripheral, didModifyServices: invalidatedServices) }
-    }
-
-    // swift-format-ignore: AlwaysUseLowerCamelCase
-    func peripheral(_ peripheral: Peripheral, didReadRSSI RSSI: Int, error: (any Error)?) {
-        delegate?.announceRSSI(peripheral, RSSI, error)
-        for o in observers { o.peripheral(peripheral, didReadRSSI: RSSI, error: error) }
-    }
-
-    func peripheral(_ peripheral: Peripheral, didDiscoverServices error: (any Error)?) {
-        delegate?.peripheral(peripheral, didDiscoverServices: error)
-        for o in observers { o.peripheral(peripheral, didDiscoverServices: error) }
-    }
-
-    func peripheral(_ peripheral: Peripheral, didDiscoverIncludedServicesFor service: Service, error: (any Error)?) {
-        delegate?.peripheral(peripheral, didDiscoverIncludedServicesFor: service, error: error)
-        for o in observers { o.peripheral(peripheral, didDiscoverIncludedServicesFor: service, error: error) }
-    }
-
-    func peripheral(_ peripheral: Peripheral, didDiscoverCharacteristicsFor service: Service, error: (any Error)?) {
-        delegate?.peripheral(peripheral, didDiscoverCharacteristicsFor: service, error: error)
-        for o in observers { o.peripheral(peripheral, didDiscoverCharacteristicsFor: service, error: error) }
-    }
-
-    func peripheral(
-        _ peripheral: Peripheral, didDiscoverDescriptorsFor characteristic: Characteristic, error: (any Error)?
-    ) {
-        delegate?.peripheral(peripheral, didDiscoverDescriptorsFor: characteristic, error: error)
-        for o in observers { o.peripheral(peripheral, didDiscoverDescriptorsFor: characteristic, error: error) }
-    }
-
-    func peripheral(_ peripheral: Peripheral, didUpdateValueFor characteristic: Characteristic, error: (any Error)?) {
-        delegate?.peripheral(peripheral, didUpdateValueFor: characteristic, error: error)
-        for o in observers {
-            o.peripheral(peripheral, didUpdateValueFor: characteristic, error: error, update: update)
-        }
-    }
-
-    func peripheral(_ peripheral: Peripheral, didUpdateValueFor descriptor: Descriptor, error: (any Error)?) {
-        delegate?.peripheral(peripheral, didUpdateValueFor: descriptor, error: error)
-        for o in observers { o.peripheral(peripheral, didUpdateValueFor: descriptor, error: error) }
-    }
-
-    func peripheral(_ peripheral: Peripheral, didWriteValueFor characteristic: Characteristic, error: (any Error)?) {
-        delegate?.peripheral(peripheral, didWriteValueFor: characteristic, error: error)
-        for o in observers { o.peripheral(peripheral, didWriteValueFor: characteristic, error: error) }
-    }
-
-    func peripheral(_ peripheral: Peripheral, didWriteValueFor descriptor: Descriptor, error: (any Error)?) {
-        delegate?.peripheral(peripheral, didWriteValueFor: descriptor, error: error)
-        for o in observers { o.peripheral(peripheral, didWriteValueFor: descriptor, error: error) }
-    }
-
-    func peripheral(
-        _ peripheral: Peripheral, didUpdateNotificationStateFor characteristic: Characteristic, error: (any Error)?
-    ) {
-        delegate?.peripheral(peripheral, didUpdateNotificationStateFor: characteristic, error: error)
-        for o in observers { o.peripheral(peripheral, didUpdateNotificationStateFor: characteristic, error: error) }
-    }
-
-    func peripheralIsReady(toSendWriteWithoutResponse peripheral: Peripheral) {
-        delegate?.peripheralIsReady(toSendWriteWithoutResponse: peripheral)
-        for o in observers { o.peripheralIsReady(toSendWriteWithoutResponse: peripheral) }
-    }
-}
-
-/// Forwards one delivered peripheral-manager event to the delegate, then to each observer.
-final class PeripheralManagerFanOut: PeripheralManagerDelegate {
-    let delegate: (any PeripheralManagerDelegate)?
-    let observers: [any PeripheralManagerObserver]
-
-    init(delegate: (any PeripheralManagerDelegate)?, observers: [any PeripheralManagerObserver]) {
-        self.delegate = delegate
-        self.observers = observers
-    }
-
-    func peripheralManagerDidUpdateState(_ peripheral: PeripheralManager) {
-        delegate?.peripheralManagerDidUpdateState(peripheral)
-        for o in observers { o.peripheralManagerDidUpdateState(peripheral) }
-    }
-
-    func peripheralManager(_ peripheral: PeripheralManager, willRestoreState state: PeripheralManager.RestoredState) {
-        delegate?.peripheralManager(peripheral, willRestoreState: state)
-        for o in observers { o.peripheralManager(peripheral, willRestoreState: state) }
-    }
-
-    func peripheralManagerDidStartAdvertising(_ peripheral: PeripheralManager, error: (any Error)?) {
-        delegate?.peripheralManagerDidStartAdvertising(peripheral, error: error)
-        for o in observers { o.peripheralManagerDidStartAdvertising(peripheral, error: error) }
-    }
-
-    func peripheralManager(_ peripheral: PeripheralManager, didAdd service: Service, error: (any Error)?) {
-        delegate?.peripheralManager(peripheral, didAdd: service, error: error)
-        for o in observers { o.peripheralManager(peripheral, didAdd: service, error: error) }
-    }
-
-    func peripheralManager(
-        _ peripheral: PeripheralManager, central: Central, didSubscribeTo characteristic: Characteristic
-    ) {
-        delegate?.peripheralManager(peripheral, central: central, didSubscribeTo: characteristic)
-        for o in observers { o.peripheralManager(peripheral, central: central, didSubscribeTo: characteristic) }
-    }
-
-    func peripheralManager(
-        _ peripheral: PeripheralManager, central: Central, didUnsubscribeFrom characteristic: Characteristic
-    ) {
-        delegate?.peripheralManager(peripheral, central: central, didUnsubscribeFrom: characteristic)
-        for o in observers { o.peripheralManager(peripheral, central: central, didUnsubscribeFrom: characteristic) }
-    }
-
-    func peripheralManager(_ peripheral: PeripheralManager, didReceiveRead request: ATTRequest) {
-        delegate?.peripheralManager(peripheral, didReceiveRead: request)
-        for o in observers { o.peripheralManager(peripheral, didReceiveRead: request) }
-    }
-
-    func peripheralManager(_ peripheral: PeripheralManager, didReceiveWrite requests: [ATTRequest]) {
-        delegate?.peripheralManager(peripheral, didReceiveWrite: requests)
-        for o in observers { o.peripheralManager(peripheral, didReceiveWrite: requests) }
-    }
-
-    func peripheralManagerIsReady(toUpdateSubscribers peripheral: PeripheralManager) {
-        delegate?.peripheralManagerIsReady(toUpdateSubscribers: peripheral)
-        for o in observers { o.peripheralManagerIsReady(toUpdateSubscribers: peripheral) }
-    }
-
-    func peripheralManager(_ peripheral: PeripheralManager, didConnect central: Central) {
-        delegate?.peripheralManager(peripheral, didConnect: central)
-        for o in observers { o.peripheralManager(peripheral, didConnect: central) }
-    }
-
-    func peripheralManager(_ peripheral: PeripheralManager, didDisconnect central: Central, error: (any Error)?) {
-        delegate?.peripheralManager(peripheral, didDisconnect: central, error: error)
-        for o in observers { o.peripheralManager(peripheral, didDisconnect: central, error: error) }
-    }
-
-    func peripheralManager(_ peripheral: PeripheralManager, central: Central, didUpdateMTU mtu: Int) {
-        delegate?.peripheralManager(peripheral, central: central, didUpdateMTU: mtu)
-        for o in observers { o.peripheralManager(peripheral, central: central, didUpdateMTU: mtu) }
+    /// Tells `event` to the delegate, then to each observer; on the manager's queue, in a delivery.
+    func tell(_ event: PeripheralManagerEvent) {
+        if let delegate { event.send(to: delegate, from: self) }
+        for o in observers.snapshot { o.consume(event, from: self) }
     }
 }

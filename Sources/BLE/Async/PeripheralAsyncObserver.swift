@@ -54,10 +54,20 @@ final class PeripheralAsyncObserver: PeripheralObserver {
         }
     }
 
-    func peripheral(
-        _ peripheral: Peripheral, didUpdateValueFor characteristic: Characteristic, error: (any Error)?,
-        update: ValueUpdate.Kind?
-    ) {
+    func consume(_ event: PeripheralEvent, from peripheral: Peripheral) {
+        switch event {
+        case .valueUpdated(let characteristic, let error, let update):
+            valueUpdated(characteristic, error, update: update)
+        case .readyToSendWriteWithoutResponse: readyToSend()
+        case .nameUpdated, .servicesModified, .readRSSI, .discoveredServices, .discoveredIncludedServices,
+            .discoveredCharacteristics, .discoveredDescriptors, .descriptorValueUpdated, .wroteValue, .wroteDescriptor,
+            .notificationStateUpdated:
+            break
+        }
+    }
+
+    /// A notification or an indication reaches the characteristic's streams (a read's completion does not).
+    private func valueUpdated(_ characteristic: Characteristic, _ error: BluetoothError?, update: ValueUpdate.Kind?) {
         guard let update, error == nil, let value = characteristic.value else { return }
         // One stream (the usual case) is taken alone: no sorting, and no array made for it.
         var only: Sink?
@@ -74,7 +84,7 @@ final class PeripheralAsyncObserver: PeripheralObserver {
         for s in several { s.yield(value, update) }
     }
 
-    func peripheralIsReady(toSendWriteWithoutResponse peripheral: Peripheral) {
+    private func readyToSend() {
         let callbacks = state.withLock { s in
             defer { s.readyCallbacks = [] }
             return s.readyCallbacks

@@ -44,7 +44,21 @@ final class PeripheralManagerAsyncObserver: PeripheralManagerObserver {
 
     // MARK: Events
 
-    func peripheralManagerDidUpdateState(_ peripheral: PeripheralManager) {
+    func consume(_ event: PeripheralManagerEvent, from manager: PeripheralManager) {
+        switch event {
+        case .stateUpdated: stateUpdated(manager)
+        case .subscribed(let central, let characteristic): publish(.subscribed(central, characteristic))
+        case .unsubscribed(let central, let characteristic): publish(.unsubscribed(central, characteristic))
+        case .read(let request): publish(.read(request))
+        case .write(let requests): publish(.write(requests))
+        case .readyToUpdateSubscribers:
+            for w in state.withLock({ $0.ready.takeAll() }) { w.resume(.success(())) }
+        case .willRestore, .startedAdvertising, .added, .connected, .disconnected, .mtuUpdated, .securityUpdated:
+            break
+        }
+    }
+
+    private func stateUpdated(_ peripheral: PeripheralManager) {
         let now = peripheral.state
         switch now {
         case .poweredOn, .unknown, .resetting:
@@ -54,30 +68,6 @@ final class PeripheralManagerAsyncObserver: PeripheralManagerObserver {
             let waiters = state.withLock { $0.ready.takeAll() }
             for w in waiters { w.fail(error) }
         }
-    }
-
-    func peripheralManager(
-        _ peripheral: PeripheralManager, central: Central, didSubscribeTo characteristic: Characteristic
-    ) {
-        publish(.subscribed(central, characteristic))
-    }
-
-    func peripheralManager(
-        _ peripheral: PeripheralManager, central: Central, didUnsubscribeFrom characteristic: Characteristic
-    ) {
-        publish(.unsubscribed(central, characteristic))
-    }
-
-    func peripheralManager(_ peripheral: PeripheralManager, didReceiveRead request: ATTRequest) {
-        publish(.read(request))
-    }
-
-    func peripheralManager(_ peripheral: PeripheralManager, didReceiveWrite requests: [ATTRequest]) {
-        publish(.write(requests))
-    }
-
-    func peripheralManagerIsReady(toUpdateSubscribers peripheral: PeripheralManager) {
-        for w in state.withLock({ $0.ready.takeAll() }) { w.resume(.success(())) }
     }
 
     private func publish(_ event: SubscriptionEvent) {

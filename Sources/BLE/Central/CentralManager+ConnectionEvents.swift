@@ -95,8 +95,8 @@ extension CentralManager {
         let peripheral = peripheral(for: address)
         let services = advertised + (peripheral.services ?? []).map(\.uuid)
         guard options.matches(identifier: peripheral.identifier, services: services) else { return }
-        deliver { manager, delegate in
-            delegate?.centralManager(manager, connectionEventDidOccur: event, for: peripheral)
+        deliver { manager in
+            manager.tell(.connectionEvent(event, peripheral))
         }
     }
 }

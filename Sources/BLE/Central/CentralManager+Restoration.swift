@@ -182,7 +182,7 @@ extension CentralManager {
             peripherals: restored.isEmpty ? nil : restored,
             scanServices: scanning ? keptScan?.services.flatMap { $0.isEmpty ? nil : $0 } : nil,
             scanOptions: scanning ? scanOptions : nil)
-        deliver { manager, delegate in delegate?.centralManager(manager, willRestoreState: state) }
+        deliver { manager in manager.tell(.willRestore(state)) }
         // A peripheral the events name that is neither connected nor pending now (its link went) is this
         // manager's too, disconnected.
         func counterpart(_ old: Peripheral) -> Peripheral {
@@ -212,17 +212,17 @@ extension CentralManager {
         for event in events {
             switch event {
             case .connected(let p):
-                deliver { manager, delegate in delegate?.centralManager(manager, didConnect: p) }
+                deliver { manager in manager.tell(.connected(p)) }
             case .disconnected(let p, let error):
-                deliver { manager, delegate in
+                deliver { manager in
                     let ended = p.announceDisconnected(failing: .linkLost(error))
-                    delegate?.centralManager(manager, didDisconnectPeripheral: p, error: error)
+                    manager.tell(.disconnected(p, error))
                     ended.finish()
                 }
             case .failedToConnect(let p, let error):
-                deliver { manager, delegate in
+                deliver { manager in
                     let ended = p.announceDisconnected(failing: error)
-                    delegate?.centralManager(manager, didFailToConnect: p, error: error)
+                    manager.tell(.failedToConnect(p, error))
                     ended.finish()
                 }
             case .notification(let p, let attribute, let value, let isIndication):

@@ -238,11 +238,11 @@ public final class CentralManager: Sendable {
         system.core.store.noteSeen(peripheral.identifier, name: advertisement.localName)
         let rssi = discovery.rssi ?? 127
         // With duplicates allowed, a discovery repeats: one the app is too far behind to take can go.
-        deliver(repeating: scan.options?.allowDuplicates == true, key: DeliveryKey(peripheral)) { manager, delegate in
+        deliver(repeating: scan.options?.allowDuplicates == true, key: DeliveryKey(peripheral)) { manager in
             // Not after `stopScan` (or a new scan) returned on this queue.
             guard manager.locked.withLock({ $0.scan?.id == id }) else { return }
             if let name = advertisement.localName { peripheral.updateName(name) }
-            delegate?.announceDiscovery(manager, peripheral, advertisement, rssi)
+            manager.tell(.discovered(peripheral, advertisement, rssi: rssi))
         }
     }
 
@@ -271,7 +271,7 @@ public final class CentralManager: Sendable {
         let error = BluetoothError(
             BluetoothError(refused).code, "the controller did not scan: \(refused.message)",
             hciStatus: refused.hciStatus)
-        deliver { manager, _ in manager.existingAsyncObserver?.scanEnded(error) }
+        deliver { manager in manager.existingAsyncObserver?.scanEnded(error) }
     }
 
     // MARK: Connections
@@ -413,9 +413,9 @@ public final class CentralManager: Sendable {
     /// `didDisconnectPeripheral` with no error, for a connection the application cancelled.
     private func announceCancelled(_ peripheral: Peripheral) {
         let timestamp = system.absoluteTime
-        deliver { manager, delegate in
+        deliver { manager in
             let ended = peripheral.announceDisconnection(at: timestamp, reconnecting: false, error: nil)
-            delegate?.centralManager(manager, didDisconnectPeripheral: peripheral, error: nil)
+            manager.tell(.disconnected(peripheral, nil))
             ended.finish()
         }
     }
@@ -488,9 +488,9 @@ public final class CentralManager: Sendable {
 
     private func initiationEnded(_ peripheral: Peripheral, error: HostError) {
         let failure = Self.connectFailure(error)
-        deliver { manager, delegate in
+        deliver { manager in
             let ended = peripheral.announceDisconnected(failing: failure)
-            delegate?.centralManager(manager, didFailToConnect: peripheral, error: failure)
+            manager.tell(.failedToConnect(peripheral, failure))
             ended.finish()
         }
     }
@@ -541,10 +541,10 @@ public final class CentralManager: Sendable {
         if peripheral.alerts.onConnection { alert(.connection, about: peripheral) }
         // Held for a suspended app (not woken for it), the connection is told even if the link is gone by then.
         let held = app.core.lifecycle == .suspended && !app.core.backgroundModes.contains(.bluetoothCentral)
-        deliver { manager, delegate in
+        deliver { manager in
             // `.connected` here, on the manager's queue, just before the callback that announces it.
             guard let ended = peripheral.announceConnected(evenIfGone: held) else { return }
-            delegate?.centralManager(manager, didConnect: peripheral)
+            manager.tell(.connected(peripheral))
             ended.finish()
         }
     }
@@ -573,16 +573,15 @@ public final class CentralManager: Sendable {
             forward: { $0.linkDown(handle, reason: reason, reconnecting: reconnecting) })
     }
 
-    /// Runs `body` on the manager's queue with the current delegate, through the app's delivery (in order,
-    /// counted by the system's scheduler); a `repeating` event is dropped, and counted, when the app is far
-    /// behind (`SystemApp`).
+    /// Runs `body` on the manager's queue, through the app's delivery (in order, counted by the system's
+    /// scheduler); a `repeating` event is dropped, and counted, when the app is far behind (`SystemApp`). The
+    /// body changes the objects, then `tell`s the event.
     func deliver(
-        repeating: Bool = false, key: DeliveryKey? = nil,
-        _ body: @escaping @Sendable (CentralManager, (any CentralManagerDelegate)?) -> Void
+        repeating: Bool = false, key: DeliveryKey? = nil, _ body: @escaping @Sendable (CentralManager) -> Void
     ) {
         // Every central event wakes an app with `bluetooth-central` (IOSRules.md 1.0).
         app.core.deliver(on: queue, generation: launch, repeating: repeating, wakes: .central, key: key) { [self] in
-            body(self, deliveryTarget)
+            body(self)
         }
     }
 
@@ -594,8 +593,7 @@ public final class CentralManager: Sendable {
 
     // MARK: Async observation
 
-    /// Internal observers (the async layer) that receive every delegate event on the manager's queue, at the
-    /// same moment as the delegate: `deliver` hands `body` a fan-out to both (see `deliveryTarget`).
+    /// Internal observers (the async layer): each event `tell` tells the delegate, they consume after it.
     let observers = ObserverList<any CentralManagerObserver>()
 
     // MARK: The system's events (`SystemSession`, through `session`)
@@ -636,8 +634,8 @@ public final class CentralManager: Sendable {
         default:
             break
         }
-        deliver { manager, delegate in
-            delegate?.centralManagerDidUpdateState(manager)
+        deliver { manager in
+            manager.tell(.stateUpdated)
             // Taken here, not at the change, a wait stays where the app's end finds it until the change is told;
             // with the state now (a later change may have come since this one), as `state` reads it.
             let (waits, now) = manager.locked.withLock { s in
@@ -717,19 +715,19 @@ public final class CentralManager: Sendable {
         let timestamp = system.absoluteTime
         peripheral.linkDown()
         persistRestorableState()
-        deliver { manager, delegate in
+        deliver { manager in
             // A link that dropped before its didConnect was delivered was never announced: for the
             // application the connection failed.
             let announced = peripheral.currentState != .connecting
             if announced {
                 let ended = peripheral.announceDisconnection(at: timestamp, reconnecting: false, error: error)
-                delegate?.centralManager(manager, didDisconnectPeripheral: peripheral, error: error)
+                manager.tell(.disconnected(peripheral, error))
                 ended.finish()
             } else {
                 let failure = BluetoothError(
                     .connectionFailed, "the link dropped as it came up: \(reason)", hciStatus: reason)
                 let ended = peripheral.announceDisconnected(failing: failure)
-                delegate?.centralManager(manager, didFailToConnect: peripheral, error: failure)
+                manager.tell(.failedToConnect(peripheral, failure))
                 ended.finish()
             }
         }
@@ -752,10 +750,10 @@ public final class CentralManager: Sendable {
         let timestamp = system.absoluteTime
         // A link that dropped before its `didConnect` was delivered is not announced: the app still waits for
         // that `didConnect`, which the reconnection brings.
-        deliver { manager, delegate in
+        deliver { manager in
             guard peripheral.currentState == .connected else { return }
             let ended = peripheral.announceDisconnection(at: timestamp, reconnecting: true, error: error)
-            delegate?.centralManager(manager, didDisconnectPeripheral: peripheral, error: error)
+            manager.tell(.disconnected(peripheral, error))
             ended.finish()
         }
     }
@@ -776,11 +774,9 @@ public final class CentralManager: Sendable {
             // IOSRules.md 6.7: the peripherals are disconnected without a `didDisconnectPeripheral` each (the state
             // callback that follows says it all); the async layer's observers still hear it, so that its waits
             // and streams end with `error`.
-            deliver { manager, _ in
+            deliver { manager in
                 let ended = p.announceDisconnection(at: timestamp, reconnecting: false, error: error)
-                for o in manager.observers.snapshot {
-                    o.centralManager(manager, didDisconnectPeripheral: p, error: error)
-                }
+                manager.tellObservers(.disconnected(p, error))
                 ended.finish()
             }
         }

@@ -12,8 +12,9 @@ import Synchronization
 // completion is reported on the manager's queue to the request's `Reply`: the delegate or the awaiting task.
 
 extension Peripheral {
-    /// A delegate callback reporting one kind of request, given the error (nil on success).
-    typealias DelegateReport = @Sendable (Peripheral, (any PeripheralDelegate)?, BluetoothError?) -> Void
+    /// The event that tells one kind of request's outcome, given the error (nil on success); nil when the
+    /// delegate has no callback for it (the request's reply alone hears it).
+    typealias DelegateReport = @Sendable (BluetoothError?) -> PeripheralEvent?
 
     // MARK: Discovery
 
@@ -25,7 +26,7 @@ extension Peripheral {
     }
 
     func discoverServices(_ serviceUUIDs: [BluetoothUUID]?, reply: Reply<[Service]>) {
-        let tell: DelegateReport = { p, d, e in d?.peripheral(p, didDiscoverServices: e) }
+        let tell: DelegateReport = { e in .discoveredServices(e) }
         guard let (system, handle) = discoveryLink(reply, tell) else { return }
         let wanted = serviceUUIDs?.isEmpty == false ? serviceUUIDs : nil
         let single = wanted?.count == 1 ? wanted?.first : nil
@@ -45,7 +46,7 @@ extension Peripheral {
     }
 
     func discoverIncludedServices(_ uuids: [BluetoothUUID]?, for service: Service, reply: Reply<[Service]>) {
-        let tell: DelegateReport = { p, d, e in d?.peripheral(p, didDiscoverIncludedServicesFor: service, error: e) }
+        let tell: DelegateReport = { e in .discoveredIncludedServices(service, e) }
         guard let (system, handle) = discoveryLink(reply, tell), let remote = discovered(service, reply, tell) else {
             return
         }
@@ -66,7 +67,7 @@ extension Peripheral {
     }
 
     func discoverCharacteristics(_ uuids: [BluetoothUUID]?, for service: Service, reply: Reply<[Characteristic]>) {
-        let tell: DelegateReport = { p, d, e in d?.peripheral(p, didDiscoverCharacteristicsFor: service, error: e) }
+        let tell: DelegateReport = { e in .discoveredCharacteristics(service, e) }
         guard let (system, handle) = discoveryLink(reply, tell), let remote = discovered(service, reply, tell) else {
             return
         }
@@ -86,7 +87,7 @@ extension Peripheral {
     }
 
     func discoverDescriptors(for characteristic: Characteristic, reply: Reply<[Descriptor]>) {
-        let tell: DelegateReport = { p, d, e in d?.peripheral(p, didDiscoverDescriptorsFor: characteristic, error: e) }
+        let tell: DelegateReport = { e in .discoveredDescriptors(characteristic, e) }
         guard let (system, handle) = discoveryLink(reply, tell), let remote = discovered(characteristic, reply, tell)
         else {
             return
@@ -109,7 +110,7 @@ extension Peripheral {
 
     /// The delegate hears the new value whoever asked for it (a value change); a failure only when it asked.
     func readValue(for characteristic: Characteristic, reply: Reply<Data>) {
-        let tell: DelegateReport = { p, d, e in d?.peripheral(p, didUpdateValueFor: characteristic, error: e) }
+        let tell: DelegateReport = { e in .valueUpdated(characteristic, e, update: nil) }
         guard let (host, handle) = link(reply, tell), let remote = discovered(characteristic, reply, tell) else {
             return
         }
@@ -133,7 +134,7 @@ extension Peripheral {
     }
 
     func readValue(for descriptor: Descriptor, reply: Reply<Data>) {
-        let tell: DelegateReport = { p, d, e in d?.peripheral(p, didUpdateValueFor: descriptor, error: e) }
+        let tell: DelegateReport = { e in .descriptorValueUpdated(descriptor, e) }
         guard let (host, handle) = link(reply, tell), let remote = discovered(descriptor, reply, tell) else { return }
         let attempt: Attempt<[UInt8]> = { host.read(on: handle, attribute: remote.handle, completion: $0) }
         securing(handle, attempt) { [self] result in
@@ -159,7 +160,7 @@ extension Peripheral {
     }
 
     func writeValue(_ data: Data, for characteristic: Characteristic, reply: Reply<Void>) {
-        let tell: DelegateReport = { p, d, e in d?.peripheral(p, didWriteValueFor: characteristic, error: e) }
+        let tell: DelegateReport = { e in .wroteValue(characteristic, e) }
         guard let (host, handle) = link(reply, tell), let remote = discovered(characteristic, reply, tell) else {
             return
         }
@@ -212,7 +213,7 @@ extension Peripheral {
         }
         var onDelivered: (@Sendable (Result<Void, HostError>) -> Void)?
         if let delivered {
-            let silent: DelegateReport = { _, _, _ in }
+            let silent: DelegateReport = { _ in nil }
             onDelivered = { [self] result in
                 report(delivered, result, delegate: silent) { (_: Peripheral, _: Void) in () }
             }
@@ -230,7 +231,7 @@ extension Peripheral {
     }
 
     func writeValue(_ data: Data, for descriptor: Descriptor, reply: Reply<Void>) {
-        let tell: DelegateReport = { p, d, e in d?.peripheral(p, didWriteValueFor: descriptor, error: e) }
+        let tell: DelegateReport = { e in .wroteDescriptor(descriptor, e) }
         guard let (host, handle) = link(reply, tell), let remote = discovered(descriptor, reply, tell) else { return }
         guard descriptor.uuid != .clientCharacteristicConfiguration else {
             let error = BluetoothError(
@@ -254,9 +255,7 @@ extension Peripheral {
     }
 
     func setNotifyValue(_ enabled: Bool, for characteristic: Characteristic, reply: Reply<Void>) {
-        let tell: DelegateReport = { p, d, e in
-            d?.peripheral(p, didUpdateNotificationStateFor: characteristic, error: e)
-        }
+        let tell: DelegateReport = { e in .notificationStateUpdated(characteristic, e) }
         guard let (system, handle) = discoveryLink(reply, tell), let remote = discovered(characteristic, reply, tell)
         else {
             return
@@ -316,14 +315,10 @@ extension Peripheral {
     }
 
     func readRSSI(reply: Reply<Int>) {
-        // swift-format-ignore: AlwaysUseLowerCamelCase
-        let tell: @Sendable (Peripheral, (any PeripheralDelegate)?, Int, BluetoothError?) -> Void = { p, d, rssi, e in
-            d?.announceRSSI(p, rssi, e)
-        }
-        guard let (host, handle) = link(reply, { p, d, e in tell(p, d, 127, e) }) else { return }
+        guard let (host, handle) = link(reply, { e in .readRSSI(127, e) }) else { return }
         host.readRSSI(on: handle) { [self] result in
             let rssi = (try? result.get()) ?? 127
-            report(reply, result, delegate: { p, d, e in tell(p, d, rssi, e) }) { _, rssi in rssi }
+            report(reply, result, delegate: { e in .readRSSI(rssi, e) }) { _, rssi in rssi }
         }
     }
 
@@ -399,8 +394,8 @@ extension Peripheral {
     /// Reports a request that failed before it reached the host, on the manager's queue.
     func fail<T: Sendable>(_ reply: Reply<T>, _ error: BluetoothError, _ tell: @escaping DelegateReport) {
         guard manager != nil else { return reply.finish(.failure(Self.managerGone)) }
-        let delivered = deliver { p, d in
-            if reply.isDelegate { tell(p, d, error) }
+        let delivered = deliver { p in
+            if reply.isDelegate, let event = tell(error) { p.tell(event) }
             reply.finish(.failure(error))
         }
         // Dropped: the app was terminated. A task awaiting it still hears, at once.
@@ -435,14 +430,14 @@ extension Peripheral {
             // Nobody is left to deliver on the manager's queue: a waiting task still hears, at once.
             return reply.finish(result.flatMap { _ in .failure(Self.managerGone) })
         }
-        let delivered = deliver { p, d in
+        let delivered = deliver { p in
             switch result {
             case .success(let outcome):
                 let value = apply(p, outcome)
-                if reply.isDelegate || valueChanged { tell(p, d, nil) }
+                if reply.isDelegate || valueChanged, let event = tell(nil) { p.tell(event) }
                 reply.finish(.success(value))
             case .failure(let error):
-                if reply.isDelegate { tell(p, d, error) }
+                if reply.isDelegate, let event = tell(error) { p.tell(event) }
                 reply.finish(.failure(error))
             }
         }

@@ -312,16 +312,15 @@ public final class Peripheral: Sendable, Hashable, CustomStringConvertible {
             defer { s.name = name }
             return s.name != nil && s.name != name
         }
-        if changed { delegate?.peripheralDidUpdateName(self) }
+        if changed { tell(.nameUpdated) }
     }
 
-    /// Runs `body` on the manager's queue with this peripheral's delegate (and its internal observers).
-    /// `update` marks a `didUpdateValueFor` that carries a notification or an indication rather than the
-    /// completion of a read, for the observers (the delegate cannot tell them apart, as in CoreBluetooth).
+    /// Runs `body` on the manager's queue, through the app's delivery; the body changes the objects, then
+    /// `tell`s the event. False when it was dropped (the app was terminated).
     @discardableResult
     func deliver(
-        update: ValueUpdate.Kind? = nil, repeating: Bool = false, wakes: Bool = true, key: DeliveryKey? = nil,
-        _ body: @escaping @Sendable (Peripheral, (any PeripheralDelegate)?) -> Void
+        repeating: Bool = false, wakes: Bool = true, key: DeliveryKey? = nil,
+        _ body: @escaping @Sendable (Peripheral) -> Void
     ) -> Bool {
         guard let manager else { return false }
         // Through the app's delivery: a notification is dropped (and counted) when the app is far behind, and
@@ -329,14 +328,14 @@ public final class Peripheral: Sendable, Hashable, CustomStringConvertible {
         return manager.app.core.deliver(
             on: manager.queue, generation: manager.launch, repeating: repeating, wakes: wakes ? .central : nil, key: key
         ) { [self] in
-            body(self, deliveryTarget(update: update))
+            body(self)
         }
     }
 
     // MARK: Async observation
 
-    /// Internal observers (the async layer) that receive every delegate event on the manager's queue, at the
-    /// same moment as the delegate, with the notification/read-completion distinction `deliver` knows.
+    /// Internal observers (the async layer): each event `tell` tells the delegate, they consume after it (with
+    /// the notification/read-completion distinction the delegate does not get).
     let observers = ObserverList<any PeripheralObserver>()
 
     func handleValueUpdate(attribute: AttributeHandle, value: [UInt8], isIndication: Bool = false) {
@@ -379,7 +378,7 @@ public final class Peripheral: Sendable, Hashable, CustomStringConvertible {
                 return true
             }
             guard subscribed else { return }
-            deliveryTarget(update: update)?.peripheral(self, didUpdateValueFor: characteristic, error: nil)
+            tell(.valueUpdated(characteristic, nil, update: update))
         }
     }
 
@@ -391,9 +390,9 @@ public final class Peripheral: Sendable, Hashable, CustomStringConvertible {
         let start = UInt16(value[0]) | UInt16(value[1]) << 8
         let end = UInt16(value[2]) | UInt16(value[3]) << 8
         // The system already forgot what was discovered there, for every app on the link.
-        deliver { p, d in
+        deliver { p in
             let invalidated = p.invalidateServices(overlapping: start, end)
-            d?.peripheral(p, didModifyServices: invalidated)
+            p.tell(.servicesModified(invalidated))
         }
     }
 
@@ -401,10 +400,10 @@ public final class Peripheral: Sendable, Hashable, CustomStringConvertible {
     /// the link came up): every service discovered before is gone, and `didModifyServices` says which. A
     /// peripheral that discovered nothing hears nothing.
     func handleDatabaseChanged() {
-        deliver { p, d in
+        deliver { p in
             guard p.services != nil else { return }
             let invalidated = p.invalidateServices(overlapping: 0x0001, 0xFFFF)
-            d?.peripheral(p, didModifyServices: invalidated)
+            p.tell(.servicesModified(invalidated))
         }
     }
 
@@ -431,7 +430,7 @@ public final class Peripheral: Sendable, Hashable, CustomStringConvertible {
     func handleReadyToWrite() {
         guard locked.withLock({ $0.writeWithoutResponseRefused }) else { return }
         // It wakes nobody (IOSRules.md 3.10).
-        deliver(wakes: false) { p, d in
+        deliver(wakes: false) { p in
             // `canSendWriteWithoutResponse` turns true here, just before the callback that says so.
             guard
                 p.locked.withLock({ s -> Bool in
@@ -439,7 +438,7 @@ public final class Peripheral: Sendable, Hashable, CustomStringConvertible {
                     return s.writeWithoutResponseRefused
                 })
             else { return }
-            d?.peripheralIsReady(toSendWriteWithoutResponse: p)
+            p.tell(.readyToSendWriteWithoutResponse)
         }
     }
 

@@ -108,7 +108,7 @@ extension PeripheralManager {
             advertisementData: taken.isAdvertising ? taken.advertising : taken.resumeAtPowerOn?.advertisement)
         // This manager writes the preserved state from now on.
         persistRestorableState()
-        deliver { m, d in d?.peripheralManager(m, willRestoreState: state) }
+        deliver { m in m.tell(.willRestore(state)) }
         return taken.restorationEvents
     }
 }

@@ -177,9 +177,9 @@ public final class PeripheralManager: Sendable {
                     Published(service: service, serviceHandle: published.serviceHandle, characteristics: map))
             }
             persistRestorableState()
-            report(reply, nil) { m, d, e in d?.peripheralManager(m, didAdd: service, error: e) }
+            report(reply, nil) { e in .added(service, e) }
         case .failure(let error):
-            report(reply, error) { m, d, e in d?.peripheralManager(m, didAdd: service, error: e) }
+            report(reply, error) { e in .added(service, e) }
         }
     }
 
@@ -213,9 +213,7 @@ public final class PeripheralManager: Sendable {
     }
 
     func startAdvertising(_ advertisementData: AdvertisementData?, reply: Reply<Void>) {
-        let tell: @Sendable (PeripheralManager, (any PeripheralManagerDelegate)?, BluetoothError?) -> Void = {
-            m, d, e in d?.peripheralManagerDidStartAdvertising(m, error: e)
-        }
+        let tell: EventReport = { e in .startedAdvertising(e) }
         let data = advertisementData ?? AdvertisementData()
         guard state == .poweredOn else {
             return report(reply, BluetoothError(.invalidParameters, "the manager is not powered on"), tell)
@@ -256,8 +254,7 @@ public final class PeripheralManager: Sendable {
 
     /// What a start's outcome does: `isAdvertising` and `peripheralManagerDidStartAdvertising`.
     private func started(
-        _ reply: Reply<Void>,
-        _ tell: @escaping @Sendable (PeripheralManager, (any PeripheralManagerDelegate)?, BluetoothError?) -> Void
+        _ reply: Reply<Void>, _ tell: @escaping EventReport
     ) -> @Sendable (Result<Void, HostError>) -> Void {
         // Held weakly: a start kept waiting (its app out of the foreground) must not keep a manager the app let go.
         { [weak self] result in
@@ -315,7 +312,7 @@ public final class PeripheralManager: Sendable {
                 attribute: request.attribute.map { AttributeHandle($0) }, completion: completion)
         else {
             let error = BluetoothError(.invalidParameters, "\(request) was already answered, or is not this manager's")
-            if let reply { report(reply, error, { _, _, _ in }) }
+            if let reply { report(reply, error, { _ in nil }) }
             return
         }
     }
@@ -356,12 +353,11 @@ public final class PeripheralManager: Sendable {
 
     /// Runs `body` on the manager's queue through the app's delivery, in order; `request` marks a read, write or
     /// subscription from a central, which wakes an app with `bluetooth-peripheral` (IOSRules.md 1.0).
+    /// The body changes the objects, then `tell`s the event. False when it was dropped (the app was terminated).
     @discardableResult
-    func deliver(
-        request: Bool = false, _ body: @escaping @Sendable (PeripheralManager, (any PeripheralManagerDelegate)?) -> Void
-    ) -> Bool {
+    func deliver(request: Bool = false, _ body: @escaping @Sendable (PeripheralManager) -> Void) -> Bool {
         app.core.deliver(on: queue, generation: launch, wakes: request ? .peripheral : nil) { [self] in
-            body(self, deliveryTarget)
+            body(self)
         }
     }
 
@@ -385,22 +381,23 @@ public final class PeripheralManager: Sendable {
 
     /// A host completion that reports to a task's reply on the manager's queue (the delegate hears nothing).
     func hostCompletion(reporting reply: Reply<Void>) -> @Sendable (Result<Void, HostError>) -> Void {
-        let silent: @Sendable (PeripheralManager, (any PeripheralManagerDelegate)?, BluetoothError?) -> Void = {
-            _, _, _ in
-        }
+        let silent: EventReport = { _ in nil }
         return { [self] result in report(reply, result.failure.map { BluetoothError($0) }, silent) }
     }
+
+    /// The event that tells one kind of request's outcome, given the error (nil on success); nil when the
+    /// delegate has no callback for it (the request's reply alone hears it).
+    typealias EventReport = @Sendable (BluetoothError?) -> PeripheralManagerEvent?
 
     /// Reports a request's outcome (nil: success) on the manager's queue: `apply` first, on success; then the
     /// delegate, if the request was the delegate's; then the task, if it was a task's.
     func report(
-        _ reply: Reply<Void>, _ error: BluetoothError?,
-        _ tell: @escaping @Sendable (PeripheralManager, (any PeripheralManagerDelegate)?, BluetoothError?) -> Void,
+        _ reply: Reply<Void>, _ error: BluetoothError?, _ tell: @escaping EventReport,
         apply: @escaping @Sendable (PeripheralManager) -> Void = { _ in }
     ) {
-        let delivered = deliver { m, d in
+        let delivered = deliver { m in
             if error == nil { apply(m) }
-            if reply.isDelegate { tell(m, d, error) }
+            if reply.isDelegate, let event = tell(error) { m.tell(event) }
             reply.finish(error.map { .failure($0) } ?? .success(()))
         }
         // Dropped: the app was terminated. A task awaiting it still hears, at once.
@@ -409,8 +406,7 @@ public final class PeripheralManager: Sendable {
 
     // MARK: Async observation
 
-    /// Internal observers (the async layer) that receive every delegate event on the manager's queue, at the
-    /// same moment as the delegate: `deliver` hands `body` a fan-out to both (see `deliveryTarget`).
+    /// Internal observers (the async layer): each event `tell` tells the delegate, they consume after it.
     let observers = ObserverList<any PeripheralManagerObserver>()
 
     private func characteristic(at handle: AttributeHandle) -> MutableCharacteristic? {
@@ -462,8 +458,8 @@ public final class PeripheralManager: Sendable {
                 system.core.host.disconnect(handle, reason: .remoteUserTerminatedConnection)
             }
         }
-        deliver { m, d in
-            d?.peripheralManagerDidUpdateState(m)
+        deliver { m in
+            m.tell(.stateUpdated)
             // Taken here, not at the change, a wait stays where the app's end finds it until the change is told;
             // with the state now (a later change may have come since this one), as `state` reads it.
             let (waits, now) = m.locked.withLock { s in (s.poweredOnWaits.take(at: s.managerState), s.managerState) }
@@ -518,7 +514,7 @@ public final class PeripheralManager: Sendable {
                 identifier: system.core.store.identifier(for: link.peer), address: link.peer,
                 handle: link.handle.rawValue, mtu: 23, host: system.core.host)
             locked.withLock { $0.centrals[link.handle] = central }
-            deliver { m, d in d?.peripheralManager(m, didConnect: central) }
+            deliver { m in m.tell(.connected(central)) }
         case .disconnected(let handle, let reason):
             guard let central = locked.withLock({ $0.centrals.removeValue(forKey: handle) }) else { return }
             central.isLinked.withLock { $0 = false }
@@ -530,14 +526,14 @@ public final class PeripheralManager: Sendable {
                     m.subscribedCentrals.removeAll { $0 === central }
                     return m.subscribedCentrals.count != before
                 }
-                if was { deliver { m, d in d?.peripheralManager(m, central: central, didUnsubscribeFrom: c) } }
+                if was { deliver { m in m.tell(.unsubscribed(central, c)) } }
             }
             let error = BluetoothError.fromLinkStatus(reason, "the central's link ended: \(reason)")
-            deliver { m, d in d?.peripheralManager(m, didDisconnect: central, error: error) }
+            deliver { m in m.tell(.disconnected(central, error)) }
         case .mtuChanged(let handle, let mtu):
             guard let central = locked.withLock({ $0.centrals[handle] }) else { return }
             central.mtu.withLock { $0 = mtu }
-            deliver { m, d in d?.peripheralManager(m, central: central, didUpdateMTU: mtu) }
+            deliver { m in m.tell(.mtuUpdated(central, mtu)) }
         case .serverRead(let serverID, let handle, let attribute, let offset):
             guard let central = locked.withLock({ $0.centrals[handle] }), let c = characteristic(at: attribute) else {
                 return refuse(serverID, with: .unlikelyError)
@@ -545,7 +541,7 @@ public final class PeripheralManager: Sendable {
             // Known to the app by the system's id: the system checks an answer is this manager's, and its once.
             let request = ATTRequest(
                 central: central, characteristic: c, offset: offset, value: nil, id: serverID.rawValue)
-            deliver(request: true) { m, d in d?.peripheralManager(m, didReceiveRead: request) }
+            deliver(request: true) { m in m.tell(.read(request)) }
         case .serverWrite(let serverID, let handle, let writes):
             guard let central = locked.withLock({ $0.centrals[handle] }) else {
                 if let serverID { refuse(serverID, with: .unlikelyError) }
@@ -566,7 +562,7 @@ public final class PeripheralManager: Sendable {
                 if let serverID { refuse(serverID, with: .invalidHandle) }
                 return
             }
-            deliver(request: true) { m, d in d?.peripheralManager(m, didReceiveWrite: delivered) }
+            deliver(request: true) { m in m.tell(.write(delivered)) }
         case .subscriptionChanged(let handle, let attribute, let notify, let indicate):
             guard let central = locked.withLock({ $0.centrals[handle] }), let c = characteristic(at: attribute) else {
                 return
@@ -579,19 +575,15 @@ public final class PeripheralManager: Sendable {
                 return was != subscribed
             }
             guard changed else { return }
-            deliver(request: true) { m, d in
-                if subscribed {
-                    d?.peripheralManager(m, central: central, didSubscribeTo: c)
-                } else {
-                    d?.peripheralManager(m, central: central, didUnsubscribeFrom: c)
-                }
+            deliver(request: true) { m in
+                m.tell(subscribed ? .subscribed(central, c) : .unsubscribed(central, c))
             }
         case .readyToNotify:
             let refused = locked.withLock { s -> Bool in
                 defer { s.updateRefused = false }
                 return s.updateRefused
             }
-            if refused { deliver { m, d in d?.peripheralManagerIsReady(toUpdateSubscribers: m) } }
+            if refused { deliver { m in m.tell(.readyToUpdateSubscribers) } }
         case .advertisingEnded, .advertisingReport, .connected, .connectionFailed, .valueUpdated,
             .readyToWriteWithoutResponse, .transportClosed, .controllerResetting, .controllerRestarted:
             // The controller's end and reset reach this manager as its state (`powerChanged`).
@@ -624,7 +616,7 @@ public final class PeripheralManager: Sendable {
     /// Tells the delegate of a change in the security of a central's link (a swift-ble extension).
     private func securityChanged(on handle: ConnectionHandle, _ event: CentralSecurityEvent) {
         guard let central = locked.withLock({ $0.centrals[handle] }) else { return }
-        deliver { m, d in d?.peripheralManager(m, central: central, didUpdateSecurity: event) }
+        deliver { m in m.tell(.securityUpdated(central, event)) }
     }
 
     /// The GATT definition of a published service, or why it cannot be published.
