@@ -155,6 +155,14 @@ def main():
             scan_code(target, MACHINE_FORBIDDEN_TOKENS, f"{name}'s machines are pure values",
                       "belongs to the driver around the machine", only=lambda source: source.startswith("Machine/"))
 
+        # One event stream: a manager or a peripheral tells its delegate only through its event's
+        # `send(to:from:)` (Async/Observation.swift), so the async layer's observers hear all the delegate does.
+        if name == "BLE":
+            scan_code(target, [r"\b(?:delegate|d)\??\.(?:centralManager|peripheral)\w*\(",
+                               r"\b(?:delegate|d)\??\.announce\w*\("],
+                      "BLE calls a delegate method directly", "(tell an event instead: tell(_:))",
+                      only=lambda source: source not in ("Async/Observation.swift", "Model/Delegates.swift"))
+
         # The library never writes to stdout or stderr itself: it logs through swift-log, and the application
         # (the ble tool) picks where logs go.
         if name not in ("ble", "ble-fuzz", "ble-store-writer", "readme-snippets", "readme-example"):

@@ -174,8 +174,8 @@ struct AsyncAPITests {
         }
     }
 
-    /// The async layer hears each event after the delegate, and the delegate hears every form of it: with a scan
-    /// stream running, a delegate that implements only CoreBluetooth's dictionary form of a discovery hears it.
+    /// With a scan stream running, a delegate that implements only CoreBluetooth's dictionary form of a discovery
+    /// hears it: the delegate hears every form of an event the async layer also hears.
     @Test func aDelegateHearsTheDictionaryFormOfADiscoveryWhileAScanStreamRuns() async throws {
         let rig = AsyncRig()
         let recorder = DictionaryDiscoveryRecorder()

@@ -52,7 +52,14 @@ import Testing
         room.peripheral.delegate = recorder
         let subscriptions = room.peripheral.subscriptions
         try await room.run { try await room.publish() }
-        let paired = try await room.run { try await room.connectAndPair() }
+        let paired = try await room.run {
+            let result = try await room.connectAndPair()
+            // The lock hears of it in a delivery of its own: waited for in the radio's time, within a bound.
+            for _ in 0..<100 where !recorder.events.withLock({ $0.contains { $0.hasPrefix("paired (") } }) {
+                try await room.lock.sleep(for: .milliseconds(10))
+            }
+            return result
+        }
         #expect((try? paired.get())?.bonded == true)
         let events = recorder.events.withLock { $0 }
         #expect(events.first == "pairing started", "\(events)")

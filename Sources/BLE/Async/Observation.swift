@@ -3,9 +3,10 @@ import Synchronization
 // One event stream for the delegate and the async layer: what a manager or a peripheral tells is a value (one
 // enum per role: `CentralManagerEvent`, `PeripheralEvent`, `PeripheralManagerEvent`), made on the manager's queue
 // in a delivery after the objects changed, and told once by `tell(_:)`: to the delegate through the method that
-// names it (`send(to:from:)`, the one table of the role's delegate methods, which the compiler keeps complete),
-// then to each internal observer (the async layer) in registration order through `consume(_:from:)`. The
-// delegate keeps working unchanged beside the observers.
+// names it (`send(to:from:)`, the one table of the role's delegate methods: the compiler checks that every event
+// has its call), then to each internal observer (the async layer) in registration order through
+// `consume(_:from:)`. Nothing calls a delegate method but `send(to:from:)`, so the observers hear all the
+// delegate does. The delegate keeps working unchanged beside the observers.
 
 /// A list of internal observers, safe to change from any thread; read on the manager's queue at each delivery.
 final class ObserverList<Observer: Sendable>: Sendable {
@@ -20,30 +21,6 @@ final class ObserverList<Observer: Sendable>: Sendable {
 
     /// The observers, in registration order.
     var snapshot: [Observer] { entries.withLock { $0.observers } }
-
-    var isEmpty: Bool { entries.withLock { $0.observers.isEmpty } }
-
-    /// Registers `observer`; the returned token removes it.
-    @discardableResult
-    func add(_ observer: Observer) -> UInt64 {
-        let id = counter.withLock { c -> UInt64 in
-            c += 1
-            return c
-        }
-        entries.withLock {
-            $0.ids.append(id)
-            $0.observers.append(observer)
-        }
-        return id
-    }
-
-    func remove(_ token: UInt64) {
-        entries.withLock { e in
-            guard let index = e.ids.firstIndex(of: token) else { return }
-            e.ids.remove(at: index)
-            e.observers.remove(at: index)
-        }
-    }
 
     /// The first registered observer of type `T`, registering the one `make` builds if there is none. The
     /// async layer attaches its observer this way, once per object, on first use.
@@ -206,8 +183,11 @@ protocol PeripheralManagerObserver: Sendable {
 extension CentralManager {
     /// Tells `event` to the delegate, then to each observer; on the manager's queue, in a delivery.
     func tell(_ event: CentralManagerEvent) {
+        // The observers as the event comes: one attached by the delegate's own call (a stream it opens there)
+        // does not also hear the event the delegate is handling.
+        let observers = observers.snapshot
         if let delegate { event.send(to: delegate, from: self) }
-        tellObservers(event)
+        for o in observers { o.consume(event, from: self) }
     }
 
     /// Tells `event` to the observers only (a drop below `.poweredOn`, where the delegate hears no disconnection
@@ -220,15 +200,17 @@ extension CentralManager {
 extension Peripheral {
     /// Tells `event` to the delegate, then to each observer; on the manager's queue, in a delivery.
     func tell(_ event: PeripheralEvent) {
+        let observers = observers.snapshot  // as the event comes (see `CentralManager.tell`)
         if let delegate { event.send(to: delegate, from: self) }
-        for o in observers.snapshot { o.consume(event, from: self) }
+        for o in observers { o.consume(event, from: self) }
     }
 }
 
 extension PeripheralManager {
     /// Tells `event` to the delegate, then to each observer; on the manager's queue, in a delivery.
     func tell(_ event: PeripheralManagerEvent) {
+        let observers = observers.snapshot  // as the event comes (see `CentralManager.tell`)
         if let delegate { event.send(to: delegate, from: self) }
-        for o in observers.snapshot { o.consume(event, from: self) }
+        for o in observers { o.consume(event, from: self) }
     }
 }

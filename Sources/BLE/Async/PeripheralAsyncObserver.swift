@@ -4,9 +4,9 @@ import Synchronization
 /// The async layer's observer of one `Peripheral`: it feeds notification streams and wakes flow-controlled
 /// writes. It matches no completions: every async request carries its own reply (see `Reply`).
 ///
-/// A read's new value and a notification both arrive as `didUpdateValueFor` a characteristic. The
-/// peripheral's `deliver` knows which one it is delivering (and whether a notification or an indication) and
-/// passes it to observers, so only notifications and indications reach the streams.
+/// A read's new value and a notification both arrive as `didUpdateValueFor` a characteristic. The event
+/// (`PeripheralEvent.valueUpdated`) carries which one it is (and whether a notification or an indication), so
+/// only notifications and indications reach the streams.
 ///
 /// Every method runs on the manager's queue. The state is a `Mutex`, never held while a waiter is resumed or a
 /// stream is fed or finished.

@@ -241,7 +241,7 @@ public final class CentralManager: Sendable {
         deliver(repeating: scan.options?.allowDuplicates == true, key: DeliveryKey(peripheral)) { manager in
             // Not after `stopScan` (or a new scan) returned on this queue.
             guard manager.locked.withLock({ $0.scan?.id == id }) else { return }
-            if let name = advertisement.localName { peripheral.updateName(name) }
+            if let name = advertisement.localName, peripheral.updateName(name) { peripheral.tell(.nameUpdated) }
             manager.tell(.discovered(peripheral, advertisement, rssi: rssi))
         }
     }

@@ -24,7 +24,7 @@ extension Peripheral {
     }
 
     func pair(reply: Reply<PairingResult>) {
-        let silent: DelegateReport = { _ in nil }
+        let silent: EventReport = { _ in nil }
         guard let (_, handle) = link(reply, silent) else { return }
         guard let security = manager?.system.core.security else { return reply.finish(.failure(Self.managerGone)) }
         let identifier = self.identifier

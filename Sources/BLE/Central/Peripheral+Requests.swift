@@ -14,7 +14,7 @@ import Synchronization
 extension Peripheral {
     /// The event that tells one kind of request's outcome, given the error (nil on success); nil when the
     /// delegate has no callback for it (the request's reply alone hears it).
-    typealias DelegateReport = @Sendable (BluetoothError?) -> PeripheralEvent?
+    typealias EventReport = @Sendable (BluetoothError?) -> PeripheralEvent?
 
     // MARK: Discovery
 
@@ -26,7 +26,7 @@ extension Peripheral {
     }
 
     func discoverServices(_ serviceUUIDs: [BluetoothUUID]?, reply: Reply<[Service]>) {
-        let tell: DelegateReport = { e in .discoveredServices(e) }
+        let tell: EventReport = { e in .discoveredServices(e) }
         guard let (system, handle) = discoveryLink(reply, tell) else { return }
         let wanted = serviceUUIDs?.isEmpty == false ? serviceUUIDs : nil
         let single = wanted?.count == 1 ? wanted?.first : nil
@@ -46,7 +46,7 @@ extension Peripheral {
     }
 
     func discoverIncludedServices(_ uuids: [BluetoothUUID]?, for service: Service, reply: Reply<[Service]>) {
-        let tell: DelegateReport = { e in .discoveredIncludedServices(service, e) }
+        let tell: EventReport = { e in .discoveredIncludedServices(service, e) }
         guard let (system, handle) = discoveryLink(reply, tell), let remote = discovered(service, reply, tell) else {
             return
         }
@@ -67,7 +67,7 @@ extension Peripheral {
     }
 
     func discoverCharacteristics(_ uuids: [BluetoothUUID]?, for service: Service, reply: Reply<[Characteristic]>) {
-        let tell: DelegateReport = { e in .discoveredCharacteristics(service, e) }
+        let tell: EventReport = { e in .discoveredCharacteristics(service, e) }
         guard let (system, handle) = discoveryLink(reply, tell), let remote = discovered(service, reply, tell) else {
             return
         }
@@ -87,7 +87,7 @@ extension Peripheral {
     }
 
     func discoverDescriptors(for characteristic: Characteristic, reply: Reply<[Descriptor]>) {
-        let tell: DelegateReport = { e in .discoveredDescriptors(characteristic, e) }
+        let tell: EventReport = { e in .discoveredDescriptors(characteristic, e) }
         guard let (system, handle) = discoveryLink(reply, tell), let remote = discovered(characteristic, reply, tell)
         else {
             return
@@ -110,7 +110,7 @@ extension Peripheral {
 
     /// The delegate hears the new value whoever asked for it (a value change); a failure only when it asked.
     func readValue(for characteristic: Characteristic, reply: Reply<Data>) {
-        let tell: DelegateReport = { e in .valueUpdated(characteristic, e, update: nil) }
+        let tell: EventReport = { e in .valueUpdated(characteristic, e, update: nil) }
         guard let (host, handle) = link(reply, tell), let remote = discovered(characteristic, reply, tell) else {
             return
         }
@@ -134,7 +134,7 @@ extension Peripheral {
     }
 
     func readValue(for descriptor: Descriptor, reply: Reply<Data>) {
-        let tell: DelegateReport = { e in .descriptorValueUpdated(descriptor, e) }
+        let tell: EventReport = { e in .descriptorValueUpdated(descriptor, e) }
         guard let (host, handle) = link(reply, tell), let remote = discovered(descriptor, reply, tell) else { return }
         let attempt: Attempt<[UInt8]> = { host.read(on: handle, attribute: remote.handle, completion: $0) }
         securing(handle, attempt) { [self] result in
@@ -160,7 +160,7 @@ extension Peripheral {
     }
 
     func writeValue(_ data: Data, for characteristic: Characteristic, reply: Reply<Void>) {
-        let tell: DelegateReport = { e in .wroteValue(characteristic, e) }
+        let tell: EventReport = { e in .wroteValue(characteristic, e) }
         guard let (host, handle) = link(reply, tell), let remote = discovered(characteristic, reply, tell) else {
             return
         }
@@ -213,7 +213,7 @@ extension Peripheral {
         }
         var onDelivered: (@Sendable (Result<Void, HostError>) -> Void)?
         if let delivered {
-            let silent: DelegateReport = { _ in nil }
+            let silent: EventReport = { _ in nil }
             onDelivered = { [self] result in
                 report(delivered, result, delegate: silent) { (_: Peripheral, _: Void) in () }
             }
@@ -231,7 +231,7 @@ extension Peripheral {
     }
 
     func writeValue(_ data: Data, for descriptor: Descriptor, reply: Reply<Void>) {
-        let tell: DelegateReport = { e in .wroteDescriptor(descriptor, e) }
+        let tell: EventReport = { e in .wroteDescriptor(descriptor, e) }
         guard let (host, handle) = link(reply, tell), let remote = discovered(descriptor, reply, tell) else { return }
         guard descriptor.uuid != .clientCharacteristicConfiguration else {
             let error = BluetoothError(
@@ -255,7 +255,7 @@ extension Peripheral {
     }
 
     func setNotifyValue(_ enabled: Bool, for characteristic: Characteristic, reply: Reply<Void>) {
-        let tell: DelegateReport = { e in .notificationStateUpdated(characteristic, e) }
+        let tell: EventReport = { e in .notificationStateUpdated(characteristic, e) }
         guard let (system, handle) = discoveryLink(reply, tell), let remote = discovered(characteristic, reply, tell)
         else {
             return
@@ -356,7 +356,7 @@ extension Peripheral {
         }
     }
 
-    func link<T: Sendable>(_ reply: Reply<T>, _ tell: @escaping DelegateReport) -> (HostDriver, ConnectionHandle)? {
+    func link<T: Sendable>(_ reply: Reply<T>, _ tell: @escaping EventReport) -> (HostDriver, ConnectionHandle)? {
         if manager?.isDefunct == true {
             // A terminated app's peripheral: nothing of it reaches the link the system may still keep.
             reply.finish(.failure(CentralManager.appTerminated))
@@ -371,7 +371,7 @@ extension Peripheral {
 
     /// The live link and the system that discovers on it (sharing results between the apps on the link), or the
     /// request reported at once.
-    func discoveryLink<T: Sendable>(_ reply: Reply<T>, _ tell: @escaping DelegateReport)
+    func discoveryLink<T: Sendable>(_ reply: Reply<T>, _ tell: @escaping EventReport)
         -> (SystemCore, ConnectionHandle)?
     {
         guard let (_, handle) = link(reply, tell) else { return nil }
@@ -384,7 +384,7 @@ extension Peripheral {
 
     /// The remote attribute behind a discovered object, or the request reported at once with `.invalidParameters`.
     func discovered<T: Sendable, Remote>(
-        _ attribute: some RemoteBacked<Remote>, _ reply: Reply<T>, _ tell: @escaping DelegateReport
+        _ attribute: some RemoteBacked<Remote>, _ reply: Reply<T>, _ tell: @escaping EventReport
     ) -> Remote? {
         if let remote = attribute.remoteAttribute, attribute.owner === self { return remote }
         fail(reply, BluetoothError(.invalidParameters, "\(attribute) is not a discovered attribute of \(self)"), tell)
@@ -392,7 +392,7 @@ extension Peripheral {
     }
 
     /// Reports a request that failed before it reached the host, on the manager's queue.
-    func fail<T: Sendable>(_ reply: Reply<T>, _ error: BluetoothError, _ tell: @escaping DelegateReport) {
+    func fail<T: Sendable>(_ reply: Reply<T>, _ error: BluetoothError, _ tell: @escaping EventReport) {
         guard manager != nil else { return reply.finish(.failure(Self.managerGone)) }
         let delivered = deliver { p in
             if reply.isDelegate, let event = tell(error) { p.tell(event) }
@@ -407,7 +407,7 @@ extension Peripheral {
     /// `valueChanged`, a success whoever asked: the delegate is told of every new value); then the task does.
     func report<Outcome: Sendable, Failure: Error, T: Sendable>(
         _ reply: Reply<T>, _ result: Result<Outcome, Failure>, valueChanged: Bool = false,
-        delegate tell: @escaping DelegateReport, apply: @escaping @Sendable (Peripheral, Outcome) -> T
+        delegate tell: @escaping EventReport, apply: @escaping @Sendable (Peripheral, Outcome) -> T
     ) {
         let result = result.mapError { [self] error -> BluetoothError in
             if let host = error as? HostError {

@@ -307,12 +307,13 @@ public final class Peripheral: Sendable, Hashable, CustomStringConvertible {
         return ended
     }
 
-    func updateName(_ name: String) {
-        let changed = locked.withLock { s -> Bool in
+    /// Sets the name heard; true when it replaced another (the caller tells `.nameUpdated`, in a delivery).
+    @discardableResult
+    func updateName(_ name: String) -> Bool {
+        locked.withLock { s -> Bool in
             defer { s.name = name }
             return s.name != nil && s.name != name
         }
-        if changed { tell(.nameUpdated) }
     }
 
     /// Runs `body` on the manager's queue, through the app's delivery; the body changes the objects, then
