@@ -103,6 +103,10 @@ public struct AppRules: Sendable, Hashable {
 /// One app of a system: what its managers belong to, its background modes and lifecycle, and the delivery of
 /// its events by the rules for apps out of the foreground. The same id on one system is the same app.
 ///
+/// The rules below are `AppLife`'s (Machine/AppLife.swift), a value this class steps under its lock; the class
+/// performs what the value returns: the suspension timer on the system's scheduler, events dispatched to the
+/// managers' queues, reports to the system machine, log lines.
+///
 /// **Lifecycle.** An app is made `.foreground` (a process that is running). `launch` runs its launch handler
 /// (the first time, and after a termination) and brings it to the foreground; `moveToBackground` leaves it
 /// running for `rules.suspendAfter`, then suspends it; `terminate` ends it: its managers are let go of by the
@@ -132,35 +136,18 @@ public final class SystemApp: Sendable, Hashable, CustomStringConvertible {
 
     public static let deliveryLimit = 4_096
 
-    /// One event for the app, with how it may be kept while the app is suspended.
+    /// One event for the app: the work, and the queue it runs on.
     private struct Event: Sendable {
         var queue: DispatchQueue
-        var key: DeliveryKey?
         var work: @Sendable () -> Void
     }
 
+    /// The app's life (`AppLife`, Machine/AppLife.swift) and the suspension timer armed for it.
     private struct State {
-        var backgroundModes: Set<AppBackgroundMode> = []
-        var lifecycle = AppLifecycleState.foreground
-        /// Counts launches: managers of an earlier one hear nothing.
-        var generation: UInt64 = 0
-        var launched = false
-        /// The suspension to come (leaving the foreground, or the end of a wake).
+        var life: AppLife<Event>
         var suspension: (any ScheduledWork)?
-        /// Events held while suspended.
-        var held: [Event] = []
-        /// When the app was last in the foreground (for the alerts of IOSRules.md 3.6).
-        var lastForeground: Duration = .zero
-
-        /// How many reports the app made (`lifecycleChanged`): each report's revision.
-        var reports: UInt64 = 0
-
-        var outstanding = 0
-        var dropped = 0
-        /// Drops since dropping last started (for the log line when the app catches up).
-        var droppedInRun = 0
     }
-    private let state = Mutex(State())
+    private let state: Mutex<State>
     private static let logger = Logger(label: "swift-ble.delivery")
     /// Told after every change of the lifecycle or the background modes (the system machine's rules follow the
     /// app), with where the app is then.
@@ -171,97 +158,55 @@ public final class SystemApp: Sendable, Hashable, CustomStringConvertible {
         observer.withLock { $0 = handler }
     }
 
-    /// Reports where the app is now, under a revision taken with it (so that of two reports racing, the later
-    /// one counts).
-    private func lifecycleChanged() {
-        let report = state.withLock { s -> AppTable.App in
-            s.reports += 1
-            return AppTable.App(
-                lifecycle: s.lifecycle, modes: s.backgroundModes, lastForeground: s.lastForeground,
-                revision: s.reports)
-        }
-        observer.withLock { $0 }?(report)
-    }
-
     init(id: String, scheduler: any HostScheduler, rules: AppRules = AppRules()) {
         self.id = id
         self.scheduler = scheduler
         self.rules = rules
+        self.state = Mutex(State(life: AppLife(rules: rules, limit: Self.deliveryLimit)))
     }
 
     // MARK: Lifecycle
 
-    public var backgroundModes: Set<AppBackgroundMode> { state.withLock { $0.backgroundModes } }
+    public var backgroundModes: Set<AppBackgroundMode> { state.withLock { $0.life.backgroundModes } }
 
     /// Declares the app's background modes (its Info.plist: set once, before it runs in the background).
     public func setBackgroundModes(_ modes: Set<AppBackgroundMode>) {
-        state.withLock { $0.backgroundModes = modes }
-        lifecycleChanged()
+        step { $0.setBackgroundModes(modes) }
     }
 
-    public var lifecycle: AppLifecycleState { state.withLock { $0.lifecycle } }
+    public var lifecycle: AppLifecycleState { state.withLock { $0.life.lifecycle } }
 
     /// The current launch: a manager made now belongs to it.
-    public var generation: UInt64 { state.withLock { $0.generation } }
+    public var generation: UInt64 { state.withLock { $0.life.generation } }
 
     /// When the app was last in the foreground, in the system's time (now, if it is).
-    public var lastForeground: Duration {
-        state.withLock { $0.lifecycle == .foreground ? scheduler.now : $0.lastForeground }
-    }
+    public var lastForeground: Duration { state.withLock { $0.life.lastForeground(now: scheduler.now) } }
 
     /// Whether a launch must run the launch handler (never launched, or terminated since).
-    public var needsLaunch: Bool { state.withLock { !$0.launched || $0.lifecycle == .notRunning } }
+    public var needsLaunch: Bool { state.withLock { $0.life.needsLaunch } }
 
     /// The app runs in the foreground: launched (a new generation when it was not running), or brought back.
     /// Events held while it was suspended are delivered first, in order.
     public func enterForeground(launching: Bool) {
-        state.withLock { s in
-            if launching {
-                if s.lifecycle == .notRunning { s.generation += 1 }
-                s.launched = true
-            }
-            s.lifecycle = .foreground
-            s.suspension?.cancel()
-            s.suspension = nil
-            // In the same lock section: an event delivered on another thread now comes after these.
-            dispatch(take(&s), &s)
-        }
-        lifecycleChanged()
+        step { $0.enterForeground(launching: launching) }
     }
 
-    /// The app is launched into the background by the system (a relaunch for Bluetooth, IOSRules.md 5.15): a new
-    /// generation, running for its wake budget.
+    /// The app is launched into the background by the system (a relaunch for Bluetooth): a new generation,
+    /// running for its wake budget.
     public func launchInBackground() {
-        state.withLock { s in
-            if s.lifecycle == .notRunning { s.generation += 1 }
-            s.launched = true
-            s.lifecycle = .background
-            scheduleSuspension(&s, after: rules.wakeBudget)
-        }
-        lifecycleChanged()
+        step { $0.launchInBackground() }
     }
 
     /// The app leaves the foreground: it runs on for `rules.suspendAfter`, then it is suspended.
     public func enterBackground() {
-        let changed = state.withLock { s -> Bool in
-            guard s.lifecycle == .foreground else { return false }
-            s.lifecycle = .background
-            s.lastForeground = scheduler.now
-            scheduleSuspension(&s, after: rules.suspendAfter)
-            return true
-        }
-        if changed { lifecycleChanged() }
+        let now = scheduler.now
+        step { $0.enterBackground(now: now) }
     }
 
     /// An app the system knows before it has run (a phone restarted with work preserved for it): not running
     /// until it is launched. Does nothing once the app has been launched.
     public func startNotRunning() {
-        let changed = state.withLock { s -> Bool in
-            guard !s.launched, s.lifecycle == .foreground else { return false }
-            s.lifecycle = .notRunning
-            return true
-        }
-        if changed { lifecycleChanged() }
+        step { $0.startNotRunning() }
     }
 
     /// The app stops running: what was held for it is dropped, and so is everything its managers would hear.
@@ -274,42 +219,24 @@ public final class SystemApp: Sendable, Hashable, CustomStringConvertible {
     /// steps it with the end of the app's managers (`SystemCore.terminate`), so that the managers it ends are
     /// not first moved to the modes of an app not running.
     func stop() -> AppTable.App {
-        state.withLock { s in
-            if s.lifecycle == .foreground { s.lastForeground = scheduler.now }
-            s.lifecycle = .notRunning
-            s.suspension?.cancel()
-            s.suspension = nil
-            s.held = []
-            s.generation += 1
-            s.reports += 1
-            return AppTable.App(
-                lifecycle: s.lifecycle, modes: s.backgroundModes, lastForeground: s.lastForeground,
-                revision: s.reports)
-        }
-    }
-
-    private func scheduleSuspension(_ s: inout State, after delay: Duration) {
-        s.suspension?.cancel()
-        let generation = s.generation
-        s.suspension = scheduler.schedule(after: delay) { [weak self] in
-            let suspended =
-                self?.state.withLock { s -> Bool in
-                    guard s.generation == generation, s.lifecycle == .background else { return false }
-                    s.lifecycle = .suspended
-                    s.suspension = nil
-                    return true
-                } ?? false
-            if suspended { self?.lifecycleChanged() }
+        let now = scheduler.now
+        return state.withLock { s in
+            let (report, disarm) = s.life.stop(now: now)
+            if disarm {
+                s.suspension?.cancel()
+                s.suspension = nil
+            }
+            return report
         }
     }
 
     // MARK: Delivery
 
     /// Events dropped so far because the app was more than `deliveryLimit` events behind.
-    public var droppedEvents: Int { state.withLock { $0.dropped } }
+    public var droppedEvents: Int { state.withLock { $0.life.dropped } }
 
     /// Events held for the app while it is suspended.
-    public var heldEvents: Int { state.withLock { $0.held.count } }
+    public var heldEvents: Int { state.withLock { $0.life.heldCount } }
 
     /// Runs `work` on `queue` as one event of this app's launch `generation`, by the rules above.
     ///
@@ -319,7 +246,7 @@ public final class SystemApp: Sendable, Hashable, CustomStringConvertible {
     ///   - repeating: a notification or a duplicate discovery, dropped when the app is `deliveryLimit` events
     ///     behind.
     ///   - wakes: the role whose background mode lets the event wake the app from suspension (nil: it never
-    ///     wakes it, like `peripheralIsReady(toSendWriteWithoutResponse:)`, IOSRules.md 3.10).
+    ///     wakes it, like `peripheralIsReady(toSendWriteWithoutResponse:)`).
     ///   - key: events with one key replace each other while held (a characteristic's value, a device's
     ///     discovery), when `rules.queueing` says so.
     ///   - work: the event itself: the delegate call, run on `queue`.
@@ -329,80 +256,62 @@ public final class SystemApp: Sendable, Hashable, CustomStringConvertible {
         on queue: DispatchQueue, generation: UInt64? = nil, repeating: Bool = false, wakes: AppWakeRole? = nil,
         key: DeliveryKey? = nil, _ work: @escaping @Sendable () -> Void
     ) -> Bool {
-        let event = Event(queue: queue, key: key, work: work)
-        var startedDropping = false
-        var woke = false
-        // Dispatched (or held) in the lock section that decides it, so that events reach the app's queues in the
-        // order the system made them, whichever threads deliver them and bring the app back.
-        let delivered = state.withLock { s -> Bool in
-            if let generation, generation != s.generation { return false }
-            switch s.lifecycle {
-            case .notRunning:
-                return false
-            case .suspended:
-                if let wakes, s.backgroundModes.contains(wakes.mode) {
-                    woke = true
-                    s.lifecycle = .background
-                    scheduleSuspension(&s, after: rules.wakeBudget)
-                    dispatch(take(&s) + [event], &s)
-                    return true
-                }
-                if let key, rules.queueing == .latestValuePerCharacteristic {
-                    s.held.removeAll { $0.key == key }
-                }
-            case .foreground, .background:
-                break
-            }
-            // The bound: what is held for a suspended app, what is dispatched and not yet run for one that runs.
-            let held = s.lifecycle == .suspended
-            if repeating && (held ? s.held.count : s.outstanding) >= Self.deliveryLimit {
-                s.dropped += 1
-                s.droppedInRun += 1
-                startedDropping = s.droppedInRun == 1
-                return false
-            }
-            if held {
-                s.held.append(event)
-            } else {
-                dispatch([event], &s)
-            }
-            return true
+        var delivered = false
+        step {
+            let (sent, actions) = $0.deliver(
+                Event(queue: queue, work: work), generation: generation, repeating: repeating, wakes: wakes, key: key)
+            delivered = sent
+            return actions
         }
-        if startedDropping {
-            Self.logger.warning(
-                "an app is \(Self.deliveryLimit) events behind: its notifications and repeated discoveries are dropped until it catches up",
-                metadata: ["app": "\(id)"])
-        }
-        if woke { lifecycleChanged() }
         return delivered
     }
 
-    /// Takes what was held (the caller dispatches it, in order).
-    private func take(_ s: inout State) -> [Event] {
-        defer { s.held = [] }
-        return s.held
+    /// Steps the app's life and performs what it returns: events dispatched and timers armed in the lock section
+    /// that decided them, so that events reach the app's queues in the order the system made them, whichever
+    /// threads deliver them and bring the app back (the scheduler's dispatch and schedule only enqueue, taking
+    /// no lock of ours); reports and log lines after it.
+    private func step(_ body: (inout AppLife<Event>) -> [AppLife<Event>.Action]) {
+        let after = state.withLock { s -> [AppLife<Event>.Action] in
+            let actions = body(&s.life)
+            var after: [AppLife<Event>.Action] = []
+            for action in actions {
+                switch action {
+                case .send(let events): dispatch(events)
+                case .armSuspension(let delay, let token):
+                    s.suspension?.cancel()
+                    s.suspension = scheduler.schedule(after: delay) { [weak self] in
+                        self?.step { $0.suspensionFired(token) }
+                    }
+                case .disarmSuspension:
+                    s.suspension?.cancel()
+                    s.suspension = nil
+                case .report, .startedDropping, .caughtUp: after.append(action)
+                }
+            }
+            return after
+        }
+        for action in after {
+            switch action {
+            case .report(let report): observer.withLock { $0 }?(report)
+            case .startedDropping:
+                Self.logger.warning(
+                    "an app is \(Self.deliveryLimit) events behind: its notifications and repeated discoveries are dropped until it catches up",
+                    metadata: ["app": "\(id)"])
+            case .caughtUp(let dropped):
+                Self.logger.warning(
+                    "an app caught up after \(dropped) notifications and repeated discoveries were dropped",
+                    metadata: ["app": "\(id)"])
+            case .send, .armSuspension, .disarmSuspension: break
+            }
+        }
     }
 
-    /// Dispatches events in order, each counted outstanding until it has run. Called in a lock section of
-    /// `state`: the scheduler's dispatch only enqueues (it takes no lock of ours), and each event takes `state`
-    /// once it has run, on its queue.
-    private func dispatch(_ events: [Event], _ s: inout State) {
-        guard !events.isEmpty else { return }
-        s.outstanding += events.count
+    /// Dispatches events in order; each steps `ran()` once it has run, on its queue.
+    private func dispatch(_ events: [Event]) {
         for event in events {
             scheduler.dispatch(on: event.queue) { [self] in
                 event.work()
-                let caughtUp = state.withLock { s -> Int? in
-                    s.outstanding -= 1
-                    guard s.droppedInRun > 0, s.outstanding < Self.deliveryLimit / 2 else { return nil }
-                    defer { s.droppedInRun = 0 }
-                    return s.droppedInRun
-                }
-                if let caughtUp {
-                    Self.logger.warning(
-                        "an app caught up after \(caughtUp) notifications and repeated discoveries were dropped",
-                        metadata: ["app": "\(id)"])
-                }
+                step { $0.ran() }
             }
         }
     }
