@@ -122,7 +122,10 @@ private final class HeldDomain: HostScheduler {
         Nothing()
     }
 
-    func dispatch(on queue: DispatchQueue, _ work: @escaping @Sendable () -> Void) { work() }
+    /// Queued, as a scheduler must (one that ran it here would run an app's delivery inside the app's lock).
+    func dispatch(on queue: DispatchQueue, _ work: @escaping @Sendable () -> Void) {
+        self.queue.withLock { $0.append(work) }
+    }
 
     func execute(_ work: @escaping @Sendable () -> Void) {
         if isExecuting { work() } else { queue.withLock { $0.append(work) } }

@@ -119,7 +119,8 @@ public struct AppRules: Sendable, Hashable {
 /// - Foreground or background: at once.
 /// - Suspended: an event of a role the app has a background mode for wakes it (`.background` for
 ///   `rules.wakeBudget`, then suspended again), after the events queued so far; any other event is queued, as
-///   `rules.queueing` says, until the app wakes or comes to the foreground (IOSRules.md 1.0, 3.3, 3.4, 4.1).
+///   `rules.queueing` says, until the app wakes, comes to the foreground or is launched in the background
+///   (IOSRules.md 1.0, 3.3, 3.4, 4.1).
 /// - Not running, or a manager of an earlier launch: dropped.
 ///
 /// The app has a bound: at most `deliveryLimit` events dispatched and not yet run (an app whose queue is stuck,
@@ -142,10 +143,10 @@ public final class SystemApp: Sendable, Hashable, CustomStringConvertible {
         var work: @Sendable () -> Void
     }
 
-    /// The app's life (`AppLife`, Machine/AppLife.swift) and the suspension timer armed for it.
+    /// The app's life (`AppLife`, Machine/AppLife.swift) and the suspension timer armed for it, with its token.
     private struct State {
         var life: AppLife<Event>
-        var suspension: (any ScheduledWork)?
+        var suspension: (token: UInt64, work: any ScheduledWork)?
     }
     private let state: Mutex<State>
     private static let logger = Logger(label: "swift-ble.delivery")
@@ -171,7 +172,7 @@ public final class SystemApp: Sendable, Hashable, CustomStringConvertible {
 
     /// Declares the app's background modes (its Info.plist: set once, before it runs in the background).
     public func setBackgroundModes(_ modes: Set<AppBackgroundMode>) {
-        step { $0.setBackgroundModes(modes) }
+        step { $0.life.setBackgroundModes(modes) }
     }
 
     public var lifecycle: AppLifecycleState { state.withLock { $0.life.lifecycle } }
@@ -188,25 +189,25 @@ public final class SystemApp: Sendable, Hashable, CustomStringConvertible {
     /// The app runs in the foreground: launched (a new generation when it was not running), or brought back.
     /// Events held while it was suspended are delivered first, in order.
     public func enterForeground(launching: Bool) {
-        step { $0.enterForeground(launching: launching) }
+        step { $0.life.enterForeground(launching: launching) }
     }
 
     /// The app is launched into the background by the system (a relaunch for Bluetooth): a new generation,
     /// running for its wake budget.
     public func launchInBackground() {
-        step { $0.launchInBackground() }
+        step { $0.life.launchInBackground() }
     }
 
     /// The app leaves the foreground: it runs on for `rules.suspendAfter`, then it is suspended.
     public func enterBackground() {
         let now = scheduler.now
-        step { $0.enterBackground(now: now) }
+        step { $0.life.enterBackground(now: now) }
     }
 
     /// An app the system knows before it has run (a phone restarted with work preserved for it): not running
     /// until it is launched. Does nothing once the app has been launched.
     public func startNotRunning() {
-        step { $0.startNotRunning() }
+        step { $0.life.startNotRunning() }
     }
 
     /// The app stops running: what was held for it is dropped, and so is everything its managers would hear.
@@ -223,7 +224,7 @@ public final class SystemApp: Sendable, Hashable, CustomStringConvertible {
         return state.withLock { s in
             let (report, disarm) = s.life.stop(now: now)
             if disarm {
-                s.suspension?.cancel()
+                s.suspension?.work.cancel()
                 s.suspension = nil
             }
             return report
@@ -256,13 +257,20 @@ public final class SystemApp: Sendable, Hashable, CustomStringConvertible {
         on queue: DispatchQueue, generation: UInt64? = nil, repeating: Bool = false, wakes: AppWakeRole? = nil,
         key: DeliveryKey? = nil, _ work: @escaping @Sendable () -> Void
     ) -> Bool {
-        var delivered = false
-        step {
-            let (sent, actions) = $0.deliver(
-                Event(queue: queue, work: work), generation: generation, repeating: repeating, wakes: wakes, key: key)
-            delivered = sent
-            return actions
+        // The usual outcomes in one lock section with no list made; a wake through `perform`.
+        let event = Event(queue: queue, work: work)
+        let (delivered, after) = state.withLock { s -> (Bool, [AppLife<Event>.Action]) in
+            let delivery = s.life.deliver(event, generation: generation, repeating: repeating, wakes: wakes, key: key)
+            switch delivery {
+            case .send(let event):
+                dispatch(event)
+                return (true, [])
+            case .held, .dropped(startedDropping: false): return (delivery.delivered, [])
+            case .dropped(startedDropping: true): return (false, [.startedDropping])
+            case .woke(let actions): return (true, perform(actions, &s))
+            }
         }
+        if !after.isEmpty { tell(after) }
         return delivered
     }
 
@@ -270,26 +278,40 @@ public final class SystemApp: Sendable, Hashable, CustomStringConvertible {
     /// that decided them, so that events reach the app's queues in the order the system made them, whichever
     /// threads deliver them and bring the app back (the scheduler's dispatch and schedule only enqueue, taking
     /// no lock of ours); reports and log lines after it.
-    private func step(_ body: (inout AppLife<Event>) -> [AppLife<Event>.Action]) {
-        let after = state.withLock { s -> [AppLife<Event>.Action] in
-            let actions = body(&s.life)
-            var after: [AppLife<Event>.Action] = []
-            for action in actions {
-                switch action {
-                case .send(let events): dispatch(events)
-                case .armSuspension(let delay, let token):
-                    s.suspension?.cancel()
-                    s.suspension = scheduler.schedule(after: delay) { [weak self] in
-                        self?.step { $0.suspensionFired(token) }
-                    }
-                case .disarmSuspension:
-                    s.suspension?.cancel()
-                    s.suspension = nil
-                case .report, .startedDropping, .caughtUp: after.append(action)
-                }
+    private func step(_ body: (inout State) -> [AppLife<Event>.Action]) {
+        let after = state.withLock { s in perform(body(&s), &s) }
+        if !after.isEmpty { tell(after) }
+    }
+
+    /// Performs the actions of a step inside its lock section (timers and dispatch); returns the rest.
+    private func perform(_ actions: [AppLife<Event>.Action], _ s: inout State) -> [AppLife<Event>.Action] {
+        var after: [AppLife<Event>.Action] = []
+        for action in actions {
+            switch action {
+            case .send(let events): for event in events { dispatch(event) }
+            case .armSuspension(let delay, let token):
+                s.suspension?.work.cancel()
+                let work = scheduler.schedule(after: delay) { [weak self] in self?.suspensionFired(token) }
+                s.suspension = (token, work)
+            case .disarmSuspension:
+                s.suspension?.work.cancel()
+                s.suspension = nil
+            case .report, .startedDropping, .caughtUp: after.append(action)
             }
-            return after
         }
+        return after
+    }
+
+    /// The suspension timer armed with `token` fired (a spent timer is let go of, so none is cancelled later).
+    private func suspensionFired(_ token: UInt64) {
+        step { s in
+            if s.suspension?.token == token { s.suspension = nil }
+            return s.life.suspensionFired(token)
+        }
+    }
+
+    /// Reports and log lines, after the lock section.
+    private func tell(_ after: [AppLife<Event>.Action]) {
         for action in after {
             switch action {
             case .report(let report): observer.withLock { $0 }?(report)
@@ -306,13 +328,11 @@ public final class SystemApp: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
-    /// Dispatches events in order; each steps `ran()` once it has run, on its queue.
-    private func dispatch(_ events: [Event]) {
-        for event in events {
-            scheduler.dispatch(on: event.queue) { [self] in
-                event.work()
-                step { $0.ran() }
-            }
+    /// Dispatches one event; it steps `ran()` once it has run, on its queue.
+    private func dispatch(_ event: Event) {
+        scheduler.dispatch(on: event.queue) { [self] in
+            event.work()
+            step { $0.life.ran() }
         }
     }
 

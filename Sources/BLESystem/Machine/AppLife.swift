@@ -10,7 +10,8 @@
 /// - Foreground or background: an event is sent at once.
 /// - Suspended: an event of a role the app has a background mode for wakes it (`.background` for
 ///   `rules.wakeBudget`), after what was held; any other event is held (a newer one with the same key replaces the
-///   older under `.latestValuePerCharacteristic`) until the app wakes or comes to the foreground.
+///   older under `.latestValuePerCharacteristic`) until the app wakes, comes to the foreground or is launched in
+///   the background.
 /// - Not running, or an event of an earlier launch: dropped.
 /// - At most `limit` events held, or sent and not yet run: beyond it a repeating event (a notification, a
 ///   duplicate discovery) is dropped and counted; every other event goes through.
@@ -29,6 +30,38 @@ package struct AppLife<Payload> {
         case startedDropping
         /// The app caught up after this many repeating events were dropped.
         case caughtUp(dropped: Int)
+    }
+
+    /// What became of one event (`deliver`). The usual outcomes carry no list, so that an event of the
+    /// notification path makes no array here.
+    package enum Delivery {
+        /// Send it at once (it counts as outstanding until `ran()`).
+        case send(Payload)
+        /// Held for the suspended app.
+        case held
+        /// Not delivered: an earlier launch's, an app not running, or a repeating event past the bound
+        /// (`startedDropping`: this one began a run of drops).
+        case dropped(startedDropping: Bool)
+        /// It woke the suspended app: the timer, what was held and this one, the report.
+        case woke([Action])
+
+        /// Whether it was sent or held.
+        package var delivered: Bool {
+            switch self {
+            case .send, .held, .woke: true
+            case .dropped: false
+            }
+        }
+
+        /// The outcome as actions.
+        package var actions: [Action] {
+            switch self {
+            case .send(let payload): [.send([payload])]
+            case .held, .dropped(startedDropping: false): []
+            case .dropped(startedDropping: true): [.startedDropping]
+            case .woke(let actions): actions
+            }
+        }
     }
 
     /// One event held for a suspended app.
@@ -149,21 +182,20 @@ package struct AppLife<Payload> {
 
     // MARK: Delivery
 
-    /// One event for the app's launch `generation` (nil: any): sent, held or dropped by the rules above. Returns
-    /// whether it was sent or held, and what to do.
+    /// One event for the app's launch `generation` (nil: any): sent, held or dropped by the rules above.
     package mutating func deliver(
         _ payload: Payload, generation: UInt64? = nil, repeating: Bool = false, wakes: AppWakeRole? = nil,
         key: DeliveryKey? = nil
-    ) -> (delivered: Bool, actions: [Action]) {
-        if let generation, generation != self.generation { return (false, []) }
+    ) -> Delivery {
+        if let generation, generation != self.generation { return .dropped(startedDropping: false) }
         switch lifecycle {
         case .notRunning:
-            return (false, [])
+            return .dropped(startedDropping: false)
         case .suspended:
             if let wakes, backgroundModes.contains(wakes.mode) {
                 lifecycle = .background
                 let armed = arm(after: rules.wakeBudget)
-                return (true, [armed] + send(takeHeld() + [payload]) + [report()])
+                return .woke([armed] + send(takeHeld() + [payload]) + [report()])
             }
             if let key, rules.queueing == .latestValuePerCharacteristic {
                 held.removeAll { $0.key == key }
@@ -176,13 +208,14 @@ package struct AppLife<Payload> {
         if repeating && (holding ? held.count : outstanding) >= limit {
             dropped += 1
             droppedInRun += 1
-            return (false, droppedInRun == 1 ? [.startedDropping] : [])
+            return .dropped(startedDropping: droppedInRun == 1)
         }
         if holding {
             held.append(Held(payload: payload, key: key))
-            return (true, [])
+            return .held
         }
-        return (true, send([payload]))
+        outstanding += 1
+        return .send(payload)
     }
 
     /// An event sent to the app has run.

@@ -102,14 +102,21 @@ import Testing
 
     enum Input: CaseIterable {
         case event, eventA, repeatingA, wakeCentral, wakePeripheral, stale
-        case background, fire, staleFire, foreground, launch, launchInBackground, stop, ran
+        case background, fire, staleFire, foreground, launch, launchInBackground, stop, startNotRunning, ran
     }
 
-    /// The reference the walk checks `AppLife` against: what was held, in order, and what is outstanding.
+    /// The reference the walk checks `AppLife` against, written from the rules rather than from the code: where
+    /// the app is and in which launch, what is held and in which order, what is outstanding, which timer is
+    /// armed and for how long, and when a report is due.
     struct Model {
         var life: Life
         var modes: Set<AppBackgroundMode>
-        var queueing: AppRules.Queueing
+        var rules: AppRules
+        var lifecycle = AppLifecycleState.foreground
+        var generation: UInt64 = 0
+        var launched = false
+        /// A generation that ended (a manager of it may still deliver).
+        var earlier: UInt64?
         var held: [(id: Int, key: DeliveryKey?)] = []
         var outstanding = 0
         var next = 1
@@ -118,137 +125,173 @@ import Testing
         var armed: UInt64?
         var stale: UInt64?
 
-        mutating func step(_ input: Input) -> String? {
-            let before = life.lifecycle
-            var actions: [Life.Action] = []
-            var expected: [Int]?
-            func deliver(key: DeliveryKey?, repeating: Bool, wakes: AppWakeRole?, generation: UInt64?) -> String? {
-                let id = next
-                next += 1
-                let result = life.deliver(id, generation: generation, repeating: repeating, wakes: wakes, key: key)
-                actions = result.actions
-                let current = generation == nil || generation == life.generation
-                switch before {
-                case _ where !current:
-                    if result.delivered { return "an event of an earlier launch was delivered" }
-                    expected = []
-                case .notRunning:
-                    if result.delivered { return "an event reached an app not running" }
-                    expected = []
-                case .suspended where wakes.map { modes.contains($0.mode) } == true:
-                    if life.lifecycle != .background { return "not woken for its mode's role" }
-                    expected = held.map(\.id) + [id]
-                    held = []
-                case .suspended:
-                    if life.lifecycle != .suspended { return "woken for a role it has no mode for" }
-                    if queueing == .latestValuePerCharacteristic, let key { held.removeAll { $0.key == key } }
-                    if repeating && held.count >= life.limit {
-                        if result.delivered { return "held beyond the bound" }
-                    } else {
-                        if !result.delivered { return "an event for a suspended app was lost" }
-                        held.append((id, key))
-                    }
-                    expected = []
-                case .foreground, .background:
-                    if repeating && outstanding >= life.limit {
-                        if result.delivered { return "sent beyond the bound" }
-                        expected = []
-                    } else {
-                        expected = [id]
-                    }
+        mutating func newGeneration() {
+            earlier = generation
+            generation += 1
+        }
+
+        /// What a step must do besides sending: arm the timer for this long, disarm it, report.
+        struct Expected {
+            var sent: [Int] = []
+            var arm: Duration?
+            var report = false
+            /// For an event: whether it is sent or held.
+            var delivered = false
+        }
+
+        mutating func deliver(
+            key: DeliveryKey?, repeating: Bool, wakes: AppWakeRole?, generation tag: UInt64?
+        ) -> (Expected, Life.Delivery) {
+            let id = next
+            next += 1
+            let delivery = life.deliver(id, generation: tag, repeating: repeating, wakes: wakes, key: key)
+            var expected = Expected()
+            if let tag, tag != generation { return (expected, delivery) }
+            switch lifecycle {
+            case .notRunning: break
+            case .suspended where wakes.map { modes.contains($0.mode) } == true:
+                lifecycle = .background
+                expected = Expected(sent: held.map(\.id) + [id], arm: rules.wakeBudget, report: true, delivered: true)
+                held = []
+            case .suspended:
+                if rules.queueing == .latestValuePerCharacteristic, let key { held.removeAll { $0.key == key } }
+                if !(repeating && held.count >= life.limit) {
+                    held.append((id, key))
+                    expected.delivered = true
                 }
-                return nil
+            case .foreground, .background:
+                if !(repeating && outstanding >= life.limit) {
+                    expected.sent = [id]
+                    expected.delivered = true
+                }
             }
+            return (expected, delivery)
+        }
+
+        mutating func step(_ input: Input) -> String? {
+            var actions: [Life.Action] = []
+            var expected = Expected()
             switch input {
-            case .event:
-                if let e = deliver(key: nil, repeating: false, wakes: nil, generation: life.generation) { return e }
-            case .eventA:
-                if let e = deliver(key: AppLifeTests.a, repeating: false, wakes: nil, generation: nil) { return e }
-            case .repeatingA:
-                if let e = deliver(key: AppLifeTests.a, repeating: true, wakes: nil, generation: nil) { return e }
-            case .wakeCentral:
-                if let e = deliver(key: AppLifeTests.b, repeating: false, wakes: .central, generation: nil) { return e }
-            case .wakePeripheral:
-                if let e = deliver(key: nil, repeating: false, wakes: .peripheral, generation: nil) { return e }
-            case .stale:
-                guard life.generation > 0 else { return nil }
-                if let e = deliver(key: nil, repeating: false, wakes: .central, generation: life.generation - 1) {
-                    return e
+            case .event, .eventA, .repeatingA, .wakeCentral, .wakePeripheral, .stale:
+                let (e, delivery): (Expected, Life.Delivery)
+                switch input {
+                case .event: (e, delivery) = deliver(key: nil, repeating: false, wakes: nil, generation: generation)
+                case .eventA:
+                    (e, delivery) = deliver(key: AppLifeTests.a, repeating: false, wakes: nil, generation: nil)
+                case .repeatingA:
+                    (e, delivery) = deliver(key: AppLifeTests.a, repeating: true, wakes: nil, generation: nil)
+                case .wakeCentral:
+                    (e, delivery) = deliver(key: AppLifeTests.b, repeating: false, wakes: .central, generation: nil)
+                case .wakePeripheral:
+                    (e, delivery) = deliver(key: nil, repeating: false, wakes: .peripheral, generation: nil)
+                default:
+                    guard let earlier else { return nil }
+                    (e, delivery) = deliver(key: nil, repeating: false, wakes: .central, generation: earlier)
+                }
+                expected = e
+                actions = delivery.actions.filter { if case .startedDropping = $0 { false } else { true } }
+                if delivery.delivered != e.delivered {
+                    return "delivered \(delivery.delivered), expected \(e.delivered)"
                 }
             case .background:
                 actions = life.enterBackground(now: .seconds(1))
-                expected = []
+                if lifecycle == .foreground {
+                    lifecycle = .background
+                    expected = Expected(arm: rules.suspendAfter, report: true)
+                }
             case .fire:
                 guard let token = armed else { return nil }
                 actions = life.suspensionFired(token)
-                if before == .background, life.lifecycle != .suspended { return "the timer did not suspend" }
-                expected = []
+                armed = nil
+                if lifecycle == .background {
+                    lifecycle = .suspended
+                    expected.report = true
+                }
             case .staleFire:
                 guard let token = stale else { return nil }
                 actions = life.suspensionFired(token)
-                if life.lifecycle != before { return "a stale timer changed the app" }
-                expected = []
-            case .foreground:
-                actions = life.enterForeground(launching: false)
-                expected = held.map(\.id)
+            case .foreground, .launch:
+                actions = life.enterForeground(launching: input == .launch)
+                if input == .launch {
+                    if lifecycle == .notRunning { newGeneration() }
+                    launched = true
+                }
+                lifecycle = .foreground
+                expected = Expected(sent: held.map(\.id), report: true)
                 held = []
-            case .launch:
-                actions = life.enterForeground(launching: true)
-                expected = held.map(\.id)
-                held = []
+                if armed != nil {
+                    stale = armed
+                    armed = nil
+                }
             case .launchInBackground:
                 actions = life.launchInBackground()
-                expected = held.map(\.id)
+                if lifecycle == .notRunning { newGeneration() }
+                launched = true
+                lifecycle = .background
+                expected = Expected(sent: held.map(\.id), arm: rules.wakeBudget, report: true)
                 held = []
             case .stop:
                 let (report, disarm) = life.stop(now: .seconds(2))
                 if report.revision <= revision { return "a report's revision went back" }
                 revision = report.revision
-                if disarm {
+                if disarm != (armed != nil) { return "stop disarmed \(disarm) with \(String(describing: armed)) armed" }
+                if armed != nil {
                     stale = armed
                     armed = nil
                 }
+                lifecycle = .notRunning
+                newGeneration()
                 held = []
-                expected = []
-                if life.heldCount != 0 { return "a stopped app kept what was held" }
+            case .startNotRunning:
+                actions = life.startNotRunning()
+                if !launched && lifecycle == .foreground {
+                    lifecycle = .notRunning
+                    expected.report = true
+                }
             case .ran:
                 guard outstanding > 0 else { return nil }
-                actions = life.ran()
+                actions = life.ran().filter { if case .caughtUp = $0 { false } else { true } }
                 outstanding -= 1
-                expected = []
             }
             let sent = AppLifeTests.sent(actions)
-            if let expected, sent != expected { return "sent \(sent), expected \(expected)" }
+            if sent != expected.sent { return "sent \(sent), expected \(expected.sent)" }
             for id in sent {
                 if id <= lastSent { return "\(id) sent after \(lastSent): out of order" }
                 lastSent = id
             }
             outstanding += sent.count
+            var reports = 0
+            var arms: [Duration] = []
             for action in actions {
                 switch action {
                 case .report(let report):
+                    reports += 1
                     if report.revision <= revision { return "a report's revision went back" }
                     revision = report.revision
-                    if report.lifecycle != life.lifecycle { return "a report that is not where the app is" }
-                case .armSuspension(_, let token):
+                    if report.lifecycle != lifecycle { return "reported \(report.lifecycle), expected \(lifecycle)" }
+                case .armSuspension(let after, let token):
+                    arms.append(after)
                     if let armed { stale = armed }
                     armed = token
-                case .disarmSuspension:
-                    stale = armed
-                    armed = nil
+                case .disarmSuspension: break
                 case .send, .startedDropping, .caughtUp: break
                 }
             }
-            if life.lifecycle != .suspended && life.heldCount != 0 { return "held for an app that runs" }
+            if reports != (expected.report ? 1 : 0) { return "\(reports) reports, expected \(expected.report ? 1 : 0)" }
+            if arms != (expected.arm.map { [$0] } ?? []) {
+                return "armed \(arms), expected \(String(describing: expected.arm))"
+            }
+            if life.lifecycle != lifecycle { return "is \(life.lifecycle), expected \(lifecycle)" }
+            if life.generation != generation { return "in launch \(life.generation), expected \(generation)" }
             if life.heldCount != held.count { return "holds \(life.heldCount), expected \(held.count)" }
             return nil
         }
     }
 
     /// Every sequence of five inputs, from an app in the foreground, with either queueing and either mode: the
-    /// value agrees with the reference on what is sent when and what is held, sends in the order events were
-    /// made, wakes only for its mode's role, never sends an earlier launch's event, and reports with rising
-    /// revisions.
+    /// value agrees with the reference on what is sent when and what is held, where the app is and in which
+    /// launch, the timer and its length, and each report; it sends in the order events were made, wakes only for
+    /// its mode's role, never sends an earlier launch's event, and reports with rising revisions.
     @Test(arguments: [AppRules.Queueing.latestValuePerCharacteristic, .everyEvent])
     func everySequenceOfFiveInputsKeepsTheRules(_ queueing: AppRules.Queueing) {
         var rules = Self.rules
@@ -257,7 +300,7 @@ import Testing
         var failures: [String] = []
         var walked = 0
         for modes: Set<AppBackgroundMode> in [[], [.bluetoothCentral]] {
-            var start = Model(life: Life(rules: rules, limit: 2), modes: modes, queueing: queueing)
+            var start = Model(life: Life(rules: rules, limit: 2), modes: modes, rules: rules)
             _ = start.life.setBackgroundModes(modes)
             start.revision = 1
             // Depth first, on a stack of its own (a recursion this deep overflows a test thread's stack in debug).
