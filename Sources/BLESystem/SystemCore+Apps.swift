@@ -14,14 +14,63 @@ import Synchronization
 extension SystemCore {
     // MARK: Apps
 
-    /// Ends `app`: nothing reaches its managers any more, and each lets go of what it holds in the system
-    /// (scans, links, services, advertising) and is unregistered, except those in `keeping`: the system goes on
-    /// with their work on the app's behalf (state restoration), until a restored manager takes it over
-    /// (`transfer`). Its launch handler's object is the caller's to release.
-    public func terminate(_ app: SystemApp, keeping: Set<ObjectIdentifier> = []) {
+    /// A manager of an app being terminated, as the restoration rules see it.
+    package struct RestorationCandidate: Sendable {
+        package var manager: ObjectIdentifier
+        package var role: SessionRole
+        package var restoreIdentifier: String?
+        /// Whether it has work the system can carry on (`RestorationTable.Candidate.restorable`).
+        package var restorable: Bool
+
+        package init(manager: ObjectIdentifier, role: SessionRole, restoreIdentifier: String?, restorable: Bool) {
+            self.manager = manager
+            self.role = role
+            self.restoreIdentifier = restoreIdentifier
+            self.restorable = restorable
+        }
+    }
+
+    /// Which of `app`'s managers a termination by `cause` would keep for its restoration
+    /// (`RestorationTable.keeps`): asked before the termination, so that the managers are kept before anything
+    /// can reach them as ended.
+    package func restorationKeeps(_ app: SystemApp, cause: AppTermination, candidates: [RestorationCandidate])
+        -> [RestorationCandidate]
+    {
+        let modes = app.backgroundModes
+        return state.withLock { s in
+            let known = candidates.compactMap { c in
+                s.ids[c.manager].map {
+                    (
+                        c,
+                        RestorationTable.Candidate(
+                            session: $0, role: c.role, restoreIdentifier: c.restoreIdentifier, restorable: c.restorable)
+                    )
+                }
+            }
+            let kept = Set(RestorationTable.keeps(cause, modes: modes, candidates: known.map(\.1)).map(\.session))
+            return known.filter { kept.contains($0.1.session) }.map(\.0)
+        }
+    }
+
+    /// Ends `app` (`cause`: who ended it), keeping `keeping` (`restorationKeeps`): nothing reaches its other
+    /// managers any more, and each lets go of what it holds in the system (scans, links, services, advertising)
+    /// and is unregistered; the system goes on with the kept ones' work on the app's behalf, until a restored
+    /// manager takes it over (`transfer`). Returns the managers an earlier termination kept that this one lets go
+    /// of (a force-quit ends them), still registered: the caller releases them. Its launch handler's object is
+    /// the caller's to release.
+    @discardableResult
+    package func terminate(_ app: SystemApp, cause: AppTermination = .bySystem, keeping: [RestorationCandidate] = [])
+        -> [ObjectIdentifier]
+    {
         let report = app.stop()
-        let services = step { s -> ([AttributeHandle], [SystemAction]) in
-            let kept = Set(keeping.compactMap { s.ids[$0] })
+        let (services, released) = step { s -> (([AttributeHandle], [ObjectIdentifier]), [SystemAction]) in
+            let candidates = keeping.compactMap { c in
+                s.ids[c.manager].map {
+                    RestorationTable.Candidate(
+                        session: $0, role: c.role, restoreIdentifier: c.restoreIdentifier, restorable: c.restorable)
+                }
+            }
+            let kept = Set(candidates.map(\.session))
             // Their services are taken out here, on the caller's thread, as a manager released takes its own out:
             // before the app's next launch publishes anything, and before the managers hear of the end.
             var services: [AttributeHandle] = []
@@ -29,12 +78,57 @@ extension SystemCore {
                 services += s.machine.servicesRemoved(of: id)
             }
             // The machine lets go of the terminated managers' links and subscriptions.
-            let actions = s.machine.appTerminated(app.id, keeping: kept)
+            let (actions, released) = s.machine.appTerminated(app.id, cause: cause, keeping: candidates)
             for case .deliver(let id, .appTerminated) in actions { s.detach(id, leaving: true) }
             // Then the app is not running: the managers kept for it scan and advertise in that app's modes.
-            return (services, actions + s.machine.appChanged(app.id, report))
+            return (
+                (services, released.compactMap { s.sinks[$0]?.object }), actions + s.machine.appChanged(app.id, report)
+            )
         }
         for handle in services { host.removeService(at: handle) }
+        return released
+    }
+
+    // MARK: Restoration
+
+    /// A restarted system keeps `manager` (registered) for its app, not running, under `restoreIdentifier`.
+    package func keepForRestoration(_ manager: ObjectIdentifier, restoreIdentifier: String) {
+        state.withLock { s in
+            guard let id = s.ids[manager] else { return }
+            s.machine.keptForRestoration(id, restoreIdentifier: restoreIdentifier)
+        }
+    }
+
+    /// The manager kept for `app` in `role` under `restoreIdentifier`, taken over by a new one (nil: none).
+    package func takeKept(_ app: SystemApp, role: SessionRole, restoreIdentifier: String) -> ObjectIdentifier? {
+        state.withLock { s in
+            s.machine.takeKept(app.id, role: role, restoreIdentifier: restoreIdentifier).flatMap { s.sinks[$0]?.object }
+        }
+    }
+
+    /// `app`'s launch handler ran: the managers kept for it that the launch did not take over, to be released.
+    package func launched(_ app: SystemApp) -> [ObjectIdentifier] {
+        state.withLock { s in s.machine.launched(app.id).compactMap { s.sinks[$0]?.object } }
+    }
+
+    /// Bluetooth was turned off in Settings: every kept manager, to be released.
+    package func restorationSwitchedOff() -> [ObjectIdentifier] {
+        state.withLock { s in s.machine.restorationSwitchedOff().compactMap { s.sinks[$0]?.object } }
+    }
+
+    /// The restore identifiers kept for `app` in `role`, sorted.
+    package func keptRestoreIdentifiers(of app: SystemApp, role: SessionRole) -> [String] {
+        state.withLock { $0.machine.restoration.restoreIdentifiers(of: app.id, role: role) }
+    }
+
+    /// What a relaunch of `app` for restoration names (nil: nothing is kept for it).
+    package func relaunchOptions(of app: SystemApp) -> (centrals: [String], peripherals: [String])? {
+        state.withLock { $0.machine.restoration.relaunchOptions(of: app.id) }
+    }
+
+    /// How `app` last stopped, if it was terminated.
+    package func lastTermination(of app: SystemApp) -> AppTermination? {
+        state.withLock { $0.machine.restoration.lastTermination[app.id] }
     }
 
     // MARK: Alerts

@@ -63,8 +63,7 @@ extension BluetoothSystem {
         public func onLaunch(_ handler: @escaping @Sendable (Launch) -> any Sendable) {
             let waiting = system.withRuntime(of: id) { r -> Bool in
                 r.handler = handler
-                return r.keptCentrals.values.contains { $0.hasRestorationEvents }
-                    || r.keptPeripherals.values.contains { $0.hasRestorationEvents }
+                return r.kept.values.contains { $0.hasRestorationEvents }
             }
             // Work kept for it bore fruit before it had a launch handler (a restarted system): relaunched now.
             if waiting { system.relaunchForRestoration(self) }
@@ -102,50 +101,43 @@ extension BluetoothSystem {
         /// a link, a pending connection): the system goes on with it and relaunches the app in the background
         /// when it bears fruit (state restoration, IOSRules.md 5e and 6.3–6.5).
         public func terminate(_ cause: Termination) {
-            var keep: [String: CentralManager] = [:]
-            var keepPeripherals: [String: PeripheralManager] = [:]
             // The system holds the managers' sessions, and a session its manager weakly: the managers are held
             // here until the end.
             let managers = system.core.sessions(of: core).map { session in
                 (central: (session as? CentralSession)?.manager, peripheral: (session as? PeripheralSession)?.manager)
             }
-            if cause != .byUser {
-                for (central, peripheral) in managers {
-                    if let manager = central, core.backgroundModes.contains(.bluetoothCentral),
-                        let restoreID = manager.restoreIdentifier, manager.hasRestorableWork
-                    {
-                        manager.preserve()
-                        keep[restoreID] = manager
-                    }
-                    if let manager = peripheral, core.backgroundModes.contains(.bluetoothPeripheral),
-                        let restoreID = manager.restoreIdentifier, manager.hasRestorableWork
-                    {
-                        manager.preserve()
-                        keepPeripherals[restoreID] = manager
-                    }
+            var byObject: [ObjectIdentifier: KeptManager] = [:]
+            var candidates: [SystemCore.RestorationCandidate] = []
+            for (central, peripheral) in managers {
+                if let manager = central {
+                    let object = ObjectIdentifier(manager.session)
+                    byObject[object] = .central(manager)
+                    candidates.append(
+                        .init(
+                            manager: object, role: .central, restoreIdentifier: manager.restoreIdentifier,
+                            restorable: manager.hasRestorableWork))
+                }
+                if let manager = peripheral {
+                    let object = ObjectIdentifier(manager.session)
+                    byObject[object] = .peripheral(manager)
+                    candidates.append(
+                        .init(
+                            manager: object, role: .peripheral, restoreIdentifier: manager.restoreIdentifier,
+                            restorable: manager.hasRestorableWork))
                 }
             }
-            let (kept, released) = system.withRuntime(of: id) { r -> ((any Sendable)?, KeptManagers) in
-                // What an earlier termination kept and no launch took over: a force-quit ends it (IOSRules.md 5e);
-                // a later system termination keeps only what this one keeps.
-                let released = KeptManagers(
-                    centrals: r.keptCentrals.values.filter { old in !keep.values.contains { $0 === old } },
-                    peripherals: r.keptPeripherals.values.filter { old in
-                        !keepPeripherals.values.contains { $0 === old }
-                    })
-                r.lastTermination = cause
-                r.keptCentrals = keep
-                r.keptPeripherals = keepPeripherals
+            // Which are kept is the system's rule; they are kept before the end, so nothing reaches them as ended.
+            let keeping = system.core.restorationKeeps(core, cause: cause, candidates: candidates)
+            for candidate in keeping { byObject[candidate.manager]?.preserve() }
+            let launched = system.withRuntime(of: id) { r -> (any Sendable)? in
+                for candidate in keeping { r.kept[candidate.manager] = byObject[candidate.manager] }
                 defer { r.launched = nil }
-                return (r.launched, released)
+                return r.launched
             }
-            system.release(released)
-            let keeping =
-                keep.values.map { ObjectIdentifier($0.session) }
-                + keepPeripherals.values.map { ObjectIdentifier($0.session) }
-            system.core.terminate(core, keeping: Set(keeping))
-            // A force-quit ends state restoration for the app, also across a restart (IOSRules.md 5e): forgotten once
-            // its managers are off the system, so no late event of theirs writes it again.
+            let released = system.core.terminate(core, cause: cause, keeping: keeping)
+            system.release(released, of: id)
+            // A force-quit ends state restoration for the app, also across a restart: forgotten once its managers
+            // are off the system, so no late event of theirs writes it again.
             if cause == .byUser { system.forgetPreserved(of: id) }
             // Tasks that awaited the app's managers end: nothing is delivered to them any more.
             for (central, peripheral) in managers {
@@ -153,20 +145,20 @@ extension BluetoothSystem {
                 peripheral?.abandonAsyncWork()
             }
             // The launch handler's object goes last, outside every lock: its managers' deinit takes them.
-            withExtendedLifetime(kept) {}
+            withExtendedLifetime(launched) {}
         }
 
         /// The restore identifiers of the central managers the system keeps for this app while it is not running.
-        public var keptCentralManagers: [String] { system.withRuntime(of: id) { $0.keptCentrals.keys.sorted() } }
+        public var keptCentralManagers: [String] { system.core.keptRestoreIdentifiers(of: core, role: .central) }
 
         /// The restore identifiers of the peripheral managers the system keeps for this app while it is not
         /// running.
         public var keptPeripheralManagers: [String] {
-            system.withRuntime(of: id) { $0.keptPeripherals.keys.sorted() }
+            system.core.keptRestoreIdentifiers(of: core, role: .peripheral)
         }
 
         /// How it last stopped, if it was terminated.
-        public var lastTermination: Termination? { system.withRuntime(of: id) { $0.lastTermination } }
+        public var lastTermination: Termination? { system.core.lastTermination(of: core) }
 
         func launch(options: LaunchOptions, inBackground: Bool) {
             let needed = core.needsLaunch
@@ -177,17 +169,13 @@ extension BluetoothSystem {
             }
             guard needed, let handler = system.withRuntime(of: id, { $0.handler }) else { return }
             let object = handler(Launch(app: self, options: options))
-            let (replaced, untaken) = system.withRuntime(of: id) { r -> ((any Sendable)?, KeptManagers) in
-                // What the launch did not take over (no manager made with its restore identifier) is let go of:
-                // the system stops the work it kept (and refuses the requests it held) for nobody.
-                let untaken = KeptManagers(
-                    centrals: Array(r.keptCentrals.values), peripherals: Array(r.keptPeripherals.values))
-                r.keptCentrals = [:]
-                r.keptPeripherals = [:]
+            let replaced = system.withRuntime(of: id) { r -> (any Sendable)? in
                 defer { r.launched = object }
-                return (r.launched, untaken)
+                return r.launched
             }
-            system.release(untaken)
+            // What the launch did not take over (no manager made with its restore identifier) is let go of: the
+            // system stops the work it kept (and refuses the requests it held) for nobody.
+            system.release(system.core.launched(core), of: id)
             withExtendedLifetime(replaced) {}
         }
 
@@ -201,29 +189,46 @@ extension BluetoothSystem {
         public var description: String { "<App \(id) on \(system.name)>" }
     }
 
-    /// What the system keeps of an app beyond its `SystemApp`: its launch handler and the object its last launch
-    /// returned.
+    /// What the system keeps of an app beyond its `SystemApp`: its launch handler, the object its last launch
+    /// returned, and the managers kept for its restoration (which they are is the system machine's:
+    /// `RestorationTable`; they are held here, since the system holds its managers weakly).
     struct AppRuntime: Sendable {
         var handler: (@Sendable (App.Launch) -> any Sendable)?
         var launched: (any Sendable)?
-        var lastTermination: App.Termination?
-        /// Central managers kept for state restoration while the app is not running, by restore identifier.
-        var keptCentrals: [String: CentralManager] = [:]
-        /// Peripheral managers kept likewise.
-        var keptPeripherals: [String: PeripheralManager] = [:]
+        var kept: [ObjectIdentifier: KeptManager] = [:]
     }
 
-    /// Managers kept for state restoration, of both roles.
-    struct KeptManagers {
-        var centrals: [CentralManager] = []
-        var peripherals: [PeripheralManager] = []
+    /// A manager kept for state restoration, of either role.
+    enum KeptManager: Sendable {
+        case central(CentralManager)
+        case peripheral(PeripheralManager)
+
+        var hasRestorationEvents: Bool {
+            switch self {
+            case .central(let manager): manager.hasRestorationEvents
+            case .peripheral(let manager): manager.hasRestorationEvents
+            }
+        }
+
+        func preserve() {
+            switch self {
+            case .central(let manager): manager.preserve()
+            case .peripheral(let manager): manager.preserve()
+            }
+        }
     }
 
-    /// Lets go of managers kept for state restoration that nothing will restore: each gives up its work in the
-    /// system, as a terminated app's managers do; the central managers first.
-    func release(_ kept: KeptManagers) {
-        for manager in kept.centrals { release(manager.session, preservedAs: manager.preservationKey) }
-        for manager in kept.peripherals { release(manager.session, preservedAs: manager.preservationKey) }
+    /// Lets go of kept managers of `app` that nothing will restore (the system's answer: `managers`): each gives
+    /// up its work in the system, as a terminated app's managers do, in the order given.
+    func release(_ managers: [ObjectIdentifier], of app: String) {
+        guard !managers.isEmpty else { return }
+        let kept = withRuntime(of: app) { r in managers.compactMap { r.kept.removeValue(forKey: $0) } }
+        for manager in kept {
+            switch manager {
+            case .central(let m): release(m.session, preservedAs: m.preservationKey)
+            case .peripheral(let m): release(m.session, preservedAs: m.preservationKey)
+            }
+        }
     }
 
     /// A kept manager, known to the system as `session`, gives up its work (its manager is held by the caller).
@@ -233,47 +238,39 @@ extension BluetoothSystem {
         core.unregister(session)
     }
 
-    /// Every app's kept managers are let go of (Bluetooth turned off in Settings: nothing is restored after it,
-    /// IOSRules.md 5e).
+    /// Every app's kept managers are let go of (Bluetooth turned off in Settings: nothing is restored after it).
     func releaseAllKept() {
-        let kept = runtimes.withLock { all -> [KeptManagers] in
-            var kept: [KeptManagers] = []
-            for id in all.keys {
-                kept.append(
-                    KeptManagers(
-                        centrals: Array(all[id]!.keptCentrals.values),
-                        peripherals: Array(all[id]!.keptPeripherals.values)))
-                all[id]!.keptCentrals = [:]
-                all[id]!.keptPeripherals = [:]
-            }
-            return kept
-        }
-        for managers in kept { release(managers) }
+        let released = core.restorationSwitchedOff()
+        let apps = runtimes.withLock { Array($0.keys) }
+        for app in apps.sorted() { release(released, of: app) }
     }
 
     /// Takes the peripheral manager kept for `app` under `restoreIdentifier`, for a new one to restore from.
     func takeKeptPeripheral(of app: App, restoreIdentifier: String) -> PeripheralManager? {
-        withRuntime(of: app.id) { $0.keptPeripherals.removeValue(forKey: restoreIdentifier) }
+        guard let object = core.takeKept(app.core, role: .peripheral, restoreIdentifier: restoreIdentifier),
+            case .peripheral(let manager) = withRuntime(of: app.id, { $0.kept.removeValue(forKey: object) })
+        else { return nil }
+        return manager
     }
 
     /// Takes the central manager kept for `app` under `restoreIdentifier`, for a new one to restore from.
     func takeKeptCentral(of app: App, restoreIdentifier: String) -> CentralManager? {
-        withRuntime(of: app.id) { $0.keptCentrals.removeValue(forKey: restoreIdentifier) }
+        guard let object = core.takeKept(app.core, role: .central, restoreIdentifier: restoreIdentifier),
+            case .central(let manager) = withRuntime(of: app.id, { $0.kept.removeValue(forKey: object) })
+        else { return nil }
+        return manager
     }
 
     /// A kept manager's work bore fruit: the app is relaunched in the background (once, while it is not
-    /// running), its launch options naming the kept managers of both roles (IOSRules.md 5.13, 5.15). From the
-    /// scheduler, never inside the event that caused it.
+    /// running), its launch options naming the kept managers of both roles (the system's: `relaunchOptions`).
+    /// From the scheduler, never inside the event that caused it.
     func relaunchForRestoration(_ app: App) {
         core.scheduler.schedule(after: .zero) { [self] in
             // Without a launch handler (a restarted system whose app has not set one yet), `onLaunch` relaunches.
-            guard app.state == .notRunning, withRuntime(of: app.id, { $0.handler != nil }) else { return }
-            let options = withRuntime(of: app.id) { r in
-                App.LaunchOptions(
-                    bluetoothCentrals: r.keptCentrals.keys.sorted(),
-                    bluetoothPeripherals: r.keptPeripherals.keys.sorted())
-            }
-            guard !options.bluetoothCentrals.isEmpty || !options.bluetoothPeripherals.isEmpty else { return }
+            guard app.state == .notRunning, withRuntime(of: app.id, { $0.handler != nil }),
+                let kept = core.relaunchOptions(of: app.core)
+            else { return }
+            let options = App.LaunchOptions(bluetoothCentrals: kept.centrals, bluetoothPeripherals: kept.peripherals)
             app.launch(options: options, inBackground: true)
         }
     }

@@ -103,7 +103,8 @@ extension BluetoothSystem {
                     let keeper = CentralManager(
                         delegate: nil, queue: Self.keeperQueue,
                         options: .init(showPowerAlert: false, restoreIdentifier: key.restoreIdentifier), app: app)
-                    withRuntime(of: app.id) { $0.keptCentrals[key.restoreIdentifier] = keeper }
+                    withRuntime(of: app.id) { $0.kept[ObjectIdentifier(keeper.session)] = .central(keeper) }
+                    core.keepForRestoration(ObjectIdentifier(keeper.session), restoreIdentifier: key.restoreIdentifier)
                     keeper.resume(record)
                 }
             case .peripheral:
@@ -112,7 +113,8 @@ extension BluetoothSystem {
                     let keeper = PeripheralManager(
                         delegate: nil, queue: Self.keeperQueue,
                         options: .init(showPowerAlert: false, restoreIdentifier: key.restoreIdentifier), app: app)
-                    withRuntime(of: app.id) { $0.keptPeripherals[key.restoreIdentifier] = keeper }
+                    withRuntime(of: app.id) { $0.kept[ObjectIdentifier(keeper.session)] = .peripheral(keeper) }
+                    core.keepForRestoration(ObjectIdentifier(keeper.session), restoreIdentifier: key.restoreIdentifier)
                     keeper.resume(record)
                 }
             }

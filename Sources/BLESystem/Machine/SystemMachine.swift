@@ -184,6 +184,7 @@ package struct SystemMachine: Sendable {
     package private(set) var discovery = DiscoveryTable()
     package private(set) var security: SecurityTable
     package private(set) var apps = AppTable()
+    package private(set) var restoration = RestorationTable()
     package internal(set) var alerts = AlertLog()
 
     /// The links where this device is the peripheral, each once its `connected` event was routed (the managers of
@@ -259,6 +260,34 @@ package struct SystemMachine: Sendable {
 
     /// `app` was terminated: each of its managers not in `keeping` (kept for state restoration) is told, and
     /// detached.
+    /// `app` was terminated by `cause`, the system keeping `keeping` for its restoration (chosen by
+    /// `RestorationTable.keeps`): its other managers end (`appTerminated(_:keeping:)`). Returns the actions and
+    /// the sessions an earlier termination kept that this one lets go of: left registered here, for the caller
+    /// to release as any kept manager nothing restores.
+    package mutating func appTerminated(
+        _ app: String, cause: AppTermination, keeping: [RestorationTable.Candidate]
+    ) -> (actions: [SystemAction], released: [SessionID]) {
+        let released = restoration.terminated(app, cause: cause, keeping: keeping)
+        return (appTerminated(app, keeping: Set(keeping.map(\.session) + released)), released)
+    }
+
+    /// A restarted system keeps `session` for its app, not running (a preserved record).
+    package mutating func keptForRestoration(_ session: SessionID, restoreIdentifier: String) {
+        guard let known = sessions[session] else { return }
+        restoration.keep(session, of: known.app, role: known.role, restoreIdentifier: restoreIdentifier)
+    }
+
+    /// A manager made by `app` in `role` with `restoreIdentifier` takes over the one kept under it, if any.
+    package mutating func takeKept(_ app: String, role: SessionRole, restoreIdentifier: String) -> SessionID? {
+        restoration.take(app, role: role, restoreIdentifier: restoreIdentifier)
+    }
+
+    /// `app`'s launch handler ran: the kept sessions it did not take over, to be released.
+    package mutating func launched(_ app: String) -> [SessionID] { restoration.launched(app) }
+
+    /// Bluetooth was turned off in Settings: every kept session, to be released.
+    package mutating func restorationSwitchedOff() -> [SessionID] { restoration.switchedOff() }
+
     package mutating func appTerminated(_ app: String, keeping: Set<SessionID>) -> [SystemAction] {
         var actions: [SystemAction] = []
         // The requests the ended app never answered are refused, kept managers' too: nobody will answer them
