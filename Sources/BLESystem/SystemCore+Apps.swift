@@ -58,8 +58,7 @@ extension SystemCore {
     /// manager takes it over (`transfer`). Returns the managers an earlier termination kept that this one lets go
     /// of (a force-quit ends them), still registered: the caller releases them. Its launch handler's object is
     /// the caller's to release.
-    @discardableResult
-    package func terminate(_ app: SystemApp, cause: AppTermination = .bySystem, keeping: [RestorationCandidate] = [])
+    package func terminate(_ app: SystemApp, cause: AppTermination, keeping: [RestorationCandidate])
         -> [ObjectIdentifier]
     {
         let report = app.stop()

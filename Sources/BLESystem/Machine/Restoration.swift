@@ -78,9 +78,26 @@ package struct RestorationTable: Sendable, Hashable {
         return released
     }
 
-    /// A restarted system keeps `session` for `app`, which is not running (its preserved record).
-    package mutating func keep(_ session: SessionID, of app: String, role: SessionRole, restoreIdentifier: String) {
+    /// A restarted system keeps `session` for `app`, which is not running (its preserved record). One record per
+    /// app, role and identifier: a second under the same is refused (false).
+    @discardableResult
+    package mutating func keep(_ session: SessionID, of app: String, role: SessionRole, restoreIdentifier: String)
+        -> Bool
+    {
+        guard kept[app]?[role: role][restoreIdentifier] == nil else { return false }
         kept[app, default: Kept()][role: role][restoreIdentifier] = session
+        return true
+    }
+
+    /// `session` is gone (closed, or replaced by its restored successor): kept for nobody any more.
+    package mutating func forget(_ session: SessionID) {
+        for app in kept.keys.sorted() {
+            for role in [SessionRole.central, .peripheral] {
+                guard let id = kept[app]?[role: role].first(where: { $0.value == session })?.key else { continue }
+                kept[app]?[role: role][id] = nil
+            }
+            if kept[app]?.isEmpty == true { kept[app] = nil }
+        }
     }
 
     /// A manager made by `app` with `restoreIdentifier` takes over the one kept under it, if any.

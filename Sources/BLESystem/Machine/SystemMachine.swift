@@ -231,6 +231,7 @@ package struct SystemMachine: Sendable {
     /// pending connects (a link it was the last on is disconnected), and its services.
     package mutating func closed(_ session: SessionID) -> [SystemAction] {
         sessions[session] = nil
+        restoration.forget(session)
         connectionWatchers.removeAll { $0 == session }
         var actions = scans.stop(session)
         advertising.stop(session, &actions)
@@ -252,14 +253,13 @@ package struct SystemMachine: Sendable {
         if let old {
             sessions[old] = nil
             connectionWatchers.removeAll { $0 == old }
+            restoration.forget(old)
         }
         let state = visible
         sessions[new] = Session(app: app, role: role, told: state == .unknown ? nil : state)
         return state
     }
 
-    /// `app` was terminated: each of its managers not in `keeping` (kept for state restoration) is told, and
-    /// detached.
     /// `app` was terminated by `cause`, the system keeping `keeping` for its restoration (chosen by
     /// `RestorationTable.keeps`): its other managers end (`appTerminated(_:keeping:)`). Returns the actions and
     /// the sessions an earlier termination kept that this one lets go of: left registered here, for the caller
@@ -288,6 +288,8 @@ package struct SystemMachine: Sendable {
     /// Bluetooth was turned off in Settings: every kept session, to be released.
     package mutating func restorationSwitchedOff() -> [SessionID] { restoration.switchedOff() }
 
+    /// `app` was terminated: each of its managers not in `keeping` (kept for state restoration) is told, and
+    /// detached.
     package mutating func appTerminated(_ app: String, keeping: Set<SessionID>) -> [SystemAction] {
         var actions: [SystemAction] = []
         // The requests the ended app never answered are refused, kept managers' too: nobody will answer them

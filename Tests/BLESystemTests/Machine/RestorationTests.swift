@@ -73,6 +73,32 @@ import Testing
         #expect(table.lastTermination["app"] == .byUser)
     }
 
+    @Test func aRestartedSystemsKeeperIsTakenOnceAndOnlyByItsApp() {
+        var table = RestorationTable()
+        let keeper = SessionID(rawValue: 9)
+        let first = table.keep(keeper, of: "app", role: .central, restoreIdentifier: "a")
+        let second = table.keep(SessionID(rawValue: 10), of: "app", role: .central, restoreIdentifier: "a")
+        #expect(first && !second, "one per identifier")
+        #expect(table.take("other", role: .central, restoreIdentifier: "a") == nil, "another app's")
+        #expect(table.take("app", role: .peripheral, restoreIdentifier: "a") == nil, "the other role's")
+        #expect(table.take("app", role: .central, restoreIdentifier: "a") == keeper)
+        // Kept again by a second termination by the system: nothing is let go of.
+        _ = table.terminated("app", cause: .crash, keeping: [Self.central(11, "b")])
+        #expect(table.terminated("app", cause: .bySystem, keeping: [Self.central(11, "b")]).isEmpty)
+        #expect(table.lastTermination["app"] == .bySystem)
+        // After the launch, nothing is left to take.
+        #expect(table.launched("app") == [SessionID(rawValue: 11)])
+        #expect(table.take("app", role: .central, restoreIdentifier: "b") == nil)
+    }
+
+    @Test func aKeptSessionThatGoesIsKeptForNobody() {
+        var table = RestorationTable()
+        _ = table.terminated("app", cause: .bySystem, keeping: [Self.central(1, "a"), Self.peripheral(2, "p")])
+        table.forget(SessionID(rawValue: 1))
+        #expect(table.restoreIdentifiers(of: "app", role: .central).isEmpty)
+        #expect(table.launched("app") == [SessionID(rawValue: 2)])
+    }
+
     @Test func bluetoothTurnedOffEndsEveryAppsKeptManagers() {
         var table = RestorationTable()
         _ = table.terminated("one", cause: .bySystem, keeping: [Self.central(1, "a")])
