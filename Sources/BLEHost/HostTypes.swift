@@ -10,6 +10,11 @@ import Synchronization
 public struct HostConfiguration: Sendable {
     /// How long a command may wait for Command Complete/Status before its credit is reclaimed and it fails.
     public var commandTimeout: Duration = .seconds(2)
+    /// How long a command of the first initialisation (HCI_Reset and the start-up sequence when the transport
+    /// opens) may wait: a controller just opened may take a while to come up (an emulator making a device for a
+    /// new connection, a dongle resetting), and the open fails if it runs out. Linux gives its initialisation
+    /// 10 s likewise. A restart after a hardware error keeps `commandTimeout`: the controller was answering.
+    public var startupCommandTimeout: Duration = .seconds(10)
     /// The ATT transaction timeout (Core Spec 5.4, Vol 3, Part F, 3.3.3): 30 s.
     public var attTransactionTimeout: Duration = .seconds(30)
     /// The ATT_MTU this host offers in an MTU exchange, 23...517.

@@ -44,6 +44,8 @@ struct CommandFlow: Sendable {
         var opcode: HCIOpcode
         var purpose: CommandPurpose
         var timer: HostTimerID?
+        /// How long it may wait for its answer.
+        var timeout: Duration = .zero
     }
 
     var credits = 1
@@ -80,8 +82,12 @@ extension HostMachine {
     mutating func pumpCommands() {
         while commands.credits > 0, let next = commands.queue.popFirst() {
             commands.credits -= 1
-            let timer = startTimer(.command, after: configuration.commandTimeout)
-            commands.inFlight.append(.init(opcode: next.packet.opcode, purpose: next.purpose, timer: timer))
+            // The first initialisation's commands wait longer (`startupCommandTimeout`); a restart's do not.
+            let first = next.purpose == .startup && startup.map { $0.id != Self.restartOperation } == true
+            let timeout = first ? configuration.startupCommandTimeout : configuration.commandTimeout
+            let timer = startTimer(.command, after: timeout)
+            commands.inFlight.append(
+                .init(opcode: next.packet.opcode, purpose: next.purpose, timer: timer, timeout: timeout))
             send(.command(next.packet))
         }
     }
@@ -124,8 +130,8 @@ extension HostMachine {
         commands.credits = max(commands.credits, 1)
         commands.abandoned[command.opcode, default: 0] += 1
         counters.commandTimeouts += 1
-        let error = HostError(.commandTimeout, "\(command.opcode) got no answer within \(configuration.commandTimeout)")
-        log(.warning, "the controller did not answer \(command.opcode) within \(configuration.commandTimeout)")
+        let error = HostError(.commandTimeout, "\(command.opcode) got no answer within \(command.timeout)")
+        log(.warning, "the controller did not answer \(command.opcode) within \(command.timeout)")
         if command.purpose == .probe, startup == nil, restart.timer == nil {
             let opcodes = (commands.silentOpcodes + [command.opcode]).map { "\($0)" }.joined(separator: " and ")
             controllerFailed(
