@@ -14,21 +14,8 @@ import Synchronization
 extension SystemCore {
     // MARK: Apps
 
-    /// A manager of an app being terminated, as the restoration rules see it.
-    package struct RestorationCandidate: Sendable {
-        package var manager: ObjectIdentifier
-        package var role: SessionRole
-        package var restoreIdentifier: String?
-        /// Whether it has work the system can carry on (`RestorationTable.Candidate.restorable`).
-        package var restorable: Bool
-
-        package init(manager: ObjectIdentifier, role: SessionRole, restoreIdentifier: String?, restorable: Bool) {
-            self.manager = manager
-            self.role = role
-            self.restoreIdentifier = restoreIdentifier
-            self.restorable = restorable
-        }
-    }
+    /// A manager of an app being terminated, known by its session object's identity.
+    package typealias RestorationCandidate = BLESystem.RestorationCandidate<ObjectIdentifier>
 
     /// Which of `app`'s managers a termination by `cause` would keep for its restoration
     /// (`RestorationTable.keeps`): asked before the termination, so that the managers are kept before anything
@@ -38,17 +25,9 @@ extension SystemCore {
     {
         let modes = app.backgroundModes
         return state.withLock { s in
-            let known = candidates.compactMap { c in
-                s.ids[c.manager].map {
-                    (
-                        c,
-                        RestorationTable.Candidate(
-                            session: $0, role: c.role, restoreIdentifier: c.restoreIdentifier, restorable: c.restorable)
-                    )
-                }
-            }
-            let kept = Set(RestorationTable.keeps(cause, modes: modes, candidates: known.map(\.1)).map(\.session))
-            return known.filter { kept.contains($0.1.session) }.map(\.0)
+            let kept = Set(
+                RestorationTable.keeps(cause, modes: modes, candidates: s.bySession(candidates)).map(\.manager))
+            return candidates.filter { s.ids[$0.manager].map(kept.contains) == true }
         }
     }
 
@@ -63,13 +42,8 @@ extension SystemCore {
     {
         let report = app.stop()
         let (services, released) = step { s -> (([AttributeHandle], [ObjectIdentifier]), [SystemAction]) in
-            let candidates = keeping.compactMap { c in
-                s.ids[c.manager].map {
-                    RestorationTable.Candidate(
-                        session: $0, role: c.role, restoreIdentifier: c.restoreIdentifier, restorable: c.restorable)
-                }
-            }
-            let kept = Set(candidates.map(\.session))
+            let candidates = s.bySession(keeping)
+            let kept = Set(candidates.map(\.manager))
             // Their services are taken out here, on the caller's thread, as a manager released takes its own out:
             // before the app's next launch publishes anything, and before the managers hear of the end.
             var services: [AttributeHandle] = []

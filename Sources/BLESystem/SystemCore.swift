@@ -163,6 +163,11 @@ public final class SystemCore: Sendable {
             ids[object] ?? reserved[object]
         }
 
+        /// Restoration candidates known by their registered managers' sessions (an unregistered one is left out).
+        func bySession(_ candidates: [RestorationCandidate]) -> [RestorationTable.Candidate] {
+            candidates.compactMap { c in ids[c.manager].map { c.known(as: $0) } }
+        }
+
         /// Takes the manager `id` off the list events visit; `leaving`, it is kept aside until told its app ended.
         mutating func detach(_ id: SessionID, leaving isLeaving: Bool) {
             guard let sink = sinks.removeValue(forKey: id) else { return }

@@ -103,29 +103,10 @@ extension BluetoothSystem {
         public func terminate(_ cause: Termination) {
             // The system holds the managers' sessions, and a session its manager weakly: the managers are held
             // here until the end.
-            let managers = system.core.sessions(of: core).map { session in
-                (central: (session as? CentralSession)?.manager, peripheral: (session as? PeripheralSession)?.manager)
-            }
+            let managers = system.core.sessions(of: core).compactMap(KeptManager.init)
             var byObject: [ObjectIdentifier: KeptManager] = [:]
-            var candidates: [SystemCore.RestorationCandidate] = []
-            for (central, peripheral) in managers {
-                if let manager = central {
-                    let object = ObjectIdentifier(manager.session)
-                    byObject[object] = .central(manager)
-                    candidates.append(
-                        .init(
-                            manager: object, role: .central, restoreIdentifier: manager.restoreIdentifier,
-                            restorable: manager.hasRestorableWork))
-                }
-                if let manager = peripheral {
-                    let object = ObjectIdentifier(manager.session)
-                    byObject[object] = .peripheral(manager)
-                    candidates.append(
-                        .init(
-                            manager: object, role: .peripheral, restoreIdentifier: manager.restoreIdentifier,
-                            restorable: manager.hasRestorableWork))
-                }
-            }
+            for manager in managers { byObject[manager.object] = manager }
+            let candidates = managers.map(\.candidate)
             // Which are kept is the system's rule; they are kept before the end, so nothing reaches them as ended.
             let keeping = system.core.restorationKeeps(core, cause: cause, candidates: candidates)
             for candidate in keeping { byObject[candidate.manager]?.preserve() }
@@ -140,10 +121,7 @@ extension BluetoothSystem {
             // are off the system, so no late event of theirs writes it again.
             if cause == .byUser { system.forgetPreserved(of: id) }
             // Tasks that awaited the app's managers end: nothing is delivered to them any more.
-            for (central, peripheral) in managers {
-                central?.abandonAsyncWork()
-                peripheral?.abandonAsyncWork()
-            }
+            for manager in managers { manager.abandonAsyncWork() }
             // The launch handler's object goes last, outside every lock: its managers' deinit takes them.
             withExtendedLifetime(launched) {}
         }
@@ -198,10 +176,52 @@ extension BluetoothSystem {
         var kept: [ObjectIdentifier: KeptManager] = [:]
     }
 
-    /// A manager kept for state restoration, of either role.
+    /// A manager of either role, as an app's end and its restoration see it (one kept is held in `AppRuntime`).
     enum KeptManager: Sendable {
         case central(CentralManager)
         case peripheral(PeripheralManager)
+
+        /// The manager behind a session the system holds (nil for a session of neither role).
+        init?(_ session: any SystemSession) {
+            if let manager = (session as? CentralSession)?.manager {
+                self = .central(manager)
+            } else if let manager = (session as? PeripheralSession)?.manager {
+                self = .peripheral(manager)
+            } else {
+                return nil
+            }
+        }
+
+        /// What the system knows the manager by.
+        var session: any SystemSession {
+            switch self {
+            case .central(let manager): manager.session
+            case .peripheral(let manager): manager.session
+            }
+        }
+
+        var object: ObjectIdentifier { ObjectIdentifier(session) }
+
+        /// The manager as the restoration rules see it.
+        var candidate: SystemCore.RestorationCandidate {
+            switch self {
+            case .central(let m):
+                .init(
+                    manager: object, role: .central, restoreIdentifier: m.restoreIdentifier,
+                    restorable: m.hasRestorableWork)
+            case .peripheral(let m):
+                .init(
+                    manager: object, role: .peripheral, restoreIdentifier: m.restoreIdentifier,
+                    restorable: m.hasRestorableWork)
+            }
+        }
+
+        var preservationKey: PreservedManager.Key? {
+            switch self {
+            case .central(let manager): manager.preservationKey
+            case .peripheral(let manager): manager.preservationKey
+            }
+        }
 
         var hasRestorationEvents: Bool {
             switch self {
@@ -216,6 +236,13 @@ extension BluetoothSystem {
             case .peripheral(let manager): manager.preserve()
             }
         }
+
+        func abandonAsyncWork() {
+            switch self {
+            case .central(let manager): manager.abandonAsyncWork()
+            case .peripheral(let manager): manager.abandonAsyncWork()
+            }
+        }
     }
 
     /// Lets go of kept managers of `app` that nothing will restore (the system's answer: `managers`): each gives
@@ -224,18 +251,10 @@ extension BluetoothSystem {
         guard !managers.isEmpty else { return }
         let kept = withRuntime(of: app) { r in managers.compactMap { r.kept.removeValue(forKey: $0) } }
         for manager in kept {
-            switch manager {
-            case .central(let m): release(m.session, preservedAs: m.preservationKey)
-            case .peripheral(let m): release(m.session, preservedAs: m.preservationKey)
-            }
+            if let key = manager.preservationKey { forgetPreserved(key, owner: manager.object) }
+            manager.session.apply(.appTerminated)
+            core.unregister(manager.session)
         }
-    }
-
-    /// A kept manager, known to the system as `session`, gives up its work (its manager is held by the caller).
-    private func release(_ session: any SystemSession, preservedAs key: PreservedManager.Key?) {
-        if let key { forgetPreserved(key, owner: ObjectIdentifier(session)) }
-        session.apply(.appTerminated)
-        core.unregister(session)
     }
 
     /// Every app's kept managers are let go of (Bluetooth turned off in Settings: nothing is restored after it).
@@ -247,18 +266,22 @@ extension BluetoothSystem {
 
     /// Takes the peripheral manager kept for `app` under `restoreIdentifier`, for a new one to restore from.
     func takeKeptPeripheral(of app: App, restoreIdentifier: String) -> PeripheralManager? {
-        guard let object = core.takeKept(app.core, role: .peripheral, restoreIdentifier: restoreIdentifier),
-            case .peripheral(let manager) = withRuntime(of: app.id, { $0.kept.removeValue(forKey: object) })
-        else { return nil }
+        guard case .peripheral(let manager) = takeKept(of: app, role: .peripheral, restoreIdentifier) else {
+            return nil
+        }
         return manager
     }
 
     /// Takes the central manager kept for `app` under `restoreIdentifier`, for a new one to restore from.
     func takeKeptCentral(of app: App, restoreIdentifier: String) -> CentralManager? {
-        guard let object = core.takeKept(app.core, role: .central, restoreIdentifier: restoreIdentifier),
-            case .central(let manager) = withRuntime(of: app.id, { $0.kept.removeValue(forKey: object) })
-        else { return nil }
+        guard case .central(let manager) = takeKept(of: app, role: .central, restoreIdentifier) else { return nil }
         return manager
+    }
+
+    /// The manager the system kept for `app` in `role` under `restoreIdentifier`, out of the app's runtime.
+    private func takeKept(of app: App, role: SessionRole, _ restoreIdentifier: String) -> KeptManager? {
+        guard let object = core.takeKept(app.core, role: role, restoreIdentifier: restoreIdentifier) else { return nil }
+        return withRuntime(of: app.id) { $0.kept.removeValue(forKey: object) }
     }
 
     /// A kept manager's work bore fruit: the app is relaunched in the background (once, while it is not

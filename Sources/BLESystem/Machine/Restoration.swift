@@ -1,3 +1,27 @@
+/// A manager of an app being terminated, as the restoration rules see it: known by its session in the machine,
+/// by its object's identity at `SystemCore`'s calls.
+package struct RestorationCandidate<Manager: Hashable & Sendable>: Sendable, Hashable {
+    package var manager: Manager
+    package var role: SessionRole
+    package var restoreIdentifier: String?
+    /// Whether it has work the system can carry on: for a central manager a scan for services, a link or a
+    /// pending connection; for a peripheral manager services or an advertisement.
+    package var restorable: Bool
+
+    package init(manager: Manager, role: SessionRole, restoreIdentifier: String?, restorable: Bool) {
+        self.manager = manager
+        self.role = role
+        self.restoreIdentifier = restoreIdentifier
+        self.restorable = restorable
+    }
+
+    /// The same candidate, known as `other`.
+    func known<Other>(as other: Other) -> RestorationCandidate<Other> {
+        RestorationCandidate<Other>(
+            manager: other, role: role, restoreIdentifier: restoreIdentifier, restorable: restorable)
+    }
+}
+
 /// Which managers the system keeps for apps that are not running, for state restoration (IOSRules.md 5, 6.2–6.5),
 /// by app, role and restore identifier, and the rules that decide it: which managers a termination keeps, what a
 /// launch takes over and what it lets go of, what a force-quit or Bluetooth turned off ends, and what a relaunch
@@ -6,22 +30,8 @@
 /// The kept managers themselves (their peripherals, notes and hand-over) are still the facades' objects
 /// (`docs/SystemMachinePlan.md`, step 12); this table decides which they are, by `SessionID`.
 package struct RestorationTable: Sendable, Hashable {
-    /// A manager of an app being terminated, as the system sees it.
-    package struct Candidate: Sendable, Hashable {
-        package var session: SessionID
-        package var role: SessionRole
-        package var restoreIdentifier: String?
-        /// Whether it has work the system can carry on: for a central manager a scan for services, a link or a
-        /// pending connection; for a peripheral manager services or an advertisement.
-        package var restorable: Bool
-
-        package init(session: SessionID, role: SessionRole, restoreIdentifier: String?, restorable: Bool) {
-            self.session = session
-            self.role = role
-            self.restoreIdentifier = restoreIdentifier
-            self.restorable = restorable
-        }
-    }
+    /// A manager of an app being terminated, known by its session.
+    package typealias Candidate = RestorationCandidate<SessionID>
 
     /// What is kept for one app, by role and restore identifier.
     package struct Kept: Sendable, Hashable {
@@ -59,7 +69,7 @@ package struct RestorationTable: Sendable, Hashable {
             guard modes.contains(mode), let id = candidate.restoreIdentifier, candidate.restorable else { continue }
             chosen["\(candidate.role)/\(id)"] = candidate
         }
-        return chosen.values.sorted { $0.session < $1.session }
+        return chosen.values.sorted { $0.manager < $1.manager }
     }
 
     /// `app` was terminated by `cause`, the system keeping `keeping` (chosen by `keeps`). What an earlier
@@ -70,7 +80,7 @@ package struct RestorationTable: Sendable, Hashable {
         var now = Kept()
         for candidate in keeping {
             guard let id = candidate.restoreIdentifier else { continue }
-            now[role: candidate.role][id] = candidate.session
+            now[role: candidate.role][id] = candidate.manager
         }
         let kept = Set(now.all)
         let released = (self.kept[app]?.all ?? []).filter { !kept.contains($0) }

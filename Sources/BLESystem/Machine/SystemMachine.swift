@@ -268,7 +268,7 @@ package struct SystemMachine: Sendable {
         _ app: String, cause: AppTermination, keeping: [RestorationTable.Candidate]
     ) -> (actions: [SystemAction], released: [SessionID]) {
         let released = restoration.terminated(app, cause: cause, keeping: keeping)
-        return (appTerminated(app, keeping: Set(keeping.map(\.session) + released)), released)
+        return (appTerminated(app, keeping: Set(keeping.map(\.manager) + released)), released)
     }
 
     /// A restarted system keeps `session` for its app, not running (a preserved record).

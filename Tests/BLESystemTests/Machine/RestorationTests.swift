@@ -9,11 +9,11 @@ import Testing
     typealias Candidate = RestorationTable.Candidate
 
     static func central(_ n: UInt64, _ id: String?, restorable: Bool = true) -> Candidate {
-        Candidate(session: SessionID(rawValue: n), role: .central, restoreIdentifier: id, restorable: restorable)
+        Candidate(manager: SessionID(rawValue: n), role: .central, restoreIdentifier: id, restorable: restorable)
     }
 
     static func peripheral(_ n: UInt64, _ id: String?, restorable: Bool = true) -> Candidate {
-        Candidate(session: SessionID(rawValue: n), role: .peripheral, restoreIdentifier: id, restorable: restorable)
+        Candidate(manager: SessionID(rawValue: n), role: .peripheral, restoreIdentifier: id, restorable: restorable)
     }
 
     static let both: Set<AppBackgroundMode> = [.bluetoothCentral, .bluetoothPeripheral]
@@ -26,18 +26,18 @@ import Testing
         // Ended by the system or a crash: each manager the rules allow.
         for cause in [AppTermination.bySystem, .crash] {
             let kept = RestorationTable.keeps(cause, modes: Self.both, candidates: candidates)
-            #expect(kept.map(\.session.rawValue) == [1, 4], "\(cause)")
+            #expect(kept.map(\.manager.rawValue) == [1, 4], "\(cause)")
         }
         // The user ended it: nothing (5e).
         #expect(RestorationTable.keeps(.byUser, modes: Self.both, candidates: candidates).isEmpty)
         // Without the role's background mode, a manager is never restored (5.3).
         let centralOnly = RestorationTable.keeps(.bySystem, modes: [.bluetoothCentral], candidates: candidates)
-        #expect(centralOnly.map(\.session.rawValue) == [1])
+        #expect(centralOnly.map(\.manager.rawValue) == [1])
         // Of two with one identifier and role, the later.
         let twice = RestorationTable.keeps(
             .bySystem, modes: Self.both,
             candidates: [Self.central(5, "x"), Self.central(6, "x"), Self.peripheral(7, "x")])
-        #expect(twice.map(\.session.rawValue) == [6, 7])
+        #expect(twice.map(\.manager.rawValue) == [6, 7])
     }
 
     @Test func aLaunchTakesWhatItRestoresAndLetsGoOfTheRest() {
@@ -117,7 +117,7 @@ import Testing
         _ = m.opened(ended, app: "app")
         let (actions, released) = m.appTerminated(
             "app", cause: .bySystem,
-            keeping: [Candidate(session: kept, role: .central, restoreIdentifier: "a", restorable: true)])
+            keeping: [Candidate(manager: kept, role: .central, restoreIdentifier: "a", restorable: true)])
         #expect(released.isEmpty)
         #expect(actions.contains(.deliver(ended, .appTerminated)))
         #expect(!actions.contains(.deliver(kept, .appTerminated)))
