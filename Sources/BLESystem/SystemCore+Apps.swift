@@ -64,19 +64,44 @@ extension SystemCore {
 
     // MARK: Restoration
 
-    /// A restarted system keeps `manager` (registered) for its app, not running, under `restoreIdentifier`.
-    package func keepForRestoration(_ manager: ObjectIdentifier, restoreIdentifier: String) {
-        state.withLock { s in
-            guard let id = s.ids[manager] else { return }
-            s.machine.keptForRestoration(id, restoreIdentifier: restoreIdentifier)
+    /// A restarted system keeps `manager` (registered) for its app, not running, under `restoreIdentifier`, with
+    /// the work its record names (a central's pending connects and scan, started when the controller is on).
+    package func keepForRestoration(
+        _ manager: ObjectIdentifier, restoreIdentifier: String, work: RestorationTable.Resume? = nil
+    ) {
+        step { s in
+            guard let id = s.ids[manager] else { return ((), []) }
+            return ((), s.machine.keptForRestoration(id, restoreIdentifier: restoreIdentifier, work: work))
         }
     }
 
-    /// The manager kept for `app` in `role` under `restoreIdentifier`, taken over by a new one (nil: none).
-    package func takeKept(_ app: SystemApp, role: SessionRole, restoreIdentifier: String) -> ObjectIdentifier? {
+    /// A kept manager taken over by a new one: the kept manager, what was noted for it so far (a central's), in
+    /// order, and the state it was last told.
+    package struct Taken: Sendable {
+        package var manager: ObjectIdentifier
+        package var notes: [SessionEvent]
+        package var power: SystemPowerState
+    }
+
+    /// The manager kept for `app` in `role` under `restoreIdentifier`, taken over by a new one (nil: none). A
+    /// central's notes go on being noted until `replaceKept`.
+    package func takeKept(_ app: SystemApp, role: SessionRole, restoreIdentifier: String) -> Taken? {
         state.withLock { s in
-            s.machine.takeKept(app.id, role: role, restoreIdentifier: restoreIdentifier).flatMap { s.sinks[$0]?.object }
+            guard let (id, notes) = s.machine.takeKept(app.id, role: role, restoreIdentifier: restoreIdentifier),
+                let object = s.sinks[id]?.object
+            else { return nil }
+            return Taken(manager: object, notes: notes, power: s.machine.told(id) ?? .unknown)
         }
+    }
+
+    /// Whether something that would wake `app` reached a central manager kept for it.
+    package func keptWoke(_ app: SystemApp) -> Bool {
+        state.withLock { $0.machine.restoration.woke(app.id) }
+    }
+
+    /// What relaunches an app for restoration, by id (`SystemAction.relaunch`).
+    package func onRelaunch(_ handler: @escaping @Sendable (String) -> Void) {
+        relaunchHandler.withLock { $0 = handler }
     }
 
     /// `app`'s launch handler ran: the managers kept for it that the launch did not take over, to be released.
@@ -156,26 +181,6 @@ extension SystemCore {
             for (id, caller) in s.advertisingEnds where caller.session == oldSession {
                 s.advertisingEnds[id] = Caller(session: newSession, tell: advertisingEnded)
             }
-        }
-    }
-
-    /// A restored manager takes over what `old` (kept for its terminated app) holds: its links and pending
-    /// connections, its subscriptions, and its scan (under the scan id `scan`). Returns the scan's request when
-    /// `old` was scanning. `old` stays registered until `replace(_:with:app:)` puts `new` in its place.
-    package func transfer(
-        from old: any SystemSession, to new: any SystemSession,
-        scan: UInt64
-    ) -> ScanRequest? {
-        let oldID = ObjectIdentifier(old)
-        return state.withLock { s -> ScanRequest? in
-            guard let oldSession = s.ids[oldID] else { return nil }
-            // The restored manager is known by its id from now on (its scan's discoveries and its links' events
-            // reach it; its links and subscriptions are its own), and takes the kept one's place among the
-            // registered managers in `replace`.
-            let newSession = s.reserve(new, app: s.sinks[oldSession]?.app ?? defaultApp)
-            s.machine.linksTransferred(from: oldSession, to: newSession)
-            let request = s.machine.scans.request(of: oldSession)
-            return s.machine.scanTransferred(from: oldSession, to: newSession, id: scan) ? request : nil
         }
     }
 

@@ -80,16 +80,19 @@ extension SystemCore {
     }
 
     /// `client` wants `value` (0 none, 1 notifications, 2 indications) in the Client Characteristic
-    /// Configuration descriptor at `descriptor` on `link`, and `done` hears when the peer holds what every app
-    /// wants together: at once when it already does, else when the system's write of it ends (a refusal takes
-    /// the client's wish back). A client no longer on the link is refused.
+    /// Configuration descriptor at `descriptor` (of the characteristic whose value is at `characteristic`) on
+    /// `link`, and `done` hears when the peer holds what every app wants together: at once when it already does,
+    /// else when the system's write of it ends (a refusal takes the client's wish back). A client no longer on the
+    /// link is refused.
     public func setSubscription(
-        _ value: UInt16, by client: ObjectIdentifier, descriptor: AttributeHandle, on link: ConnectionHandle,
-        done: @escaping @Sendable (Result<Void, HostError>) -> Void
+        _ value: UInt16, by client: ObjectIdentifier, descriptor: AttributeHandle,
+        characteristic: AttributeHandle? = nil,
+        on link: ConnectionHandle, done: @escaping @Sendable (Result<Void, HostError>) -> Void
     ) {
         let answer = step { s -> (SubscriptionAnswer, [SystemAction]) in
             guard let session = s.session(of: client) else { return (.notOnLink, []) }
-            let (answer, actions) = s.machine.subscribe(session, value, descriptor: descriptor, on: link)
+            let (answer, actions) = s.machine.subscribe(
+                session, value, descriptor: descriptor, characteristic: characteristic, on: link)
             // Known before the write can end: its answer is stepped after this step.
             switch answer {
             case .write(let id, _), .joined(let id): s.subscriptionWaiters[id, default: []].append(done)

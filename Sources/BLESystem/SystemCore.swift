@@ -36,6 +36,9 @@ public final class SystemCore: Sendable {
     public static let defaultAppID = "default"
     /// The timing of the rules for apps out of the foreground, for every app of this system.
     public let appRules: AppRules
+    /// What relaunches an app for state restoration (`SystemAction.relaunch`), by its id: set by the system's
+    /// facade, which runs apps' launches.
+    package let relaunchHandler = Mutex<(@Sendable (String) -> Void)?>(nil)
 
     /// A caller's completion, with the session it called for (so a restored manager can take it over).
     struct Caller<Value: Sendable>: Sendable {
@@ -73,11 +76,12 @@ public final class SystemCore: Sendable {
         /// Managers whose app was terminated, detached, until they are told so.
         var leaving: [SessionID: WeakSession] = [:] { didSet { recipients &+= 1 } }
 
-        /// Restored managers known by id before they take the kept one's place (`transfer`, then `replace`):
-        /// their scan's deliveries reach them meanwhile.
+        /// Restored peripheral managers known by id before they take the kept one's place (`transfer`, then
+        /// `replace`): the requests for their services reach them meanwhile.
         var reserved: [ObjectIdentifier: SessionID] = [:]
-        /// Kept managers replaced by their restored successors, while work queued for them may still be in the
-        /// outbox: it reaches the successor (emptied when the outbox is).
+        /// Kept peripheral managers replaced by their restored successors, while work queued for them may still be
+        /// in the outbox: it reaches the successor (emptied when the outbox is). (A central's is readdressed in
+        /// the outbox: `replaceKept`.)
         var forwarded: [SessionID: SessionID] = [:] { didSet { recipients &+= 1 } }
         /// Changes with every change of who a delivery reaches (`sinks`, `leaving`, `forwarded`).
         var recipients: UInt64 = 0
@@ -121,8 +125,13 @@ public final class SystemCore: Sendable {
         }
 
         /// Who a delivery to `id` of `event` reaches now: the manager, while it lives (or, replaced by its restored
-        /// successor while the delivery was queued, the successor); nil when nobody is to be told.
+        /// successor while the delivery was queued, the successor); nil when nobody is to be told, or when it is
+        /// noted for a kept manager instead (`note`).
         mutating func recipient(_ id: SessionID, _ event: SessionEvent) -> (any SystemSession)? {
+            if machine.restoration.notes(id) {
+                note(event, for: id)
+                return nil
+            }
             var power = false
             if case .powerChanged = event { power = true }
             let found = sink(id, hostEvent: event.isHostEvent, power: power)
@@ -130,9 +139,19 @@ public final class SystemCore: Sendable {
             return found?.session
         }
 
+        /// `event`, for the kept central manager `id`, is noted by the machine rather than told; a relaunch it
+        /// asks is performed in the drain under way (every delivery is performed in one).
+        mutating func note(_ event: SessionEvent, for id: SessionID) {
+            if let app = machine.note(event, for: id) {
+                _ = outbox.append(contentsOf: [.relaunch(app)], inDomain: true)
+            }
+        }
+
         /// The manager a delivery to `id` reaches now (`recipient`; `hostEvent`: one of the host's events routed
         /// to it, `power`: its state).
         private func sink(_ id: SessionID, hostEvent: Bool, power: Bool) -> WeakSession? {
+            // A kept central manager is told nothing: what reaches it is noted (`recipient`, `route(on:)`).
+            if machine.restoration.notes(id) { return nil }
             // A manager whose app ended is told what the machine did for it before the end, then the end; not the
             // host's events it no longer takes part in (a connection event would make it a peripheral, and the
             // store an identifier, for nobody).
@@ -146,14 +165,16 @@ public final class SystemCore: Sendable {
         /// last notification when nothing changed since (the notification path hashes nothing then).
         mutating func route(on link: ConnectionHandle) -> LinkRoute {
             if let last = linkRoute, last.link == link, last.links == machine.links.revision,
-                last.recipients == recipients
+                last.recipients == recipients, last.noting == machine.restoration.notingRevision
             {
                 return last
             }
             let ids = machine.sessionsOn(link)
             let reached = ids.map { sink($0, hostEvent: true, power: false) }
             let route = LinkRoute(
-                link: link, links: machine.links.revision, recipients: recipients, sessions: ids, reached: reached)
+                link: link, links: machine.links.revision, recipients: recipients,
+                noting: machine.restoration.notingRevision, sessions: ids, reached: reached,
+                noted: ids.filter { machine.restoration.notes($0) })
             linkRoute = route
             return route
         }
@@ -338,8 +359,35 @@ public final class SystemCore: Sendable {
             // What is still queued for the kept one reaches the new one.
             let newID = s.attach(new, app: app, &actions)
             if let oldID { s.forwarded[oldID] = newID }
-            return (s.machine.replaced(oldID, by: newID, app: app.id, role: role), actions)
+            return (s.machine.replaced(oldID, by: newID, app: app.id, role: role).power, actions)
         }
+    }
+
+    /// A restored central manager, `new`, takes the place of `old`, kept for its app, in one step: `old`'s links,
+    /// pending connects, subscriptions and (when `scan`, the id both know it by) scan are `new`'s; what was noted
+    /// for `old` since its notes were taken (`takeKept`) and what is still queued for it reach `new` first, in
+    /// their order, before anything stepped after. `new` has built its state from `old`'s with the notes taken
+    /// before, and told its restoration and its state; nothing reached it before this.
+    package func replaceKept(_ old: any SystemSession, with new: any SystemSession, app: SystemApp, scan: UInt64?) {
+        let inDomain = scheduler.isExecuting
+        let drain = state.withLock { s -> DomainOutbox<SystemAction>.Start in
+            var actions: [SystemAction] = []
+            let newID = s.attach(new, app: app, &actions)
+            guard let oldID = s.ids[ObjectIdentifier(old)] else {
+                _ = s.machine.replaced(nil, by: newID, app: app.id, role: .central)
+                return s.outbox.append(contentsOf: actions, inDomain: inDomain)
+            }
+            s.detach(oldID, leaving: false)
+            s.machine.linksTransferred(from: oldID, to: newID)
+            if let scan { _ = s.machine.scanTransferred(from: oldID, to: newID, id: scan) }
+            let later = s.machine.replaced(oldID, by: newID, app: app.id, role: .central).notes
+            s.outbox.transform { action in
+                guard case .deliver(oldID, let event) = action else { return action }
+                return .deliver(newID, event)
+            }
+            return s.outbox.prepend(later.map { .deliver(newID, $0) }, then: actions, inDomain: inDomain)
+        }
+        start(drain)
     }
 
     /// `session` is told of every central-role link's start and end from now on, and of the services devices
@@ -484,6 +532,8 @@ public final class SystemCore: Sendable {
             case .failed(let failure): waiting?(.failure(failure))
             case .refused(let error): waiting?(.failure(error))
             }
+        case .relaunch(let app):
+            relaunchHandler.withLock { $0 }?(app)
         case .readDatabaseHash(let link, let asOf, let peer, let againstCache):
             readDatabaseHash(on: link, asOf: asOf, peer: peer, againstCache: againstCache)
         case .discover(let id, let link, let request):
@@ -678,7 +728,10 @@ public final class SystemCore: Sendable {
         let (direct, drain) = state.withLock { s -> ([WeakSession?]?, DomainOutbox<SystemAction>.Start) in
             let route = s.route(on: link)
             if route.sessions.isEmpty { return (nil, .none) }
-            if s.outbox.beginDirect(inDomain: inDomain) { return (route.reached, .none) }
+            if s.outbox.beginDirect(inDomain: inDomain) {
+                for id in route.noted { s.note(event, for: id) }
+                return (route.reached, .none)
+            }
             return (nil, s.outbox.append(contentsOf: route.sessions.map { .deliver($0, event) }, inDomain: inDomain))
         }
         guard let direct else { return start(drain) }
@@ -686,13 +739,16 @@ public final class SystemCore: Sendable {
         drainOutbox()
     }
 
-    /// Who a link's events reach (`State.route(on:)`), as of the links' and the recipients' revisions.
+    /// Who a link's events reach (`State.route(on:)`), as of the links', the recipients' and the kept sessions'
+    /// revisions: the managers told, and the kept ones the events are noted for.
     struct LinkRoute {
         var link: ConnectionHandle
         var links: UInt64
         var recipients: UInt64
+        var noting: UInt64
         var sessions: [SessionID]
         var reached: [WeakSession?]
+        var noted: [SessionID]
     }
 
     /// The deliveries a routed event's step performs at once (`route`), each with the manager it reaches

@@ -41,6 +41,17 @@ public struct DomainOutbox<Action: Sendable>: Sendable {
         return .scheduled
     }
 
+    /// Puts `first` before everything waiting and appends `last`; says who performs them, as `append` does.
+    @inlinable public mutating func prepend(_ first: [Action], then last: [Action], inDomain: Bool) -> Start {
+        actions.prepend(contentsOf: first)
+        return append(contentsOf: last, inDomain: inDomain)
+    }
+
+    /// Changes each waiting action to what `transform` makes of it, in place.
+    @inlinable public mutating func transform(_ transform: (Action) -> Action) {
+        for i in actions.indices { actions[i] = transform(actions[i]) }
+    }
+
     /// For a caller in the domain with work of its own to perform first (the busiest events, which would
     /// otherwise be queued and taken straight back): when nothing waits and nobody drains, the caller becomes
     /// the drainer, performs its work, then drains (`next` until nil), so whatever its work causes is queued

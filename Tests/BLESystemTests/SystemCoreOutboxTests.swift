@@ -17,27 +17,46 @@ import Testing
     static let link = LinkInfo(
         handle: ConnectionHandle(7), role: .central, peer: peer, interval: 24, latency: 0, supervisionTimeout: 400)
 
-    @Test func whatWasQueuedForAKeptManagerReachesTheOneRestoredInItsPlace() throws {
+    /// A kept manager is told nothing: what reaches it is noted, the first event that wakes its app relaunches it,
+    /// and the manager that restores it gets the notes in order: those before it took over as it takes it (to
+    /// apply to the kept one), then, once in its place, those noted while it took over and what was still
+    /// queued, before anything later.
+    @Test func whatReachesAKeptManagerIsNotedAndReachesTheOneRestoredInItsPlaceInOrder() throws {
         let domain = HeldDomain()
         let core = SystemCore(
             name: "outbox", transport: HCIPipe().hostEnd, scheduler: domain,
             store: try SystemStore(path: nil, seed: 1, now: { 0 }))
+        let relaunched = Mutex<[String]>([])
+        core.onRelaunch { id in relaunched.withLock { $0.append(id) } }
         let app = core.app(id: "restored")
         let kept = RecordingSession()
         core.register(kept, app: app)
         #expect(core.connect(kept, to: Self.peer) == nil)
-        // The controller connects, and a notification follows; the domain has run nothing yet.
+        core.keepForRestoration(ObjectIdentifier(kept), restoreIdentifier: "r")
+        domain.runAll()
+        // The controller connects: noted, and the app relaunched for it.
         core.handle(.connected(Self.link))
-        core.handle(.valueUpdated(Self.link.handle, attribute: AttributeHandle(3), value: [0x2A], isIndication: false))
-        // The app is relaunched: a restored manager takes the kept one's place before the domain drains.
+        domain.runAll()
+        #expect(relaunched.withLock { $0 } == ["restored"])
+        func value(_ byte: UInt8) -> HostEvent {
+            .valueUpdated(Self.link.handle, attribute: AttributeHandle(3), value: [byte], isIndication: false)
+        }
+        let taken = try #require(core.takeKept(app, role: .central, restoreIdentifier: "r"))
+        #expect(taken.manager == ObjectIdentifier(kept))
+        #expect(taken.notes == [.linkAttached(Self.link)])
+        // While the restored manager takes over: one notification noted, one still queued.
+        let first = value(1)
+        domain.execute { core.handle(first) }
+        domain.runAll()
+        core.handle(value(2))
         let restored = RecordingSession()
-        _ = core.transfer(from: kept, to: restored, scan: 1)
-        _ = core.replace(kept, with: restored, app: app, role: .central)
+        core.replaceKept(kept, with: restored, app: app, scan: nil)
+        core.handle(value(3))
         domain.runAll()
 
         #expect(kept.log.isEmpty, "the kept manager was told \(kept.log)")
-        // The link's attachment first, then the notification on it, as they were made.
-        #expect(restored.log == ["attached 7", "event valueUpdated"], "\(restored.log)")
+        #expect(restored.log == ["value 1", "value 2", "value 3"], "\(restored.log)")
+        #expect(relaunched.withLock { $0 } == ["restored"], "relaunched once")
         // And the link is the restored manager's: its end reaches it.
         core.handle(.disconnected(Self.link.handle, reason: .connectionTimeout))
         domain.runAll()
@@ -70,7 +89,7 @@ extension SystemCoreOutboxTests {
             domain.runAll()
         }
         func counts() -> [Int] {
-            [first.log, second.log, other.log].map { $0.filter { $0 == "event valueUpdated" }.count }
+            [first.log, second.log, other.log].map { $0.filter { $0.hasPrefix("value") }.count }
         }
         notify()
         #expect(counts() == [1, 0, 0])
@@ -153,7 +172,7 @@ private final class RecordingSession: SystemSession {
 
     func apply(_ event: SessionEvent) {
         switch event {
-        case .valueUpdated: note("event valueUpdated")
+        case .valueUpdated(_, _, let value, _): note("value \(value.first ?? 0)")
         case .linkAttached(let info): note("attached \(info.handle.rawValue)")
         case .linkFailed: note("failed")
         case .linkDown(let handle, _, _): note("down \(handle.rawValue)")

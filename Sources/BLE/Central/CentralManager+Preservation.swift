@@ -48,9 +48,10 @@ extension CentralManager {
         }
     }
 
-    /// A kept manager of a restarted system takes `record`'s work: its peers are pending (connected to once the
-    /// controller is on) and its scan runs then. Kept for its app, which is not running.
-    func resume(_ record: PreservedCentralRecord) {
+    /// A kept manager of a restarted system takes `record`'s work: its peers are pending and its scan is on (the
+    /// system connects and scans once the controller is on). Kept for its app, which is not running. Returns the
+    /// work for the system to carry on.
+    func resume(_ record: PreservedCentralRecord) -> RestorationTable.Resume {
         var peripherals: [Peripheral] = []
         for peer in record.peers {
             guard let known = system.core.store.knownPeer(peer.identifier) else {
@@ -71,45 +72,29 @@ extension CentralManager {
             peripherals.append(p)
         }
         let services = record.scanServices?.compactMap(BluetoothUUID.init(string:))
-        locked.withLock { s in
+        let scan = locked.withLock { s -> ScanSession? in
             s.preserved = true
-            gated.store(true, ordering: .releasing)
-            s.resumeAtPowerOn = true
             for p in peripherals { s.pending[p.address] = p }
-            if let services {
-                s.scan = ScanSession(
-                    id: s.nextScanID, services: services,
-                    options: ScanOptions(
-                        allowDuplicates: record.allowDuplicates,
-                        solicitedServiceUUIDs: record.solicitedServices?.compactMap(BluetoothUUID.init(string:))))
-                s.nextScanID += 1
-            }
+            guard let services else { return nil }
+            s.scan = ScanSession(
+                id: s.nextScanID, services: services,
+                options: ScanOptions(
+                    allowDuplicates: record.allowDuplicates,
+                    solicitedServiceUUIDs: record.solicitedServices?.compactMap(BluetoothUUID.init(string:))))
+            s.nextScanID += 1
+            return s.scan
         }
         persistRestorableState()
-        // The controller may be on already.
-        resumePreservedWork()
-    }
-
-    /// Once powered on, a manager that took preserved work starts it: its pending connections and its scan.
-    func resumePreservedWork() {
-        handover.withLock {
-            let work = locked.withLock { s -> (pending: [Peripheral], scan: ScanSession?)? in
-                guard s.resumeAtPowerOn, s.managerState == .poweredOn else { return nil }
-                s.resumeAtPowerOn = false
-                return (s.pending.values.sorted { $0.identifier.uuidString < $1.identifier.uuidString }, s.scan)
-            }
-            guard let work else { return }
-            for p in work.pending {
-                if let link = system.core.connect(session, to: p.address, autoReconnect: p.wantsAutoReconnect) {
-                    joinedAtOnce(link)
-                }
-            }
-            if let scan = work.scan {
-                let request = ScanRequest(
-                    services: scan.services, solicitedServices: scan.options?.solicitedServiceUUIDs ?? [],
-                    allowDuplicates: scan.options?.allowDuplicates == true)
-                system.core.startScan(session, request, id: scan.id)
-            }
-        }
+        return RestorationTable.Resume(
+            peers: peripherals.sorted { $0.identifier.uuidString < $1.identifier.uuidString }.map {
+                .init(address: $0.address, autoReconnect: $0.wantsAutoReconnect)
+            },
+            scan: scan.map { scan in
+                (
+                    ScanRequest(
+                        services: scan.services, solicitedServices: scan.options?.solicitedServiceUUIDs ?? [],
+                        allowDuplicates: scan.options?.allowDuplicates == true), scan.id
+                )
+            })
     }
 }

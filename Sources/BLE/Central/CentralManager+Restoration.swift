@@ -7,13 +7,15 @@ import Synchronization
 //
 // When an app with `bluetooth-central` is terminated by the system or crashes, each of its central managers that
 // has a restore identifier and pending work (a scan for services, a connection up or pending) is kept by the
-// system instead of released: its scan, links, pending connections and subscriptions go on on the app's behalf,
-// and nothing is delivered to it. The first event of that work (a pending connection completing, a device the
-// scan was for, a notification of a subscribed characteristic) relaunches the app in the background, with the
-// restore identifiers in the launch options. A central manager made there with the same restore identifier takes
-// the kept one's place: `willRestoreState` first, with its peripherals (connected, or connecting; services,
-// characteristics and descriptors rebuilt, `isNotifying` set) and its scan; then `didUpdateState`; then the
-// events that caused the relaunch (IOSRules.md 5.8, 5.10).
+// system instead of released: its scan, links, pending connections and subscriptions go on on the app's behalf.
+// Nothing reaches the kept manager: the system notes what would have (`SystemMachine.note`), and relaunches the
+// app in the background for the first event of that work that wakes it (a pending connection completing, a
+// device the scan was for, a notification of a subscribed characteristic), with the restore identifiers in the
+// launch options. A central manager made there with the same restore identifier takes the kept one's place: it
+// applies the notes to the kept manager (`absorb`, as they would have been told to it), takes its state, and
+// tells `willRestoreState` first, with its peripherals (connected, or connecting; services, characteristics and
+// descriptors rebuilt, `isNotifying` set) and its scan; then `didUpdateState`; then the events that caused the
+// relaunch (IOSRules.md 5.8, 5.10); then, once in the kept one's place, what came since.
 
 extension CentralManager {
     /// What happened to a kept manager while its app was not running: told to the manager that restores it.
@@ -65,9 +67,6 @@ extension CentralManager {
         !locked.withLock { Self.restorableRecord(of: $0) }.isEmpty
     }
 
-    /// Whether something happened to this kept manager that its app has not heard yet.
-    var hasRestorationEvents: Bool { locked.withLock { !$0.restorationEvents.isEmpty } }
-
     /// The system keeps this manager after its app was terminated.
     /// A scan for every device is not carried on (only a scan for services is, IOSRules.md 5.5, 6.5): it stops.
     func preserve() {
@@ -77,29 +76,18 @@ extension CentralManager {
             s.scan = nil
             return true
         }
-        gated.store(true, ordering: .releasing)
         if unfiltered { system.core.stopScan(session) }
     }
 
-    /// Runs an entry point of the system's (an event, a link's or a scan's news): at once, or, for a kept or a
-    /// restoring manager, under `handover`, and for a kept manager that a restored one took over, handed on to
-    /// that one (`forward`). So an event that reaches the kept manager while its work is handed over is either
-    /// noted before the restored manager takes the notes, or handled by the restored manager once it has told
-    /// its restoration, in order after it: never lost, never told before `willRestoreState`.
-    func entry(_ body: () -> Void, forward: (CentralManager) -> Void) {
-        guard gated.load(ordering: .acquiring) else { return body() }
-        handover.lock()
-        defer { handover.unlock() }
-        if let next = locked.withLock({ $0.successor.manager }) { return forward(next) }
-        body()
+    /// What the system noted for this kept manager, applied to it in their order as they would have been told
+    /// (by the manager that restores it, before it takes its state): its state follows them, and what its app is
+    /// to hear is noted as `RestorationEvent`s.
+    func absorb(_ notes: [SessionEvent]) {
+        for event in notes { apply(event) }
     }
 
-    /// The successor's id for the scan this kept manager knew as `id`: nil for a scan it did not take over.
-    func successorScan(_ id: UInt64) -> UInt64? {
-        locked.withLock { $0.successor.scans[id] }
-    }
-
-    /// An event of a kept manager: noted for the manager that restores it, and the app relaunched.
+    /// An event of a kept manager (`absorb`): noted for the manager that restores it, which tells it after
+    /// `didUpdateState`. (The system relaunched the app when it noted it.)
     func noteForRestoration(_ event: RestorationEvent) {
         locked.withLock { s in
             // A stream of notifications or discoveries keeps its latest value per characteristic or device; the
@@ -110,37 +98,23 @@ extension CentralManager {
             }
             s.restorationEvents.append(event)
         }
-        // Relaunched once: `relaunchForRestoration` does nothing while the app runs.
-        system.relaunchForRestoration(app)
     }
 
-    /// Takes over from `kept`, the manager the system kept for this app under the same restore identifier:
-    /// its peripherals, links, subscriptions and scan. Called in `init`, holding `handover` (what reaches this
-    /// manager meanwhile waits), before the manager takes the kept one's place among the registered, so that
-    /// `willRestoreState` is the first callback. Returns the events to tell after `didUpdateState`.
-    func restore(from kept: CentralManager) -> [RestorationEvent] {
-        // Taken and cleared in one step, under the kept manager's `handover`: its preserved work (a restarted
-        // system's) is taken before it starts or once it runs in the system, where `transfer` finds it, and an
-        // event for it is noted before this or handed on to this manager after (`entry`).
-        // This manager's id for the kept one's scan, should it carry it on: a discovery or an end the system
-        // sent for the kept scan is handed on under it.
-        let scanID = locked.withLock { s -> UInt64 in
-            defer { s.nextScanID += 1 }
-            return s.nextScanID
-        }
-        kept.handover.lock()
-        let (connected, pending, events, keptScan, resume) = kept.locked.withLock { s in
+    /// Takes over from `kept`, the manager the system kept for this app under the same restore identifier, once
+    /// it has absorbed the system's notes: its peripherals, links, subscriptions and scan. Called in `init`,
+    /// before the manager takes the kept one's place (nothing reaches either meanwhile: the system notes it), so
+    /// that `willRestoreState` is the first callback. Returns the events to tell after `didUpdateState`, and the
+    /// id of the kept scan this manager carries on (the kept one's, so what the system sent for it is this one's).
+    func restore(from kept: CentralManager) -> (events: [RestorationEvent], scan: UInt64?) {
+        let (connected, pending, events, keptScan) = kept.locked.withLock { s in
             defer {
                 s.byHandle = [:]
                 s.pending = [:]
                 s.scan = nil
                 s.restorationEvents = []
-                s.resumeAtPowerOn = false
-                s.successor = WeakCentralManager(manager: self, scans: s.scan.map { [$0.id: scanID] } ?? [:])
             }
-            return (s.byHandle, s.pending, s.restorationEvents, s.scan, s.resumeAtPowerOn)
+            return (s.byHandle, s.pending, s.restorationEvents, s.scan)
         }
-        kept.handover.unlock()
         var map: [ObjectIdentifier: Peripheral] = [:]
         var restored: [Peripheral] = []
         // Connected ones (on their links) first, then pending ones.
@@ -158,16 +132,14 @@ extension CentralManager {
             map[ObjectIdentifier(old)] = p
             restored.append(p)
         }
-        // A scan preserved by an earlier process and not started yet (the controller is not on) is this
-        // manager's to start once powered on, as are its pending connections.
-        let scanning =
-            system.core.transfer(from: kept.session, to: session, scan: scanID) != nil || (resume && keptScan != nil)
-        if scanning, let keptScan {
-            locked.withLock {
-                $0.scan = ScanSession(id: scanID, services: keptScan.services, options: keptScan.options)
+        // The kept scan goes on under its id (the system starts one a restarted system kept once powered on).
+        let scanning = keptScan != nil
+        if let keptScan {
+            locked.withLock { s in
+                s.scan = keptScan
+                s.nextScanID = max(s.nextScanID, keptScan.id + 1)
             }
         }
-        locked.withLock { $0.resumeAtPowerOn = resume }
         // This manager writes the preserved state from now on.
         persistRestorableState()
         // IOSRules.md 5c: keys that would be empty are left out; the scan options hold only what was set.
@@ -193,7 +165,7 @@ extension CentralManager {
             map[ObjectIdentifier(old)] = p
             return p
         }
-        return events.compactMap { event in
+        let told = events.compactMap { event -> RestorationEvent? in
             switch event {
             case .connected(let old): .connected(counterpart(old))
             case .disconnected(let old, let error): .disconnected(counterpart(old), error)
@@ -205,6 +177,7 @@ extension CentralManager {
             case .discovered(let discovery): .discovered(discovery)
             }
         }
+        return (told, keptScan?.id)
     }
 
     /// Tells the restored manager the events that caused the relaunch, after `didUpdateState`.
@@ -232,13 +205,6 @@ extension CentralManager {
             }
         }
     }
-}
-
-/// A central manager, held weakly (a kept manager's successor).
-struct WeakCentralManager {
-    weak var manager: CentralManager?
-    /// The kept manager's scan id and the successor's for the same scan.
-    var scans: [UInt64: UInt64] = [:]
 }
 
 extension Peripheral {

@@ -35,12 +35,9 @@ public final class CentralManager: Sendable {
         var byHandle: [ConnectionHandle: Peripheral] = [:]
         /// Kept by the system for its terminated app (state restoration): nothing is delivered to it.
         var preserved = false
-        /// What happened while kept, for the manager that restores it.
+        /// What happened while kept, for the manager that restores it (made from the system's notes as they are
+        /// applied, `absorb`).
         var restorationEvents: [RestorationEvent] = []
-        /// Work preserved by an earlier process (its pending connections and scan), to start once powered on.
-        var resumeAtPowerOn = false
-        /// The manager that restored this kept one: what still reaches this one goes there.
-        var successor = WeakCentralManager()
         /// Peripherals asked to connect and not connected yet, by address: the system initiates toward all of
         /// them (and every other app's) at once.
         var pending: [BluetoothAddress: Peripheral] = [:]
@@ -76,14 +73,6 @@ public final class CentralManager: Sendable {
 
     let locked = Mutex(State())
     let delegateCell = DelegateCell<any CentralManagerDelegate>(nil)
-    /// The handover of a kept manager's work to the one that restores it (CentralManager+Restoration.swift):
-    /// held by a kept manager's entry points and while its preserved work starts, by a restoring manager's
-    /// entry points and for the whole of its initialiser. Recursive: an entry point may call back into another.
-    let handover = NSRecursiveLock()
-    /// Whether the entry points take `handover`: set while the manager is kept for its ended app (for good) and
-    /// while it restores one (its initialiser). Read without a lock on every event, so that a manager that is
-    /// neither pays nothing more.
-    let gated = Atomic<Bool>(false)
 
     /// The app this manager belongs to.
     public let app: BluetoothSystem.App
@@ -113,17 +102,13 @@ public final class CentralManager: Sendable {
         session.attach(self)
         delegateCell.value = delegate
         // Relaunched for state restoration: take over from the manager the system kept, before registering, so
-        // that `willRestoreState` comes first (IOSRules.md 5.8).
-        var restoredEvents: [RestorationEvent] = []
-        var replaced: CentralManager?
-        // A manager that may be kept, or that restores one, takes `handover` at its entry points from the start
-        // and for good: a flag set later could be read unset by a call already under way.
-        if options?.restoreIdentifier != nil { gated.store(true, ordering: .releasing) }
-        if let id = options?.restoreIdentifier, let kept = app.system.takeKeptCentral(of: app, restoreIdentifier: id) {
-            // Until the restoration has been told, what reaches this manager (or, handed on, the kept one) waits.
-            handover.lock()
-            restoredEvents = restore(from: kept)
-            replaced = kept
+        // that `willRestoreState` comes first (IOSRules.md 5.8). Nothing reaches this manager until it takes the
+        // kept one's place, and nothing reached the kept one since it was kept: the system noted it.
+        var restoring: (kept: CentralManager, events: [RestorationEvent], power: SystemPowerState, scan: UInt64?)?
+        if let id = options?.restoreIdentifier, let taken = app.system.takeKeptCentral(of: app, restoreIdentifier: id) {
+            taken.kept.absorb(taken.notes)
+            let (events, scan) = restore(from: taken.kept)
+            restoring = (taken.kept, events, taken.power, scan)
         }
         if options?.restoreIdentifier != nil, !app.backgroundModes.contains(.bluetoothCentral) {
             // IOSRules.md 5.3: iOS fails an assertion here; this manager works, without restoration.
@@ -131,18 +116,16 @@ public final class CentralManager: Sendable {
                 "API MISUSE: a central manager with a restore identifier in an app without the bluetooth-central background mode: it will not be restored",
                 metadata: ["app": "\(app.id)"])
         }
-        if let replaced {
-            // In the kept manager's place, in one step: an event reaches one of the two, never neither.
-            let power = system.core.replace(replaced.session, with: session, app: app.core, role: .central)
+        if let restoring {
+            // The state the kept one was last told, then what happened while it was kept, each queued after the
+            // restoration; then, in the kept manager's place in one step, what the system noted for it since and
+            // what was still queued for it, before anything later.
+            if restoring.power != .unknown { powerChanged(restoring.power) }
+            replay(restoring.events)
+            system.core.replaceKept(restoring.kept.session, with: session, app: app.core, scan: restoring.scan)
             // Registered for connection events before the system knew this manager (its delegate's
             // `willRestoreState`, on another queue): the system is told now.
             if locked.withLock({ $0.connectionEvents != nil }) { system.core.watchConnections(session) }
-            if power != .unknown { powerChanged(power) }
-            replay(restoredEvents)
-            handover.unlock()
-            // Preserved work not started yet (a restarted system's) starts once the restoration is told and the
-            // handover is let go of: the host calls it makes may pass events up from other threads.
-            resumePreservedWork()
         } else {
             self.system.core.register(session, app: app.core, role: .central)
         }
@@ -213,12 +196,7 @@ public final class CentralManager: Sendable {
     // MARK: The system's scan (its `SessionEvent`s, through `session`)
 
     func scanDiscovered(_ discovery: SystemDiscovery, scan id: UInt64) {
-        entry(
-            { discovered(discovery, scan: id) },
-            forward: { next in
-                // Only the scan the successor took over goes on, under the successor's own id for it.
-                if let id = successorScan(id) { next.scanDiscovered(discovery, scan: id) }
-            })
+        discovered(discovery, scan: id)
     }
 
     private func discovered(_ discovery: SystemDiscovery, scan id: UInt64) {
@@ -247,11 +225,7 @@ public final class CentralManager: Sendable {
     }
 
     func scanEnded(_ id: UInt64, refused: HostError?) {
-        entry(
-            { scanStopped(id, refused: refused) },
-            forward: { next in
-                if let id = successorScan(id) { next.scanEnded(id, refused: refused) }
-            })
+        scanStopped(id, refused: refused)
     }
 
     private func scanStopped(_ id: UInt64, refused: HostError?) {
@@ -500,13 +474,13 @@ public final class CentralManager: Sendable {
     /// The system attached this manager to a link it waited for (delivered in order: if the link goes down, its
     /// `linkDown` comes after this).
     func linkAttached(_ link: LinkInfo) {
-        entry({ attached(link, returned: false) }, forward: { $0.linkAttached(link) })
+        attached(link, returned: false)
     }
 
     /// `connect` returned a link already up (another app's): this manager is on it now, but the link may have
     /// gone down since the call returned, its `linkDown` delivered before this manager knew the handle.
     func joinedAtOnce(_ link: LinkInfo) {
-        entry({ attached(link, returned: true) }, forward: { $0.joinedAtOnce(link) })
+        attached(link, returned: true)
     }
 
     private func attached(_ link: LinkInfo, returned: Bool) {
@@ -550,7 +524,7 @@ public final class CentralManager: Sendable {
     }
 
     func linkFailed(peer: BluetoothAddress, error: HostError) {
-        entry({ failed(peer: peer, error: error) }, forward: { $0.linkFailed(peer: peer, error: error) })
+        failed(peer: peer, error: error)
     }
 
     /// The system gave up connecting to `peer` for this manager: the attempt failed, or a reconnection ended
@@ -568,9 +542,7 @@ public final class CentralManager: Sendable {
     }
 
     func linkDown(_ handle: ConnectionHandle, reason: HCIStatus, reconnecting: Bool) {
-        entry(
-            { handleDisconnected(handle, reason: reason, reconnecting: reconnecting) },
-            forward: { $0.linkDown(handle, reason: reason, reconnecting: reconnecting) })
+        handleDisconnected(handle, reason: reason, reconnecting: reconnecting)
     }
 
     /// Runs `body` on the manager's queue, through the app's delivery (in order, counted by the system's
@@ -599,10 +571,7 @@ public final class CentralManager: Sendable {
     // MARK: The system's events (`SystemSession`, through `session`)
 
     func systemPowerStateChanged(_ power: SystemPowerState) {
-        entry({ powerChanged(power) }, forward: { $0.systemPowerStateChanged(power) })
-        // Preserved work starts outside the handover (its host calls may pass events up from other threads), and
-        // after `didUpdateState` has been queued.
-        resumePreservedWork()
+        powerChanged(power)
     }
 
     /// A change of the controller's power state, told; the caller starts preserved work after it.
@@ -666,24 +635,17 @@ public final class CentralManager: Sendable {
         case .linkDown(let handle, let reason, let reconnecting):
             linkDown(handle, reason: reason, reconnecting: reconnecting)
         case .valueUpdated(let handle, let attribute, let value, let isIndication):
-            entry(
-                {
-                    peripheralOn(handle)?.handleValueUpdate(
-                        attribute: attribute, value: value, isIndication: isIndication)
-                },
-                forward: { $0.apply(event) })
+            peripheralOn(handle)?.handleValueUpdate(attribute: attribute, value: value, isIndication: isIndication)
         case .readyToWrite(let handle):
-            entry({ peripheralOn(handle)?.handleReadyToWrite() }, forward: { $0.apply(event) })
+            peripheralOn(handle)?.handleReadyToWrite()
         case .peerDatabaseChanged(let link):
-            entry({ peripheralOn(link)?.handleDatabaseChanged() }, forward: { $0.apply(event) })
+            peripheralOn(link)?.handleDatabaseChanged()
         case .advertised(let address, let services):
             // Connection events match by advertised service: while registered, this manager remembers what each
             // device advertises (its advertisements and scan responses), whether or not it scans.
-            entry({ locked.withLock { $0.remember(services, address) } }, forward: { $0.apply(event) })
+            locked.withLock { $0.remember(services, address) }
         case .connectionEvent(let handle, let peer, let up):
-            entry(
-                { connectionEvent(up ? .peerConnected : .peerDisconnected, handle: handle, peer: peer) },
-                forward: { $0.apply(event) })
+            connectionEvent(up ? .peerConnected : .peerDisconnected, handle: handle, peer: peer)
         case .server:
             // A central manager publishes no service.
             break

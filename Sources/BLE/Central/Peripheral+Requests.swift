@@ -284,7 +284,8 @@ extension Peripheral {
                     return done(.failure(HostError(.invalidState, "the manager went away")))
                 }
                 manager.system.core.setSubscription(
-                    value, by: ObjectIdentifier(manager.session), descriptor: cccd, on: handle, done: done)
+                    value, by: ObjectIdentifier(manager.session), descriptor: cccd, characteristic: remote.valueHandle,
+                    on: handle, done: done)
             }
             securing(handle, attempt, completion: done)
         }

@@ -30,6 +30,11 @@ public final class BluetoothSystem: Sendable, CustomStringConvertible {
     init(core: SystemCore, virtualController: VirtualController?) {
         self.core = core
         self.virtualController = virtualController
+        // What reaches a kept manager relaunches its app when the system's rules say so.
+        core.onRelaunch { [weak self] id in
+            guard let self else { return }
+            relaunchForRestoration(app(id: id))
+        }
         // A store that kept managers' state (a phone restarted): their work goes on for their apps.
         resumePreservedWork()
     }

@@ -61,10 +61,11 @@ extension BluetoothSystem {
         /// app's managers and returns the object that keeps them (the app delegate, say); the system keeps that
         /// object until the app is terminated, then lets go of it.
         public func onLaunch(_ handler: @escaping @Sendable (Launch) -> any Sendable) {
-            let waiting = system.withRuntime(of: id) { r -> Bool in
-                r.handler = handler
-                return r.kept.values.contains { $0.hasRestorationEvents }
-            }
+            let waiting =
+                system.withRuntime(of: id) { r -> Bool in
+                    r.handler = handler
+                    return r.kept.values.contains { $0.hasRestorationEvents }
+                } || system.core.keptWoke(core)
             // Work kept for it bore fruit before it had a launch handler (a restarted system): relaunched now.
             if waiting { system.relaunchForRestoration(self) }
         }
@@ -223,9 +224,11 @@ extension BluetoothSystem {
             }
         }
 
+        /// Whether something that would wake the app reached the kept manager (a central's is the system's to say:
+        /// `SystemCore.keptWoke`).
         var hasRestorationEvents: Bool {
             switch self {
-            case .central(let manager): manager.hasRestorationEvents
+            case .central: false
             case .peripheral(let manager): manager.hasRestorationEvents
             }
         }
@@ -266,22 +269,31 @@ extension BluetoothSystem {
 
     /// Takes the peripheral manager kept for `app` under `restoreIdentifier`, for a new one to restore from.
     func takeKeptPeripheral(of app: App, restoreIdentifier: String) -> PeripheralManager? {
-        guard case .peripheral(let manager) = takeKept(of: app, role: .peripheral, restoreIdentifier) else {
+        guard case .peripheral(let manager)? = takeKept(of: app, role: .peripheral, restoreIdentifier)?.0 else {
             return nil
         }
         return manager
     }
 
-    /// Takes the central manager kept for `app` under `restoreIdentifier`, for a new one to restore from.
-    func takeKeptCentral(of app: App, restoreIdentifier: String) -> CentralManager? {
-        guard case .central(let manager) = takeKept(of: app, role: .central, restoreIdentifier) else { return nil }
-        return manager
+    /// Takes the central manager kept for `app` under `restoreIdentifier`, for a new one to restore from: the kept
+    /// manager, what the system noted for it so far, and the state it was last told.
+    func takeKeptCentral(of app: App, restoreIdentifier: String)
+        -> (kept: CentralManager, notes: [SessionEvent], power: SystemPowerState)?
+    {
+        guard let (kept, taken) = takeKept(of: app, role: .central, restoreIdentifier),
+            case .central(let manager) = kept
+        else { return nil }
+        return (manager, taken.notes, taken.power)
     }
 
     /// The manager the system kept for `app` in `role` under `restoreIdentifier`, out of the app's runtime.
-    private func takeKept(of app: App, role: SessionRole, _ restoreIdentifier: String) -> KeptManager? {
-        guard let object = core.takeKept(app.core, role: role, restoreIdentifier: restoreIdentifier) else { return nil }
-        return withRuntime(of: app.id) { $0.kept.removeValue(forKey: object) }
+    private func takeKept(of app: App, role: SessionRole, _ restoreIdentifier: String)
+        -> (KeptManager, SystemCore.Taken)?
+    {
+        guard let taken = core.takeKept(app.core, role: role, restoreIdentifier: restoreIdentifier),
+            let kept = withRuntime(of: app.id, { $0.kept.removeValue(forKey: taken.manager) })
+        else { return nil }
+        return (kept, taken)
     }
 
     /// A kept manager's work bore fruit: the app is relaunched in the background (once, while it is not

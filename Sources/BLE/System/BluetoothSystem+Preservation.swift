@@ -104,8 +104,9 @@ extension BluetoothSystem {
                         delegate: nil, queue: Self.keeperQueue,
                         options: .init(showPowerAlert: false, restoreIdentifier: key.restoreIdentifier), app: app)
                     withRuntime(of: app.id) { $0.kept[ObjectIdentifier(keeper.session)] = .central(keeper) }
-                    core.keepForRestoration(ObjectIdentifier(keeper.session), restoreIdentifier: key.restoreIdentifier)
-                    keeper.resume(record)
+                    let work = keeper.resume(record)
+                    core.keepForRestoration(
+                        ObjectIdentifier(keeper.session), restoreIdentifier: key.restoreIdentifier, work: work)
                 }
             case .peripheral:
                 kept = keep(preserved, for: app, mode: .bluetoothPeripheral, as: PreservedPeripheralRecord.self) {

@@ -1,3 +1,6 @@
+import BLECore
+import BLEHost
+
 /// A manager of an app being terminated, as the restoration rules see it: known by its session in the machine,
 /// by its object's identity at `SystemCore`'s calls.
 package struct RestorationCandidate<Manager: Hashable & Sendable>: Sendable, Hashable {
@@ -27,8 +30,12 @@ package struct RestorationCandidate<Manager: Hashable & Sendable>: Sendable, Has
 /// launch takes over and what it lets go of, what a force-quit or Bluetooth turned off ends, and what a relaunch
 /// names in its launch options.
 ///
-/// The kept managers themselves (their peripherals, notes and hand-over) are still the facades' objects
-/// (`docs/SystemMachinePlan.md`, step 12); this table decides which they are, by `SessionID`.
+/// What reaches a kept central manager is noted here (`Notes`), not told to it: the manager that restores it
+/// takes the notes and applies them, in order, to the kept one's state (`take`) or, for those that came while it
+/// took over, to its own (`replaced`). The first note that would wake the app relaunches it (`note`). The work a
+/// restarted system carries on (`Resume`: pending connects and a scan for services) is started by the machine
+/// when the controller is on, whoever holds the session then. The kept peripheral managers are still the
+/// facades' objects, with their own hand-over (`docs/SystemMachinePlan.md`, step 12).
 package struct RestorationTable: Sendable, Hashable {
     /// A manager of an app being terminated, known by its session.
     package typealias Candidate = RestorationCandidate<SessionID>
@@ -49,9 +56,97 @@ package struct RestorationTable: Sendable, Hashable {
         var isEmpty: Bool { centrals.isEmpty && peripherals.isEmpty }
     }
 
+    /// What reached a kept central session since it was kept (or since its restorer last took its notes).
+    package struct Notes: Sendable, Hashable {
+        /// The events, oldest first.
+        package private(set) var events: [SessionEvent] = []
+        /// Whether one of them woke the app (asked for its relaunch).
+        package private(set) var woke = false
+
+        /// At most this many are kept: beyond it, the oldest of a stream (a discovery, a notification) goes
+        /// first. A link's events are all kept: the restorer's state depends on each of them.
+        package static let limit = 64
+
+        /// Notes `event`; events of one key (a device's discovery, a characteristic's value) replace each other.
+        mutating func append(_ event: SessionEvent, wakes: Bool) {
+            if let key = Self.key(of: event) { events.removeAll { Self.key(of: $0) == key } }
+            if events.count >= Self.limit, let oldest = events.firstIndex(where: { Self.key(of: $0) != nil }) {
+                events.remove(at: oldest)
+            }
+            events.append(event)
+            if wakes { woke = true }
+        }
+
+        /// The events noted so far, taken: the next take starts after them.
+        mutating func take() -> [SessionEvent] {
+            defer { events = [] }
+            return events
+        }
+
+        /// What makes two events of a stream the same for the restorer: only the latest of each is applied.
+        enum Key: Hashable {
+            case device(BluetoothAddress)
+            case value(ConnectionHandle, AttributeHandle)
+            case advertised(BluetoothAddress)
+            case readyToWrite(ConnectionHandle)
+        }
+
+        static func key(of event: SessionEvent) -> Key? {
+            switch event {
+            case .discovered(let discovery, _): .device(discovery.address)
+            case .valueUpdated(let link, let attribute, _, _): .value(link, attribute)
+            case .advertised(let address, _): .advertised(address)
+            case .readyToWrite(let link): .readyToWrite(link)
+            default: nil
+            }
+        }
+    }
+
+    /// The work a restarted system carries on for a kept central session from its preserved record: its pending
+    /// connects and its scan for services, started once the controller is on (5e).
+    package struct Resume: Sendable, Hashable {
+        package struct Peer: Sendable, Hashable {
+            package var address: BluetoothAddress
+            package var autoReconnect: Bool
+            package init(address: BluetoothAddress, autoReconnect: Bool) {
+                self.address = address
+                self.autoReconnect = autoReconnect
+            }
+        }
+        package var peers: [Peer]
+        /// The scan's request and the id its discoveries carry.
+        package var scan: (request: ScanRequest, id: UInt64)?
+
+        package init(peers: [Peer], scan: (request: ScanRequest, id: UInt64)?) {
+            self.peers = peers
+            self.scan = scan
+        }
+
+        package static func == (a: Resume, b: Resume) -> Bool {
+            a.peers == b.peers && a.scan?.request == b.scan?.request && a.scan?.id == b.scan?.id
+        }
+
+        package func hash(into hasher: inout Hasher) {
+            hasher.combine(peers)
+            hasher.combine(scan?.request)
+            hasher.combine(scan?.id)
+        }
+    }
+
     package private(set) var kept: [String: Kept] = [:]
     /// How each app last stopped.
     package private(set) var lastTermination: [String: AppTermination] = [:]
+    /// The notes of each kept central session, from its keeping until its restorer replaces it (or it goes).
+    package private(set) var notes: [SessionID: Notes] = [:] {
+        didSet { if notes.count != oldValue.count { notingRevision &+= 1 } }
+    }
+    /// Changes whenever a session starts or stops being noted (never the same twice): who a link's events are
+    /// noted for may be kept for as long as it does not.
+    package private(set) var notingRevision: UInt64 = 0
+    /// Work of a restarted system's kept sessions not started yet (the controller is not on).
+    package private(set) var resuming: [SessionID: Resume] = [:]
+    /// The apps whose relaunch was asked since they last launched.
+    private var relaunching: Set<String> = []
 
     package init() {}
 
@@ -85,6 +180,10 @@ package struct RestorationTable: Sendable, Hashable {
         let kept = Set(now.all)
         let released = (self.kept[app]?.all ?? []).filter { !kept.contains($0) }
         self.kept[app] = now.isEmpty ? nil : now
+        relaunching.remove(app)
+        // What reaches a kept central manager from now on is noted (an earlier keeping's notes go on).
+        for session in now.centrals.values where notes[session] == nil { notes[session] = Notes() }
+        for session in released { drop(session) }
         return released
     }
 
@@ -96,11 +195,73 @@ package struct RestorationTable: Sendable, Hashable {
     {
         guard kept[app]?[role: role][restoreIdentifier] == nil else { return false }
         kept[app, default: Kept()][role: role][restoreIdentifier] = session
+        if role == .central { notes[session] = Notes() }
         return true
+    }
+
+    /// Work `session` (kept by `keep`) carries on once the controller is on.
+    mutating func resume(_ session: SessionID, _ work: Resume) {
+        resuming[session] = work
+    }
+
+    /// The controller is on: the work waiting for it, to start now, by session.
+    mutating func takeResuming() -> [(SessionID, Resume)] {
+        defer { resuming = [:] }
+        return resuming.keys.sorted().map { ($0, resuming[$0]!) }
+    }
+
+    /// Whether what reaches `session` is noted rather than told (a kept central session, or one being taken over).
+    @inline(__always)
+    package func notes(_ session: SessionID) -> Bool {
+        !notes.isEmpty && notes[session] != nil
+    }
+
+    /// Notes `event` for `session` (`notes(session)` holds). Returns the app to relaunch when the event wakes it
+    /// (`wakes`), the session is still kept (not being taken over) and no relaunch was asked since its last launch.
+    package mutating func note(_ event: SessionEvent, for session: SessionID, wakes: Bool) -> String? {
+        guard notes[session] != nil else { return nil }
+        notes[session]!.append(event, wakes: wakes)
+        guard wakes, let app = app(keeping: session), !relaunching.contains(app) else { return nil }
+        relaunching.insert(app)
+        return app
+    }
+
+    /// The notes of `session` so far, taken (its restorer applies them to the kept manager); later ones are noted
+    /// until `replaced`.
+    package mutating func takeNotes(of session: SessionID) -> [SessionEvent] {
+        notes[session]?.take() ?? []
+    }
+
+    /// Whether something that would wake `app` reached a manager kept for it (a restarted system's app that had no
+    /// launch handler then is relaunched once it sets one).
+    package func woke(_ app: String) -> Bool {
+        kept[app]?.centrals.values.contains { notes[$0]?.woke == true } ?? false
+    }
+
+    /// The app that keeps `session` (not one being taken over).
+    private func app(keeping session: SessionID) -> String? {
+        kept.first { $0.value.centrals.values.contains(session) }?.key
+    }
+
+    /// `session`'s notes and waiting work go (it is closed, or let go of).
+    private mutating func drop(_ session: SessionID) {
+        notes[session] = nil
+        resuming[session] = nil
+    }
+
+    /// `old` is replaced by `new`, its restorer: the notes since the restorer took them, and the work not started
+    /// yet, which is `new`'s now.
+    mutating func replaced(_ old: SessionID, by new: SessionID) -> [SessionEvent] {
+        let later = notes[old]?.events ?? []
+        let work = resuming[old]
+        forget(old)
+        if let work { resuming[new] = work }
+        return later
     }
 
     /// `session` is gone (closed, or replaced by its restored successor): kept for nobody any more.
     package mutating func forget(_ session: SessionID) {
+        drop(session)
         for app in kept.keys.sorted() {
             for role in [SessionRole.central, .peripheral] {
                 guard let id = kept[app]?[role: role].first(where: { $0.value == session })?.key else { continue }
@@ -120,7 +281,8 @@ package struct RestorationTable: Sendable, Hashable {
     /// `app`'s launch handler ran: what it did not take over is let go of (the system stops the work it kept for
     /// nobody). Returns the sessions let go of.
     package mutating func launched(_ app: String) -> [SessionID] {
-        kept.removeValue(forKey: app)?.all ?? []
+        relaunching.remove(app)
+        return kept.removeValue(forKey: app)?.all ?? []
     }
 
     /// Bluetooth was turned off in Settings: nothing is restored after it (5e). Returns every kept session, app

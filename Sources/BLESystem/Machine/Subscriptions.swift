@@ -48,6 +48,8 @@ package struct SubscriptionTable: Sendable, Hashable {
 
     struct Entry: Hashable, Sendable {
         var wants: [SessionID: UInt16] = [:]
+        /// The value handle of the characteristic the descriptor configures, when the session said it.
+        var characteristic: AttributeHandle?
         /// What the peer last accepted (0 until a write succeeds).
         var accepted: UInt16 = 0
         /// The newest write on its way.
@@ -89,14 +91,21 @@ package struct SubscriptionTable: Sendable, Hashable {
     /// The writes on their way.
     package var writesInFlight: Int { writes.count }
 
+    /// Whether `session` wants the notifications or indications of the characteristic whose value is at `value`
+    /// on `link` (a kept session is relaunched for them: IOSRules.md 5.10).
+    package func subscribes(_ session: SessionID, to value: AttributeHandle, on link: ConnectionHandle) -> Bool {
+        entries.contains { $0.key.link == link && $0.value.characteristic == value && $0.value.wants[session] != nil }
+    }
+
     /// `session` wants `value` (0, 1 notify, 2 indicate) in the descriptor: done at once, or waiting for a write
     /// (a new one, or the one on its way that writes what is wanted now).
     mutating func set(
-        _ value: UInt16, by session: SessionID, descriptor: AttributeHandle, on link: ConnectionHandle,
-        _ actions: inout [SystemAction]
+        _ value: UInt16, by session: SessionID, descriptor: AttributeHandle, characteristic: AttributeHandle? = nil,
+        on link: ConnectionHandle, _ actions: inout [SystemAction]
     ) -> SubscriptionAnswer {
         let key = Key(link: link, descriptor: descriptor)
         var entry = entries[key] ?? Entry()
+        if let characteristic { entry.characteristic = characteristic }
         let waiter = Waiter(session: session, previous: entry.wants[session] ?? 0)
         entry.wants[session] = value == 0 ? nil : value
         defer { entries[key] = entry }

@@ -85,6 +85,9 @@ package enum SystemAction: Sendable, Hashable {
     case secureAnswered(SecureID, SecurityFailure?)
     /// Answer a wait for a pairing.
     case pairAnswered(PairID, PairAnswer)
+    /// Relaunch the app in the background for state restoration: something reached a manager kept for it
+    /// (`note(_:for:)`).
+    case relaunch(String)
 }
 
 extension SystemAction {
@@ -216,6 +219,9 @@ package struct SystemMachine: Sendable {
     /// What managers see now.
     package var visible: SystemPowerState { power.visible }
 
+    /// The state `session` was last told (nil: none yet).
+    package func told(_ session: SessionID) -> SystemPowerState? { sessions[session]?.told }
+
     // MARK: Managers
 
     /// A manager of `app` is attached: it is told its state at once unless that is still `.unknown`.
@@ -244,20 +250,23 @@ package struct SystemMachine: Sendable {
 
     /// `new`, restored from the kept manager `old`, takes `old`'s place in one step. The state it sees is
     /// returned rather than delivered: the caller tells it once the restoration itself has been told, and it
-    /// counts as told.
+    /// counts as told. So are the events noted for `old` since its notes were last taken (`takeNotes`), which
+    /// are `new`'s to apply, in order, before anything delivered to it after this step; and the work a restarted
+    /// system kept for `old` and has not started yet is `new`'s.
     package mutating func replaced(_ old: SessionID?, by new: SessionID, app: String, role: SessionRole = .central)
-        -> SystemPowerState
+        -> (power: SystemPowerState, notes: [SessionEvent])
     {
         precondition(sessions[new] == nil, "\(new) attached twice")
+        var notes: [SessionEvent] = []
         // It registers for connection events itself if it wants them (a registration is not restored).
         if let old {
             sessions[old] = nil
             connectionWatchers.removeAll { $0 == old }
-            restoration.forget(old)
+            notes = restoration.replaced(old, by: new)
         }
         let state = visible
         sessions[new] = Session(app: app, role: role, told: state == .unknown ? nil : state)
-        return state
+        return (state, notes)
     }
 
     /// `app` was terminated by `cause`, the system keeping `keeping` for its restoration (chosen by
@@ -271,15 +280,59 @@ package struct SystemMachine: Sendable {
         return (appTerminated(app, keeping: Set(keeping.map(\.manager) + released)), released)
     }
 
-    /// A restarted system keeps `session` for its app, not running (a preserved record).
-    package mutating func keptForRestoration(_ session: SessionID, restoreIdentifier: String) {
-        guard let known = sessions[session] else { return }
-        restoration.keep(session, of: known.app, role: known.role, restoreIdentifier: restoreIdentifier)
+    /// A restarted system keeps `session` for its app, not running (a preserved record), with the work the
+    /// record names (`work`, a central's): started at once when the controller is on, else when it comes on.
+    package mutating func keptForRestoration(
+        _ session: SessionID, restoreIdentifier: String, work: RestorationTable.Resume? = nil
+    ) -> [SystemAction] {
+        guard let known = sessions[session],
+            restoration.keep(session, of: known.app, role: known.role, restoreIdentifier: restoreIdentifier)
+        else { return [] }
+        guard let work else { return [] }
+        restoration.resume(session, work)
+        var actions: [SystemAction] = []
+        if visible == .poweredOn { startResumedWork(&actions) }
+        return actions
     }
 
-    /// A manager made by `app` in `role` with `restoreIdentifier` takes over the one kept under it, if any.
-    package mutating func takeKept(_ app: String, role: SessionRole, restoreIdentifier: String) -> SessionID? {
-        restoration.take(app, role: role, restoreIdentifier: restoreIdentifier)
+    /// Starts the work a restarted system keeps for sessions (`RestorationTable.resuming`): each one's pending
+    /// connects (one to a peer linked already is attached at once) and its scan, in its app's mode.
+    private mutating func startResumedWork(_ actions: inout [SystemAction]) {
+        for (session, work) in restoration.takeResuming() {
+            guard let known = sessions[session] else { continue }
+            for peer in work.peers {
+                if let link = links.connect(session, to: peer.address, autoReconnect: peer.autoReconnect, &actions) {
+                    actions.append(.deliver(session, .linkAttached(link)))
+                }
+            }
+            if let scan = work.scan {
+                actions += scans.start(session, scan.request, id: scan.id, mode: apps.scanMode(of: known.app))
+            }
+        }
+    }
+
+    /// Notes `event` for a kept central session (`restoration.notes(session)`), instead of telling it. Returns the
+    /// app to relaunch when the event wakes it (IOSRules.md 5.10, 6.2: a device its scan was for, a connection
+    /// made or failed, a link lost for good, a value it subscribed to).
+    package mutating func note(_ event: SessionEvent, for session: SessionID) -> String? {
+        let wakes: Bool
+        switch event {
+        case .discovered, .linkAttached, .linkFailed: wakes = true
+        case .linkDown(_, _, let reconnecting): wakes = !reconnecting
+        case .valueUpdated(let link, let attribute, _, _):
+            wakes = subscriptions.subscribes(session, to: attribute, on: link)
+        default: wakes = false
+        }
+        return restoration.note(event, for: session, wakes: wakes)
+    }
+
+    /// A manager made by `app` in `role` with `restoreIdentifier` takes over the one kept under it, if any: the
+    /// kept session, and what was noted for it so far (a central's; later events are noted until `replaced`).
+    package mutating func takeKept(_ app: String, role: SessionRole, restoreIdentifier: String)
+        -> (session: SessionID, notes: [SessionEvent])?
+    {
+        guard let session = restoration.take(app, role: role, restoreIdentifier: restoreIdentifier) else { return nil }
+        return (session, restoration.takeNotes(of: session))
     }
 
     /// `app`'s launch handler ran: the kept sessions it did not take over, to be released.
@@ -752,11 +805,13 @@ package struct SystemMachine: Sendable {
     /// session wants together, refused when the session is not on the link, else written (by the caller, at
     /// once) or waiting for the write on its way.
     package mutating func subscribe(
-        _ session: SessionID, _ value: UInt16, descriptor: AttributeHandle, on link: ConnectionHandle
+        _ session: SessionID, _ value: UInt16, descriptor: AttributeHandle, characteristic: AttributeHandle? = nil,
+        on link: ConnectionHandle
     ) -> (SubscriptionAnswer, [SystemAction]) {
         guard links.isUser(session, of: link) else { return (.notOnLink, []) }
         var actions: [SystemAction] = []
-        let answer = subscriptions.set(value, by: session, descriptor: descriptor, on: link, &actions)
+        let answer = subscriptions.set(
+            value, by: session, descriptor: descriptor, characteristic: characteristic, on: link, &actions)
         return (answer, actions)
     }
 
@@ -794,6 +849,7 @@ package struct SystemMachine: Sendable {
         body(&power)
         var actions: [SystemAction] = []
         for id in sessions.keys.sorted() { tell(id, &actions) }
+        if visible == .poweredOn { startResumedWork(&actions) }
         return actions
     }
 

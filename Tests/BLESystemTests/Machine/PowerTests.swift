@@ -98,7 +98,7 @@ import Testing
         _ = rig.step { $0.controllerChanged(.poweredOn) }
         let kept = rig.open(app: "one")
         let restored = rig.draw()
-        #expect(rig.machine.replaced(kept, by: restored, app: "one") == .poweredOn)
+        #expect(rig.machine.replaced(kept, by: restored, app: "one").power == .poweredOn)
         #expect(rig.machine.sessions(of: "one") == [restored])
         // Counted as told: the same state again reaches nobody; a change reaches the restored one only.
         #expect(rig.step { $0.controllerChanged(.poweredOn) } == [])

@@ -1,0 +1,180 @@
+import BLECore
+import BLEHCI
+import BLEHost
+import Testing
+
+@testable import BLESystem
+
+/// What reaches a kept central manager is noted by the machine, not told (`RestorationTable.Notes`,
+/// `SystemMachine.note`): which notes wake the app (IOSRules.md 5.10, 6.2), that it is relaunched once, what a
+/// stream keeps, and how the notes and a restarted system's work go to the manager that restores it.
+@Suite struct RestorationNotesTests {
+    static let a = SessionID(rawValue: 1)
+    static let b = SessionID(rawValue: 2)
+    static let peer = BluetoothAddress(bytes: [1, 2, 3, 4, 5, 0xC6], type: .randomDevice)
+    static let link = LinkInfo(
+        handle: ConnectionHandle(7), role: .central, peer: peer, interval: 24, latency: 0, supervisionTimeout: 400)
+
+    static func discovery(_ last: UInt8, rssi: Int = -50) -> SystemDiscovery {
+        SystemDiscovery(
+            address: BluetoothAddress(bytes: [last, 2, 3, 4, 5, 0xC6], type: .randomDevice), advertisement: [],
+            scanResponse: nil, kind: .connectableUndirected, connectable: true, rssi: rssi,
+            data: AdvertisingData())
+    }
+
+    /// A machine whose app "one" was terminated by the system, keeping its central `a` under "r".
+    static func kept() -> SystemMachine {
+        var m = SystemMachine()
+        _ = m.opened(a, app: "one")
+        let candidate = RestorationTable.Candidate(
+            manager: a, role: .central, restoreIdentifier: "r", restorable: true)
+        _ = m.appTerminated("one", cause: .bySystem, keeping: [candidate])
+        return m
+    }
+
+    @Test func theFirstNoteThatWakesTheAppRelaunchesItOnceUntilItLaunches() {
+        var m = Self.kept()
+        #expect(m.restoration.notes(Self.a))
+        // The state, a link lost while it is being reconnected: noted, nothing to wake the app for.
+        #expect(m.note(.powerChanged(.poweredOff(reason: "off")), for: Self.a) == nil)
+        #expect(m.note(.linkDown(Self.link.handle, .connectionTimeout, reconnecting: true), for: Self.a) == nil)
+        // A connection made: the app is relaunched, once.
+        #expect(m.note(.linkAttached(Self.link), for: Self.a) == "one")
+        #expect(m.note(.linkDown(Self.link.handle, .connectionTimeout, reconnecting: false), for: Self.a) == nil)
+        #expect(m.restoration.woke("one"))
+        // Its relaunch takes the manager over, with everything noted, in order.
+        let taken = m.takeKept("one", role: .central, restoreIdentifier: "r")
+        #expect(taken?.session == Self.a)
+        #expect(
+            taken?.notes == [
+                .powerChanged(.poweredOff(reason: "off")),
+                .linkDown(Self.link.handle, .connectionTimeout, reconnecting: true),
+                .linkAttached(Self.link), .linkDown(Self.link.handle, .connectionTimeout, reconnecting: false),
+            ])
+        // Once launched and terminated again, a note wakes it again.
+        _ = m.launched("one")
+        _ = m.appTerminated(
+            "one", cause: .crash,
+            keeping: [.init(manager: Self.a, role: .central, restoreIdentifier: "r", restorable: true)])
+        #expect(m.note(.linkFailed(Self.peer, HostError(.disconnected, "gone")), for: Self.a) == "one")
+    }
+
+    @Test func eachWakingEventWakesTheAppAndTheOthersDoNot() {
+        let waking: [SessionEvent] = [
+            .discovered(Self.discovery(1), scan: 1), .linkAttached(Self.link),
+            .linkFailed(Self.peer, HostError(.disconnected, "gone")),
+            .linkDown(Self.link.handle, .remoteUserTerminatedConnection, reconnecting: false),
+        ]
+        let quiet: [SessionEvent] = [
+            .powerChanged(.poweredOn), .scanEnded(1, refused: nil), .readyToWrite(Self.link.handle),
+            .peerDatabaseChanged(Self.link.handle), .advertised(Self.peer, []),
+            .connectionEvent(Self.link.handle, peer: Self.peer, up: true),
+            .linkDown(Self.link.handle, .connectionTimeout, reconnecting: true),
+            .valueUpdated(Self.link.handle, AttributeHandle(4), [1], isIndication: false),
+        ]
+        for event in waking {
+            var m = Self.kept()
+            #expect(m.note(event, for: Self.a) == "one", "\(event)")
+        }
+        for event in quiet {
+            var m = Self.kept()
+            #expect(m.note(event, for: Self.a) == nil, "\(event)")
+            #expect(!m.restoration.woke("one"))
+        }
+    }
+
+    @Test func aNotificationWakesTheAppOnlyForACharacteristicItsManagerSubscribedTo() {
+        var m = SystemMachine()
+        _ = m.opened(Self.a, app: "one")
+        _ = m.controllerChanged(.poweredOn)
+        _ = m.connect(Self.a, to: Self.peer)
+        _ = m.linkConnected(Self.link, securing: false)
+        let (answer, _) = m.subscribe(
+            Self.a, 1, descriptor: AttributeHandle(5), characteristic: AttributeHandle(4), on: Self.link.handle)
+        #expect(answer != .notOnLink)
+        _ = m.appTerminated(
+            "one", cause: .bySystem,
+            keeping: [.init(manager: Self.a, role: .central, restoreIdentifier: "r", restorable: true)])
+        let other = SessionEvent.valueUpdated(Self.link.handle, AttributeHandle(8), [1], isIndication: false)
+        let subscribed = SessionEvent.valueUpdated(Self.link.handle, AttributeHandle(4), [2], isIndication: false)
+        #expect(m.note(other, for: Self.a) == nil)
+        #expect(m.note(subscribed, for: Self.a) == "one")
+    }
+
+    @Test func aStreamKeepsItsLatestAndTheNotesAreBoundedButNeverALinksEvents() {
+        var m = Self.kept()
+        _ = m.note(.discovered(Self.discovery(1, rssi: -70), scan: 1), for: Self.a)
+        _ = m.note(.linkAttached(Self.link), for: Self.a)
+        _ = m.note(.discovered(Self.discovery(1, rssi: -40), scan: 1), for: Self.a)
+        _ = m.note(.valueUpdated(Self.link.handle, AttributeHandle(4), [1], isIndication: false), for: Self.a)
+        _ = m.note(.valueUpdated(Self.link.handle, AttributeHandle(4), [2], isIndication: false), for: Self.a)
+        var notes = m.restoration.notes[Self.a]?.events ?? []
+        #expect(
+            notes == [
+                .linkAttached(Self.link), .discovered(Self.discovery(1, rssi: -40), scan: 1),
+                .valueUpdated(Self.link.handle, AttributeHandle(4), [2], isIndication: false),
+            ])
+        // Past the bound, the oldest of the streams goes first; the link's events stay.
+        for n in 2...80 { _ = m.note(.discovered(Self.discovery(UInt8(n)), scan: 1), for: Self.a) }
+        _ = m.note(.linkDown(Self.link.handle, .connectionTimeout, reconnecting: false), for: Self.a)
+        notes = m.restoration.notes[Self.a]?.events ?? []
+        #expect(notes.count == RestorationTable.Notes.limit)
+        #expect(notes.first == .linkAttached(Self.link))
+        #expect(notes.last == .linkDown(Self.link.handle, .connectionTimeout, reconnecting: false))
+        #expect(notes.contains(.discovered(Self.discovery(80), scan: 1)))
+        #expect(!notes.contains(.discovered(Self.discovery(2), scan: 1)))
+    }
+
+    @Test func whatComesWhileTheManagerIsTakenOverIsNotedWithoutARelaunchAndGoesToItsRestorer() {
+        var m = Self.kept()
+        _ = m.note(.linkAttached(Self.link), for: Self.a)
+        let taken = m.takeKept("one", role: .central, restoreIdentifier: "r")
+        #expect(taken?.notes == [.linkAttached(Self.link)])
+        // Taken, not yet replaced: still noted (nothing reaches it), but the app is launching: no relaunch.
+        let lost = SessionEvent.linkDown(Self.link.handle, .connectionTimeout, reconnecting: false)
+        #expect(m.restoration.notes(Self.a))
+        #expect(m.note(lost, for: Self.a) == nil)
+        let (_, later) = m.replaced(Self.a, by: Self.b, app: "one")
+        #expect(later == [lost])
+        // Gone with it: nothing is noted for it any more.
+        #expect(!m.restoration.notes(Self.a))
+        #expect(m.note(lost, for: Self.a) == nil)
+        #expect(m.restoration.notes.isEmpty)
+    }
+
+    @Test func aRestartedSystemsWorkStartsWhenTheControllerIsOnForWhoeverHoldsItThen() {
+        let work = RestorationTable.Resume(
+            peers: [.init(address: Self.peer, autoReconnect: true)],
+            scan: (ScanRequest(services: [BluetoothUUID(UInt16(0x180D))]), 7))
+        // Kept before the controller is on: nothing starts.
+        var m = SystemMachine()
+        _ = m.opened(Self.a, app: "one")
+        #expect(m.keptForRestoration(Self.a, restoreIdentifier: "r", work: work).isEmpty)
+        #expect(m.links.peers[Self.peer] == nil)
+        // The restored manager takes it over before; the controller comes on: the work is its own.
+        _ = m.takeKept("one", role: .central, restoreIdentifier: "r")
+        _ = m.replaced(Self.a, by: Self.b, app: "one")
+        let on = m.controllerChanged(.poweredOn)
+        #expect(on.contains(.setConnectTargets([Self.peer])))
+        #expect(m.links.peers[Self.peer]?.waiting == [Self.b])
+        #expect(m.links.peers[Self.peer]?.autoReconnect == [Self.b])
+        #expect(m.scans.request(of: Self.b) == work.scan?.request)
+        // Started once: the controller's next change starts nothing again.
+        _ = m.controllerChanged(.resetting(reason: "reset"))
+        #expect(!m.controllerChanged(.poweredOn).contains(.setConnectTargets([Self.peer])))
+    }
+
+    @Test func aRestartedSystemsWorkStartsAtOnceWhenTheControllerIsOnJoiningALinkUpAlready() {
+        var m = SystemMachine()
+        _ = m.opened(Self.a, app: "one")
+        _ = m.opened(Self.b, app: "two")
+        _ = m.controllerChanged(.poweredOn)
+        _ = m.connect(Self.b, to: Self.peer)
+        _ = m.linkConnected(Self.link, securing: false)
+        let actions = m.keptForRestoration(
+            Self.a, restoreIdentifier: "r",
+            work: .init(peers: [.init(address: Self.peer, autoReconnect: false)], scan: nil))
+        #expect(actions == [.deliver(Self.a, .linkAttached(Self.link))])
+        #expect(m.links.isUser(Self.a, of: Self.link.handle))
+    }
+}
