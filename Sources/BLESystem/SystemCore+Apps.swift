@@ -33,8 +33,9 @@ extension SystemCore {
 
     /// Ends `app` (`cause`: who ended it), keeping `keeping` (`restorationKeeps`): nothing reaches its other
     /// managers any more, and each lets go of what it holds in the system (scans, links, services, advertising)
-    /// and is unregistered; the system goes on with the kept ones' work on the app's behalf, until a restored
-    /// manager takes it over (`transfer`). Returns the managers an earlier termination kept that this one lets go
+    /// and is unregistered; the system goes on with the kept ones' work on the app's behalf (what reaches a kept
+    /// central manager is noted), until a restored manager takes it over (`replaceKept`, a peripheral manager's
+    /// `transfer`). Returns the managers an earlier termination kept that this one lets go
     /// of (a force-quit ends them), still registered: the caller releases them. Its launch handler's object is
     /// the caller's to release.
     package func terminate(_ app: SystemApp, cause: AppTermination, keeping: [RestorationCandidate])

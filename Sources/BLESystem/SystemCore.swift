@@ -374,8 +374,8 @@ public final class SystemCore: Sendable {
             var actions: [SystemAction] = []
             let newID = s.attach(new, app: app, &actions)
             guard let oldID = s.ids[ObjectIdentifier(old)] else {
-                _ = s.machine.replaced(nil, by: newID, app: app.id, role: .central)
-                return s.outbox.append(contentsOf: actions, inDomain: inDomain)
+                // The kept one went meanwhile (let go of): a manager like any other, told its state.
+                return s.outbox.append(contentsOf: actions + s.machine.opened(newID, app: app.id), inDomain: inDomain)
             }
             s.detach(oldID, leaving: false)
             s.machine.linksTransferred(from: oldID, to: newID)

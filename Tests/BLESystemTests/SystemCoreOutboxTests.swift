@@ -65,6 +65,41 @@ import Testing
 }
 
 extension SystemCoreOutboxTests {
+    /// A manager kept as its app is terminated is told no more notifications on its link, though who the link's
+    /// notifications reach was kept from the one before (the route is made again once the manager is noted for).
+    @Test func aNotificationForAManagerKeptAsItsAppEndsIsNotedNotTold() throws {
+        let domain = HeldDomain()
+        let core = SystemCore(
+            name: "kept", transport: HCIPipe().hostEnd, scheduler: domain,
+            store: try SystemStore(path: nil, seed: 1, now: { 0 }))
+        let relaunched = Mutex<[String]>([])
+        core.onRelaunch { id in relaunched.withLock { $0.append(id) } }
+        let app = core.app(id: "ended")
+        app.setBackgroundModes([.bluetoothCentral])
+        let kept = RecordingSession()
+        core.register(kept, app: app)
+        #expect(core.connect(kept, to: Self.peer) == nil)
+        core.handle(.connected(Self.link))
+        let notification = HostEvent.valueUpdated(
+            Self.link.handle, attribute: AttributeHandle(3), value: [1], isIndication: false)
+        domain.execute { core.handle(notification) }
+        domain.runAll()
+        #expect(kept.log == ["attached 7", "value 1"])
+        let candidate = SystemCore.RestorationCandidate(
+            manager: ObjectIdentifier(kept), role: .central, restoreIdentifier: "r", restorable: true)
+        let keeping = core.restorationKeeps(app, cause: .bySystem, candidates: [candidate])
+        #expect(keeping == [candidate])
+        #expect(core.terminate(app, cause: .bySystem, keeping: keeping).isEmpty)
+        domain.execute { core.handle(notification) }
+        domain.runAll()
+        #expect(kept.log == ["attached 7", "value 1"], "the kept manager was told \(kept.log)")
+        // Not subscribed: nothing to relaunch the app for; noted all the same.
+        #expect(relaunched.withLock { $0 }.isEmpty)
+        #expect(core.takeKept(app, role: .central, restoreIdentifier: "r")?.notes.count == 1)
+    }
+}
+
+extension SystemCoreOutboxTests {
     /// The notification path in the domain, when nothing waits (performed at once, with who is on the link kept
     /// from one notification to the next): each notification reaches the managers on its link as they are then,
     /// as one joins, one leaves, one is unregistered.

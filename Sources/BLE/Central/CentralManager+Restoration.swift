@@ -67,6 +67,10 @@ extension CentralManager {
         !locked.withLock { Self.restorableRecord(of: $0) }.isEmpty
     }
 
+    /// Whether something happened to this kept manager that its app has not heard yet (an event applied to it as
+    /// its app was being terminated, before the system noted what reaches it).
+    var hasRestorationEvents: Bool { locked.withLock { !$0.restorationEvents.isEmpty } }
+
     /// The system keeps this manager after its app was terminated.
     /// A scan for every device is not carried on (only a scan for services is, IOSRules.md 5.5, 6.5): it stops.
     func preserve() {
@@ -106,15 +110,17 @@ extension CentralManager {
     /// that `willRestoreState` is the first callback. Returns the events to tell after `didUpdateState`, and the
     /// id of the kept scan this manager carries on (the kept one's, so what the system sent for it is this one's).
     func restore(from kept: CentralManager) -> (events: [RestorationEvent], scan: UInt64?) {
-        let (connected, pending, events, keptScan) = kept.locked.withLock { s in
+        let (connected, pending, events, keptScan, nextScanID) = kept.locked.withLock { s in
             defer {
                 s.byHandle = [:]
                 s.pending = [:]
                 s.scan = nil
                 s.restorationEvents = []
             }
-            return (s.byHandle, s.pending, s.restorationEvents, s.scan)
+            return (s.byHandle, s.pending, s.restorationEvents, s.scan, s.nextScanID)
         }
+        // Past every id the kept manager used: news of a scan of its that ended is nobody's here.
+        locked.withLock { $0.nextScanID = max($0.nextScanID, nextScanID) }
         var map: [ObjectIdentifier: Peripheral] = [:]
         var restored: [Peripheral] = []
         // Connected ones (on their links) first, then pending ones.
@@ -134,12 +140,7 @@ extension CentralManager {
         }
         // The kept scan goes on under its id (the system starts one a restarted system kept once powered on).
         let scanning = keptScan != nil
-        if let keptScan {
-            locked.withLock { s in
-                s.scan = keptScan
-                s.nextScanID = max(s.nextScanID, keptScan.id + 1)
-            }
-        }
+        if let keptScan { locked.withLock { $0.scan = keptScan } }
         // This manager writes the preserved state from now on.
         persistRestorableState()
         // IOSRules.md 5c: keys that would be empty are left out; the scan options hold only what was set.

@@ -123,6 +123,11 @@ public final class CentralManager: Sendable {
             if restoring.power != .unknown { powerChanged(restoring.power) }
             replay(restoring.events)
             system.core.replaceKept(restoring.kept.session, with: session, app: app.core, scan: restoring.scan)
+            if restoring.power == .unauthorized {
+                // What an unauthorized manager lets go of (`powerChanged`), now that the links and scan are its.
+                system.core.stopScan(session)
+                system.core.releaseLinks(of: ObjectIdentifier(session))
+            }
             // Registered for connection events before the system knew this manager (its delegate's
             // `willRestoreState`, on another queue): the system is told now.
             if locked.withLock({ $0.connectionEvents != nil }) { system.core.watchConnections(session) }
@@ -574,7 +579,7 @@ public final class CentralManager: Sendable {
         powerChanged(power)
     }
 
-    /// A change of the controller's power state, told; the caller starts preserved work after it.
+    /// A change of the controller's power state, told.
     func powerChanged(_ power: SystemPowerState) {
         let new = ManagerState(power)
         let change = locked.withLock { s -> (changed: Bool, wasScanning: Bool) in

@@ -118,6 +118,11 @@ extension BluetoothSystem {
             }
             let released = system.core.terminate(core, cause: cause, keeping: keeping)
             system.release(released, of: id)
+            // An event a kept central manager took itself as the app ended (before the system noted what reaches
+            // it) relaunches the app as a noted one would.
+            if keeping.contains(where: { byObject[$0.manager]?.hasRestorationEvents == true && $0.role == .central }) {
+                system.relaunchForRestoration(self)
+            }
             // A force-quit ends state restoration for the app, also across a restart: forgotten once its managers
             // are off the system, so no late event of theirs writes it again.
             if cause == .byUser { system.forgetPreserved(of: id) }
@@ -224,11 +229,11 @@ extension BluetoothSystem {
             }
         }
 
-        /// Whether something that would wake the app reached the kept manager (a central's is the system's to say:
-        /// `SystemCore.keptWoke`).
+        /// Whether something that would wake the app reached the kept manager itself (a central's, only as its
+        /// app was being terminated: what comes later the system notes, `SystemCore.keptWoke`).
         var hasRestorationEvents: Bool {
             switch self {
-            case .central: false
+            case .central(let manager): manager.hasRestorationEvents
             case .peripheral(let manager): manager.hasRestorationEvents
             }
         }

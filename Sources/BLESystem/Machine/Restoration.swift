@@ -62,24 +62,34 @@ package struct RestorationTable: Sendable, Hashable {
         package private(set) var events: [SessionEvent] = []
         /// Whether one of them woke the app (asked for its relaunch).
         package private(set) var woke = false
+        /// Taken over by a restorer: what comes now is what it would have been told itself, all of it.
+        package private(set) var taken = false
 
-        /// At most this many are kept: beyond it, the oldest of a stream (a discovery, a notification) goes
-        /// first. A link's events are all kept: the restorer's state depends on each of them.
+        /// At most this many are kept while the app is not running: beyond it, the oldest of a stream (a
+        /// discovery, a notification) goes first. A link's events are all kept: the restorer's state depends on
+        /// each of them.
         package static let limit = 64
 
-        /// Notes `event`; events of one key (a device's discovery, a characteristic's value) replace each other.
+        /// Notes `event`; while the app is not running, events of one key (a device's discovery, a
+        /// characteristic's value) replace each other.
         mutating func append(_ event: SessionEvent, wakes: Bool) {
-            if let key = Self.key(of: event) { events.removeAll { Self.key(of: $0) == key } }
-            if events.count >= Self.limit, let oldest = events.firstIndex(where: { Self.key(of: $0) != nil }) {
-                events.remove(at: oldest)
+            if !taken {
+                if let key = Self.key(of: event) { events.removeAll { Self.key(of: $0) == key } }
+                if events.count >= Self.limit, let oldest = events.firstIndex(where: { Self.key(of: $0) != nil }) {
+                    events.remove(at: oldest)
+                }
             }
             events.append(event)
             if wakes { woke = true }
         }
 
-        /// The events noted so far, taken: the next take starts after them.
+        /// The events noted so far, taken by the restorer: the next take starts after them, and from now on
+        /// nothing is collapsed (a restorer takes over in an instant).
         mutating func take() -> [SessionEvent] {
-            defer { events = [] }
+            defer {
+                events = []
+                taken = true
+            }
             return events
         }
 
@@ -89,6 +99,8 @@ package struct RestorationTable: Sendable, Hashable {
             case value(ConnectionHandle, AttributeHandle)
             case advertised(BluetoothAddress)
             case readyToWrite(ConnectionHandle)
+            case connection(ConnectionHandle)
+            case databaseChanged(ConnectionHandle)
         }
 
         static func key(of event: SessionEvent) -> Key? {
@@ -97,6 +109,8 @@ package struct RestorationTable: Sendable, Hashable {
             case .valueUpdated(let link, let attribute, _, _): .value(link, attribute)
             case .advertised(let address, _): .advertised(address)
             case .readyToWrite(let link): .readyToWrite(link)
+            case .connectionEvent(let link, _, _): .connection(link)
+            case .peerDatabaseChanged(let link): .databaseChanged(link)
             default: nil
             }
         }
@@ -137,9 +151,7 @@ package struct RestorationTable: Sendable, Hashable {
     /// How each app last stopped.
     package private(set) var lastTermination: [String: AppTermination] = [:]
     /// The notes of each kept central session, from its keeping until its restorer replaces it (or it goes).
-    package private(set) var notes: [SessionID: Notes] = [:] {
-        didSet { if notes.count != oldValue.count { notingRevision &+= 1 } }
-    }
+    package private(set) var notes: [SessionID: Notes] = [:]
     /// Changes whenever a session starts or stops being noted (never the same twice): who a link's events are
     /// noted for may be kept for as long as it does not.
     package private(set) var notingRevision: UInt64 = 0
@@ -182,7 +194,7 @@ package struct RestorationTable: Sendable, Hashable {
         self.kept[app] = now.isEmpty ? nil : now
         relaunching.remove(app)
         // What reaches a kept central manager from now on is noted (an earlier keeping's notes go on).
-        for session in now.centrals.values where notes[session] == nil { notes[session] = Notes() }
+        for session in now.centrals.values where notes[session] == nil { startNoting(session) }
         for session in released { drop(session) }
         return released
     }
@@ -195,13 +207,34 @@ package struct RestorationTable: Sendable, Hashable {
     {
         guard kept[app]?[role: role][restoreIdentifier] == nil else { return false }
         kept[app, default: Kept()][role: role][restoreIdentifier] = session
-        if role == .central { notes[session] = Notes() }
+        if role == .central { startNoting(session) }
         return true
+    }
+
+    /// What reaches `session` is noted from now on.
+    private mutating func startNoting(_ session: SessionID) {
+        notes[session] = Notes()
+        notingRevision &+= 1
     }
 
     /// Work `session` (kept by `keep`) carries on once the controller is on.
     mutating func resume(_ session: SessionID, _ work: Resume) {
         resuming[session] = work
+    }
+
+    /// `session` cancelled its connect to `peer`: not started for it once the controller is on.
+    mutating func withdraw(_ peer: BluetoothAddress, of session: SessionID) {
+        resuming[session]?.peers.removeAll { $0.address == peer }
+    }
+
+    /// `session` started or stopped a scan of its own: the kept one is not started for it.
+    mutating func withdrawScan(of session: SessionID) {
+        resuming[session]?.scan = nil
+    }
+
+    /// `session` was told the controller is off (or not allowed): nothing is started for it.
+    mutating func withdrawAll(of session: SessionID) {
+        resuming[session] = nil
     }
 
     /// The controller is on: the work waiting for it, to start now, by session.
@@ -245,7 +278,7 @@ package struct RestorationTable: Sendable, Hashable {
 
     /// `session`'s notes and waiting work go (it is closed, or let go of).
     private mutating func drop(_ session: SessionID) {
-        notes[session] = nil
+        if notes.removeValue(forKey: session) != nil { notingRevision &+= 1 }
         resuming[session] = nil
     }
 
@@ -282,14 +315,18 @@ package struct RestorationTable: Sendable, Hashable {
     /// nobody). Returns the sessions let go of.
     package mutating func launched(_ app: String) -> [SessionID] {
         relaunching.remove(app)
-        return kept.removeValue(forKey: app)?.all ?? []
+        let released = kept.removeValue(forKey: app)?.all ?? []
+        for session in released { drop(session) }
+        return released
     }
 
     /// Bluetooth was turned off in Settings: nothing is restored after it (5e). Returns every kept session, app
     /// by app.
     package mutating func switchedOff() -> [SessionID] {
         defer { kept.removeAll() }
-        return kept.keys.sorted().flatMap { kept[$0]!.all }
+        let released = kept.keys.sorted().flatMap { kept[$0]!.all }
+        for session in released { drop(session) }
+        return released
     }
 
     /// The restore identifiers kept for `app` in `role`, sorted.

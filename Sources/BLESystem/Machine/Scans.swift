@@ -156,6 +156,9 @@ package struct ScanUnion: Sendable {
     /// The request `session` scans with, if it scans.
     func request(of session: SessionID) -> ScanRequest? { scanners[session]?.request }
 
+    /// The id `session`'s scan's discoveries carry (nil: it does not scan).
+    func scanID(of session: SessionID) -> UInt64? { scanners[session]?.id }
+
     /// The controller no longer scans (power off, a reset, a start it `refused`): every session's scan ends, and
     /// each hears it, in the order the scans were started.
     mutating func controllerFailed(refused: HostError? = nil) -> [SystemAction] {

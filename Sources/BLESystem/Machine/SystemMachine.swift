@@ -317,7 +317,8 @@ package struct SystemMachine: Sendable {
     package mutating func note(_ event: SessionEvent, for session: SessionID) -> String? {
         let wakes: Bool
         switch event {
-        case .discovered, .linkAttached, .linkFailed: wakes = true
+        case .discovered(_, let scan): wakes = scans.scanID(of: session) == scan
+        case .linkAttached, .linkFailed: wakes = true
         case .linkDown(_, _, let reconnecting): wakes = !reconnecting
         case .valueUpdated(let link, let attribute, _, _):
             wakes = subscriptions.subscribes(session, to: attribute, on: link)
@@ -387,11 +388,15 @@ package struct SystemMachine: Sendable {
     package mutating func scanStarted(_ session: SessionID, _ request: ScanRequest, id: UInt64, mode: ScanMode)
         -> [SystemAction]
     {
-        scans.start(session, request, id: id, mode: mode)
+        restoration.withdrawScan(of: session)
+        return scans.start(session, request, id: id, mode: mode)
     }
 
-    /// `session` stops scanning.
-    package mutating func scanStopped(_ session: SessionID) -> [SystemAction] { scans.stop(session) }
+    /// `session` stops scanning (a restarted system's scan it holds, not started yet, with it).
+    package mutating func scanStopped(_ session: SessionID) -> [SystemAction] {
+        restoration.withdrawScan(of: session)
+        return scans.stop(session)
+    }
 
     /// The sessions' apps moved in their lifecycles: each scan runs in its app's new mode.
     package mutating func scanModesChanged(_ modes: [SessionID: ScanMode]) -> [SystemAction] {
@@ -442,6 +447,8 @@ package struct SystemMachine: Sendable {
         -> (LinkCancellation, [SystemAction])
     {
         var actions: [SystemAction] = []
+        // A restarted system's connect it holds, not started yet, is withdrawn (the caller's own is `.nothing`).
+        restoration.withdraw(peer, of: session)
         let outcome = links.cancel(session, from: peer, &actions)
         if case .left(let handle) = outcome { subscriptions.leave(session, link: handle, &actions) }
         return (outcome, actions)
@@ -860,5 +867,8 @@ package struct SystemMachine: Sendable {
         guard let current = sessions[session], (current.told ?? .unknown) != state else { return }
         sessions[session]!.told = state
         actions.append(.deliver(session, .powerChanged(state)))
+        // A manager told the controller is off (or not allowed) has no pending connects nor scan any more: the
+        // work a restarted system kept for it, not started yet, goes with them.
+        if state != .poweredOn { restoration.withdrawAll(of: session) }
     }
 }

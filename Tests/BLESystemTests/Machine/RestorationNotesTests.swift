@@ -22,10 +22,12 @@ import Testing
             data: AdvertisingData())
     }
 
-    /// A machine whose app "one" was terminated by the system, keeping its central `a` under "r".
+    /// A machine whose app "one" was terminated by the system, keeping its central `a` under "r", scanning for a
+    /// service under the scan id 1.
     static func kept() -> SystemMachine {
         var m = SystemMachine()
         _ = m.opened(a, app: "one")
+        _ = m.scanStarted(a, ScanRequest(services: [BluetoothUUID(UInt16(0x180D))]), id: 1, mode: .foreground)
         let candidate = RestorationTable.Candidate(
             manager: a, role: .central, restoreIdentifier: "r", restorable: true)
         _ = m.appTerminated("one", cause: .bySystem, keeping: [candidate])
@@ -71,6 +73,8 @@ import Testing
             .connectionEvent(Self.link.handle, peer: Self.peer, up: true),
             .linkDown(Self.link.handle, .connectionTimeout, reconnecting: true),
             .valueUpdated(Self.link.handle, AttributeHandle(4), [1], isIndication: false),
+            // A discovery of a scan that is not the session's now (one stopped, still on its way).
+            .discovered(Self.discovery(1), scan: 2),
         ]
         for event in waking {
             var m = Self.kept()
@@ -130,12 +134,17 @@ import Testing
         _ = m.note(.linkAttached(Self.link), for: Self.a)
         let taken = m.takeKept("one", role: .central, restoreIdentifier: "r")
         #expect(taken?.notes == [.linkAttached(Self.link)])
-        // Taken, not yet replaced: still noted (nothing reaches it), but the app is launching: no relaunch.
+        // Taken, not yet replaced: still noted (nothing reaches it), but the app is launching: no relaunch; and
+        // all of it, as the restorer would have been told it (no stream collapsed).
+        let values = (1...3).map {
+            SessionEvent.valueUpdated(Self.link.handle, AttributeHandle(4), [$0], isIndication: false)
+        }
         let lost = SessionEvent.linkDown(Self.link.handle, .connectionTimeout, reconnecting: false)
         #expect(m.restoration.notes(Self.a))
+        for value in values { #expect(m.note(value, for: Self.a) == nil) }
         #expect(m.note(lost, for: Self.a) == nil)
         let (_, later) = m.replaced(Self.a, by: Self.b, app: "one")
-        #expect(later == [lost])
+        #expect(later == values + [lost])
         // Gone with it: nothing is noted for it any more.
         #expect(!m.restoration.notes(Self.a))
         #expect(m.note(lost, for: Self.a) == nil)
@@ -162,6 +171,53 @@ import Testing
         // Started once: the controller's next change starts nothing again.
         _ = m.controllerChanged(.resetting(reason: "reset"))
         #expect(!m.controllerChanged(.poweredOn).contains(.setConnectTargets([Self.peer])))
+    }
+
+    @Test func aRestartedSystemsWorkTheManagerWithdrewBeforeTheControllerIsOnIsNotStarted() {
+        let work = RestorationTable.Resume(
+            peers: [.init(address: Self.peer, autoReconnect: false)],
+            scan: (ScanRequest(services: [BluetoothUUID(UInt16(0x180D))]), 7))
+        // The restored manager stops the scan and cancels the connect before the controller is on.
+        var m = SystemMachine()
+        _ = m.opened(Self.a, app: "one")
+        _ = m.keptForRestoration(Self.a, restoreIdentifier: "r", work: work)
+        _ = m.scanStopped(Self.a)
+        #expect(m.cancelConnection(Self.a, from: Self.peer).0 == .nothing)
+        let on = m.controllerChanged(.poweredOn)
+        #expect(!on.contains(.setConnectTargets([Self.peer])))
+        #expect(m.links.peers[Self.peer] == nil)
+        #expect(m.scans.request(of: Self.a) == nil)
+        // Told the controller is off first (it was not on yet): nothing of it starts when it comes on.
+        var n = SystemMachine()
+        _ = n.opened(Self.a, app: "one")
+        _ = n.keptForRestoration(Self.a, restoreIdentifier: "r", work: work)
+        _ = n.controllerChanged(.poweredOff(reason: "off"))
+        _ = n.controllerChanged(.poweredOn)
+        #expect(n.links.peers[Self.peer] == nil)
+        #expect(n.scans.request(of: Self.a) == nil)
+    }
+
+    @Test func whatIsLetGoOfIsNotedNoMoreAndAPeripheralManagerIsNeverNoted() {
+        // Let go of by a launch that did not take it, by Bluetooth turned off, or gone.
+        var launched = Self.kept()
+        _ = launched.launched("one")
+        var off = Self.kept()
+        _ = off.restorationSwitchedOff()
+        var closed = Self.kept()
+        _ = closed.closed(Self.a)
+        for var m in [launched, off, closed] {
+            #expect(!m.restoration.notes(Self.a))
+            #expect(m.note(.linkAttached(Self.link), for: Self.a) == nil)
+            #expect(m.restoration.notes.isEmpty)
+        }
+        // A kept peripheral manager keeps its own (its requests wait in the system's service table).
+        var m = SystemMachine()
+        _ = m.opened(Self.b, app: "two", role: .peripheral)
+        _ = m.appTerminated(
+            "two", cause: .bySystem,
+            keeping: [.init(manager: Self.b, role: .peripheral, restoreIdentifier: "p", restorable: true)])
+        #expect(m.restoration.restoreIdentifiers(of: "two", role: .peripheral) == ["p"])
+        #expect(!m.restoration.notes(Self.b))
     }
 
     @Test func aRestartedSystemsWorkStartsAtOnceWhenTheControllerIsOnJoiningALinkUpAlready() {
