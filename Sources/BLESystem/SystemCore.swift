@@ -38,7 +38,7 @@ public final class SystemCore: Sendable {
     public let appRules: AppRules
     /// What relaunches an app for state restoration (`SystemAction.relaunch`), by its id: set by the system's
     /// facade, which runs apps' launches.
-    package let relaunchHandler = Mutex<(@Sendable (String) -> Void)?>(nil)
+    let relaunchHandler = Mutex<(@Sendable (String) -> Void)?>(nil)
 
     /// A caller's completion, with the session it called for (so a restored manager can take it over).
     struct Caller<Value: Sendable>: Sendable {
