@@ -86,9 +86,26 @@ package struct ScanUnion: Sendable {
     private(set) var controllerScanning = false
     /// The parameters the controller was last asked to scan with.
     private(set) var parameters = ScanUnion.parameters
-    /// Scannable advertisements waiting for their scan response, and the last scan response per device.
-    private var held = OrderedDictionary<BluetoothAddress, AdvertisingReport>()
+    /// Scannable advertisements waiting for their scan response (each with the number it was held under), and
+    /// the last scan response per device.
+    private var held = OrderedDictionary<BluetoothAddress, Held>()
     private var scanResponses = OrderedDictionary<BluetoothAddress, [UInt8]>()
+    /// The number the next held advertisement gets.
+    private var nextHeld: UInt64 = 0
+    /// The wait for scan responses under way (`.startTimer(.scanResponseWait)`): its token, and the number of the
+    /// first advertisement held after it started (those before it are let go of when it ends).
+    private var waiting: (token: UInt64, before: UInt64)?
+    private var nextWait: UInt64 = 1
+
+    struct Held: Sendable {
+        var report: AdvertisingReport
+        var number: UInt64
+    }
+
+    /// How long a scannable advertisement waits for its scan response at most (between this and twice this): a
+    /// device that advertised once and stopped, or whose response was lost and that does not advertise again,
+    /// is reported without it rather than never.
+    static let scanResponseWait: Duration = .seconds(1)
 
     package init(backgroundParameters: ScanParameters, active: Bool = true) {
         self.backgroundParameters = backgroundParameters
@@ -175,7 +192,38 @@ package struct ScanUnion: Sendable {
     /// An advertising report from the controller: merged with its scan response, then handed to each session
     /// whose request it matches and whose coalescing lets it through, in the order the scans were started.
     mutating func received(_ report: AdvertisingReport, into actions: inout [SystemAction]) {
-        guard !scanners.isEmpty, let discovery = merge(report) else { return }
+        guard !scanners.isEmpty else { return }
+        let discovery = merge(report)
+        if waiting == nil, !held.isEmpty { startWaiting(&actions) }
+        guard let discovery else { return }
+        deliver(discovery, into: &actions)
+    }
+
+    /// Starts the wait for the scan responses of the advertisements held now.
+    private mutating func startWaiting(_ actions: inout [SystemAction]) {
+        waiting = (nextWait, nextHeld)
+        actions.append(.startTimer(.scanResponseWait(nextWait), after: Self.scanResponseWait))
+        nextWait += 1
+    }
+
+    /// The wait `token` ended: the advertisements held before it started that still have no scan response are
+    /// reported without it (with the device's last known response, if any); a wait follows for those held since.
+    mutating func scanResponseWaitEnded(_ token: UInt64, into actions: inout [SystemAction]) {
+        guard let wait = waiting, wait.token == token else { return }
+        waiting = nil
+        let due = held.filter { $0.value.number < wait.before }
+        for (address, entry) in due {
+            held.removeValue(forKey: address)
+            guard !scanners.isEmpty else { continue }
+            deliver(
+                Self.discovery(entry.report, scanResponse: scanResponses[address], rssi: entry.report.rssi),
+                into: &actions)
+        }
+        if !held.isEmpty, !scanners.isEmpty { startWaiting(&actions) }
+    }
+
+    /// Hands `discovery` to each session whose request it matches and whose coalescing lets it through.
+    private mutating func deliver(_ discovery: SystemDiscovery, into actions: inout [SystemAction]) {
         for key in scanners.keys.sorted(by: { scanners[$0]!.id < scanners[$1]!.id }) {
             var scanner = scanners[key]!
             guard scanner.request.matches(discovery.data), scanner.mode != .off else { continue }
@@ -199,16 +247,18 @@ package struct ScanUnion: Sendable {
     }
 
     /// Merges an advertisement with its scan response: a scannable advertisement is held until its response
-    /// arrives (or the device's next advertisement shows the response was lost); other kinds pass at once.
+    /// arrives (or the device's next advertisement shows the response was lost, or the wait for responses ends:
+    /// `scanResponseWaitEnded`); other kinds pass at once.
+    private static func discovery(_ adv: AdvertisingReport, scanResponse: [UInt8]?, rssi: Int?) -> SystemDiscovery {
+        SystemDiscovery(
+            address: adv.address, advertisement: adv.data, scanResponse: scanResponse, kind: adv.kind,
+            connectable: adv.kind.isConnectable, rssi: rssi,
+            data: AdvertisingData(
+                AdvertisingData(leniently: adv.data).structures
+                    + AdvertisingData(leniently: scanResponse ?? []).structures))
+    }
+
     private mutating func merge(_ report: AdvertisingReport) -> SystemDiscovery? {
-        func discovery(_ adv: AdvertisingReport, scanResponse: [UInt8]?, rssi: Int?) -> SystemDiscovery {
-            SystemDiscovery(
-                address: adv.address, advertisement: adv.data, scanResponse: scanResponse, kind: adv.kind,
-                connectable: adv.kind.isConnectable, rssi: rssi,
-                data: AdvertisingData(
-                    AdvertisingData(leniently: adv.data).structures
-                        + AdvertisingData(leniently: scanResponse ?? []).structures))
-        }
         func remember<V>(
             _ value: V, for address: BluetoothAddress, in map: inout OrderedDictionary<BluetoothAddress, V>
         ) {
@@ -219,15 +269,16 @@ package struct ScanUnion: Sendable {
         switch report.kind {
         case .scanResponse:
             remember(report.data, for: report.address, in: &scanResponses)
-            guard let held = held.removeValue(forKey: report.address) else { return nil }
-            return discovery(held, scanResponse: report.data, rssi: report.rssi ?? held.rssi)
+            guard let held = held.removeValue(forKey: report.address)?.report else { return nil }
+            return Self.discovery(held, scanResponse: report.data, rssi: report.rssi ?? held.rssi)
         case .connectableUndirected, .scannableUndirected:
-            let earlier = held.removeValue(forKey: report.address)
-            remember(report, for: report.address, in: &held)
+            let earlier = held.removeValue(forKey: report.address)?.report
+            remember(Held(report: report, number: nextHeld), for: report.address, in: &held)
+            nextHeld += 1
             guard let earlier else { return nil }
-            return discovery(earlier, scanResponse: scanResponses[report.address], rssi: earlier.rssi)
+            return Self.discovery(earlier, scanResponse: scanResponses[report.address], rssi: earlier.rssi)
         case .connectableDirected, .nonConnectableUndirected:
-            return discovery(report, scanResponse: nil, rssi: report.rssi)
+            return Self.discovery(report, scanResponse: nil, rssi: report.rssi)
         }
     }
 }

@@ -105,6 +105,8 @@ package enum SystemTimer: Sendable, Hashable {
     case reconnect(BluetoothAddress, token: UInt64)
     /// The end of an advertisement's turn on the air (`token` tells one turn from another).
     case advertisingTurn(UInt64)
+    /// The end of the wait for held advertisements' scan responses (`ScanUnion.scanResponseWait`).
+    case scanResponseWait(UInt64)
 }
 
 /// What a manager is told.
@@ -801,6 +803,7 @@ package struct SystemMachine: Sendable {
         switch timer {
         case .reconnect(let peer, let token): links.retry(peer, token: token, &actions)
         case .advertisingTurn(let token): advertising.turnEnded(token, &actions)
+        case .scanResponseWait(let token): scans.scanResponseWaitEnded(token, into: &actions)
         }
         return actions
     }

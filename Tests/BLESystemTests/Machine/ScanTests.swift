@@ -108,7 +108,9 @@ import Testing
         _ = m.scanStarted(a, ScanRequest(services: nil, allowDuplicates: true), id: 1, mode: .foreground)
         var actions: [SystemAction] = []
         m.advertisingReport(Self.report(1, kind: .scannableUndirected), into: &actions)
-        #expect(actions.isEmpty)
+        // Held, and a wait for its response started.
+        #expect(actions == [.startTimer(.scanResponseWait(1), after: ScanUnion.scanResponseWait)])
+        actions = []
         m.advertisingReport(
             AdvertisingReport(
                 kind: .scanResponse, address: Self.address(1), rssi: -60, data: [4, 0x09, 0x41, 0x42, 0x43]),
@@ -124,6 +126,47 @@ import Testing
         m.advertisingReport(Self.report(1, kind: .scannableUndirected), into: &actions)
         m.advertisingReport(Self.report(1, kind: .scannableUndirected), into: &actions)
         #expect(actions.count == 1)
+    }
+
+    /// A device that advertised once and stopped (or whose response is lost and that does not advertise again)
+    /// is reported without its response when the wait ends, not never; one held after the wait began waits for
+    /// the next wait.
+    @Test func aScannableAdvertisementWhoseResponseNeverComesIsReportedWhenTheWaitEnds() {
+        var m = Self.machine()
+        let a = SessionID(rawValue: 1)
+        _ = m.scanStarted(a, ScanRequest(services: nil), id: 1, mode: .foreground)
+        var actions: [SystemAction] = []
+        m.advertisingReport(Self.report(1, kind: .scannableUndirected), into: &actions)
+        m.advertisingReport(Self.report(2, kind: .scannableUndirected), into: &actions)
+        #expect(actions == [.startTimer(.scanResponseWait(1), after: ScanUnion.scanResponseWait)])
+        // Device 2's response comes; device 3 is heard after the wait began.
+        actions = []
+        m.advertisingReport(
+            AdvertisingReport(kind: .scanResponse, address: Self.address(2), rssi: -60, data: [2, 0x09, 0x42]),
+            into: &actions)
+        m.advertisingReport(Self.report(3, kind: .scannableUndirected), into: &actions)
+        #expect(Self.discoveries(actions).map(\.1) == [Self.address(2)])
+        // A wait that is not the one under way does nothing.
+        #expect(m.timerFired(.scanResponseWait(7)).isEmpty)
+        // The wait ends: device 1, without a response; device 3 waits for the next one.
+        let ended = m.timerFired(.scanResponseWait(1))
+        #expect(Self.discoveries(ended).map(\.1) == [Self.address(1)])
+        #expect(ended.last == .startTimer(.scanResponseWait(2), after: ScanUnion.scanResponseWait))
+        guard case .deliver(_, .discovered(let alone, _))? = ended.first else {
+            Issue.record("no discovery: \(ended)")
+            return
+        }
+        #expect(alone.scanResponse == nil)
+        #expect(m.scans.heldCount == 1)
+        let next = m.timerFired(.scanResponseWait(2))
+        #expect(Self.discoveries(next).map(\.1) == [Self.address(3)])
+        #expect(m.scans.heldCount == 0)
+        #expect(!next.contains { if case .startTimer = $0 { true } else { false } }, "nothing held: no wait")
+        // A stopped scan lets what it held go with it: nothing is reported when its wait ends.
+        actions = []
+        m.advertisingReport(Self.report(4, kind: .scannableUndirected), into: &actions)
+        _ = m.scanStopped(a)
+        #expect(m.timerFired(.scanResponseWait(3)).isEmpty)
     }
 
     @Test func theControllerStoppingEndsEveryScanInTheOrderTheyStarted() {
