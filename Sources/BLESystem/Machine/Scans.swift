@@ -96,6 +96,8 @@ package struct ScanUnion: Sendable {
     /// first advertisement held after it started (those before it are let go of when it ends).
     private var waiting: (token: UInt64, before: UInt64)?
     private var nextWait: UInt64 = 1
+    /// The held advertisement the memory bound just pushed out, to report.
+    private var evicted: Held?
 
     struct Held: Sendable {
         var report: AdvertisingReport
@@ -151,6 +153,7 @@ package struct ScanUnion: Sendable {
         guard controllerScanning else { return [] }
         controllerScanning = false
         held.removeAll()
+        waiting = nil
         scanResponses.removeAll()
         return [.stopScan]
     }
@@ -185,6 +188,7 @@ package struct ScanUnion: Sendable {
         scanners.removeAll()
         controllerScanning = false
         held.removeAll()
+        waiting = nil
         scanResponses.removeAll()
         return ended
     }
@@ -194,6 +198,15 @@ package struct ScanUnion: Sendable {
     mutating func received(_ report: AdvertisingReport, into actions: inout [SystemAction]) {
         guard !scanners.isEmpty else { return }
         let discovery = merge(report)
+        // One held advertisement too many for the memory bound: reported as the wait's end would.
+        if let evicted {
+            self.evicted = nil
+            deliver(
+                Self.discovery(
+                    evicted.report, scanResponse: scanResponses[evicted.report.address],
+                    rssi: evicted.report.rssi),
+                into: &actions)
+        }
         if waiting == nil, !held.isEmpty { startWaiting(&actions) }
         guard let discovery else { return }
         deliver(discovery, into: &actions)
@@ -211,15 +224,15 @@ package struct ScanUnion: Sendable {
     mutating func scanResponseWaitEnded(_ token: UInt64, into actions: inout [SystemAction]) {
         guard let wait = waiting, wait.token == token else { return }
         waiting = nil
-        let due = held.filter { $0.value.number < wait.before }
-        for (address, entry) in due {
-            held.removeValue(forKey: address)
-            guard !scanners.isEmpty else { continue }
+        // Held in the order of their numbers (a device held again goes to the end): those due are the first.
+        let due = held.values.firstIndex { $0.number >= wait.before } ?? held.count
+        for (address, entry) in held.elements.prefix(due) {
             deliver(
                 Self.discovery(entry.report, scanResponse: scanResponses[address], rssi: entry.report.rssi),
                 into: &actions)
         }
-        if !held.isEmpty, !scanners.isEmpty { startWaiting(&actions) }
+        held.removeFirst(due)
+        if !held.isEmpty { startWaiting(&actions) }
     }
 
     /// Hands `discovery` to each session whose request it matches and whose coalescing lets it through.
@@ -246,9 +259,7 @@ package struct ScanUnion: Sendable {
         a.advertisement == b.advertisement && a.scanResponse == b.scanResponse && a.kind == b.kind
     }
 
-    /// Merges an advertisement with its scan response: a scannable advertisement is held until its response
-    /// arrives (or the device's next advertisement shows the response was lost, or the wait for responses ends:
-    /// `scanResponseWaitEnded`); other kinds pass at once.
+    /// One device heard: `adv` with `scanResponse`, decoded together.
     private static func discovery(_ adv: AdvertisingReport, scanResponse: [UInt8]?, rssi: Int?) -> SystemDiscovery {
         SystemDiscovery(
             address: adv.address, advertisement: adv.data, scanResponse: scanResponse, kind: adv.kind,
@@ -258,6 +269,9 @@ package struct ScanUnion: Sendable {
                     + AdvertisingData(leniently: scanResponse ?? []).structures))
     }
 
+    /// Merges an advertisement with its scan response: in an active scan, a scannable advertisement is held until
+    /// its response arrives (or the device's next advertisement shows the response was lost, or the wait for
+    /// responses ends: `scanResponseWaitEnded`); other kinds, and every kind in a passive scan, pass at once.
     private mutating func merge(_ report: AdvertisingReport) -> SystemDiscovery? {
         func remember<V>(
             _ value: V, for address: BluetoothAddress, in map: inout OrderedDictionary<BluetoothAddress, V>
@@ -271,13 +285,15 @@ package struct ScanUnion: Sendable {
             remember(report.data, for: report.address, in: &scanResponses)
             guard let held = held.removeValue(forKey: report.address)?.report else { return nil }
             return Self.discovery(held, scanResponse: report.data, rssi: report.rssi ?? held.rssi)
-        case .connectableUndirected, .scannableUndirected:
+        case .connectableUndirected where active, .scannableUndirected where active:
             let earlier = held.removeValue(forKey: report.address)?.report
-            remember(Held(report: report, number: nextHeld), for: report.address, in: &held)
+            held[report.address] = Held(report: report, number: nextHeld)
             nextHeld += 1
+            if held.count > ScanUnion.memoryLimit { evicted = held.removeFirst().value }
             guard let earlier else { return nil }
             return Self.discovery(earlier, scanResponse: scanResponses[report.address], rssi: earlier.rssi)
-        case .connectableDirected, .nonConnectableUndirected:
+        case .connectableUndirected, .scannableUndirected, .connectableDirected, .nonConnectableUndirected:
+            // Passive: no scan request is sent, so no response comes to wait for.
             return Self.discovery(report, scanResponse: nil, rssi: report.rssi)
         }
     }

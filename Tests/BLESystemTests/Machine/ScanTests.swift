@@ -162,11 +162,50 @@ import Testing
         #expect(Self.discoveries(next).map(\.1) == [Self.address(3)])
         #expect(m.scans.heldCount == 0)
         #expect(!next.contains { if case .startTimer = $0 { true } else { false } }, "nothing held: no wait")
-        // A stopped scan lets what it held go with it: nothing is reported when its wait ends.
+        // A wait that ended does nothing when it fires again.
+        #expect(m.timerFired(.scanResponseWait(1)).isEmpty)
+        // A stopped scan lets what it held go with it: nothing is reported when its wait ends, and a scan started
+        // again waits afresh.
         actions = []
         m.advertisingReport(Self.report(4, kind: .scannableUndirected), into: &actions)
         _ = m.scanStopped(a)
+        _ = m.scanStarted(a, ScanRequest(services: nil), id: 2, mode: .foreground)
+        actions = []
+        m.advertisingReport(Self.report(5, kind: .scannableUndirected), into: &actions)
+        #expect(actions == [.startTimer(.scanResponseWait(4), after: ScanUnion.scanResponseWait)])
         #expect(m.timerFired(.scanResponseWait(3)).isEmpty)
+        #expect(Self.discoveries(m.timerFired(.scanResponseWait(4))).map(\.1) == [Self.address(5)])
+    }
+
+    /// A device whose response came once and is lost the next time is reported at the wait's end with the
+    /// response it gave before; a passive scan, which asks for no response, holds nothing.
+    @Test func theWaitsEndReportsTheLastResponseKnownAndAPassiveScanHoldsNothing() {
+        var m = Self.machine()
+        let a = SessionID(rawValue: 1)
+        _ = m.scanStarted(a, ScanRequest(services: nil, allowDuplicates: true), id: 1, mode: .foreground)
+        var actions: [SystemAction] = []
+        let response = AdvertisingReport(
+            kind: .scanResponse, address: Self.address(1), rssi: -60, data: [2, 0x09, 0x41])
+        m.advertisingReport(Self.report(1, kind: .scannableUndirected), into: &actions)
+        m.advertisingReport(response, into: &actions)
+        m.advertisingReport(Self.report(1, kind: .scannableUndirected, extra: 1), into: &actions)
+        // Held after the first wait began: reported when the next one ends.
+        #expect(Self.discoveries(m.timerFired(.scanResponseWait(1))).isEmpty)
+        let ended = m.timerFired(.scanResponseWait(2))
+        guard case .deliver(_, .discovered(let late, _))? = ended.first else {
+            Issue.record("no discovery: \(ended)")
+            return
+        }
+        #expect(late.scanResponse == [2, 0x09, 0x41])
+        #expect(late.data.localName == "A")
+
+        var passive = Self.machine(active: false)
+        _ = passive.scanStarted(a, ScanRequest(services: nil), id: 1, mode: .foreground)
+        actions = []
+        passive.advertisingReport(Self.report(2, kind: .scannableUndirected), into: &actions)
+        passive.advertisingReport(Self.report(3, kind: .connectableUndirected), into: &actions)
+        #expect(Self.discoveries(actions).map(\.1) == [Self.address(2), Self.address(3)])
+        #expect(passive.scans.heldCount == 0)
     }
 
     @Test func theControllerStoppingEndsEveryScanInTheOrderTheyStarted() {
