@@ -163,6 +163,12 @@ def main():
                       "BLE calls a delegate method directly", "(tell an event instead: tell(_:))",
                       only=lambda source: source not in ("Async/Observation.swift", "Model/Delegates.swift"))
 
+        # Restoration takes a kept manager over in the controller's serial domain, with no lock the event path
+        # takes: no recursive lock in the facades (the review found one held across the hand-over).
+        if name == "BLE":
+            scan_code(target, [r"\bNSRecursiveLock\b"], "BLE holds a recursive lock",
+                      "(take over in the serial domain: HostScheduler.execute)")
+
         # The library never writes to stdout or stderr itself: it logs through swift-log, and the application
         # (the ble tool) picks where logs go.
         if name not in ("ble", "ble-fuzz", "ble-store-writer", "readme-snippets", "readme-example"):

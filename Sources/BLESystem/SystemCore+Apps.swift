@@ -95,6 +95,15 @@ extension SystemCore {
         }
     }
 
+    /// Runs `work` in the controller's serial domain, where every delivery, timer and completion is performed (at
+    /// once when the caller is in it: `HostScheduler.execute`).
+    package func inDomain(_ work: @escaping @Sendable () -> Void) {
+        scheduler.execute(work)
+    }
+
+    /// The state managers see now.
+    package var visiblePower: SystemPowerState { state.withLock { $0.machine.visible } }
+
     /// Whether something that would wake `app` reached a central manager kept for it.
     package func keptWoke(_ app: SystemApp) -> Bool {
         state.withLock { $0.machine.restoration.woke(app.id) }

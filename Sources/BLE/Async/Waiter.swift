@@ -1,12 +1,6 @@
 import Dispatch
 import Synchronization
 
-/// Something pending that an event (or a link loss) can finish.
-protocol AnyWaiter: AnyObject, Sendable {
-    /// Finishes the waiter with `error` unless it already finished.
-    func fail(_ error: any Error)
-}
-
 /// One async operation's single result: the bridge between an event delivered on a manager's queue and the
 /// task awaiting it.
 ///
@@ -15,7 +9,7 @@ protocol AnyWaiter: AnyObject, Sendable {
 /// gets there first, and later attempts return false. A result that arrives before the task has started to
 /// wait is kept until it does. A timeout runs on the system's scheduler (virtual time in a simulation), so it
 /// is as deterministic as the events.
-final class Waiter<Value: Sendable>: AnyWaiter {
+final class Waiter<Value: Sendable>: Sendable {
     private enum State {
         case pending
         case waiting(CheckedContinuation<Value, any Error>)

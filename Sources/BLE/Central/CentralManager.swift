@@ -104,39 +104,48 @@ public final class CentralManager: Sendable {
         // Relaunched for state restoration: take over from the manager the system kept, before registering, so
         // that `willRestoreState` comes first (IOSRules.md 5.8). Nothing reaches this manager until it takes the
         // kept one's place, and nothing reached the kept one since it was kept: the system noted it.
-        var restoring: (kept: CentralManager, events: [RestorationEvent], power: SystemPowerState, scan: UInt64?)?
-        if let id = options?.restoreIdentifier, let taken = app.system.takeKeptCentral(of: app, restoreIdentifier: id) {
-            taken.kept.absorb(taken.notes)
-            let (events, scan) = restore(from: taken.kept)
-            restoring = (taken.kept, events, taken.power, scan)
-        }
+        let kept = options?.restoreIdentifier.flatMap { app.system.takeKeptCentral(of: app, restoreIdentifier: $0) }
         if options?.restoreIdentifier != nil, !app.backgroundModes.contains(.bluetoothCentral) {
             // IOSRules.md 5.3: iOS fails an assertion here; this manager works, without restoration.
             Self.apiLogger.error(
                 "API MISUSE: a central manager with a restore identifier in an app without the bluetooth-central background mode: it will not be restored",
                 metadata: ["app": "\(app.id)"])
         }
-        if let restoring {
-            // The state the kept one was last told, then what happened while it was kept, each queued after the
-            // restoration; then, in the kept manager's place in one step, what the system noted for it since and
-            // what was still queued for it, before anything later.
-            if restoring.power != .unknown { powerChanged(restoring.power) }
-            replay(restoring.events)
-            system.core.replaceKept(restoring.kept.session, with: session, app: app.core, scan: restoring.scan)
-            if restoring.power == .unauthorized {
-                // What an unauthorized manager lets go of (`powerChanged`), now that the links and scan are its.
-                system.core.stopScan(session)
-                system.core.releaseLinks(of: ObjectIdentifier(session))
-            }
-            // Registered for connection events before the system knew this manager (its delegate's
-            // `willRestoreState`, on another queue): the system is told now.
-            if locked.withLock({ $0.connectionEvents != nil }) { system.core.watchConnections(session) }
+        if let kept {
+            // In the controller's serial domain, where whatever the system was still doing for the kept manager as
+            // its app ended is done: at once when this manager is made there (a relaunch's launch handler runs
+            // there), else as soon as the domain is free.
+            system.core.inDomain { [self] in takeOver(kept) }
         } else {
             self.system.core.register(session, app: app.core, role: .central)
+            showPowerAlert()
         }
-        // Made while Bluetooth is off, a central manager shows "turn on Bluetooth" unless told not (the system's
-        // rule).
+    }
+
+    /// Made while Bluetooth is off, a central manager shows "turn on Bluetooth" unless told not (the system's rule).
+    private func showPowerAlert() {
         if options?.showPowerAlert ?? true { system.core.powerAlert(for: ObjectIdentifier(session)) }
+    }
+
+    /// Takes the kept manager's place: applies the system's notes to it, takes its state and tells
+    /// `willRestoreState`, then the state the kept one was last told and what happened while it was kept, each
+    /// queued after the restoration; then, in the kept manager's place in one step, what the system noted for it
+    /// since and what was still queued for it, before anything later.
+    private func takeOver(_ taken: (kept: CentralManager, notes: [SessionEvent], power: SystemPowerState)) {
+        taken.kept.absorb(taken.notes)
+        let (events, scan) = restore(from: taken.kept)
+        if taken.power != .unknown { powerChanged(taken.power) }
+        replay(events)
+        system.core.replaceKept(taken.kept.session, with: session, app: app.core, scan: scan)
+        if taken.power == .unauthorized {
+            // What an unauthorized manager lets go of (`powerChanged`), now that the links and scan are its.
+            system.core.stopScan(session)
+            system.core.releaseLinks(of: ObjectIdentifier(session))
+        }
+        // Registered for connection events before the system knew this manager (its delegate's
+        // `willRestoreState`, on another queue): the system is told now.
+        if locked.withLock({ $0.connectionEvents != nil }) { system.core.watchConnections(session) }
+        showPowerAlert()
     }
 
     /// A manager without a delegate on the main queue.

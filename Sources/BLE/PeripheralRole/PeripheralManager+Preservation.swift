@@ -192,7 +192,6 @@ extension PeripheralManager {
         let work = (services: record.makeServices(), advertisement: record.makeAdvertisement())
         locked.withLock { s in
             s.preserved = true
-            gated.store(true, ordering: .releasing)
             s.resumeAtPowerOn = work
         }
         persistRestorableState()
@@ -203,7 +202,8 @@ extension PeripheralManager {
     /// Once powered on, a manager that took preserved work starts it: its services, then its advertisement
     /// (as the system restarts it: not refused out of the foreground, IOSRules.md 2.11 being about apps).
     func resumePreservedWork() {
-        handover.withLock { startPreservedWork() }
+        // In the controller's serial domain, as its power changes and a restorer's take-over are: started once.
+        system.core.inDomain { [self] in startPreservedWork() }
     }
 
     private func startPreservedWork() {

@@ -31,7 +31,6 @@ extension PeripheralManager {
     /// answered: nobody will answer them).
     func preserve() {
         locked.withLock { $0.preserved = true }
-        gated.store(true, ordering: .releasing)
     }
 
     /// A central's request to a kept manager: kept for the manager that restores it, and the app relaunched.
@@ -64,15 +63,25 @@ extension PeripheralManager {
         return false
     }
 
+    /// Takes the kept manager's place, in the controller's serial domain (so nothing reaches either meanwhile):
+    /// its restoration told first, then its state, then the requests that relaunched the app; then preserved
+    /// work not started yet (a restarted system's) starts.
+    func takeOver(from kept: PeripheralManager) {
+        let events = restore(from: kept)
+        // The state, then the requests the kept one noted, each queued after the restoration; then, in the kept
+        // manager's place in one step, what was still queued for it, after them (the step may perform it at once).
+        let power = system.core.visiblePower
+        if power != .unknown { powerChanged(power) }
+        // Not the requests the system refused as the app ended (their centrals have their answer).
+        for event in events where isStillAsked(event) { apply(.server(event)) }
+        _ = system.core.replace(kept.session, with: session, app: app.core, role: .peripheral)
+        resumePreservedWork()
+    }
+
     /// Takes over from `kept`, the manager the system kept for this app under the same restore identifier: its
-    /// services, advertisement and centrals. Called in `init`, holding `handover` (what reaches this manager
-    /// meanwhile waits), before the manager takes the kept one's place among the registered, so that
-    /// `willRestoreState` is the first callback. Returns the requests to hand on after `didUpdateState`.
+    /// services, advertisement and centrals, before the manager takes the kept one's place among the registered,
+    /// so that `willRestoreState` is the first callback. Returns the requests to hand on after `didUpdateState`.
     func restore(from kept: PeripheralManager) -> [HostEvent] {
-        // Under the kept manager's `handover`: its preserved work (a restarted system's) is taken before it
-        // starts or once it runs in the system, where `transfer` finds it, and a central's request to it is noted
-        // before this or handed on to this manager after.
-        kept.handover.lock()
         let taken = kept.locked.withLock { s -> State in
             defer {
                 s.published = []
@@ -81,16 +90,15 @@ extension PeripheralManager {
                 s.centrals = [:]
                 s.restorationEvents = []
                 s.resumeAtPowerOn = nil
-                s.successor = WeakPeripheralManager(manager: self)
             }
             return s
         }
-        kept.handover.unlock()
         locked.withLock { s in
             s.published = taken.published
             s.advertising = taken.advertising
             s.isAdvertising = taken.isAdvertising
-            s.centrals = taken.centrals
+            // The kept one's centrals (the objects its services' subscribers are), and any other linked meanwhile.
+            s.centrals.merge(taken.centrals) { _, kept in kept }
             // Preserved by an earlier process and not started yet (the controller is not on): this manager
             // publishes and advertises once powered on.
             s.resumeAtPowerOn = taken.resumeAtPowerOn
@@ -111,9 +119,4 @@ extension PeripheralManager {
         deliver { m in m.tell(.willRestore(state)) }
         return taken.restorationEvents
     }
-}
-
-/// A peripheral manager, held weakly (a kept manager's successor).
-struct WeakPeripheralManager {
-    weak var manager: PeripheralManager?
 }

@@ -40,8 +40,6 @@ public final class PeripheralManager: Sendable {
         var preserved = false
         /// Centrals' requests while kept, for the manager that restores it.
         var restorationEvents: [HostEvent] = []
-        /// The manager that restored this kept one: what still reaches this one goes there.
-        var successor = WeakPeripheralManager()
         /// Work preserved by an earlier process (services to publish, an advertisement to start), to start once
         /// powered on.
         var resumeAtPowerOn: (services: [MutableService], advertisement: AdvertisementData?)?
@@ -52,10 +50,6 @@ public final class PeripheralManager: Sendable {
     }
     let locked = Mutex(State())
     let delegateCell = DelegateCell<any PeripheralManagerDelegate>(nil)
-    /// The handover of a kept manager's work to the one that restores it, as `CentralManager.handover`.
-    let handover = NSRecursiveLock()
-    /// Whether `apply` takes `handover`: while kept (for good), and while restoring (the initialiser).
-    let gated = Atomic<Bool>(false)
 
     /// The app this manager belongs to.
     public let app: BluetoothSystem.App
@@ -85,32 +79,19 @@ public final class PeripheralManager: Sendable {
         delegateCell.value = delegate
         // Relaunched for state restoration: take over from the manager the system kept, before registering, so
         // that `willRestoreState` comes first (IOSRules.md 5.8).
-        var restoredEvents: [HostEvent] = []
-        var replaced: PeripheralManager?
-        // Gated from the start and for good when it may be kept or restores one (as `CentralManager`).
-        if options?.restoreIdentifier != nil { gated.store(true, ordering: .releasing) }
-        if let id = options?.restoreIdentifier, let kept = app.system.takeKeptPeripheral(of: app, restoreIdentifier: id)
-        {
-            // Until the restoration has been told, what reaches this manager (or, handed on, the kept one) waits.
-            handover.lock()
-            restoredEvents = restore(from: kept)
-            replaced = kept
-        }
+        let kept = options?.restoreIdentifier.flatMap { app.system.takeKeptPeripheral(of: app, restoreIdentifier: $0) }
         if options?.restoreIdentifier != nil, !app.backgroundModes.contains(.bluetoothPeripheral) {
             // IOSRules.md 5.3: iOS fails an assertion here; this manager works, without restoration.
             Self.latencyLogger.error(
                 "API MISUSE: a peripheral manager with a restore identifier in an app without the bluetooth-peripheral background mode: it will not be restored",
                 metadata: ["app": "\(app.id)"])
         }
-        if let replaced {
-            // In the kept manager's place, in one step: an event reaches one of the two, never neither.
-            let power = system.core.replace(replaced.session, with: session, app: app.core, role: .peripheral)
-            if power != .unknown { powerChanged(power) }
-            // Not the requests the system refused as the app ended (their centrals have their answer).
-            for event in restoredEvents where isStillAsked(event) { apply(.server(event)) }
-            handover.unlock()
-            // Preserved work not started yet starts once the handover is let go of (as `CentralManager`).
-            resumePreservedWork()
+        if let kept {
+            // Taken over in the controller's serial domain, where everything that reaches the kept manager happens
+            // (its centrals' requests, its advertisement's answers, a restarted system's work): nothing of that runs
+            // meanwhile, so nothing is lost or told twice without a lock. At once when this manager is made there
+            // (a relaunch's launch handler runs there), else as soon as the domain is free.
+            system.core.inDomain { [self] in takeOver(from: kept) }
         } else {
             self.system.core.register(session, app: app.core, role: .peripheral)
         }
@@ -427,9 +408,8 @@ public final class PeripheralManager: Sendable {
     }
 
     func systemPowerStateChanged(_ power: SystemPowerState) {
-        gate({ powerChanged(power) }, forward: { $0.systemPowerStateChanged(power) })
-        // Preserved work starts outside the handover (its host calls may pass events up from other threads), and
-        // after `didUpdateState` has been queued.
+        powerChanged(power)
+        // Preserved work starts after `didUpdateState` has been queued.
         resumePreservedWork()
     }
 
@@ -481,22 +461,12 @@ public final class PeripheralManager: Sendable {
         switch event {
         case .powerChanged(let power): systemPowerStateChanged(power)
         case .appTerminated: systemAppTerminated()
-        case .server(let event): gate({ received(event) }, forward: { $0.apply(.server(event)) })
+        case .server(let event): received(event)
         case .discovered, .scanEnded, .linkAttached, .linkFailed, .linkDown, .valueUpdated, .readyToWrite,
             .peerDatabaseChanged, .advertised, .connectionEvent:
             // A central manager's: the system sends none to a peripheral manager.
             break
         }
-    }
-
-    /// A kept or restoring manager's entry points go through `handover`; a kept one that a restored one took
-    /// over hands them on (as `CentralManager.entry`).
-    private func gate(_ body: () -> Void, forward: (PeripheralManager) -> Void) {
-        guard gated.load(ordering: .acquiring) else { return body() }
-        handover.lock()
-        defer { handover.unlock() }
-        if let next = locked.withLock({ $0.successor.manager }) { return forward(next) }
-        body()
     }
 
     private func received(_ event: HostEvent) {
