@@ -346,21 +346,32 @@ public final class SystemCore: Sendable {
     }
 
     /// Puts `new`, a manager of `app` in `role` restored from `old`, in `old`'s place among the registered
-    /// managers, in one step: an event for every manager reaches one of them, never neither (the kept one hands
-    /// what still reaches it on). Returns the state to tell `new` (unless `.unknown`), which the caller tells it
-    /// once its restoration has been delivered.
+    /// managers, in one step: an event for every manager reaches one of them, never neither (what is still queued
+    /// for the kept one reaches the new one). `new` was told `told` already (its restoration's): when the state
+    /// changed since, it is told the state now.
     package func replace(
-        _ old: any SystemSession, with new: any SystemSession, app: SystemApp, role: SessionRole
-    ) -> SystemPowerState {
+        _ old: any SystemSession, with new: any SystemSession, app: SystemApp, role: SessionRole,
+        told: SystemPowerState
+    ) {
         step { s in
             let oldID = s.ids[ObjectIdentifier(old)]
             if let oldID { s.detach(oldID, leaving: false) }
             var actions: [SystemAction] = []
-            // What is still queued for the kept one reaches the new one.
             let newID = s.attach(new, app: app, &actions)
             if let oldID { s.forwarded[oldID] = newID }
-            return (s.machine.replaced(oldID, by: newID, app: app.id, role: role).power, actions)
+            let power = s.machine.replaced(oldID, by: newID, app: app.id, role: role).power
+            if power != told { actions.append(.deliver(newID, .powerChanged(power))) }
+            return ((), actions)
         }
+    }
+
+    /// Runs `body` (in the domain) with what it steps queued rather than performed at once, then performs it: a
+    /// restorer's take-over, so that nothing reaches the kept manager it is emptying, nor the restorer before it
+    /// has told its restoration and state.
+    package func holdingDrains(_ body: () -> Void) {
+        let held = state.withLock { $0.outbox.hold() }
+        body()
+        if held { drainOutbox() }
     }
 
     /// A restored central manager, `new`, takes the place of `old`, kept for its app, in one step: `old`'s links,

@@ -47,6 +47,14 @@ public struct DomainOutbox<Action: Sendable>: Sendable {
         return append(contentsOf: last, inDomain: inDomain)
     }
 
+    /// For a caller in the domain with work of its own that steps: what it appends meanwhile waits, and the caller
+    /// drains (`next` until nil) after its work. False when a drain is under way already (it performs them).
+    @inlinable public mutating func hold() -> Bool {
+        guard !draining else { return false }
+        draining = true
+        return true
+    }
+
     /// Changes each waiting action to what `transform` makes of it, in place.
     @inlinable public mutating func transform(_ transform: (Action) -> Action) {
         for i in actions.indices { actions[i] = transform(actions[i]) }

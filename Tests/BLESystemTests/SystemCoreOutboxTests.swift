@@ -65,6 +65,56 @@ import Testing
 }
 
 extension SystemCoreOutboxTests {
+    /// A restorer tells the state it sees, then takes the kept manager's place: when the state changed in between
+    /// (Bluetooth switched off from another thread), it is told the new one, and not when nothing changed.
+    @Test func aRestorerToldAStateThatChangedBeforeItTookThePlaceIsToldTheNewOne() throws {
+        for switchedOff in [false, true] {
+            let domain = HeldDomain()
+            let core = SystemCore(
+                name: "told", transport: HCIPipe().hostEnd, scheduler: domain,
+                store: try SystemStore(path: nil, seed: 1, now: { 0 }))
+            core.setPower(.poweredOn)
+            let app = core.app(id: "server")
+            let kept = RecordingSession()
+            core.register(kept, app: app, role: .peripheral)
+            domain.runAll()
+            if switchedOff { core.setBluetoothEnabled(false) }
+            let restored = RecordingSession()
+            core.replace(kept, with: restored, app: app, role: .peripheral, told: .poweredOn)
+            domain.runAll()
+            let told = restored.log.filter { $0.hasPrefix("power") }
+            #expect(told.count == (switchedOff ? 1 : 0), "\(restored.log)")
+            #expect(told.allSatisfy { $0.hasPrefix("power poweredOff") })
+        }
+    }
+
+    /// What a take-over steps in the domain is performed after it (`holdingDrains`), in order: a notification
+    /// routed meanwhile reaches its manager only then.
+    @Test func whatIsSteppedWhileDrainsAreHeldIsPerformedAfter() throws {
+        let domain = HeldDomain()
+        let core = SystemCore(
+            name: "held", transport: HCIPipe().hostEnd, scheduler: domain,
+            store: try SystemStore(path: nil, seed: 1, now: { 0 }))
+        let manager = RecordingSession()
+        core.register(manager)
+        #expect(core.connect(manager, to: Self.peer) == nil)
+        core.handle(.connected(Self.link))
+        domain.runAll()
+        let logged = Mutex<[[String]]>([])
+        domain.execute {
+            core.holdingDrains {
+                core.handle(
+                    .valueUpdated(Self.link.handle, attribute: AttributeHandle(3), value: [9], isIndication: false))
+                logged.withLock { $0.append(manager.log) }
+            }
+            logged.withLock { $0.append(manager.log) }
+        }
+        domain.runAll()
+        #expect(logged.withLock { $0 } == [["attached 7"], ["attached 7", "value 9"]])
+    }
+}
+
+extension SystemCoreOutboxTests {
     /// A manager kept as its app is terminated is told no more notifications on its link, though who the link's
     /// notifications reach was kept from the one before (the route is made again once the manager is noted for).
     @Test func aNotificationForAManagerKeptAsItsAppEndsIsNotedNotTold() throws {
@@ -213,6 +263,7 @@ private final class RecordingSession: SystemSession {
         case .linkDown(let handle, _, _): note("down \(handle.rawValue)")
         case .connectionEvent(_, _, let up): note(up ? "peer connected" : "peer disconnected")
         case .appTerminated: note("terminated")
+        case .powerChanged(let state): note("power \(state)")
         default: break
         }
     }

@@ -105,10 +105,11 @@ extension CentralManager {
     }
 
     /// Takes over from `kept`, the manager the system kept for this app under the same restore identifier, once
-    /// it has absorbed the system's notes: its peripherals, links, subscriptions and scan. Called in `init`,
-    /// before the manager takes the kept one's place (nothing reaches either meanwhile: the system notes it), so
-    /// that `willRestoreState` is the first callback. Returns the events to tell after `didUpdateState`, and the
-    /// id of the kept scan this manager carries on (the kept one's, so what the system sent for it is this one's).
+    /// it has absorbed the system's notes: its peripherals, links, subscriptions and scan. Called in the take-over
+    /// (`takeOver`, in the serial domain), before the manager takes the kept one's place (nothing reaches either
+    /// meanwhile: the system notes it), so that `willRestoreState` is the first callback. Returns the events to tell
+    /// after `didUpdateState`, and the id of the kept scan this manager carries on (the kept one's, so what the
+    /// system sent for it is this one's).
     func restore(from kept: CentralManager) -> (events: [RestorationEvent], scan: UInt64?) {
         let (connected, pending, events, keptScan, nextScanID) = kept.locked.withLock { s in
             defer {

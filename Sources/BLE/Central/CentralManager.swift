@@ -127,24 +127,29 @@ public final class CentralManager: Sendable {
         if options?.showPowerAlert ?? true { system.core.powerAlert(for: ObjectIdentifier(session)) }
     }
 
-    /// Takes the kept manager's place: applies the system's notes to it, takes its state and tells
-    /// `willRestoreState`, then the state the kept one was last told and what happened while it was kept, each
-    /// queued after the restoration; then, in the kept manager's place in one step, what the system noted for it
-    /// since and what was still queued for it, before anything later.
+    /// Takes the kept manager's place, in the controller's serial domain (what it steps is performed after it):
+    /// applies the system's notes to the kept manager, takes its state and tells `willRestoreState`, then the
+    /// state the kept one was last told and what happened while it was kept, each queued after the restoration;
+    /// then, in the kept manager's place in one step, what the system noted for it since and what was still
+    /// queued for it, before anything later. When the app ended again before the domain got to it, the notes are
+    /// the kept manager's, which stays kept.
     private func takeOver(_ taken: (kept: CentralManager, notes: [SessionEvent], power: SystemPowerState)) {
-        taken.kept.absorb(taken.notes)
-        let (events, scan) = restore(from: taken.kept)
-        if taken.power != .unknown { powerChanged(taken.power) }
-        replay(events)
-        system.core.replaceKept(taken.kept.session, with: session, app: app.core, scan: scan)
-        if taken.power == .unauthorized {
-            // What an unauthorized manager lets go of (`powerChanged`), now that the links and scan are its.
-            system.core.stopScan(session)
-            system.core.releaseLinks(of: ObjectIdentifier(session))
+        guard !isDefunct else { return taken.kept.absorb(taken.notes) }
+        system.core.holdingDrains {
+            taken.kept.absorb(taken.notes)
+            let (events, scan) = restore(from: taken.kept)
+            if taken.power != .unknown { powerChanged(taken.power) }
+            replay(events)
+            system.core.replaceKept(taken.kept.session, with: session, app: app.core, scan: scan)
+            if taken.power == .unauthorized {
+                // What an unauthorized manager lets go of (`powerChanged`), now that the links and scan are its.
+                system.core.stopScan(session)
+                system.core.releaseLinks(of: ObjectIdentifier(session))
+            }
+            // Registered for connection events before the system knew this manager (its delegate's
+            // `willRestoreState`, on another queue): the system is told now.
+            if locked.withLock({ $0.connectionEvents != nil }) { system.core.watchConnections(session) }
         }
-        // Registered for connection events before the system knew this manager (its delegate's
-        // `willRestoreState`, on another queue): the system is told now.
-        if locked.withLock({ $0.connectionEvents != nil }) { system.core.watchConnections(session) }
         showPowerAlert()
     }
 

@@ -63,18 +63,22 @@ extension PeripheralManager {
         return false
     }
 
-    /// Takes the kept manager's place, in the controller's serial domain (so nothing reaches either meanwhile):
-    /// its restoration told first, then its state, then the requests that relaunched the app; then preserved
-    /// work not started yet (a restarted system's) starts.
+    /// Takes the kept manager's place, in the controller's serial domain (so nothing the domain does for either
+    /// runs meanwhile, and what the take-over steps is performed after it): its restoration told first, then its
+    /// state, then the requests that relaunched the app; then, in the kept one's place, what was still queued for
+    /// it; then preserved work not started yet (a restarted system's). Nothing, when the app ended again before the
+    /// domain got to it: the kept manager stays kept, with its requests.
     func takeOver(from kept: PeripheralManager) {
-        let events = restore(from: kept)
-        // The state, then the requests the kept one noted, each queued after the restoration; then, in the kept
-        // manager's place in one step, what was still queued for it, after them (the step may perform it at once).
-        let power = system.core.visiblePower
-        if power != .unknown { powerChanged(power) }
-        // Not the requests the system refused as the app ended (their centrals have their answer).
-        for event in events where isStillAsked(event) { apply(.server(event)) }
-        _ = system.core.replace(kept.session, with: session, app: app.core, role: .peripheral)
+        guard launch == app.core.generation else { return }
+        system.core.holdingDrains {
+            let events = restore(from: kept)
+            adoptLinkedCentrals()
+            let power = system.core.visiblePower
+            if power != .unknown { powerChanged(power) }
+            // Not the requests the system refused as the app ended (their centrals have their answer).
+            for event in events where isStillAsked(event) { apply(.server(event)) }
+            system.core.replace(kept.session, with: session, app: app.core, role: .peripheral, told: power)
+        }
         resumePreservedWork()
     }
 

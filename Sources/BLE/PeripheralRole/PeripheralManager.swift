@@ -94,12 +94,16 @@ public final class PeripheralManager: Sendable {
             system.core.inDomain { [self] in takeOver(from: kept) }
         } else {
             self.system.core.register(session, app: app.core, role: .peripheral)
+            adoptLinkedCentrals()
         }
-        // Centrals already connected to the device (for another app) can reach this manager's services too.
-        let host = self.system.core.host
+    }
+
+    /// Centrals already connected to the device (for another app) can reach this manager's services too.
+    func adoptLinkedCentrals() {
+        let host = system.core.host
         for link in host.links where link.role == .peripheral {
             let central = Central(
-                identifier: self.system.core.store.identifier(for: link.peer), address: link.peer,
+                identifier: system.core.store.identifier(for: link.peer), address: link.peer,
                 handle: link.handle.rawValue,
                 mtu: host.mtu(on: link.handle), host: host)
             locked.withLock { s in if s.centrals[link.handle] == nil { s.centrals[link.handle] = central } }

@@ -83,6 +83,11 @@ package struct RestorationTable: Sendable, Hashable {
             if wakes { woke = true }
         }
 
+        /// Kept again (its app ended before its restorer took its place): a stream keeps its latest again.
+        mutating func kept() {
+            taken = false
+        }
+
         /// The events noted so far, taken by the restorer: the next take starts after them, and from now on
         /// nothing is collapsed (a restorer takes over in an instant).
         mutating func take() -> [SessionEvent] {
@@ -193,8 +198,11 @@ package struct RestorationTable: Sendable, Hashable {
         let released = (self.kept[app]?.all ?? []).filter { !kept.contains($0) }
         self.kept[app] = now.isEmpty ? nil : now
         relaunching.remove(app)
-        // What reaches a kept central manager from now on is noted (an earlier keeping's notes go on).
-        for session in now.centrals.values where notes[session] == nil { startNoting(session) }
+        // What reaches a kept central manager from now on is noted (an earlier keeping's notes go on, as the notes
+        // of an app that is not running: a restorer of the ended launch may have taken them).
+        for session in now.centrals.values {
+            if notes[session] == nil { startNoting(session) } else { notes[session]!.kept() }
+        }
         for session in released { drop(session) }
         return released
     }
