@@ -71,16 +71,10 @@ extension CentralManager {
     /// its app was being terminated, before the system noted what reaches it).
     var hasRestorationEvents: Bool { locked.withLock { !$0.restorationEvents.isEmpty } }
 
-    /// The system keeps this manager after its app was terminated.
-    /// A scan for every device is not carried on (only a scan for services is, IOSRules.md 5.5, 6.5): it stops.
+    /// The system keeps this manager after its app was terminated (what it carries on is the system's rule: a scan
+    /// for every device ends, which this manager hears as the scan's end among its notes).
     func preserve() {
-        let unfiltered = locked.withLock { s -> Bool in
-            s.preserved = true
-            guard let scan = s.scan, (scan.services ?? []).isEmpty else { return false }
-            s.scan = nil
-            return true
-        }
-        if unfiltered { system.core.stopScan(session) }
+        locked.withLock { $0.preserved = true }
     }
 
     /// What the system noted for this kept manager, applied to it in their order as they would have been told

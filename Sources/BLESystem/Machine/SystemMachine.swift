@@ -279,7 +279,18 @@ package struct SystemMachine: Sendable {
         _ app: String, cause: AppTermination, keeping: [RestorationTable.Candidate]
     ) -> (actions: [SystemAction], released: [SessionID]) {
         let released = restoration.terminated(app, cause: cause, keeping: keeping)
-        return (appTerminated(app, keeping: Set(keeping.map(\.manager) + released)), released)
+        var actions = appTerminated(app, keeping: Set(keeping.map(\.manager) + released))
+        // A kept central manager's scan goes on only when it is for services (IOSRules.md 5.5, 6.5): one for every
+        // device ends, and the manager hears it as any scan the system ended (noted, as what reaches it now is).
+        for candidate in keeping where candidate.role == .central {
+            let session = candidate.manager
+            guard let id = scans.scanID(of: session), (scans.request(of: session)?.services ?? []).isEmpty else {
+                continue
+            }
+            actions += scans.stop(session)
+            actions.append(.deliver(session, .scanEnded(id, refused: nil)))
+        }
+        return (actions, released)
     }
 
     /// A restarted system keeps `session` for its app, not running (a preserved record), with the work the

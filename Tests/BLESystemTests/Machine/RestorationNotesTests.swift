@@ -61,6 +61,21 @@ import Testing
         #expect(m.note(.linkFailed(Self.peer, HostError(.disconnected, "gone")), for: Self.a) == "one")
     }
 
+    /// A kept central manager's scan goes on when it is for services; one for every device ends, and the
+    /// manager hears it (noted) as any scan the system ended (IOSRules.md 5.5, 6.5).
+    @Test func aKeptManagersScanGoesOnOnlyWhenItIsForServices() {
+        let forServices = Self.kept()
+        #expect(forServices.scans.request(of: Self.a) != nil)
+        var m = SystemMachine()
+        _ = m.opened(Self.a, app: "one")
+        _ = m.scanStarted(Self.a, ScanRequest(services: nil), id: 3, mode: .foreground)
+        let (actions, _) = m.appTerminated(
+            "one", cause: .bySystem,
+            keeping: [.init(manager: Self.a, role: .central, restoreIdentifier: "r", restorable: true)])
+        #expect(m.scans.request(of: Self.a) == nil)
+        #expect(actions.contains(.deliver(Self.a, .scanEnded(3, refused: nil))))
+    }
+
     @Test func eachWakingEventWakesTheAppAndTheOthersDoNot() {
         let waking: [SessionEvent] = [
             .discovered(Self.discovery(1), scan: 1), .linkAttached(Self.link),
