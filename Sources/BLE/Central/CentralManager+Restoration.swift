@@ -71,10 +71,14 @@ extension CentralManager {
     /// its app was being terminated, before the system noted what reaches it).
     var hasRestorationEvents: Bool { locked.withLock { !$0.restorationEvents.isEmpty } }
 
-    /// The system keeps this manager after its app was terminated (what it carries on is the system's rule: a scan
-    /// for every device ends, which this manager hears as the scan's end among its notes).
+    /// The system keeps this manager after its app was terminated. What it carries on is the system's rule: a scan
+    /// for every device ends (the system stops it, and this manager hears the end among its notes); it is over for
+    /// this manager at once, so that nothing that comes before the system's step counts for it.
     func preserve() {
-        locked.withLock { $0.preserved = true }
+        locked.withLock { s in
+            s.preserved = true
+            if (s.scan?.services ?? []).isEmpty { s.scan = nil }
+        }
     }
 
     /// What the system noted for this kept manager, applied to it in their order as they would have been told
@@ -105,7 +109,7 @@ extension CentralManager {
     /// after `didUpdateState`, and the id of the kept scan this manager carries on (the kept one's, so what the
     /// system sent for it is this one's).
     func restore(from kept: CentralManager) -> (events: [RestorationEvent], scan: UInt64?) {
-        let (connected, pending, events, keptScan, nextScanID) = kept.locked.withLock { s in
+        let (connected, pending, events, takenScan, nextScanID) = kept.locked.withLock { s in
             defer {
                 s.byHandle = [:]
                 s.pending = [:]
@@ -133,7 +137,9 @@ extension CentralManager {
             map[ObjectIdentifier(old)] = p
             restored.append(p)
         }
-        // The kept scan goes on under its id (the system starts one a restarted system kept once powered on).
+        // The kept scan goes on under its id (the system starts one a restarted system kept once powered on); only
+        // a scan for services is ever carried on.
+        let keptScan = takenScan.flatMap { ($0.services ?? []).isEmpty ? nil : $0 }
         let scanning = keptScan != nil
         if let keptScan { locked.withLock { $0.scan = keptScan } }
         // This manager writes the preserved state from now on.

@@ -367,6 +367,8 @@ package struct SystemMachine: Sendable {
         for id in sessions.keys.sorted() where sessions[id]!.app == app && !keeping.contains(id) {
             sessions[id] = nil
             connectionWatchers.removeAll { $0 == id }
+            // One a restorer took and had not replaced yet is noted no more: it hears its end.
+            restoration.forget(id)
             actions.append(.deliver(id, .appTerminated))
             // What the system did for it ends with it (the manager is detached, and can no longer stop it).
             actions += scans.stop(id)

@@ -76,6 +76,17 @@ import Testing
         #expect(actions.contains(.deliver(Self.a, .scanEnded(3, refused: nil))))
     }
 
+    /// A session a restorer took but had not replaced when its app was ended again (by the user: not kept) is
+    /// noted no more, and hears its end.
+    @Test func aTakenSessionNotKeptAgainHearsItsEnd() {
+        var k = Self.kept()
+        _ = k.takeKept("one", role: .central, restoreIdentifier: "r")
+        let (actions, _) = k.appTerminated("one", cause: .byUser, keeping: [])
+        #expect(!k.restoration.notes(Self.a))
+        #expect(actions.contains(.deliver(Self.a, .appTerminated)))
+        #expect(k.restoration.notes.isEmpty)
+    }
+
     @Test func eachWakingEventWakesTheAppAndTheOthersDoNot() {
         let waking: [SessionEvent] = [
             .discovered(Self.discovery(1), scan: 1), .linkAttached(Self.link),
