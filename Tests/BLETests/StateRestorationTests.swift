@@ -138,6 +138,46 @@ final class RecordedLaunches<Recorder: Sendable>: Sendable {
         #expect(second.disconnections.first?.error?.code == .connectionTimeout)
     }
 
+    /// The app connects to the lost peripheral again as soon as it is powered on (before the loss that relaunched
+    /// it is told): the loss is told, and the new attempt goes on (it was marked disconnected, and its wait failed).
+    @Test func aPeripheralConnectedAgainBeforeItsLossIsToldKeepsItsNewAttempt() async throws {
+        let rig = Rig()
+        try await rig.startSensor(advertising: Sensor.advertisement)
+        let app = rig.phoneSystem.app(id: "com.example.lock", backgroundModes: [.bluetoothCentral])
+        let launches = Launches()
+        let reconnected = Mutex<Peripheral?>(nil)
+        let identifier = Mutex<UUID?>(nil)
+        app.onLaunch { launch in
+            let recorder = CentralRecorder(
+                system: launch.app.system, label: "lock", options: .init(restoreIdentifier: Self.restoreID),
+                app: launch.app)
+            recorder.onEvent { recorder, event in
+                guard case .didUpdateState(.poweredOn) = event, let id = identifier.withLock({ $0 }) else { return }
+                for p in recorder.central.retrievePeripherals(withIdentifiers: [id]) where p.state == .disconnected {
+                    recorder.central.connect(p)
+                    reconnected.withLock { $0 = p }
+                }
+            }
+            launches.launches.withLock { $0.append((launch.options, recorder)) }
+            return recorder
+        }
+        app.launch()
+        let first = try #require(launches.last)
+        let sensor = try await AppLifecycleTests.connectAndSubscribe(first, rig)
+        identifier.withLock { $0 = sensor.identifier }
+        app.terminate(.bySystem)
+        rig.sensorSystem.move(to: RadioPosition(x: 1000, y: 0))
+        try await rig.run(until: { launches.count == 2 }, within: .seconds(10), "the relaunch")
+        let second = try #require(launches.last)
+        try await rig.run(until: { second.events.contains(where: \.isDisconnect) }, within: .seconds(1), "the loss")
+        let again = try #require(reconnected.withLock { $0 }, "the app connected again: \(second.lines)")
+        #expect(second.lines.last?.hasPrefix("didDisconnect \(sensor.identifier)") == true, "\(second.lines)")
+        #expect(again.state == .connecting, "the new attempt goes on")
+        // The sensor comes back: the new attempt connects.
+        rig.sensorSystem.move(to: RadioPosition(x: 2, y: 0))
+        try await rig.run(until: { again.state == .connected }, within: .seconds(5), "the new connection")
+    }
+
     @Test func aScanForEveryDeviceIsNotCarriedOnNorRestored() async throws {
         let (rig, app, launches, first) = try await Self.launchedLockApp()
         let sensor = try await AppLifecycleTests.connectAndSubscribe(first, rig)

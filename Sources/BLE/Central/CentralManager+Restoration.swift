@@ -188,17 +188,20 @@ extension CentralManager {
             switch event {
             case .connected(let p):
                 deliver { manager in manager.tell(.connected(p)) }
+            // Told as they happened; a peripheral the app connected again meanwhile (from `willRestoreState` or
+            // `didUpdateState`) keeps its new attempt.
             case .disconnected(let p, let error):
                 deliver { manager in
-                    let ended = p.announceDisconnected(failing: .linkLost(error))
+                    let ended =
+                        p.currentState == .disconnected ? p.announceDisconnected(failing: .linkLost(error)) : nil
                     manager.tell(.disconnected(p, error))
-                    ended.finish()
+                    ended?.finish()
                 }
             case .failedToConnect(let p, let error):
                 deliver { manager in
-                    let ended = p.announceDisconnected(failing: error)
+                    let ended = p.currentState == .disconnected ? p.announceDisconnected(failing: error) : nil
                     manager.tell(.failedToConnect(p, error))
-                    ended.finish()
+                    ended?.finish()
                 }
             case .notification(let p, let attribute, let value, let isIndication):
                 p.handleValueUpdate(attribute: attribute, value: value, isIndication: isIndication)
