@@ -14,6 +14,15 @@ import Testing
 /// reach its successor: none of it may reach neither.
 @Suite struct SystemCoreOutboxTests {
     static let peer = BluetoothAddress(bytes: [1, 2, 3, 4, 5, 0xC6], type: .randomDevice)
+    /// A system on a domain that runs only when the test says (`HeldDomain.runAll`), with no controller.
+    fileprivate static func core(_ name: String) throws -> (HeldDomain, SystemCore) {
+        let domain = HeldDomain()
+        let core = SystemCore(
+            name: name, transport: HCIPipe().hostEnd, scheduler: domain,
+            store: try SystemStore(path: nil, seed: 1, now: { 0 }))
+        return (domain, core)
+    }
+
     static let link = LinkInfo(
         handle: ConnectionHandle(7), role: .central, peer: peer, interval: 24, latency: 0, supervisionTimeout: 400)
 
@@ -22,10 +31,7 @@ import Testing
     /// apply to the kept one), then, once in its place, those noted while it took over and what was still
     /// queued, before anything later.
     @Test func whatReachesAKeptManagerIsNotedAndReachesTheOneRestoredInItsPlaceInOrder() throws {
-        let domain = HeldDomain()
-        let core = SystemCore(
-            name: "outbox", transport: HCIPipe().hostEnd, scheduler: domain,
-            store: try SystemStore(path: nil, seed: 1, now: { 0 }))
+        let (domain, core) = try Self.core("outbox")
         let relaunched = Mutex<[String]>([])
         core.onRelaunch { id in relaunched.withLock { $0.append(id) } }
         let app = core.app(id: "restored")
@@ -69,10 +75,7 @@ extension SystemCoreOutboxTests {
     /// (Bluetooth switched off from another thread), it is told the new one, and not when nothing changed.
     @Test func aRestorerToldAStateThatChangedBeforeItTookThePlaceIsToldTheNewOne() throws {
         for switchedOff in [false, true] {
-            let domain = HeldDomain()
-            let core = SystemCore(
-                name: "told", transport: HCIPipe().hostEnd, scheduler: domain,
-                store: try SystemStore(path: nil, seed: 1, now: { 0 }))
+            let (domain, core) = try Self.core("told")
             core.setPower(.poweredOn)
             let app = core.app(id: "server")
             let kept = RecordingSession()
@@ -91,10 +94,7 @@ extension SystemCoreOutboxTests {
     /// What a take-over steps in the domain is performed after it (`holdingDrains`), in order: a notification
     /// routed meanwhile reaches its manager only then.
     @Test func whatIsSteppedWhileDrainsAreHeldIsPerformedAfter() throws {
-        let domain = HeldDomain()
-        let core = SystemCore(
-            name: "held", transport: HCIPipe().hostEnd, scheduler: domain,
-            store: try SystemStore(path: nil, seed: 1, now: { 0 }))
+        let (domain, core) = try Self.core("held")
         let manager = RecordingSession()
         core.register(manager)
         #expect(core.connect(manager, to: Self.peer) == nil)
@@ -118,10 +118,7 @@ extension SystemCoreOutboxTests {
     /// A manager kept as its app is terminated is told no more notifications on its link, though who the link's
     /// notifications reach was kept from the one before (the route is made again once the manager is noted for).
     @Test func aNotificationForAManagerKeptAsItsAppEndsIsNotedNotTold() throws {
-        let domain = HeldDomain()
-        let core = SystemCore(
-            name: "kept", transport: HCIPipe().hostEnd, scheduler: domain,
-            store: try SystemStore(path: nil, seed: 1, now: { 0 }))
+        let (domain, core) = try Self.core("kept")
         let relaunched = Mutex<[String]>([])
         core.onRelaunch { id in relaunched.withLock { $0.append(id) } }
         let app = core.app(id: "ended")
@@ -154,10 +151,7 @@ extension SystemCoreOutboxTests {
     /// from one notification to the next): each notification reaches the managers on its link as they are then,
     /// as one joins, one leaves, one is unregistered.
     @Test func notificationsReachTheManagersOnTheLinkAsTheyAreThen() throws {
-        let domain = HeldDomain()
-        let core = SystemCore(
-            name: "notify", transport: HCIPipe().hostEnd, scheduler: domain,
-            store: try SystemStore(path: nil, seed: 1, now: { 0 }))
+        let (domain, core) = try Self.core("notify")
         let first = RecordingSession()
         let second = RecordingSession()
         let other = RecordingSession()
@@ -195,10 +189,7 @@ extension SystemCoreOutboxTests {
     /// A manager whose app ends while host events for it wait in the queue is told its end, and not those events
     /// (a connection event would make it a peripheral for nobody).
     @Test func aTerminatedAppsManagerIsToldItsEndAndNotTheHostsEventsQueuedBefore() throws {
-        let domain = HeldDomain()
-        let core = SystemCore(
-            name: "ended", transport: HCIPipe().hostEnd, scheduler: domain,
-            store: try SystemStore(path: nil, seed: 1, now: { 0 }))
+        let (domain, core) = try Self.core("ended")
         let app = core.app(id: "ended")
         let watcher = RecordingSession()
         core.register(watcher, app: app)

@@ -90,11 +90,10 @@ extension CentralManager {
                 .init(address: $0.address, autoReconnect: $0.wantsAutoReconnect)
             },
             scan: scan.map { scan in
-                (
-                    ScanRequest(
+                .init(
+                    request: ScanRequest(
                         services: scan.services, solicitedServices: scan.options?.solicitedServiceUUIDs ?? [],
-                        allowDuplicates: scan.options?.allowDuplicates == true), scan.id
-                )
+                        allowDuplicates: scan.options?.allowDuplicates == true), id: scan.id)
             })
     }
 }

@@ -132,23 +132,21 @@ package struct RestorationTable: Sendable, Hashable {
                 self.autoReconnect = autoReconnect
             }
         }
-        package var peers: [Peer]
         /// The scan's request and the id its discoveries carry.
-        package var scan: (request: ScanRequest, id: UInt64)?
+        package struct Scan: Sendable, Hashable {
+            package var request: ScanRequest
+            package var id: UInt64
+            package init(request: ScanRequest, id: UInt64) {
+                self.request = request
+                self.id = id
+            }
+        }
+        package var peers: [Peer]
+        package var scan: Scan?
 
-        package init(peers: [Peer], scan: (request: ScanRequest, id: UInt64)?) {
+        package init(peers: [Peer], scan: Scan?) {
             self.peers = peers
             self.scan = scan
-        }
-
-        package static func == (a: Resume, b: Resume) -> Bool {
-            a.peers == b.peers && a.scan?.request == b.scan?.request && a.scan?.id == b.scan?.id
-        }
-
-        package func hash(into hasher: inout Hasher) {
-            hasher.combine(peers)
-            hasher.combine(scan?.request)
-            hasher.combine(scan?.id)
         }
     }
 

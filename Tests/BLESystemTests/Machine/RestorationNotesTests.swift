@@ -180,7 +180,7 @@ import Testing
     @Test func aRestartedSystemsWorkStartsWhenTheControllerIsOnForWhoeverHoldsItThen() {
         let work = RestorationTable.Resume(
             peers: [.init(address: Self.peer, autoReconnect: true)],
-            scan: (ScanRequest(services: [BluetoothUUID(UInt16(0x180D))]), 7))
+            scan: .init(request: ScanRequest(services: [BluetoothUUID(UInt16(0x180D))]), id: 7))
         // Kept before the controller is on: nothing starts.
         var m = SystemMachine()
         _ = m.opened(Self.a, app: "one")
@@ -202,7 +202,7 @@ import Testing
     @Test func aRestartedSystemsWorkTheManagerWithdrewBeforeTheControllerIsOnIsNotStarted() {
         let work = RestorationTable.Resume(
             peers: [.init(address: Self.peer, autoReconnect: false)],
-            scan: (ScanRequest(services: [BluetoothUUID(UInt16(0x180D))]), 7))
+            scan: .init(request: ScanRequest(services: [BluetoothUUID(UInt16(0x180D))]), id: 7))
         // The restored manager stops the scan and cancels the connect before the controller is on.
         var m = SystemMachine()
         _ = m.opened(Self.a, app: "one")
