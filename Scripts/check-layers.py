@@ -15,6 +15,8 @@ sources, and fails with one line per violation:
 5. The pure machines (sources under a `Machine/` folder of BLEHost and BLESystem) are values stepped by their
    driver: no locks, atomics, dispatch, tasks, clocks, unseeded randomness, escaping closures, weak references
    or object identities (what the driver around them owns).
+6. The facades (BLE) call delegates only through their event's `send(to:from:)`, hold no recursive lock, and
+   cite no iOS rule (IOSRules.md): the rules are BLESystem's.
 """
 import json
 import os
@@ -109,16 +111,16 @@ def main():
                 imported.add(m.group(1))
         return declared | (imported & set(RANK)), external, imported
 
-    def scan_code(target, patterns, who, why, only=lambda source: True):
-        """Reports each use of one of `patterns` in a target's code (comments after // are left out), in the
-        sources `only` admits."""
+    def scan_code(target, patterns, who, why, only=lambda source: True, comments=False):
+        """Reports each use of one of `patterns` in a target's code (comments after // are left out unless
+        `comments`), in the sources `only` admits."""
         for source in target.get("sources", []):
             if not only(source):
                 continue
             with open(os.path.join(root, target["path"], source), encoding="utf-8") as f:
                 lines = f.read().splitlines()
             for number, line in enumerate(lines, 1):
-                code = line.split("//", 1)[0]
+                code = line if comments else line.split("//", 1)[0]
                 for pattern in patterns:
                     found = re.search(pattern, code)
                     if found:
@@ -168,6 +170,13 @@ def main():
         if name == "BLE":
             scan_code(target, [r"\bNSRecursiveLock\b"], "BLE holds a recursive lock",
                       "(take over in the serial domain: HostScheduler.execute)")
+
+        # The facades hold no iOS policy: the rules the system applies are BLESystem's, cited there. A public
+        # doc comment says the behaviour in words and links the article (<doc:IOSRules>), which stays.
+        if name == "BLE":
+            scan_code(target, [r"IOSRules\.md", r"IOS-RULES"], "BLE cites an iOS rule",
+                      "(the rule belongs in BLESystem; say the behaviour in words, link <doc:IOSRules>)",
+                      only=lambda source: source.endswith(".swift"), comments=True)
 
         # The library never writes to stdout or stderr itself: it logs through swift-log, and the application
         # (the ble tool) picks where logs go.

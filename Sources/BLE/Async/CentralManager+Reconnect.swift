@@ -13,7 +13,7 @@ public struct ReconnectTarget: Sendable {
     /// looks at every device, and the connected peripherals are not asked (iOS needs a service list).
     public var services: [BluetoothUUID]
     /// The local name the device advertises, for a device found by scanning whose identifier changed (a new
-    /// random address gives a new identifier, IOSRules.md 8.4).
+    /// random address gives a new identifier, <doc:IOSRules>).
     public var name: String?
 
     public init(identifier: UUID? = nil, services: [BluetoothUUID] = [], name: String? = nil) {

@@ -3,7 +3,7 @@ import BLEHost
 import BLESystem
 import Synchronization
 
-// State preservation and restoration of a central manager (IOSRules.md section 5), in one process.
+// State preservation and restoration of a central manager, in one process.
 //
 // When an app with `bluetooth-central` is terminated by the system or crashes, each of its central managers that
 // has a restore identifier and pending work (a scan for services, a connection up or pending) is kept by the
@@ -15,14 +15,13 @@ import Synchronization
 // applies the notes to the kept manager (`absorb`, as they would have been told to it), takes its state, and
 // tells `willRestoreState` first, with its peripherals (connected, or connecting; services, characteristics and
 // descriptors rebuilt, `isNotifying` set) and its scan; then `didUpdateState`; then the events that caused the
-// relaunch (IOSRules.md 5.8, 5.10); then, once in the kept one's place, what came since.
+// relaunch, as CoreBluetooth tells them; then, once in the kept one's place, what came since.
 
 extension CentralManager {
     /// What happened to a kept manager while its app was not running: told to the manager that restores it.
     enum RestorationEvent: Sendable {
         case connected(Peripheral)
-        /// A link lost, or a connection attempt failed, while kept (IOSRules.md 6.2: a connection torn down wakes
-        /// the app too).
+        /// A link lost, or a connection attempt failed, while kept (the system relaunched the app for it).
         case disconnected(Peripheral, BluetoothError?)
         case failedToConnect(Peripheral, BluetoothError)
         case notification(Peripheral, attribute: AttributeHandle, value: [UInt8], isIndication: Bool)
@@ -144,7 +143,8 @@ extension CentralManager {
         if let keptScan { locked.withLock { $0.scan = keptScan } }
         // This manager writes the preserved state from now on.
         persistRestorableState()
-        // IOSRules.md 5c: keys that would be empty are left out; the scan options hold only what was set.
+        // As in CoreBluetooth's dictionary, keys that would be empty are left out; the scan options hold only what
+        // was set.
         let scanOptions = keptScan?.options.flatMap { o -> ScanOptions? in
             let solicited = o.solicitedServiceUUIDs ?? []
             guard o.allowDuplicates == true || !solicited.isEmpty else { return nil }

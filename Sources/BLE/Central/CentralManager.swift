@@ -102,11 +102,11 @@ public final class CentralManager: Sendable {
         session.attach(self)
         delegateCell.value = delegate
         // Relaunched for state restoration: take over from the manager the system kept, before registering, so
-        // that `willRestoreState` comes first (IOSRules.md 5.8). Nothing reaches this manager until it takes the
+        // that `willRestoreState` comes first, as CoreBluetooth tells it. Nothing reaches this manager until it takes the
         // kept one's place, and nothing reached the kept one since it was kept: the system noted it.
         let kept = options?.restoreIdentifier.flatMap { app.system.takeKeptCentral(of: app, restoreIdentifier: $0) }
         if options?.restoreIdentifier != nil, !app.backgroundModes.contains(.bluetoothCentral) {
-            // IOSRules.md 5.3: iOS fails an assertion here; this manager works, without restoration.
+            // iOS fails an assertion here; this manager works, without restoration.
             Self.apiLogger.error(
                 "API MISUSE: a central manager with a restore identifier in an app without the bluetooth-central background mode: it will not be restored",
                 metadata: ["app": "\(app.id)"])
@@ -160,7 +160,7 @@ public final class CentralManager: Sendable {
 
     deinit {
         // A manager that goes away stops its scan, cancels its pending connects and lets go of its links, as
-        // CoreBluetooth's does (IOSRules.md 6.1); other apps' scans and links go on. Nothing is carried on for it.
+        // CoreBluetooth's does; other apps' scans and links go on. Nothing is carried on for it.
         // The system knows it by `session`, which lives until this body has run.
         if let key = preservationKey { system.forgetPreserved(key, owner: ObjectIdentifier(session)) }
         system.core.stopScan(session)
@@ -222,10 +222,9 @@ public final class CentralManager: Sendable {
         guard let scan = locked.withLock({ $0.scan }), scan.id == id else { return }
         if isPreserved { return noteForRestoration(.discovered(discovery)) }
         var decoded = AdvertisementData(decoded: discovery.data, connectable: discovery.connectable)
-        // An iOS app advertising in the background lists its services only in the overflow area: reported as
-        // the services this scan asked for whose bits are set (IOSRules.md 2.8).
-        let overflowing = AppleOverflowArea.listed(scan.services ?? [], in: discovery.data)
-        if !overflowing.isEmpty { decoded.overflowServiceUUIDs = overflowing }
+        // The services an iOS app advertising in the background lists only in the overflow area, as the system
+        // read them for this scan.
+        if !discovery.overflowServices.isEmpty { decoded.overflowServiceUUIDs = discovery.overflowServices }
         decoded.advertisingType = AdvertisingPDUType(rawValue: discovery.kind.rawValue)
         decoded.rawAdvertisement = Data(discovery.advertisement)
         decoded.rawScanResponse = discovery.scanResponse.map { Data($0) }
@@ -431,8 +430,7 @@ public final class CentralManager: Sendable {
     /// `.poweredOn`, as on iOS. A peripheral another app connected is `.disconnected` for this manager until it
     /// calls `connect`, which then succeeds at once.
     public func retrieveConnectedPeripherals(withServices serviceUUIDs: [BluetoothUUID]) -> [Peripheral] {
-        // iOS requires the service list: an empty one returns nothing (IOSRules.md 8.9), and so does a call
-        // before `.poweredOn` (8.8).
+        // CoreBluetooth's answer: an empty service list returns nothing, and so does a call before `.poweredOn`.
         guard !serviceUUIDs.isEmpty, currentState == .poweredOn else { return [] }
         return system.core.connectedPeers(offering: serviceUUIDs).map { peripheral(for: $0) }.sorted {
             $0.identifier.uuidString < $1.identifier.uuidString
@@ -570,7 +568,7 @@ public final class CentralManager: Sendable {
     func deliver(
         repeating: Bool = false, key: DeliveryKey? = nil, _ body: @escaping @Sendable (CentralManager) -> Void
     ) {
-        // Every central event wakes an app with `bluetooth-central` (IOSRules.md 1.0).
+        // A central event: the app's delivery decides whom it wakes.
         app.core.deliver(on: queue, generation: launch, repeating: repeating, wakes: .central, key: key) { [self] in
             body(self)
         }
@@ -596,14 +594,13 @@ public final class CentralManager: Sendable {
     /// A change of the controller's power state, told.
     func powerChanged(_ power: SystemPowerState) {
         let new = ManagerState(power)
-        let change = locked.withLock { s -> (changed: Bool, wasScanning: Bool) in
-            guard s.managerState != new else { return (false, false) }
+        let changed = locked.withLock { s -> Bool in
+            guard s.managerState != new else { return false }
             s.managerState = new
-            let wasScanning = s.scan != nil
             if new != .poweredOn { s.scan = nil }
-            return (true, wasScanning)
+            return true
         }
-        guard change.changed else { return }
+        guard changed else { return }
         switch new {
         case .poweredOff where system.core.isShutDown:
             failAllLinks(BluetoothError(.systemShutDown, "the system was shut down"))
@@ -611,13 +608,11 @@ public final class CentralManager: Sendable {
             failAllLinks(BluetoothError(.transportClosed, "the controller went away"))
         case .resetting:
             // Every link is gone with the controller's reset; the peripherals are disconnected without a callback
-            // each (IOSRules.md 6.7), and what was pending on them fails.
+            // each, as CoreBluetooth does, and what was pending on them fails.
             failAllLinks(BluetoothError(.peripheralDisconnected, "the controller was reset (a hardware error)"))
         case .unauthorized:
-            // The controller still works, but this app may no longer use it: its scan stops and its links and
-            // connection attempts end on the controller too (IOSRules.md 6.7).
-            if change.wasScanning { system.core.stopScan(session) }
-            system.core.releaseLinks(of: ObjectIdentifier(session))
+            // The controller still works, but this app may no longer use it: the system ended its scan and let
+            // go of its links and connection attempts as it told the state.
             failAllLinks(BluetoothError(.operationNotSupported, "the application is not authorized to use Bluetooth"))
         default:
             break
@@ -715,7 +710,7 @@ public final class CentralManager: Sendable {
     }
 
     /// The link to `peripheral` went down and the system waits for the peer again (`enableAutoReconnect`): the
-    /// peripheral is pending again, and the app hears of the loss with `isReconnecting` (IOSRules.md 7.2). A kept
+    /// peripheral is pending again, and the app hears of the loss with `isReconnecting`, as on iOS. A kept
     /// manager's app hears nothing of it: it is relaunched when the link is back (a connection), and its
     /// restored peripheral reads `.connecting` meanwhile. Not `announced`: the link was never the app's (it went
     /// as it came up), so no alert either.
@@ -752,7 +747,7 @@ public final class CentralManager: Sendable {
         for p in links {
             p.linkDown()
             p.stopReconnecting()
-            // IOSRules.md 6.7: the peripherals are disconnected without a `didDisconnectPeripheral` each (the state
+            // As CoreBluetooth does, the peripherals are disconnected without a `didDisconnectPeripheral` each (the state
             // callback that follows says it all); the async layer's observers still hear it, so that its waits
             // and streams end with `error`.
             deliver { manager in

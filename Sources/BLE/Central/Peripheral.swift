@@ -173,7 +173,7 @@ public final class Peripheral: Sendable, Hashable, CustomStringConvertible {
     /// On the manager's queue, just before `didConnect`: the peripheral becomes `.connected`, unless the
     /// application cancelled meanwhile, or the link is already gone (then its disconnection, or failure, follows
     /// instead). With `evenIfGone` (the event was held for a suspended app, which then hears the connection and
-    /// its loss in turn, IOSRules.md 3.3) a link gone since does not stop it. Returns whether it did.
+    /// its loss in turn) a link gone since does not stop it. Returns whether it did.
     /// Returns the connect waits it finished (for the caller to resume after `didConnect`), or nil when it did not.
     func announceConnected(evenIfGone: Bool = false) -> EndedWaits? {
         locked.withLock { s -> EndedWaits? in
@@ -262,7 +262,7 @@ public final class Peripheral: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// On the manager's queue, just before `didDisconnectPeripheral`: when it ended, and whether the system
-    /// reconnects (then the peripheral reads `.connecting`, IOSRules.md 7.4, and its characteristics stop
+    /// reconnects (then the peripheral reads `.connecting`, as on iOS, and its characteristics stop
     /// notifying). `error` is the delegate's (nil: the application cancelled); a connect still waiting fails
     /// with it unless the system reconnects. Returns the waits it ended, to finish after the delegate's call.
     func announceDisconnection(at timestamp: CFAbsoluteTime, reconnecting: Bool, error: BluetoothError?)
@@ -430,7 +430,7 @@ public final class Peripheral: Sendable, Hashable, CustomStringConvertible {
 
     func handleReadyToWrite() {
         guard locked.withLock({ $0.writeWithoutResponseRefused }) else { return }
-        // It wakes nobody (IOSRules.md 3.10).
+        // It wakes nobody, as on iOS.
         deliver(wakes: false) { p in
             // `canSendWriteWithoutResponse` turns true here, just before the callback that says so.
             guard

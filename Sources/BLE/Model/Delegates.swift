@@ -25,7 +25,7 @@ public protocol CentralManagerDelegate: AnyObject {
     func centralManager(_ central: CentralManager, didConnect peripheral: Peripheral)
     func centralManager(_ central: CentralManager, didFailToConnect peripheral: Peripheral, error: (any Error)?)
     /// A link ended. Its default implementation calls the five-argument form below, so an app implements the
-    /// one it wants: an app that implements this one hears every disconnection here, as on iOS (IOSRules.md 7.3).
+    /// one it wants: an app that implements this one hears every disconnection here, as on iOS (<doc:IOSRules>).
     func centralManager(_ central: CentralManager, didDisconnectPeripheral peripheral: Peripheral, error: (any Error)?)
     /// iOS 17's form: `timestamp` is when the link ended, `isReconnecting` true when the system is connecting
     /// again by itself (`ConnectOptions.enableAutoReconnect`), so `didConnect` follows when the link is back.

@@ -35,7 +35,7 @@ extension CentralManager {
         /// the system connects again by itself. The disconnection is reported with `isReconnecting` true (the
         /// five-argument `didDisconnectPeripheral`), the peripheral reads `.connecting` meanwhile, and
         /// `didConnect` follows when the link is back; `cancelPeripheralConnection` ends the attempt. It tries
-        /// for as long as the system runs, as iOS documents no limit (IOSRules.md 7.7), except after a bonded peer
+        /// for as long as the system runs, as iOS documents no limit (<doc:IOSRules>), except after a bonded peer
         /// answers with PIN or Key Missing (it lost the bond): no attempt can succeed until the user forgets the
         /// device, so the system stops and reports `didFailToConnect` with `.peerRemovedPairingInformation`.
         public var enableAutoReconnect: Bool?

@@ -200,7 +200,7 @@ extension PeripheralManager {
     }
 
     /// Once powered on, a manager that took preserved work starts it: its services, then its advertisement
-    /// (as the system restarts it: not refused out of the foreground, IOSRules.md 2.11 being about apps).
+    /// (as the system restarts it: not refused out of the foreground, that rule being about apps' calls).
     func resumePreservedWork() {
         // In the controller's serial domain, as its power changes and a restorer's take-over are: started once.
         system.core.inDomain { [self] in startPreservedWork() }

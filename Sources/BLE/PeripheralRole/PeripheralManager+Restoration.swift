@@ -3,7 +3,7 @@ import BLEHost
 import BLESystem
 import Synchronization
 
-// State preservation and restoration of a peripheral manager (IOSRules.md 5.6, 5c), in one process.
+// State preservation and restoration of a peripheral manager, in one process.
 //
 // When an app with `bluetooth-peripheral` is terminated by the system or crashes, each of its peripheral managers
 // that has a restore identifier and published services or an advertisement is kept: its services stay in the

@@ -78,10 +78,10 @@ public final class PeripheralManager: Sendable {
         session.attach(self)
         delegateCell.value = delegate
         // Relaunched for state restoration: take over from the manager the system kept, before registering, so
-        // that `willRestoreState` comes first (IOSRules.md 5.8).
+        // that `willRestoreState` comes first, as CoreBluetooth tells it.
         let kept = options?.restoreIdentifier.flatMap { app.system.takeKeptPeripheral(of: app, restoreIdentifier: $0) }
         if options?.restoreIdentifier != nil, !app.backgroundModes.contains(.bluetoothPeripheral) {
-            // IOSRules.md 5.3: iOS fails an assertion here; this manager works, without restoration.
+            // iOS fails an assertion here; this manager works, without restoration.
             Self.latencyLogger.error(
                 "API MISUSE: a peripheral manager with a restore identifier in an app without the bluetooth-peripheral background mode: it will not be restored",
                 metadata: ["app": "\(app.id)"])
@@ -337,7 +337,7 @@ public final class PeripheralManager: Sendable {
     // MARK: Internals
 
     /// Runs `body` on the manager's queue through the app's delivery, in order; `request` marks a read, write or
-    /// subscription from a central, which wakes an app with `bluetooth-peripheral` (IOSRules.md 1.0).
+    /// subscription from a central (the app's delivery decides whom that wakes).
     /// The body changes the objects, then `tell`s the event. False when it was dropped (the app was terminated).
     @discardableResult
     func deliver(request: Bool = false, _ body: @escaping @Sendable (PeripheralManager) -> Void) -> Bool {
@@ -420,28 +420,20 @@ public final class PeripheralManager: Sendable {
     /// A change of the controller's power state, told; the caller starts preserved work after it.
     func powerChanged(_ power: SystemPowerState) {
         let new = ManagerState(power)
-        let change = locked.withLock { s -> (changed: Bool, wasAdvertising: Bool, links: [ConnectionHandle]) in
-            guard s.managerState != new else { return (false, false, []) }
+        // Out of `.poweredOn` (unauthorized included: the system stopped the advertising and ended the
+        // centrals' links as it told the state), nothing advertises and no central is linked.
+        let changed = locked.withLock { s -> Bool in
+            guard s.managerState != new else { return false }
             s.managerState = new
-            let wasAdvertising = s.advertising != nil
-            let links = Array(s.centrals.keys)
             if new != .poweredOn {
                 s.isAdvertising = false
                 s.advertising = nil
                 for central in s.centrals.values { central.isLinked.withLock { $0 = false } }
                 s.centrals.removeAll()
             }
-            return (true, wasAdvertising, links)
+            return true
         }
-        guard change.changed else { return }
-        if new == .unauthorized {
-            // The controller still works, but this app may no longer use it: its advertising stops and the
-            // links centrals made to it end on the controller too.
-            if change.wasAdvertising { system.core.stopAdvertising(ObjectIdentifier(session)) }
-            for handle in change.links {
-                system.core.host.disconnect(handle, reason: .remoteUserTerminatedConnection)
-            }
-        }
+        guard changed else { return }
         deliver { m in
             m.tell(.stateUpdated)
             // Taken here, not at the change, a wait stays where the app's end finds it until the change is told;

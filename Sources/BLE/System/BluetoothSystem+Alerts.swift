@@ -41,7 +41,7 @@ extension BluetoothSystem {
 
     /// The user turns Bluetooth off (or on again) in Settings, not in Control Center. Off: every manager sees
     /// `.poweredOff`, its scan stops and its peripherals are disconnected without a `didDisconnectPeripheral`
-    /// each (IOSRules.md 6.7); the radio goes quiet (links dropped, scans, connects and advertising ended). On:
+    /// each (<doc:IOSRules>); the radio goes quiet (links dropped, scans, connects and advertising ended). On:
     /// managers see `.poweredOn` again; an app scans, connects and advertises anew. What the system kept for
     /// terminated apps (state restoration) is let go of: nothing relaunches them after it.
     public func setBluetoothEnabled(_ enabled: Bool) {

@@ -7,7 +7,7 @@ extension BluetoothSystem {
     /// An app on a system: every manager belongs to one. Apps share the system's controller and store, as apps
     /// share a phone's radio; each manager answers only for what its app asked for or published.
     ///
-    /// An app declares background modes and has a lifecycle, which the system applies as iOS does (IOSRules.md
+    /// An app declares background modes and has a lifecycle, which the system applies as iOS does (<doc:IOSRules>,
     /// sections 1–4): a test, a demo or the tool drives it with `launch`, `moveToBackground`, `moveToForeground`
     /// and `terminate`. An app is made running in the foreground (a process already started); one that is
     /// launched through `onLaunch` gets its managers from its launch handler, each launch anew.
@@ -100,7 +100,7 @@ extension BluetoothSystem {
         /// Terminated by the system or by a crash (not by the user), an app with `bluetooth-central` keeps its
         /// central managers that have a restore identifier and work the system can carry on (a scan for services,
         /// a link, a pending connection): the system goes on with it and relaunches the app in the background
-        /// when it bears fruit (state restoration, IOSRules.md 5e and 6.3–6.5).
+        /// when it bears fruit (state restoration, <doc:IOSRules> 5e and 6.3–6.5).
         public func terminate(_ cause: Termination) {
             // The system holds the managers' sessions, and a session its manager weakly: the managers are held
             // here until the end.

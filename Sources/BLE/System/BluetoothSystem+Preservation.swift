@@ -5,7 +5,7 @@ import Foundation
 import Logging
 import Synchronization
 
-// State preservation across a process (IOSRules.md 5e: from iOS 11, restoration survives a reboot).
+// State preservation across a process: as from iOS 11, restoration survives a reboot.
 //
 // A manager with a restore identifier, in an app that declares the background mode of its role, writes what the
 // system would carry on for it to the store each time that changes (committed at once, so a process killed
@@ -19,7 +19,7 @@ import Synchronization
 // anew (the GATT cache answers when its database is unchanged).
 //
 // A record goes when its manager has nothing left to carry on, when the manager goes away while its app runs,
-// when the user force-quits the app, and when Bluetooth is turned off in Settings (IOSRules.md 5e). A power-off
+// when the user force-quits the app, and when Bluetooth is turned off in Settings, as on iOS. A power-off
 // of the controller (the transport closing, the system shut down) leaves the records as they are: a phone
 // switched off restores them when it starts again. Records follow the app's wishes (a connect, a cancel, a scan
 // started or stopped, a connection over for good), not what the controller does by itself.

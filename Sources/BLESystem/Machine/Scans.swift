@@ -40,6 +40,10 @@ public struct SystemDiscovery: Sendable, Hashable {
     public var rssi: Int?
     /// Both decoded, leniently (every whole AD structure before one that overruns).
     public var data: AdvertisingData
+    /// The services of the scan it was reported to that an iOS app advertising in the background lists in
+    /// Apple's overflow area (IOSRules.md 2.8): only a scan for a service sees its bit there, so this is set
+    /// per scan, as the discovery is handed to it.
+    public var overflowServices: [BluetoothUUID] = []
 }
 
 /// How a scan runs for its app's place in its lifecycle (IOSRules.md section 1 and 3.1).
@@ -250,7 +254,9 @@ package struct ScanUnion: Sendable {
             scanner.reported[discovery.address] = discovery
             if scanner.reported.count > Self.memoryLimit { scanner.reported.removeFirst() }
             scanners[key] = scanner
-            actions.append(.deliver(key, .discovered(discovery, scan: scanner.id)))
+            var told = discovery
+            told.overflowServices = AppleOverflowArea.listed(scanner.request.services ?? [], in: discovery.data)
+            actions.append(.deliver(key, .discovered(told, scan: scanner.id)))
         }
     }
 

@@ -869,11 +869,32 @@ package struct SystemMachine: Sendable {
     }
 
     private mutating func change(_ body: (inout Power) -> Void) -> [SystemAction] {
+        let before = visible
         body(&power)
         var actions: [SystemAction] = []
         for id in sessions.keys.sorted() { tell(id, &actions) }
+        if visible == .unauthorized, before != .unauthorized { withdrawAuthorization(&actions) }
         if visible == .poweredOn { startResumedWork(&actions) }
         return actions
+    }
+
+    /// The user took Bluetooth away from the apps (IOSRules.md 6.7): the controller still works, but no app may
+    /// use it. Each manager, told `.unauthorized` just before, has its scan ended, its links and connection
+    /// attempts let go of (so they end on the controller) and its advertising stopped; the links centrals made
+    /// to the apps' services are ended too.
+    private mutating func withdrawAuthorization(_ actions: inout [SystemAction]) {
+        for (id, session) in sessions.sorted(by: { $0.key < $1.key }) {
+            switch session.role {
+            case .central:
+                actions += scanStopped(id)
+                release(id, &actions)
+            case .peripheral:
+                advertising.stop(id, &actions)
+            }
+        }
+        for handle in peripheralRoleLinks.sorted(by: { $0.rawValue < $1.rawValue }) {
+            actions.append(.disconnect(handle, .remoteUserTerminatedConnection))
+        }
     }
 
     /// Tells `session` the state it sees, unless it was told that already (or it is `.unknown`, which a

@@ -1,3 +1,6 @@
+import BLECore
+import BLEHCI
+import BLEHost
 import Testing
 
 @testable import BLESystem
@@ -66,6 +69,36 @@ import Testing
         #expect(rig.step { $0.controllerChanged(.resetting(reason: "hardware error")) } == [])
         _ = rig.step { $0.authorizationChanged(.allowedAlways) }
         #expect(rig.powerTold(a) == [.unauthorized, .resetting(reason: "hardware error")])
+    }
+
+    /// A denial takes the radio from every app at once (IOSRules.md 6.7): each manager is told, then each
+    /// central's scan ends on the controller, its links and pending connects are let go of (the last user's
+    /// link disconnected), each peripheral manager's advertising stops, and the links centrals made to the
+    /// device are ended. Told again (the setting changed twice), nothing more happens.
+    @Test func aDenialEndsEveryAppsScanLinksAndAdvertising() {
+        var rig = SystemRig()
+        _ = rig.step { $0.controllerChanged(.poweredOn) }
+        let central = rig.open(app: "one")
+        let server = rig.open(app: "two", role: .peripheral)
+        _ = rig.step { $0.scanStarted(central, ScanRequest(services: nil), id: 1, mode: .foreground) }
+        _ = rig.step { $0.connect(central, to: HostEventTests.peer).1 }
+        _ = rig.step { $0.linkConnected(HostEventTests.up, securing: false) }
+        _ = rig.step { $0.connect(central, to: LinkTests.other).1 }
+        _ = HostEventTests.route(&rig, .connected(HostEventTests.centralUp))
+        _ = rig.step { $0.startAdvertising(server, AdvertisingTests.foregroundA, background: nil, mode: .foreground).1 }
+        _ = rig.step { $0.advertisingAnswered($0.advertising.attempt, .success(())) }
+
+        let denied = rig.step { $0.authorizationChanged(.denied) }
+        #expect(
+            denied == [
+                .deliver(central, .powerChanged(.unauthorized)), .deliver(server, .powerChanged(.unauthorized)),
+                .stopScan, .disconnect(HostEventTests.link, .remoteUserTerminatedConnection), .setConnectTargets([]),
+                .stopAdvertising,
+                .disconnect(HostEventTests.served, .remoteUserTerminatedConnection),
+            ])
+        #expect(rig.machine.scans.scanID(of: central) == nil)
+        #expect(rig.machine.links.targets.isEmpty)
+        #expect(rig.step { $0.authorizationChanged(.restricted) } == [])
     }
 
     @Test func theSwitchOffShowsPoweredOffWhateverTheControllerDoesAndOnShowsItAgain() {

@@ -82,6 +82,31 @@ import Testing
         #expect(told == ["1:1", "2:1", "3:1", "2:2", "3:2", "3:1", "1:1", "2:1", "3:1"])
     }
 
+    /// An iOS app advertising in the background lists its services only as bits of Apple's overflow area
+    /// (IOSRules.md 2.8): a scan for one of them finds it and is told the services of its own request whose bits
+    /// are set; a scan for every device still hears it, with none (it cannot read the bits).
+    @Test func theOverflowAreaIsReadForEachScanWithItsOwnServices() {
+        var m = Self.machine()
+        let hr = SessionID(rawValue: 1)
+        let both = SessionID(rawValue: 2)
+        let all = SessionID(rawValue: 3)
+        _ = m.scanStarted(hr, ScanRequest(services: [Self.heartRate]), id: 1, mode: .foreground)
+        _ = m.scanStarted(both, ScanRequest(services: [Self.battery, Self.heartRate]), id: 2, mode: .foreground)
+        _ = m.scanStarted(all, ScanRequest(services: nil), id: 3, mode: .foreground)
+        let overflow = AppleOverflowArea.manufacturerData(for: [Self.heartRate, Self.battery]).bytes
+        let data: [UInt8] = [2, 0x01, 0x06, UInt8(overflow.count + 1), 0xFF] + overflow
+        var actions: [SystemAction] = []
+        m.advertisingReport(
+            AdvertisingReport(kind: .nonConnectableUndirected, address: Self.address(1), rssi: -50, data: data),
+            into: &actions)
+        let told = actions.compactMap { action -> (SessionID, [BluetoothUUID])? in
+            guard case .deliver(let session, .discovered(let discovery, _)) = action else { return nil }
+            return (session, discovery.overflowServices)
+        }
+        #expect(told.map(\.0) == [hr, both, all])
+        #expect(told.map(\.1) == [[Self.heartRate], [Self.battery, Self.heartRate], []])
+    }
+
     @Test func outOfTheForegroundAScanNeedsServicesHearsEachDeviceOnceAndTheControllerSlowsDown() {
         var m = Self.machine()
         let listed = SessionID(rawValue: 1)
