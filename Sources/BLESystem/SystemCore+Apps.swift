@@ -76,16 +76,16 @@ extension SystemCore {
         }
     }
 
-    /// A kept manager taken over by a new one: the kept manager, what was noted for it so far (a central's), in
-    /// order, and the state it was last told.
+    /// A kept manager taken over by a new one: the kept manager, what was noted for it so far, in order, and the
+    /// state it was last told.
     package struct Taken: Sendable {
         package var manager: ObjectIdentifier
         package var notes: [SessionEvent]
         package var power: SystemPowerState
     }
 
-    /// The manager kept for `app` in `role` under `restoreIdentifier`, taken over by a new one (nil: none). A
-    /// central's notes go on being noted until `replaceKept`.
+    /// The manager kept for `app` in `role` under `restoreIdentifier`, taken over by a new one (nil: none). Its
+    /// notes go on being noted until `replaceKept` (a central's) or `replace` (a peripheral's).
     package func takeKept(_ app: SystemApp, role: SessionRole, restoreIdentifier: String) -> Taken? {
         state.withLock { s in
             guard let (id, notes) = s.machine.takeKept(app.id, role: role, restoreIdentifier: restoreIdentifier),
@@ -104,7 +104,7 @@ extension SystemCore {
     /// The state managers see now.
     package var visiblePower: SystemPowerState { state.withLock { $0.machine.visible } }
 
-    /// Whether something that would wake `app` reached a central manager kept for it.
+    /// Whether something that would wake `app` reached a manager kept for it.
     package func keptWoke(_ app: SystemApp) -> Bool {
         state.withLock { $0.machine.restoration.woke(app.id) }
     }

@@ -125,21 +125,22 @@ public final class SystemCore: Sendable {
         }
 
         /// Who a delivery to `id` of `event` reaches now: the manager, while it lives (or, replaced by its restored
-        /// successor while the delivery was queued, the successor); nil when nobody is to be told, or when it is
-        /// noted for a kept manager instead (`note`).
-        mutating func recipient(_ id: SessionID, _ event: SessionEvent) -> (any SystemSession)? {
-            if machine.restoration.notes(id) {
+        /// successor while the delivery was queued, the successor); nobody (`.gone`); or nobody now, as it is noted
+        /// for a kept manager instead (`note`).
+        mutating func recipient(_ id: SessionID, _ event: SessionEvent) -> Recipient {
+            if machine.notes(id, event) {
                 note(event, for: id)
-                return nil
+                return .noted
             }
             var power = false
             if case .powerChanged = event { power = true }
-            let found = sink(id, hostEvent: event.isHostEvent, power: power)
+            // Not noted: a manager not kept, or a kept peripheral manager's state.
+            let found = sink(id, hostEvent: event.isHostEvent, power: power, noted: false)
             if case .appTerminated = event { leaving[id] = nil }
-            return found?.session
+            return found?.session.map(Recipient.manager) ?? .gone
         }
 
-        /// `event`, for the kept central manager `id`, is noted by the machine rather than told; a relaunch it
+        /// `event`, for the kept manager `id`, is noted by the machine rather than told; a relaunch it
         /// asks is performed in the drain under way (every delivery is performed in one).
         mutating func note(_ event: SessionEvent, for id: SessionID) {
             if let app = machine.note(event, for: id) {
@@ -148,10 +149,9 @@ public final class SystemCore: Sendable {
         }
 
         /// The manager a delivery to `id` reaches now (`recipient`; `hostEvent`: one of the host's events routed
-        /// to it, `power`: its state).
-        private func sink(_ id: SessionID, hostEvent: Bool, power: Bool) -> WeakSession? {
-            // A kept central manager is told nothing: what reaches it is noted (`recipient`, `route(on:)`).
-            if machine.restoration.notes(id) { return nil }
+        /// to it, `power`: its state; `noted`: what reaches `id` is noted, `recipient`, `route(on:)`).
+        private func sink(_ id: SessionID, hostEvent: Bool, power: Bool, noted: Bool) -> WeakSession? {
+            if noted { return nil }
             // A manager whose app ended is told what the machine did for it before the end, then the end; not the
             // host's events it no longer takes part in (a connection event would make it a peripheral, and the
             // store an identifier, for nobody).
@@ -170,7 +170,7 @@ public final class SystemCore: Sendable {
                 return last
             }
             let ids = machine.sessionsOn(link)
-            let reached = ids.map { sink($0, hostEvent: true, power: false) }
+            let reached = ids.map { sink($0, hostEvent: true, power: false, noted: machine.restoration.notes($0)) }
             let route = LinkRoute(
                 link: link, links: machine.links.revision, recipients: recipients,
                 noting: machine.restoration.notingRevision, sessions: ids, reached: reached,
@@ -346,23 +346,31 @@ public final class SystemCore: Sendable {
     }
 
     /// Puts `new`, a manager of `app` in `role` restored from `old`, in `old`'s place among the registered
-    /// managers, in one step: an event for every manager reaches one of them, never neither (what is still queued
-    /// for the kept one reaches the new one). `new` was told `told` already (its restoration's): when the state
-    /// changed since, it is told the state now.
+    /// managers, in one step: an event for every manager reaches one of them, never neither (what was noted for
+    /// the kept one since its notes were last taken, then what is still queued for it, reach the new one first).
+    /// `new` was told `told` already (its restoration's): when the state changed since, it is told the state now.
     package func replace(
         _ old: any SystemSession, with new: any SystemSession, app: SystemApp, role: SessionRole,
         told: SystemPowerState
     ) {
-        step { s in
+        let inDomain = scheduler.isExecuting
+        let drain = state.withLock { s -> DomainOutbox<SystemAction>.Start in
             let oldID = s.ids[ObjectIdentifier(old)]
             if let oldID { s.detach(oldID, leaving: false) }
             var actions: [SystemAction] = []
             let newID = s.attach(new, app: app, &actions)
             if let oldID { s.forwarded[oldID] = newID }
-            let power = s.machine.replaced(oldID, by: newID, app: app.id, role: role).power
+            let (power, later) = s.machine.replaced(oldID, by: newID, app: app.id, role: role)
             if power != told { actions.append(.deliver(newID, .powerChanged(power))) }
-            return ((), actions)
+            return s.outbox.prepend(later.map { .deliver(newID, $0) }, then: actions, inDomain: inDomain)
         }
+        start(drain)
+    }
+
+    /// The notes made for the kept manager `kept` since they were last taken (`takeKept`), taken now: its
+    /// restorer applies them to it before taking its place.
+    package func takeNotes(of kept: any SystemSession) -> [SessionEvent] {
+        state.withLock { s in s.ids[ObjectIdentifier(kept)].map { s.machine.takeNotes(of: $0) } ?? [] }
     }
 
     /// Runs `body` (in the domain) with what it steps queued rather than performed at once, then performs it: a
@@ -460,12 +468,12 @@ public final class SystemCore: Sendable {
     /// Performs queued actions until the outbox is empty, outside the lock. Only one thread drains at a time.
     func drainOutbox() {
         while true {
-            let next = state.withLock { s -> (action: SystemAction, session: (any SystemSession)?)? in
+            let next = state.withLock { s -> (action: SystemAction, session: Recipient)? in
                 guard let action = s.outbox.next() else {
                     if !s.forwarded.isEmpty { s.forwarded = [:] }
                     return nil
                 }
-                guard case .deliver(let id, let event) = action else { return (action, nil) }
+                guard case .deliver(let id, let event) = action else { return (action, .gone) }
                 return (action, s.recipient(id, event))
             }
             guard let next else { return }
@@ -487,16 +495,19 @@ public final class SystemCore: Sendable {
         host.respond(to: request, result: .unlikelyError, value: nil)
     }
 
-    /// Performs one of the machine's actions (`session`: the manager a delivery is for, while it lives).
-    func perform(_ action: SystemAction, for session: (any SystemSession)?) {
+    /// Performs one of the machine's actions (`recipient`: whom a delivery reaches).
+    func perform(_ action: SystemAction, for recipient: Recipient) {
         switch action {
         case .deliver(_, let event):
-            guard let session else {
+            switch recipient {
+            case .manager(let session): session.apply(event)
+            case .gone:
                 // A client's request for a manager that went away before it was told is refused at once.
                 if case .server(let request) = event { refuseUndelivered(request) }
-                return
+            case .noted:
+                // Kept for the manager's restorer, which answers it (a request waits).
+                break
             }
-            session.apply(event)
         case .startScan(let parameters):
             host.startScan(parameters) { [weak self] result in
                 // Cancelled: every scan stopped before the controller scanned (or a later start overtook it).
@@ -766,7 +777,17 @@ public final class SystemCore: Sendable {
     /// (`queued`: it made none, or queued them for a drain).
     enum Direct {
         case queued
-        case one(SystemAction, (any SystemSession)?)
-        case many([(SystemAction, (any SystemSession)?)])
+        case one(SystemAction, Recipient)
+        case many([(SystemAction, Recipient)])
+    }
+
+    /// Whom a delivery reaches (`State.recipient`).
+    enum Recipient {
+        /// The manager, told now.
+        case manager(any SystemSession)
+        /// Nobody: the manager went away.
+        case gone
+        /// Nobody now: noted for the kept manager's restorer.
+        case noted
     }
 }

@@ -140,12 +140,8 @@ public final class CentralManager: Sendable {
             let (events, scan) = restore(from: taken.kept)
             if taken.power != .unknown { powerChanged(taken.power) }
             replay(events)
+            // (Unauthorized, the kept one had its scan and links ended by the system when it was told so.)
             system.core.replaceKept(taken.kept.session, with: session, app: app.core, scan: scan)
-            if taken.power == .unauthorized {
-                // What an unauthorized manager lets go of (`powerChanged`), now that the links and scan are its.
-                system.core.stopScan(session)
-                system.core.releaseLinks(of: ObjectIdentifier(session))
-            }
             // Registered for connection events before the system knew this manager (its delegate's
             // `willRestoreState`, on another queue): the system is told now.
             if locked.withLock({ $0.connectionEvents != nil }) { system.core.watchConnections(session) }

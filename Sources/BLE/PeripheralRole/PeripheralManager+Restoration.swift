@@ -8,11 +8,12 @@ import Synchronization
 // When an app with `bluetooth-peripheral` is terminated by the system or crashes, each of its peripheral managers
 // that has a restore identifier and published services or an advertisement is kept: its services stay in the
 // database (answered by nobody until it is restored: requests wait), its advertisement stays on the air (in the
-// background form) and its subscribed centrals stay subscribed. A central's read, write or subscription relaunches
-// the app in the background; the peripheral manager made there with the same restore identifier takes over:
-// `willRestoreState` first, with its services (with their subscribed centrals) and advertisement data, then
-// `didUpdateState`, then the request that caused the relaunch. In one process the restored services are the
-// same objects the ended app published.
+// background form) and its subscribed centrals stay subscribed. What reaches it then is noted by the system, which
+// relaunches the app in the background for a central's read, write or subscription; the kept manager is told its
+// state alone. The peripheral manager made there with the same restore identifier takes over: it applies the
+// notes to the kept one (`absorb`), then tells `willRestoreState` first, with its services (with their subscribed
+// centrals) and advertisement data, then `didUpdateState`, then the requests that came. In one process the
+// restored services are the same objects the ended app published.
 
 extension PeripheralManager {
     /// The restore identifier this manager was made with.
@@ -33,9 +34,16 @@ extension PeripheralManager {
         locked.withLock { $0.preserved = true }
     }
 
-    /// A central's request to a kept manager: kept for the manager that restores it, and the app relaunched.
+    /// Applies what the system noted for this kept manager (`takeKept`, `takeNotes`), in order, as it would have
+    /// applied it: its centrals and their links follow, and the centrals' requests are kept for its restorer.
+    func absorb(_ notes: [SessionEvent]) {
+        for event in notes { apply(event) }
+    }
+
+    /// A central's request to a kept manager: kept for the manager that restores it. (The system relaunched the
+    /// app when it noted it; one that reached the manager itself as its app ended relaunches it at the end.)
     func noteForRestoration(_ event: HostEvent) {
-        // A request the system refused as the app ended needs nobody: not kept, and no relaunch for it.
+        // A request the system refused as the app ended needs nobody: not kept.
         guard isStillAsked(event) else { return }
         locked.withLock { s in
             // Bounded: past 64, the oldest Write Command goes (requests are few: one outstanding per bearer).
@@ -44,8 +52,6 @@ extension PeripheralManager {
             }
             s.restorationEvents.append(event)
         }
-        // Relaunched once: `relaunchForRestoration` does nothing while the app runs.
-        system.relaunchForRestoration(app)
     }
 
     /// Whether a central still waits for an answer to this event: a read or a write the system has not answered
@@ -64,11 +70,13 @@ extension PeripheralManager {
     }
 
     /// Takes the kept manager's place, in the controller's serial domain (so nothing the domain does for either
-    /// runs meanwhile, and what the take-over steps is performed after it): its restoration told first, then its
-    /// state, then the requests that relaunched the app; then, in the kept one's place, what was still queued for
-    /// it; then preserved work not started yet (a restarted system's). Nothing, when the app ended again before the
-    /// domain got to it: the kept manager stays kept, with its requests.
-    func takeOver(from kept: PeripheralManager) {
+    /// runs meanwhile, and what the take-over steps is performed after it): the notes taken with it (`notes`) and
+    /// since applied to the kept one; its restoration told first, then its state, then the requests that
+    /// relaunched the app; then, in the kept one's place, what was still queued for it; then preserved work not
+    /// started yet (a restarted system's). When the app ended again before the domain got to it, the notes are
+    /// the kept manager's, which stays kept with its requests.
+    func takeOver(from kept: PeripheralManager, notes: [SessionEvent]) {
+        kept.absorb(notes + system.core.takeNotes(of: kept.session))
         guard launch == app.core.generation else { return }
         system.core.holdingDrains {
             let events = restore(from: kept)

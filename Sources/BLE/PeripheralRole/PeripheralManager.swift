@@ -91,7 +91,7 @@ public final class PeripheralManager: Sendable {
             // (its centrals' requests, its advertisement's answers, a restarted system's work): nothing of that runs
             // meanwhile, so nothing is lost or told twice without a lock. At once when this manager is made there
             // (a relaunch's launch handler runs there), else as soon as the domain is free.
-            system.core.inDomain { [self] in takeOver(from: kept) }
+            system.core.inDomain { [self] in takeOver(from: kept.kept, notes: kept.notes) }
         } else {
             self.system.core.register(session, app: app.core, role: .peripheral)
             adoptLinkedCentrals()
@@ -469,7 +469,8 @@ public final class PeripheralManager: Sendable {
         if isPreserved {
             switch event {
             case .serverRead, .serverWrite, .subscriptionChanged:
-                // Kept for a terminated app: a central's request relaunches it, and waits for the restored manager.
+                // Kept for a terminated app (what the system noted for it, absorbed by its restorer, or a request
+                // that reached it as its app ended): it waits for the restored manager.
                 return noteForRestoration(event)
             default: break
             }

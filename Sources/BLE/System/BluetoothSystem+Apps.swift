@@ -118,9 +118,9 @@ extension BluetoothSystem {
             }
             let released = system.core.terminate(core, cause: cause, keeping: keeping)
             system.release(released, of: id)
-            // An event a kept central manager took itself as the app ended (before the system noted what reaches
-            // it) relaunches the app as a noted one would.
-            if keeping.contains(where: { byObject[$0.manager]?.hasRestorationEvents == true && $0.role == .central }) {
+            // An event a kept manager took itself as the app ended (before the system noted what reaches it)
+            // relaunches the app as a noted one would.
+            if keeping.contains(where: { byObject[$0.manager]?.hasRestorationEvents == true }) {
                 system.relaunchForRestoration(self)
             }
             // A force-quit ends state restoration for the app, also across a restart: forgotten once its managers
@@ -273,11 +273,13 @@ extension BluetoothSystem {
     }
 
     /// Takes the peripheral manager kept for `app` under `restoreIdentifier`, for a new one to restore from.
-    func takeKeptPeripheral(of app: App, restoreIdentifier: String) -> PeripheralManager? {
-        guard case .peripheral(let manager)? = takeKept(of: app, role: .peripheral, restoreIdentifier)?.0 else {
-            return nil
-        }
-        return manager
+    func takeKeptPeripheral(of app: App, restoreIdentifier: String)
+        -> (kept: PeripheralManager, notes: [SessionEvent])?
+    {
+        guard let (kept, taken) = takeKept(of: app, role: .peripheral, restoreIdentifier),
+            case .peripheral(let manager) = kept
+        else { return nil }
+        return (manager, taken.notes)
     }
 
     /// Takes the central manager kept for `app` under `restoreIdentifier`, for a new one to restore from: the kept

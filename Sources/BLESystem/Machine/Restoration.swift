@@ -30,12 +30,13 @@ package struct RestorationCandidate<Manager: Hashable & Sendable>: Sendable, Has
 /// launch takes over and what it lets go of, what a force-quit or Bluetooth turned off ends, and what a relaunch
 /// names in its launch options.
 ///
-/// What reaches a kept central manager is noted here (`Notes`), not told to it: the manager that restores it
-/// takes the notes and applies them, in order, to the kept one's state (`take`) or, for those that came while it
-/// took over, to its own (`replaced`). The first note that would wake the app relaunches it (`note`). The work a
-/// restarted system carries on (`Resume`: pending connects and a scan for services) is started by the machine
-/// when the controller is on, whoever holds the session then. The kept peripheral managers are still the
-/// facades' objects, with their own hand-over (`docs/SystemMachinePlan.md`, step 12).
+/// What reaches a kept manager is noted here (`Notes`), not told to it: the manager that restores it takes the
+/// notes and applies them, in order, to the kept one's state (`take`) or, for those that came while it took over,
+/// to its own (`replaced`). The first note that would wake the app relaunches it (`note`). The work a restarted
+/// system carries on for a central (`Resume`: pending connects and a scan for services) is started by the machine
+/// when the controller is on, whoever holds the session then. A kept peripheral manager is still told its state
+/// (`notes(_:_:)`): a restarted system's keeper publishes its services and advertises once the controller is on
+/// (`docs/SystemMachinePlan.md`, step 12).
 package struct RestorationTable: Sendable, Hashable {
     /// A manager of an app being terminated, known by its session.
     package typealias Candidate = RestorationCandidate<SessionID>
@@ -56,7 +57,7 @@ package struct RestorationTable: Sendable, Hashable {
         var isEmpty: Bool { centrals.isEmpty && peripherals.isEmpty }
     }
 
-    /// What reached a kept central session since it was kept (or since its restorer last took its notes).
+    /// What reached a kept session since it was kept (or since its restorer last took its notes).
     package struct Notes: Sendable, Hashable {
         /// The events, oldest first.
         package private(set) var events: [SessionEvent] = []
@@ -66,8 +67,8 @@ package struct RestorationTable: Sendable, Hashable {
         package private(set) var taken = false
 
         /// At most this many are kept while the app is not running: beyond it, the oldest of a stream (a
-        /// discovery, a notification) goes first. A link's events are all kept: the restorer's state depends on
-        /// each of them.
+        /// discovery, a notification, a central's Write Command) goes first. A link's events and a central's
+        /// requests are all kept: the restorer's state depends on each of them, and a request waits for an answer.
         package static let limit = 64
 
         /// Notes `event`; while the app is not running, events of one key (a device's discovery, a
@@ -75,7 +76,7 @@ package struct RestorationTable: Sendable, Hashable {
         mutating func append(_ event: SessionEvent, wakes: Bool) {
             if !taken {
                 if let key = Self.key(of: event) { events.removeAll { Self.key(of: $0) == key } }
-                if events.count >= Self.limit, let oldest = events.firstIndex(where: { Self.key(of: $0) != nil }) {
+                if events.count >= Self.limit, let oldest = events.firstIndex(where: Self.isStream) {
                     events.remove(at: oldest)
                 }
             }
@@ -106,6 +107,15 @@ package struct RestorationTable: Sendable, Hashable {
             case readyToWrite(ConnectionHandle)
             case connection(ConnectionHandle)
             case databaseChanged(ConnectionHandle)
+            case readyToNotify
+        }
+
+        /// An event of a stream, the first to go beyond the limit: one with a key, or a central's Write Command
+        /// (nobody waits for its answer).
+        static func isStream(_ event: SessionEvent) -> Bool {
+            if key(of: event) != nil { return true }
+            if case .server(.serverWrite(nil, _, _)) = event { return true }
+            return false
         }
 
         static func key(of event: SessionEvent) -> Key? {
@@ -116,6 +126,7 @@ package struct RestorationTable: Sendable, Hashable {
             case .readyToWrite(let link): .readyToWrite(link)
             case .connectionEvent(let link, _, _): .connection(link)
             case .peerDatabaseChanged(let link): .databaseChanged(link)
+            case .server(.readyToNotify): .readyToNotify
             default: nil
             }
         }
@@ -153,7 +164,7 @@ package struct RestorationTable: Sendable, Hashable {
     package private(set) var kept: [String: Kept] = [:]
     /// How each app last stopped.
     package private(set) var lastTermination: [String: AppTermination] = [:]
-    /// The notes of each kept central session, from its keeping until its restorer replaces it (or it goes).
+    /// The notes of each kept session, from its keeping until its restorer replaces it (or it goes).
     package private(set) var notes: [SessionID: Notes] = [:]
     /// Changes whenever a session starts or stops being noted (never the same twice): who a link's events are
     /// noted for may be kept for as long as it does not.
@@ -196,9 +207,9 @@ package struct RestorationTable: Sendable, Hashable {
         let released = (self.kept[app]?.all ?? []).filter { !kept.contains($0) }
         self.kept[app] = now.isEmpty ? nil : now
         relaunching.remove(app)
-        // What reaches a kept central manager from now on is noted (an earlier keeping's notes go on, as the notes
-        // of an app that is not running: a restorer of the ended launch may have taken them).
-        for session in now.centrals.values {
+        // What reaches a kept manager from now on is noted (an earlier keeping's notes go on, as the notes of an
+        // app that is not running: a restorer of the ended launch may have taken them).
+        for session in now.all {
             if notes[session] == nil { startNoting(session) } else { notes[session]!.kept() }
         }
         for session in released { drop(session) }
@@ -213,7 +224,7 @@ package struct RestorationTable: Sendable, Hashable {
     {
         guard kept[app]?[role: role][restoreIdentifier] == nil else { return false }
         kept[app, default: Kept()][role: role][restoreIdentifier] = session
-        if role == .central { startNoting(session) }
+        startNoting(session)
         return true
     }
 
@@ -249,7 +260,7 @@ package struct RestorationTable: Sendable, Hashable {
         return resuming.keys.sorted().map { ($0, resuming[$0]!) }
     }
 
-    /// Whether what reaches `session` is noted rather than told (a kept central session, or one being taken over).
+    /// Whether what reaches `session` is noted rather than told (a kept session, or one being taken over; `SystemMachine.notes(_:_:)` says which events).
     @inline(__always)
     package func notes(_ session: SessionID) -> Bool {
         !notes.isEmpty && notes[session] != nil
@@ -274,12 +285,12 @@ package struct RestorationTable: Sendable, Hashable {
     /// Whether something that would wake `app` reached a manager kept for it (a restarted system's app that had no
     /// launch handler then is relaunched once it sets one).
     package func woke(_ app: String) -> Bool {
-        kept[app]?.centrals.values.contains { notes[$0]?.woke == true } ?? false
+        kept[app]?.all.contains { notes[$0]?.woke == true } ?? false
     }
 
     /// The app that keeps `session` (not one being taken over).
     private func app(keeping session: SessionID) -> String? {
-        kept.first { $0.value.centrals.values.contains(session) }?.key
+        kept.first { $0.value.all.contains(session) }?.key
     }
 
     /// `session`'s notes and waiting work go (it is closed, or let go of).

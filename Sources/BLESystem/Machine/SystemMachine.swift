@@ -324,9 +324,20 @@ package struct SystemMachine: Sendable {
         }
     }
 
-    /// Notes `event` for a kept central session (`restoration.notes(session)`), instead of telling it. Returns the
-    /// app to relaunch when the event wakes it (IOSRules.md 5.10, 6.2: a device its scan was for, a connection
-    /// made or failed, a link lost for good, a value it subscribed to).
+    /// Whether `event`, delivered to `session`, is noted rather than told (`note`): everything that reaches a kept
+    /// manager, except a kept peripheral manager's state, which it is still told (a restarted system's keeper
+    /// publishes and advertises once the controller is on; its restorer reads the state anew).
+    package func notes(_ session: SessionID, _ event: SessionEvent) -> Bool {
+        guard restoration.notes(session) else { return false }
+        if case .powerChanged = event, sessions[session]?.role == .peripheral { return false }
+        return true
+    }
+
+    /// Notes `event` for a kept session (`notes(_:_:)`), instead of telling it. Returns the app to relaunch when
+    /// the event wakes it (IOSRules.md 5.10, 6.2: a device a central's scan was for, a connection made or failed,
+    /// a link lost for good, a value it subscribed to; 5.6: a central's read, write or subscription to a kept
+    /// peripheral manager's services). A request the system refused as the app ended (its delivery was on its
+    /// way) needs nobody: not noted.
     package mutating func note(_ event: SessionEvent, for session: SessionID) -> String? {
         let wakes: Bool
         switch event {
@@ -335,6 +346,10 @@ package struct SystemMachine: Sendable {
         case .linkDown(_, _, let reconnecting): wakes = !reconnecting
         case .valueUpdated(let link, let attribute, _, _):
             wakes = subscriptions.subscribes(session, to: attribute, on: link)
+        case .server(.serverRead(let request, _, _, _)), .server(.serverWrite(let request?, _, _)):
+            guard services.isUnanswered(request, by: session) else { return nil }
+            wakes = true
+        case .server(.serverWrite(nil, _, _)), .server(.subscriptionChanged): wakes = true
         default: wakes = false
         }
         return restoration.note(event, for: session, wakes: wakes)
@@ -347,6 +362,11 @@ package struct SystemMachine: Sendable {
     {
         guard let session = restoration.take(app, role: role, restoreIdentifier: restoreIdentifier) else { return nil }
         return (session, restoration.takeNotes(of: session))
+    }
+
+    /// What was noted for the kept `session` since its notes were last taken (`takeKept`), taken now.
+    package mutating func takeNotes(of session: SessionID) -> [SessionEvent] {
+        restoration.takeNotes(of: session)
     }
 
     /// `app`'s launch handler ran: the kept sessions it did not take over, to be released.

@@ -1,11 +1,12 @@
 import BLECore
+import BLEGATT
 import BLEHCI
 import BLEHost
 import Testing
 
 @testable import BLESystem
 
-/// What reaches a kept central manager is noted by the machine, not told (`RestorationTable.Notes`,
+/// What reaches a kept manager is noted by the machine, not told (`RestorationTable.Notes`,
 /// `SystemMachine.note`): which notes wake the app (IOSRules.md 5.10, 6.2), that it is relaunched once, what a
 /// stream keeps, and how the notes and a restarted system's work go to the manager that restores it.
 @Suite struct RestorationNotesTests {
@@ -223,7 +224,7 @@ import Testing
         #expect(n.scans.request(of: Self.a) == nil)
     }
 
-    @Test func whatIsLetGoOfIsNotedNoMoreAndAPeripheralManagerIsNeverNoted() {
+    @Test func whatIsLetGoOfIsNotedNoMore() {
         // Let go of by a launch that did not take it, by Bluetooth turned off, or gone.
         var launched = Self.kept()
         _ = launched.launched("one")
@@ -236,14 +237,54 @@ import Testing
             #expect(m.note(.linkAttached(Self.link), for: Self.a) == nil)
             #expect(m.restoration.notes.isEmpty)
         }
-        // A kept peripheral manager keeps its own (its requests wait in the system's service table).
+    }
+
+    /// A kept peripheral manager (IOSRules.md 5.6): a central's read, write or subscription to its services is
+    /// noted and relaunches the app (once); a link's start, say, is noted without; its state is still told; a
+    /// request the system refused as the app ended (its delivery on the way) is not noted; past the bound, the
+    /// oldest Write Command goes first, never a request waiting for its answer.
+    @Test func aKeptPeripheralManagersCentralsRequestsAreNotedAndWakeTheApp() throws {
         var m = SystemMachine()
         _ = m.opened(Self.b, app: "two", role: .peripheral)
+        m.servicePublished(
+            PublishedService(serviceHandle: AttributeHandle(0x10), characteristicValueHandles: [AttributeHandle(0x12)]),
+            by: Self.b)
+        let central = ConnectionHandle(9)
+        func routed(_ event: HostEvent) -> SessionEvent? {
+            var actions: [SystemAction] = []
+            _ = m.serverEvent(event, into: &actions)
+            for case .deliver(Self.b, let told) in actions { return told }
+            return nil
+        }
+        let early = try #require(
+            routed(.serverRead(GATTServerRequestID(rawValue: 1), central, attribute: AttributeHandle(0x12), offset: 0)))
         _ = m.appTerminated(
             "two", cause: .bySystem,
             keeping: [.init(manager: Self.b, role: .peripheral, restoreIdentifier: "p", restorable: true)])
         #expect(m.restoration.restoreIdentifiers(of: "two", role: .peripheral) == ["p"])
-        #expect(!m.restoration.notes(Self.b))
+        // Its state is told; the rest is noted.
+        #expect(!m.notes(Self.b, .powerChanged(.poweredOn)))
+        #expect(m.notes(Self.b, early))
+        // The read routed before the end was refused with it: nobody is to answer it.
+        #expect(m.note(early, for: Self.b) == nil)
+        let up = LinkInfo(
+            handle: central, role: .peripheral, peer: Self.peer, interval: 24, latency: 0, supervisionTimeout: 400)
+        #expect(m.note(.server(.connected(up)), for: Self.b) == nil)
+        let write = try #require(
+            routed(
+                .serverWrite(nil, central, [GATTWriteRequest(attribute: AttributeHandle(0x12), offset: 0, value: [1])]))
+        )
+        #expect(m.note(write, for: Self.b) == "two")
+        let read = try #require(
+            routed(.serverRead(GATTServerRequestID(rawValue: 2), central, attribute: AttributeHandle(0x12), offset: 0)))
+        #expect(m.note(read, for: Self.b) == nil, "relaunched once")
+        #expect(m.restoration.woke("two"))
+        // Past the bound the Write Commands go first; the read waiting for its answer stays.
+        for _ in 0..<RestorationTable.Notes.limit { _ = m.note(write, for: Self.b) }
+        let notes = m.takeNotes(of: Self.b)
+        #expect(notes.count == RestorationTable.Notes.limit)
+        #expect(notes.prefix(2) == [.server(.connected(up)), read])
+        #expect(notes.dropFirst(2).allSatisfy { $0 == write })
     }
 
     @Test func aRestartedSystemsWorkStartsAtOnceWhenTheControllerIsOnJoiningALinkUpAlready() {
