@@ -331,7 +331,12 @@ public final class SystemCore: Sendable {
     /// Changes the authorization (the user answered the prompt, or changed the setting): every manager whose
     /// visible state changes is told.
     public func setAuthorization(_ authorization: SystemAuthorization) {
-        step { ((), $0.machine.authorizationChanged(authorization)) }
+        step { s in
+            let actions = s.machine.authorizationChanged(authorization)
+            // Every advertisement stopped with it: none of their ends is to be told.
+            if s.machine.visible == .unauthorized { s.advertisingEnds.removeAll() }
+            return ((), actions)
+        }
     }
 
     /// Attaches a manager of `app` (the default app when nil) in `role`; it is told its state at once unless

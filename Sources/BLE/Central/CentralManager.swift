@@ -102,8 +102,8 @@ public final class CentralManager: Sendable {
         session.attach(self)
         delegateCell.value = delegate
         // Relaunched for state restoration: take over from the manager the system kept, before registering, so
-        // that `willRestoreState` comes first, as CoreBluetooth tells it. Nothing reaches this manager until it takes the
-        // kept one's place, and nothing reached the kept one since it was kept: the system noted it.
+        // that `willRestoreState` comes first, as CoreBluetooth tells it. Nothing reaches this manager until it
+        // takes the kept one's place, and nothing reached the kept one since it was kept: the system noted it.
         let kept = options?.restoreIdentifier.flatMap { app.system.takeKeptCentral(of: app, restoreIdentifier: $0) }
         if options?.restoreIdentifier != nil, !app.backgroundModes.contains(.bluetoothCentral) {
             // iOS fails an assertion here; this manager works, without restoration.
@@ -134,7 +134,13 @@ public final class CentralManager: Sendable {
     /// queued for it, before anything later. When the app ended again before the domain got to it, the notes are
     /// the kept manager's, which stays kept.
     private func takeOver(_ taken: (kept: CentralManager, notes: [SessionEvent], power: SystemPowerState)) {
-        guard !isDefunct else { return taken.kept.absorb(taken.notes) }
+        guard !isDefunct else {
+            // Kept again: an event among the notes taken that would wake the app wakes it, as one the kept
+            // manager took as its app ended does.
+            taken.kept.absorb(taken.notes)
+            if taken.kept.hasRestorationEvents { system.relaunchForRestoration(app) }
+            return
+        }
         system.core.holdingDrains {
             taken.kept.absorb(taken.notes)
             let (events, scan) = restore(from: taken.kept)
@@ -743,8 +749,8 @@ public final class CentralManager: Sendable {
         for p in links {
             p.linkDown()
             p.stopReconnecting()
-            // As CoreBluetooth does, the peripherals are disconnected without a `didDisconnectPeripheral` each (the state
-            // callback that follows says it all); the async layer's observers still hear it, so that its waits
+            // As CoreBluetooth does, the peripherals are disconnected without a `didDisconnectPeripheral` each (the
+            // state callback that follows says it all); the async layer's observers still hear it, so that its waits
             // and streams end with `error`.
             deliver { manager in
                 let ended = p.announceDisconnection(at: timestamp, reconnecting: false, error: error)

@@ -25,8 +25,9 @@ extension PeripheralManager {
     /// Whether the manager has work the system can carry on: published services or an advertisement.
     var hasRestorableWork: Bool { !locked.withLock { Self.restorableRecord(of: $0) }.isEmpty }
 
-    /// Whether a central asked something of this kept manager that its app has not heard yet.
-    var hasRestorationEvents: Bool { locked.withLock { !$0.restorationEvents.isEmpty } }
+    /// Whether a central asked something of this kept manager that its app has not heard yet, and still waits
+    /// (not a request the system refused as the app ended).
+    var hasRestorationEvents: Bool { locked.withLock { $0.restorationEvents }.contains(where: isStillAsked) }
 
     /// The system keeps this manager after its app was terminated (and refuses the requests the ended app never
     /// answered: nobody will answer them).
@@ -76,8 +77,14 @@ extension PeripheralManager {
     /// started yet (a restarted system's). When the app ended again before the domain got to it, the notes are
     /// the kept manager's, which stays kept with its requests.
     func takeOver(from kept: PeripheralManager, notes: [SessionEvent]) {
+        guard launch == app.core.generation else {
+            // Kept again: what is noted from now on is the system's again; a request among what was taken wakes
+            // the app, as one the kept manager took as its app ended does.
+            kept.absorb(notes)
+            if kept.hasRestorationEvents { system.relaunchForRestoration(app) }
+            return
+        }
         kept.absorb(notes + system.core.takeNotes(of: kept.session))
-        guard launch == app.core.generation else { return }
         system.core.holdingDrains {
             let events = restore(from: kept)
             adoptLinkedCentrals()
@@ -105,12 +112,17 @@ extension PeripheralManager {
             }
             return s
         }
+        let linked = Set(system.core.host.links.filter { $0.role == .peripheral }.map(\.handle))
+        for (handle, central) in taken.centrals where !linked.contains(handle) {
+            central.isLinked.withLock { $0 = false }
+        }
         locked.withLock { s in
             s.published = taken.published
             s.advertising = taken.advertising
             s.isAdvertising = taken.isAdvertising
-            // The kept one's centrals (the objects its services' subscribers are), and any other linked meanwhile.
-            s.centrals.merge(taken.centrals) { _, kept in kept }
+            // The kept one's centrals (the objects its services' subscribers are) still linked (a controller's
+            // reset ends every link without an end for each), and any other linked meanwhile.
+            s.centrals.merge(taken.centrals.filter { linked.contains($0.key) }) { _, kept in kept }
             // Preserved by an earlier process and not started yet (the controller is not on): this manager
             // publishes and advertises once powered on.
             s.resumeAtPowerOn = taken.resumeAtPowerOn

@@ -229,8 +229,9 @@ extension BluetoothSystem {
             }
         }
 
-        /// Whether something that would wake the app reached the kept manager itself (a central's, only as its
-        /// app was being terminated: what comes later the system notes, `SystemCore.keptWoke`).
+        /// Whether something that would wake the app reached the kept manager itself (only as its app was being
+        /// terminated, or among notes it absorbed when a take-over found the app ended again: what comes later
+        /// the system notes, `SystemCore.keptWoke`).
         var hasRestorationEvents: Bool {
             switch self {
             case .central(let manager): manager.hasRestorationEvents

@@ -136,6 +136,14 @@ package struct AdvertisingTable: Sendable, Hashable {
         return id
     }
 
+    /// A start refused before it began (`error` says why): answered at once, nothing changes.
+    mutating func refused(_ error: HostError, _ actions: inout [SystemAction]) -> AdvertisingStartID {
+        let id = AdvertisingStartID(rawValue: nextStart)
+        nextStart += 1
+        actions.append(.advertisingStarted(id, error))
+        return id
+    }
+
     /// `session` stops advertising; the controller stops with the last. A start still waiting is answered as
     /// cancelled.
     mutating func stop(_ session: SessionID, _ actions: inout [SystemAction]) {

@@ -35,7 +35,7 @@ package struct RestorationCandidate<Manager: Hashable & Sendable>: Sendable, Has
 /// to its own (`replaced`). The first note that would wake the app relaunches it (`note`). The work a restarted
 /// system carries on for a central (`Resume`: pending connects and a scan for services) is started by the machine
 /// when the controller is on, whoever holds the session then. A kept peripheral manager is still told its state
-/// (`notes(_:_:)`): a restarted system's keeper publishes its services and advertises once the controller is on
+/// (`SystemMachine.notes(_:_:)`): a restarted system's keeper publishes its services and advertises once the controller is on
 /// (`docs/SystemMachinePlan.md`, step 12).
 package struct RestorationTable: Sendable, Hashable {
     /// A manager of an app being terminated, known by its session.
@@ -66,22 +66,49 @@ package struct RestorationTable: Sendable, Hashable {
         /// Taken over by a restorer: what comes now is what it would have been told itself, all of it.
         package private(set) var taken = false
 
-        /// At most this many are kept while the app is not running: beyond it, the oldest of a stream (a
-        /// discovery, a notification, a central's Write Command) goes first. A link's events and a central's
-        /// requests are all kept: the restorer's state depends on each of them, and a request waits for an answer.
+        /// Beyond this many while the app is not running, the oldest of a stream (a discovery, a notification, a
+        /// central's Write Command) goes first. A central-role link's events and a central's requests are all
+        /// kept: the restorer's state depends on each of them, and a request waits for an answer (there are few:
+        /// one a link at a time). What a central's link to a kept peripheral manager changed (its MTU, a
+        /// subscription, its security) keeps its latest, and goes with the link's end.
         package static let limit = 64
 
         /// Notes `event`; while the app is not running, events of one key (a device's discovery, a
-        /// characteristic's value) replace each other.
+        /// characteristic's value, a subscription) replace each other, and a central's link that ended leaves
+        /// only its requests (and, when it was up before the notes began, its end).
         mutating func append(_ event: SessionEvent, wakes: Bool) {
+            if wakes { woke = true }
             if !taken {
                 if let key = Self.key(of: event) { events.removeAll { Self.key(of: $0) == key } }
+                if case .server(.disconnected(let handle, _)) = event {
+                    var began = false
+                    events.removeAll { noted in
+                        guard Self.changesLink(noted) == handle else { return false }
+                        if case .server(.connected) = noted { began = true }
+                        return true
+                    }
+                    // Up and down while noted: the restorer has nothing to undo.
+                    if began { return }
+                }
                 if events.count >= Self.limit, let oldest = events.firstIndex(where: Self.isStream) {
                     events.remove(at: oldest)
                 }
             }
             events.append(event)
-            if wakes { woke = true }
+        }
+
+        /// The central's link whose state `event` changes for a kept peripheral manager (not a request: it
+        /// waits for its answer, link or not).
+        static func changesLink(_ event: SessionEvent) -> ConnectionHandle? {
+            guard case .server(let event) = event else { return nil }
+            switch event {
+            case .connected(let info): return info.handle
+            case .mtuChanged(let handle, _), .pairingStarted(let handle, _), .pairingCompleted(let handle, _),
+                .pairingFailed(let handle, _), .encryptionChanged(let handle, _, _),
+                .subscriptionChanged(let handle, _, _, _):
+                return handle
+            default: return nil
+            }
         }
 
         /// Kept again (its app ended before its restorer took its place): a stream keeps its latest again.
@@ -108,12 +135,23 @@ package struct RestorationTable: Sendable, Hashable {
             case connection(ConnectionHandle)
             case databaseChanged(ConnectionHandle)
             case readyToNotify
+            /// A kept peripheral manager's central's: the latest stands for the state, and none may go.
+            case mtu(ConnectionHandle)
+            case subscription(ConnectionHandle, AttributeHandle)
+
+            /// Of a stream: the oldest may go beyond the limit.
+            var isStream: Bool {
+                switch self {
+                case .mtu, .subscription: false
+                default: true
+                }
+            }
         }
 
-        /// An event of a stream, the first to go beyond the limit: one with a key, or a central's Write Command
-        /// (nobody waits for its answer).
+        /// An event of a stream, the first to go beyond the limit: one with such a key, or a central's Write
+        /// Command (nobody waits for its answer).
         static func isStream(_ event: SessionEvent) -> Bool {
-            if key(of: event) != nil { return true }
+            if let key = key(of: event) { return key.isStream }
             if case .server(.serverWrite(nil, _, _)) = event { return true }
             return false
         }
@@ -127,6 +165,8 @@ package struct RestorationTable: Sendable, Hashable {
             case .connectionEvent(let link, _, _): .connection(link)
             case .peerDatabaseChanged(let link): .databaseChanged(link)
             case .server(.readyToNotify): .readyToNotify
+            case .server(.mtuChanged(let link, _)): .mtu(link)
+            case .server(.subscriptionChanged(let link, let attribute, _, _)): .subscription(link, attribute)
             default: nil
             }
         }
@@ -260,7 +300,8 @@ package struct RestorationTable: Sendable, Hashable {
         return resuming.keys.sorted().map { ($0, resuming[$0]!) }
     }
 
-    /// Whether what reaches `session` is noted rather than told (a kept session, or one being taken over; `SystemMachine.notes(_:_:)` says which events).
+    /// Whether what reaches `session` is noted rather than told (a kept session, or one being taken over;
+    /// `SystemMachine.notes(_:_:)` says which events).
     @inline(__always)
     package func notes(_ session: SessionID) -> Bool {
         !notes.isEmpty && notes[session] != nil

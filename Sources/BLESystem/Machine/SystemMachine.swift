@@ -343,7 +343,8 @@ package struct SystemMachine: Sendable {
         switch event {
         case .discovered(_, let scan): wakes = scans.scanID(of: session) == scan
         case .linkAttached, .linkFailed: wakes = true
-        case .linkDown(_, _, let reconnecting): wakes = !reconnecting
+        // Not a link the system let go of as the user took Bluetooth away.
+        case .linkDown(_, _, let reconnecting): wakes = !reconnecting && !isUnauthorized
         case .valueUpdated(let link, let attribute, _, _):
             wakes = subscriptions.subscribes(session, to: attribute, on: link)
         case .server(.serverRead(let request, _, _, _)), .server(.serverWrite(let request?, _, _)):
@@ -356,7 +357,7 @@ package struct SystemMachine: Sendable {
     }
 
     /// A manager made by `app` in `role` with `restoreIdentifier` takes over the one kept under it, if any: the
-    /// kept session, and what was noted for it so far (a central's; later events are noted until `replaced`).
+    /// kept session, and what was noted for it so far (later events are noted until `replaced`).
     package mutating func takeKept(_ app: String, role: SessionRole, restoreIdentifier: String)
         -> (session: SessionID, notes: [SessionEvent])?
     {
@@ -424,6 +425,8 @@ package struct SystemMachine: Sendable {
         -> [SystemAction]
     {
         restoration.withdrawScan(of: session)
+        // Asked before the manager heard it is not allowed (`withdrawAuthorization`): it hears the state next.
+        guard !isUnauthorized else { return [] }
         return scans.start(session, request, id: id, mode: mode)
     }
 
@@ -471,6 +474,8 @@ package struct SystemMachine: Sendable {
     package mutating func connect(_ session: SessionID, to peer: BluetoothAddress, autoReconnect: Bool = false)
         -> (LinkInfo?, [SystemAction])
     {
+        // Asked before the manager heard it is not allowed: the state it hears next fails the attempt.
+        guard !isUnauthorized else { return (nil, []) }
         var actions: [SystemAction] = []
         let link = links.connect(session, to: peer, autoReconnect: autoReconnect, &actions)
         return (link, actions)
@@ -618,6 +623,11 @@ package struct SystemMachine: Sendable {
         _ session: SessionID, _ request: AdvertisingRequest, background: AdvertisingRequest?, mode: AdvertisingMode
     ) -> (AdvertisingStartID, [SystemAction]) {
         var actions: [SystemAction] = []
+        guard !isUnauthorized else {
+            // Asked before the manager heard it is not allowed: refused at once.
+            let refusal = HostError(.invalidState, "the application is not authorized to use Bluetooth")
+            return (advertising.refused(refusal, &actions), actions)
+        }
         let id = advertising.start(session, request, background: background, mode: mode, &actions)
         return (id, actions)
     }
@@ -899,23 +909,27 @@ package struct SystemMachine: Sendable {
     }
 
     /// The user took Bluetooth away from the apps (IOSRules.md 6.7): the controller still works, but no app may
-    /// use it. Each manager, told `.unauthorized` just before, has its scan ended, its links and connection
-    /// attempts let go of (so they end on the controller) and its advertising stopped; the links centrals made
-    /// to the apps' services are ended too.
+    /// use it. Every scan ends, every link and connection attempt is let go of (so they end on the controller)
+    /// and every advertisement stops, whoever holds them (a manager told `.unauthorized` just before, a kept one,
+    /// one being restored and not attached yet); the links centrals made to the apps' services are ended too.
+    /// Until the user allows it again, what a manager asks before it hears the state is refused (`scanStarted`,
+    /// `connect`, `startAdvertising`).
     private mutating func withdrawAuthorization(_ actions: inout [SystemAction]) {
-        for (id, session) in sessions.sorted(by: { $0.key < $1.key }) {
-            switch session.role {
-            case .central:
-                actions += scanStopped(id)
-                release(id, &actions)
-            case .peripheral:
-                advertising.stop(id, &actions)
-            }
+        var holders = Set(sessions.keys).union(scans.scanners.keys)
+        holders.formUnion((advertising.entries + advertising.paused).map(\.session))
+        for peer in links.peers.values { holders.formUnion(peer.users + peer.waiting + peer.retrying.keys) }
+        for id in holders.sorted() {
+            actions += scanStopped(id)
+            release(id, &actions)
+            advertising.stop(id, &actions)
         }
         for handle in peripheralRoleLinks.sorted(by: { $0.rawValue < $1.rawValue }) {
             actions.append(.disconnect(handle, .remoteUserTerminatedConnection))
         }
     }
+
+    /// Whether the user took Bluetooth away from the apps: what they ask is refused until allowed again.
+    private var isUnauthorized: Bool { visible == .unauthorized }
 
     /// Tells `session` the state it sees, unless it was told that already (or it is `.unknown`, which a
     /// manager starts in).

@@ -99,6 +99,34 @@ import Testing
         #expect(rig.machine.scans.scanID(of: central) == nil)
         #expect(rig.machine.links.targets.isEmpty)
         #expect(rig.step { $0.authorizationChanged(.restricted) } == [])
+        // Asked before the manager heard the state: refused, nothing reaches the controller.
+        #expect(rig.step { $0.scanStarted(central, ScanRequest(services: nil), id: 2, mode: .foreground) } == [])
+        #expect(rig.machine.scans.scanID(of: central) == nil)
+        let (link, connecting) = rig.machine.connect(central, to: LinkTests.other)
+        #expect(link == nil && connecting.isEmpty)
+        #expect(rig.machine.links.targets.isEmpty)
+        let (start, advertising) = rig.machine.startAdvertising(
+            server, AdvertisingTests.foregroundA, background: nil, mode: .foreground)
+        #expect(
+            advertising == [
+                .advertisingStarted(
+                    start, HostError(.invalidState, "the application is not authorized to use Bluetooth"))
+            ])
+        #expect(rig.machine.advertising.entries.isEmpty)
+    }
+
+    /// What a session not attached (a restorer's, between its taking the kept one's advertisement and its place)
+    /// holds is withdrawn too.
+    @Test func aDenialStopsTheAdvertisingOfASessionNotAttachedYet() {
+        var rig = SystemRig()
+        _ = rig.step { $0.controllerChanged(.poweredOn) }
+        let restorer = rig.draw()
+        _ = rig.step {
+            $0.startAdvertising(restorer, AdvertisingTests.foregroundA, background: nil, mode: .foreground).1
+        }
+        _ = rig.step { $0.advertisingAnswered($0.advertising.attempt, .success(())) }
+        #expect(rig.step { $0.authorizationChanged(.denied) } == [.stopAdvertising])
+        #expect(rig.machine.advertising.entries.isEmpty)
     }
 
     @Test func theSwitchOffShowsPoweredOffWhateverTheControllerDoesAndOnShowsItAgain() {

@@ -224,6 +224,65 @@ import Testing
         #expect(n.scans.request(of: Self.a) == nil)
     }
 
+    /// A kept peripheral manager's central's link keeps what the restorer needs: its latest MTU and subscription
+    /// state; a link that came and went while noted leaves only its requests, and one up before the notes began
+    /// leaves its end; none of it goes beyond the bound, so it cannot grow with centrals that come and go.
+    @Test func aCentralsLinkToAKeptPeripheralManagerKeepsItsLatestStateAndGoesWithItsEnd() {
+        var notes = RestorationTable.Notes()
+        let central = BluetoothAddress(bytes: [9, 8, 7, 6, 5, 0xC4], type: .randomDevice)
+        func up(_ handle: UInt16) -> SessionEvent {
+            .server(
+                .connected(
+                    LinkInfo(
+                        handle: ConnectionHandle(handle), role: .peripheral, peer: central, interval: 24, latency: 0,
+                        supervisionTimeout: 400)))
+        }
+        let old = ConnectionHandle(3)
+        let read = SessionEvent.server(
+            .serverRead(GATTServerRequestID(rawValue: 1), old, attribute: AttributeHandle(0x12), offset: 0))
+        notes.append(.server(.mtuChanged(old, mtu: 100)), wakes: false)
+        notes.append(.server(.mtuChanged(old, mtu: 185)), wakes: false)
+        notes.append(
+            .server(.subscriptionChanged(old, attribute: AttributeHandle(0x12), notify: true, indicate: false)),
+            wakes: true)
+        notes.append(
+            .server(.subscriptionChanged(old, attribute: AttributeHandle(0x12), notify: false, indicate: false)),
+            wakes: true)
+        #expect(
+            notes.events == [
+                .server(.mtuChanged(old, mtu: 185)),
+                .server(.subscriptionChanged(old, attribute: AttributeHandle(0x12), notify: false, indicate: false)),
+            ])
+        notes.append(read, wakes: true)
+        notes.append(.server(.disconnected(old, reason: .remoteUserTerminatedConnection)), wakes: false)
+        #expect(notes.events == [read, .server(.disconnected(old, reason: .remoteUserTerminatedConnection))])
+        // Centrals coming and going, each subscribing: nothing stays of them.
+        for n in 0..<200 {
+            let handle = ConnectionHandle(UInt16(10 + n))
+            notes.append(up(10 + UInt16(n)), wakes: false)
+            notes.append(.server(.mtuChanged(handle, mtu: 185)), wakes: false)
+            notes.append(
+                .server(.subscriptionChanged(handle, attribute: AttributeHandle(0x12), notify: true, indicate: false)),
+                wakes: true)
+            notes.append(.server(.disconnected(handle, reason: .remoteUserTerminatedConnection)), wakes: false)
+        }
+        #expect(notes.events == [read, .server(.disconnected(old, reason: .remoteUserTerminatedConnection))])
+        #expect(notes.woke)
+    }
+
+    /// A kept central's link the system let go of as the user took Bluetooth away is noted without relaunching the
+    /// app: it lost nothing it could act on.
+    @Test func aLinkLetGoOfForADenialDoesNotWakeTheApp() {
+        var m = Self.kept()
+        _ = m.authorizationChanged(.denied)
+        #expect(
+            m.note(.linkDown(Self.link.handle, .connectionTerminatedByLocalHost, reconnecting: false), for: Self.a)
+                == nil)
+        #expect(!m.restoration.woke("one"))
+        _ = m.authorizationChanged(.allowedAlways)
+        #expect(m.note(.linkDown(Self.link.handle, .connectionTimeout, reconnecting: false), for: Self.a) == "one")
+    }
+
     @Test func whatIsLetGoOfIsNotedNoMore() {
         // Let go of by a launch that did not take it, by Bluetooth turned off, or gone.
         var launched = Self.kept()
