@@ -255,7 +255,9 @@ package struct ScanUnion: Sendable {
             if scanner.reported.count > Self.memoryLimit { scanner.reported.removeFirst() }
             scanners[key] = scanner
             var told = discovery
-            told.overflowServices = AppleOverflowArea.listed(scanner.request.services ?? [], in: discovery.data)
+            if let services = scanner.request.services, !services.isEmpty {
+                told.overflowServices = AppleOverflowArea.listed(services, in: discovery.data)
+            }
             actions.append(.deliver(key, .discovered(told, scan: scanner.id)))
         }
     }
