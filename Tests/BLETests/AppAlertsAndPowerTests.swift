@@ -103,6 +103,22 @@ import Testing
         withExtendedLifetime((quiet, loud)) {}
     }
 
+    /// Bluetooth turned off on a device whose service a central subscribed to: the link ends with the radio, and
+    /// the characteristic has no subscriber any more (the app hears the state, not a `didUnsubscribe`).
+    @Test func turningBluetoothOffLeavesAPeripheralManagerNoSubscribers() async throws {
+        let rig = Rig()
+        try await rig.startSensor()
+        let peripheral = try await rig.connect()
+        try await rig.discoverAll(peripheral)
+        peripheral.setNotifyValue(true, for: try rig.characteristic(Profile.notifier, on: peripheral))
+        try await rig.run(until: { rig.sensor.notifier.subscribedCentrals?.count == 1 }, "the subscription")
+        rig.sensorSystem.setBluetoothEnabled(false)
+        try await rig.run(.seconds(1))
+        #expect(rig.sensor.manager.state == .poweredOff)
+        #expect(rig.sensor.notifier.subscribedCentrals?.isEmpty == true)
+        #expect(!rig.sensor.recorder.lines.contains { $0.hasPrefix("didUnsubscribe") })
+    }
+
     @Test func aPendingConnectionOutlivesSuspensionAndWakesTheApp() async throws {
         let rig = Rig()
         try await rig.startSensor()

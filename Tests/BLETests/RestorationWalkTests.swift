@@ -106,8 +106,10 @@ import Testing
         }
         try await rig.run(.seconds(60))
         #expect(launches.count == (wakes ? 2 : 1), "relaunched once when, and only when, the work bore fruit: \(path)")
-        if wakes, let restorer = launches.last {
+        if wakes {
             // willRestoreState first, the state second, then what it was relaunched for, once.
+            try #require(launches.count == 2, "\(path)")
+            let restorer = try #require(launches.last)
             let events = restorer.events
             #expect(events.first.map { if case .willRestoreState = $0 { true } else { false } } == true, "\(path)")
             #expect(events.dropFirst().first?.description == "didUpdateState poweredOn", "\(path)")
@@ -134,9 +136,17 @@ import Testing
             }
             #expect(app.keptCentralManagers.isEmpty, "\(path)")
         case .forceQuit, .bluetoothOff:
-            if ending == .forceQuit { app.terminate(.byUser) } else { rig.phoneSystem.setBluetoothEnabled(false) }
+            if ending == .forceQuit {
+                app.terminate(.byUser)
+            } else {
+                rig.phoneSystem.setBluetoothEnabled(false)
+                try await rig.run(.seconds(1))
+                #expect(app.keptCentralManagers.isEmpty, "nothing is kept after it: \(path)")
+                rig.phoneSystem.setBluetoothEnabled(true)
+                try await rig.run(until: { rig.central.state == .poweredOn }, "Bluetooth on again: \(path)")
+            }
             #expect(app.keptCentralManagers.isEmpty, "nothing is kept after it: \(path)")
-            // Whatever comes later relaunches nothing.
+            // Whatever comes later, with the radio on, relaunches nothing.
             let count = launches.count
             rig.sensorSystem.move(to: Self.near)
             try await rig.run(.seconds(5))
@@ -144,6 +154,13 @@ import Testing
             rig.sensorSystem.move(to: Self.away)
             try await rig.run(.seconds(60))
             #expect(launches.count == count, "\(path)")
+            // And the user's next launch restores nothing.
+            if app.state == .notRunning {
+                app.launch()
+                try await rig.run(.seconds(1))
+                let opened = try #require(launches.last)
+                #expect(opened.lines.first == "didUpdateState poweredOn", "nothing to restore: \(path)")
+            }
         }
     }
 }
@@ -218,7 +235,9 @@ import Testing
         try await rig.run(.seconds(30))
         let wakes = kept && happening != .nothing
         #expect(launches.count == (wakes ? 2 : 1), "relaunched once when, and only when, a central asked: \(path)")
-        if wakes, let restorer = launches.last {
+        if wakes {
+            try #require(launches.count == 2, "\(path)")
+            let restorer = try #require(launches.last)
             let events = restorer.events
             #expect(Self.isRestoration(events.first), "\(path): \(restorer.lines)")
             #expect(events.dropFirst().first?.description == "didUpdateState poweredOn", "\(path)")
@@ -245,11 +264,33 @@ import Testing
             }
             #expect(app.keptPeripheralManagers.isEmpty, "\(path)")
         case .forceQuit, .bluetoothOff:
-            if ending == .forceQuit { app.terminate(.byUser) } else { rig.sensorSystem.setBluetoothEnabled(false) }
+            if ending == .forceQuit {
+                app.terminate(.byUser)
+            } else {
+                rig.sensorSystem.setBluetoothEnabled(false)
+                try await rig.run(.seconds(1))
+                #expect(app.keptPeripheralManagers.isEmpty, "nothing is kept after it: \(path)")
+                rig.sensorSystem.setBluetoothEnabled(true)
+                try await rig.run(.seconds(1))
+            }
             #expect(app.keptPeripheralManagers.isEmpty, "nothing is kept after it: \(path)")
+            // With the radio on, a central that looks for the service finds nobody to ask, and nothing relaunches
+            // the app.
             let count = launches.count
+            let running = app.state != .notRunning
+            rig.phone.clear()
+            rig.central.scanForPeripherals(withServices: [Profile.service])
+            try await rig.run(.seconds(5))
+            rig.central.stopScan()
+            #expect(rig.phone.discoveries.isEmpty || running, "nothing advertises for it: \(path)")
             try await rig.run(.seconds(30))
             #expect(launches.count == count, "\(path)")
+            if app.state == .notRunning {
+                app.launch()
+                try await rig.run(.seconds(1))
+                let opened = try #require(launches.last)
+                #expect(opened.lines.first == "didUpdateState poweredOn", "nothing to restore: \(path)")
+            }
         }
     }
 }

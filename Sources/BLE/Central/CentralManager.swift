@@ -138,7 +138,10 @@ public final class CentralManager: Sendable {
             // Kept again: an event among the notes taken that would wake the app wakes it, as one the kept
             // manager took as its app ended does.
             taken.kept.absorb(taken.notes)
-            if taken.kept.hasRestorationEvents { system.relaunchForRestoration(app) }
+            let keptAgain = system.core.keptRestoreIdentifiers(of: app.core, role: .central)
+            if taken.kept.hasRestorationEvents, let id = options?.restoreIdentifier, keptAgain.contains(id) {
+                system.relaunchForRestoration(app)
+            }
             return
         }
         system.core.holdingDrains {

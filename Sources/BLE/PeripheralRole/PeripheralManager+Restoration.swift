@@ -81,7 +81,10 @@ extension PeripheralManager {
             // Kept again: what is noted from now on is the system's again; a request among what was taken wakes
             // the app, as one the kept manager took as its app ended does.
             kept.absorb(notes)
-            if kept.hasRestorationEvents { system.relaunchForRestoration(app) }
+            let keptAgain = system.core.keptRestoreIdentifiers(of: app.core, role: .peripheral)
+            if kept.hasRestorationEvents, let id = restoreIdentifier, keptAgain.contains(id) {
+                system.relaunchForRestoration(app)
+            }
             return
         }
         kept.absorb(notes + system.core.takeNotes(of: kept.session))
@@ -113,9 +116,8 @@ extension PeripheralManager {
             return s
         }
         let linked = Set(system.core.host.links.filter { $0.role == .peripheral }.map(\.handle))
-        for (handle, central) in taken.centrals where !linked.contains(handle) {
-            central.isLinked.withLock { $0 = false }
-        }
+        let gone = taken.centrals.filter { !linked.contains($0.key) }.map(\.value)
+        for central in gone { central.isLinked.withLock { $0 = false } }
         locked.withLock { s in
             s.published = taken.published
             s.advertising = taken.advertising
@@ -127,6 +129,8 @@ extension PeripheralManager {
             // publishes and advertises once powered on.
             s.resumeAtPowerOn = taken.resumeAtPowerOn
         }
+        // Subscribed to nothing of its services any more (`willRestoreState` shows them without).
+        unsubscribe(gone)
         system.core.transfer(
             fromPeripheral: kept.session, to: session,
             advertisingStarted: { [weak self] result in

@@ -422,24 +422,37 @@ public final class PeripheralManager: Sendable {
         let new = ManagerState(power)
         // Out of `.poweredOn` (unauthorized included: the system stopped the advertising and ended the
         // centrals' links as it told the state), nothing advertises and no central is linked.
-        let changed = locked.withLock { s -> Bool in
-            guard s.managerState != new else { return false }
+        let change = locked.withLock { s -> (changed: Bool, gone: [Central]) in
+            guard s.managerState != new else { return (false, []) }
             s.managerState = new
-            if new != .poweredOn {
-                s.isAdvertising = false
-                s.advertising = nil
-                for central in s.centrals.values { central.isLinked.withLock { $0 = false } }
-                s.centrals.removeAll()
-            }
-            return true
+            guard new != .poweredOn else { return (true, []) }
+            s.isAdvertising = false
+            s.advertising = nil
+            let gone = Array(s.centrals.values)
+            for central in gone { central.isLinked.withLock { $0 = false } }
+            s.centrals.removeAll()
+            return (true, gone)
         }
-        guard changed else { return }
+        guard change.changed else { return }
+        // Their links ended with the controller (told by the state alone): subscribed to nothing any more.
+        unsubscribe(change.gone)
         deliver { m in
             m.tell(.stateUpdated)
             // Taken here, not at the change, a wait stays where the app's end finds it until the change is told;
             // with the state now (a later change may have come since this one), as `state` reads it.
             let (waits, now) = m.locked.withLock { s in (s.poweredOnWaits.take(at: s.managerState), s.managerState) }
             PoweredOnWaits.finish(waits, .state(now), system: m.system)
+        }
+    }
+
+    /// `centrals`, whose links ended without an end each (the controller went, a reset), are subscribed to none
+    /// of this manager's characteristics any more; the app hears it from the state, not a `didUnsubscribe` each.
+    func unsubscribe(_ centrals: [Central]) {
+        guard !centrals.isEmpty else { return }
+        let gone = Set(centrals.map(ObjectIdentifier.init))
+        let all = locked.withLock { $0.published.flatMap { Array($0.characteristics.values) } }
+        for c in all {
+            c.mutableState.withLock { $0.subscribedCentrals.removeAll { gone.contains(ObjectIdentifier($0)) } }
         }
     }
 

@@ -69,8 +69,9 @@ package struct RestorationTable: Sendable, Hashable {
         /// Beyond this many while the app is not running, the oldest of a stream (a discovery, a notification, a
         /// central's Write Command) goes first. A central-role link's events and a central's requests are all
         /// kept: the restorer's state depends on each of them, and a request waits for an answer (there are few:
-        /// one a link at a time). What a central's link to a kept peripheral manager changed (its MTU, a
-        /// subscription, its security) keeps its latest, and goes with the link's end.
+        /// one a link at a time). What a central's link to a kept peripheral manager changed keeps its latest MTU
+        /// and subscription per characteristic, and all of it (its security's events too) goes with the link's
+        /// end.
         package static let limit = 64
 
         /// Notes `event`; while the app is not running, events of one key (a device's discovery, a

@@ -198,6 +198,9 @@ package struct SystemMachine: Sendable {
     /// The central-role links the managers registered for connection events were told of, with their peers (so
     /// that their ends are told, even when the host reports none: a reset).
     package internal(set) var centralRoleLinks: [ConnectionHandle: BluetoothAddress] = [:]
+    /// The central-role links let go of as the user took Bluetooth away (`withdrawAuthorization`), until they are
+    /// down: their end wakes no kept manager, whatever the user allowed since.
+    package private(set) var withdrawnLinks: Set<ConnectionHandle> = []
     /// The sessions registered for connection events (`registerForConnectionEvents`), in the order attached.
     package internal(set) var connectionWatchers: [SessionID] = []
 
@@ -344,7 +347,7 @@ package struct SystemMachine: Sendable {
         case .discovered(_, let scan): wakes = scans.scanID(of: session) == scan
         case .linkAttached, .linkFailed: wakes = true
         // Not a link the system let go of as the user took Bluetooth away.
-        case .linkDown(_, _, let reconnecting): wakes = !reconnecting && !isUnauthorized
+        case .linkDown(let link, _, let reconnecting): wakes = !reconnecting && !withdrawnLinks.contains(link)
         case .valueUpdated(let link, let attribute, _, _):
             wakes = subscriptions.subscribes(session, to: attribute, on: link)
         case .server(.serverRead(let request, _, _, _)), .server(.serverWrite(let request?, _, _)):
@@ -563,6 +566,8 @@ package struct SystemMachine: Sendable {
     /// A central-role link came up; `securing` when the system encrypts it with a bond's key before the managers
     /// waiting for it are attached.
     package mutating func linkConnected(_ info: LinkInfo, securing: Bool) -> [SystemAction] {
+        // A handle used again: not the link a denial let go of.
+        withdrawnLinks.remove(info.handle)
         var actions: [SystemAction] = []
         links.connected(info, securing: securing, &actions)
         return actions
@@ -606,6 +611,7 @@ package struct SystemMachine: Sendable {
     /// queue) is withdrawn, so the controller, or the one that comes back, initiates nothing for a table that
     /// waits for nothing.
     package mutating func linksReset() -> [SystemAction] {
+        withdrawnLinks.removeAll()
         let initiating = !links.targets.isEmpty
         links.reset()
         subscriptions.reset()
@@ -917,7 +923,10 @@ package struct SystemMachine: Sendable {
     private mutating func withdrawAuthorization(_ actions: inout [SystemAction]) {
         var holders = Set(sessions.keys).union(scans.scanners.keys)
         holders.formUnion((advertising.entries + advertising.paused).map(\.session))
-        for peer in links.peers.values { holders.formUnion(peer.users + peer.waiting + peer.retrying.keys) }
+        for peer in links.peers.values {
+            holders.formUnion(peer.users + peer.waiting + peer.retrying.keys)
+            if let link = peer.link, !peer.users.isEmpty { withdrawnLinks.insert(link.handle) }
+        }
         for id in holders.sorted() {
             actions += scanStopped(id)
             release(id, &actions)

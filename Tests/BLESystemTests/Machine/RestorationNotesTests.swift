@@ -271,16 +271,24 @@ import Testing
     }
 
     /// A kept central's link the system let go of as the user took Bluetooth away is noted without relaunching the
-    /// app: it lost nothing it could act on.
+    /// app (it lost nothing it could act on), even when the user allowed it again before the link was down; the
+    /// end of another link wakes it.
     @Test func aLinkLetGoOfForADenialDoesNotWakeTheApp() {
-        var m = Self.kept()
+        var m = SystemMachine()
+        _ = m.opened(Self.a, app: "one")
+        _ = m.controllerChanged(.poweredOn)
+        _ = m.connect(Self.a, to: Self.peer)
+        _ = m.linkConnected(Self.link, securing: false)
+        let candidate = RestorationTable.Candidate(
+            manager: Self.a, role: .central, restoreIdentifier: "r", restorable: true)
+        _ = m.appTerminated("one", cause: .bySystem, keeping: [candidate])
         _ = m.authorizationChanged(.denied)
-        #expect(
-            m.note(.linkDown(Self.link.handle, .connectionTerminatedByLocalHost, reconnecting: false), for: Self.a)
-                == nil)
-        #expect(!m.restoration.woke("one"))
         _ = m.authorizationChanged(.allowedAlways)
-        #expect(m.note(.linkDown(Self.link.handle, .connectionTimeout, reconnecting: false), for: Self.a) == "one")
+        let down = SessionEvent.linkDown(Self.link.handle, .connectionTerminatedByLocalHost, reconnecting: false)
+        #expect(m.note(down, for: Self.a) == nil)
+        #expect(!m.restoration.woke("one"))
+        let other = ConnectionHandle(8)
+        #expect(m.note(.linkDown(other, .connectionTimeout, reconnecting: false), for: Self.a) == "one")
     }
 
     @Test func whatIsLetGoOfIsNotedNoMore() {
