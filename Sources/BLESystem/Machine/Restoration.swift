@@ -96,6 +96,33 @@ package struct RestorationTable: Sendable, Hashable {
                 }
             }
             events.append(event)
+            if !taken { collapsePowerRuns() }
+        }
+
+        /// Of the states told one after another with nothing between them, the kept manager's state depends only
+        /// on the first that is not `.poweredOn` (what it ends: its links, its scan) and on the last: the others
+        /// go, so a manager kept under many power changes does not grow its notes with them.
+        private mutating func collapsePowerRuns() {
+            var kept: [SessionEvent] = []
+            var run: [SystemPowerState] = []
+            func endRun() {
+                guard let last = run.last else { return }
+                if let first = run.dropLast().first(where: { $0 != .poweredOn }), first != last {
+                    kept.append(.powerChanged(first))
+                }
+                kept.append(.powerChanged(last))
+                run = []
+            }
+            for event in events {
+                if case .powerChanged(let state) = event {
+                    run.append(state)
+                } else {
+                    endRun()
+                    kept.append(event)
+                }
+            }
+            endRun()
+            if kept.count != events.count { events = kept }
         }
 
         /// The central's link whose state `event` changes for a kept peripheral manager (not a request: it

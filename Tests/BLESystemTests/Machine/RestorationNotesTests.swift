@@ -291,6 +291,41 @@ import Testing
         #expect(m.note(.linkDown(other, .connectionTimeout, reconnecting: false), for: Self.a) == "one")
     }
 
+    /// A manager kept under many power changes keeps, of each run of them, the first that is not `.poweredOn`
+    /// (what it ended) and the last (the state now); a run ends at any other event, and a stream's note that
+    /// goes joins the runs around it.
+    @Test func manyPowerChangesKeepWhatTheyEndedAndTheStateNow() {
+        var m = Self.kept()
+        let off = SystemPowerState.poweredOff(reason: "Bluetooth is turned off")
+        let reset = SystemPowerState.resetting(reason: "hardware error")
+        for _ in 0..<100 {
+            _ = m.note(.powerChanged(.poweredOn), for: Self.a)
+            _ = m.note(.powerChanged(off), for: Self.a)
+        }
+        #expect(m.restoration.notes[Self.a]?.events == [.powerChanged(off)])
+        _ = m.note(.powerChanged(.poweredOn), for: Self.a)
+        #expect(m.restoration.notes[Self.a]?.events == [.powerChanged(off), .powerChanged(.poweredOn)])
+        _ = m.note(.linkAttached(Self.link), for: Self.a)
+        _ = m.note(.powerChanged(reset), for: Self.a)
+        _ = m.note(.powerChanged(off), for: Self.a)
+        _ = m.note(.powerChanged(.poweredOn), for: Self.a)
+        #expect(
+            m.restoration.notes[Self.a]?.events == [
+                .powerChanged(off), .powerChanged(.poweredOn), .linkAttached(Self.link), .powerChanged(reset),
+                .powerChanged(.poweredOn),
+            ])
+        // A device's discovery between two runs goes when the device is heard again: the runs join.
+        var n = Self.kept()
+        _ = n.note(.powerChanged(off), for: Self.a)
+        _ = n.note(.discovered(Self.discovery(1), scan: 1), for: Self.a)
+        _ = n.note(.powerChanged(.poweredOn), for: Self.a)
+        _ = n.note(.discovered(Self.discovery(1, rssi: -60), scan: 1), for: Self.a)
+        #expect(
+            n.restoration.notes[Self.a]?.events == [
+                .powerChanged(off), .powerChanged(.poweredOn), .discovered(Self.discovery(1, rssi: -60), scan: 1),
+            ])
+    }
+
     @Test func whatIsLetGoOfIsNotedNoMore() {
         // Let go of by a launch that did not take it, by Bluetooth turned off, or gone.
         var launched = Self.kept()
