@@ -76,6 +76,8 @@ import Testing
 
         rig.phoneSystem.authorization = .allowedAlways
         try await rig.run(.milliseconds(100))
+        // No link of the phone's is up any more (one left up would be listed here).
+        #expect(rig.central.retrieveConnectedPeripherals(withServices: [Profile.service]).isEmpty)
         rig.phone.clear()
         rig.central.scanForPeripherals(withServices: [Profile.service])
         try await rig.run(
