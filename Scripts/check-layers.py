@@ -15,8 +15,9 @@ sources, and fails with one line per violation:
 5. The pure machines (sources under a `Machine/` folder of BLEHost and BLESystem) are values stepped by their
    driver: no locks, atomics, dispatch, tasks, clocks, unseeded randomness, escaping closures, weak references
    or object identities (what the driver around them owns).
-6. The facades (BLE) call delegates only through their event's `send(to:from:)`, hold no recursive lock, and
-   cite no iOS rule (IOSRules.md): the rules are BLESystem's.
+6. The facades (BLE) call delegates only through their event's `send(to:from:)`, hold no recursive lock,
+   cite no iOS rule (IOSRules.md): the rules are BLESystem's, and import BLEHost, BLEHCI, BLEGATT and BLESMP only
+   where FACADE_IMPORTS_LEFT still lists (a list that only shrinks).
 """
 import json
 import os
@@ -78,6 +79,40 @@ MACHINE_FORBIDDEN_TOKENS = [
 ]
 
 
+# The facades (BLE) are to see the lower layers only through BLESystem and the types Exports.swift re-exports
+# (SystemMachinePlan.md, step 14). BLEHCI is there already; these files still import the others, each for the
+# types named, until the system gives values of its own for them. The list only shrinks: a new import is refused,
+# and an entry whose import is gone must leave the list.
+LOWER_LAYERS = ("BLEHost", "BLEHCI", "BLEGATT", "BLESMP")
+FACADE_IMPORTS_LEFT = {
+    # HostError (requests' replies), LinkInfo, ConnectionParameters, HostEvent (the peripheral role's events).
+    "Central/CentralManager+ConnectionEvents.swift": {"BLEHost"},
+    "Central/CentralManager+Restoration.swift": {"BLEHost"},
+    "Central/CentralManager.swift": {"BLEHost"},
+    "Central/CentralSession.swift": {"BLEHost"},
+    "Central/Peripheral+Pairing.swift": {"BLEHost", "BLESMP"},
+    "Central/Peripheral+Requests.swift": {"BLEGATT", "BLEHost"},
+    "Central/Peripheral.swift": {"BLEGATT", "BLEHost"},
+    # The remote attributes' GATT values; pairing's IO capabilities and key distribution; bonds' keys.
+    "Model/Attributes.swift": {"BLEGATT", "BLEHost"},
+    "Model/BluetoothError.swift": {"BLESMP"},
+    "Model/Bond.swift": {"BLESMP"},
+    "Model/LinkParameters.swift": {"BLEHost"},
+    "Model/Pairing.swift": {"BLEHost", "BLESMP"},
+    "Model/Peers.swift": {"BLEGATT", "BLEHost"},
+    # The GATT server's definitions and requests (GATTServiceDefinition, GATTServerRequestID), HostEvent.
+    "PeripheralRole/PeripheralManager+Latency.swift": {"BLEHost"},
+    "PeripheralRole/PeripheralManager+Restoration.swift": {"BLEGATT", "BLEHost"},
+    "PeripheralRole/PeripheralManager.swift": {"BLEGATT", "BLEHost"},
+    "PeripheralRole/PeripheralSession.swift": {"BLEHost"},
+    # HostConfiguration (a system's configuration).
+    "Simulation/BluetoothSystem.swift": {"BLEHost"},
+}
+
+# An import line: `import M`, `@_exported import M`, `import struct M.T` (the module is the group). Within one line
+# only: `\s` would let an optional kind swallow the line's end and take the next line's first word for the module.
+IMPORT = r"^[ \t]*(?:@_exported[ \t]+|@testable[ \t]+)?import[ \t]+(?:(?:struct|class|enum|protocol|typealias|func|var|let)[ \t]+)?(\w+)"
+
 CONSOLE_TOKENS = [r"FileHandle\.standard(Error|Output)", r"\bprint\(", r"\bfputs\(", r"\bputs\(",
                   r"STD(ERR|OUT)_FILENO", r"\bwrite\(\s*[12]\s*,", r"\bdebugPrint\(", r"\bfwrite\(",
                   r"\bfprintf\(", r"\bNSLog\(", r"FileHandle\(fileDescriptor:\s*[12]\b",
@@ -107,7 +142,7 @@ def main():
         for source in target.get("sources", []):
             with open(os.path.join(root, target["path"], source), encoding="utf-8") as f:
                 text = f.read()
-            for m in re.finditer(r"^\s*(?:@_exported\s+|@testable\s+)?import\s+(?:\w+\s+)?(\w+)", text, re.M):
+            for m in re.finditer(IMPORT, text, re.M):
                 imported.add(m.group(1))
         return declared | (imported & set(RANK)), external, imported
 
@@ -177,6 +212,25 @@ def main():
             scan_code(target, [r"IOSRules\.md", r"IOS-RULES"], "BLE cites an iOS rule",
                       "(the rule belongs in BLESystem; say the behaviour in words, link <doc:IOSRules>)",
                       only=lambda source: source.endswith(".swift"), comments=True)
+
+        # The facades reach the lower layers through BLESystem and Exports.swift only (the list above shrinks).
+        if name == "BLE":
+            found = {}
+            for source in target.get("sources", []):
+                if source == "Exports.swift":
+                    continue
+                with open(os.path.join(root, target["path"], source), encoding="utf-8") as f:
+                    for m in re.finditer(IMPORT, f.read(), re.M):
+                        if m.group(1) in LOWER_LAYERS:
+                            found.setdefault(source, set()).add(m.group(1))
+            for source, modules in sorted(found.items()):
+                for module in sorted(modules - FACADE_IMPORTS_LEFT.get(source, set())):
+                    problems.append(f"{target['path']}/{source}: BLE imports {module} (reach it through BLESystem, "
+                                    "or re-export the one type in Exports.swift)")
+            for source, modules in sorted(FACADE_IMPORTS_LEFT.items()):
+                for module in sorted(modules - found.get(source, set())):
+                    problems.append(f"{target['path']}/{source} no longer imports {module}: take it out of "
+                                    "FACADE_IMPORTS_LEFT in Scripts/check-layers.py")
 
         # The library never writes to stdout or stderr itself: it logs through swift-log, and the application
         # (the ble tool) picks where logs go.

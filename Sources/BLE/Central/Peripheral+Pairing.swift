@@ -1,5 +1,4 @@
 import BLECore
-import BLEHCI
 import BLEHost
 import BLESMP
 import BLESystem

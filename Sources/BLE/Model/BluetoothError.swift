@@ -1,6 +1,5 @@
 import BLEATT
 import BLECore
-import BLEHCI
 import BLESMP
 
 /// An error from the public API, shaped like CoreBluetooth's `CBError` and `CBATTError`: a code to compare with

@@ -1,7 +1,6 @@
 import BLEATT
 import BLECore
 import BLEGATT
-import BLEHCI
 import BLEHost
 import BLESystem
 import BLETransport
