@@ -85,26 +85,21 @@ MACHINE_FORBIDDEN_TOKENS = [
 # and an entry whose import is gone must leave the list.
 LOWER_LAYERS = ("BLEHost", "BLEHCI", "BLEGATT", "BLESMP")
 FACADE_IMPORTS_LEFT = {
-    # HostError (requests' replies), LinkInfo, ConnectionParameters, HostEvent (the peripheral role's events).
-    "Central/CentralManager+ConnectionEvents.swift": {"BLEHost"},
-    "Central/CentralManager+Restoration.swift": {"BLEHost"},
+    # HostError (requests' replies), LinkInfo, HostDriver (GATT requests go to the host), HostEvent.
     "Central/CentralManager.swift": {"BLEHost"},
-    "Central/CentralSession.swift": {"BLEHost"},
     "Central/Peripheral+Pairing.swift": {"BLEHost", "BLESMP"},
     "Central/Peripheral+Requests.swift": {"BLEGATT", "BLEHost"},
     "Central/Peripheral.swift": {"BLEGATT", "BLEHost"},
-    # The remote attributes' GATT values; pairing's IO capabilities and key distribution; bonds' keys.
-    "Model/Attributes.swift": {"BLEGATT", "BLEHost"},
-    "Model/BluetoothError.swift": {"BLESMP"},
+    # The remote attributes' GATT values; pairing's IO capabilities and key distribution; bonds' keys; a link's
+    # parameters (LinkInfo); queued writes.
+    "Model/Attributes.swift": {"BLEGATT"},
     "Model/Bond.swift": {"BLESMP"},
     "Model/LinkParameters.swift": {"BLEHost"},
-    "Model/Pairing.swift": {"BLEHost", "BLESMP"},
+    "Model/Pairing.swift": {"BLESMP"},
     "Model/Peers.swift": {"BLEGATT", "BLEHost"},
     # The GATT server's definitions and requests (GATTServiceDefinition, GATTServerRequestID), HostEvent.
-    "PeripheralRole/PeripheralManager+Latency.swift": {"BLEHost"},
-    "PeripheralRole/PeripheralManager+Restoration.swift": {"BLEGATT", "BLEHost"},
+    "PeripheralRole/PeripheralManager+Restoration.swift": {"BLEHost"},
     "PeripheralRole/PeripheralManager.swift": {"BLEGATT", "BLEHost"},
-    "PeripheralRole/PeripheralSession.swift": {"BLEHost"},
     # HostConfiguration (a system's configuration).
     "Simulation/BluetoothSystem.swift": {"BLEHost"},
 }

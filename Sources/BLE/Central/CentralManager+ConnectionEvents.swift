@@ -1,5 +1,4 @@
 import BLECore
-import BLEHost
 import Foundation
 import Synchronization
 

@@ -1,5 +1,4 @@
 import BLECore
-import BLEHost
 import BLESystem
 import Synchronization
 

@@ -1,5 +1,4 @@
 import BLECore
-import BLEHost
 import BLESystem
 
 /// A central manager as the system sees it: the session registered for it, the client of its scan and of its

@@ -1,6 +1,5 @@
 import BLECore
 import BLEGATT
-import BLEHost
 import Foundation
 import Synchronization
 

@@ -1,6 +1,5 @@
 import BLEATT
 import BLECore
-import BLESMP
 
 /// An error from the public API, shaped like CoreBluetooth's `CBError` and `CBATTError`: a code to compare with
 /// (`error.code == .connectionTimeout`), the peer's ATT code when a peer refused, the controller's HCI status when

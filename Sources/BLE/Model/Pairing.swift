@@ -1,4 +1,3 @@
-import BLEHost
 import BLESMP
 import Foundation
 import Synchronization

@@ -1,4 +1,3 @@
-import BLEGATT
 import BLEHost
 import BLESystem
 import Synchronization

@@ -1,5 +1,4 @@
 import BLEATT
-import BLEHost
 import BLESystem
 
 /// A peripheral manager as the system sees it: the session registered for it, the owner of its services and
