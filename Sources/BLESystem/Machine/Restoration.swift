@@ -79,24 +79,27 @@ package struct RestorationTable: Sendable, Hashable {
         /// only its requests (and, when it was up before the notes began, its end).
         mutating func append(_ event: SessionEvent, wakes: Bool) {
             if wakes { woke = true }
-            if !taken {
-                if let key = Self.key(of: event) { events.removeAll { Self.key(of: $0) == key } }
-                if case .server(.disconnected(let handle, _)) = event {
-                    var began = false
-                    events.removeAll { noted in
-                        guard Self.changesLink(noted) == handle else { return false }
-                        if case .server(.connected) = noted { began = true }
-                        return true
-                    }
+            guard !taken else { return events.append(event) }
+            let before = events.count
+            var kept = true
+            if let key = Self.key(of: event) { events.removeAll { Self.key(of: $0) == key } }
+            if case .server(.disconnected(let handle, _)) = event {
+                events.removeAll { noted in
+                    guard Self.changesLink(noted) == handle else { return false }
                     // Up and down while noted: the restorer has nothing to undo.
-                    if began { return }
-                }
-                if events.count >= Self.limit, let oldest = events.firstIndex(where: Self.isStream) {
-                    events.remove(at: oldest)
+                    if case .server(.connected) = noted { kept = false }
+                    return true
                 }
             }
-            events.append(event)
-            if !taken { collapsePowerRuns() }
+            if kept, events.count >= Self.limit, let oldest = events.firstIndex(where: Self.isStream) {
+                events.remove(at: oldest)
+            }
+            if kept { events.append(event) }
+            // Runs of states meet only where a state is added or a note between two runs went (not on every
+            // discovery or notification, the busiest notes).
+            var isPower = false
+            if case .powerChanged = event { isPower = true }
+            if isPower || events.count != before + (kept ? 1 : 0) { collapsePowerRuns() }
         }
 
         /// Of the states told one after another with nothing between them, the kept manager's state depends only
