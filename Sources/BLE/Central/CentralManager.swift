@@ -134,14 +134,10 @@ public final class CentralManager: Sendable {
     /// the kept manager's, which stays kept.
     private func takeOver(_ taken: (kept: CentralManager, notes: [SessionEvent], power: SystemPowerState)) {
         guard !isDefunct else {
-            // Kept again: an event among the notes taken that would wake the app wakes it, as one the kept
-            // manager took as its app ended does.
             taken.kept.absorb(taken.notes)
-            let keptAgain = system.core.keptRestoreIdentifiers(of: app.core, role: .central)
-            if taken.kept.hasRestorationEvents, let id = options?.restoreIdentifier, keptAgain.contains(id) {
-                system.relaunchForRestoration(app)
-            }
-            return
+            return system.keptAgain(
+                app, role: .central, restoreIdentifier: options?.restoreIdentifier,
+                wakes: taken.kept.hasRestorationEvents)
         }
         system.core.holdingDrains {
             taken.kept.absorb(taken.notes)

@@ -77,14 +77,10 @@ extension PeripheralManager {
     /// the kept manager's, which stays kept with its requests.
     func takeOver(from kept: PeripheralManager, notes: [SessionEvent]) {
         guard launch == app.core.generation else {
-            // Kept again: what is noted from now on is the system's again; a request among what was taken wakes
-            // the app, as one the kept manager took as its app ended does.
+            // What is noted from now on is the system's again.
             kept.absorb(notes)
-            let keptAgain = system.core.keptRestoreIdentifiers(of: app.core, role: .peripheral)
-            if kept.hasRestorationEvents, let id = restoreIdentifier, keptAgain.contains(id) {
-                system.relaunchForRestoration(app)
-            }
-            return
+            return system.keptAgain(
+                app, role: .peripheral, restoreIdentifier: restoreIdentifier, wakes: kept.hasRestorationEvents)
         }
         kept.absorb(notes + system.core.takeNotes(of: kept.session))
         system.core.holdingDrains {

@@ -304,6 +304,16 @@ extension BluetoothSystem {
         return (kept, taken)
     }
 
+    /// A take-over found `app` ended again, its kept manager (`role`, `restoreIdentifier`) having absorbed the notes
+    /// it had taken: an event among them that would wake the app (`wakes`) relaunches it, as one the kept manager
+    /// took as its app ended does, when the manager was kept again.
+    func keptAgain(_ app: App, role: SessionRole, restoreIdentifier: String?, wakes: Bool) {
+        guard wakes, let id = restoreIdentifier,
+            core.keptRestoreIdentifiers(of: app.core, role: role).contains(id)
+        else { return }
+        relaunchForRestoration(app)
+    }
+
     /// A kept manager's work bore fruit: the app is relaunched in the background (once, while it is not
     /// running), its launch options naming the kept managers of both roles (the system's: `relaunchOptions`).
     /// From the scheduler, never inside the event that caused it.
