@@ -265,6 +265,22 @@ import Testing
         return (rig, recorder, opened, state)
     }
 
+    /// The restarted sensor, advertising in its background form for its kept app (found by a scan for its
+    /// service, in the overflow area, without its name), connected by the phone and its database discovered.
+    static func findRestarted(_ rig: Rig) async throws -> Peripheral {
+        try await rig.run(until: { rig.central.state == .poweredOn }, "power")
+        rig.central.scanForPeripherals(withServices: [Profile.service])
+        try await rig.run(until: { !rig.phone.discoveries.isEmpty }, within: .seconds(5), "the discovery")
+        let found = try #require(rig.phone.discoveries.first)
+        #expect(found.advertisement.localName == nil)
+        #expect(found.advertisement.overflowServiceUUIDs == [Profile.service])
+        rig.central.stopScan()
+        rig.central.connect(found.peripheral)
+        try await rig.run(until: { found.peripheral.state == .connected }, "the connection")
+        try await rig.discoverAll(found.peripheral)
+        return found.peripheral
+    }
+
     @Test func publishedServicesAndTheAdvertisementSurviveARestart() async throws {
         let store = SystemStoreAndShutdownTests.storePath()
         defer { SystemStoreAndShutdownTests.remove(store) }
@@ -282,25 +298,16 @@ import Testing
         #expect(restartedApp.keptPeripheralManagers == [Self.restoreID])
         let relaunches = Launches()
         Self.install(restartedApp, relaunches)
-        try await rig.run(until: { rig.central.state == .poweredOn }, "power")
         // In the background form: found by a scan for its service (in the overflow area), without its name.
-        rig.central.scanForPeripherals(withServices: [Profile.service])
-        try await rig.run(until: { !rig.phone.discoveries.isEmpty }, within: .seconds(5), "the discovery")
-        let found = try #require(rig.phone.discoveries.first)
-        #expect(found.advertisement.localName == nil)
-        #expect(found.advertisement.overflowServiceUUIDs == [Profile.service])
-        rig.central.stopScan()
-        rig.central.connect(found.peripheral)
-        try await rig.run(until: { found.peripheral.state == .connected }, "the connection")
-        try await rig.discoverAll(found.peripheral)
+        let found = try await Self.findRestarted(rig)
         // Static values and descriptors are answered by the system: no relaunch for them.
-        let fixed = try rig.characteristic(Profile.fixed, on: found.peripheral)
-        found.peripheral.readValue(for: fixed)
+        let fixed = try rig.characteristic(Profile.fixed, on: found)
+        found.readValue(for: fixed)
         try await rig.run(until: { fixed.value == Profile.fixedValue }, within: .seconds(2), "the static read")
-        let described = try rig.characteristic(Profile.described, on: found.peripheral)
+        let described = try rig.characteristic(Profile.described, on: found)
         #expect(described.descriptors?.map(\.uuid) == [.characteristicUserDescription])
-        let remotePrimary = try #require(found.peripheral.services?.first { $0.uuid == Profile.service })
-        found.peripheral.discoverIncludedServices(nil, for: remotePrimary)
+        let remotePrimary = try #require(found.services?.first { $0.uuid == Profile.service })
+        found.discoverIncludedServices(nil, for: remotePrimary)
         try await rig.run(
             until: { rig.phone.lines.contains("didDiscoverIncludedServices \(Profile.service.uuidString)") },
             "included services")
@@ -308,8 +315,8 @@ import Testing
         #expect(relaunches.count == 0)
 
         // A value the app gives: the read relaunches it, and its restored manager answers.
-        let dynamic = try rig.characteristic(Profile.dynamic, on: found.peripheral)
-        found.peripheral.readValue(for: dynamic)
+        let dynamic = try rig.characteristic(Profile.dynamic, on: found)
+        found.readValue(for: dynamic)
         try await rig.run(until: { dynamic.value == Data([0x2A]) }, within: .seconds(2), "the app's answer")
         #expect(relaunches.count == 1)
         #expect(relaunches.lastOptions?.bluetoothPeripherals == [Self.restoreID])

@@ -117,35 +117,12 @@ import Testing
             #expect(app.keptCentralManagers.isEmpty, "taken over: \(path)")
         }
 
-        let running = app.state != .notRunning
+        let ended = Ended(app: app, rig: rig, path: path) { app.keptCentralManagers }
         switch ending {
         case .userOpensIt:
-            app.launch()
-            try await rig.run(.seconds(5))
-            let opened = try #require(launches.last)
-            // Relaunched already, it comes to the foreground; else it is launched once more.
-            #expect(launches.count == 2, "\(path)")
-            if kept && !running {
-                // The user's launch takes the kept work over: its restoration first, then the state.
-                #expect(
-                    opened.events.first.map { if case .willRestoreState = $0 { true } else { false } } == true,
-                    "\(path): \(opened.lines)")
-                #expect(opened.events.dropFirst().first?.description == "didUpdateState poweredOn", "\(path)")
-            } else if !kept {
-                #expect(opened.lines.first == "didUpdateState poweredOn", "nothing to restore: \(path)")
-            }
-            #expect(app.keptCentralManagers.isEmpty, "\(path)")
+            try await ended.userOpensIt(launches, kept: kept) { $0.lines }
         case .forceQuit, .bluetoothOff:
-            if ending == .forceQuit {
-                app.terminate(.byUser)
-            } else {
-                rig.phoneSystem.setBluetoothEnabled(false)
-                try await rig.run(.seconds(1))
-                #expect(app.keptCentralManagers.isEmpty, "nothing is kept after it: \(path)")
-                rig.phoneSystem.setBluetoothEnabled(true)
-                try await rig.run(until: { rig.central.state == .poweredOn }, "Bluetooth on again: \(path)")
-            }
-            #expect(app.keptCentralManagers.isEmpty, "nothing is kept after it: \(path)")
+            try await ended.letGo(ending, system: rig.phoneSystem) { rig.central.state == .poweredOn }
             // Whatever comes later, with the radio on, relaunches nothing.
             let count = launches.count
             rig.sensorSystem.move(to: Self.near)
@@ -154,13 +131,61 @@ import Testing
             rig.sensorSystem.move(to: Self.away)
             try await rig.run(.seconds(60))
             #expect(launches.count == count, "\(path)")
-            // And the user's next launch restores nothing.
-            if app.state == .notRunning {
-                app.launch()
-                try await rig.run(.seconds(1))
-                let opened = try #require(launches.last)
-                #expect(opened.lines.first == "didUpdateState poweredOn", "nothing to restore: \(path)")
+            try await ended.nextLaunchRestoresNothing(launches) { $0.lines }
+        }
+    }
+
+    /// The end of a walk, for either role: the app, and what is kept for it (`keptIdentifiers`).
+    struct Ended {
+        let app: BluetoothSystem.App
+        let rig: Rig
+        let path: String
+        let keptIdentifiers: () -> [String]
+
+        /// The user opens the app: a launch that takes the kept work over (the app not running) tells its
+        /// restoration first, then the state; one with nothing kept tells the state first; nothing is kept after.
+        func userOpensIt<Recorder: Sendable>(
+            _ launches: RecordedLaunches<Recorder>, kept: Bool, lines: (Recorder) -> [String]
+        ) async throws {
+            let running = app.state != .notRunning
+            app.launch()
+            try await rig.run(.seconds(5))
+            let opened = lines(try #require(launches.last))
+            // Relaunched already, it comes to the foreground; else it is launched once more.
+            #expect(launches.count == 2, "\(path)")
+            if kept && !running {
+                #expect(opened.first?.hasPrefix("willRestoreState") == true, "\(path): \(opened)")
+                #expect(opened.dropFirst().first == "didUpdateState poweredOn", "\(path)")
+            } else if !kept {
+                #expect(opened.first == "didUpdateState poweredOn", "nothing to restore: \(path)")
             }
+            #expect(keptIdentifiers().isEmpty, "\(path)")
+        }
+
+        /// A force-quit, or Bluetooth turned off on `system` and on again (until `on` holds): nothing is kept
+        /// after either.
+        func letGo(_ ending: Ending, system: BluetoothSystem, until on: () -> Bool) async throws {
+            if ending == .forceQuit {
+                app.terminate(.byUser)
+            } else {
+                system.setBluetoothEnabled(false)
+                try await rig.run(.seconds(1))
+                #expect(keptIdentifiers().isEmpty, "nothing is kept after it: \(path)")
+                system.setBluetoothEnabled(true)
+                try await rig.run(until: on, "Bluetooth on again: \(path)")
+            }
+            #expect(keptIdentifiers().isEmpty, "nothing is kept after it: \(path)")
+        }
+
+        /// The user's next launch, if the app is not running, restores nothing: the state comes first.
+        func nextLaunchRestoresNothing<Recorder: Sendable>(
+            _ launches: RecordedLaunches<Recorder>, lines: (Recorder) -> [String]
+        ) async throws {
+            guard app.state == .notRunning else { return }
+            app.launch()
+            try await rig.run(.seconds(1))
+            let opened = lines(try #require(launches.last))
+            #expect(opened.first == "didUpdateState poweredOn", "nothing to restore: \(path)")
         }
     }
 }
@@ -249,31 +274,12 @@ import Testing
             #expect(dynamic.value == Data([0x2A]), "answered by the restored app: \(path)")
         }
 
-        let running = app.state != .notRunning
+        let ended = RestorationWalkTests.Ended(app: app, rig: rig, path: path) { app.keptPeripheralManagers }
         switch ending {
         case .userOpensIt:
-            app.launch()
-            try await rig.run(.seconds(5))
-            let opened = try #require(launches.last)
-            #expect(launches.count == 2, "\(path)")
-            if kept && !running {
-                #expect(Self.isRestoration(opened.events.first), "\(path): \(opened.lines)")
-                #expect(opened.events.dropFirst().first?.description == "didUpdateState poweredOn", "\(path)")
-            } else if !kept {
-                #expect(opened.lines.first == "didUpdateState poweredOn", "nothing to restore: \(path)")
-            }
-            #expect(app.keptPeripheralManagers.isEmpty, "\(path)")
+            try await ended.userOpensIt(launches, kept: kept) { $0.lines }
         case .forceQuit, .bluetoothOff:
-            if ending == .forceQuit {
-                app.terminate(.byUser)
-            } else {
-                rig.sensorSystem.setBluetoothEnabled(false)
-                try await rig.run(.seconds(1))
-                #expect(app.keptPeripheralManagers.isEmpty, "nothing is kept after it: \(path)")
-                rig.sensorSystem.setBluetoothEnabled(true)
-                try await rig.run(.seconds(1))
-            }
-            #expect(app.keptPeripheralManagers.isEmpty, "nothing is kept after it: \(path)")
+            try await ended.letGo(ending, system: rig.sensorSystem) { rig.sensor.manager.state == .poweredOn }
             // With the radio on, a central that looks for the service finds nobody to ask, and nothing relaunches
             // the app.
             let count = launches.count
@@ -285,12 +291,7 @@ import Testing
             #expect(rig.phone.discoveries.isEmpty || running, "nothing advertises for it: \(path)")
             try await rig.run(.seconds(30))
             #expect(launches.count == count, "\(path)")
-            if app.state == .notRunning {
-                app.launch()
-                try await rig.run(.seconds(1))
-                let opened = try #require(launches.last)
-                #expect(opened.lines.first == "didUpdateState poweredOn", "nothing to restore: \(path)")
-            }
+            try await ended.nextLaunchRestoresNothing(launches) { $0.lines }
         }
     }
 }

@@ -23,15 +23,28 @@ import Testing
             data: AdvertisingData())
     }
 
+    /// App "one"'s central `a`, kept under "r" when the app is ended.
+    static let keepingA = [
+        RestorationTable.Candidate(manager: a, role: .central, restoreIdentifier: "r", restorable: true)
+    ]
+
     /// A machine whose app "one" was terminated by the system, keeping its central `a` under "r", scanning for a
     /// service under the scan id 1.
     static func kept() -> SystemMachine {
         var m = SystemMachine()
         _ = m.opened(a, app: "one")
         _ = m.scanStarted(a, ScanRequest(services: [BluetoothUUID(UInt16(0x180D))]), id: 1, mode: .foreground)
-        let candidate = RestorationTable.Candidate(
-            manager: a, role: .central, restoreIdentifier: "r", restorable: true)
-        _ = m.appTerminated("one", cause: .bySystem, keeping: [candidate])
+        _ = m.appTerminated("one", cause: .bySystem, keeping: keepingA)
+        return m
+    }
+
+    /// A machine, powered on, whose app "one"'s central `a` is on the link `link`.
+    static func linked() -> SystemMachine {
+        var m = SystemMachine()
+        _ = m.opened(a, app: "one")
+        _ = m.controllerChanged(.poweredOn)
+        _ = m.connect(a, to: peer)
+        _ = m.linkConnected(link, securing: false)
         return m
     }
 
@@ -58,7 +71,7 @@ import Testing
         _ = m.launched("one")
         _ = m.appTerminated(
             "one", cause: .crash,
-            keeping: [.init(manager: Self.a, role: .central, restoreIdentifier: "r", restorable: true)])
+            keeping: Self.keepingA)
         #expect(m.note(.linkFailed(Self.peer, HostError(.disconnected, "gone")), for: Self.a) == "one")
     }
 
@@ -72,7 +85,7 @@ import Testing
         _ = m.scanStarted(Self.a, ScanRequest(services: nil), id: 3, mode: .foreground)
         let (actions, _) = m.appTerminated(
             "one", cause: .bySystem,
-            keeping: [.init(manager: Self.a, role: .central, restoreIdentifier: "r", restorable: true)])
+            keeping: Self.keepingA)
         #expect(m.scans.request(of: Self.a) == nil)
         #expect(actions.contains(.deliver(Self.a, .scanEnded(3, refused: nil))))
     }
@@ -115,17 +128,13 @@ import Testing
     }
 
     @Test func aNotificationWakesTheAppOnlyForACharacteristicItsManagerSubscribedTo() {
-        var m = SystemMachine()
-        _ = m.opened(Self.a, app: "one")
-        _ = m.controllerChanged(.poweredOn)
-        _ = m.connect(Self.a, to: Self.peer)
-        _ = m.linkConnected(Self.link, securing: false)
+        var m = Self.linked()
         let (answer, _) = m.subscribe(
             Self.a, 1, descriptor: AttributeHandle(5), characteristic: AttributeHandle(4), on: Self.link.handle)
         #expect(answer != .notOnLink)
         _ = m.appTerminated(
             "one", cause: .bySystem,
-            keeping: [.init(manager: Self.a, role: .central, restoreIdentifier: "r", restorable: true)])
+            keeping: Self.keepingA)
         let other = SessionEvent.valueUpdated(Self.link.handle, AttributeHandle(8), [1], isIndication: false)
         let subscribed = SessionEvent.valueUpdated(Self.link.handle, AttributeHandle(4), [2], isIndication: false)
         #expect(m.note(other, for: Self.a) == nil)
@@ -274,14 +283,8 @@ import Testing
     /// app (it lost nothing it could act on), even when the user allowed it again before the link was down; the
     /// end of another link wakes it.
     @Test func aLinkLetGoOfForADenialDoesNotWakeTheApp() {
-        var m = SystemMachine()
-        _ = m.opened(Self.a, app: "one")
-        _ = m.controllerChanged(.poweredOn)
-        _ = m.connect(Self.a, to: Self.peer)
-        _ = m.linkConnected(Self.link, securing: false)
-        let candidate = RestorationTable.Candidate(
-            manager: Self.a, role: .central, restoreIdentifier: "r", restorable: true)
-        _ = m.appTerminated("one", cause: .bySystem, keeping: [candidate])
+        var m = Self.linked()
+        _ = m.appTerminated("one", cause: .bySystem, keeping: Self.keepingA)
         _ = m.authorizationChanged(.denied)
         _ = m.authorizationChanged(.allowedAlways)
         let down = SessionEvent.linkDown(Self.link.handle, .connectionTerminatedByLocalHost, reconnecting: false)
