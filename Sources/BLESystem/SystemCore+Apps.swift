@@ -66,7 +66,8 @@ extension SystemCore {
     // MARK: Restoration
 
     /// A restarted system keeps `manager` (registered) for its app, not running, under `restoreIdentifier`, with
-    /// the work its record names (a central's pending connects and scan, started when the controller is on).
+    /// the work its record names (a central's pending connects and scan, a peripheral manager's services and
+    /// advertisement), started when the controller is on.
     package func keepForRestoration(
         _ manager: ObjectIdentifier, restoreIdentifier: String, work: RestorationTable.Resume? = nil
     ) {
@@ -74,6 +75,14 @@ extension SystemCore {
             guard let id = s.ids[manager] else { return ((), []) }
             return ((), s.machine.keptForRestoration(id, restoreIdentifier: restoreIdentifier, work: work))
         }
+    }
+
+    /// The advertisement a restarted system keeps for a peripheral manager (`RestorationTable.Resume`), in the
+    /// forms `content` takes (as asked, and its background form).
+    package func resumedAdvertisement(_ content: AdvertisingContent) -> RestorationTable.Resume.Advertisement {
+        .init(
+            request: content.request,
+            background: content.backgroundRequest(interval: appRules.backgroundAdvertisingInterval))
     }
 
     /// A kept manager taken over by a new one: the kept manager, what was noted for it so far, in order, and the

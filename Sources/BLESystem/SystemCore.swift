@@ -486,6 +486,36 @@ public final class SystemCore: Sendable {
         }
     }
 
+    /// Publishes again the services a restarted system keeps for `session`, in order (a refusal is logged), and
+    /// tells the session their handles: for whoever holds it now (its restorer, when it took the kept one's place
+    /// since); one nobody holds any more is taken out again.
+    private func publishResumed(_ definitions: [GATTServiceDefinition], for session: SessionID) {
+        let results = definitions.map { definition -> PublishedService? in
+            switch host.addService(definition) {
+            case .success(let published): return published
+            case .failure(let error):
+                Self.logger.warning(
+                    "a preserved service could not be published again: \(error)",
+                    metadata: ["service": "\(definition.uuid)"])
+                return nil
+            }
+        }
+        let orphans = state.withLock { s -> [AttributeHandle] in
+            let holder = s.forwarded[session] ?? session
+            guard s.sinks[holder] != nil else { return results.compactMap { $0?.serviceHandle } }
+            for case let published? in results { s.machine.servicePublished(published, by: holder) }
+            return []
+        }
+        for handle in orphans { host.removeService(at: handle) }
+        if orphans.isEmpty { deliverResumed(.resumedServicesPublished(results), to: session) }
+    }
+
+    /// Delivers `event`, about the work a restarted system carries on, to whoever holds `session` now (noted for
+    /// a kept one, as any delivery).
+    private func deliverResumed(_ event: SessionEvent, to session: SessionID) {
+        step { s in ((), [.deliver(s.forwarded[session] ?? session, event)]) }
+    }
+
     /// A client's request for a manager that went away before it was told: refused at once, so the client does
     /// not wait for the ATT transaction timeout (unless it was refused already, as its manager's session closed).
     public func refuseUndelivered(_ event: HostEvent) {
@@ -595,6 +625,22 @@ public final class SystemCore: Sendable {
         case .advertisingRefused(let id, let error):
             let ended = state.withLock { $0.advertisingEnds.removeValue(forKey: id) }
             ended?.tell(error)
+        case .publish(let session, let definitions): publishResumed(definitions, for: session)
+        case .advertiseResumed(let session, let id):
+            // Told to whoever holds the session when the answer comes (a restorer's take-over hands the callers
+            // over, `transfer(fromPeripheral:...)`).
+            state.withLock { s in
+                s.advertisingStarts[id] = Caller(session: session) { [weak self] result in
+                    guard case .failure(let error) = result else {
+                        self?.deliverResumed(.resumedAdvertising(nil), to: session)
+                        return
+                    }
+                    self?.deliverResumed(.resumedAdvertising(error), to: session)
+                }
+                s.advertisingEnds[id] = Caller(session: session) { [weak self] error in
+                    self?.deliverResumed(.resumedAdvertisingEnded(error), to: session)
+                }
+            }
         case .startTimer(let timer, let delay):
             if case .reconnect(let peer, _) = timer {
                 Self.logger.info("reconnection to \(peer) did not succeed; the system tries again in \(delay)")

@@ -660,8 +660,8 @@ public final class CentralManager: Sendable {
             locked.withLock { $0.remember(services, address) }
         case .connectionEvent(let handle, let peer, let up):
             connectionEvent(up ? .peerConnected : .peerDisconnected, handle: handle, peer: peer)
-        case .server:
-            // A central manager publishes no service.
+        case .server, .resumedServicesPublished, .resumedAdvertising, .resumedAdvertisingEnded:
+            // A peripheral manager's: a central manager publishes and advertises nothing.
             break
         }
     }

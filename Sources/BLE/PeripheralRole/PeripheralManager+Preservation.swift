@@ -186,63 +186,29 @@ extension PeripheralManager {
         }
     }
 
-    /// A kept manager of a restarted system takes `record`'s work: its services are published and its
-    /// advertisement started once the controller is on. Kept for its app, which is not running.
-    func resume(_ record: PreservedPeripheralRecord) {
-        let work = (services: record.makeServices(), advertisement: record.makeAdvertisement())
+    /// A kept manager of a restarted system takes `record`'s work: the system publishes its services and starts
+    /// its advertisement once the controller is on (the work returned, for `keepForRestoration`), and this manager
+    /// hears it (`.resumedServicesPublished`). Kept for its app, which is not running.
+    func resume(_ record: PreservedPeripheralRecord) -> RestorationTable.Resume {
+        // Each with its definition (one that cannot be published again is logged and left out).
+        let publishable = record.makeServices().compactMap { service in
+            switch Self.definition(of: service) {
+            case .success(let definition): return (service, definition)
+            case .failure(let error):
+                Self.latencyLogger.warning(
+                    "a preserved service cannot be published again: \(error)", metadata: ["service": "\(service.uuid)"])
+                return nil
+            }
+        }
+        let services = publishable.map(\.0)
+        let advertisement = record.makeAdvertisement()
         locked.withLock { s in
             s.preserved = true
-            s.resumeAtPowerOn = work
+            s.resumeAtPowerOn = (services, advertisement)
         }
         persistRestorableState()
-        // The controller may be on already.
-        resumePreservedWork()
-    }
-
-    /// Once powered on, a manager that took preserved work starts it: its services, then its advertisement
-    /// (as the system restarts it: not refused out of the foreground, that rule being about apps' calls).
-    func resumePreservedWork() {
-        // In the controller's serial domain, as its power changes and a restorer's take-over are: started once.
-        system.core.inDomain { [self] in startPreservedWork() }
-    }
-
-    private func startPreservedWork() {
-        // The preserved work stays what the record says until it has all been started, so that the record is
-        // not rewritten a service at a time; then it is what was published and advertised.
-        let work = locked.withLock { s -> (services: [MutableService], advertisement: AdvertisementData?)? in
-            guard s.managerState == .poweredOn else { return nil }
-            return s.resumeAtPowerOn
-        }
-        guard let work else { return }
-        defer {
-            locked.withLock { $0.resumeAtPowerOn = nil }
-            persistRestorableState()
-        }
-        // Published again by the system, not by the app: no `didAdd` (a failure is logged).
-        for service in work.services {
-            add(
-                service,
-                reply: .task { result in
-                    guard case .failure(let error) = result else { return }
-                    Self.latencyLogger.warning(
-                        "a preserved service could not be published again: \(error)",
-                        metadata: ["service": "\(service.uuid)"])
-                })
-        }
-        guard let data = work.advertisement else { return }
-        locked.withLock { $0.advertising = data }
-        system.core.startAdvertising(
-            ObjectIdentifier(session), data.content,
-            started: { [weak self] result in
-                guard let self else { return }
-                switch result {
-                case .success: self.locked.withLock { $0.isAdvertising = $0.advertising != nil }
-                case .failure(let error):
-                    self.locked.withLock { $0.advertising = nil }
-                    Self.latencyLogger.warning("a preserved advertisement could not start again: \(error)")
-                    if error.code != .transportClosed { self.persistRestorableState() }
-                }
-            },
-            ended: { [weak self] error in self?.advertisingEnded(error) })
+        return RestorationTable.Resume(
+            services: publishable.map(\.1),
+            advertisement: advertisement.map { system.core.resumedAdvertisement($0.content) })
     }
 }

@@ -1,5 +1,6 @@
 import BLEHost
 import BLESystem
+import Logging
 import Synchronization
 
 // State preservation and restoration of a peripheral manager, in one process.
@@ -8,8 +9,9 @@ import Synchronization
 // that has a restore identifier and published services or an advertisement is kept: its services stay in the
 // database (answered by nobody until it is restored: requests wait), its advertisement stays on the air (in the
 // background form) and its subscribed centrals stay subscribed. What reaches it then is noted by the system, which
-// relaunches the app in the background for a central's read, write or subscription; the kept manager is told its
-// state alone. The peripheral manager made there with the same restore identifier takes over: it applies the
+// relaunches the app in the background for a central's read, write or subscription (a restarted system's
+// publication of its services and its advertisement too: the system's work, `resumedServicesPublished`). The
+// peripheral manager made there with the same restore identifier takes over: it applies the
 // notes to the kept one (`absorb`), then tells `willRestoreState` first, with its services (with their subscribed
 // centrals) and advertisement data, then `didUpdateState`, then the requests that came. In one process the
 // restored services are the same objects the ended app published.
@@ -92,7 +94,6 @@ extension PeripheralManager {
             for event in events where isStillAsked(event) { apply(.server(event)) }
             system.core.replace(kept.session, with: session, app: app.core, role: .peripheral, told: power)
         }
-        resumePreservedWork()
     }
 
     /// Takes over from `kept`, the manager the system kept for this app under the same restore identifier: its
@@ -141,5 +142,44 @@ extension PeripheralManager {
         persistRestorableState()
         deliver { m in m.tell(.willRestore(state)) }
         return taken.restorationEvents
+    }
+}
+
+extension PeripheralManager {
+    /// The system published again the services this manager (or the kept one it restores) was preserved with,
+    /// `results` being their handles in order (nil: refused, logged by the system): they are this manager's now,
+    /// with no `didAdd` (the system published them, not the app), and its preserved advertisement is asked.
+    func resumedServicesPublished(_ results: [PublishedService?]) {
+        guard
+            let work = locked.withLock({ s in
+                defer { s.resumeAtPowerOn = nil }
+                return s.resumeAtPowerOn
+            })
+        else { return }
+        if work.services.isEmpty {
+            // Taken out by the app (`removeAllServices`) after the system had published them: out again.
+            for case let published? in results {
+                system.core.removeService(at: published.serviceHandle, owner: session)
+            }
+        }
+        for (service, published) in zip(work.services, results) {
+            guard let published else { continue }
+            record(service, as: published)
+        }
+        if let advertisement = work.advertisement { locked.withLock { $0.advertising = advertisement } }
+        persistRestorableState()
+    }
+
+    /// The controller advertises the preserved advertisement, or why not.
+    func resumedAdvertising(_ error: HostError?) {
+        guard let error else {
+            locked.withLock { $0.isAdvertising = $0.advertising != nil }
+            return
+        }
+        // Cancelled: the app stopped or replaced it, and the state is what that call made it.
+        guard error.code != .cancelled else { return }
+        locked.withLock { $0.advertising = nil }
+        Self.latencyLogger.warning("a preserved advertisement could not start again: \(error)")
+        if error.code != .transportClosed { persistRestorableState() }
     }
 }

@@ -150,20 +150,25 @@ public final class PeripheralManager: Sendable {
         }
         switch result {
         case .success(let published):
-            var map: [AttributeHandle: MutableCharacteristic] = [:]
-            let characteristics = (service.characteristics ?? []).compactMap { $0 as? MutableCharacteristic }
-            for (c, handle) in zip(characteristics, published.characteristicValueHandles) {
-                c.state.withLock { $0.service = service }
-                map[handle] = c
-            }
-            locked.withLock {
-                $0.published.append(
-                    Published(service: service, serviceHandle: published.serviceHandle, characteristics: map))
-            }
+            record(service, as: published)
             persistRestorableState()
             report(reply, nil) { e in .added(service, e) }
         case .failure(let error):
             report(reply, error) { e in .added(service, e) }
+        }
+    }
+
+    /// `service` is published with `published`'s handles: its characteristics answer for them.
+    func record(_ service: MutableService, as published: PublishedService) {
+        var map: [AttributeHandle: MutableCharacteristic] = [:]
+        let characteristics = (service.characteristics ?? []).compactMap { $0 as? MutableCharacteristic }
+        for (c, handle) in zip(characteristics, published.characteristicValueHandles) {
+            c.state.withLock { $0.service = service }
+            map[handle] = c
+        }
+        locked.withLock {
+            $0.published.append(
+                Published(service: service, serviceHandle: published.serviceHandle, characteristics: map))
         }
     }
 
@@ -179,11 +184,12 @@ public final class PeripheralManager: Sendable {
 
     /// Unpublishes every service this manager added.
     public func removeAllServices() {
-        let all = locked.withLock { s -> [Published] in
-            defer { s.published.removeAll() }
-            return s.published
+        locked.withLock { s in
+            s.published.removeAll()
+            // And those a restarted system keeps for it and has not published yet (the system forgets them).
+            s.resumeAtPowerOn?.services = []
         }
-        for entry in all { system.core.removeService(at: entry.serviceHandle, owner: session) }
+        system.core.removeServices(of: ObjectIdentifier(session))
         persistRestorableState()
     }
 
@@ -266,8 +272,9 @@ public final class PeripheralManager: Sendable {
             defer {
                 s.isAdvertising = false
                 s.advertising = nil
+                s.resumeAtPowerOn?.advertisement = nil
             }
-            return s.isAdvertising || s.advertising != nil
+            return s.isAdvertising || s.advertising != nil || s.resumeAtPowerOn?.advertisement != nil
         }
         if was { system.core.stopAdvertising(ObjectIdentifier(session)) }
         persistRestorableState()
@@ -410,13 +417,7 @@ public final class PeripheralManager: Sendable {
         _ = system.core.respond(to: serverID, by: session, result: code, value: nil)
     }
 
-    func systemPowerStateChanged(_ power: SystemPowerState) {
-        powerChanged(power)
-        // Preserved work starts after `didUpdateState` has been queued.
-        resumePreservedWork()
-    }
-
-    /// A change of the controller's power state, told; the caller starts preserved work after it.
+    /// A change of the controller's power state, told.
     func powerChanged(_ power: SystemPowerState) {
         let new = ManagerState(power)
         // Out of `.poweredOn` (unauthorized included: the system stopped the advertising and ended the
@@ -467,9 +468,12 @@ public final class PeripheralManager: Sendable {
     /// One event from the system (through `PeripheralSession`), in the controller's serial domain.
     func apply(_ event: SessionEvent) {
         switch event {
-        case .powerChanged(let power): systemPowerStateChanged(power)
+        case .powerChanged(let power): powerChanged(power)
         case .appTerminated: systemAppTerminated()
         case .server(let event): received(event)
+        case .resumedServicesPublished(let results): resumedServicesPublished(results)
+        case .resumedAdvertising(let error): resumedAdvertising(error)
+        case .resumedAdvertisingEnded(let error): advertisingEnded(error)
         case .discovered, .scanEnded, .linkAttached, .linkFailed, .linkDown, .valueUpdated, .readyToWrite,
             .peerDatabaseChanged, .advertised, .connectionEvent:
             // A central manager's: the system sends none to a peripheral manager.

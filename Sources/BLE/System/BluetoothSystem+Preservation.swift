@@ -115,8 +115,9 @@ extension BluetoothSystem {
                         delegate: nil, queue: Self.keeperQueue,
                         options: .init(showPowerAlert: false, restoreIdentifier: key.restoreIdentifier), app: app)
                     withRuntime(of: app.id) { $0.kept[ObjectIdentifier(keeper.session)] = .peripheral(keeper) }
-                    core.keepForRestoration(ObjectIdentifier(keeper.session), restoreIdentifier: key.restoreIdentifier)
-                    keeper.resume(record)
+                    let work = keeper.resume(record)
+                    core.keepForRestoration(
+                        ObjectIdentifier(keeper.session), restoreIdentifier: key.restoreIdentifier, work: work)
                 }
             }
             guard kept else { continue }

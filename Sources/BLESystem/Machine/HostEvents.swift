@@ -19,7 +19,9 @@ extension SessionEvent {
     package var isHostEvent: Bool {
         switch self {
         case .server, .valueUpdated, .readyToWrite, .peerDatabaseChanged, .advertised, .connectionEvent: true
-        case .powerChanged, .appTerminated, .discovered, .scanEnded, .linkAttached, .linkFailed, .linkDown: false
+        case .powerChanged, .appTerminated, .discovered, .scanEnded, .linkAttached, .linkFailed, .linkDown,
+            .resumedServicesPublished, .resumedAdvertising, .resumedAdvertisingEnded:
+            false
         }
     }
 }

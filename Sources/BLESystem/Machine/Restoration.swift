@@ -1,4 +1,5 @@
 import BLECore
+import BLEGATT
 import BLEHost
 
 /// A manager of an app being terminated, as the restoration rules see it: known by its session in the machine,
@@ -33,10 +34,8 @@ package struct RestorationCandidate<Manager: Hashable & Sendable>: Sendable, Has
 /// What reaches a kept manager is noted here (`Notes`), not told to it: the manager that restores it takes the
 /// notes and applies them, in order, to the kept one's state (`take`) or, for those that came while it took over,
 /// to its own (`replaced`). The first note that would wake the app relaunches it (`note`). The work a restarted
-/// system carries on for a central (`Resume`: pending connects and a scan for services) is started by the machine
-/// when the controller is on, whoever holds the session then. A kept peripheral manager is still told its state
-/// (`SystemMachine.notes(_:_:)`): a restarted system's keeper publishes its services and advertises once the controller is on
-/// (`docs/SystemMachinePlan.md`, step 12).
+/// system carries on (`Resume`: a central's pending connects and scan for services, a peripheral manager's services
+/// and advertisement) is started by the machine when the controller is on, whoever holds the session then.
 package struct RestorationTable: Sendable, Hashable {
     /// A manager of an app being terminated, known by its session.
     package typealias Candidate = RestorationCandidate<SessionID>
@@ -203,8 +202,9 @@ package struct RestorationTable: Sendable, Hashable {
         }
     }
 
-    /// The work a restarted system carries on for a kept central session from its preserved record: its pending
-    /// connects and its scan for services, started once the controller is on (5e).
+    /// The work a restarted system carries on for a kept session from its preserved record, started once the
+    /// controller is on (5e): a central's pending connects and its scan for services; a peripheral manager's
+    /// services, published again, and its advertisement.
     package struct Resume: Sendable, Hashable {
         package struct Peer: Sendable, Hashable {
             package var address: BluetoothAddress
@@ -223,12 +223,29 @@ package struct RestorationTable: Sendable, Hashable {
                 self.id = id
             }
         }
+        /// An advertisement: as asked, and its background form (the app is not running).
+        package struct Advertisement: Sendable, Hashable {
+            package var request: AdvertisingRequest
+            package var background: AdvertisingRequest?
+            package init(request: AdvertisingRequest, background: AdvertisingRequest?) {
+                self.request = request
+                self.background = background
+            }
+        }
         package var peers: [Peer]
         package var scan: Scan?
+        /// In the record's order (the session hears their handles in it: `.resumedServicesPublished`).
+        package var services: [GATTServiceDefinition]
+        package var advertisement: Advertisement?
 
-        package init(peers: [Peer], scan: Scan?) {
+        package init(
+            peers: [Peer] = [], scan: Scan? = nil, services: [GATTServiceDefinition] = [],
+            advertisement: Advertisement? = nil
+        ) {
             self.peers = peers
             self.scan = scan
+            self.services = services
+            self.advertisement = advertisement
         }
     }
 
@@ -318,6 +335,16 @@ package struct RestorationTable: Sendable, Hashable {
     /// `session` started or stopped a scan of its own: the kept one is not started for it.
     mutating func withdrawScan(of session: SessionID) {
         resuming[session]?.scan = nil
+    }
+
+    /// `session` started or stopped an advertisement of its own: the kept one is not started for it.
+    mutating func withdrawAdvertising(of session: SessionID) {
+        resuming[session]?.advertisement = nil
+    }
+
+    /// `session` took out every service it published: the kept ones are not published for it.
+    mutating func withdrawServices(of session: SessionID) {
+        resuming[session]?.services = []
     }
 
     /// `session` was told the controller is off (or not allowed): nothing is started for it.

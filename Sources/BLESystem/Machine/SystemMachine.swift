@@ -52,6 +52,13 @@ package enum SystemAction: Sendable, Hashable {
     /// Tell whoever made the start that its advertising, started before, ended: the controller refused it when
     /// it was put on the air again.
     case advertisingRefused(AdvertisingStartID, HostError)
+    /// Publish again, in order, the services a restarted system keeps for `session` (its preserved record's);
+    /// each published is `servicePublished` by it, and it hears `.resumedServicesPublished` (also with none).
+    case publish(SessionID, [GATTServiceDefinition])
+    /// The start numbered so is the system's own, for the advertisement it keeps for `session`: its answer and
+    /// its end are told to the session as events (`.resumedAdvertising`, `.resumedAdvertisingEnded`). Comes
+    /// before the start's actions, so before its answer.
+    case advertiseResumed(SessionID, AdvertisingStartID)
     /// Read the peer's Database Hash on `link`; `databaseHashRead` is stepped with the answer, with what the store
     /// keeps for `peer` when `againstCache` (or when the peer turns out to have no hash).
     case readDatabaseHash(ConnectionHandle, asOf: UInt64, peer: UUID?, againstCache: Bool)
@@ -134,6 +141,15 @@ package enum SessionEvent: Sendable, Hashable {
     /// for every peripheral manager, a central's link up or down, its MTU, its pairing and encryption, and the
     /// controller's readiness to notify again.
     case server(HostEvent)
+    /// The system published again the services a restarted system keeps for the manager's app (its preserved
+    /// record's, `RestorationTable.Resume.services`): each one's handles, in the record's order, or nil where the
+    /// server refused it (logged). What the system carries on for the manager starts with this, the
+    /// advertisement after it (`resumedAdvertising`).
+    case resumedServicesPublished([PublishedService?])
+    /// The controller advertises the advertisement a restarted system keeps for the manager (nil), or why not.
+    case resumedAdvertising(HostError?)
+    /// That advertisement left the air for good: the controller refused it when it put it back.
+    case resumedAdvertisingEnded(HostError)
     /// A notification or indication from the peer of a central-role link the manager is on.
     case valueUpdated(ConnectionHandle, AttributeHandle, [UInt8], isIndication: Bool)
     /// A link the manager is on can take a write without response again.
@@ -324,16 +340,24 @@ package struct SystemMachine: Sendable {
             if let scan = work.scan {
                 actions += scans.start(session, scan.request, id: scan.id, mode: apps.scanMode(of: known.app))
             }
+            guard !work.services.isEmpty || work.advertisement != nil else { continue }
+            // As the system restarts them: not refused out of the foreground (that rule is about apps' calls).
+            actions.append(.publish(session, work.services))
+            if let advertisement = work.advertisement {
+                var started: [SystemAction] = []
+                let id = advertising.start(
+                    session, advertisement.request, background: advertisement.background,
+                    mode: apps.advertisingMode(of: known.app), &started)
+                actions.append(.advertiseResumed(session, id))
+                actions += started
+            }
         }
     }
 
     /// Whether `event`, delivered to `session`, is noted rather than told (`note`): everything that reaches a kept
-    /// manager, except a kept peripheral manager's state, which it is still told (a restarted system's keeper
-    /// publishes and advertises once the controller is on; its restorer reads the state anew).
+    /// manager.
     package func notes(_ session: SessionID, _ event: SessionEvent) -> Bool {
-        guard restoration.notes(session) else { return false }
-        if case .powerChanged = event, sessions[session]?.role == .peripheral { return false }
-        return true
+        restoration.notes(session)
     }
 
     /// Notes `event` for a kept session (`notes(_:_:)`), instead of telling it. Returns the app to relaunch when
@@ -531,7 +555,9 @@ package struct SystemMachine: Sendable {
 
     /// Forgets every service `session` published; their declaration handles (its caller takes them out).
     package mutating func servicesRemoved(of session: SessionID) -> [AttributeHandle] {
-        services.removeAll(of: session)
+        // Those a restarted system keeps for it, not published yet, are not published any more.
+        restoration.withdrawServices(of: session)
+        return services.removeAll(of: session)
     }
 
     /// The restored `new` answers for the services `old` published.
@@ -629,6 +655,8 @@ package struct SystemMachine: Sendable {
         _ session: SessionID, _ request: AdvertisingRequest, background: AdvertisingRequest?, mode: AdvertisingMode
     ) -> (AdvertisingStartID, [SystemAction]) {
         var actions: [SystemAction] = []
+        // Its own advertisement replaces the one a restarted system keeps for it, not started yet.
+        restoration.withdrawAdvertising(of: session)
         guard !isUnauthorized else {
             // Asked before the manager heard it is not allowed: refused at once.
             let refusal = HostError(.invalidState, "the application is not authorized to use Bluetooth")
@@ -640,6 +668,7 @@ package struct SystemMachine: Sendable {
 
     /// `session` stops advertising.
     package mutating func stopAdvertising(_ session: SessionID) -> [SystemAction] {
+        restoration.withdrawAdvertising(of: session)
         var actions: [SystemAction] = []
         advertising.stop(session, &actions)
         return actions

@@ -233,6 +233,53 @@ import Testing
         #expect(n.scans.request(of: Self.a) == nil)
     }
 
+    /// A restarted system's kept peripheral manager: its services are published again and its advertisement put
+    /// on the air by the machine once the controller is on (the publication first, the system's own start named
+    /// before its answer can come), for whoever holds the session then, once; what the manager withdrew before
+    /// (its advertisement stopped, its services taken out) or a state other than on told first is not started.
+    @Test func aRestartedPeripheralManagersServicesAndAdvertisementStartWhenTheControllerIsOn() {
+        let service = GATTServiceDefinition(uuid: BluetoothUUID(UInt16(0x180F)))
+        let advertisement = RestorationTable.Resume.Advertisement(
+            request: AdvertisingTests.foregroundA, background: AdvertisingTests.backgroundA)
+        let work = RestorationTable.Resume(services: [service], advertisement: advertisement)
+        func kept() -> SystemMachine {
+            var m = SystemMachine()
+            _ = m.opened(Self.a, app: "two", role: .peripheral)
+            #expect(m.keptForRestoration(Self.a, restoreIdentifier: "p", work: work).isEmpty)
+            return m
+        }
+        var m = kept()
+        #expect(m.advertising.entries.isEmpty)
+        _ = m.takeKept("two", role: .peripheral, restoreIdentifier: "p")
+        _ = m.replaced(Self.a, by: Self.b, app: "two", role: .peripheral)
+        let on = m.controllerChanged(.poweredOn)
+        let publish = on.firstIndex(of: .publish(Self.b, [service]))
+        let named = on.firstIndex { if case .advertiseResumed(Self.b, _) = $0 { true } else { false } }
+        let asked = on.firstIndex { if case .startAdvertising = $0 { true } else { false } }
+        #expect(publish != nil && named != nil && asked != nil)
+        #expect(publish! < named! && named! < asked!)
+        #expect(m.advertising.entries.map(\.session) == [Self.b])
+        // Once: the controller's next change starts nothing again.
+        _ = m.controllerChanged(.resetting(reason: "reset"))
+        #expect(!m.controllerChanged(.poweredOn).contains(.publish(Self.b, [service])))
+
+        // Withdrawn before the controller is on: its advertisement stopped, then its services taken out.
+        var stopped = kept()
+        _ = stopped.stopAdvertising(Self.a)
+        let onAfterStop = stopped.controllerChanged(.poweredOn)
+        #expect(onAfterStop.contains(.publish(Self.a, [service])))
+        #expect(!onAfterStop.contains { if case .advertiseResumed = $0 { true } else { false } })
+        var removed = kept()
+        _ = removed.stopAdvertising(Self.a)
+        _ = removed.servicesRemoved(of: Self.a)
+        #expect(!removed.controllerChanged(.poweredOn).contains { if case .publish = $0 { true } else { false } })
+        // Told the controller is off first: nothing of it starts when it comes on.
+        var off = kept()
+        _ = off.controllerChanged(.poweredOff(reason: "off"))
+        #expect(!off.controllerChanged(.poweredOn).contains { if case .publish = $0 { true } else { false } })
+        #expect(off.advertising.entries.isEmpty)
+    }
+
     /// A kept peripheral manager's central's link keeps what the restorer needs: its latest MTU and subscription
     /// state; a link that came and went while noted leaves only its requests, and one up before the notes began
     /// leaves its end; none of it goes beyond the bound, so it cannot grow with centrals that come and go.
@@ -345,7 +392,7 @@ import Testing
     }
 
     /// A kept peripheral manager (IOSRules.md 5.6): a central's read, write or subscription to its services is
-    /// noted and relaunches the app (once); a link's start, say, is noted without; its state is still told; a
+    /// noted and relaunches the app (once); a link's start, say, is noted without; so is its state; a
     /// request the system refused as the app ended (its delivery on the way) is not noted; past the bound, the
     /// oldest Write Command goes first, never a request waiting for its answer.
     @Test func aKeptPeripheralManagersCentralsRequestsAreNotedAndWakeTheApp() throws {
@@ -367,8 +414,8 @@ import Testing
             "two", cause: .bySystem,
             keeping: [.init(manager: Self.b, role: .peripheral, restoreIdentifier: "p", restorable: true)])
         #expect(m.restoration.restoreIdentifiers(of: "two", role: .peripheral) == ["p"])
-        // Its state is told; the rest is noted.
-        #expect(!m.notes(Self.b, .powerChanged(.poweredOn)))
+        // Its state is noted too (a restarted system's keeper is not told it: the machine starts its work).
+        #expect(m.notes(Self.b, .powerChanged(.poweredOn)))
         #expect(m.notes(Self.b, early))
         // The read routed before the end was refused with it: nobody is to answer it.
         #expect(m.note(early, for: Self.b) == nil)
