@@ -200,6 +200,8 @@ extension SystemCore {
             for (id, caller) in s.advertisingEnds where caller.session == oldSession {
                 s.advertisingEnds[id] = Caller(session: newSession, tell: advertisingEnded)
             }
+            // The system's own (a restarted system's kept advertisement): told to `new` as events.
+            s.resumedAdvertising = s.resumedAdvertising.mapValues { $0 == oldSession ? newSession : $0 }
         }
     }
 

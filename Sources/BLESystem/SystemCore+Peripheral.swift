@@ -89,6 +89,7 @@ extension SystemCore {
             // advertisement this start replaces is no longer told.
             s.advertisingStarts[id] = Caller(session: session, tell: started)
             s.advertisingEnds = s.advertisingEnds.filter { $0.value.session != session }
+            s.resumedAdvertising = s.resumedAdvertising.filter { $0.value != session }
             s.advertisingEnds[id] = Caller(session: session, tell: ended)
             return (true, actions)
         }
@@ -108,6 +109,7 @@ extension SystemCore {
         step { s in
             guard let session = s.session(of: client) else { return ((), []) }
             s.advertisingEnds = s.advertisingEnds.filter { $0.value.session != session }
+            s.resumedAdvertising = s.resumedAdvertising.filter { $0.value != session }
             return ((), s.machine.stopAdvertising(session))
         }
     }

@@ -64,6 +64,10 @@ public final class SystemCore: Sendable {
         /// Who hears that the advertisement a start put on the air ended after it started (until the session
         /// stops, starts again, or goes).
         var advertisingEnds: [AdvertisingStartID: Caller<HostError>] = [:]
+        /// The system's own starts of advertising (a restarted system's kept advertisement,
+        /// `.advertiseResumed`), by the session that hears their answer and end as events: known in the step that
+        /// makes them, before any answer can come; a restorer's take-over moves them to it.
+        var resumedAdvertising: [AdvertisingStartID: SessionID] = [:]
         /// Who answers the pairing's questions (`SystemSecurity.setPrompter`).
         var prompter: SystemSecurity.Prompter?
         /// Who waits for each link's encryption (`SystemSecurity.secure`).
@@ -134,7 +138,7 @@ public final class SystemCore: Sendable {
             }
             var power = false
             if case .powerChanged = event { power = true }
-            // Not noted: a manager not kept, or a kept peripheral manager's state.
+            // Not noted: a manager not kept.
             let found = sink(id, hostEvent: event.isHostEvent, power: power, noted: false)
             if case .appTerminated = event { leaving[id] = nil }
             return found?.session.map(Recipient.manager) ?? .gone
@@ -364,7 +368,10 @@ public final class SystemCore: Sendable {
             if let oldID { s.detach(oldID, leaving: false) }
             var actions: [SystemAction] = []
             let newID = s.attach(new, app: app, &actions)
-            if let oldID { s.forwarded[oldID] = newID }
+            if let oldID {
+                s.forwarded[oldID] = newID
+                s.resumedAdvertising = s.resumedAdvertising.mapValues { $0 == oldID ? newID : $0 }
+            }
             let (power, later) = s.machine.replaced(oldID, by: newID, app: app.id, role: role)
             if power != told { actions.append(.deliver(newID, .powerChanged(power))) }
             return s.outbox.prepend(later.map { .deliver(newID, $0) }, then: actions, inDomain: inDomain)
@@ -428,6 +435,7 @@ public final class SystemCore: Sendable {
             let object = ObjectIdentifier(session)
             guard let id = s.ids[object] ?? s.reserved.removeValue(forKey: object) else { return ((), []) }
             s.detach(id, leaving: false)
+            s.resumedAdvertising = s.resumedAdvertising.filter { $0.value != id }
             return ((), s.machine.closed(id))
         }
     }
@@ -448,6 +456,7 @@ public final class SystemCore: Sendable {
         let inDomain = scheduler.isExecuting
         let (value, drain) = state.withLock { s -> (T, DomainOutbox<SystemAction>.Start) in
             let (value, actions) = body(&s)
+            for case .advertiseResumed(let session, let id) in actions { s.resumedAdvertising[id] = session }
             return (value, s.outbox.append(contentsOf: actions, inDomain: inDomain))
         }
         start(drain)
@@ -616,31 +625,24 @@ public final class SystemCore: Sendable {
             }
         case .stopAdvertising: host.stopAdvertising { _ in }
         case .advertisingStarted(let id, let error):
-            let waiting = state.withLock { s in
+            let (waiting, resumed) = state.withLock { s in
                 // A start that failed put nothing on the air whose end could be told.
                 if error != nil { s.advertisingEnds[id] = nil }
-                return s.advertisingStarts.removeValue(forKey: id)
+                let resumed = error == nil ? s.resumedAdvertising[id] : s.resumedAdvertising.removeValue(forKey: id)
+                return (s.advertisingStarts.removeValue(forKey: id), resumed)
             }
             waiting?.tell(error.map { .failure($0) } ?? .success(()))
+            if let resumed { deliverResumed(.resumedAdvertising(error), to: resumed) }
         case .advertisingRefused(let id, let error):
-            let ended = state.withLock { $0.advertisingEnds.removeValue(forKey: id) }
-            ended?.tell(error)
-        case .publish(let session, let definitions): publishResumed(definitions, for: session)
-        case .advertiseResumed(let session, let id):
-            // Told to whoever holds the session when the answer comes (a restorer's take-over hands the callers
-            // over, `transfer(fromPeripheral:...)`).
-            state.withLock { s in
-                s.advertisingStarts[id] = Caller(session: session) { [weak self] result in
-                    guard case .failure(let error) = result else {
-                        self?.deliverResumed(.resumedAdvertising(nil), to: session)
-                        return
-                    }
-                    self?.deliverResumed(.resumedAdvertising(error), to: session)
-                }
-                s.advertisingEnds[id] = Caller(session: session) { [weak self] error in
-                    self?.deliverResumed(.resumedAdvertisingEnded(error), to: session)
-                }
+            let (ended, resumed) = state.withLock {
+                ($0.advertisingEnds.removeValue(forKey: id), $0.resumedAdvertising.removeValue(forKey: id))
             }
+            ended?.tell(error)
+            if let resumed { deliverResumed(.resumedAdvertisingEnded(error), to: resumed) }
+        case .publish(let session, let definitions): publishResumed(definitions, for: session)
+        case .advertiseResumed:
+            // Known in the step that made it (`resumedAdvertising`).
+            break
         case .startTimer(let timer, let delay):
             if case .reconnect(let peer, _) = timer {
                 Self.logger.info("reconnection to \(peer) did not succeed; the system tries again in \(delay)")

@@ -141,7 +141,8 @@ import Testing
         #expect(getsid(child.pid) == child.pid, "it leads a session of its own")
         #expect(getpgid(child.pid) == child.pid)
         let expected = "an earlier line\nout\nerr\nstdin: end\nfd \(ours): closed\n"
-        let deadline = ContinuousClock.now + .seconds(10)
+        // Bounded generously: the whole suite on two cores once left the shell's output short after 10 s.
+        let deadline = ContinuousClock.now + .seconds(30)
         var text = ""
         while ContinuousClock.now < deadline {
             text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""

@@ -74,9 +74,9 @@ extension PeripheralManager {
     /// Takes the kept manager's place, in the controller's serial domain (so nothing the domain does for either
     /// runs meanwhile, and what the take-over steps is performed after it): the notes taken with it (`notes`) and
     /// since applied to the kept one; its restoration told first, then its state, then the requests that
-    /// relaunched the app; then, in the kept one's place, what was still queued for it; then preserved work not
-    /// started yet (a restarted system's). When the app ended again before the domain got to it, the notes are
-    /// the kept manager's, which stays kept with its requests.
+    /// relaunched the app; then, in the kept one's place, what was still queued for it (a restarted system's
+    /// work not started yet is the restorer's session's: the system starts it). When the app ended again before
+    /// the domain got to it, the notes are the kept manager's, which stays kept with its requests.
     func takeOver(from kept: PeripheralManager, notes: [SessionEvent]) {
         guard launch == app.core.generation else {
             // What is noted from now on is the system's again.
@@ -173,7 +173,12 @@ extension PeripheralManager {
     /// The controller advertises the preserved advertisement, or why not.
     func resumedAdvertising(_ error: HostError?) {
         guard let error else {
-            locked.withLock { $0.isAdvertising = $0.advertising != nil }
+            let withdrawn = locked.withLock { s in
+                s.isAdvertising = s.advertising != nil
+                return s.advertising == nil
+            }
+            // The app stopped it while the system was starting it (as its restorer took over, say): off the air.
+            if withdrawn { system.core.stopAdvertising(ObjectIdentifier(session)) }
             return
         }
         // Cancelled: the app stopped or replaced it, and the state is what that call made it.

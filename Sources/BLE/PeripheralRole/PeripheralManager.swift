@@ -39,8 +39,8 @@ public final class PeripheralManager: Sendable {
         var preserved = false
         /// Centrals' requests while kept, for the manager that restores it.
         var restorationEvents: [HostEvent] = []
-        /// Work preserved by an earlier process (services to publish, an advertisement to start), to start once
-        /// powered on.
+        /// Work preserved by an earlier process (services to publish, an advertisement to start), which the
+        /// system starts once the controller is on: until this manager hears it did (`.resumedServicesPublished`).
         var resumeAtPowerOn: (services: [MutableService], advertisement: AdvertisementData?)?
         /// Tasks awaiting `.poweredOn` (`waitUntilPoweredOn`).
         var poweredOnWaits = PoweredOnWaits()
@@ -218,6 +218,8 @@ public final class PeripheralManager: Sendable {
         let alreadyAdvertising = locked.withLock { s -> Bool in
             if s.isAdvertising { return true }
             s.advertising = data
+            // It replaces the one a restarted system keeps for it (the system withdraws it too).
+            s.resumeAtPowerOn?.advertisement = nil
             return false
         }
         if alreadyAdvertising {

@@ -284,6 +284,10 @@ package struct SystemMachine: Sendable {
             sessions[old] = nil
             connectionWatchers.removeAll { $0 == old }
             notes = restoration.replaced(old, by: new)
+            // What the system started for `old` since its services and advertisement were handed over
+            // (`servicesTransferred`, `advertisingTransferred`): a restarted system's kept work, say.
+            services.transfer(from: old, to: new)
+            _ = advertising.transfer(from: old, to: new)
         }
         let state = visible
         sessions[new] = Session(app: app, role: role, told: state == .unknown ? nil : state)
@@ -976,8 +980,9 @@ package struct SystemMachine: Sendable {
         guard let current = sessions[session], (current.told ?? .unknown) != state else { return }
         sessions[session]!.told = state
         actions.append(.deliver(session, .powerChanged(state)))
-        // A manager told the controller is off (or not allowed) has no pending connects nor scan any more: the
-        // work a restarted system kept for it, not started yet, goes with them.
-        if state != .poweredOn { restoration.withdrawAll(of: session) }
+        // A central manager told the controller is off (or not allowed) has no pending connects nor scan any
+        // more: the work a restarted system kept for it, not started yet, goes with them. A peripheral manager's
+        // services and advertisement wait for the controller to be on (a restarting controller's first states).
+        if state != .poweredOn, current.role == .central { restoration.withdrawAll(of: session) }
     }
 }

@@ -235,9 +235,11 @@ import Testing
 
     /// A restarted system's kept peripheral manager: its services are published again and its advertisement put
     /// on the air by the machine once the controller is on (the publication first, the system's own start named
-    /// before its answer can come), for whoever holds the session then, once; what the manager withdrew before
-    /// (its advertisement stopped, its services taken out) or a state other than on told first is not started.
-    @Test func aRestartedPeripheralManagersServicesAndAdvertisementStartWhenTheControllerIsOn() {
+    /// before its answer can come), for whoever holds the session then, once; states other than on told first
+    /// do not withdraw it (a restarting controller's), what the manager withdrew before does (its advertisement
+    /// stopped or replaced by its own, its services taken out); what the machine started for the kept session
+    /// while its restorer was taking over is the restorer's.
+    @Test func aRestartedPeripheralManagersServicesAndAdvertisementStartWhenTheControllerIsOn() throws {
         let service = GATTServiceDefinition(uuid: BluetoothUUID(UInt16(0x180F)))
         let advertisement = RestorationTable.Resume.Advertisement(
             request: AdvertisingTests.foregroundA, background: AdvertisingTests.backgroundA)
@@ -248,36 +250,57 @@ import Testing
             #expect(m.keptForRestoration(Self.a, restoreIdentifier: "p", work: work).isEmpty)
             return m
         }
+        func isPublish(_ action: SystemAction) -> Bool { if case .publish = action { true } else { false } }
+        func isNamed(_ action: SystemAction) -> Bool { if case .advertiseResumed = action { true } else { false } }
         var m = kept()
         #expect(m.advertising.entries.isEmpty)
         _ = m.takeKept("two", role: .peripheral, restoreIdentifier: "p")
         _ = m.replaced(Self.a, by: Self.b, app: "two", role: .peripheral)
         let on = m.controllerChanged(.poweredOn)
-        let publish = on.firstIndex(of: .publish(Self.b, [service]))
-        let named = on.firstIndex { if case .advertiseResumed(Self.b, _) = $0 { true } else { false } }
-        let asked = on.firstIndex { if case .startAdvertising = $0 { true } else { false } }
-        #expect(publish != nil && named != nil && asked != nil)
-        #expect(publish! < named! && named! < asked!)
+        let publish = try #require(on.firstIndex(of: .publish(Self.b, [service])))
+        let named = try #require(on.firstIndex { if case .advertiseResumed(Self.b, _) = $0 { true } else { false } })
+        let asked = try #require(on.firstIndex { if case .startAdvertising = $0 { true } else { false } })
+        #expect(publish < named && named < asked)
         #expect(m.advertising.entries.map(\.session) == [Self.b])
-        // Once: the controller's next change starts nothing again.
+        // Once: nothing starts again, whether the controller stays on or comes on again.
+        #expect(!m.authorizationChanged(.allowedAlways).contains(where: isPublish))
         _ = m.controllerChanged(.resetting(reason: "reset"))
-        #expect(!m.controllerChanged(.poweredOn).contains(.publish(Self.b, [service])))
+        #expect(!m.controllerChanged(.poweredOn).contains(where: isPublish))
 
-        // Withdrawn before the controller is on: its advertisement stopped, then its services taken out.
+        // A restarting controller's first states do not withdraw it.
+        var restarting = kept()
+        _ = restarting.controllerChanged(.resetting(reason: "reset"))
+        _ = restarting.controllerChanged(.poweredOff(reason: "off"))
+        let late = restarting.controllerChanged(.poweredOn)
+        #expect(late.contains(.publish(Self.a, [service])) && late.contains(where: isNamed))
+        // Withdrawn before the controller is on: its advertisement stopped, or replaced by its own; then its
+        // services taken out too.
         var stopped = kept()
         _ = stopped.stopAdvertising(Self.a)
         let onAfterStop = stopped.controllerChanged(.poweredOn)
         #expect(onAfterStop.contains(.publish(Self.a, [service])))
-        #expect(!onAfterStop.contains { if case .advertiseResumed = $0 { true } else { false } })
+        #expect(!onAfterStop.contains(where: isNamed))
+        var replacedByOwn = kept()
+        _ = replacedByOwn.startAdvertising(
+            Self.a, AdvertisingTests.foregroundB, background: nil, mode: .foreground)
+        #expect(!replacedByOwn.controllerChanged(.poweredOn).contains(where: isNamed))
         var removed = kept()
         _ = removed.stopAdvertising(Self.a)
         _ = removed.servicesRemoved(of: Self.a)
-        #expect(!removed.controllerChanged(.poweredOn).contains { if case .publish = $0 { true } else { false } })
-        // Told the controller is off first: nothing of it starts when it comes on.
-        var off = kept()
-        _ = off.controllerChanged(.poweredOff(reason: "off"))
-        #expect(!off.controllerChanged(.poweredOn).contains { if case .publish = $0 { true } else { false } })
-        #expect(off.advertising.entries.isEmpty)
+        #expect(!removed.controllerChanged(.poweredOn).contains(where: isPublish))
+
+        // Started for the kept session as its restorer takes over (after the services and advertisement were
+        // handed over, before the restorer took its place): the restorer's once it does.
+        var during = kept()
+        _ = during.takeKept("two", role: .peripheral, restoreIdentifier: "p")
+        _ = during.servicesTransferred(from: Self.a, to: Self.b)
+        _ = during.advertisingTransferred(from: Self.a, to: Self.b)
+        _ = during.controllerChanged(.poweredOn)
+        during.servicePublished(
+            PublishedService(serviceHandle: AttributeHandle(0x10), characteristicValueHandles: []), by: Self.a)
+        _ = during.replaced(Self.a, by: Self.b, app: "two", role: .peripheral)
+        #expect(during.advertising.entries.map(\.session) == [Self.b])
+        #expect(during.servicesRemoved(of: Self.b) == [AttributeHandle(0x10)])
     }
 
     /// A kept peripheral manager's central's link keeps what the restorer needs: its latest MTU and subscription
