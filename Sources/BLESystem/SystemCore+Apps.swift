@@ -150,17 +150,6 @@ extension SystemCore {
 
     // MARK: Alerts
 
-    /// A connect's option asks an alert of `kind` for `client`'s app about `peer`: shown when the machine's rules
-    /// say (`SystemMachine.connectionAlert`), at the system's time.
-    package func connectionAlert(_ kind: AlertKind, for client: ObjectIdentifier, peer: BluetoothAddress, name: String?)
-    {
-        let now = scheduler.now
-        state.withLock { s in
-            guard let id = s.ids[client] else { return }
-            s.machine.connectionAlert(kind, for: id, peer: peer, name: name, at: now)
-        }
-    }
-
     /// A central manager asking for the power alert was made (`SystemMachine.powerAlert`).
     package func powerAlert(for client: ObjectIdentifier) {
         let now = scheduler.now

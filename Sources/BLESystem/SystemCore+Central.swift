@@ -41,13 +41,15 @@ extension SystemCore {
     /// Connects `client` to `peer`: returns the link's info at once when a link to it is up (another app's),
     /// else the client waits with every other app's pending connects, and `linkAttached` or `linkFailed` follows.
     /// With `autoReconnect`, the system connects again by itself after a loss of a link the client was on
-    /// (`linkDown` says so), until the client lets go.
-    package func connect(_ client: any SystemSession, to peer: BluetoothAddress, autoReconnect: Bool = false)
-        -> LinkInfo?
-    {
+    /// (`linkDown` says so), until the client lets go. `alerts`: the alerts the system shows about the peer
+    /// while the client's app is away, as its rules say (`SystemMachine.connectionAlert`).
+    package func connect(
+        _ client: any SystemSession, to peer: BluetoothAddress, autoReconnect: Bool = false,
+        alerts: ConnectionAlertWishes = ConnectionAlertWishes()
+    ) -> LinkInfo? {
         let (live, link) = step { s -> ((Bool, LinkInfo?), [SystemAction]) in
             guard let session = s.ids[ObjectIdentifier(client)] else { return ((false, nil), []) }
-            let (link, actions) = s.machine.connect(session, to: peer, autoReconnect: autoReconnect)
+            let (link, actions) = s.machine.connect(session, to: peer, autoReconnect: autoReconnect, alerts: alerts)
             return ((true, link), actions)
         }
         if !live { refuseDefunct("a connection") }

@@ -178,7 +178,8 @@ public final class SystemCore: Sendable {
             let route = LinkRoute(
                 link: link, links: machine.links.revision, recipients: recipients,
                 noting: machine.restoration.notingRevision, sessions: ids, reached: reached,
-                noted: ids.filter { machine.restoration.notes($0) })
+                noted: ids.filter { machine.restoration.notes($0) }, alerting: !machine.links.alerting(on: link).isEmpty
+            )
             linkRoute = route
             return route
         }
@@ -413,8 +414,11 @@ public final class SystemCore: Sendable {
             if let scan { _ = s.machine.scanTransferred(from: oldID, to: newID, id: scan) }
             let later = s.machine.replaced(oldID, by: newID, app: app.id, role: .central).notes
             s.outbox.transform { action in
-                guard case .deliver(oldID, let event) = action else { return action }
-                return .deliver(newID, event)
+                switch action {
+                case .deliver(oldID, let event): .deliver(newID, event)
+                case .alert(let kind, oldID, let peer): .alert(kind, newID, peer: peer)
+                default: action
+                }
             }
             return s.outbox.prepend(later.map { .deliver(newID, $0) }, then: actions, inDomain: inDomain)
         }
@@ -643,6 +647,15 @@ public final class SystemCore: Sendable {
         case .advertiseResumed:
             // Known in the step that made it (`resumedAdvertising`).
             break
+        case .alert(let kind, let session, let peer):
+            // Named as the system last heard the peer (its advertisement's name, kept by the store).
+            let name = store.existingIdentifier(for: peer).flatMap { store.knownPeer($0)?.name }
+            let now = scheduler.now
+            state.withLock { s in
+                // Not for a connect let go of since the alert was queued (its end asks none either).
+                guard s.machine.stillAsks(kind, session, about: peer) else { return }
+                s.machine.connectionAlert(kind, for: session, peer: peer, name: name, at: now)
+            }
         case .startTimer(let timer, let delay):
             if case .reconnect(let peer, _) = timer {
                 Self.logger.info("reconnection to \(peer) did not succeed; the system tries again in \(delay)")
@@ -803,6 +816,14 @@ public final class SystemCore: Sendable {
         let (direct, drain) = state.withLock { s -> ([WeakSession?]?, DomainOutbox<SystemAction>.Start) in
             let route = s.route(on: link)
             if route.sessions.isEmpty { return (nil, .none) }
+            // A connect that asked alerts for its notifications (rare): queued with them.
+            if route.alerting, case .valueUpdated(_, let attribute, _, _) = event {
+                let alerts = s.machine.notificationAlerts(link, attribute)
+                if !alerts.isEmpty {
+                    let deliveries = route.sessions.map { SystemAction.deliver($0, event) }
+                    return (nil, s.outbox.append(contentsOf: deliveries + alerts, inDomain: inDomain))
+                }
+            }
             if s.outbox.beginDirect(inDomain: inDomain) {
                 for id in route.noted { s.note(event, for: id) }
                 return (route.reached, .none)
@@ -824,6 +845,8 @@ public final class SystemCore: Sendable {
         var sessions: [SessionID]
         var reached: [WeakSession?]
         var noted: [SessionID]
+        /// Whether a session's connect asked alerts for the link's notifications.
+        var alerting: Bool
     }
 
     /// The deliveries a routed event's step performs at once (`route`), each with the manager it reaches

@@ -87,7 +87,12 @@ extension CentralManager {
         persistRestorableState()
         return RestorationTable.Resume(
             peers: peripherals.sorted { $0.identifier.uuidString < $1.identifier.uuidString }.map {
-                .init(address: $0.address, autoReconnect: $0.wantsAutoReconnect)
+                let alerts = $0.alerts
+                return .init(
+                    address: $0.address, autoReconnect: $0.wantsAutoReconnect,
+                    alerts: ConnectionAlertWishes(
+                        connection: alerts.onConnection, disconnection: alerts.onDisconnection,
+                        notification: alerts.onNotification))
             },
             scan: scan.map { scan in
                 .init(

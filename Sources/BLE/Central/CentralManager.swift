@@ -326,7 +326,13 @@ public final class CentralManager: Sendable {
         case .asked(.started):
             persistRestorableState()
             let reconnect = options?.enableAutoReconnect == true
-            if let link = system.core.connect(session, to: peripheral.address, autoReconnect: reconnect) {
+            let alerts = ConnectionAlertWishes(
+                connection: options?.notifyOnConnection == true,
+                disconnection: options?.notifyOnDisconnection == true,
+                notification: options?.notifyOnNotification == true)
+            if let link = system.core.connect(
+                session, to: peripheral.address, autoReconnect: reconnect, alerts: alerts)
+            {
                 joinedAtOnce(link)
             }
         }
@@ -529,7 +535,6 @@ public final class CentralManager: Sendable {
         }
         system.core.store.noteSeen(peripheral.identifier, name: nil)
         if isPreserved { return noteForRestoration(.connected(peripheral)) }
-        if peripheral.alerts.onConnection { alert(.connection, about: peripheral) }
         // Held for a suspended app (not woken for it), the connection is told even if the link is gone by then.
         let held = app.core.lifecycle == .suspended && !app.core.backgroundModes.contains(.bluetoothCentral)
         deliver { manager in
@@ -666,12 +671,6 @@ public final class CentralManager: Sendable {
         }
     }
 
-    /// A connect's option asks an alert about `peripheral`: the system shows it when its rules say.
-    func alert(_ kind: AlertKind, about peripheral: Peripheral) {
-        system.core.connectionAlert(
-            kind, for: ObjectIdentifier(session), peer: peripheral.address, name: peripheral.name)
-    }
-
     func peripheralOn(_ handle: ConnectionHandle) -> Peripheral? {
         locked.withLock { $0.byHandle[handle] }
     }
@@ -686,7 +685,6 @@ public final class CentralManager: Sendable {
             persistRestorableState()
             return noteForRestoration(.disconnected(peripheral, local ? nil : Self.disconnectError(reason)))
         }
-        if !local, peripheral.alerts.onDisconnection { alert(.disconnection, about: peripheral) }
         let error: BluetoothError? = local ? nil : Self.disconnectError(reason)
         let timestamp = system.absoluteTime
         peripheral.linkDown()
@@ -721,7 +719,6 @@ public final class CentralManager: Sendable {
         peripheral.reconnectionStarted()
         locked.withLock { $0.pending[peripheral.address] = peripheral }
         if isPreserved || !announced { return }
-        if peripheral.alerts.onDisconnection { alert(.disconnection, about: peripheral) }
         let error = Self.disconnectError(reason)
         let timestamp = system.absoluteTime
         // A link that dropped before its `didConnect` was delivered is not announced: the app still waits for

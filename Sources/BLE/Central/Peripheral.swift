@@ -350,7 +350,7 @@ public final class Peripheral: Sendable, Hashable, CustomStringConvertible {
             handleServiceChanged(value)
             return
         }
-        let (found, alerts) = locked.withLock { ($0.characteristicsByValue[attribute], $0.alerts) }
+        let found = locked.withLock { $0.characteristicsByValue[attribute] }
         guard let characteristic = found else { return }
         if manager.isPreserved {
             // Kept for a terminated app: a notification it subscribed to relaunches it.
@@ -359,9 +359,6 @@ public final class Peripheral: Sendable, Hashable, CustomStringConvertible {
                     .notification(self, attribute: attribute, value: value, isIndication: isIndication))
             }
             return
-        }
-        if alerts.onNotification, characteristic.state.withLock({ $0.isNotifying }) {
-            manager.alert(.notification, about: self)
         }
         // Whether the app subscribed is decided on its queue, where `isNotifying` turns true just before the
         // callback that reports the subscription, so nothing sent right after that is missed.

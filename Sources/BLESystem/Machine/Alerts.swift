@@ -12,6 +12,24 @@ package enum AlertKind: String, Sendable, Hashable {
     case powerOff
 }
 
+/// The alerts a connect asked the system to show about its peer while the app is away (CoreBluetooth's
+/// `notifyOnConnection`, `notifyOnDisconnection` and `notifyOnNotification`), kept with the connect
+/// (`LinkTable`) until the app lets go of the peer.
+package struct ConnectionAlertWishes: Sendable, Hashable {
+    package var connection: Bool
+    package var disconnection: Bool
+    package var notification: Bool
+
+    package init(connection: Bool = false, disconnection: Bool = false, notification: Bool = false) {
+        self.connection = connection
+        self.disconnection = disconnection
+        self.notification = notification
+    }
+
+    /// Whether it asks for none.
+    package var isEmpty: Bool { !connection && !disconnection && !notification }
+}
+
 /// An alert the system showed for an app.
 package struct AlertRecord: Sendable, Hashable {
     package var kind: AlertKind
@@ -52,6 +70,37 @@ package struct AlertLog: Sendable, Hashable {
 }
 
 extension SystemMachine {
+    /// The alerts `session`'s connect to the peer of `link` asked for a notification or indication of
+    /// `attribute`, when it subscribed to it.
+    /// Only those the rules would show now (`mayAlert`): an app in the foreground that asked for them all the
+    /// time costs its notifications nothing.
+    package func notificationAlerts(_ link: ConnectionHandle, _ attribute: AttributeHandle) -> [SystemAction] {
+        links.alerting(on: link).compactMap { session, peer in
+            mayAlert(session) && subscriptions.subscribes(session, to: attribute, on: link)
+                ? .alert(.notification, session, peer: peer) : nil
+        }
+    }
+
+    /// Whether a connect's alert for `session`'s app would be shown now: the app is out of the foreground and not
+    /// woken for the event (no `bluetooth-central`: IOSRules.md 3.5 says the options are for such apps).
+    package func mayAlert(_ session: SessionID) -> Bool {
+        guard let app = sessions[session]?.app else { return false }
+        let state = apps[app]
+        return (state.lifecycle == .background || state.lifecycle == .suspended)
+            && !state.modes.contains(.bluetoothCentral)
+    }
+
+    /// Whether `session`'s connect to `peer` still asks for an alert of `kind` (a connection's or a
+    /// notification's, queued before the session let go of the peer, is not shown after).
+    package func stillAsks(_ kind: AlertKind, _ session: SessionID, about peer: BluetoothAddress) -> Bool {
+        guard let wishes = links.peers[peer]?.alerts[session] else { return kind == .disconnection }
+        switch kind {
+        case .connection: return wishes.connection
+        case .notification: return wishes.notification
+        case .disconnection, .powerOff: return true
+        }
+    }
+
     /// A connect's option asks an alert of `kind` for `session`'s app about `peer` (named `name`), at `time`: shown
     /// when the app is out of the foreground and not woken for it (no `bluetooth-central`: IOSRules.md 3.5 says
     /// the options are for such apps). Returns whether the rule let it be shown (for one event asked by several
@@ -60,11 +109,8 @@ extension SystemMachine {
     package mutating func connectionAlert(
         _ kind: AlertKind, for session: SessionID, peer: BluetoothAddress, name: String?, at time: Duration
     ) -> Bool {
-        guard let app = sessions[session]?.app else { return false }
+        guard mayAlert(session), let app = sessions[session]?.app else { return false }
         let state = apps[app]
-        guard state.lifecycle == .background || state.lifecycle == .suspended,
-            !state.modes.contains(.bluetoothCentral)
-        else { return false }
         alerts.show(
             AlertRecord(kind: kind, app: app, peer: peer, name: name, time: time, foreground: state.lastForeground))
         return true

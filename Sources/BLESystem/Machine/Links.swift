@@ -65,6 +65,8 @@ package struct LinkTable: Sendable, Hashable {
         package var armed: Set<SessionID> = []
         /// Armed sessions whose attempt failed, waiting for the pause to end, by its timer's token.
         package var retrying: [SessionID: UInt64] = [:]
+        /// The alerts each session's connect asked for (none: not listed), until it lets go of the peer.
+        package var alerts: [SessionID: ConnectionAlertWishes] = [:]
 
         var isUnused: Bool { waiting.isEmpty && link == nil && users.isEmpty && retrying.isEmpty }
 
@@ -78,6 +80,7 @@ package struct LinkTable: Sendable, Hashable {
             retrying[session] = nil
             autoReconnect.remove(session)
             armed.remove(session)
+            alerts[session] = nil
         }
 
         /// `session` is done with the peer: what it asked for it goes.
@@ -87,6 +90,7 @@ package struct LinkTable: Sendable, Hashable {
             retrying[session] = nil
             autoReconnect.remove(session)
             armed.remove(session)
+            alerts[session] = nil
         }
 
         /// `session` is on the link now: from here on, a loss reconnects it if it asked.
@@ -115,11 +119,15 @@ package struct LinkTable: Sendable, Hashable {
     // MARK: Sessions
 
     /// Connects `session` to `peer`: attached at once (the link returned) when a link to it is up, else waiting.
-    /// With `autoReconnect`, a loss of the link once it is on it puts it back among the waiting.
+    /// With `autoReconnect`, a loss of the link once it is on it puts it back among the waiting. `alerts` are
+    /// the alerts the connect asks for (`.alert` actions as the link comes, goes, and notifies), replacing those an
+    /// earlier connect asked; attached at once, the connection's is among `actions`.
     mutating func connect(
-        _ session: SessionID, to peer: BluetoothAddress, autoReconnect: Bool, _ actions: inout [SystemAction]
+        _ session: SessionID, to peer: BluetoothAddress, autoReconnect: Bool,
+        alerts: ConnectionAlertWishes = ConnectionAlertWishes(), _ actions: inout [SystemAction]
     ) -> LinkInfo? {
         var entry = peers[peer] ?? Peer()
+        entry.alerts[session] = alerts.isEmpty ? nil : alerts
         // A new connect: it reconnects after a loss only once on the link (at once, below, or when it comes up).
         entry.retrying[session] = nil
         entry.armed.remove(session)
@@ -127,6 +135,7 @@ package struct LinkTable: Sendable, Hashable {
         if let link = entry.link, !entry.disconnecting, !entry.securing {
             entry.join(session)
             peers[peer] = entry
+            if alerts.connection { actions.append(.alert(.connection, session, peer: peer)) }
             return link
         }
         if !entry.waiting.contains(session) {
@@ -148,6 +157,8 @@ package struct LinkTable: Sendable, Hashable {
         guard var entry = peers[peer] else { return .nothing }
         entry.autoReconnect.remove(session)
         entry.armed.remove(session)
+        // The app's own doing: no alert for what follows (the link's end, IOSRules.md 3.5).
+        entry.alerts[session] = nil
         if entry.retrying.removeValue(forKey: session) != nil {
             store(entry, for: peer)
             return .withdrawn
@@ -206,6 +217,7 @@ package struct LinkTable: Sendable, Hashable {
             if let token = entry.retrying.removeValue(forKey: old) { entry.retrying[new] = token }
             if entry.autoReconnect.remove(old) != nil { entry.autoReconnect.insert(new) }
             if entry.armed.remove(old) != nil { entry.armed.insert(new) }
+            if let wishes = entry.alerts.removeValue(forKey: old) { entry.alerts[new] = wishes }
             peers[peer] = entry
         }
     }
@@ -267,7 +279,25 @@ package struct LinkTable: Sendable, Hashable {
         peers[info.peer] = entry
         updateTargets(&actions)
         if waiting.isEmpty { actions.append(.disconnect(info.handle, .remoteUserTerminatedConnection)) }
-        for session in waiting { actions.append(.deliver(session, .linkAttached(info))) }
+        Self.attach(waiting, to: info, of: entry, &actions)
+    }
+
+    /// Tells `sessions` they are on `link` (`entry`'s), each followed by the connection's alert its connect asked.
+    private static func attach(
+        _ sessions: [SessionID], to link: LinkInfo, of entry: Peer, _ actions: inout [SystemAction]
+    ) {
+        for session in sessions {
+            actions.append(.deliver(session, .linkAttached(link)))
+            if entry.alerts[session]?.connection == true {
+                actions.append(.alert(.connection, session, peer: link.peer))
+            }
+        }
+    }
+
+    /// The sessions on the link `handle` whose connect asked an alert for its notifications, with the peer.
+    package func alerting(on handle: ConnectionHandle) -> [(SessionID, BluetoothAddress)] {
+        guard let peer = byHandle[handle], let entry = peers[peer], !entry.alerts.isEmpty else { return [] }
+        return entry.users.filter { entry.alerts[$0]?.notification == true }.map { ($0, peer) }
     }
 
     /// The held link `handle` is encrypted: every session waiting for it is on it now.
@@ -280,7 +310,7 @@ package struct LinkTable: Sendable, Hashable {
         entry.securing = false
         for session in waiting { entry.join(session) }
         peers[peer] = entry
-        for session in waiting { actions.append(.deliver(session, .linkAttached(link))) }
+        Self.attach(waiting, to: link, of: entry, &actions)
     }
 
     /// The system gives the link `handle` up (`status` says why: PIN or Key Missing when the peer no longer has
@@ -341,7 +371,7 @@ package struct LinkTable: Sendable, Hashable {
         if let link = entry.link, !entry.disconnecting, !entry.securing {
             for session in sessions { entry.join(session) }
             peers[peer] = entry
-            for session in sessions { actions.append(.deliver(session, .linkAttached(link))) }
+            Self.attach(sessions, to: link, of: entry, &actions)
             return
         }
         if entry.waiting.isEmpty {
@@ -360,6 +390,8 @@ package struct LinkTable: Sendable, Hashable {
     mutating func disconnected(_ handle: ConnectionHandle, reason: HCIStatus, _ actions: inout [SystemAction]) {
         guard let peer = byHandle.removeValue(forKey: handle), var entry = peers[peer] else { return }
         let users = entry.users
+        // As asked before the sessions' wishes go with the link (a session that let go asks none).
+        let wishes = entry.alerts
         let securing = entry.securing ? entry.waiting : []
         if entry.securing { entry.waiting = [] }
         let why = entry.refusal ?? reason
@@ -387,7 +419,10 @@ package struct LinkTable: Sendable, Hashable {
         }
         store(entry, for: peer)
         updateTargets(&actions)
-        for (session, again) in down { actions.append(.deliver(session, .linkDown(handle, why, reconnecting: again))) }
+        for (session, again) in down {
+            actions.append(.deliver(session, .linkDown(handle, why, reconnecting: again)))
+            if wishes[session]?.disconnection == true { actions.append(.alert(.disconnection, session, peer: peer)) }
+        }
         for session in failed { actions.append(.deliver(session, .linkFailed(peer, error))) }
     }
 

@@ -209,9 +209,13 @@ package struct RestorationTable: Sendable, Hashable {
         package struct Peer: Sendable, Hashable {
             package var address: BluetoothAddress
             package var autoReconnect: Bool
-            package init(address: BluetoothAddress, autoReconnect: Bool) {
+            package var alerts: ConnectionAlertWishes
+            package init(
+                address: BluetoothAddress, autoReconnect: Bool, alerts: ConnectionAlertWishes = ConnectionAlertWishes()
+            ) {
                 self.address = address
                 self.autoReconnect = autoReconnect
+                self.alerts = alerts
             }
         }
         /// The scan's request and the id its discoveries carry.

@@ -59,6 +59,9 @@ package enum SystemAction: Sendable, Hashable {
     /// its end are told to the session as events (`.resumedAdvertising`, `.resumedAdvertisingEnded`). Comes
     /// before the start's actions, so before its answer.
     case advertiseResumed(SessionID, AdvertisingStartID)
+    /// Show the alert `session`'s connect asked about `peer` (`connectionAlert`: the rules decide; the driver
+    /// gives the time and the peer's name).
+    case alert(AlertKind, SessionID, peer: BluetoothAddress)
     /// Read the peer's Database Hash on `link`; `databaseHashRead` is stepped with the answer, with what the store
     /// keeps for `peer` when `againstCache` (or when the peer turns out to have no hash).
     case readDatabaseHash(ConnectionHandle, asOf: UInt64, peer: UUID?, againstCache: Bool)
@@ -337,9 +340,14 @@ package struct SystemMachine: Sendable {
         for (session, work) in restoration.takeResuming() {
             guard let known = sessions[session] else { continue }
             for peer in work.peers {
-                if let link = links.connect(session, to: peer.address, autoReconnect: peer.autoReconnect, &actions) {
+                var attaching: [SystemAction] = []
+                if let link = links.connect(
+                    session, to: peer.address, autoReconnect: peer.autoReconnect, alerts: peer.alerts, &attaching)
+                {
                     actions.append(.deliver(session, .linkAttached(link)))
                 }
+                // Its alert after the attachment it is about.
+                actions += attaching
             }
             if let scan = work.scan {
                 actions += scans.start(session, scan.request, id: scan.id, mode: apps.scanMode(of: known.app))
@@ -502,13 +510,14 @@ package struct SystemMachine: Sendable {
     /// session is on it now), else nil, and `.linkAttached` or `.linkFailed` follows. With `autoReconnect`
     /// (IOSRules.md 7.1), once the session has been on the link, its loss is followed by new attempts until the
     /// session lets go.
-    package mutating func connect(_ session: SessionID, to peer: BluetoothAddress, autoReconnect: Bool = false)
-        -> (LinkInfo?, [SystemAction])
-    {
+    package mutating func connect(
+        _ session: SessionID, to peer: BluetoothAddress, autoReconnect: Bool = false,
+        alerts: ConnectionAlertWishes = ConnectionAlertWishes()
+    ) -> (LinkInfo?, [SystemAction]) {
         // Asked before the manager heard it is not allowed: the state it hears next fails the attempt.
         guard !isUnauthorized else { return (nil, []) }
         var actions: [SystemAction] = []
-        let link = links.connect(session, to: peer, autoReconnect: autoReconnect, &actions)
+        let link = links.connect(session, to: peer, autoReconnect: autoReconnect, alerts: alerts, &actions)
         return (link, actions)
     }
 

@@ -1,4 +1,6 @@
 import BLECore
+import BLEHCI
+import BLEHost
 import Testing
 
 @testable import BLESystem
@@ -13,6 +15,65 @@ import Testing
     static let b = LinkTests.b
 
     static func machine() -> SystemMachine { LinkTests.machine() }
+
+    /// A connect's alerts are the machine's, kept with the connect (`LinkTable`): each follows the event it is
+    /// about, for the session that asked it only (a connection as the link comes, or at once when it is up
+    /// already; a disconnection as it goes, not after the session let go; a notification of a characteristic the
+    /// session subscribed to); a restored session takes them over; the rules (`connectionAlert`) decide.
+    @Test func aConnectsAlertsFollowTheirEventsForTheSessionThatAskedThem() {
+        let all = ConnectionAlertWishes(connection: true, disconnection: true, notification: true)
+        let link = LinkTests.link(7)
+        let down = SystemAction.deliver(
+            Self.a, .linkDown(link.handle, .connectionTimeout, reconnecting: false))
+        var m = Self.machine()
+        _ = m.connect(Self.a, to: Self.peer, alerts: all)
+        _ = m.connect(Self.b, to: Self.peer)
+        let up = m.linkConnected(link, securing: false)
+        let attached = up.firstIndex(of: .deliver(Self.a, .linkAttached(link)))
+        #expect(attached != nil)
+        #expect(
+            up.filter { if case .alert = $0 { true } else { false } } == [.alert(.connection, Self.a, peer: Self.peer)])
+        #expect(up.firstIndex(of: .alert(.connection, Self.a, peer: Self.peer)) == attached.map { $0 + 1 })
+        // A notification: only of a characteristic the session subscribed to, and only while the rules would
+        // show it (an app in the foreground costs its notifications nothing).
+        #expect(m.notificationAlerts(link.handle, AttributeHandle(4)).isEmpty)
+        _ = m.subscribe(Self.a, 1, descriptor: AttributeHandle(5), characteristic: AttributeHandle(4), on: link.handle)
+        _ = m.subscribe(Self.b, 1, descriptor: AttributeHandle(5), characteristic: AttributeHandle(4), on: link.handle)
+        #expect(m.notificationAlerts(link.handle, AttributeHandle(4)).isEmpty, "app one is in the foreground")
+        _ = m.appChanged("one", AppTable.App(lifecycle: .suspended, revision: 1))
+        _ = m.appChanged("two", AppTable.App(lifecycle: .suspended, revision: 1))
+        #expect(
+            m.notificationAlerts(link.handle, AttributeHandle(4)) == [.alert(.notification, Self.a, peer: Self.peer)])
+        #expect(m.notificationAlerts(link.handle, AttributeHandle(8)).isEmpty)
+        // The link goes: a disconnection's.
+        let lost = m.linkDisconnected(link.handle, reason: .connectionTimeout)
+        #expect(
+            lost.firstIndex(of: .alert(.disconnection, Self.a, peer: Self.peer))
+                == lost.firstIndex(of: down).map { $0 + 1 })
+        #expect(lost.contains(.alert(.disconnection, Self.a, peer: Self.peer)))
+
+        // Up already: the connection's alert comes with the connect. Let go of: none for the end.
+        var n = Self.machine()
+        _ = n.connect(Self.b, to: Self.peer)
+        _ = n.linkConnected(link, securing: false)
+        let (at, joined) = n.connect(Self.a, to: Self.peer, alerts: all)
+        #expect(at == link && joined == [.alert(.connection, Self.a, peer: Self.peer)])
+        // The last on the link, it hears its end: without an alert.
+        _ = n.cancelConnection(Self.b, from: Self.peer)
+        _ = n.cancelConnection(Self.a, from: Self.peer)
+        let ended = n.linkDisconnected(link.handle, reason: .connectionTerminatedByLocalHost)
+        #expect(
+            ended.contains(
+                .deliver(Self.a, .linkDown(link.handle, .connectionTerminatedByLocalHost, reconnecting: false))))
+        #expect(!ended.contains { if case .alert = $0 { true } else { false } })
+        #expect(!n.stillAsks(.connection, Self.a, about: Self.peer), "a connection's queued before is not shown")
+
+        // A restored session takes the wishes with the connect.
+        var r = Self.machine()
+        _ = r.connect(Self.a, to: Self.peer, alerts: all)
+        r.linksTransferred(from: Self.a, to: Self.b)
+        #expect(r.linkConnected(link, securing: false).contains(.alert(.connection, Self.b, peer: Self.peer)))
+    }
 
     @Test func aConnectsOptionShowsAnAlertOnlyToAnAppOutOfTheForegroundNotWokenForIt() {
         var m = Self.machine()
