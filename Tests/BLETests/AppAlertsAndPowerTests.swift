@@ -70,6 +70,30 @@ import Testing
         #expect(rig.phoneSystem.alerts.allSatisfy { $0.appID == "com.example.app" })
     }
 
+    /// A second app joining a link whose notifications already flow, asking alerts for them: its alerts follow
+    /// the notifications from then on (the notification path learns of the new wish), the first app's none.
+    @Test func anAppJoiningALinkUpAlreadyGetsTheNotificationAlertsItAskedFor() async throws {
+        let rig = Rig()
+        try await rig.startSensor()
+        let (first, a) = Self.recorder(rig, "com.example.first")
+        _ = try await AppLifecycleTests.connectAndSubscribe(a, rig)
+        first.moveToBackground()
+        AppLifecycleTests.notify(rig, 1)
+        try await rig.run(.milliseconds(200))
+        #expect(rig.phoneSystem.alerts.isEmpty, "the first app asked for none")
+        let (second, b) = Self.recorder(rig, "com.example.second")
+        _ = try await AppLifecycleTests.connectAndSubscribe(b, rig, options: .init(notifyOnNotification: true))
+        second.moveToBackground()
+        try await rig.run(.seconds(6))
+        for byte: UInt8 in [2, 3] {
+            AppLifecycleTests.notify(rig, byte)
+            try await rig.run(.milliseconds(200))
+        }
+        #expect(rig.phoneSystem.alerts.map(\.kind) == [.notification, .notification])
+        #expect(rig.phoneSystem.alerts.allSatisfy { $0.appID == "com.example.second" })
+        #expect(rig.phoneSystem.alerts.first?.peripheralName == "sensor")
+    }
+
     @Test func turningBluetoothOffDropsEverythingWithoutACallbackPerPeripheral() async throws {
         let (rig, peripheral) = try await Rig.connected()
         let notifier = try rig.characteristic(Profile.notifier, on: peripheral)
