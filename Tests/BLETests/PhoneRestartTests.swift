@@ -365,3 +365,35 @@ extension PeripheralPhoneRestartTests {
         #expect(opened.count == 1)
     }
 }
+
+extension PeripheralPhoneRestartTests {
+    /// The app opened as the device starts takes one restored service out before the controller is on: the
+    /// system publishes what the record named, the manager takes that one out again as it hears so, and the
+    /// phone finds only the other.
+    @Test func aRestoredServiceTheAppTakesOutBeforeTheControllerIsOnIsNotLeftPublished() async throws {
+        let store = SystemStoreAndShutdownTests.storePath()
+        defer { SystemStoreAndShutdownTests.remove(store) }
+        let (before, _, _) = try await Self.publishingApp(store: store)
+        defer { withExtendedLifetime(before) {} }
+
+        let (rig, second, _, restored) = try await Self.openedAtOnce(store: store)
+        guard let state = restored else { return }
+        try #require(second.manager.state != .poweredOn, "taken out before the controller is on")
+        let primary = try #require(state.services?.first { $0.uuid == Profile.service })
+        second.manager.remove(primary)
+        try await rig.run(until: { second.manager.isAdvertising }, within: .seconds(2), "advertising")
+        rig.central.scanForPeripherals(withServices: nil)
+        try await rig.run(
+            until: { rig.phone.discoveries.contains { $0.advertisement.localName == "sensor" } }, within: .seconds(5),
+            "the discovery by name")
+        let found = try #require(rig.phone.discoveries.first { $0.advertisement.localName == "sensor" })
+        rig.central.stopScan()
+        rig.central.connect(found.peripheral)
+        try await rig.run(until: { found.peripheral.state == .connected }, "the connection")
+        try await rig.discoverAll(found.peripheral)
+        // The primary service is gone; the included one (secondary, so not among the primaries) is not.
+        let primaries = found.peripheral.services?.map(\.uuid) ?? []
+        #expect(primaries.contains(.genericAccess) && !primaries.contains(Profile.service), "\(primaries)")
+        #expect(!second.lines.contains { $0.hasPrefix("didAdd") })
+    }
+}

@@ -170,7 +170,7 @@ extension PeripheralManager {
     /// restarted system has yet to publish.
     static func restorableRecord(of s: State) -> PreservedPeripheralRecord {
         if let resume = s.resumeAtPowerOn {
-            return PreservedPeripheralRecord(published: resume.services, advertising: resume.advertisement)
+            return PreservedPeripheralRecord(published: resume.kept, advertising: resume.advertisement)
         }
         return PreservedPeripheralRecord(published: s.published.map(\.service), advertising: s.advertising)
     }
@@ -204,11 +204,41 @@ extension PeripheralManager {
         let advertisement = record.makeAdvertisement()
         locked.withLock { s in
             s.preserved = true
-            s.resumeAtPowerOn = (services, advertisement)
+            s.resumeAtPowerOn = ResumedWork(services: services, advertisement: advertisement)
         }
         persistRestorableState()
         return RestorationTable.Resume(
             services: publishable.map(\.1),
             advertisement: advertisement.map { system.core.resumedAdvertisement($0.content) })
+    }
+}
+
+/// The work a restarted system carries on for a peripheral manager from its preserved record, as the manager
+/// knows it until the system says it started it (`PeripheralManager.resumedServicesPublished`).
+struct ResumedWork {
+    /// The record's services, in its order: the system publishes them in it, and says their handles in it.
+    var services: [MutableService]
+    var advertisement: AdvertisementData?
+    /// Those the app took out (`remove`, `removeAllServices`) before the system published them: taken out again
+    /// once it has (the system may be publishing them already).
+    private(set) var withdrawn: Set<ObjectIdentifier> = []
+
+    init(services: [MutableService], advertisement: AdvertisementData?) {
+        self.services = services
+        self.advertisement = advertisement
+    }
+
+    /// The services the app still has.
+    var kept: [MutableService] { services.filter { !isWithdrawn($0) } }
+
+    func isWithdrawn(_ service: MutableService) -> Bool { withdrawn.contains(ObjectIdentifier(service)) }
+
+    mutating func withdraw(_ service: MutableService) {
+        guard services.contains(where: { $0 === service }) else { return }
+        withdrawn.insert(ObjectIdentifier(service))
+    }
+
+    mutating func withdrawAll() {
+        withdrawn = Set(services.map(ObjectIdentifier.init))
     }
 }

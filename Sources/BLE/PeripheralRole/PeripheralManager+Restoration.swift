@@ -134,7 +134,7 @@ extension PeripheralManager {
                 if case .success = result { self?.locked.withLock { $0.isAdvertising = $0.advertising != nil } }
             },
             advertisingEnded: { [weak self] error in self?.advertisingEnded(error) })
-        let services = taken.published.map(\.service) + (taken.resumeAtPowerOn?.services ?? [])
+        let services = taken.published.map(\.service) + (taken.resumeAtPowerOn?.kept ?? [])
         let state = RestoredState(
             services: services.isEmpty ? nil : services,
             advertisementData: taken.isAdvertising ? taken.advertising : taken.resumeAtPowerOn?.advertisement)
@@ -156,15 +156,14 @@ extension PeripheralManager {
                 return s.resumeAtPowerOn
             })
         else { return }
-        if work.services.isEmpty {
-            // Taken out by the app (`removeAllServices`) after the system had published them: out again.
-            for case let published? in results {
-                system.core.removeService(at: published.serviceHandle, owner: session)
-            }
-        }
         for (service, published) in zip(work.services, results) {
             guard let published else { continue }
-            record(service, as: published)
+            if work.isWithdrawn(service) {
+                // Taken out by the app before it heard the system had published it: out again.
+                system.core.removeService(at: published.serviceHandle, owner: session)
+            } else {
+                record(service, as: published)
+            }
         }
         if let advertisement = work.advertisement { locked.withLock { $0.advertising = advertisement } }
         persistRestorableState()

@@ -41,7 +41,7 @@ public final class PeripheralManager: Sendable {
         var restorationEvents: [HostEvent] = []
         /// Work preserved by an earlier process (services to publish, an advertisement to start), which the
         /// system starts once the controller is on: until this manager hears it did (`.resumedServicesPublished`).
-        var resumeAtPowerOn: (services: [MutableService], advertisement: AdvertisementData?)?
+        var resumeAtPowerOn: ResumedWork?
         /// Tasks awaiting `.poweredOn` (`waitUntilPoweredOn`).
         var poweredOnWaits = PoweredOnWaits()
         /// Set when the manager's app ended: an async wait asked later fails at once with it.
@@ -175,7 +175,11 @@ public final class PeripheralManager: Sendable {
     /// Unpublishes a service added with `add(_:)`.
     public func remove(_ service: MutableService) {
         let entry = locked.withLock { s -> Published? in
-            guard let i = s.published.firstIndex(where: { $0.service === service }) else { return nil }
+            guard let i = s.published.firstIndex(where: { $0.service === service }) else {
+                // One a restarted system keeps for it, not published yet: taken out once it is.
+                s.resumeAtPowerOn?.withdraw(service)
+                return nil
+            }
             return s.published.remove(at: i)
         }
         if let entry { system.core.removeService(at: entry.serviceHandle, owner: session) }
@@ -186,8 +190,9 @@ public final class PeripheralManager: Sendable {
     public func removeAllServices() {
         locked.withLock { s in
             s.published.removeAll()
-            // And those a restarted system keeps for it and has not published yet (the system forgets them).
-            s.resumeAtPowerOn?.services = []
+            // And those a restarted system keeps for it and has not published yet (the system forgets them, or
+            // this manager takes them out once it hears they were published).
+            s.resumeAtPowerOn?.withdrawAll()
         }
         system.core.removeServices(of: ObjectIdentifier(session))
         persistRestorableState()

@@ -352,8 +352,9 @@ package struct SystemMachine: Sendable {
             if let scan = work.scan {
                 actions += scans.start(session, scan.request, id: scan.id, mode: apps.scanMode(of: known.app))
             }
-            guard !work.services.isEmpty || work.advertisement != nil else { continue }
+            guard known.role == .peripheral else { continue }
             // As the system restarts them: not refused out of the foreground (that rule is about apps' calls).
+            // Told even when the manager withdrew all of it: it then knows the work is over.
             actions.append(.publish(session, work.services))
             if let advertisement = work.advertisement {
                 var started: [SystemAction] = []

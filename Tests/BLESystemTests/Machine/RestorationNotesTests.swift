@@ -287,7 +287,9 @@ import Testing
         var removed = kept()
         _ = removed.stopAdvertising(Self.a)
         _ = removed.servicesRemoved(of: Self.a)
-        #expect(!removed.controllerChanged(.poweredOn).contains(where: isPublish))
+        let onAfterAll = removed.controllerChanged(.poweredOn)
+        #expect(onAfterAll.contains(.publish(Self.a, [])), "told it is over")
+        #expect(!onAfterAll.contains(where: isNamed))
 
         // Started for the kept session as its restorer takes over (after the services and advertisement were
         // handed over, before the restorer took its place): the restorer's once it does.
