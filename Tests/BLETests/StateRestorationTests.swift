@@ -355,6 +355,11 @@ final class RecordedLaunches<Recorder: Sendable>: Sendable {
         #expect(restored.uuid == Profile.service)
         let restoredCharacteristic = try #require(restored.characteristics?.first as? MutableCharacteristic)
         #expect(restoredCharacteristic.subscribedCentrals?.count == 1)
+        // New objects with the ended app's values, as a restart makes them: the ended app's are its own.
+        #expect(restored !== service && restoredCharacteristic !== dynamic)
+        #expect(restoredCharacteristic.service === restored)
+        #expect(restoredCharacteristic.properties == dynamic.properties)
+        #expect(restoredCharacteristic.subscribedCentrals?.first !== dynamic.subscribedCentrals?.first)
         #expect(state.advertisementData?.localName == "sensor")
         #expect(second.manager.isAdvertising)
         // The restored manager notifies its subscriber.

@@ -84,19 +84,7 @@ struct PreservedPeripheralRecord: Codable, Hashable, PreservedRecord {
     /// where each comes after those it includes (the order they can be published again in), whatever order they
     /// were published in: an included service removed and added again comes after its includer.
     init(published unordered: [MutableService], advertising: AdvertisementData?) {
-        var published: [MutableService] = []
-        func place(_ service: MutableService, _ path: [MutableService]) {
-            guard !published.contains(where: { $0 === service }), !path.contains(where: { $0 === service }) else {
-                return
-            }
-            for included in service.includedServices ?? [] {
-                if let i = included as? MutableService, unordered.contains(where: { $0 === i }) {
-                    place(i, path + [service])
-                }
-            }
-            published.append(service)
-        }
-        for service in unordered { place(service, []) }
+        let published = Self.ordered(unordered)
         let services = published.map { service in
             Service(
                 uuid: service.uuid.uuidString, isPrimary: service.isPrimary,
@@ -120,6 +108,24 @@ struct PreservedPeripheralRecord: Codable, Hashable, PreservedRecord {
                 isConnectable: a.isConnectable, solicitedServiceUUIDs: a.solicitedServiceUUIDs?.map(\.uuidString))
         }
         self.init(services: services, advertisement: advertisement)
+    }
+
+    /// `unordered` in the order a record keeps them: each after those it includes.
+    static func ordered(_ unordered: [MutableService]) -> [MutableService] {
+        var published: [MutableService] = []
+        func place(_ service: MutableService, _ path: [MutableService]) {
+            guard !published.contains(where: { $0 === service }), !path.contains(where: { $0 === service }) else {
+                return
+            }
+            for included in service.includedServices ?? [] {
+                if let i = included as? MutableService, unordered.contains(where: { $0 === i }) {
+                    place(i, path + [service])
+                }
+            }
+            published.append(service)
+        }
+        for service in unordered { place(service, []) }
+        return published
     }
 
     /// The services as new objects, in order, with their included services.
@@ -240,5 +246,15 @@ struct ResumedWork {
 
     mutating func withdrawAll() {
         withdrawn = Set(services.map(ObjectIdentifier.init))
+    }
+
+    /// The same work with each service replaced by `renewed`'s object for it (one it has none for is left out).
+    func renewed(_ renewed: [ObjectIdentifier: MutableService]) -> ResumedWork {
+        var work = ResumedWork(
+            services: services.compactMap { renewed[ObjectIdentifier($0)] }, advertisement: advertisement)
+        for service in services where isWithdrawn(service) {
+            if let new = renewed[ObjectIdentifier(service)] { work.withdraw(new) }
+        }
+        return work
     }
 }

@@ -13,8 +13,8 @@ import Synchronization
 // publication of its services and its advertisement too: the system's work, `resumedServicesPublished`). The
 // peripheral manager made there with the same restore identifier takes over: it applies the
 // notes to the kept one (`absorb`), then tells `willRestoreState` first, with its services (with their subscribed
-// centrals) and advertisement data, then `didUpdateState`, then the requests that came. In one process the
-// restored services are the same objects the ended app published.
+// centrals) and advertisement data, then `didUpdateState`, then the requests that came. In one process too the
+// restored services and centrals are new objects made from the kept one's values (`renew`), as after a restart.
 
 extension PeripheralManager {
     /// The restore identifier this manager was made with.
@@ -112,21 +112,21 @@ extension PeripheralManager {
             return s
         }
         let linked = Set(system.core.host.links.filter { $0.role == .peripheral }.map(\.handle))
-        let gone = taken.centrals.filter { !linked.contains($0.key) }.map(\.value)
-        for central in gone { central.isLinked.withLock { $0 = false } }
+        for (handle, central) in taken.centrals where !linked.contains(handle) {
+            central.isLinked.withLock { $0 = false }
+        }
+        let (published, resumed, centrals) = renew(taken, linked: linked)
         locked.withLock { s in
-            s.published = taken.published
+            s.published = published
             s.advertising = taken.advertising
             s.isAdvertising = taken.isAdvertising
-            // The kept one's centrals (the objects its services' subscribers are) still linked (a controller's
-            // reset ends every link without an end for each), and any other linked meanwhile.
-            s.centrals.merge(taken.centrals.filter { linked.contains($0.key) }) { _, kept in kept }
-            // Preserved by an earlier process and not started yet (the controller is not on): this manager
-            // publishes and advertises once powered on.
-            s.resumeAtPowerOn = taken.resumeAtPowerOn
+            // The kept one's centrals still linked (a controller's reset ends every link without an end for
+            // each), and any other linked meanwhile.
+            s.centrals.merge(centrals) { _, renewed in renewed }
+            // Preserved by an earlier process and not started yet (the controller is not on): the system
+            // publishes and advertises for this manager once it is.
+            s.resumeAtPowerOn = resumed
         }
-        // Subscribed to nothing of its services any more (`willRestoreState` shows them without).
-        unsubscribe(gone)
         system.core.transfer(
             fromPeripheral: kept.session, to: session,
             advertisingStarted: { [weak self] result in
@@ -134,7 +134,7 @@ extension PeripheralManager {
                 if case .success = result { self?.locked.withLock { $0.isAdvertising = $0.advertising != nil } }
             },
             advertisingEnded: { [weak self] error in self?.advertisingEnded(error) })
-        let services = taken.published.map(\.service) + (taken.resumeAtPowerOn?.kept ?? [])
+        let services = published.map(\.service) + (resumed?.kept ?? [])
         let state = RestoredState(
             services: services.isEmpty ? nil : services,
             advertisementData: taken.isAdvertising ? taken.advertising : taken.resumeAtPowerOn?.advertisement)
@@ -142,6 +142,45 @@ extension PeripheralManager {
         persistRestorableState()
         deliver { m in m.tell(.willRestore(state)) }
         return taken.restorationEvents
+    }
+
+    /// What the kept manager (its state `taken`) held, as objects of this manager's own, as a restart makes
+    /// them (the kept ones are its ended app's): its services rebuilt from their values, each answering for the
+    /// handles the kept one's did, with the centrals subscribed to each among those still `linked`; the work a
+    /// restarted system has yet to start; its centrals still linked.
+    private func renew(_ taken: State, linked: Set<ConnectionHandle>) -> (
+        published: [Published], resumed: ResumedWork?, centrals: [ConnectionHandle: Central]
+    ) {
+        var centrals: [ConnectionHandle: Central] = [:]
+        var renewedCentrals: [ObjectIdentifier: Central] = [:]
+        for (handle, old) in taken.centrals where linked.contains(handle) {
+            let central = Central(
+                identifier: old.identifier, address: old.address, handle: handle.rawValue,
+                mtu: old.mtu.withLock { $0 }, host: system.core.host)
+            centrals[handle] = central
+            renewedCentrals[ObjectIdentifier(old)] = central
+        }
+        let old = PreservedPeripheralRecord.ordered(
+            taken.published.map(\.service) + (taken.resumeAtPowerOn?.services ?? []))
+        let made = PreservedPeripheralRecord(published: old, advertising: nil).makeServices()
+        var renewed: [ObjectIdentifier: MutableService] = [:]
+        for (o, n) in zip(old, made) { renewed[ObjectIdentifier(o)] = n }
+        let published = taken.published.compactMap { entry -> Published? in
+            guard let service = renewed[ObjectIdentifier(entry.service)] else { return nil }
+            let handles = Dictionary(
+                entry.characteristics.map { (ObjectIdentifier($0.value), $0.key) }, uniquingKeysWith: { a, _ in a })
+            var map: [AttributeHandle: MutableCharacteristic] = [:]
+            let olds = (entry.service.characteristics ?? []).compactMap { $0 as? MutableCharacteristic }
+            let news = (service.characteristics ?? []).compactMap { $0 as? MutableCharacteristic }
+            for (o, n) in zip(olds, news) {
+                n.state.withLock { $0.service = service }
+                let subscribed = (o.subscribedCentrals ?? []).compactMap { renewedCentrals[ObjectIdentifier($0)] }
+                n.mutableState.withLock { $0.subscribedCentrals = subscribed }
+                if let handle = handles[ObjectIdentifier(o)] { map[handle] = n }
+            }
+            return Published(service: service, serviceHandle: entry.serviceHandle, characteristics: map)
+        }
+        return (published, taken.resumeAtPowerOn?.renewed(renewed), centrals)
     }
 }
 
