@@ -336,6 +336,10 @@ final class RecordedLaunches<Recorder: Sendable>: Sendable {
         let remote = try rig.characteristic(Profile.dynamic, on: peripheral)
         peripheral.setNotifyValue(true, for: remote)
         try await rig.run(until: { remote.isNotifying }, "subscription")
+        // The app changes its objects after publishing (its list emptied, the service made to include itself):
+        // what is restored is what was published.
+        service.characteristics = []
+        service.includedServices = [service]
 
         app.terminate(.bySystem)
         #expect(app.keptPeripheralManagers == [Self.restoreID])
@@ -359,6 +363,7 @@ final class RecordedLaunches<Recorder: Sendable>: Sendable {
         #expect(restored !== service && restoredCharacteristic !== dynamic)
         #expect(restoredCharacteristic.service === restored)
         #expect(restoredCharacteristic.properties == dynamic.properties)
+        #expect(restored.includedServices?.first === restored, "its include, of the copy")
         #expect(restoredCharacteristic.subscribedCentrals?.first !== dynamic.subscribedCentrals?.first)
         #expect(state.advertisementData?.localName == "sensor")
         #expect(second.manager.isAdvertising)

@@ -85,10 +85,14 @@ struct PreservedPeripheralRecord: Codable, Hashable, PreservedRecord {
     /// were published in: an included service removed and added again comes after its includer.
     init(published unordered: [MutableService], advertising: AdvertisementData?) {
         let published = Self.ordered(unordered)
-        let services = published.map { service in
+        let services = published.enumerated().map { index, service in
             Service(
                 uuid: service.uuid.uuidString, isPrimary: service.isPrimary,
-                included: (service.includedServices ?? []).compactMap { i in published.firstIndex { $0 === i } },
+                // Only those before it: an include loop (a service including itself, or one that includes it) is
+                // not one a restart can publish again in order.
+                included: (service.includedServices ?? []).compactMap { i in
+                    published.firstIndex { $0 === i }.flatMap { $0 < index ? $0 : nil }
+                },
                 characteristics: (service.characteristics ?? []).compactMap { $0 as? MutableCharacteristic }.map { c in
                     Characteristic(
                         uuid: c.uuid.uuidString, properties: c.properties.rawValue,
@@ -176,7 +180,9 @@ extension PeripheralManager {
     /// restarted system has yet to publish.
     static func restorableRecord(of s: State) -> PreservedPeripheralRecord {
         if let resume = s.resumeAtPowerOn {
-            return PreservedPeripheralRecord(published: resume.kept, advertising: resume.advertisement)
+            // With what the app published and advertised itself meanwhile.
+            return PreservedPeripheralRecord(
+                published: s.published.map(\.service) + resume.kept, advertising: s.advertising ?? resume.advertisement)
         }
         return PreservedPeripheralRecord(published: s.published.map(\.service), advertising: s.advertising)
     }

@@ -112,9 +112,9 @@ extension PeripheralManager {
             return s
         }
         let linked = Set(system.core.host.links.filter { $0.role == .peripheral }.map(\.handle))
-        for (handle, central) in taken.centrals where !linked.contains(handle) {
-            central.isLinked.withLock { $0 = false }
-        }
+        // The kept one's centrals are its ended app's: none follows its link any more (those still linked are
+        // this manager's as new objects).
+        for central in taken.centrals.values { central.isLinked.withLock { $0 = false } }
         let (published, resumed, centrals) = renew(taken, linked: linked)
         locked.withLock { s in
             s.published = published
@@ -145,9 +145,9 @@ extension PeripheralManager {
     }
 
     /// What the kept manager (its state `taken`) held, as objects of this manager's own, as a restart makes
-    /// them (the kept ones are its ended app's): its services rebuilt from their values, each answering for the
-    /// handles the kept one's did, with the centrals subscribed to each among those still `linked`; the work a
-    /// restarted system has yet to start; its centrals still linked.
+    /// them (the kept ones are its ended app's): each service copied with the characteristics it was published
+    /// with, each answering for the handle its original did, with the centrals subscribed to it among those still
+    /// `linked`; the work a restarted system has yet to start; its centrals still linked.
     private func renew(_ taken: State, linked: Set<ConnectionHandle>) -> (
         published: [Published], resumed: ResumedWork?, centrals: [ConnectionHandle: Central]
     ) {
@@ -160,27 +160,52 @@ extension PeripheralManager {
             centrals[handle] = central
             renewedCentrals[ObjectIdentifier(old)] = central
         }
-        let old = PreservedPeripheralRecord.ordered(
-            taken.published.map(\.service) + (taken.resumeAtPowerOn?.services ?? []))
-        let made = PreservedPeripheralRecord(published: old, advertising: nil).makeServices()
         var renewed: [ObjectIdentifier: MutableService] = [:]
-        for (o, n) in zip(old, made) { renewed[ObjectIdentifier(o)] = n }
-        let published = taken.published.compactMap { entry -> Published? in
-            guard let service = renewed[ObjectIdentifier(entry.service)] else { return nil }
-            let handles = Dictionary(
-                entry.characteristics.map { (ObjectIdentifier($0.value), $0.key) }, uniquingKeysWith: { a, _ in a })
+        let published = taken.published.map { entry -> Published in
+            // The characteristics as published (by handle), whatever the app did to the service's list since.
+            let handles = entry.characteristics.keys.sorted { $0.rawValue < $1.rawValue }
+            let service = MutableService(type: entry.service.uuid, primary: entry.service.isPrimary)
             var map: [AttributeHandle: MutableCharacteristic] = [:]
-            let olds = (entry.service.characteristics ?? []).compactMap { $0 as? MutableCharacteristic }
-            let news = (service.characteristics ?? []).compactMap { $0 as? MutableCharacteristic }
-            for (o, n) in zip(olds, news) {
-                n.state.withLock { $0.service = service }
-                let subscribed = (o.subscribedCentrals ?? []).compactMap { renewedCentrals[ObjectIdentifier($0)] }
-                n.mutableState.withLock { $0.subscribedCentrals = subscribed }
-                if let handle = handles[ObjectIdentifier(o)] { map[handle] = n }
+            for handle in handles {
+                let old = entry.characteristics[handle]!
+                let new = Self.copy(old)
+                new.state.withLock { $0.service = service }
+                let subscribed = (old.subscribedCentrals ?? []).compactMap { renewedCentrals[ObjectIdentifier($0)] }
+                new.mutableState.withLock { $0.subscribedCentrals = subscribed }
+                map[handle] = new
             }
+            service.characteristics = handles.map { map[$0]! }
+            renewed[ObjectIdentifier(entry.service)] = service
             return Published(service: service, serviceHandle: entry.serviceHandle, characteristics: map)
         }
+        // Those a restarted system has yet to publish: the keeper's own, made from the record.
+        for old in taken.resumeAtPowerOn?.services ?? [] where renewed[ObjectIdentifier(old)] == nil {
+            let service = MutableService(type: old.uuid, primary: old.isPrimary)
+            service.characteristics = (old.characteristics ?? []).compactMap { $0 as? MutableCharacteristic }.map {
+                let new = Self.copy($0)
+                new.state.withLock { $0.service = service }
+                return new
+            }
+            renewed[ObjectIdentifier(old)] = service
+        }
+        // Included services: the copies of those copied (another is not this manager's to restore).
+        for (old, new) in (taken.published.map(\.service) + (taken.resumeAtPowerOn?.services ?? [])).compactMap({
+            old in renewed[ObjectIdentifier(old)].map { (old, $0) }
+        }) {
+            let included = (old.includedServices ?? []).compactMap { renewed[ObjectIdentifier($0)] }
+            if !included.isEmpty { new.includedServices = included }
+        }
         return (published, taken.resumeAtPowerOn?.renewed(renewed), centrals)
+    }
+
+    /// A new characteristic with `old`'s values: its type, properties, permissions, value and descriptors.
+    private static func copy(_ old: MutableCharacteristic) -> MutableCharacteristic {
+        let new = MutableCharacteristic(
+            type: old.uuid, properties: old.properties, value: old.value, permissions: old.permissions)
+        if let descriptors = old.descriptors, !descriptors.isEmpty {
+            new.descriptors = descriptors.map { MutableDescriptor(type: $0.uuid, value: $0.value) }
+        }
+        return new
     }
 }
 
@@ -189,22 +214,28 @@ extension PeripheralManager {
     /// `results` being their handles in order (nil: refused, logged by the system): they are this manager's now,
     /// with no `didAdd` (the system published them, not the app), and its preserved advertisement is asked.
     func resumedServicesPublished(_ results: [PublishedService?]) {
-        guard
-            let work = locked.withLock({ s in
-                defer { s.resumeAtPowerOn = nil }
-                return s.resumeAtPowerOn
-            })
-        else { return }
-        for (service, published) in zip(work.services, results) {
-            guard let published else { continue }
-            if work.isWithdrawn(service) {
-                // Taken out by the app before it heard the system had published it: out again.
-                system.core.removeService(at: published.serviceHandle, owner: session)
-            } else {
-                record(service, as: published)
-            }
+        guard let services = locked.withLock({ $0.resumeAtPowerOn?.services }) else { return }
+        let entries = zip(services, results).map { service, published in
+            published.map { entry(for: service, as: $0) }
         }
-        if let advertisement = work.advertisement { locked.withLock { $0.advertising = advertisement } }
+        // In one step with the app's `remove` and `removeAllServices`: a service it took out before this step is
+        // taken out again, one it takes out after is among those published.
+        let withdrawn = locked.withLock { s -> [AttributeHandle] in
+            guard let work = s.resumeAtPowerOn else { return [] }
+            s.resumeAtPowerOn = nil
+            var withdrawn: [AttributeHandle] = []
+            for (service, entry) in zip(work.services, entries) {
+                guard let entry else { continue }
+                if work.isWithdrawn(service) {
+                    withdrawn.append(entry.serviceHandle)
+                } else {
+                    s.published.append(entry)
+                }
+            }
+            if let advertisement = work.advertisement, s.advertising == nil { s.advertising = advertisement }
+            return withdrawn
+        }
+        for handle in withdrawn { system.core.removeService(at: handle, owner: session) }
         persistRestorableState()
     }
 

@@ -160,16 +160,19 @@ public final class PeripheralManager: Sendable {
 
     /// `service` is published with `published`'s handles: its characteristics answer for them.
     func record(_ service: MutableService, as published: PublishedService) {
+        let entry = entry(for: service, as: published)
+        locked.withLock { $0.published.append(entry) }
+    }
+
+    /// What this manager keeps of `service`, published with `published`'s handles.
+    func entry(for service: MutableService, as published: PublishedService) -> Published {
         var map: [AttributeHandle: MutableCharacteristic] = [:]
         let characteristics = (service.characteristics ?? []).compactMap { $0 as? MutableCharacteristic }
         for (c, handle) in zip(characteristics, published.characteristicValueHandles) {
             c.state.withLock { $0.service = service }
             map[handle] = c
         }
-        locked.withLock {
-            $0.published.append(
-                Published(service: service, serviceHandle: published.serviceHandle, characteristics: map))
-        }
+        return Published(service: service, serviceHandle: published.serviceHandle, characteristics: map)
     }
 
     /// Unpublishes a service added with `add(_:)`.
