@@ -149,25 +149,16 @@ def read_lines(process, seconds):
 
 def read_line(process, needle, seconds):
     """Lines of `process`'s stdout until one contains `needle`, within `seconds` (the lines read so far)."""
-    import select
-    deadline = time.monotonic() + seconds
     seen = []
-    buffer = b""
-    fd = process.stdout.fileno()
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([fd], [], [], max(0, deadline - time.monotonic()))
-        if not ready:
-            break
-        chunk = os.read(fd, 4096)
-        if not chunk:
-            break
-        buffer += chunk
-        while b"\n" in buffer:
-            line, buffer = buffer.split(b"\n", 1)
-            seen.append(line.decode())
-            if needle in seen[-1]:
+    ended = "the output ended"
+    try:
+        for line in read_lines(process, seconds):
+            seen.append(line)
+            if needle in line:
                 return seen
-    raise AssertionError(f"no line with {needle!r} within {seconds} s; got {seen} {buffer!r}")
+    except AssertionError as timeout:
+        ended = str(timeout)
+    raise AssertionError(f"no line with {needle!r} within {seconds} s ({ended}); got {seen}")
 
 
 class SharedRoomTests(unittest.TestCase):

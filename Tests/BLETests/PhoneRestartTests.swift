@@ -281,6 +281,21 @@ import Testing
         return found.peripheral
     }
 
+    /// The restarted sensor, its app opened (in the foreground: advertising its name), found by that name,
+    /// connected by the phone and its database discovered.
+    static func findByName(_ rig: Rig) async throws -> Peripheral {
+        rig.central.scanForPeripherals(withServices: nil)
+        try await rig.run(
+            until: { rig.phone.discoveries.contains { $0.advertisement.localName == "sensor" } }, within: .seconds(5),
+            "the discovery by name")
+        let found = try #require(rig.phone.discoveries.first { $0.advertisement.localName == "sensor" })
+        rig.central.stopScan()
+        rig.central.connect(found.peripheral)
+        try await rig.run(until: { found.peripheral.state == .connected }, "the connection")
+        try await rig.discoverAll(found.peripheral)
+        return found.peripheral
+    }
+
     @Test func publishedServicesAndTheAdvertisementSurviveARestart() async throws {
         let store = SystemStoreAndShutdownTests.storePath()
         defer { SystemStoreAndShutdownTests.remove(store) }
@@ -349,18 +364,9 @@ extension PeripheralPhoneRestartTests {
         #expect(state.advertisementData == Sensor.advertisement)
         try await rig.run(until: { second.manager.isAdvertising }, within: .seconds(2), "advertising")
         #expect(!second.lines.contains { $0.hasPrefix("didAdd") }, "published by the system, not the app")
-        // In the foreground: found by its name.
-        rig.central.scanForPeripherals(withServices: nil)
-        try await rig.run(
-            until: { rig.phone.discoveries.contains { $0.advertisement.localName == "sensor" } }, within: .seconds(5),
-            "the discovery by name")
-        let found = try #require(rig.phone.discoveries.first { $0.advertisement.localName == "sensor" })
-        rig.central.stopScan()
-        rig.central.connect(found.peripheral)
-        try await rig.run(until: { found.peripheral.state == .connected }, "the connection")
-        try await rig.discoverAll(found.peripheral)
-        let dynamic = try rig.characteristic(Profile.dynamic, on: found.peripheral)
-        found.peripheral.readValue(for: dynamic)
+        let found = try await Self.findByName(rig)
+        let dynamic = try rig.characteristic(Profile.dynamic, on: found)
+        found.readValue(for: dynamic)
         try await rig.run(until: { dynamic.value == Data([0x2A]) }, within: .seconds(2), "the app's answer")
         #expect(opened.count == 1)
     }
@@ -382,17 +388,9 @@ extension PeripheralPhoneRestartTests {
         let primary = try #require(state.services?.first { $0.uuid == Profile.service })
         second.manager.remove(primary)
         try await rig.run(until: { second.manager.isAdvertising }, within: .seconds(2), "advertising")
-        rig.central.scanForPeripherals(withServices: nil)
-        try await rig.run(
-            until: { rig.phone.discoveries.contains { $0.advertisement.localName == "sensor" } }, within: .seconds(5),
-            "the discovery by name")
-        let found = try #require(rig.phone.discoveries.first { $0.advertisement.localName == "sensor" })
-        rig.central.stopScan()
-        rig.central.connect(found.peripheral)
-        try await rig.run(until: { found.peripheral.state == .connected }, "the connection")
-        try await rig.discoverAll(found.peripheral)
+        let found = try await Self.findByName(rig)
         // The primary service is gone; the included one (secondary, so not among the primaries) is not.
-        let primaries = found.peripheral.services?.map(\.uuid) ?? []
+        let primaries = found.services?.map(\.uuid) ?? []
         #expect(primaries.contains(.genericAccess) && !primaries.contains(Profile.service), "\(primaries)")
         #expect(!second.lines.contains { $0.hasPrefix("didAdd") })
     }

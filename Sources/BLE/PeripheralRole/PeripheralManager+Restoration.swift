@@ -189,9 +189,8 @@ extension PeripheralManager {
             renewed[ObjectIdentifier(old)] = service
         }
         // Included services: the copies of those copied (another is not this manager's to restore).
-        for (old, new) in (taken.published.map(\.service) + (taken.resumeAtPowerOn?.services ?? [])).compactMap({
-            old in renewed[ObjectIdentifier(old)].map { (old, $0) }
-        }) {
+        for old in taken.published.map(\.service) + (taken.resumeAtPowerOn?.services ?? []) {
+            guard let new = renewed[ObjectIdentifier(old)] else { continue }
             let included = (old.includedServices ?? []).compactMap { renewed[ObjectIdentifier($0)] }
             if !included.isEmpty { new.includedServices = included }
         }
